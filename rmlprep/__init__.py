@@ -1,0 +1,37 @@
+"""rmlprep: exact tokenization, chat formatting and packing of corpora into Parquet shards."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .errors import (  # noqa: F401
+    ChatFormatError,
+    ConfigError,
+    LoaderError,
+    PackingError,
+    ParityError,
+    RmlprepError,
+    RowError,
+    SpecError,
+    TokenIdError,
+    TokenizeError,
+    UnsupportedTokenizer,
+)
+from .spec import TokenizerSpec, TokenType  # noqa: F401
+
+__all__ = [
+    "__version__",
+    "TokenizerSpec",
+    "TokenType",
+    "RmlprepError",
+    "SpecError",
+    "LoaderError",
+    "UnsupportedTokenizer",
+    "TokenizeError",
+    "TokenIdError",
+    "ChatFormatError",
+    "PackingError",
+    "RowError",
+    "ConfigError",
+    "ParityError",
+]

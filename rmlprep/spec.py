@@ -1,0 +1,195 @@
+"""TokenizerSpec: the frozen, validated description of a tokenizer.
+
+Loaders (``hf.py``, ``gguf.py``, ``spm.py``, ``tiktoken_file.py``) only produce a spec;
+``tokenizer.py`` and ``bpe.py`` only consume one. A spec is plain data (tuples, strings,
+numbers), pickles small, and has a stable :attr:`TokenizerSpec.fingerprint`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from enum import IntEnum
+from typing import Any
+
+__all__ = ["TokenType", "BYTE_LEVEL", "SENTENCEPIECE", "TokenizerSpec", "AddedTokenFlags"]
+
+#: Model kinds.
+BYTE_LEVEL = "byte_level_bpe"
+SENTENCEPIECE = "sentencepiece_bpe"
+_KINDS = (BYTE_LEVEL, SENTENCEPIECE)
+
+
+class TokenType(IntEnum):
+    """Token types, numbered as GGUF's ``tokenizer.ggml.token_type`` and sentencepiece do.
+
+    Source: llama.cpp ``llama_token_type`` / sentencepiece ``ModelProto.SentencePiece.Type``.
+    """
+
+    NORMAL = 1
+    UNKNOWN = 2
+    CONTROL = 3
+    USER_DEFINED = 4
+    UNUSED = 5
+    BYTE = 6
+
+
+@dataclass(frozen=True, slots=True)
+class AddedTokenFlags:
+    """Hugging Face ``added_tokens`` matching flags for one control/user-defined token.
+
+    Source: tokenizers ``AddedToken`` (lstrip, rstrip, single_word, normalized).
+
+    Attributes:
+        id: the token id.
+        lstrip: the match swallows whitespace on its left.
+        rstrip: the match swallows whitespace on its right.
+        single_word: only match when not inside a word (no word character next to it).
+        normalized: the token is matched against normalized text (rmlprep matches the raw
+            text and only accepts tokens whose content normalization leaves unchanged).
+    """
+
+    id: int
+    lstrip: bool = False
+    rstrip: bool = False
+    single_word: bool = False
+    normalized: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerSpec:
+    """Everything needed to encode and decode exactly like a model's reference tokenizer.
+
+    Attributes:
+        kind: ``"byte_level_bpe"`` (GPT-2, Llama 3, Qwen2, SmolLM: tokens are spelled in the
+            GPT-2 printable byte alphabet) or ``"sentencepiece_bpe"`` (Llama 2, Mistral, Gemma:
+            tokens are Unicode strings with ``"▁"`` for space, plus ``<0xXX>`` byte tokens).
+        vocab: token string of each id, ``vocab[id]``.
+        token_types: one :class:`TokenType` value per id (same length as ``vocab``).
+        merges: ranked merges, ``merges[rank] = (left, right)``; empty when ``scores`` rule.
+        scores: one float per id when merges are chosen by score (SentencePiece, GGUF
+            "llama", tiktoken ranks as ``-rank``); the merged string must be a normal or
+            user-defined token and the highest score merges first. ``None`` with merges.
+        pre_split: pre-tokenizer regex patterns applied in order, each to every piece of the
+            one before, with Hugging Face's ``Isolated`` behaviour (matches and the gaps between
+            them are both pieces, so pieces cover the text). The digit split is a pattern too:
+            ``\\p{N}`` (``Digits(individual_digits=true)``) or ``\\p{N}+``.
+        normalizers: applied in order to each text segment between special tokens:
+            ``("nfc",)``, ``("nfkc",)``, ``("replace", old, new)``.
+        bos_id, eos_id, unk_id, pad_id: special ids or ``None``.
+        eot_ids: end-of-turn ids (``<|eot_id|>``, ``<|im_end|>``, ``<end_of_turn>``...).
+        add_bos, add_eos: added by ``encode(..., add_special_tokens=True)``.
+        byte_fallback: SentencePiece: a leftover symbol becomes ``<0xXX>`` byte tokens.
+        add_prefix_space: prepend a space (byte-level: ``" "``; SentencePiece: ``"▁"``) to a
+            text segment, following ``prefix_scheme``.
+        prefix_scheme: ``"first"``: only the segment at the very start of the text;
+            ``"always"``: every non-empty segment (also after each special token).
+        prefix_if_missing: skip the prefix when the segment already starts with a space
+            (Hugging Face Metaspace / ByteLevel); ``False`` prepends unconditionally
+            (sentencepiece ``add_dummy_prefix``, llama.cpp, HF ``Prepend`` normalizer).
+        ignore_merges: a piece that is a token as a whole is taken whole (Llama 3, tiktoken).
+        fuse_unk: consecutive unk ids collapse into one (Hugging Face ``fuse_unk``).
+        split_on_space: SentencePiece-style only: pieces are split before each ``"▁"``
+            (Hugging Face Metaspace ``split: true``) before BPE.
+        added_token_flags: HF matching flags for control/user-defined tokens that have any.
+        parse_user_defined_always: user-defined tokens are cut out even with
+            ``parse_special=False`` (sentencepiece matches user-defined pieces in all text).
+        decode_strip_prefix: ``"none"``; ``"first_token"``: remove one leading space from the
+            first token decoded (HF Metaspace decoder); ``"text"``: from the start of the
+            decoded text (HF ``Strip`` decoder, sentencepiece).
+        name: a human label (file name, encoding name); not part of the fingerprint.
+    """
+
+    kind: str
+    vocab: tuple[str, ...]
+    token_types: tuple[int, ...]
+    merges: tuple[tuple[str, str], ...] = ()
+    scores: tuple[float, ...] | None = None
+    pre_split: tuple[str, ...] = ()
+    normalizers: tuple[tuple[str, ...], ...] = ()
+    bos_id: int | None = None
+    eos_id: int | None = None
+    unk_id: int | None = None
+    pad_id: int | None = None
+    eot_ids: tuple[int, ...] = ()
+    add_bos: bool = False
+    add_eos: bool = False
+    byte_fallback: bool = False
+    add_prefix_space: bool = False
+    prefix_scheme: str = "first"
+    prefix_if_missing: bool = False
+    ignore_merges: bool = False
+    fuse_unk: bool = False
+    split_on_space: bool = False
+    added_token_flags: tuple[AddedTokenFlags, ...] = ()
+    parse_user_defined_always: bool = False
+    decode_strip_prefix: str = "none"
+    name: str = field(default="", compare=False)
+
+    # -- canonical form ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (lists for tuples); ``from_dict(to_dict())`` gives back the spec."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "merges":
+                v = [list(m) for m in v]
+            elif f.name == "normalizers":
+                v = [list(n) for n in v]
+            elif f.name == "added_token_flags":
+                v = [
+                    {"id": a.id, "lstrip": a.lstrip, "rstrip": a.rstrip,
+                     "single_word": a.single_word, "normalized": a.normalized}
+                    for a in v
+                ]
+            elif isinstance(v, tuple):
+                v = list(v)
+            out[f.name] = v
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TokenizerSpec":
+        """Build a spec from :meth:`to_dict` output (unknown keys raise ``SpecError``)."""
+        from .errors import SpecError
+
+        known = {f.name for f in fields(cls)}
+        extra = set(d) - known
+        if extra:
+            raise SpecError(f"unknown TokenizerSpec field(s) {sorted(extra)}; known: {sorted(known)}")
+        kw: dict[str, Any] = dict(d)
+        if "vocab" in kw:
+            kw["vocab"] = tuple(kw["vocab"])
+        if "token_types" in kw:
+            kw["token_types"] = tuple(int(t) for t in kw["token_types"])
+        if "merges" in kw:
+            kw["merges"] = tuple((str(a), str(b)) for a, b in kw["merges"])
+        if kw.get("scores") is not None:
+            kw["scores"] = tuple(float(s) for s in kw["scores"])
+        for k in ("pre_split", "eot_ids"):
+            if k in kw:
+                kw[k] = tuple(kw[k])
+        if "normalizers" in kw:
+            kw["normalizers"] = tuple(tuple(n) for n in kw["normalizers"])
+        if "added_token_flags" in kw:
+            kw["added_token_flags"] = tuple(AddedTokenFlags(**a) for a in kw["added_token_flags"])
+        return cls(**kw)
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 hex of the canonical JSON form (sorted keys, ``name`` left out).
+
+        Two specs that encode and decode alike have the same fingerprint whatever file they
+        came from; it is written into every shard's metadata.
+        """
+        d = self.to_dict()
+        d.pop("name", None)
+        blob = json.dumps(d, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                          allow_nan=False)
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def replace(self, **changes: Any) -> "TokenizerSpec":
+        """A copy with some fields changed (e.g. ``add_bos=False``)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d.update(changes)
+        return type(self)(**d)
