@@ -1,0 +1,195 @@
+"""Generate ``rmlprep/_unicode_tables.py`` from a pinned Unicode version.
+
+Usage::
+
+    python tools/make_unicode_tables.py --unicode-version 15.1.0 --out rmlprep/_unicode_tables.py
+
+Inputs:
+- General categories: the ``unicodedata2`` package, whose ``unidata_version`` must equal
+  ``--unicode-version`` (the tables must not follow whatever Unicode the interpreter ships).
+- White_Space: Python has no property API, so the property is the fixed list of
+  ``PropList.txt`` below (identical in Unicode 6.3 through 15.1; checked only for 15.1.0).
+- Simple case folding onto ASCII letters: the fixed list of ``CaseFolding.txt`` (status C and
+  S) entries below, checked for 15.1.0. When the ``regex`` module is installed the generator
+  cross-checks these equivalents against ``regex``'s ``(?i)`` and stops on any disagreement
+  other than the documented one (``regex`` also lets ``i`` match U+0130, which simple case
+  folding, used by Oniguruma and the Rust ``regex`` crate, does not).
+
+Output is deterministic: the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+MAX_CP = 0x10FFFF
+
+# General category groups: the one-letter categories and LC are unions of these.
+SUBCATEGORIES: dict[str, tuple[str, ...]] = {
+    "L": ("Lu", "Ll", "Lt", "Lm", "Lo"),
+    "LC": ("Lu", "Ll", "Lt"),
+    "M": ("Mn", "Mc", "Me"),
+    "N": ("Nd", "Nl", "No"),
+    "P": ("Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po"),
+    "S": ("Sm", "Sc", "Sk", "So"),
+    "Z": ("Zs", "Zl", "Zp"),
+    "C": ("Cc", "Cf", "Cs", "Co", "Cn"),
+}
+
+# PropList.txt (Unicode 15.1.0), property White_Space, verbatim ranges.
+WHITE_SPACE_15_1: tuple[tuple[int, int], ...] = (
+    (0x0009, 0x000D),
+    (0x0020, 0x0020),
+    (0x0085, 0x0085),
+    (0x00A0, 0x00A0),
+    (0x1680, 0x1680),
+    (0x2000, 0x200A),
+    (0x2028, 0x2029),
+    (0x202F, 0x202F),
+    (0x205F, 0x205F),
+    (0x3000, 0x3000),
+)
+
+# CaseFolding.txt (Unicode 15.1.0), status C and S entries whose folding is an ASCII letter and
+# whose code point is not ASCII: 017F; C; 0073 (LATIN SMALL LETTER LONG S) and
+# 212A; C; 006B (KELVIN SIGN). Every other ASCII letter folds only from its other ASCII case.
+NON_ASCII_SIMPLE_FOLDS_15_1: dict[str, tuple[int, ...]] = {"k": (0x212A,), "s": (0x017F,)}
+
+# Known, documented disagreement of Python's ``regex`` module with simple case folding.
+REGEX_MODULE_EXTRA_FOLDS: dict[str, tuple[int, ...]] = {"i": (0x0130,)}
+
+
+def merge(cps: list[int]) -> tuple[tuple[int, int], ...]:
+    """Merge sorted code points into inclusive (lo, hi) ranges."""
+    out: list[list[int]] = []
+    for cp in cps:
+        if out and out[-1][1] + 1 == cp:
+            out[-1][1] = cp
+        else:
+            out.append([cp, cp])
+    return tuple((lo, hi) for lo, hi in out)
+
+
+def category_ranges(ucd) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Ranges of every two-letter category and of the groups in SUBCATEGORIES."""
+    by_cat: dict[str, list[int]] = {}
+    for cp in range(MAX_CP + 1):
+        by_cat.setdefault(ucd.category(chr(cp)), []).append(cp)
+    result = {cat: merge(cps) for cat, cps in by_cat.items()}
+    for group, subs in SUBCATEGORIES.items():
+        for sub in subs:
+            result.setdefault(sub, ())
+        cps = sorted(cp for sub in subs for lo, hi in result[sub] for cp in range(lo, hi + 1))
+        result[group] = merge(cps)
+    return result
+
+
+def case_fold_equivalents() -> dict[str, tuple[int, ...]]:
+    """For each ASCII lowercase letter, every code point whose simple case folding is it."""
+    out = {}
+    for c in "abcdefghijklmnopqrstuvwxyz":
+        cps = {ord(c), ord(c.upper()), *NON_ASCII_SIMPLE_FOLDS_15_1.get(c, ())}
+        out[c] = tuple(sorted(cps))
+    return out
+
+
+def check_against_regex_module(folds: dict[str, tuple[int, ...]]) -> None:
+    """Cross-check the fold table with ``regex``'s ``(?i)`` when ``regex`` is installed.
+
+    The banner does not depend on it, so the output stays byte-identical either way.
+    """
+    try:
+        import regex
+    except ImportError:
+        print("note: regex module not installed; case folds not cross-checked", file=sys.stderr)
+        return
+    every = "".join(chr(cp) for cp in range(MAX_CP + 1))
+    for c, cps in folds.items():
+        got = tuple(m.start() for m in regex.finditer(f"(?i:{c})", every))
+        want = tuple(sorted({*cps, *REGEX_MODULE_EXTRA_FOLDS.get(c, ())}))
+        if got != want:
+            sys.exit(
+                f"case folding for {c!r}: table says {[hex(x) for x in want]}, regex module "
+                f"{regex.__version__} says {[hex(x) for x in got]}; update the fixed list"
+            )
+
+
+def fmt_ranges(ranges: tuple[tuple[int, int], ...], indent: str = "        ") -> str:
+    """Format ranges six per line as hex tuples."""
+    if not ranges:
+        return "()"
+    items = [f"(0x{lo:04X}, 0x{hi:04X})," for lo, hi in ranges]
+    lines = [indent + " ".join(items[i : i + 6]) for i in range(0, len(items), 6)]
+    return "(\n" + "\n".join(lines) + "\n" + indent[:-4] + ")"
+
+
+def render(version: str, ucd_module: str, cats: dict, folds: dict) -> str:
+    """The text of _unicode_tables.py."""
+    names = sorted(cats, key=lambda n: (n[0], len(n), n))
+    parts = [
+        '"""Unicode code-point tables for rmlprep (generated; do not edit).',
+        "",
+        "Generated by tools/make_unicode_tables.py",
+        f"Unicode version: {version}",
+        f"General categories: {ucd_module} (unidata_version {version}).",
+        "White_Space: PropList.txt property White_Space (fixed list in the generator).",
+        "Case folding: CaseFolding.txt simple folding (status C and S) onto ASCII letters,",
+        "fixed list in the generator, cross-checked with the regex module's (?i) when",
+        "installed (regex also lets i match U+0130; simple folding does not).",
+        "",
+        "Ranges are inclusive (lo, hi) code-point pairs, sorted and merged, over 0..0x10FFFF.",
+        "DO NOT EDIT: rerun the generator instead.",
+        '"""',
+        "",
+        f'UNICODE_VERSION = "{version}"',
+        "",
+        "# General category (two-letter, one-letter groups and LC) -> ranges.",
+        "CATEGORIES: dict[str, tuple[tuple[int, int], ...]] = {",
+    ]
+    for name in names:
+        parts.append(f'    "{name}": {fmt_ranges(cats[name])},')
+    parts.append("}")
+    parts.append("")
+    parts.append("# PropList.txt White_Space.")
+    parts.append(f"WHITE_SPACE: tuple[tuple[int, int], ...] = {fmt_ranges(WHITE_SPACE_15_1, '    ')}")
+    parts.append("")
+    parts.append("# ASCII lowercase letter -> every code point whose simple case folding is it.")
+    parts.append("CASE_FOLD_EQUIVALENTS: dict[str, tuple[int, ...]] = {")
+    for c, cps in folds.items():
+        parts.append(f'    "{c}": ({", ".join(f"0x{cp:04X}" for cp in cps)},),')
+    parts.append("}")
+    parts.append("")
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--unicode-version", default="15.1.0")
+    ap.add_argument("--out", type=Path, default=Path("rmlprep/_unicode_tables.py"))
+    args = ap.parse_args(argv)
+    try:
+        import unicodedata2 as ucd
+    except ImportError:
+        sys.exit("unicodedata2 is required: pip install 'unicodedata2==15.1.0'")
+    if ucd.unidata_version != args.unicode_version:
+        sys.exit(
+            f"--unicode-version {args.unicode_version} but unicodedata2 has "
+            f"{ucd.unidata_version}; pip install 'unicodedata2=={args.unicode_version}'"
+        )
+    if args.unicode_version != "15.1.0":
+        sys.exit(
+            f"the White_Space and case-folding lists in {__file__} are checked for 15.1.0 "
+            f"only; verify them against Unicode {args.unicode_version} and extend the generator"
+        )
+    cats = category_ranges(ucd)
+    folds = case_fold_equivalents()
+    check_against_regex_module(folds)
+    text = render(args.unicode_version, "unicodedata2", cats, folds)
+    args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
