@@ -84,7 +84,9 @@ class TokenizerSpec:
         add_prefix_space: prepend a space (byte-level: ``" "``; SentencePiece: ``"▁"``) to a
             text segment, following ``prefix_scheme``.
         prefix_scheme: ``"first"``: only the segment at the very start of the text;
-            ``"always"``: every non-empty segment (also after each special token).
+            ``"always"``: every non-empty segment (also after each special token);
+            ``"whole_text"``: once, to the whole text before special tokens are cut out
+            (sentencepiece: ``"<tool>x"`` becomes ``"▁<tool>x"``).
         prefix_if_missing: skip the prefix when the segment already starts with a space
             (Hugging Face Metaspace / ByteLevel); ``False`` prepends unconditionally
             (sentencepiece ``add_dummy_prefix``, llama.cpp, HF ``Prepend`` normalizer).

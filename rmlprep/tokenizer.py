@@ -1,0 +1,734 @@
+"""Tokenizer: a validated, indexed TokenizerSpec that encodes and decodes.
+
+Build one with :meth:`Tokenizer.create` (or a loader such as :func:`rmlprep.load_tokenizer`).
+Encoding cuts control and user-defined tokens out of the text first (longest wins at a shared
+prefix), then for each text segment:
+
+- byte-level BPE: normalize, add the prefix space if asked, pre-split into pieces, spell each
+  piece's UTF-8 bytes in the printable byte alphabet and run BPE per piece;
+- SentencePiece BPE: normalize, add the ``"▁"`` prefix if asked, spaces -> ``"▁"``, and run BPE
+  over the segment (split into words only where the vocabulary proves no merge can cross).
+
+Each piece is looked up whole (when the spec says a whole token wins), then in a bounded
+piece -> ids cache; the merge loop in :mod:`rmlprep.bpe` runs only on a miss.
+
+Source: tokenizers (``tokenizer/mod.rs``, ``added_vocabulary.rs``, ``models/bpe``),
+sentencepiece (``bpe_model.cc``), tiktoken (``core.py``, ``src/lib.rs``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from . import bpe
+from .errors import SpecError, TokenIdError
+from .spec import BYTE_LEVEL, SENTENCEPIECE, TokenizerSpec, TokenType
+from .unicode import bytes_to_unicode, unicode_to_bytes
+
+__all__ = ["Tokenizer", "StreamDecoder"]
+
+_SPACE = "\u2581"  # "▁", SentencePiece's visible space
+_CACHE_MAX = 1 << 18  # pieces kept in the piece -> ids cache before it is cleared
+_BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+_SPECIAL_TYPES = (TokenType.CONTROL, TokenType.USER_DEFINED)
+_MERGEABLE_TYPES = frozenset((TokenType.NORMAL, TokenType.USER_DEFINED))
+
+
+def _validate(spec: TokenizerSpec) -> None:
+    """Raise SpecError for the first problem found in ``spec`` (see Tokenizer.create)."""
+    where = f"TokenizerSpec{f' {spec.name!r}' if spec.name else ''}"
+    if spec.kind not in (BYTE_LEVEL, SENTENCEPIECE):
+        raise SpecError(f"{where}: kind {spec.kind!r} is not one of {BYTE_LEVEL!r}, {SENTENCEPIECE!r}")
+    n = len(spec.vocab)
+    if n == 0:
+        raise SpecError(f"{where}: the vocab is empty; a tokenizer needs at least one token")
+    if len(spec.token_types) != n:
+        raise SpecError(
+            f"{where}: token_types has {len(spec.token_types)} entries but the vocab has {n}; "
+            "give one type per token"
+        )
+    valid_types = {int(t) for t in TokenType}
+    for i, t in enumerate(spec.token_types):
+        if t not in valid_types:
+            raise SpecError(f"{where}: token_types[{i}] = {t!r} is not a TokenType value {sorted(valid_types)}")
+    if spec.scores is not None and len(spec.scores) != n:
+        raise SpecError(
+            f"{where}: scores has {len(spec.scores)} entries but the vocab has {n}; "
+            "a score-merged tokenizer needs one score per token"
+        )
+    if spec.merges and spec.scores is not None:
+        raise SpecError(f"{where}: give merges or scores, not both")
+    if spec.kind == SENTENCEPIECE and not spec.merges and spec.scores is None:
+        raise SpecError(
+            f"{where}: a SentencePiece BPE spec without merges needs one score per token (scores is None)"
+        )
+    seen: dict[str, int] = {}
+    for i, tok in enumerate(spec.vocab):
+        if not isinstance(tok, str):
+            raise SpecError(f"{where}: vocab[{i}] is {type(tok).__name__}, expected str")
+        j = seen.setdefault(tok, i)
+        if j != i:
+            raise SpecError(f"{where}: vocab[{i}] = {tok!r} duplicates vocab[{j}]; tokens must be unique")
+    for field_name in ("bos_id", "eos_id", "unk_id", "pad_id"):
+        v = getattr(spec, field_name)
+        if v is not None and not (isinstance(v, int) and 0 <= v < n):
+            raise SpecError(f"{where}: {field_name} = {v!r} is out of range for a vocab of {n} tokens")
+    for k, v in enumerate(spec.eot_ids):
+        if not (isinstance(v, int) and 0 <= v < n):
+            raise SpecError(f"{where}: eot_ids[{k}] = {v!r} is out of range for a vocab of {n} tokens")
+    for a in spec.added_token_flags:
+        if not 0 <= a.id < n:
+            raise SpecError(f"{where}: added_token_flags id {a.id} is out of range for a vocab of {n} tokens")
+    if spec.add_bos and spec.bos_id is None:
+        raise SpecError(f"{where}: add_bos is set but bos_id is None; set bos_id or add_bos=False")
+    if spec.add_eos and spec.eos_id is None:
+        raise SpecError(f"{where}: add_eos is set but eos_id is None; set eos_id or add_eos=False")
+    if spec.prefix_scheme not in ("first", "always", "whole_text"):
+        raise SpecError(f"{where}: prefix_scheme {spec.prefix_scheme!r} is not 'first', 'always' or 'whole_text'")
+    if spec.decode_strip_prefix not in ("none", "first_token", "text"):
+        raise SpecError(
+            f"{where}: decode_strip_prefix {spec.decode_strip_prefix!r} is not 'none', 'first_token' or 'text'"
+        )
+    for k, norm in enumerate(spec.normalizers):
+        if not norm or norm[0] not in ("nfc", "nfkc", "nfd", "nfkd", "replace"):
+            raise SpecError(f"{where}: normalizers[{k}] = {norm!r} is not supported (nfc, nfkc, nfd, nfkd, replace)")
+        if norm[0] == "replace" and len(norm) != 3:
+            raise SpecError(f"{where}: normalizers[{k}] = {norm!r}: replace needs (\"replace\", old, new)")
+    for r, m in enumerate(spec.merges):
+        a, b = m
+        for part in (a, b, a + b):
+            if part not in seen:
+                raise SpecError(f"{where}: merges[{r}] = {a!r} {b!r} uses {part!r}, which is not in the vocab")
+
+
+def _token_bytes(spec: TokenizerSpec) -> list[bytes]:
+    """Raw bytes of every token (what decode_bytes concatenates)."""
+    out: list[bytes] = []
+    types = spec.token_types
+    if spec.kind == BYTE_LEVEL:
+        u2b = unicode_to_bytes()
+        for i, tok in enumerate(spec.vocab):
+            if types[i] in _SPECIAL_TYPES or any(c not in u2b for c in tok):
+                out.append(tok.encode("utf-8", "surrogatepass"))
+            else:
+                out.append(bytes(u2b[c] for c in tok))
+    else:
+        for i, tok in enumerate(spec.vocab):
+            m = _BYTE_TOKEN.fullmatch(tok) if types[i] == TokenType.BYTE else None
+            if m:
+                out.append(bytes([int(m.group(1), 16)]))
+            else:
+                out.append(tok.replace(_SPACE, " ").encode("utf-8", "surrogatepass"))
+    return out
+
+
+class Tokenizer:
+    """An exact BPE tokenizer built from a :class:`TokenizerSpec`.
+
+    Do not call the constructor; use :meth:`Tokenizer.create` (validates and indexes once) or a
+    loader. A tokenizer pickles as its spec and rebuilds its indexes on unpickling, so it is
+    cheap to send to worker processes.
+    """
+
+    def __init__(self, spec: TokenizerSpec, *, chat_template: str | None = None, _token=None):
+        if _token is not _CREATE:
+            raise TypeError("use Tokenizer.create(spec) to build a Tokenizer")
+        self.spec = spec
+        self.chat_template = chat_template
+        self._build()
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def create(cls, spec: TokenizerSpec, *, chat_template: str | None = None) -> "Tokenizer":
+        """Validate ``spec`` and build the indexes.
+
+        Raises:
+            SpecError: empty vocab; token_types of the wrong length or with unknown values;
+                a score-merged SentencePiece spec without one score per token; special ids out
+                of range; add_bos without bos_id (add_eos without eos_id); a merge whose halves
+                or result are not in the vocab; duplicate tokens; unknown options.
+        """
+        _validate(spec)
+        return cls(spec, chat_template=chat_template, _token=_CREATE)
+
+    def _build(self) -> None:
+        spec = self.spec
+        self._byte_level = spec.kind == BYTE_LEVEL
+        self._vocab = spec.vocab
+        self._types = spec.token_types
+        self._n = len(spec.vocab)
+        self._tok2id: dict[str, int] = {t: i for i, t in enumerate(spec.vocab)}
+        self._bytes = _token_bytes(spec)
+        # merges: (left id, right id) -> (rank, merged id)
+        if spec.merges:
+            t2i = self._tok2id
+            table: dict[tuple[int, int], tuple[int, int]] = {}
+            for rank, (a, b) in enumerate(spec.merges):
+                key = (t2i[a], t2i[b])
+                if key not in table:  # first (lowest) rank wins for a repeated merge
+                    table[key] = (rank, t2i[a + b])
+            self._merges = table
+            self._pair = self._pair_from_merges
+        else:
+            self._merges = {}
+            self._score_pairs: dict[tuple[int, int], tuple[float, int] | None] = {}
+            self._pair = self._pair_from_scores
+        # initial symbols
+        if self._byte_level:
+            b2u = bytes_to_unicode()
+            self._byte_ids: list[int | None] = [self._tok2id.get(b2u[b]) for b in range(256)]
+            self._spelling = [b2u[b] for b in range(256)]
+        else:
+            self._fallback_ids: list[int | None] = [None] * 256
+            if spec.byte_fallback:
+                for b in range(256):
+                    self._fallback_ids[b] = self._tok2id.get(f"<0x{b:02X}>")
+            # a SentencePiece segment may be split into words before each "▁" that follows a
+            # non-"▁" character, unless a token proves a merge could cross there.
+            self._sp_split_ok = not any(
+                _SPACE in t[1:] and re.search(f"[^{_SPACE}]{_SPACE}", t) for t in spec.vocab
+            )
+        # special tokens, cut out first (longest first at a shared prefix)
+        flags = {a.id: a for a in spec.added_token_flags}
+        self._flags = flags
+        control = [(t, i) for i, t in enumerate(spec.vocab) if self._types[i] == TokenType.CONTROL and t]
+        user = [(t, i) for i, t in enumerate(spec.vocab) if self._types[i] == TokenType.USER_DEFINED and t]
+        self.special_tokens: dict[str, int] = dict(control + user)
+        self._special_all = self._special_regex(control + user)
+        self._special_user = self._special_regex(user) if spec.parse_user_defined_always else None
+        self._splitter = None
+        if self._byte_level and spec.pre_split:
+            from .pretokenize import compile_pre_split
+
+            self._splitter = compile_pre_split(spec.pre_split)
+        self._normalize = self._make_normalizer()
+        self._cache: dict[str, tuple[int, ...]] = {}
+        self._skip_ids = frozenset(
+            i for i, t in enumerate(self._types) if t in (TokenType.CONTROL, TokenType.UNKNOWN)
+        )
+
+    @staticmethod
+    def _special_regex(pairs: list[tuple[str, int]]):
+        if not pairs:
+            return None
+        pairs = sorted(pairs, key=lambda p: (-len(p[0]), p[0]))
+        return re.compile("|".join(re.escape(t) for t, _ in pairs))
+
+    def _make_normalizer(self):
+        steps = []
+        for norm in self.spec.normalizers:
+            if norm[0] == "replace":
+                old, new = norm[1], norm[2]
+                steps.append(lambda s, old=old, new=new: s.replace(old, new))
+            else:
+                form = norm[0].upper()
+                steps.append(lambda s, form=form: unicodedata.normalize(form, s))
+        if not steps:
+            return None
+
+        def normalize(s: str) -> str:
+            for step in steps:
+                s = step(s)
+            return s
+
+        return normalize
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec, "chat_template": self.chat_template}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.spec = state["spec"]
+        self.chat_template = state["chat_template"]
+        self._build()
+
+    def __repr__(self) -> str:
+        s = self.spec
+        from .pretokenize import pattern_name
+
+        pre = [pattern_name(p) or "custom" for p in s.pre_split]
+        return (
+            f"Tokenizer({s.name or 'unnamed'!r}, kind={s.kind}, vocab_size={self._n}, "
+            f"merges={len(s.merges) if s.merges else 'by score'}, bos_id={s.bos_id}, "
+            f"eos_id={s.eos_id}, unk_id={s.unk_id}, pad_id={s.pad_id}, eot_ids={list(s.eot_ids)}, "
+            f"add_bos={s.add_bos}, add_eos={s.add_eos}, pre_split={pre}, "
+            f"byte_fallback={s.byte_fallback}, specials={len(self.special_tokens)})"
+        )
+
+    # -- simple accessors ------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids (``len(spec.vocab)``)."""
+        return self._n
+
+    @property
+    def bos_id(self) -> int | None:
+        return self.spec.bos_id
+
+    @property
+    def eos_id(self) -> int | None:
+        return self.spec.eos_id
+
+    @property
+    def fingerprint(self) -> str:
+        """The spec's fingerprint (sha256 hex)."""
+        return self.spec.fingerprint
+
+    def token_to_id(self, token: str) -> int | None:
+        """Id of a token string (as spelled in the vocab), or None."""
+        return self._tok2id.get(token)
+
+    def id_to_token(self, token_id: int) -> str:
+        """Token string of an id. Raises TokenIdError when out of range."""
+        self._check_id(token_id)
+        return self._vocab[token_id]
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """Raw bytes of one token (special tokens: their UTF-8 content)."""
+        self._check_id(token_id)
+        return self._bytes[token_id]
+
+    def _check_id(self, token_id: int) -> None:
+        if not (isinstance(token_id, int) and 0 <= token_id < self._n):
+            raise TokenIdError(f"token id {token_id!r} is out of range for a vocab of {self._n} tokens")
+
+    # -- merge priorities ----------------------------------------------------------------
+    def _pair_from_merges(self, a: int, b: int):
+        return self._merges.get((a, b))
+
+    def _pair_from_scores(self, a: int, b: int):
+        key = (a, b)
+        try:
+            return self._score_pairs[key]
+        except KeyError:
+            pass
+        j = self._tok2id.get(self._vocab[a] + self._vocab[b])
+        res = None
+        if j is not None and self._types[j] in _MERGEABLE_TYPES:
+            res = (-self.spec.scores[j], j)
+        if len(self._score_pairs) > _CACHE_MAX:
+            self._score_pairs.clear()
+        self._score_pairs[key] = res
+        return res
+
+    # -- encoding ------------------------------------------------------------------------
+    def encode(self, text: str, *, add_special_tokens: bool = False, parse_special: bool = True) -> list[int]:
+        """Encode ``text`` to token ids.
+
+        Args:
+            text: any Python str; lone surrogates are encoded as their ``surrogatepass`` UTF-8
+                bytes (byte-level) so ``decode_bytes(encode(s)) == s.encode("utf-8",
+                "surrogatepass")``.
+            add_special_tokens: add BOS/EOS as the spec's add_bos/add_eos say (the reference
+                libraries' ``add_special_tokens=True``).
+            parse_special: cut control and user-defined token text out as their ids
+                (Hugging Face's default; tiktoken ``allowed_special="all"``). ``False`` encodes
+                such text as plain text (tiktoken ``encode_ordinary``), except user-defined
+                tokens of a spec with ``parse_user_defined_always`` (sentencepiece).
+        Returns:
+            list of int ids, each in ``range(vocab_size)``.
+        """
+        if not isinstance(text, str):
+            from .errors import TokenizeError
+
+            raise TokenizeError(f"encode expects str, got {type(text).__name__}")
+        regex = self._special_all if parse_special else self._special_user
+        text = self._whole_text_prefix(text)
+        fragments = self._cut_specials(text, regex) if regex is not None else [text]
+        ids = self._encode_fragments(fragments)
+        if add_special_tokens:
+            ids = self._add_special(ids)
+        return ids
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """``encode(text, parse_special=False)`` (tiktoken's name)."""
+        return self.encode(text, parse_special=False)
+
+    def encode_batch(
+        self, texts: Iterable[str], *, add_special_tokens: bool = False, parse_special: bool = True
+    ) -> list[list[int]]:
+        """``[encode(t, ...) for t in texts]``."""
+        return [self.encode(t, add_special_tokens=add_special_tokens, parse_special=parse_special) for t in texts]
+
+    def encode_fragments(
+        self, fragments: Sequence[str | int], *, add_special_tokens: bool = False
+    ) -> tuple[list[int], list[int]]:
+        """Encode text fragments and literal token ids, with each token's byte offset.
+
+        Consecutive ``str`` fragments are joined and encoded as one text (never parsed for
+        special tokens); an ``int`` fragment is a token id inserted as-is and acts like a
+        special token cut out of the text (prefix-space rules see it so).
+
+        Returns:
+            ``(ids, starts)``: ``starts[i]`` is the UTF-8 byte offset where token ``i`` starts
+            in the concatenation of the fragments' bytes (an int fragment counts as its
+            token's raw bytes). Offsets are nondecreasing; a token holding an added prefix space
+            starts at its text's start. Normalizers that change lengths (NFC) and unk tokens
+            make offsets approximate (clamped to the text).
+        Raises:
+            TokenIdError: an int fragment outside the vocab.
+        """
+        parts: list[str | int] = []
+        for f in fragments:
+            if isinstance(f, str):
+                if parts and isinstance(parts[-1], str):
+                    parts[-1] = parts[-1] + f
+                else:
+                    parts.append(f)
+            else:
+                self._check_id(f)
+                parts.append(int(f))
+        whole = 0
+        if parts and self._whole_text_prefix("x") != "x":
+            first = parts[0]
+            if isinstance(first, int) or self._whole_text_prefix(first) != first:
+                whole = 1  # sentencepiece's dummy prefix before everything, special or not
+                parts[0] = " " + first if isinstance(first, str) else " "
+                if isinstance(first, int):
+                    parts.insert(1, first)
+        ids: list[int] = []
+        starts: list[int] = []
+        pos = 0
+        if add_special_tokens and self.spec.add_bos:
+            ids.append(self.spec.bos_id)
+            starts.append(0)
+        prev_special = True
+        for k, f in enumerate(parts):
+            if isinstance(f, int):
+                ids.append(f)
+                starts.append(pos)
+                pos += len(self._bytes[f])
+                prev_special = True
+                continue
+            extra = whole if k == 0 else 0
+            n_bytes = len(f.encode("utf-8", "surrogatepass")) - extra
+            seg_ids, prefix = self._encode_text(f, at_start=(k == 0), after_special=prev_special, want_prefix=True)
+            off = -prefix - extra
+            for t in seg_ids:
+                starts.append(pos + min(max(off, 0), n_bytes))
+                ids.append(t)
+                off += len(self._bytes[t]) if t != self.spec.unk_id else 1
+            pos += n_bytes
+            prev_special = False
+        if add_special_tokens and self.spec.add_eos:
+            ids.append(self.spec.eos_id)
+            starts.append(pos)
+        return ids, starts
+
+    def _whole_text_prefix(self, text: str) -> str:
+        s = self.spec
+        if s.prefix_scheme == "whole_text" and s.add_prefix_space and text:
+            if not (s.prefix_if_missing and text[0] in (" ", _SPACE)):
+                return " " + text
+        return text
+
+    def _add_special(self, ids: list[int]) -> list[int]:
+        s = self.spec
+        if s.add_bos:
+            ids = [s.bos_id, *ids]
+        if s.add_eos:
+            ids.append(s.eos_id)
+        return ids
+
+    def _cut_specials(self, text: str, regex) -> list[str | int]:
+        """Split text into plain str fragments and special ids (HF added-token matching)."""
+        out: list[str | int] = []
+        flags = self._flags
+        t2i = self._tok2id
+        pos = 0
+        search_from = 0
+        n = len(text)
+        while search_from <= n:
+            m = regex.search(text, search_from)
+            if m is None:
+                break
+            start, end = m.span()
+            tid = t2i[m.group()]
+            fl = flags.get(tid)
+            if fl is not None and fl.single_word:
+                before = text[start - 1] if start > 0 else ""
+                after = text[end] if end < n else ""
+                if (before and _is_word_char(before)) or (after and _is_word_char(after)):
+                    search_from = start + 1
+                    continue
+            if fl is not None and fl.lstrip:
+                while start > pos and text[start - 1].isspace():
+                    start -= 1
+            if start > pos:
+                out.append(text[pos:start])
+            out.append(tid)
+            if fl is not None and fl.rstrip:
+                while end < n and text[end].isspace():
+                    end += 1
+            pos = end
+            search_from = end if end > start else end + 1
+        if pos < n:
+            out.append(text[pos:])
+        return out
+
+    def _encode_fragments(self, fragments: list[str | int]) -> list[int]:
+        ids: list[int] = []
+        prev_special = True
+        for k, f in enumerate(fragments):
+            if isinstance(f, int):
+                ids.append(f)
+                prev_special = True
+            else:
+                ids.extend(self._encode_text(f, at_start=(k == 0), after_special=prev_special))
+                prev_special = False
+        if self.spec.fuse_unk and self.spec.unk_id is not None:
+            ids = _fuse(ids, self.spec.unk_id)
+        return ids
+
+    def _encode_text(self, text: str, *, at_start: bool, after_special: bool, want_prefix: bool = False):
+        """Encode one text segment (no special tokens in it)."""
+        if self._normalize is not None:
+            text = self._normalize(text)
+        prefix = 0
+        s = self.spec
+        if (
+            s.add_prefix_space
+            and text
+            and s.prefix_scheme != "whole_text"
+            and (at_start or (s.prefix_scheme == "always" and after_special))
+        ):
+            if not (s.prefix_if_missing and (text[0] == " " or text[0] == _SPACE)):
+                text = " " + text
+                prefix = 1
+        if self._byte_level:
+            ids = self._encode_byte_level(text)
+        else:
+            ids = self._encode_sentencepiece(text.replace(" ", _SPACE))
+        return (ids, prefix) if want_prefix else ids
+
+    def _encode_byte_level(self, text: str) -> list[int]:
+        if not text:
+            return []
+        pieces = self._splitter(text) if self._splitter is not None else [text]
+        cache = self._cache
+        out: list[int] = []
+        for piece in pieces:
+            hit = cache.get(piece)
+            if hit is None:
+                hit = self._bpe_byte_level(piece)
+                if len(cache) >= _CACHE_MAX:
+                    cache.clear()
+                cache[piece] = hit
+            out.extend(hit)
+        return out
+
+    def _bpe_byte_level(self, piece: str) -> tuple[int, ...]:
+        raw = piece.encode("utf-8", "surrogatepass")
+        if self.spec.ignore_merges:
+            spelled = "".join([self._spelling[b] for b in raw])
+            whole = self._tok2id.get(spelled)
+            if whole is not None:
+                return (whole,)
+        byte_ids = self._byte_ids
+        unk = self.spec.unk_id
+        syms: list[int] = []
+        for b in raw:
+            t = byte_ids[b]
+            if t is None:
+                if unk is None:
+                    continue  # dropped, as Hugging Face BPE does without an unk token
+                t = unk
+            syms.append(t)
+        return tuple(bpe.merge_loop(syms, self._pair))
+
+    def _encode_sentencepiece(self, text: str) -> list[int]:
+        if not text:
+            return []
+        s = self.spec
+        if s.split_on_space:
+            words = _split_before_space(text)
+        elif self._sp_split_ok:
+            words = _split_words(text)
+        else:
+            words = [text]
+        cache = self._cache
+        out: list[int] = []
+        for w in words:
+            hit = cache.get(w)
+            if hit is None:
+                hit = self._bpe_sentencepiece(w)
+                if len(cache) >= _CACHE_MAX:
+                    cache.clear()
+                cache[w] = hit
+            out.extend(hit)
+        return out
+
+    def _bpe_sentencepiece(self, word: str) -> tuple[int, ...]:
+        t2i = self._tok2id
+        s = self.spec
+        if s.ignore_merges:
+            whole = t2i.get(word)
+            if whole is not None:
+                return (whole,)
+        # symbols: a code point's id, or -1 - codepoint for a character outside the vocab
+        syms: list[int] = []
+        unknown: dict[int, str] = {}
+        for ch in word:
+            t = t2i.get(ch)
+            if t is None or self._types[t] in (TokenType.CONTROL, TokenType.UNUSED):
+                key = -1 - len(unknown)
+                unknown[key] = ch
+                syms.append(key)
+            else:
+                syms.append(t)
+        if unknown:
+            merged = self._merge_with_unknown(syms)
+        else:
+            merged = bpe.merge_loop(syms, self._pair)
+        out: list[int] = []
+        for t in merged:
+            if t >= 0:
+                out.append(t)
+                continue
+            ch = unknown[t]
+            if s.byte_fallback:
+                for b in ch.encode("utf-8", "surrogatepass"):
+                    fid = self._fallback_ids[b]
+                    if fid is not None:
+                        out.append(fid)
+                    elif s.unk_id is not None:
+                        out.append(s.unk_id)
+            elif s.unk_id is not None:
+                out.append(s.unk_id)
+        return tuple(out)
+
+    def _merge_with_unknown(self, syms: list[int]) -> list[int]:
+        """Merge the runs between unknown characters; unknown symbols never merge."""
+        out: list[int] = []
+        run: list[int] = []
+        for t in syms:
+            if t < 0:
+                if run:
+                    out.extend(bpe.merge_loop(run, self._pair))
+                    run = []
+                out.append(t)
+            else:
+                run.append(t)
+        if run:
+            out.extend(bpe.merge_loop(run, self._pair))
+        return out
+
+    # -- decoding ------------------------------------------------------------------------
+    def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
+        """Concatenate the raw bytes of ``ids`` (no prefix-space removal).
+
+        Raises:
+            TokenIdError: an id outside ``range(vocab_size)`` (the message names it).
+        """
+        tb = self._bytes
+        n = self._n
+        skip = self._skip_ids if skip_special_tokens else ()
+        parts = []
+        for i in ids:
+            if not 0 <= i < n:
+                raise TokenIdError(f"token id {i!r} is out of range for a vocab of {n} tokens")
+            if i in skip:
+                continue
+            parts.append(tb[i])
+        return b"".join(parts)
+
+    def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
+        """Decode ids to text; invalid UTF-8 becomes U+FFFD.
+
+        SentencePiece's own prefix space is removed as the spec's ``decode_strip_prefix`` says
+        (``"text"``: from the start of the text, Hugging Face ``Strip`` decoder and
+        sentencepiece; ``"first_token"``: only if the first decoded token starts with it,
+        Hugging Face ``Metaspace`` decoder).
+
+        Raises:
+            TokenIdError: an id outside ``range(vocab_size)``.
+        """
+        ids = list(ids)
+        if skip_special_tokens:
+            ids = [i for i in ids if i not in self._skip_ids]
+        data = self.decode_bytes(ids)
+        text = data.decode("utf-8", "replace")
+        mode = self.spec.decode_strip_prefix
+        if mode == "text" or (mode == "first_token" and ids and self._bytes[ids[0]][:1] == b" "):
+            if text.startswith(" "):
+                text = text[1:]
+        return text
+
+    def stream_decoder(self, *, skip_special_tokens: bool = False) -> "StreamDecoder":
+        """A decoder that takes ids one at a time and never emits a partial UTF-8 character."""
+        return StreamDecoder(self, skip_special_tokens=skip_special_tokens)
+
+
+class StreamDecoder:
+    """Incremental decoding: ``push(id) -> str`` returns the text that id completes.
+
+    Bytes of an unfinished UTF-8 character are held back until a later token completes them;
+    a sequence that can never complete becomes U+FFFD. ``flush()`` returns what is held back
+    (U+FFFD for an incomplete tail). The concatenation of every ``push`` and the final
+    ``flush`` equals ``tokenizer.decode(all_ids)``.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, *, skip_special_tokens: bool = False):
+        self._tok = tokenizer
+        self._skip = skip_special_tokens
+        self._dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._started = False
+        self._strip_mode = tokenizer.spec.decode_strip_prefix
+        self._pending_strip = False
+
+    def push(self, token_id: int) -> str:
+        """Decode one more id; returns the text it completes (possibly "")."""
+        tok = self._tok
+        tok._check_id(token_id)
+        if self._skip and token_id in tok._skip_ids:
+            return ""
+        raw = tok._bytes[token_id]
+        if not self._started:
+            self._started = True
+            mode = self._strip_mode
+            self._pending_strip = mode == "text" or (mode == "first_token" and raw[:1] == b" ")
+        return self._strip(self._dec.decode(raw))
+
+    def flush(self) -> str:
+        """Return the held-back tail (U+FFFD for an incomplete character) and reset."""
+        return self._strip(self._dec.decode(b"", final=True))
+
+    def _strip(self, text: str) -> str:
+        if self._pending_strip and text:
+            self._pending_strip = False
+            if text[0] == " ":
+                return text[1:]
+        return text
+
+
+_CREATE = object()
+
+
+def _fuse(ids: list[int], unk: int) -> list[int]:
+    out: list[int] = []
+    for i in ids:
+        if i == unk and out and out[-1] == unk:
+            continue
+        out.append(i)
+    return out
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+_WORD_BOUNDARY = re.compile(f"(?<=[^{_SPACE}])(?={_SPACE})")
+_BEFORE_SPACE = re.compile(f"(?={_SPACE})")
+
+
+def _split_words(text: str) -> list[str]:
+    """Split before each "▁" that follows a non-"▁" character."""
+    return _WORD_BOUNDARY.split(text)
+
+
+def _split_before_space(text: str) -> list[str]:
+    """Hugging Face Metaspace ``split=True``: each "▁" starts a new piece (MergedWithNext)."""
+    return [w for w in _BEFORE_SPACE.split(text) if w]
