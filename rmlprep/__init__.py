@@ -18,11 +18,15 @@ from .errors import (  # noqa: F401
     UnsupportedTokenizer,
 )
 from .spec import TokenizerSpec, TokenType  # noqa: F401
+from .tokenizer import Tokenizer  # noqa: F401
+from .load import load_tokenizer  # noqa: F401
 
 __all__ = [
     "__version__",
     "TokenizerSpec",
     "TokenType",
+    "Tokenizer",
+    "load_tokenizer",
     "RmlprepError",
     "SpecError",
     "LoaderError",
