@@ -351,14 +351,37 @@ def _check_token(value: int | None, name: str) -> int | None:
 
 
 def _gather_index(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """int64 [sum(lengths)]: starts[0], starts[0]+1, ..., starts[1], ... (one range per run)."""
+    """int64 [sum(lengths)]: starts[0], starts[0]+1, ..., starts[1], ... (one range per run).
+
+    Built as a running sum of steps (1 inside a run, a jump at each run start) in place: one
+    fill, one scatter per run and one cumsum, instead of repeat + arange + add.
+    """
     lengths = lengths.astype(np.int64, copy=False)
+    starts = starts.astype(np.int64, copy=False)
+    nonempty = lengths > 0
+    if not nonempty.all():
+        starts, lengths = starts[nonempty], lengths[nonempty]
     total = int(lengths.sum())
-    run_starts = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=run_starts[1:])
-    return np.repeat(starts.astype(np.int64, copy=False) - run_starts, lengths) + np.arange(
-        total, dtype=np.int64
-    )
+    out = np.ones(total, dtype=np.int64)
+    if total:
+        run_starts = np.cumsum(lengths) - lengths
+        out[0] = starts[0]
+        out[run_starts[1:]] = starts[1:] - (starts[:-1] + lengths[:-1] - 1)
+        np.cumsum(out, out=out)
+    return out
+
+
+def _positions(frag_lengths: np.ndarray, total: int) -> np.ndarray:
+    """int32 [total]: 0, 1, ... restarting at every fragment (a running sum reset per start)."""
+    lengths = frag_lengths.astype(np.int64, copy=False)
+    lengths = lengths[lengths > 0]
+    out = np.ones(total, dtype=np.int32)
+    if total:
+        run_starts = np.cumsum(lengths) - lengths
+        out[0] = 0
+        out[run_starts[1:]] = 1 - lengths[:-1]
+        np.cumsum(out, out=out)
+    return out
 
 
 def _cumsum0(lengths: np.ndarray) -> np.ndarray:
@@ -393,11 +416,7 @@ def _batch(
     frag_index: np.ndarray,
 ) -> pa.RecordBatch:
     """Build the output batch; position_ids are derived from the fragment lengths."""
-    total = int(row_offsets[-1])
-    frag_starts = _cumsum0(frag_lengths)[:-1]
-    positions = (
-        np.arange(total, dtype=np.int64) - np.repeat(frag_starts, frag_lengths)
-    ).astype(np.int32)
+    positions = _positions(frag_lengths, int(row_offsets[-1]))
     arrays, names = [], []
     for name in ("input_ids", "labels", "assistant_masks"):
         if name in token_columns:
@@ -526,17 +545,32 @@ def pack_concat(
     doc_bounds = _cumsum0(framed_k)
     total = int(doc_bounds[-1])
 
-    if total == len(values) and not b and not e:
-        stream = values  # nothing dropped, cut or added
+    # the content tokens that stay, in order: all of them unless something was cut or dropped
+    if overflow == "drop" and len(dropped):
+        cut_starts, cut_lens = offsets[:-1][dropped], lengths[dropped]
+    elif overflow == "truncate" and len(over_long):
+        cut_starts = offsets[:-1][over_long] + content[over_long]
+        cut_lens = lengths[over_long] - content[over_long]
     else:
+        cut_starts = cut_lens = _EMPTY_I64
+    if len(cut_lens):
+        stay = np.ones(len(values), dtype=bool)
+        stay[_gather_index(cut_starts, cut_lens)] = False
+        kept_values = values[stay]
+    else:
+        kept_values = values
+    if b or e:
+        special = np.zeros(total, dtype=bool)
+        bos_at = doc_bounds[:-1] if b else _EMPTY_I64
+        eos_at = (doc_bounds[1:] - 1)[eos_k == 1] if e else _EMPTY_I64
+        special[bos_at] = True
+        special[eos_at] = True
         stream = np.empty(total, dtype=np.uint32)
-        src = _gather_index(starts_k, content_k)
-        dst = _gather_index(doc_bounds[:-1] + b, content_k)
-        stream[dst] = values[src]
-        if b:
-            stream[doc_bounds[:-1]] = bos_id
-        if e:
-            stream[(doc_bounds[1:] - 1)[eos_k == 1]] = eos_id
+        stream[~special] = kept_values
+        stream[bos_at] = bos_id if b else 0
+        stream[eos_at] = eos_id if e else 0
+    else:
+        stream = kept_values
 
     full = total - total % seq_len
     rows = _cut(stream, doc_bounds, keep, 0, full, seq_len)
