@@ -1,0 +1,339 @@
+"""Core tokenizer: fixtures from the reference libraries, worked examples, rejections, hostile input."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmlprep import SpecError, TokenIdError, TokenizerSpec
+from rmlprep.spec import BYTE_LEVEL, SENTENCEPIECE, AddedTokenFlags, TokenType
+from rmlprep.tokenizer import Tokenizer
+from rmlprep.unicode import bytes_to_unicode
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = sorted((ROOT / "fixtures" / "tokenizers").glob("*.json"))
+
+
+def _load(path: Path):
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return Tokenizer.create(TokenizerSpec.from_dict(doc["spec"])), doc
+
+
+_TOKS: dict[str, tuple] = {}
+
+
+def fixture_tok(name: str):
+    if name not in _TOKS:
+        _TOKS[name] = _load(ROOT / "fixtures" / "tokenizers" / f"{name}.json")
+    return _TOKS[name]
+
+
+# -- worked example (issue 2) --------------------------------------------------------------
+
+
+def seed_tokenizer() -> Tokenizer:
+    """256 byte symbols (id = byte), "ab" = 256, "abc" = 257, control "<|end|>" = 258.
+
+    Merges: (a, b) rank 0, (ab, c) rank 1.
+    """
+    b2u = bytes_to_unicode()
+    vocab = [b2u[b] for b in range(256)] + ["ab", "abc", "<|end|>"]
+    types = [TokenType.NORMAL] * 258 + [TokenType.CONTROL]
+    spec = TokenizerSpec(
+        kind=BYTE_LEVEL, vocab=tuple(vocab), token_types=tuple(int(t) for t in types),
+        merges=(("a", "b"), ("ab", "c")), eos_id=258,
+    )
+    return Tokenizer.create(spec)
+
+
+def test_worked_example_merges():
+    """"abcab": bytes a b c a b; rank 0 merges both (a, b) -> ab c ab; rank 1 merges
+    (ab, c) -> abc ab = [257, 256]."""
+    tok = seed_tokenizer()
+    assert tok.encode("abcab") == [257, 256]
+
+
+def test_worked_example_special_cut_first():
+    """"ab<|end|>c": the control token is cut out first -> "ab" [256], 258, "c" [99]."""
+    tok = seed_tokenizer()
+    assert tok.encode("ab<|end|>c") == [256, 258, 99]
+    # parse_special=False: "<|end|>" is plain text, spelled byte by byte: < | e n d | >
+    assert tok.encode("ab<|end|>c", parse_special=False) == [256, 60, 124, 101, 110, 100, 124, 62, 99]
+
+
+def test_longest_special_wins():
+    """Specials "<a>" and "<a>b" share a prefix: in "<a>bc" the longer one wins -> [id("<a>b"), 99]."""
+    b2u = bytes_to_unicode()
+    vocab = [b2u[b] for b in range(256)] + ["<a>", "<a>b"]
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(vocab), token_types=(1,) * 256 + (3, 3))
+    tok = Tokenizer.create(spec)
+    assert tok.encode("<a>bc") == [257, 99]
+    assert tok.encode("<a>c") == [256, 99]
+
+
+def test_leftmost_on_equal_rank():
+    """"aaa" with only merge (a, a): positions 0 and 1 both have rank 0; leftmost first -> [aa, a]."""
+    b2u = bytes_to_unicode()
+    vocab = [b2u[b] for b in range(256)] + ["aa"]
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(vocab), token_types=(1,) * 257, merges=(("a", "a"),))
+    tok = Tokenizer.create(spec)
+    assert tok.encode("aaa") == [256, 97]
+    assert tok.encode("aaaa") == [256, 256]
+
+
+def test_missing_byte_is_dropped_or_unk():
+    """A byte-level vocab without byte 0x01 (SmolLM2 has no control bytes): dropped without an
+    unk token, unk_id with one. "a\\x01b" -> [97, 98] / [97, unk, 98]."""
+    b2u = bytes_to_unicode()
+    vocab = [b2u[b] for b in range(256) if b != 1]
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(vocab), token_types=(1,) * 255)
+    tok = Tokenizer.create(spec)
+    a, b = tok.token_to_id("a"), tok.token_to_id("b")
+    assert tok.encode("a\x01b") == [a, b]
+    spec2 = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(vocab) + ("<unk>",), token_types=(1,) * 255 + (2,), unk_id=255)
+    assert Tokenizer.create(spec2).encode("a\x01b") == [a, 255, b]
+
+
+# -- fixtures from the reference libraries --------------------------------------------------
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in FIXTURES])
+def test_fixture_ids(path):
+    tok, doc = fixture_tok(path.stem)
+    assert doc["cases"], "fixture has no cases"
+    for case in doc["cases"]:
+        got = tok.encode(case["text"], add_special_tokens=case["add_special_tokens"],
+                         parse_special=case["parse_special"])
+        assert got == case["ids"], (doc["reference"], case["text"], case["add_special_tokens"])
+
+
+def test_fixture_set_complete():
+    assert {p.stem for p in FIXTURES} == {
+        "bl_llama3", "bl_qwen2", "bl_gpt2_digits", "sp_hf_bytefallback", "spm_bpe"
+    }
+
+
+@pytest.mark.parity
+def test_tokenizer_fixture_generator_drift(tmp_path):
+    """Regenerating the fixtures with the reference libraries gives the committed files."""
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("sentencepiece")
+    if not (ROOT.parent / "shared" / "corpora").is_dir():
+        pytest.skip("../shared/corpora not present")
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_tokenizer_fixtures.py"), "--out", str(tmp_path)],
+                   check=True, capture_output=True)
+    for p in FIXTURES:
+        assert (tmp_path / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+# -- Create rejections ----------------------------------------------------------------------
+
+
+def _bl(**kw):
+    b2u = bytes_to_unicode()
+    base = dict(kind=BYTE_LEVEL, vocab=tuple(b2u[b] for b in range(256)), token_types=(1,) * 256)
+    base.update(kw)
+    return TokenizerSpec(**base)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        pytest.param(TokenizerSpec(kind=BYTE_LEVEL, vocab=(), token_types=()), "the vocab is empty", id="empty"),
+        pytest.param(_bl(token_types=(1,) * 255), "token_types has 255 entries but the vocab has 256", id="types-len"),
+        pytest.param(_bl(token_types=(1,) * 255 + (9,)), "token_types[255] = 9 is not a TokenType", id="types-val"),
+        pytest.param(
+            TokenizerSpec(kind=SENTENCEPIECE, vocab=("a", "b"), token_types=(1, 1), scores=(0.0,)),
+            "scores has 1 entries but the vocab has 2", id="scores-len",
+        ),
+        pytest.param(
+            TokenizerSpec(kind=SENTENCEPIECE, vocab=("a", "b"), token_types=(1, 1)),
+            "needs one score per token", id="no-scores",
+        ),
+        pytest.param(_bl(bos_id=256), "bos_id = 256 is out of range for a vocab of 256", id="bos-range"),
+        pytest.param(_bl(eot_ids=(5, -1)), "eot_ids[1] = -1 is out of range", id="eot-range"),
+        pytest.param(_bl(add_bos=True), "add_bos is set but bos_id is None", id="add-bos"),
+        pytest.param(_bl(merges=(("a", "z"), ("a", "q"))), "merges[0] = 'a' 'z' uses 'az', which is not in the vocab",
+                     id="merge-result"),
+        pytest.param(_bl(merges=(("a", "€"),)), "merges[0] = 'a' '€' uses '€', which is not in the vocab", id="merge-half"),
+        pytest.param(
+            TokenizerSpec(kind=BYTE_LEVEL, vocab=("a", "b", "a"), token_types=(1, 1, 1)),
+            "vocab[2] = 'a' duplicates vocab[0]", id="duplicate",
+        ),
+        pytest.param(_bl(kind="unigram"), "kind 'unigram' is not one of", id="kind"),
+        pytest.param(_bl(prefix_scheme="sometimes"), "prefix_scheme 'sometimes'", id="prefix-scheme"),
+    ],
+)
+def test_create_rejects(spec, message):
+    with pytest.raises(SpecError) as e:
+        Tokenizer.create(spec)
+    assert message in str(e.value)
+
+
+def test_constructor_is_private():
+    with pytest.raises(TypeError, match="Tokenizer.create"):
+        Tokenizer(_bl())
+
+
+def test_fingerprint_stable_and_sensitive():
+    a, b = _bl(), _bl(name="other name")
+    assert a.fingerprint == b.fingerprint  # the name is not part of it
+    assert a.fingerprint != _bl(add_prefix_space=True).fingerprint
+    assert len(a.fingerprint) == 64
+    assert TokenizerSpec.from_dict(a.to_dict()) == a
+
+
+def test_pickle_is_small_and_rebuilds():
+    tok, doc = fixture_tok("bl_llama3")
+    blob = pickle.dumps(tok)
+    assert len(blob) < len(pickle.dumps(tok.spec)) + 1000
+    tok2 = pickle.loads(blob)
+    case = doc["cases"][5]
+    assert tok2.encode(case["text"], add_special_tokens=case["add_special_tokens"]) == case["ids"]
+
+
+# -- decoding --------------------------------------------------------------------------------
+
+
+def test_out_of_range_ids_raise():
+    tok = seed_tokenizer()
+    for bad in (259, -1, 10**9):
+        with pytest.raises(TokenIdError, match=str(bad)):
+            tok.decode([1, bad])
+        with pytest.raises(IndexError):
+            tok.decode_bytes([bad])
+    with pytest.raises(TokenIdError):
+        tok.stream_decoder().push(259)
+
+
+def test_decode_skip_special():
+    tok = seed_tokenizer()
+    assert tok.decode([256, 258, 99]) == "ab<|end|>c"
+    assert tok.decode([256, 258, 99], skip_special_tokens=True) == "abc"
+
+
+def test_sentencepiece_decode_strips_prefix():
+    tok, _ = fixture_tok("sp_hf_bytefallback")
+    ids = tok.encode("Hello world", add_special_tokens=True)
+    assert tok.decode(ids, skip_special_tokens=True) == "Hello world"
+    assert tok.decode_bytes(ids, skip_special_tokens=True) == b" Hello world"
+
+
+def test_stream_decoder_never_emits_partial_character():
+    """"é" is 2 bytes and "😀" 4: byte tokens come one at a time, so every push before the last
+    byte of a character returns ""."""
+    tok = seed_tokenizer()
+    ids = tok.encode("é😀x")
+    assert len(ids) == 7  # no merges for these bytes: one token per byte
+    dec = tok.stream_decoder()
+    outs = [dec.push(i) for i in ids]
+    assert outs == ["", "é", "", "", "", "😀", "x"]
+    assert dec.flush() == ""
+
+
+def test_stream_decoder_incomplete_tail():
+    tok = seed_tokenizer()
+    dec = tok.stream_decoder()
+    assert dec.push(0xF0) == ""
+    assert dec.flush() == "\ufffd"
+
+
+@pytest.mark.parametrize("name", ["bl_qwen2", "sp_hf_bytefallback", "spm_bpe"])
+def test_stream_equals_decode(name):
+    tok, doc = fixture_tok(name)
+    for case in doc["cases"]:
+        dec = tok.stream_decoder(skip_special_tokens=True)
+        text = "".join(dec.push(i) for i in case["ids"]) + dec.flush()
+        assert text == tok.decode(case["ids"], skip_special_tokens=True)
+
+
+# -- round trips (hypothesis) -----------------------------------------------------------------
+
+# Lone surrogates: byte-level encodes them as their "surrogatepass" UTF-8 bytes (ED A0 80 for
+# U+D800), so the exact property is decode_bytes(encode(s)) == s.encode("utf-8", "surrogatepass").
+any_text = st.text(alphabet=st.characters(codec=None, blacklist_categories=()), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(s=any_text)
+@pytest.mark.parametrize("name", ["bl_llama3", "bl_qwen2", "bl_gpt2_digits"])
+def test_byte_level_round_trip(name, s):
+    tok, _ = fixture_tok(name)
+    ids = tok.encode(s, parse_special=False)
+    assert tok.decode_bytes(ids) == s.encode("utf-8", "surrogatepass")
+
+
+# SentencePiece: decode(encode(s)) == s for text without control characters and surrogates
+# (fixtures' normalizers are identity; leading spaces survive because the prefix is added
+# unconditionally and removed once).
+sp_text = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(s=sp_text)
+@pytest.mark.parametrize("name", ["sp_hf_bytefallback", "spm_bpe"])
+def test_sentencepiece_round_trip(name, s):
+    tok, _ = fixture_tok(name)
+    ids = tok.encode(s, parse_special=False)
+    assert tok.decode(ids) == s
+
+
+# -- hostile input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["bl_llama3", "bl_gpt2_digits", "sp_hf_bytefallback", "spm_bpe"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("a" * 100_000, id="100k-a"),
+        pytest.param(" " * 100_000, id="100k-space"),
+        pytest.param("\n" * 100_000, id="100k-newline"),
+        pytest.param("7" * 100_000, id="100k-digit"),
+        pytest.param("ab" * 500_000, id="1MB-word"),
+        pytest.param("\ud800x\udfff\ud83d", id="lone-surrogates"),
+        pytest.param("", id="empty"),
+    ],
+)
+def test_hostile_inputs_finish(name, text):
+    tok, _ = fixture_tok(name)
+    t0 = time.perf_counter()
+    ids = tok.encode(text)
+    assert time.perf_counter() - t0 < 30
+    if tok.spec.kind == BYTE_LEVEL:
+        assert tok.decode_bytes(ids) == text.encode("utf-8", "surrogatepass")
+    assert (text == "") == (ids == [])
+
+
+def test_encode_rejects_non_str():
+    from rmlprep import TokenizeError
+
+    with pytest.raises(TokenizeError, match="expects str, got bytes"):
+        seed_tokenizer().encode(b"abc")
+
+
+# -- fragments and offsets (used by chat masks) -------------------------------------------------
+
+
+def test_encode_fragments_offsets():
+    """["ab", <|end|>, "c", "abc"]: "ab" -> 256 at 0; 258 at 2 (7 bytes); "cabc" joined -> c at 9,
+    abc at 10."""
+    tok = seed_tokenizer()
+    assert tok.encode_fragments(["ab", 258, "c", "abc"]) == ([256, 258, 99, 257], [0, 2, 9, 10])
+
+
+def test_added_token_flags_rstrip_lstrip():
+    """<|x|> with lstrip and rstrip swallows the spaces around it: "a <|x|> b" -> a, <|x|>, b."""
+    b2u = bytes_to_unicode()
+    vocab = [b2u[b] for b in range(256)] + ["<|x|>"]
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(vocab), token_types=(1,) * 256 + (3,),
+                         added_token_flags=(AddedTokenFlags(256, lstrip=True, rstrip=True),))
+    tok = Tokenizer.create(spec)
+    assert tok.encode("a <|x|> b") == [97, 256, 98]
