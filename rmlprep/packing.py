@@ -434,7 +434,12 @@ def _batch(
 
 
 def _cut(
-    stream: np.ndarray, doc_bounds: np.ndarray, doc_index: np.ndarray, lo: int, hi: int, seq_len: int
+    stream: np.ndarray,
+    doc_bounds: np.ndarray,
+    doc_index: np.ndarray,
+    lo: int,
+    hi: int,
+    seq_len: int,
 ) -> pa.RecordBatch:
     """Rows of seq_len over stream[lo:hi) (the last may be shorter), split at document bounds."""
     row_bounds = np.append(np.arange(lo, hi, seq_len, dtype=np.int64), np.int64(hi))
@@ -799,7 +804,9 @@ def pack_bfd(
         split_examples=split_examples,
         empty_documents=len(empty),
     )
-    return PackResult(rows, rows.slice(0, 0), stats, dropped=dropped, over_long=over_long, empty=empty)
+    return PackResult(
+        rows, rows.slice(0, 0), stats, dropped=dropped, over_long=over_long, empty=empty
+    )
 
 
 # --------------------------------------------------------------------------------------------

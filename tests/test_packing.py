@@ -484,7 +484,9 @@ def test_bfd_argument_errors(kwargs, match):
     "docs, match",
     [
         pytest.param([[1], [2, 2**32]], r"input_ids\[1\] holds 4294967296", id="too-big"),
-        pytest.param((np.array([1, -2]), np.array([0, 1, 2])), r"input_ids\[1\] holds -2", id="neg"),
+        pytest.param(
+            (np.array([1, -2]), np.array([0, 1, 2])), r"input_ids\[1\] holds -2", id="negative"
+        ),
         pytest.param(pa.array([[1], None], type=U32), r"input_ids\[1\] is null", id="null-row"),
         pytest.param(pa.array([[1, None]], type=U32), r"input_ids\[0\] contains a null", id="null"),
         pytest.param(pa.array([["a"]]), "expected list<int>|integers", id="strings"),
