@@ -248,6 +248,13 @@ class _Parser:
 
     def fold(self, ranges):
         """Close ranges under simple case folding (only ASCII letters need work, see below)."""
+        rest = complement_ranges(((0, 0x7F), (0x017F, 0x017F), (0x212A, 0x212A)))
+        for cat in _CASED_CATEGORIES:
+            hit = intersect_ranges(intersect_ranges(ranges, rest), property_ranges(cat))
+            if hit:
+                raise self.unsupported(
+                    f"(?i) on non-ASCII characters that may have case (U+{hit[0][0]:04X} ...)"
+                )
         extra = []
         for lo, hi in intersect_ranges(ranges, ((0x41, 0x5A), (0x61, 0x7A))):
             for cp in range(lo, hi + 1):
@@ -260,13 +267,6 @@ class _Parser:
         for letter, special in (("s", 0x017F), ("k", 0x212A)):
             if intersect_ranges(ranges, ((special, special),)):
                 extra.extend((x, x) for x in case_fold_equivalents(letter))
-        rest = complement_ranges(((0, 0x7F), (0x017F, 0x017F), (0x212A, 0x212A)))
-        for cat in _CASED_CATEGORIES:
-            hit = intersect_ranges(intersect_ranges(ranges, rest), property_ranges(cat))
-            if hit:
-                raise self.unsupported(
-                    f"(?i) on non-ASCII characters that may have case (U+{hit[0][0]:04X} ...)"
-                )
         return merge_ranges((*ranges, *extra))
 
     def group(self, icase: bool):
