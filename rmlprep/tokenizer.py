@@ -207,6 +207,11 @@ class Tokenizer:
             self._splitter = compile_pre_split(spec.pre_split)
         self._normalize = self._make_normalizer()
         self._cache: dict[str, tuple[int, ...]] = {}
+        self._native = None
+        if _USE_NATIVE:
+            from .native import make_native
+
+            self._native = make_native(self)  # None when the extension is absent or declines
         self._skip_ids = frozenset(
             i for i, t in enumerate(self._types) if t in (TokenType.CONTROL, TokenType.UNKNOWN)
         )
@@ -507,6 +512,8 @@ class Tokenizer:
     def _encode_byte_level(self, text: str) -> list[int]:
         if not text:
             return []
+        if self._native is not None:
+            return self._native.encode_text(text)
         pieces = self._splitter(text) if self._splitter is not None else [text]
         cache = self._cache
         out: list[int] = []
@@ -542,6 +549,8 @@ class Tokenizer:
     def _encode_sentencepiece(self, text: str) -> list[int]:
         if not text:
             return []
+        if self._native is not None:
+            return self._native.encode_text(text)
         s = self.spec
         if s.split_on_space:
             words = _split_before_space(text)
@@ -705,6 +714,10 @@ class StreamDecoder:
 
 
 _CREATE = object()
+
+#: Use the compiled hot path when it is built (``RMLPREP_PURE_PYTHON=1`` turns it off; tests
+#: run both paths). See rmlprep/native.py.
+_USE_NATIVE = __import__("os").environ.get("RMLPREP_PURE_PYTHON", "") in ("", "0")
 
 
 def _fuse(ids: list[int], unk: int) -> list[int]:
