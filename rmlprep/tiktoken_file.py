@@ -1,0 +1,297 @@
+"""Read a tiktoken rank file (``<base64 token> <rank>`` per line) into a :class:`TokenizerSpec`.
+
+tiktoken has no merge list: a piece is taken whole when it is a token, else the adjacent pair
+whose concatenated bytes have the lowest rank merges first (leftmost on ties) until none is a
+token. That is the spec's *scores* mode with ``score = -rank`` and ``ignore_merges=True``. The
+tokens are spelled in the GPT-2 byte alphabet (:func:`rmlprep.unicode.bytes_to_unicode`) so the
+byte-level encoder applies unchanged; ids are the ranks.
+
+Special tokens are not in the file: they come from a known encoding name (``"gpt2"``,
+``"r50k_base"``, ``"p50k_base"``, ``"o200k_base"``, ``"llama3"``) or from ``special_tokens=``.
+Ids between the ranks and the specials that neither uses (cl100k's 100256, for example) are
+filled with ``UNUSED`` placeholders that no text encodes to.
+
+Source: tiktoken ``load.py`` (``load_tiktoken_bpe``), ``src/lib.rs`` (``byte_pair_merge``),
+``tiktoken_ext/openai_public.py``; Meta ``llama3/tokenizer.py`` (special tokens).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from .errors import LoaderError, UnsupportedTokenizer
+from .spec import BYTE_LEVEL, TokenizerSpec, TokenType
+from .unicode import bytes_to_unicode
+
+__all__ = ["spec_from_tiktoken", "KNOWN_ENCODINGS", "read_tiktoken_ranks", "looks_like_tiktoken"]
+
+_ENDOFTEXT = "<|endoftext|>"
+
+# tiktoken's cl100k_base pattern. It uses possessive quantifiers (?+, ++, {1,3}+) and \s++$,
+# which rmlprep.pretokenize does not translate; it is *not* equal to the Llama 3 pattern
+# (the two split differently on runs of whitespace before a line break).
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+
+def _llama3_specials() -> dict[str, int]:
+    names = [
+        "<|begin_of_text|>",
+        "<|end_of_text|>",
+        "<|reserved_special_token_0|>",
+        "<|reserved_special_token_1|>",
+        "<|reserved_special_token_2|>",
+        "<|reserved_special_token_3|>",
+        "<|start_header_id|>",
+        "<|end_header_id|>",
+        "<|reserved_special_token_4|>",
+        "<|eot_id|>",
+    ] + [f"<|reserved_special_token_{i}|>" for i in range(5, 256 - 5)]
+    return {name: 128000 + i for i, name in enumerate(names)}
+
+
+def _known() -> dict[str, dict]:
+    from .pretokenize import GPT2_PATTERN, LLAMA3_PATTERN
+
+    # r50k's pattern ('(?:[sdmt]|ll|ve|re)| ?\p{L}++|...|\s++$|\s+(?!\S)|\s) splits exactly as
+    # the GPT-2 pattern (checked with `regex` on 320k texts), so the GPT-2 pattern is used.
+    gpt2 = {"pattern": GPT2_PATTERN, "special_tokens": {_ENDOFTEXT: 50256}, "n_ranks": 50256,
+            "bos": _ENDOFTEXT, "eos": _ENDOFTEXT}
+    return {
+        "gpt2": gpt2,
+        "r50k_base": gpt2,
+        "p50k_base": {**gpt2, "n_ranks": 50280},
+        "cl100k_base": {
+            "pattern": CL100K_PATTERN,
+            "special_tokens": {_ENDOFTEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                               "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
+            "n_ranks": 100256, "bos": None, "eos": _ENDOFTEXT,
+        },
+        "o200k_base": {
+            "pattern": O200K_PATTERN,
+            "special_tokens": {_ENDOFTEXT: 199999, "<|endofprompt|>": 200018},
+            "n_ranks": 199998, "bos": None, "eos": _ENDOFTEXT,
+        },
+        "llama3": {
+            "pattern": LLAMA3_PATTERN, "special_tokens": _llama3_specials(), "n_ranks": 128000,
+            "bos": "<|begin_of_text|>", "eos": "<|end_of_text|>",
+        },
+    }
+
+
+#: name -> {"pattern", "special_tokens", "n_ranks", "bos", "eos"} for the encodings rmlprep knows.
+KNOWN_ENCODINGS: Mapping[str, Mapping] = MappingProxyType(_known())
+
+_EOT_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>")
+
+
+def looks_like_tiktoken(path: str | os.PathLike, *, probe_lines: int = 8) -> bool:
+    """True when the first lines of ``path`` are ``<base64> <int>`` (a tiktoken rank file)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    lines = [ln for ln in head.split(b"\n")[:probe_lines] if ln.strip()]
+    if len(head.split(b"\n")) > 1:
+        lines = lines[: max(1, len(lines) - (0 if head.endswith(b"\n") else 1))]  # last may be cut
+    if not lines:
+        return False
+    for ln in lines:
+        parts = ln.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            return False
+        try:
+            base64.b64decode(parts[0], validate=True)
+        except (binascii.Error, ValueError):
+            return False
+    return True
+
+
+def read_tiktoken_ranks(path: str | os.PathLike) -> dict[bytes, int]:
+    """Parse a rank file into ``{token bytes: rank}``.
+
+    Raises:
+        LoaderError: as :func:`_read_ranks`.
+    """
+    return _read_ranks(Path(path))[0]
+
+
+def _read_ranks(p: Path) -> tuple[dict[bytes, int], dict[int, int]]:
+    """``({token bytes: rank}, {rank: line number})``.
+
+    Raises:
+        LoaderError: missing file, a line that is not ``<base64> <rank>``, bad base64, a
+            repeated token or a repeated rank (the message gives the line number).
+    """
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise LoaderError(f"{p}: cannot read the tiktoken rank file ({e.strerror or e})") from None
+    ranks: dict[bytes, int] = {}
+    line_of_rank: dict[int, int] = {}
+    for lineno, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            raise LoaderError(f"{p}: line {lineno}: expected '<base64 token> <rank>', got {line[:80]!r}")
+        try:
+            tok = base64.b64decode(parts[0], validate=True)
+        except (binascii.Error, ValueError):
+            raise LoaderError(f"{p}: line {lineno}: {parts[0][:80]!r} is not valid base64") from None
+        rank = int(parts[1])
+        if tok in ranks:
+            raise LoaderError(f"{p}: line {lineno}: token {tok!r} repeats (first rank {ranks[tok]})")
+        if rank in line_of_rank:
+            raise LoaderError(f"{p}: line {lineno}: rank {rank} repeats (first on line {line_of_rank[rank]})")
+        ranks[tok] = rank
+        line_of_rank[rank] = lineno
+    if not ranks:
+        raise LoaderError(f"{p}: the tiktoken rank file has no tokens")
+    return ranks, line_of_rank
+
+
+def _guess_name(p: Path, n_ranks: int) -> str | None:
+    stem = p.name.split(".")[0]
+    if stem in KNOWN_ENCODINGS:
+        return stem
+    by_size = [n for n, e in KNOWN_ENCODINGS.items() if e["n_ranks"] == n_ranks and n not in ("r50k_base",)]
+    return by_size[0] if len(by_size) == 1 else None
+
+
+def spec_from_tiktoken(
+    path: str | os.PathLike,
+    *,
+    name: str | None = None,
+    pattern: str | None = None,
+    special_tokens: Mapping[str, int] | None = None,
+) -> TokenizerSpec:
+    """Build a byte-level spec from a tiktoken rank file.
+
+    Args:
+        path: the rank file (``<base64 token> <rank>`` per line).
+        name: a known encoding (see :data:`KNOWN_ENCODINGS`) giving the pattern and the special
+            tokens; guessed from the file name (``cl100k_base.tiktoken``) or, failing that, from
+            the number of ranks (50256 -> gpt2, 128000 -> llama3, ...) when not given.
+        pattern: the pre-split regex (overrides the known one).
+        special_tokens: ``{text: id}`` (overrides the known ones).
+    Returns:
+        A spec with ``scores = -rank`` (specials and placeholders score 0 and never merge),
+        ``ignore_merges=True``, bos/eos/eot from the known encoding, ``add_bos=False`` (tiktoken
+        adds nothing; pass ``add_bos=True`` to :func:`rmlprep.load_tokenizer` for Llama 3).
+    Raises:
+        LoaderError: a malformed file (line number given); ranks with a gap that no special
+            token fills; a special id that collides with a rank; an unknown ``name``; no name,
+            no pattern and nothing to guess from.
+        UnsupportedTokenizer: the pattern uses a regex construct rmlprep cannot translate
+            (cl100k_base's possessive quantifiers).
+    """
+    p = Path(path)
+    ranks, line_of_rank = _read_ranks(p)
+    known = None
+    if name is None and pattern is None:
+        name = _guess_name(p, len(ranks))
+        if name is None:
+            raise LoaderError(
+                f"{p}: cannot tell which tiktoken encoding this is ({len(ranks)} ranks); pass "
+                f"name= (one of {sorted(KNOWN_ENCODINGS)}) or pattern= and special_tokens="
+            )
+    if name is not None:
+        known = KNOWN_ENCODINGS.get(name)
+        if known is None and pattern is None:
+            raise LoaderError(
+                f"{p}: unknown tiktoken encoding name {name!r}; known: {sorted(KNOWN_ENCODINGS)} "
+                "(or pass pattern= and special_tokens=)"
+            )
+    pat = pattern if pattern is not None else known["pattern"]  # type: ignore[index]
+    specials = dict(special_tokens if special_tokens is not None else (known or {}).get("special_tokens", {}))
+
+    from .pretokenize import compile_pre_split
+
+    try:
+        compile_pre_split([pat])
+    except UnsupportedTokenizer as e:
+        raise UnsupportedTokenizer(f"{p}: tiktoken encoding {name or 'pattern'!r}: {e}") from None
+
+    # ids: ranks, then specials; every id below the top must be a rank or a special, except
+    # ids above the last rank (cl100k leaves 100256 unused), which become placeholders.
+    by_id: dict[int, str] = {}
+    b2u = bytes_to_unicode()
+    for tok, rank in ranks.items():
+        by_id[rank] = "".join(b2u[b] for b in tok)
+    max_rank = max(by_id)
+    if len(by_id) != max_rank + 1:
+        missing = [i for i in range(max_rank + 1) if i not in by_id and i not in specials.values()]
+        if missing:
+            first = missing[0]
+            nxt = min(r for r in by_id if r > first)
+            raise LoaderError(
+                f"{p}: line {line_of_rank[nxt]}: rank {nxt} leaves rank {first} unused; a rank file must "
+                "number its tokens without gaps (gaps filled by special tokens are allowed)"
+            )
+    types: dict[int, int] = {i: int(TokenType.NORMAL) for i in by_id}
+    for text, sid in specials.items():
+        if not isinstance(sid, int) or sid < 0:
+            raise LoaderError(f"{p}: special token {text!r} has id {sid!r}; ids are non-negative ints")
+        if sid in by_id:
+            raise LoaderError(f"{p}: special token {text!r} id {sid} is already the rank of {by_id[sid]!r}")
+        by_id[sid] = text
+        types[sid] = int(TokenType.CONTROL)
+    n = max(by_id) + 1
+    vocab: list[str] = []
+    token_types: list[int] = []
+    scores: list[float] = []
+    for i in range(n):
+        tok = by_id.get(i)
+        if tok is None:
+            vocab.append(f"<unused {i}>")  # a space is not in the byte alphabet: never matched
+            token_types.append(int(TokenType.UNUSED))
+            scores.append(0.0)
+        else:
+            vocab.append(tok)
+            token_types.append(types[i])
+            scores.append(-float(i) if types[i] == TokenType.NORMAL else 0.0)
+    index = {t: i for i, t in enumerate(vocab)}
+    if len(index) != n:
+        raise LoaderError(f"{p}: a special token's text equals a rank's token; give distinct special tokens")
+
+    def id_of(text: str | None) -> int | None:
+        return specials.get(text) if text is not None else None
+
+    bos_id = id_of(known.get("bos")) if known else None
+    eos_id = id_of(known.get("eos")) if known else None
+    eot = [specials[t] for t in _EOT_TOKENS if t in specials]
+    if eos_id is not None and vocab[eos_id] == _ENDOFTEXT:
+        eot.append(eos_id)
+    return TokenizerSpec(
+        kind=BYTE_LEVEL,
+        vocab=tuple(vocab),
+        token_types=tuple(token_types),
+        merges=(),
+        scores=tuple(scores),
+        pre_split=(pat,),
+        bos_id=bos_id,
+        eos_id=eos_id,
+        eot_ids=tuple(sorted(set(eot))),
+        ignore_merges=True,
+        name=name or p.name,
+    )
