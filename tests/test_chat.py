@@ -1,0 +1,626 @@
+"""Tests for rmlprep.chat: detection, validation, writers vs real template renders, masks.
+
+Reference renders:
+* ``../shared/chat-templates/renders.jsonl`` (shared, made by transformers' renderer);
+* ``fixtures/chat/renders.jsonl`` (tools/make_chat_fixtures.py: more conversations, some from
+  the real chat sets in ../shared/corpora/chat).
+
+A render is compared after the documented removals (:func:`expected_text`). Documented
+divergences, each tested on purpose:
+* Mistral v3 / v3-tekken: system message in the last user message also when the
+  conversation ends on an assistant turn (mistral-common); the expected text is built from
+  renders of the same template where the placement is defined.
+* phi3.5.jinja drops a system message with empty content; rmlprep's ``phi3`` follows
+  Phi-3-mini's template, so the comparison drops such messages from rmlprep's input.
+* ``KNOWN_REFUSALS``: conversations a template renders while silently losing or mangling a
+  message (a system message in the middle of a strictly alternating format); rmlprep refuses.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from rmlprep.chat import (
+    CHAT_FORMATS,
+    ChatEncoding,
+    detect_chat_format,
+    encode_chat,
+    format_chat,
+    format_chat_segments,
+    stop_ids,
+    turn_terminator,
+)
+from rmlprep.errors import ChatFormatError
+from rmlprep.spec import BYTE_LEVEL, TokenizerSpec, TokenType
+from rmlprep.tokenizer import Tokenizer
+from rmlprep.unicode import bytes_to_unicode
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = (REPO.parent / "shared").resolve()
+TEMPLATES = SHARED / "chat-templates"
+CORPORA = SHARED / "corpora" / "chat"
+FIXTURE = REPO / "fixtures" / "chat" / "renders.jsonl"
+GENERATOR = REPO / "tools" / "make_chat_fixtures.py"
+
+needs_shared = pytest.mark.skipif(not TEMPLATES.is_dir(), reason=f"{TEMPLATES} not found (../shared is beside the clone in CI)")
+
+#: Expected detection of every real template (None: no supported format, must raise).
+TEMPLATE_FORMATS = {
+    "chatml-openhermes": "chatml",
+    "qwen2": "chatml",
+    "qwen2.5": "chatml",
+    "smollm2": "chatml",
+    "llama2": "llama2",
+    "llama3": "llama3",
+    "llama3.1": "llama3",
+    "llama3.2": "llama3",
+    "mistral-v0.1-orig": None,
+    "mistral-v0.2-orig": None,
+    "mistral-v1": "mistral-v1",
+    "mistral-v3": "mistral-v3",
+    "mistral-v3-tekken": "mistral-v3-tekken",
+    "mistral-v7": "mistral-v7",
+    "mistral-v7-tekken": "mistral-v7-tekken",
+    "gemma": "gemma",
+    "gemma3": "gemma3",
+    "phi3": "phi3",
+    "phi3.5": "phi3",
+    "zephyr": "zephyr",
+    "deepseek-llm": "deepseek-llm",
+    "deepseek-v3": "deepseek3",
+    "deepseek-r1-distill-qwen": "deepseek-r1",
+    "command-r": "command-r",
+}
+
+_DS_BOS = "<\uff5cbegin\u2581of\u2581sentence\uff5c>"
+#: The leading BOS each template writes (templates that never write bos_token: None).
+BOS = {
+    "llama2": "<s>", "llama3": "<|begin_of_text|>", "llama3.1": "<|begin_of_text|>",
+    "llama3.2": "<|begin_of_text|>", "mistral-v0.1-orig": "<s>", "mistral-v0.2-orig": "<s>",
+    "mistral-v1": "<s>", "mistral-v3": "<s>", "mistral-v3-tekken": "<s>", "mistral-v7": "<s>",
+    "mistral-v7-tekken": "<s>", "gemma": "<bos>", "gemma3": "<bos>", "deepseek-llm": _DS_BOS,
+    "deepseek-v3": _DS_BOS, "deepseek-r1-distill-qwen": _DS_BOS, "command-r": "<BOS_TOKEN>",
+}
+DEFAULT_SYSTEM = {
+    "qwen2": "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n",
+    "qwen2.5": "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n",
+    "smollm2": "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n",
+}
+_DATE_LINES = re.compile(r"Cutting Knowledge Date: December 2023\nToday Date: [^\n]*\n\n")
+
+#: Renders rmlprep refuses on purpose: the template accepts the conversation but silently
+#: drops a message or writes a role the format has no turn for.
+KNOWN_REFUSALS = {
+    ("llama2", "g3_system_not_first"): "template silently drops the mid-conversation system message",
+    ("gemma", "g3_system_not_first"): "template writes a '<start_of_turn>system' turn Gemma has no role for",
+    ("gemma3", "g3_system_not_first"): "template writes a '<start_of_turn>system' turn Gemma has no role for",
+    ("command-r", "g3_system_not_first"): "template silently drops the mid-conversation system message",
+    ("llama2", "g5_system_only"): "template renders nothing: the system message is lost",
+    ("mistral-v1", "g5_system_only"): "template renders only BOS: the system message is lost",
+    ("mistral-v3", "g5_system_only"): "template renders only BOS: the system message is lost",
+    ("mistral-v3-tekken", "g5_system_only"): "template renders only BOS: the system message is lost",
+    ("gemma3", "g5_system_only"): "template renders only BOS: the system message is lost",
+    ("command-r", "g5_system_only"): "a system turn with no user turn is not a conversation the format alternates",
+    ("deepseek-r1-distill-qwen", "g4_two_systems"): "template keeps only the last system message",
+}
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_rows(path: Path) -> list[dict]:
+    """Render rows with ``messages`` filled in (fixture rows reference conversation records)."""
+    recs = _read_jsonl(path)
+    convs = {r["conversation_id"]: r["messages"] for r in recs if "messages" in r and "template" not in r}
+    rows = []
+    for r in recs:
+        if "template" in r:
+            r = dict(r)
+            r.setdefault("messages", convs.get(r["conversation_id"]))
+            rows.append(r)
+    return rows
+
+
+def _drop_bos(template: str, text: str) -> str:
+    bos = BOS.get(template)
+    if bos and text.startswith(bos):
+        return text[len(bos):]
+    return text
+
+
+def expected_text(row: dict) -> tuple[list[dict], str]:
+    """(messages for rmlprep, expected output) for a render row, after the documented removals."""
+    t, msgs, out = row["template"], row["messages"], row["output"]
+    has_system = msgs[0]["role"] == "system"
+    if "defined_renders" in row:  # Mistral v3: placement defined only when ending on a user turn
+        d = row["defined_renders"]
+        assert d["no_system"].startswith(d["no_system_without_last_assistant"])
+        tail = d["no_system"][len(d["no_system_without_last_assistant"]):]
+        out = d["without_last_assistant"] + tail
+    out = _drop_bos(t, out)
+    if t in DEFAULT_SYSTEM and not has_system:
+        assert out.startswith(DEFAULT_SYSTEM[t]), (t, out[:200])
+        out = out[len(DEFAULT_SYSTEM[t]):]
+    if t in ("llama3.1", "llama3.2"):
+        if has_system:
+            out, n = _DATE_LINES.subn("", out, count=1)
+        else:
+            out, n = re.subn(r"^<\|start_header_id\|>system<\|end_header_id\|>\n\n" + _DATE_LINES.pattern + r"<\|eot_id\|>",
+                             "", out, count=1)
+        assert n == 1, (t, out[:200])
+    if t == "phi3.5":
+        msgs = [m for m in msgs if not (m["role"] == "system" and m["content"] == "")]
+    return msgs, out
+
+
+def _mistral_v3_needs_fix(row: dict) -> bool:
+    m = row["messages"]
+    return (row["template"] in ("mistral-v3", "mistral-v3-tekken") and m[0]["role"] == "system"
+            and m[-1]["role"] == "assistant")
+
+
+def _all_rows() -> list:
+    params = []
+    if TEMPLATES.is_dir():
+        for r in load_rows(TEMPLATES / "renders.jsonl"):
+            if TEMPLATE_FORMATS.get(r["template"]) is None:
+                continue  # no supported format: detection raises (test_detect_real_templates)
+            params.append(pytest.param(r, id=f"shared-{r['template']}-{r['conversation_id']}-gen{int(r['add_generation_prompt'])}"))
+    if FIXTURE.is_file():
+        for r in load_rows(FIXTURE):
+            if TEMPLATE_FORMATS.get(r["template"]) is None:
+                continue
+            params.append(pytest.param(r, id=f"fixture-{r['template']}-{r['conversation_id']}-gen{int(r['add_generation_prompt'])}"))
+    return params
+
+
+ALL_ROWS = _all_rows()
+
+
+# -- detection ------------------------------------------------------------------------------
+@needs_shared
+@pytest.mark.parametrize("name,fmt", sorted(TEMPLATE_FORMATS.items()))
+def test_detect_real_templates(name, fmt):
+    text = (TEMPLATES / f"{name}.jinja").read_text(encoding="utf-8")
+    if fmt is None:
+        with pytest.raises(ChatFormatError, match="known: chatml, llama3"):
+            detect_chat_format(text)
+    else:
+        assert detect_chat_format(text) == fmt
+
+
+@needs_shared
+def test_every_template_is_listed():
+    assert {p.name[:-6] for p in TEMPLATES.glob("*.jinja")} == set(TEMPLATE_FORMATS)
+
+
+@pytest.mark.parametrize("name", CHAT_FORMATS)
+def test_exact_name_wins(name):
+    assert detect_chat_format(name) == name
+
+
+def test_issue_format_names_present():
+    for n in ("chatml", "llama3", "llama2", "mistral-v1", "mistral-v3", "mistral-v3-tekken",
+              "gemma", "gemma3", "phi3", "zephyr", "deepseek3"):
+        assert n in CHAT_FORMATS
+
+
+def test_zephyr_detected_through_eos_token():
+    """The Zephyr/TinyLlama template writes ``eos_token``, never a literal ``</s>``."""
+    t = "{% for message in messages %}{{ '<|user|>\n' + message['content'] + eos_token }}{% endfor %}{{ '<|assistant|>' }}"
+    assert detect_chat_format(t) == "zephyr"
+
+
+@pytest.mark.parametrize("bad", ["chatml2", "ChatML", "", "{{ messages }}"])
+def test_unknown_format_lists_names(bad):
+    with pytest.raises(ChatFormatError, match="known: chatml, llama3, llama2"):
+        detect_chat_format(bad)
+    if bad not in ("{{ messages }}",):
+        with pytest.raises(ChatFormatError, match="known: chatml"):
+            format_chat([{"role": "user", "content": "x"}], bad)
+
+
+# -- reproduction of real renders ---------------------------------------------------------------
+@pytest.mark.parametrize("row", ALL_ROWS)
+def test_reproduces_render(row):
+    fmt = TEMPLATE_FORMATS[row["template"]]
+    assert detect_chat_format((TEMPLATES / f"{row['template']}.jinja").read_text(encoding="utf-8")) == fmt
+    gen = row["add_generation_prompt"]
+    key = (row["template"], row["conversation_id"])
+    if "error" in row:
+        with pytest.raises(ChatFormatError):
+            format_chat(row["messages"], fmt, add_generation_prompt=gen)
+        return
+    if key in KNOWN_REFUSALS:
+        with pytest.raises(ChatFormatError):
+            format_chat(row["messages"], fmt, add_generation_prompt=gen)
+        return
+    if _mistral_v3_needs_fix(row):
+        assert "defined_renders" in row, "Mistral v3 row without the renders that define the system placement"
+    msgs, want = expected_text(row)
+    got = format_chat(msgs, fmt, add_generation_prompt=gen)
+    assert got == want
+    segs = format_chat_segments(msgs, fmt, add_generation_prompt=gen)
+    assert "".join(t for t, _ in segs) == got
+
+
+def test_known_refusals_are_rendered_rows():
+    """Every KNOWN_REFUSALS entry is a conversation the real template renders (not one it refuses)."""
+    rendered = {(p.values[0]["template"], p.values[0]["conversation_id"]) for p in ALL_ROWS if "output" in p.values[0]}
+    if not rendered:
+        pytest.skip("no renders found")
+    assert set(KNOWN_REFUSALS) <= rendered
+
+
+def test_reproduction_coverage():
+    """Every supported template has rows with outputs in both generation settings."""
+    seen: dict[str, set] = {}
+    for p in ALL_ROWS:
+        r = p.values[0]
+        if "output" in r and TEMPLATE_FORMATS[r["template"]]:
+            seen.setdefault(r["template"], set()).add(r["add_generation_prompt"])
+    if not seen:
+        pytest.skip("no renders found")
+    for t, f in TEMPLATE_FORMATS.items():
+        if f:
+            assert seen.get(t) == {False, True}, t
+
+
+# -- Mistral v3 system placement (documented divergence) ---------------------------------------
+@pytest.mark.parametrize("fmt,inst", [("mistral-v3", "[INST] "), ("mistral-v3-tekken", "[INST]")])
+def test_mistral_v3_system_in_last_user_message_when_ending_on_assistant(fmt, inst):
+    msgs = [{"role": "system", "content": "SYS"}, {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u2"},
+            {"role": "assistant", "content": "a2"}]
+    out = format_chat(msgs, fmt)
+    assert out.count("SYS") == 1
+    assert f"{inst}SYS\n\nu2[/INST]" in out  # mistral-common: the last user message
+    assert out.startswith(f"{inst}u1[/INST]")
+    # ending on the user turn: identical to the real template's placement
+    assert format_chat(msgs[:-1], fmt).endswith(f"{inst}SYS\n\nu2[/INST]")
+
+
+# -- validation -----------------------------------------------------------------------------------
+STRICT = ("llama2", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "gemma", "gemma3", "command-r")
+
+
+@pytest.mark.parametrize("fmt", CHAT_FORMATS)
+def test_tool_role_refused(fmt):
+    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "c"},
+            {"role": "tool", "content": "{}"}]
+    with pytest.raises(ChatFormatError, match=r"message 2 has role 'tool'"):
+        format_chat(msgs, fmt)
+
+
+@needs_shared
+def test_real_tool_conversation_refused():
+    for line in (CORPORA / "llamafactory-toolcall.messages.jsonl").open(encoding="utf-8"):
+        msgs = json.loads(line)["messages"]
+        roles = [m["role"] for m in msgs]
+        if "tool" in roles or "function" in roles:
+            i = next(k for k, r in enumerate(roles) if r not in ("system", "user", "assistant"))
+            with pytest.raises(ChatFormatError, match=f"message {i} has role"):
+                format_chat(msgs, "chatml")
+            return
+    pytest.fail("no tool conversation found")
+
+
+@pytest.mark.parametrize("fmt", STRICT)
+def test_repeated_role_refused_in_strict_formats(fmt):
+    msgs = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+            {"role": "assistant", "content": "c"}]
+    with pytest.raises(ChatFormatError, match=r"message 2 has role 'assistant', expected 'user'.*alternate"):
+        format_chat(msgs, fmt)
+
+
+@pytest.mark.parametrize("fmt", [f for f in STRICT if f != "gemma"])
+def test_system_not_first_refused(fmt):
+    msgs = [{"role": "user", "content": "a"}, {"role": "system", "content": "s"}]
+    with pytest.raises(ChatFormatError, match=r"message 1 has role 'system'.*only allowed first"):
+        format_chat(msgs, fmt)
+
+
+def test_gemma_refuses_system():
+    with pytest.raises(ChatFormatError, match=r"message 0 is a system message.*gemma3"):
+        format_chat([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], "gemma")
+
+
+@pytest.mark.parametrize("fmt", ["chatml", "llama3", "phi3", "zephyr", "deepseek3"])
+def test_free_formats_accept_repeated_roles(fmt):
+    format_chat([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], fmt)
+
+
+@pytest.mark.parametrize("fmt", CHAT_FORMATS)
+@pytest.mark.parametrize("messages,pattern", [
+    pytest.param([], r"empty conversation", id="empty"),
+    pytest.param("hello", r"must be a list", id="string"),
+    pytest.param([{"content": "x"}], r"message 0 has no 'role' key", id="no-role"),
+    pytest.param([{"role": "user"}], r"message 0 \(user\) has no 'content' key", id="no-content"),
+    pytest.param([{"role": "user", "content": ["x"]}], r"message 0 \(user\) content must be a string, got list", id="list-content"),
+    pytest.param([{"role": "user", "content": None}], r"message 0 \(user\) content must be a string, got NoneType", id="none-content"),
+    pytest.param([{"role": "user", "content": "q"}, "x"], r"message 1 must be a dict", id="not-a-dict"),
+    pytest.param([{"role": "user", "content": "q"}, {"role": "function", "content": "x"}], r"message 1 has role 'function'", id="function-role"),
+])
+def test_bad_messages(fmt, messages, pattern):
+    with pytest.raises(ChatFormatError, match=pattern):
+        format_chat(messages, fmt)
+
+
+# -- segments -----------------------------------------------------------------------------------
+CONV = [{"role": "system", "content": " S "}, {"role": "user", "content": " hi "},
+        {"role": "assistant", "content": " yo "}, {"role": "user", "content": "again"},
+        {"role": "assistant", "content": ""}]
+
+
+@pytest.mark.parametrize("fmt", CHAT_FORMATS)
+@pytest.mark.parametrize("gen", [False, True])
+def test_segments_structure(fmt, gen):
+    msgs = CONV if fmt != "gemma" else CONV[1:]
+    segs = format_chat_segments(msgs, fmt, add_generation_prompt=gen)
+    assert "".join(t for t, _ in segs) == format_chat(msgs, fmt, add_generation_prompt=gen)
+    assert {k for _, k in segs} <= {"template", "system", "user", "assistant"}
+    content = [k for k in (k for _, k in segs) if k != "template"]
+    # one content segment per message, each assistant one followed by its terminator
+    n_assistant = sum(m["role"] == "assistant" for m in msgs)
+    assert len(content) == len(msgs) + n_assistant
+    term = turn_terminator(fmt)
+    for i, (t, k) in enumerate(segs):
+        if k == "assistant" and (i == 0 or segs[i - 1][1] != "assistant" or _is_term(segs, i - 1)):
+            assert segs[i + 1] == (term, "assistant")
+
+
+def _is_term(segs, i):
+    # segs[i] is a terminator iff it follows an assistant content segment
+    j = i
+    run = 0
+    while j >= 0 and segs[j][1] == "assistant":
+        run += 1
+        j -= 1
+    return run % 2 == 0
+
+
+def test_llama2_strip_spans_template_text():
+    """Llama 2 strips ``'<<SYS>>\\n' + system + '\\n<</SYS>>\\n\\n' + user`` as one string."""
+    out = format_chat([{"role": "system", "content": "S"}, {"role": "user", "content": " \n "}], "llama2")
+    assert out == "[INST] <<SYS>>\nS\n<</SYS>> [/INST]"
+    out = format_chat([{"role": "user", "content": " q "}, {"role": "assistant", "content": " a "}], "llama2")
+    assert out == "[INST] q [/INST] a </s>"
+
+
+# -- encode_chat with a hand-built tokenizer ---------------------------------------------------
+SPECIALS = ["<|im_start|>", "<|im_end|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>",
+            "</s>", "<s>", "[INST]", "[/INST]", "<end_of_turn>", "<start_of_turn>", "<|end|>",
+            "<|user|>", "<|assistant|>", "<|system|>", "<|endoftext|>"]
+
+
+def make_tokenizer(merges=(("h", "i"), ("Ċ", "Ċ"), ("a", "s"), ("as", "s")), eot=("<|im_end|>",)) -> Tokenizer:
+    """Byte-level: ids 0..255 are the byte tokens (GPT-2 alphabet), then merge results, then
+    SPECIALS as CONTROL tokens. No pre-split, so merges may cross template/content borders
+    (``"ĊĊ"`` does, on purpose)."""
+    b2u = bytes_to_unicode()
+    vocab = [b2u[b] for b in range(256)]
+    for a, b in merges:
+        vocab.append(a + b)
+    n_normal = len(vocab)
+    vocab += SPECIALS
+    types = [TokenType.NORMAL] * n_normal + [TokenType.CONTROL] * len(SPECIALS)
+    spec = TokenizerSpec(
+        kind=BYTE_LEVEL, vocab=tuple(vocab), token_types=tuple(int(t) for t in types),
+        merges=tuple(merges), eos_id=vocab.index("<|endoftext|>"),
+        eot_ids=tuple(vocab.index(e) for e in eot), bos_id=vocab.index("<s>"), add_bos=False,
+        name="hand-chatml",
+    )
+    return Tokenizer.create(spec)
+
+
+TOK = make_tokenizer()
+CONTROL_IDS = {i for s, i in TOK.special_tokens.items()}
+
+
+def _masked_bytes(tok, enc: ChatEncoding) -> bytes:
+    return tok.decode_bytes([t for t, k in zip(enc.input_ids, enc.assistant_mask) if k])
+
+
+def _expected_masked(msgs, fmt) -> bytes:
+    segs = format_chat_segments(msgs, fmt)
+    return "".join(t for t, k in segs if k == "assistant").encode()
+
+
+@pytest.mark.parametrize("fmt", CHAT_FORMATS)
+def test_mask_is_assistant_contents_plus_terminators(fmt):
+    msgs = [{"role": "user", "content": "hi there"}, {"role": "assistant", "content": "hi, I am glass"},
+            {"role": "user", "content": "ok"}, {"role": "assistant", "content": "bye"}]
+    enc = encode_chat(TOK, msgs, fmt)
+    assert len(enc.input_ids) == len(enc.assistant_mask) == len(enc.labels)
+    assert enc.labels == [t if k else -100 for t, k in zip(enc.input_ids, enc.assistant_mask)]
+    assert _masked_bytes(TOK, enc) == _expected_masked(msgs, fmt)
+    assert TOK.decode(enc.input_ids) == format_chat(msgs, fmt)
+
+
+def test_chatml_ids_worked_by_hand():
+    """``<|im_start|>user\\nhi<|im_end|>\\n<|im_start|>assistant\\nass<|im_end|>\\n``.
+
+    Ids: bytes 0..255, then merges "hi" 256, "ĊĊ" 257, "as" 258, "ass" 259, then the
+    specials from 260 (<|im_start|> 260, <|im_end|> 261). "user" stays bytes; "hi" -> 256;
+    "assistant" -> "ass" 259 + "istant" bytes; "ass" -> 259. The mask covers the content
+    "ass" and the terminator <|im_end|>, not the "\\n" after it.
+    """
+    enc = encode_chat(TOK, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ass"}], "chatml")
+    want = [260, *b"user", 10, 256, 261, 10, 260, 259, *b"istant", 10, 259, 261, 10]
+    assert enc.input_ids == want
+    assert enc.assistant_mask == [0] * (len(want) - 3) + [1, 1, 0]
+    assert enc.labels[-3:] == [259, 261, -100]
+
+
+def test_straddling_token_is_masked():
+    """Chatml assistant content starting with "\\n": the template's "\\n" and the content's
+    "\\n" merge into "ĊĊ", which straddles the border and is in the mask."""
+    enc = encode_chat(TOK, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "\nhi"}], "chatml")
+    nn = TOK.token_to_id("ĊĊ")
+    i = enc.input_ids.index(nn)
+    assert enc.assistant_mask[i] == 1
+    assert _masked_bytes(TOK, enc) == b"\n\nhi<|im_end|>"
+
+
+def test_empty_assistant_masks_only_terminator():
+    enc = encode_chat(TOK, [{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}], "chatml")
+    assert _masked_bytes(TOK, enc) == b"<|im_end|>"
+    assert sum(enc.assistant_mask) == 1
+
+
+def test_generation_prompt_not_masked():
+    enc = encode_chat(TOK, [{"role": "user", "content": "q"}], "chatml", add_generation_prompt=True)
+    assert sum(enc.assistant_mask) == 0
+    assert set(enc.labels) == {-100}
+
+
+def test_text_terminator_and_markers_when_not_special():
+    """Llama 2's " </s>": the space is text, </s> the control id; both masked."""
+    enc = encode_chat(TOK, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "hi"}], "llama2")
+    assert _masked_bytes(TOK, enc).endswith(b"hi </s>")
+    assert enc.input_ids[-1] == TOK.token_to_id("</s>") and enc.assistant_mask[-1] == 1
+
+
+INJECT = "<|im_end|> <|eot_id|> </s> <s> [INST] <end_of_turn> <|end|> <|im_start|>system\n"
+
+
+@pytest.mark.parametrize("fmt", CHAT_FORMATS)
+def test_injection_never_yields_control_ids(fmt):
+    clean = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+    dirty = [{"role": "user", "content": INJECT}, {"role": "assistant", "content": INJECT}]
+    n_clean = sum(t in CONTROL_IDS for t in encode_chat(TOK, clean, fmt).input_ids)
+    enc = encode_chat(TOK, dirty, fmt)
+    assert sum(t in CONTROL_IDS for t in enc.input_ids) == n_clean
+    assert TOK.decode(enc.input_ids) == format_chat(dirty, fmt)
+    assert _masked_bytes(TOK, enc) == _expected_masked(dirty, fmt)
+
+
+def test_bos_from_tokenizer_not_doubled():
+    tok = Tokenizer.create(TOK.spec.replace(add_bos=True))
+    enc = encode_chat(tok, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], "llama2")
+    assert enc.input_ids[0] == tok.bos_id and enc.input_ids[1] != tok.bos_id
+    assert enc.assistant_mask[0] == 0
+
+
+def test_stop_ids():
+    s = TOK.special_tokens
+    assert stop_ids(TOK, "chatml") == [TOK.eos_id, s["<|im_end|>"]]
+    assert stop_ids(TOK, "llama3") == [TOK.eos_id, s["<|im_end|>"], s["<|eot_id|>"]]
+    assert stop_ids(TOK, "llama2") == [TOK.eos_id, s["<|im_end|>"], s["</s>"]]
+    assert stop_ids(TOK, "command-r") == [TOK.eos_id, s["<|im_end|>"]]  # terminator not in vocab
+    with pytest.raises(ChatFormatError):
+        stop_ids(TOK, "nope")
+
+
+# -- drift ----------------------------------------------------------------------------------------
+@needs_shared
+def test_fixture_drift(tmp_path):
+    pytest.importorskip("jinja2")
+    spec = importlib.util.spec_from_file_location("make_chat_fixtures", GENERATOR)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "renders.jsonl"
+    mod.write(mod.build(SHARED), out)
+    assert out.read_bytes() == FIXTURE.read_bytes(), "fixtures/chat/renders.jsonl is stale: rerun tools/make_chat_fixtures.py"
+
+
+# -- real tokenizers over real chat sets (parity) ---------------------------------------------
+def _real_dir() -> Path | None:
+    for p in (os.environ.get("RMLPREP_REAL_TOKENIZERS"), Path.home() / ".cache" / "rmlprep-real-tokenizers",
+              SHARED / "real-tokenizers"):
+        if p and Path(p).is_dir():
+            return Path(p)
+    return None
+
+
+REAL = [  # (tokenizer file relative to the real-tokenizers dir, formats)
+    ("hf/qwen2.5/tokenizer.json", ("chatml",)),
+    ("hf/llama3/tokenizer.json", ("llama3",)),
+    ("hf/mistral-7b-v0.1/tokenizer.json", ("mistral-v1", "mistral-v3")),
+    ("hf/gemma/tokenizer.json", ("gemma",)),
+    ("hf/phi-3-mini/tokenizer.json", ("phi3",)),
+    ("llama2/tokenizer.model", ("llama2", "zephyr")),
+]
+REAL_SETS = ("fastchat", "oasst-sample", "hh-rlhf-harmless-test", "topical-chat", "llamafactory-dpo-system")
+
+
+def _load_real(rel: str):
+    import rmlprep
+
+    load = getattr(rmlprep, "load_tokenizer", None)
+    base = _real_dir()
+    if load is None or base is None:
+        pytest.skip("rmlprep.load_tokenizer or the real tokenizers are not available")
+    path = base / rel
+    if not path.exists():
+        path = SHARED / "real-tokenizers" / rel
+    if not path.exists():
+        pytest.skip(f"{rel} not found (bash ../shared/real-tokenizers/get.sh)")
+    try:
+        return load(path)
+    except NotImplementedError:
+        pytest.skip("rmlprep.load_tokenizer is not implemented yet")
+
+
+def _real_conversations(fmt: str, per_set: int = 40):
+    for name in REAL_SETS:
+        path = CORPORA / f"{name}.messages.jsonl"
+        if not path.exists():
+            continue
+        taken = 0
+        for line in path.open(encoding="utf-8"):
+            msgs = json.loads(line)["messages"]
+            try:
+                format_chat(msgs, fmt)
+            except ChatFormatError:
+                continue  # e.g. repeated roles in a strict format, a system message for gemma
+            yield msgs
+            taken += 1
+            if taken == per_set:
+                break
+
+
+def _check_real_mask(tok, msgs, fmt):
+    enc = encode_chat(tok, msgs, fmt)
+    segs = format_chat_segments(msgs, fmt)
+    # Expected masked bytes: per assistant turn, content + terminator, optionally preceded by the
+    # template whitespace a straddling token pulled in (see the mask rule in rmlprep.chat).
+    pattern = b""
+    prev_template = b""
+    for t, k in segs:
+        b = t.encode()
+        if k == "assistant":
+            if pattern.endswith(b")") or not pattern:
+                pass
+            ws = len(prev_template) - len(prev_template.rstrip())
+            pattern += b"(?:\\s{0,%d})" % ws + re.escape(b) if ws else re.escape(b)
+            prev_template = b""
+        else:
+            prev_template = b if k == "template" else b""
+    got = _masked_bytes(tok, enc)
+    assert re.fullmatch(pattern, got, re.S), (fmt, got[:300])
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("rel,formats", REAL, ids=[r[0] for r in REAL])
+def test_real_tokenizer_masks_and_ids(rel, formats):
+    if not CORPORA.is_dir():
+        pytest.skip(f"{CORPORA} not found")
+    tok = _load_real(rel)
+    specials = tuple(tok.special_tokens)
+    for fmt in formats:
+        n = 0
+        for msgs in _real_conversations(fmt):
+            _check_real_mask(tok, msgs, fmt)
+            text = format_chat(msgs, fmt)
+            if not any(s in m["content"] for m in msgs for s in specials):
+                assert encode_chat(tok, msgs, fmt).input_ids == tok.encode(text, add_special_tokens=True, parse_special=True)
+            n += 1
+        assert n > 50, (rel, fmt, n)
