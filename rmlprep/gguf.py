@@ -1,0 +1,566 @@
+"""Read a tokenizer from a GGUF file's key-value metadata (never its tensor data).
+
+GGUF layout (version 2 and 3, little-endian)::
+
+    magic "GGUF" | version u32 | tensor_count u64 | kv_count u64
+    kv_count x ( key: string | value_type u32 | value )
+    tensor infos ... | padding | tensor data        <- never read here
+
+    string = length u64 + UTF-8 bytes
+    array  = element_type u32 + count u64 + count elements
+
+Only the header and the key-value section are read, through a read-only ``mmap`` so a multi-GB
+model file costs no more than its metadata. Numeric arrays become numpy arrays with one
+``np.frombuffer`` call; string arrays (lengths interleaved with the bytes) are walked in one
+tight loop over the map. Every length is checked against the bytes left in the file before it
+is used, so a corrupt length raises :class:`LoaderError` with its byte offset and never
+allocates.
+
+The tokenizer keys are mapped to a :class:`TokenizerSpec` as llama.cpp's ``llama_vocab::load``
+does (``src/llama-vocab.cpp``): ``tokenizer.ggml.model`` ``"gpt2"`` -> byte-level BPE with the
+pre-split patterns of ``tokenizer.ggml.pre``; ``"llama"`` -> SentencePiece BPE merged by score.
+
+Source: ggml ``docs/gguf.md`` (file format); llama.cpp ``src/llama-vocab.cpp`` (defaults,
+pre-tokenizer table, special-token handling).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from .errors import LoaderError, UnsupportedTokenizer
+from .pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
+from .spec import BYTE_LEVEL, SENTENCEPIECE, AddedTokenFlags, TokenizerSpec, TokenType
+
+__all__ = ["GGUF_PRE_SPLIT", "GGUFPre", "read_gguf_metadata", "spec_from_gguf"]
+
+_MAGIC = b"GGUF"
+
+# value type id -> (name, numpy dtype); STRING = 8 and ARRAY = 9 are handled apart.
+_T_STRING = 8
+_T_ARRAY = 9
+_NUMERIC: dict[int, tuple[str, str]] = {
+    0: ("uint8", "<u1"),
+    1: ("int8", "<i1"),
+    2: ("uint16", "<u2"),
+    3: ("int16", "<i2"),
+    4: ("uint32", "<u4"),
+    5: ("int32", "<i4"),
+    6: ("float32", "<f4"),
+    7: ("bool", "<u1"),
+    10: ("uint64", "<u8"),
+    11: ("int64", "<i8"),
+    12: ("float64", "<f8"),
+}
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+
+# ----------------------------------------------------------------------------------------------
+# The pre-tokenizer table.
+
+
+@dataclass(frozen=True, slots=True)
+class GGUFPre:
+    """What one ``tokenizer.ggml.pre`` name means in llama.cpp.
+
+    Attributes:
+        patterns: split regexes, applied in order with Hugging Face ``Isolated`` behaviour
+            (llama.cpp ``unicode_regex_split`` keeps matches and the gaps between them).
+        ignore_merges: a piece that is a token as a whole is taken whole (Llama 3).
+        add_bos: llama.cpp's default for ``add_bos_token`` when the key is absent.
+    """
+
+    patterns: tuple[str, ...]
+    ignore_merges: bool = False
+    add_bos: bool = False
+
+
+# llama.cpp writes the GPT-2 regex without its last alternative "|\s+". Under Isolated splitting
+# the two are the same: "\s+(?!\S)" fails only on a single whitespace character followed by a
+# non-space that no other alternative takes from there, and that character is then a gap piece
+# of its own, exactly the piece "\s+" would match. rmlprep uses the tokenizer.json form so the
+# known-pattern fast path applies (tests/test_gguf.py checks the equivalence on real text).
+_GPT2_LLAMA_CPP = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"""
+
+_DEFAULT = GGUFPre((
+    r"[\p{P}\$\+<=>\^~\|]+",
+    _GPT2_LLAMA_CPP,
+    r"\p{N}+",
+    r"[0-9][0-9][0-9]",
+))
+# llama.cpp rewrites "(?i:'s|...)" as "(?:'[sS]|...)" for its own engine and keeps the original
+# regex from tokenizer.json in a comment; the original is what the model's Hugging Face
+# tokenizer (and so its training data) used, and is what rmlprep runs.
+_LLAMA3 = GGUFPre((LLAMA3_PATTERN,), ignore_merges=True, add_bos=True)
+_LLAMA3_KEEP_MERGES = GGUFPre((LLAMA3_PATTERN,))  # dbrx, smaug-bpe: same regex, merges kept
+_QWEN2 = GGUFPre((QWEN2_PATTERN,))
+_GPT2 = GGUFPre((GPT2_PATTERN,))
+_STARCODER = GGUFPre((r"\p{N}", GPT2_PATTERN))
+_FALCON = GGUFPre((
+    r"[\p{P}\$\+<=>\^~\|`]+",
+    _GPT2_LLAMA_CPP,
+    r"[0-9][0-9][0-9]",
+))
+_DEEPSEEK_LLM = GGUFPre((
+    "[\r\n]",
+    r"\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+    r"\s?[!-/:-~！-／：-～‘-‟　-。]+",
+    r"\s+$",
+    r"[一-龥ࠀ-一가-퟿]+",
+    r"\p{N}+",
+))
+_DEEPSEEK_CODER = GGUFPre((
+    "[\r\n]",
+    r"\s?\p{L}+",
+    r"\s?\p{P}+",
+    r"[一-龥ࠀ-一가-퟿]+",
+    r"\p{N}",
+))
+
+#: ``tokenizer.ggml.pre`` name -> meaning, for the names rmlprep supports.
+#: Source: llama.cpp ``src/llama-vocab.cpp``: ``llama_vocab::impl::load`` (name -> pre type,
+#: ignore_merges, add_bos) and the ``llm_tokenizer_bpe`` constructor (pre type -> regexes).
+GGUF_PRE_SPLIT: Mapping[str, GGUFPre] = MappingProxyType({
+    "default": _DEFAULT,
+    **dict.fromkeys(
+        ("llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+         "jina-v5-nano"),
+        _LLAMA3,
+    ),
+    **dict.fromkeys(("dbrx", "smaug-bpe"), _LLAMA3_KEEP_MERGES),
+    "deepseek-llm": _DEEPSEEK_LLM,
+    "deepseek-coder": _DEEPSEEK_CODER,
+    "falcon": _FALCON,
+    **dict.fromkeys(
+        ("starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b",
+         "mellum2"),
+        _STARCODER,
+    ),
+    **dict.fromkeys(
+        ("gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
+         "mellum", "modern-bert", "mpt", "olmo", "jais", "trillion", "granite-docling", "exaone4"),
+        _GPT2,
+    ),
+    **dict.fromkeys(
+        ("qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan",
+         "solar-open"),
+        _QWEN2,
+    ),
+})
+
+# Token texts llama.cpp takes as end-of-turn / end-of-message when the id keys are absent.
+# Source: llama-vocab.cpp "auto-detect special tokens by text".
+_EOT_TEXTS = frozenset((
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+    "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>",
+))
+_EOM_TEXTS = frozenset(("<|eom_id|>",))
+# Token texts llama.cpp puts in its end-of-generation set and forces to CONTROL.
+_EOG_TEXTS = frozenset((
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+    "<｜end▁of▁sentence｜>", "[e~[",
+))
+
+
+# ----------------------------------------------------------------------------------------------
+# The reader.
+
+
+class _Reader:
+    """Bounds-checked little-endian reads from a buffer (an mmap of the file)."""
+
+    __slots__ = ("buf", "path", "size", "pos")
+
+    def __init__(self, buf, path: str):
+        self.buf = buf
+        self.path = path
+        self.size = len(buf)
+        self.pos = 0
+
+    def fail(self, what: str, at: int | None = None) -> LoaderError:
+        at = self.pos if at is None else at
+        return LoaderError(f"{self.path}: corrupt or truncated GGUF at byte {at}: {what}")
+
+    def need(self, n: int, what: str) -> None:
+        if n > self.size - self.pos:
+            raise self.fail(
+                f"{what} needs {n} bytes but only {self.size - self.pos} remain "
+                f"(file size {self.size}); the file is truncated or the length field is corrupt"
+            )
+
+    def u32(self, what: str) -> int:
+        self.need(4, what)
+        (v,) = _U32.unpack_from(self.buf, self.pos)
+        self.pos += 4
+        return v
+
+    def u64(self, what: str) -> int:
+        self.need(8, what)
+        (v,) = _U64.unpack_from(self.buf, self.pos)
+        self.pos += 8
+        return v
+
+    def string(self, what: str) -> str:
+        at = self.pos
+        n = self.u64(f"length of {what}")
+        self.need(n, f"{what} ({n} bytes)")
+        raw = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise self.fail(f"{what} is not valid UTF-8 ({e.reason} at byte {e.start} of it)", at) from None
+
+    def strings(self, count: int, what: str) -> list[str]:
+        """``count`` strings; one tight loop (lengths are interleaved with the bytes)."""
+        buf, size, unpack = self.buf, self.size, _U64.unpack_from
+        pos = self.pos
+        if count > (size - pos) // 8:  # every string takes at least its 8-byte length
+            raise self.fail(
+                f"{what} claims {count} strings, more than the {size - pos} bytes left can hold"
+            )
+        out: list[bytes] = [b""] * count
+        for i in range(count):
+            if pos + 8 > size:
+                self.pos = pos
+                raise self.fail(f"length of {what}[{i}] needs 8 bytes but only {size - pos} remain")
+            (n,) = unpack(buf, pos)
+            pos += 8
+            if n > size - pos:
+                raise self.fail(
+                    f"{what}[{i}] claims {n} bytes but only {size - pos} remain (file size {size})",
+                    pos - 8,
+                )
+            out[i] = buf[pos : pos + n]
+            pos += n
+        start = self.pos
+        self.pos = pos
+        try:
+            return [b.decode("utf-8") for b in out]
+        except UnicodeDecodeError:
+            for i, b in enumerate(out):
+                try:
+                    b.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise self.fail(f"{what}[{i}] = {b!r} is not valid UTF-8 ({e.reason})", start) from None
+            raise
+
+    def array(self, key: str) -> Any:
+        etype = self.u32(f"element type of {key}")
+        at = self.pos
+        count = self.u64(f"element count of {key}")
+        if etype == _T_STRING:
+            return self.strings(count, key)
+        if etype in _NUMERIC:
+            name, dtype = _NUMERIC[etype]
+            itemsize = np.dtype(dtype).itemsize
+            if count > (self.size - self.pos) // itemsize:
+                raise self.fail(
+                    f"{key} claims {count} {name} values ({count * itemsize} bytes) but only "
+                    f"{self.size - self.pos} bytes remain (file size {self.size})",
+                    at,
+                )
+            arr = np.frombuffer(self.buf, dtype=dtype, count=count, offset=self.pos).copy()
+            self.pos += count * itemsize
+            return arr.astype(bool) if etype == 7 else arr
+        if etype == _T_ARRAY:
+            # arrays of arrays: walk them (rare; not used by tokenizer keys)
+            return [self.array(f"{key}[{i}]") for i in range(count)]
+        raise self.fail(f"{key} has unknown array element type {etype}", at - 4)
+
+    def value(self, vtype: int, key: str) -> Any:
+        if vtype == _T_STRING:
+            return self.string(key)
+        if vtype == _T_ARRAY:
+            return self.array(key)
+        if vtype in _NUMERIC:
+            name, dtype = _NUMERIC[vtype]
+            itemsize = np.dtype(dtype).itemsize
+            self.need(itemsize, f"{name} value of {key}")
+            v = np.frombuffer(self.buf, dtype=dtype, count=1, offset=self.pos)[0]
+            self.pos += itemsize
+            return bool(v) if vtype == 7 else v.item()
+        raise self.fail(f"{key} has unknown value type {vtype}", self.pos - 4)
+
+
+def read_gguf_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    """Read the key-value metadata of a GGUF file (header and key-values only).
+
+    Args:
+        path: a ``.gguf`` file (version 2 or 3, little-endian).
+    Returns:
+        ``{key: value}`` in file order. Strings are ``str``; scalars Python numbers or bools;
+        numeric arrays numpy arrays (their GGUF dtype, bool for bool arrays); string arrays
+        ``list[str]``. ``"GGUF.version"``, ``"GGUF.tensor_count"`` and ``"GGUF.kv_count"`` are
+        added from the header.
+    Raises:
+        LoaderError: not a GGUF file, an unsupported version or byte order, a truncated or
+            corrupt file (the message gives the byte offset), a duplicate key.
+    """
+    p = os.fspath(path)
+    try:
+        f = open(p, "rb")
+    except OSError as e:
+        raise LoaderError(f"{p}: cannot open GGUF file: {e.strerror or e}") from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise LoaderError(f"{p}: corrupt or truncated GGUF at byte 0: the file is empty")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return _read_metadata(mm, p)
+
+
+def _read_metadata(buf, path: str) -> dict[str, Any]:
+    r = _Reader(buf, path)
+    r.need(4, "the magic 'GGUF'")
+    magic = bytes(buf[0:4])
+    if magic != _MAGIC:
+        raise LoaderError(f"{path}: not a GGUF file (magic {magic!r} at byte 0, expected b'GGUF')")
+    r.pos = 4
+    version = r.u32("the version")
+    if version not in (2, 3):
+        swapped = int.from_bytes(version.to_bytes(4, "little"), "big")
+        if swapped in (2, 3):
+            raise UnsupportedTokenizer(
+                f"{path}: big-endian GGUF (version {swapped} stored big-endian at byte 4) is not "
+                "supported; convert the model with llama.cpp's little-endian default"
+            )
+        raise UnsupportedTokenizer(
+            f"{path}: GGUF version {version} (byte 4) is not supported; rmlprep reads versions 2 "
+            "and 3 (re-convert the model with a current llama.cpp)"
+        )
+    n_tensors = r.u64("the tensor count")
+    kv_at = r.pos
+    n_kv = r.u64("the key-value count")
+    if n_kv > (r.size - r.pos) // 12:  # each pair is at least an 8-byte key length + 4-byte type
+        raise r.fail(f"the header claims {n_kv} key-value pairs, more than the file can hold", kv_at)
+    meta: dict[str, Any] = {
+        "GGUF.version": version,
+        "GGUF.tensor_count": n_tensors,
+        "GGUF.kv_count": n_kv,
+    }
+    for i in range(n_kv):
+        at = r.pos
+        key = r.string(f"key of key-value pair {i}")
+        vtype = r.u32(f"value type of {key!r}")
+        if key in meta:
+            raise r.fail(f"duplicate key {key!r}", at)
+        meta[key] = r.value(vtype, key)
+    return meta
+
+
+# ----------------------------------------------------------------------------------------------
+# Metadata -> TokenizerSpec.
+
+
+def _get(meta: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: str, default=None):
+    v = meta.get(key, default)
+    if v is default:
+        return v
+    if kind is list:
+        ok = isinstance(v, (list, np.ndarray))
+    else:
+        ok = isinstance(v, kind) and not (kind is int and isinstance(v, bool))
+    if not ok:
+        raise LoaderError(f"{path}: {key} has type {type(v).__name__}, expected {getattr(kind, '__name__', kind)}")
+    return v
+
+
+def _id(meta: Mapping[str, Any], key: str, default: int | None, n: int) -> int | None:
+    """An id key as llama.cpp reads it: an out-of-range default is dropped, an out-of-range
+    value keeps the default."""
+    if default is not None and default >= n:
+        default = None
+    v = meta.get(key)
+    if v is None or isinstance(v, (bool, str, list, np.ndarray)):
+        return default
+    v = int(v)
+    return v if 0 <= v < n else default
+
+
+def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
+    """Build a TokenizerSpec from a GGUF file's ``tokenizer.*`` metadata.
+
+    Reads only the header and key-value section (an mmap; tensor data is never touched).
+
+    Mapping (as llama.cpp ``llama_vocab::impl::load`` and ``tokenize``):
+
+    - ``tokenizer.ggml.model = "gpt2"``: byte-level BPE; ``merges`` (``"a b"`` strings, ranked
+      by position); ``tokenizer.ggml.pre`` -> pre-split patterns, ``ignore_merges`` and the
+      ``add_bos`` default from :data:`GGUF_PRE_SPLIT`; no prefix space.
+    - ``"llama"``: SentencePiece BPE merged by ``scores``; ``add_space_prefix`` (default true)
+      prepends a space to the text and to every fragment that follows a special token
+      (``prefix_scheme="always"``, unconditional); byte fallback to ``<0xXX>`` byte tokens;
+      ``add_bos`` defaults to true; decoding strips one space from the first token.
+    - token types from ``token_type`` (byte tokens come from it); control and user-defined
+      tokens are cut from the text with ``parse_special=True``; user-defined ones always
+      (llama.cpp ``tokenizer_st_partition``). Tokens llama.cpp treats as end-of-generation by
+      their text (``<|im_end|>``, ``<|eot_id|>``, ...) are typed CONTROL as llama.cpp does.
+    - ids ``bos/eos/unknown/padding/eot/eom_token_id`` with llama.cpp's defaults (llama: bos 1,
+      eos 2, unk 0; gpt2: bos = eos = 11) where the key is absent, dropped when out of range.
+    - Phi-3 (``general.name`` contains "phi-3"/"phi3"): special tokens swallow whitespace on
+      their right, as llama.cpp sets ``LLAMA_TOKEN_ATTR_RSTRIP``.
+
+    Args:
+        path: a ``.gguf`` file.
+    Returns:
+        ``(spec, chat_template)``; the template is ``tokenizer.chat_template`` or None.
+    Raises:
+        LoaderError: a corrupt or truncated file (with the byte offset); a missing or mistyped
+            tokenizer key; arrays of the wrong length.
+        UnsupportedTokenizer: ``tokenizer.ggml.model`` other than "gpt2"/"llama", an unknown
+            ``tokenizer.ggml.pre``, an unsupported GGUF version, a token type outside 1..6.
+    """
+    p = os.fspath(path)
+    meta = read_gguf_metadata(p)
+    model = _get(meta, "tokenizer.ggml.model", str, p)
+    if model is None:
+        raise LoaderError(f"{p}: tokenizer.ggml.model is missing; the GGUF file has no tokenizer")
+    if model not in ("gpt2", "llama"):
+        raise UnsupportedTokenizer(
+            f"{p}: tokenizer.ggml.model = {model!r} is not supported; rmlprep supports 'gpt2' "
+            "(byte-level BPE) and 'llama' (SentencePiece BPE)"
+        )
+    tokens = _get(meta, "tokenizer.ggml.tokens", list, p)
+    if not tokens:
+        raise LoaderError(f"{p}: tokenizer.ggml.tokens is missing or empty")
+    n = len(tokens)
+    vocab = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(tokens))  # llama.cpp's rename
+
+    types_arr = _get(meta, "tokenizer.ggml.token_type", list, p)
+    if types_arr is None:
+        types = [int(TokenType.NORMAL)] * n
+    else:
+        types_np = np.asarray(types_arr)
+        if len(types_np) < n:
+            raise LoaderError(f"{p}: tokenizer.ggml.token_type has {len(types_np)} entries for {n} tokens")
+        types_np = types_np[:n]
+        bad = np.flatnonzero((types_np < 1) | (types_np > 6))
+        if bad.size:
+            i = int(bad[0])
+            raise UnsupportedTokenizer(
+                f"{p}: tokenizer.ggml.token_type[{i}] = {int(types_np[i])} ({vocab[i]!r}) is not a "
+                "token type rmlprep supports (1 normal .. 6 byte)"
+            )
+        types = types_np.astype(np.int64).tolist()
+
+    # llama.cpp: tokens that end generation by their text become CONTROL.
+    # Without the eot/eom keys llama.cpp takes the first token (in hash order) whose text is in
+    # its list; rmlprep keeps every such token, in id order.
+    eot_key = _id(meta, "tokenizer.ggml.eot_token_id", None, n)
+    eom_key = _id(meta, "tokenizer.ggml.eom_token_id", None, n)
+    eot_ids: set[int] = {i for i in (eot_key, eom_key) if i is not None}
+    for i, t in enumerate(vocab):
+        if t in _EOG_TEXTS or t in _EOT_TEXTS:
+            if (t in _EOT_TEXTS and eot_key is None) or (t in _EOM_TEXTS and eom_key is None):
+                eot_ids.add(i)
+            types[i] = int(TokenType.CONTROL)
+    for i in eot_ids:
+        if types[i] not in (TokenType.CONTROL, TokenType.USER_DEFINED):
+            types[i] = int(TokenType.CONTROL)
+
+    name = os.path.basename(p)
+    common: dict[str, Any] = {}
+    if model == "gpt2":
+        pre_name = _get(meta, "tokenizer.ggml.pre", str, p)
+        pre_name = "default" if not pre_name else pre_name
+        pre = GGUF_PRE_SPLIT.get(pre_name)
+        if pre is None:
+            raise UnsupportedTokenizer(
+                f"{p}: tokenizer.ggml.pre = {pre_name!r} is not supported; rmlprep knows "
+                f"{sorted(GGUF_PRE_SPLIT)}"
+            )
+        merges_raw = _get(meta, "tokenizer.ggml.merges", list, p)
+        if merges_raw is None:
+            raise LoaderError(f"{p}: tokenizer.ggml.merges is missing; a 'gpt2' tokenizer needs merges")
+        merges = []
+        for r, m in enumerate(merges_raw):
+            k = m.find(" ", 1)  # llama.cpp: word.find(' ', 1)
+            if k < 0:
+                raise LoaderError(f"{p}: tokenizer.ggml.merges[{r}] = {m!r} has no space between its halves")
+            merges.append((m[:k], m[k + 1 :]))
+        bos_default, eos_default, unk_default = 11, 11, None
+        add_bos_default = pre.add_bos
+        common.update(
+            kind=BYTE_LEVEL,
+            merges=tuple(merges),
+            pre_split=pre.patterns,
+            ignore_merges=pre.ignore_merges,
+        )
+        add_prefix = False
+    else:
+        scores_arr = _get(meta, "tokenizer.ggml.scores", list, p)
+        if scores_arr is None:
+            scores = (0.0,) * n  # llama.cpp: score 0 for every token
+        else:
+            if len(scores_arr) < n:
+                raise LoaderError(f"{p}: tokenizer.ggml.scores has {len(scores_arr)} entries for {n} tokens")
+            scores = tuple(np.asarray(scores_arr[:n], dtype=np.float64).tolist())
+        bos_default, eos_default, unk_default = 1, 2, 0
+        add_bos_default = True
+        add_prefix = bool(_get(meta, "tokenizer.ggml.add_space_prefix", bool, p, True))
+        byte_fallback = any(
+            types[i] == TokenType.BYTE and len(t) == 6 and t.startswith("<0x") for i, t in enumerate(vocab)
+        )
+        common.update(
+            kind=SENTENCEPIECE,
+            scores=scores,
+            byte_fallback=byte_fallback,
+            add_prefix_space=add_prefix,
+            prefix_scheme="always",
+            prefix_if_missing=False,
+            decode_strip_prefix="first_token" if add_prefix else "none",
+        )
+
+    bos_id = _id(meta, "tokenizer.ggml.bos_token_id", bos_default, n)
+    eos_id = _id(meta, "tokenizer.ggml.eos_token_id", eos_default, n)
+    unk_id = _id(meta, "tokenizer.ggml.unknown_token_id", unk_default, n)
+    pad_id = _id(meta, "tokenizer.ggml.padding_token_id", None, n)
+    add_bos = bool(_get(meta, "tokenizer.ggml.add_bos_token", bool, p, add_bos_default))
+    add_eos = bool(_get(meta, "tokenizer.ggml.add_eos_token", bool, p, False))
+    if add_bos and bos_id is None:
+        raise LoaderError(f"{p}: tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set")
+    if add_eos and eos_id is None:
+        raise LoaderError(f"{p}: tokenizer.ggml.add_eos_token is true, but tokenizer.ggml.eos_token_id is not set")
+
+    flags: tuple[AddedTokenFlags, ...] = ()
+    general_name = str(meta.get("general.name", "")).lower()
+    if "phi-3" in general_name or "phi3" in general_name:
+        # llama-vocab.cpp: RSTRIP on every control/user-defined/unknown token and "</s>",
+        # except "<unk>", "<s>", "<|endoftext|>".
+        keep = {"<unk>", "<s>", "<|endoftext|>"}
+        special_types = (TokenType.CONTROL, TokenType.USER_DEFINED, TokenType.UNKNOWN)
+        flags = tuple(
+            AddedTokenFlags(id=i, rstrip=True)
+            for i, t in enumerate(vocab)
+            if (types[i] in special_types or t == "</s>") and t not in keep
+        )
+
+    chat_template = _get(meta, "tokenizer.chat_template", str, p)
+    spec = TokenizerSpec(
+        vocab=vocab,
+        token_types=tuple(types),
+        bos_id=bos_id,
+        eos_id=eos_id,
+        unk_id=unk_id,
+        pad_id=pad_id,
+        eot_ids=tuple(sorted(eot_ids)),
+        add_bos=add_bos,
+        add_eos=add_eos,
+        added_token_flags=flags,
+        parse_user_defined_always=True,
+        name=name,
+        **common,
+    )
+    return spec, chat_template
