@@ -560,15 +560,16 @@ _Split = Callable[[str], list]
 def _make_stage(pattern: str) -> _Split:
     variants = []
     for limit in (ASCII_LIMIT, BMP_LIMIT, FULL_LIMIT):
-        text = translate(pattern, limit=limit)
+        # One capturing group around the whole (all others are non-capturing): findall returns
+        # whole matches and split returns gap, match, gap, ..., gap, all in C.
+        text = "(" + translate(pattern, limit=limit) + ")"
         try:
             variants.append(re.compile(text))
         except re.error as e:  # e.g. a variable-width lookbehind
             raise _unsupported(pattern, f"a construct stdlib re rejects ({e})") from None
-    ascii_findall, bmp_findall, full_findall = (v.findall for v in variants)
-    ascii_iter, bmp_iter, full_iter = (v.finditer for v in variants)
 
     if pattern_name(pattern) in _TILING:
+        ascii_findall, bmp_findall, full_findall = (v.findall for v in variants)
 
         def stage(text: str) -> list:
             if text.isascii():
@@ -579,28 +580,18 @@ def _make_stage(pattern: str) -> _Split:
 
         return stage
 
+    ascii_split, bmp_split, full_split = (v.split for v in variants)
+
     def stage(text: str) -> list:  # noqa: F811 - one of the two is returned
         if text.isascii():
-            findall, finditer = ascii_findall, ascii_iter
+            pieces = ascii_split(text)
         elif len(text.encode("utf-16-le", "surrogatepass")) == 2 * len(text):
-            findall, finditer = bmp_findall, bmp_iter
+            pieces = bmp_split(text)
         else:
-            findall, finditer = full_findall, full_iter
-        found = findall(text)  # groups are all non-capturing: whole matches
-        if sum(map(len, found)) == len(text):  # ordered, disjoint matches that tile the text
-            return [x for x in found if x] if "" in found else found
-        pieces = []
-        last = 0
-        for m in finditer(text):
-            s, e = m.span()
-            if s > last:
-                pieces.append(text[last:s])
-            if e > s:
-                pieces.append(text[s:e])
-            last = e
-        if last < len(text):
-            pieces.append(text[last:])
-        return pieces
+            pieces = full_split(text)
+        if len(pieces) == 1:  # no match at all: the text is one gap
+            return pieces if text else []
+        return list(filter(None, pieces))  # drop empty gaps and empty matches
 
     return stage
 
