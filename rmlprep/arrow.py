@@ -1,0 +1,578 @@
+"""Arrow-batch map functions: a text or chat column -> token-id list columns.
+
+:func:`tokenize_text` and :func:`tokenize_chat` return callables that work in three places
+with the same output:
+
+- ``datasets.Dataset.map(fn, batched=True)`` (a dict of lists in, a dict of columns out;
+  ``with_indices=True`` is accepted and puts the dataset index into error messages);
+- a ``pyarrow.RecordBatch`` in, a ``RecordBatch`` out (Ray Data ``map_batches(batch_format=
+  "pyarrow")``, rmlprep's own pipeline);
+- a ``pyarrow.Table`` in, a ``Table`` out (also ``ds.with_format("arrow").map(...)``).
+
+Output columns (names configurable):
+
+==================  =================  =====================================================
+column              Arrow type         meaning
+==================  =================  =====================================================
+``input_ids``       ``list<uint32>``   token ids per row; never uint16, whatever the vocab
+                                       size (``large_list<uint32>`` only if one batch holds
+                                       more than 2**31 - 1 ids)
+``assistant_masks`` ``list<uint8>``    chat only: 1 where the token is assistant content or
+                                       a turn terminator (see :mod:`rmlprep.chat`), else 0
+``labels``          ``list<int32>``    chat only: ``input_ids`` where the mask is 1, -100
+                                       elsewhere
+``length``          ``int32``          ``len(input_ids)`` of the row
+``error``           ``string``         only with ``on_error="record"``: the reason a row
+                                       failed; null for good rows (``""`` in the dict output,
+                                       see below)
+==================  =================  =====================================================
+
+Every input row gives exactly one output row, in order; a bad row is never dropped.
+
+Dict output (``datasets.map``): the list columns are 1-D object ``numpy`` arrays of
+``uint32``/``uint8``/``int32`` views into one flat buffer, which ``datasets`` turns into
+``list<uint32>`` etc. in one pyarrow call (Python int lists would be converted per element and
+typed ``int64``, about 10x slower). ``datasets`` refuses ``pyarrow`` arrays in a dict and types a
+column from its first batch, so an all-null ``error`` column would become type ``null`` and then
+refuse a later error; the dict output therefore writes ``""`` for good rows. Only the new columns
+are returned for a dict (``datasets`` merges the input columns itself, from Arrow, and honours
+``remove_columns``); pass ``keep_columns=True`` to get them back too.
+
+Pickling and fingerprints: a callable pickles as ``(format version, spec fingerprint, the spec
+as zlib-compressed canonical JSON, options)``: no indexes, so sending it to a worker is cheap,
+and the bytes are the same in every process, so ``datasets``' ``Hasher`` (dill) gives the same
+fingerprint everywhere and a repeated ``map`` hits its cache. A worker rebuilds the
+:class:`~rmlprep.tokenizer.Tokenizer` once: rebuilt tokenizers are kept in a small per-process
+cache keyed by spec fingerprint (with ``fork`` the parent's tokenizer is simply inherited).
+
+Errors: ``on_error="raise"`` (default) raises :class:`~rmlprep.errors.RowError` for the first
+bad row, naming its index in the batch, the dataset index (``with_indices=True``), the ``id``
+column's value when the batch has one, and the reason. ``on_error="record"`` keeps the row
+with empty ids and the reason in the ``error`` column; ``fn.stats`` counts batches, rows,
+errors and tokens in this process (workers of ``num_proc > 1`` keep their own), and
+:func:`count_errors` counts the errors in any output, the reliable total.
+
+Source: the batched-map contract of ``datasets`` (``arrow_dataset.py`` ``map``,
+``arrow_writer.py`` ``TypedSequence``); TRL's column names (``input_ids``,
+``assistant_masks``, ``labels``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import zlib
+from array import array
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from itertools import chain
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import ConfigError, RmlprepError, RowError
+from .spec import TokenizerSpec
+from .tokenizer import Tokenizer
+
+__all__ = ["tokenize_text", "tokenize_chat", "TokenizeText", "TokenizeChat", "count_errors"]
+
+#: Bumped whenever the output of a callable changes for the same spec and options, so that
+#: ``datasets`` fingerprints (and caches) computed by an older rmlprep are not reused.
+OUTPUT_VERSION = 1
+
+_ON_ERROR = ("raise", "record")
+_INT32_MAX = 2**31 - 1
+_U32 = "I" if array("I").itemsize == 4 else "L"
+_I32 = "i" if array("i").itemsize == 4 else "l"
+_EMPTY: tuple[int, ...] = ()
+
+# -- per-process tokenizer cache ------------------------------------------------------------
+_CACHE_SIZE = 4
+_TOKENIZERS: "OrderedDict[str, Tokenizer]" = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _remember(fingerprint: str, tokenizer: Tokenizer) -> None:
+    with _LOCK:
+        _TOKENIZERS[fingerprint] = tokenizer
+        _TOKENIZERS.move_to_end(fingerprint)
+        while len(_TOKENIZERS) > _CACHE_SIZE:
+            _TOKENIZERS.popitem(last=False)
+
+
+def _lookup(fingerprint: str) -> Tokenizer | None:
+    with _LOCK:
+        tok = _TOKENIZERS.get(fingerprint)
+        if tok is not None:
+            _TOKENIZERS.move_to_end(fingerprint)
+        return tok
+
+
+def _spec_blob(spec: TokenizerSpec) -> bytes:
+    """The spec as zlib-compressed canonical JSON (sorted keys; same bytes in every process)."""
+    text = json.dumps(spec.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False)
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
+
+
+def _spec_from_blob(blob: bytes) -> TokenizerSpec:
+    return TokenizerSpec.from_dict(json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass")))
+
+
+# -- Arrow helpers ----------------------------------------------------------------------------
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    """int64 offsets ``[0, l0, l0+l1, ...]`` of ``lengths`` (shape n -> n + 1)."""
+    off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=off[1:])
+    return off
+
+
+def _list_array(flat: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    """``list<flat.dtype>`` from one flat array and int64 offsets (large_list past int32)."""
+    values = pa.array(flat)
+    if offsets[-1] <= _INT32_MAX:
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
+    return pa.LargeListArray.from_arrays(pa.array(offsets), values)
+
+
+def _row_views(flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """1-D object array of per-row views of ``flat`` (what ``datasets`` converts fastest)."""
+    parts = np.split(flat, offsets[1:-1]) if len(offsets) > 1 else []
+    # the trailing None keeps numpy from building a 2-D array when all rows are equally long
+    return np.array(parts + [None], dtype=object)[:-1]
+
+
+def count_errors(data: Any, column: str = "error") -> int:
+    """Count rows whose ``column`` holds an error (not null and not ``""``).
+
+    Args:
+        data: a ``datasets.Dataset``, ``pyarrow.Table`` / ``RecordBatch``, or a dict of columns
+            (as returned by a map function with ``on_error="record"``).
+        column: the error column's name.
+    Returns:
+        The number of failed rows; 0 when the column is absent.
+    """
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        if column not in data.schema.names:
+            return 0
+        col = data.column(column)
+    elif isinstance(data, Mapping):
+        if column not in data:
+            return 0
+        col = data[column]
+        if not isinstance(col, (pa.Array, pa.ChunkedArray)):
+            return sum(1 for e in col if e is not None and e != "")
+    else:  # datasets.Dataset
+        if column not in data.column_names:
+            return 0
+        col = data.data.column(column)
+    if pa.types.is_null(col.type):
+        return 0
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.and_(pc.is_valid(col), pc.not_equal(col, ""))).as_py() or 0)
+
+
+# -- the callables ------------------------------------------------------------------------
+class _MapFunction:
+    """Shared machinery: pickling, batch kinds, error handling, output assembly."""
+
+    _kind = ""
+
+    def __init__(self, tokenizer: Tokenizer | TokenizerSpec, options: dict[str, Any]):
+        if isinstance(tokenizer, TokenizerSpec):
+            tokenizer = Tokenizer.create(tokenizer)
+        if not isinstance(tokenizer, Tokenizer):
+            raise ConfigError(
+                f"{type(self).__name__}: expected an rmlprep Tokenizer or TokenizerSpec, got "
+                f"{type(tokenizer).__name__}; build one with rmlprep.load_tokenizer(path)"
+            )
+        on_error = options.get("on_error")
+        if on_error not in _ON_ERROR:
+            raise ConfigError(f"on_error={on_error!r}: use 'raise' (the default) or 'record'")
+        names = [options[k] for k in options if k.endswith("_column") and k not in ("column", "id_column")]
+        names = [n for n in names if n is not None]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{type(self).__name__}: output column names {names} must be distinct")
+        self._fingerprint = tokenizer.spec.fingerprint
+        self._tokenizer: Tokenizer | None = tokenizer
+        self._blob: bytes | None = None
+        self._options = dict(options)
+        for k, v in options.items():
+            setattr(self, k, v)
+        _remember(self._fingerprint, tokenizer)
+        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0}
+
+    # -- pickling: the spec and options, never the indexes --------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        if self._blob is None:
+            self._blob = _spec_blob(self.tokenizer.spec)
+        return {
+            "version": OUTPUT_VERSION,
+            "fingerprint": self._fingerprint,
+            "spec": self._blob,
+            "options": dict(sorted(self._options.items())),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._fingerprint = state["fingerprint"]
+        self._blob = state["spec"]
+        self._options = dict(state["options"])
+        for k, v in self._options.items():
+            setattr(self, k, v)
+        self._tokenizer = None  # looked up or rebuilt on first use
+        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0}
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The Tokenizer (rebuilt once per process after unpickling)."""
+        tok = self._tokenizer
+        if tok is None:
+            tok = _lookup(self._fingerprint)
+            if tok is None:
+                tok = Tokenizer.create(_spec_from_blob(self._blob))
+                if tok.spec.fingerprint != self._fingerprint:
+                    raise RmlprepError(
+                        f"{type(self).__name__}: the pickled spec's fingerprint {tok.spec.fingerprint[:12]} "
+                        f"differs from the recorded {self._fingerprint[:12]}; the pickle is corrupt"
+                    )
+                _remember(self._fingerprint, tok)
+            self._tokenizer = tok
+        return tok
+
+    @property
+    def fingerprint(self) -> str:
+        """The tokenizer spec's fingerprint (sha256 hex)."""
+        return self._fingerprint
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self._options.items())
+        return f"{type(self).__name__}(spec={self._fingerprint[:12]}, {opts})"
+
+    # -- calling ----------------------------------------------------------------------------
+    def __call__(self, batch, indices: Sequence[int] | None = None):
+        """Tokenize one batch.
+
+        Args:
+            batch: a ``pyarrow.RecordBatch``, a ``pyarrow.Table`` or a mapping of column name
+                to a list of values (``datasets.map(batched=True)``).
+            indices: the rows' dataset indices (``datasets.map(..., with_indices=True)``);
+                only used in error messages.
+        Returns:
+            The same kind as ``batch``: a RecordBatch / Table with the input columns (unless
+            ``keep_columns=False``) followed by the new ones (an input column of the same name is
+            replaced), or a dict of the new columns (plus the input ones with
+            ``keep_columns=True``). Column types are in the module docstring.
+        Raises:
+            RowError: ``on_error="raise"`` and a row cannot be tokenized.
+            ConfigError: the batch has no column named ``column``, or is not a supported kind.
+        """
+        is_arrow = isinstance(batch, (pa.RecordBatch, pa.Table))
+        if is_arrow:
+            names = batch.schema.names
+        elif isinstance(batch, Mapping):
+            names = list(batch.keys())
+        else:
+            raise ConfigError(
+                f"{type(self).__name__}: expected a pyarrow RecordBatch/Table or a dict of columns, "
+                f"got {type(batch).__name__}"
+            )
+        col = self.column
+        if col not in names:
+            raise ConfigError(
+                f"{type(self).__name__}: the batch has no column {col!r} (columns: {names}); "
+                f"pass column=... to name the {self._what} column"
+            )
+        values = batch.column(col).to_pylist() if is_arrow else batch[col]
+        if not isinstance(values, list):
+            values = list(values)
+        n = len(values)
+
+        def where(i: int) -> str:
+            parts = [f"row {i} of the batch"]
+            if indices is not None:
+                parts.append(f"dataset index {indices[i]}")
+            idc = self.id_column
+            if idc and idc != col and idc in names:
+                v = batch.column(idc)[i].as_py() if is_arrow else batch[idc][i]
+                parts.append(f"{idc}={v!r}")
+            return ", ".join(parts)
+
+        columns, errors = self._encode(values, where)
+        self.stats["batches"] += 1
+        self.stats["rows"] += n
+        self.stats["errors"] += len(errors)
+        offsets = columns[0][2]
+        self.stats["tokens"] += int(offsets[-1])
+
+        out: dict[str, Any] = {}
+        if is_arrow:
+            for name, flat, off in columns:
+                out[name] = _list_array(flat, off)
+            if self.length_column:
+                out[self.length_column] = pa.array(np.diff(offsets).astype(np.int32))
+            if self.on_error == "record":
+                err = [None] * n
+                for i, reason in errors.items():
+                    err[i] = reason
+                out[self.error_column] = pa.array(err, type=pa.string())
+            return self._attach_arrow(batch, out)
+        for name, flat, off in columns:
+            out[name] = _row_views(flat, off)
+        if self.length_column:
+            out[self.length_column] = np.diff(offsets).astype(np.int32)
+        if self.on_error == "record":
+            err = [""] * n
+            for i, reason in errors.items():
+                err[i] = reason
+            out[self.error_column] = np.array(err, dtype=str) if n else np.array([], dtype=str)
+        if self.keep_columns:
+            return {**{k: batch[k] for k in names if k not in out}, **out}
+        return out
+
+    def _attach_arrow(self, batch, new: dict[str, pa.Array]):
+        keep = self.keep_columns is None or self.keep_columns
+        schema = batch.schema
+        arrays: list[Any] = []
+        fields: list[pa.Field] = []
+        if keep:
+            for i, f in enumerate(schema):
+                if f.name not in new:
+                    arrays.append(batch.column(i))
+                    fields.append(f)
+        for name, arr in new.items():
+            arrays.append(arr)
+            fields.append(pa.field(name, arr.type))
+        out_schema = pa.schema(fields, metadata=schema.metadata if keep else None)
+        if isinstance(batch, pa.RecordBatch):
+            return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+        arrays = [a if isinstance(a, pa.ChunkedArray) else pa.chunked_array([a], type=a.type) for a in arrays]
+        return pa.Table.from_arrays(arrays, schema=out_schema)
+
+    def _fail(self, i: int, reason: str, where, errors: dict[int, str], cause: BaseException | None = None):
+        if self.on_error == "raise":
+            raise RowError(
+                f"{where(i)}: {reason}; fix the row, or pass on_error='record' to keep it with empty "
+                f"ids and the reason in the {self.error_column!r} column",
+                row=i,
+                reason=reason,
+            ) from cause
+        errors[i] = reason
+
+    _what = ""
+
+    def _encode(self, values: list, where) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], dict[int, str]]:
+        raise NotImplementedError
+
+
+class TokenizeText(_MapFunction):
+    """Map function: a text column -> ``input_ids`` (list<uint32>) and ``length`` (int32).
+
+    Build it with :func:`tokenize_text`; see the module docstring for the output types.
+    """
+
+    _kind = "text"
+    _what = "text"
+
+    def _encode(self, values: list, where):
+        n = len(values)
+        errors: dict[int, str] = {}
+        good: list[int] | None = None
+        if n and set(map(type, values)) != {str}:
+            good = []
+            for i, v in enumerate(values):
+                if isinstance(v, str):
+                    good.append(i)
+                elif v is None:
+                    self._fail(i, f"{self.column!r} is null", where, errors)
+                else:
+                    self._fail(i, f"{self.column!r} is {type(v).__name__}, expected str", where, errors)
+            texts = [values[i] for i in good]
+        else:
+            texts = values
+        id_lists = self._encode_texts(texts, good, where, errors)
+        if good is not None:
+            full: list[Any] = [_EMPTY] * n
+            for k, i in enumerate(good):
+                full[i] = id_lists[k]
+            id_lists = full
+        lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=n)
+        flat = np.frombuffer(array(_U32, chain.from_iterable(id_lists)), dtype=np.uint32)
+        return [(self.output_column, flat, _offsets(lengths))], errors
+
+    def _encode_texts(self, texts: list[str], good: list[int] | None, where, errors) -> list:
+        """One ``encode_batch`` call for all good texts; per row only to find a failing one."""
+        tok = self.tokenizer
+        kw = {"add_special_tokens": self.add_special_tokens, "parse_special": self.parse_special}
+        try:
+            return tok.encode_batch(texts, **kw)
+        except RmlprepError:
+            pass
+        out: list[Any] = []
+        for k, t in enumerate(texts):
+            i = good[k] if good is not None else k
+            try:
+                out.append(tok.encode(t, **kw))
+            except RmlprepError as e:
+                self._fail(i, f"{type(e).__name__}: {e}", where, errors, e)
+                out.append(_EMPTY)
+        return out
+
+
+class TokenizeChat(_MapFunction):
+    """Map function: a messages column -> ``input_ids`` (list<uint32>), ``assistant_masks``
+    (list<uint8>), ``labels`` (list<int32>, -100 where masked) and ``length`` (int32).
+
+    Build it with :func:`tokenize_chat`; see the module docstring for the output types and
+    :func:`rmlprep.chat.encode_chat` for the mask rule.
+    """
+
+    _kind = "chat"
+    _what = "messages"
+
+    def _encode(self, values: list, where):
+        from .chat import encode_chat
+
+        tok = self.tokenizer
+        fmt = self.fmt
+        gen = self.add_generation_prompt
+        n = len(values)
+        errors: dict[int, str] = {}
+        ids_buf = array(_U32)
+        mask_buf = array("B")
+        lengths = np.zeros(n, dtype=np.int64)
+        for i, messages in enumerate(values):
+            if messages is None:
+                self._fail(i, f"{self.column!r} is null", where, errors)
+                continue
+            try:
+                enc = encode_chat(tok, messages, fmt, add_generation_prompt=gen)
+            except (RmlprepError, TypeError, KeyError, AttributeError) as e:
+                self._fail(i, f"{type(e).__name__}: {e}", where, errors, e)
+                continue
+            ids_buf.extend(enc.input_ids)
+            mask_buf.extend(enc.assistant_mask)
+            lengths[i] = len(enc.input_ids)
+        ids = np.frombuffer(ids_buf, dtype=np.uint32)
+        mask = np.frombuffer(mask_buf, dtype=np.uint8)
+        labels = np.where(mask != 0, ids.astype(np.int32), np.int32(-100)).astype(np.int32, copy=False)
+        off = _offsets(lengths)
+        return [
+            (self.output_column, ids, off),
+            (self.mask_column, mask, off),
+            (self.labels_column, labels, off),
+        ], errors
+
+
+def tokenize_text(
+    tokenizer: Tokenizer | TokenizerSpec,
+    *,
+    column: str = "text",
+    add_special_tokens: bool = True,
+    parse_special: bool = False,
+    on_error: str = "raise",
+    output_column: str = "input_ids",
+    length_column: str | None = "length",
+    error_column: str = "error",
+    id_column: str | None = "id",
+    keep_columns: bool | None = None,
+) -> TokenizeText:
+    """A map function that tokenizes a text column, for ``datasets.map(batched=True)`` or
+    Arrow batches.
+
+    Example::
+
+        fn = tokenize_text(load_tokenizer("gpt2.tiktoken", name="gpt2"))
+        ds = ds.map(fn, batched=True, num_proc=2, remove_columns=["text"])
+        batch = fn(record_batch)  # RecordBatch in, RecordBatch out
+
+    Args:
+        tokenizer: an rmlprep Tokenizer (or a TokenizerSpec, built once here).
+        column: the text column; each value must be a str.
+        add_special_tokens: add BOS/EOS as the spec's add_bos/add_eos say.
+        parse_special: cut special-token text (``"<|endoftext|>"``) out as its id. Off by
+            default: corpus text is data, not control (tiktoken ``encode_ordinary``).
+        on_error: ``"raise"``: RowError for the first bad row; ``"record"``: keep it with
+            empty ids and its reason in ``error_column`` (see the module docstring).
+        output_column: name of the ids column, list<uint32> (never uint16).
+        length_column: name of the int32 length column, or None for none.
+        error_column: name of the error column (only with ``on_error="record"``).
+        id_column: a column whose value is named in error messages when present.
+        keep_columns: return the input columns too. None (default): yes for Arrow input, no
+            for a dict (``datasets`` merges them itself and honours ``remove_columns``).
+    Returns:
+        A picklable callable (see :class:`TokenizeText`); ``fn.stats`` counts rows, errors and
+        tokens seen in this process.
+    Raises:
+        ConfigError: bad on_error or clashing output column names.
+    """
+    return TokenizeText(tokenizer, {
+        "column": column,
+        "add_special_tokens": bool(add_special_tokens),
+        "parse_special": bool(parse_special),
+        "on_error": on_error,
+        "output_column": output_column,
+        "length_column": length_column,
+        "error_column": error_column,
+        "id_column": id_column,
+        "keep_columns": keep_columns,
+    })
+
+
+def tokenize_chat(
+    tokenizer: Tokenizer | TokenizerSpec,
+    fmt: str,
+    *,
+    column: str = "messages",
+    add_generation_prompt: bool = False,
+    on_error: str = "raise",
+    output_column: str = "input_ids",
+    mask_column: str = "assistant_masks",
+    labels_column: str = "labels",
+    length_column: str | None = "length",
+    error_column: str = "error",
+    id_column: str | None = "id",
+    keep_columns: bool | None = None,
+) -> TokenizeChat:
+    """A map function that encodes a messages column with an assistant-only loss mask.
+
+    Each row is ``[{"role": "system"|"user"|"assistant", "content": str}, ...]`` (a
+    ``list<struct<role, content>>`` Arrow column gives exactly that). Rows are encoded with
+    :func:`rmlprep.chat.encode_chat` (BOS/EOS as the spec says; message contents never parsed
+    for special tokens).
+
+    Args:
+        tokenizer: an rmlprep Tokenizer (or a TokenizerSpec).
+        fmt: a chat format name or a model's Jinja template (resolved once here with
+            :func:`rmlprep.chat.detect_chat_format`).
+        column: the messages column.
+        add_generation_prompt: end each row with the header that opens an assistant turn.
+        on_error: ``"raise"`` or ``"record"``; a malformed conversation (null, not a list, a
+            message without role or with a role outside system/user/assistant, an order the
+            format refuses) is a row error.
+        output_column, mask_column, labels_column: names of the list<uint32>, list<uint8> and
+            list<int32> columns (TRL's names by default); the three are aligned row by row and
+            token by token.
+        length_column, error_column, id_column, keep_columns: as for :func:`tokenize_text`.
+    Returns:
+        A picklable callable (see :class:`TokenizeChat`).
+    Raises:
+        ChatFormatError: unknown format.
+        ConfigError: bad on_error or clashing output column names.
+    """
+    from .chat import detect_chat_format
+
+    return TokenizeChat(tokenizer, {
+        "column": column,
+        "fmt": detect_chat_format(fmt),
+        "add_generation_prompt": bool(add_generation_prompt),
+        "on_error": on_error,
+        "output_column": output_column,
+        "mask_column": mask_column,
+        "labels_column": labels_column,
+        "length_column": length_column,
+        "error_column": error_column,
+        "id_column": id_column,
+        "keep_columns": keep_columns,
+    })
