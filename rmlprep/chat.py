@@ -779,6 +779,11 @@ def encode_chat(tokenizer, messages: Sequence[Mapping[str, Any]], fmt: str, *,
     ``"<|im_end|>"`` written by a user cannot become a control token. One
     ``encode_fragments(..., add_special_tokens=True)`` call encodes everything, so BPE works
     across fragment borders exactly as for the whole string and BOS/EOS follow the spec.
+    Special ids with Hugging Face ``rstrip``/``lstrip`` flags swallow the whitespace next to
+    them (up to the next special id), as encoding the whole formatted string would; so for a
+    conversation without special-token text in it, ``input_ids ==
+    tokenizer.encode(format_chat(...), add_special_tokens=True)``. (``single_word`` flags are
+    not applied to template markers.)
 
     Args:
         tokenizer: a :class:`rmlprep.tokenizer.Tokenizer`.
@@ -790,9 +795,7 @@ def encode_chat(tokenizer, messages: Sequence[Mapping[str, Any]], fmt: str, *,
     """
     segs = format_chat_segments(messages, fmt, add_generation_prompt=add_generation_prompt)
     rx = _special_regex(tokenizer)
-    fragments: list[str | int] = []
-    spans: list[tuple[int, int]] = []  # assistant byte spans in the fragments' concatenation
-    pos = 0
+    items: list[list] = []  # [fragment, is_assistant]
     after_content = False  # the segment after an assistant content segment is its terminator
     for text, kind in segs:
         if kind == "template" or (kind == "assistant" and after_content):
@@ -801,11 +804,16 @@ def encode_chat(tokenizer, messages: Sequence[Mapping[str, Any]], fmt: str, *,
         else:
             parts = [text]  # message content: plain text, never parsed
             after_content = kind == "assistant"
+        items.extend([p, kind == "assistant"] for p in parts)
+    _apply_strip_flags(items, tokenizer)
+    fragments: list[str | int] = []
+    spans: list[tuple[int, int]] = []  # assistant byte spans in the fragments' concatenation
+    pos = 0
+    for p, is_assistant in items:
         start = pos
-        for p in parts:
-            pos += len(p.encode("utf-8", "surrogatepass")) if isinstance(p, str) else len(tokenizer.decode_bytes([p]))
-        fragments.extend(parts)
-        if kind == "assistant":
+        pos += len(p.encode("utf-8", "surrogatepass")) if isinstance(p, str) else len(tokenizer.decode_bytes([p]))
+        fragments.append(p)
+        if is_assistant and pos > start:
             if spans and spans[-1][1] == start:
                 spans[-1] = (spans[-1][0], pos)
             else:
@@ -814,6 +822,36 @@ def encode_chat(tokenizer, messages: Sequence[Mapping[str, Any]], fmt: str, *,
     mask = _mask_from_spans(starts, pos, spans)
     labels = [t if k else -100 for t, k in zip(ids, mask)]
     return ChatEncoding(input_ids=ids, assistant_mask=mask, labels=labels)
+
+
+def _apply_strip_flags(items: list[list], tokenizer) -> None:
+    """Swallow whitespace around special ids whose Hugging Face flags say ``rstrip`` / ``lstrip``
+    (Phi-3's ``<|end|>``, ``<|user|>``...), as ``tokenizer.encode(format_chat(...))`` does, up to
+    the next special id. The swallowed whitespace may belong to a message's content.
+    """
+    flags = {a.id: a for a in tokenizer.spec.added_token_flags if a.lstrip or a.rstrip}
+    if not flags:
+        return
+    n = len(items)
+    for k in range(n):
+        f = items[k][0]
+        if isinstance(f, str) or f not in flags:
+            continue
+        fl = flags[f]
+        if fl.rstrip:
+            j = k + 1
+            while j < n and isinstance(items[j][0], str):
+                items[j][0] = items[j][0].lstrip()
+                if items[j][0]:
+                    break
+                j += 1
+        if fl.lstrip:
+            j = k - 1
+            while j >= 0 and isinstance(items[j][0], str):
+                items[j][0] = items[j][0].rstrip()
+                if items[j][0]:
+                    break
+                j -= 1
 
 
 def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[int, int]]) -> list[int]:
