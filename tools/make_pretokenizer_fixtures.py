@@ -68,7 +68,8 @@ TEXTS: list[tuple[str, str]] = [
     ("astral_letters", "\U0001D400\U0001D401\U0001D402 \U0001D518\U0001D52B \U00020000\U00020001 \U0001F642\U0001F643"),
     ("private_use", "\ue000\ue001 x \U000f0000 \U0010fffd"),
     ("lone_surrogates", "abc\ud800def \udfff 1 \udbff"),
-    ("surrogate_edge", "\ud800\udc00 x\ud83d"),
+    # Low then high: JSON would read an escaped high+low pair back as one astral character.
+    ("surrogate_edge", "\udc00\ud800 x\ud83d\n\udfff"),
     ("newline_punct", "end.\n\n- item\r\n* item!\n"),
     ("empty", ""),
 ]
@@ -159,8 +160,11 @@ def main(argv: list[str] | None = None) -> int:
             for name, text in TEXTS
         ],
     }
+    text = json.dumps(doc, ensure_ascii=True, indent=1) + "\n"
+    if json.loads(text) != doc:
+        sys.exit("the fixture does not survive a JSON round trip (an escaped surrogate pair?)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, ensure_ascii=True, indent=1) + "\n", encoding="ascii")
+    args.out.write_text(text, encoding="ascii")
     return 0
 
 
