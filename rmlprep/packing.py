@@ -768,10 +768,11 @@ def pack_bfd(
     else:
         pad_len = seq_len - row_len
         fill = {"input_ids": pad_id, "labels": IGNORE_INDEX, "assistant_masks": 0}
-        dst = _gather_index(np.arange(n_rows, dtype=np.int64) * seq_len, row_len)
+        # real tokens sit at the start of each seq_len slot: a bool mask, not an index array
+        real = (np.arange(seq_len, dtype=np.int64)[None, :] < row_len[:, None]).ravel()
         for name, col in packed.items():
             out = np.full(n_rows * seq_len, fill[name], dtype=col.dtype)
-            out[dst] = col
+            out[real] = col
             packed[name] = out
         row_offsets = np.arange(n_rows + 1, dtype=np.int64) * seq_len
         # append one pad fragment (length pad_len, example_index -1) to each row that needs it
