@@ -1,0 +1,234 @@
+"""The ``rmlprep`` command line: parses arguments and calls library functions, nothing more.
+
+Exit codes: 0 success; 1 an unexpected internal error (with traceback: a bug to report);
+2 a user mistake (bad config, missing file, unreadable tokenizer: one line, no traceback);
+3 a parity failure (rmlprep's ids differ from the reference; the report names text, position
+and both id runs); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import ParityError, RmlprepError
+
+__all__ = ["main", "build_parser"]
+
+TOKENIZER_HELP = ("tokenizer.json (or its directory), sentencepiece .model, GGUF, tiktoken rank file "
+                  "(with --name), a *.spec.json, or demo:gpt2")
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rmlprep",
+        description="Turn text and chat corpora into packed token-id Parquet shards with an exact tokenizer.",
+        epilog="Start with: rmlprep run configs/demo.toml   (exit codes: 0 ok, 2 user error, 3 parity failure)",
+    )
+    p.add_argument("--version", action="version", version=f"rmlprep {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    r = sub.add_parser("run", help="run a TOML config: read → parity → tokenize → pack → shards",
+                       description="Run a pipeline config. Relative paths in the config resolve against the "
+                                   "current directory. A rerun into the same output skips verified done units.")
+    r.add_argument("config", help="a TOML config, e.g. configs/demo.toml")
+    r.add_argument("--workers", type=int, help="worker processes (default: run.workers, 0 = all cores)")
+    r.add_argument("--output", help="output directory (overrides output.dir)")
+    r.add_argument("--resume", action="store_true", help="continue a previous run (done units are verified and skipped)")
+    r.add_argument("--overwrite", action="store_true", help="replace shards of a different config in the output directory")
+
+    e = sub.add_parser("encode", help="encode text to token ids")
+    e.add_argument("tokenizer", help=TOKENIZER_HELP)
+    e.add_argument("text", nargs="?", help="text to encode (default: read stdin)")
+    e.add_argument("--name", help="encoding name for tiktoken rank files (gpt2, llama3, ...)")
+    e.add_argument("--add-special-tokens", action="store_true", help="add the tokenizer's bos/eos")
+    e.add_argument("--no-parse-special", action="store_true", help="encode '<|endoftext|>' etc. as plain text")
+    e.add_argument("--json", action="store_true", help="print a JSON list instead of space-separated ids")
+
+    d = sub.add_parser("decode", help="decode token ids to text")
+    d.add_argument("tokenizer", help=TOKENIZER_HELP)
+    d.add_argument("ids", nargs="*", type=int, help="ids (default: read whitespace/comma separated ids from stdin)")
+    d.add_argument("--name", help="encoding name for tiktoken rank files")
+    d.add_argument("--skip-special-tokens", action="store_true")
+
+    i = sub.add_parser("inspect", help="describe a tokenizer (kind, vocab, special ids, fingerprint)")
+    i.add_argument("tokenizer", help=TOKENIZER_HELP)
+    i.add_argument("--name", help="encoding name for tiktoken rank files")
+
+    c = sub.add_parser("chat", help="format a messages JSON file with a chat format (optionally encode it)")
+    c.add_argument("messages", help='JSON file: [{"role": ..., "content": ...}, ...] or {"messages": [...]}')
+    c.add_argument("--format", required=True, help="chat format name (chatml, llama3, ...) or a Jinja template file")
+    c.add_argument("--tokenizer", help="also encode with this tokenizer and print ids and the assistant mask")
+    c.add_argument("--name", help="encoding name for tiktoken rank files")
+    c.add_argument("--add-generation-prompt", action="store_true")
+
+    q = sub.add_parser("parity", help="check a tokenizer against a fixture / the reference library, or make a fixture",
+                       description="Without --make-fixture: check the tokenizer against its fixture (given, or found "
+                                   "in fixtures/parity/ by the file's sha256) and, when installed, the reference "
+                                   "library on built-in texts. With --make-fixture OUT: write the reference "
+                                   "library's ids for those texts to OUT.")
+    q.add_argument("tokenizer", help=TOKENIZER_HELP)
+    q.add_argument("--name", help="encoding name for tiktoken rank files")
+    q.add_argument("--fixture", help="fixture JSON to check against")
+    q.add_argument("--make-fixture", metavar="OUT", help="write a new fixture from the reference library")
+    q.add_argument("--texts", help="JSONL file with {\"text\": ...} lines to use instead of the built-in texts")
+    return p
+
+
+def _open(path: str, name: str | None):
+    from .pipeline import open_tokenizer
+
+    if not path.startswith("demo:"):
+        path = str(Path(path).expanduser().absolute())
+    return open_tokenizer(path, name=name, log=_log)
+
+
+def _read_texts(path: str) -> list[str]:
+    out = []
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                obj = json.loads(line)
+                out.append(obj["text"] if isinstance(obj, dict) else str(obj))
+    return out
+
+
+def _cmd_run(a) -> int:
+    from .config import load_config
+    from .pipeline import run
+
+    cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output)
+    run(cfg, resume=a.resume, overwrite=a.overwrite, log=_log)
+    print(f"shards: {cfg.output_dir}")
+    return 0
+
+
+def _cmd_encode(a) -> int:
+    tok, _ = _open(a.tokenizer, a.name)
+    text = a.text if a.text is not None else sys.stdin.read()
+    ids = tok.encode(text, add_special_tokens=a.add_special_tokens, parse_special=not a.no_parse_special)
+    print(json.dumps(ids) if a.json else " ".join(map(str, ids)))
+    return 0
+
+
+def _cmd_decode(a) -> int:
+    tok, _ = _open(a.tokenizer, a.name)
+    ids = a.ids
+    if not ids:
+        raw = sys.stdin.read().replace(",", " ").replace("[", " ").replace("]", " ").split()
+        try:
+            ids = [int(x) for x in raw]
+        except ValueError as e:
+            raise SystemExit(f"rmlprep decode: stdin must hold integer ids: {e}") from None
+    sys.stdout.write(tok.decode(ids, skip_special_tokens=a.skip_special_tokens))
+    if sys.stdout.isatty():
+        sys.stdout.write("\n")
+    return 0
+
+
+def _cmd_inspect(a) -> int:
+    tok, f = _open(a.tokenizer, a.name)
+    s = tok.spec
+    specials = {i: s.vocab[i] for i in sorted({x for x in (s.bos_id, s.eos_id, s.unk_id, s.pad_id, *s.eot_ids)
+                                                if x is not None})}
+    info = {
+        "file": f,
+        "name": s.name,
+        "kind": s.kind,
+        "vocab_size": tok.vocab_size,
+        "merges": len(s.merges) if s.merges else None,
+        "scores": s.scores is not None,
+        "bos_id": s.bos_id, "eos_id": s.eos_id, "unk_id": s.unk_id, "pad_id": s.pad_id,
+        "eot_ids": list(s.eot_ids), "add_bos": s.add_bos, "add_eos": s.add_eos,
+        "special_tokens": specials,
+        "pre_split": list(s.pre_split),
+        "fingerprint": tok.fingerprint,
+    }
+    print(json.dumps(info, indent=1, ensure_ascii=False))
+    return 0
+
+
+def _cmd_chat(a) -> int:
+    from .chat import detect_chat_format, encode_chat, format_chat
+
+    try:
+        data = json.loads(Path(a.messages).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RmlprepError(f"{a.messages}: no such file") from None
+    except ValueError as e:
+        raise RmlprepError(f"{a.messages}: not valid JSON: {e}") from None
+    msgs = data["messages"] if isinstance(data, dict) and "messages" in data else data
+    fmt_arg = a.format
+    if Path(fmt_arg).is_file():
+        fmt_arg = Path(fmt_arg).read_text(encoding="utf-8")
+    fmt = detect_chat_format(fmt_arg)
+    if a.tokenizer:
+        tok, _ = _open(a.tokenizer, a.name)
+        enc = encode_chat(tok, msgs, fmt, add_generation_prompt=a.add_generation_prompt)
+        print(json.dumps({"format": fmt, "input_ids": enc.input_ids, "assistant_mask": enc.assistant_mask}))
+    else:
+        sys.stdout.write(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt))
+    return 0
+
+
+def _cmd_parity(a) -> int:
+    from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
+
+    tok, f = _open(a.tokenizer, a.name)
+    texts = _read_texts(a.texts) if a.texts else list(DEFAULT_TEXTS)
+    if a.make_fixture:
+        if f is None:
+            raise RmlprepError("parity --make-fixture needs a tokenizer file (the fallback tokenizer has none)")
+        fx = make_fixture(f, a.make_fixture, tokenizer=tok, texts=texts)
+        print(f"wrote {a.make_fixture}: {len(fx['cases'])} cases from {fx['reference']}")
+        return 0
+    fixture = a.fixture or (str(find_fixture(f)) if find_fixture(f) else None)
+    ok = False
+    if fixture:
+        n = check_fixture(tok, fixture)
+        print(f"fixture: {n} cases match ({fixture})")
+        ok = True
+    if f is not None:
+        res = live_check(tok, f, texts)
+        if res is not None:
+            print(f"live: {res[0]} texts match {res[1]}")
+            ok = True
+    if not ok:
+        raise RmlprepError(f"parity: nothing to compare {a.tokenizer} with: no fixture found and no reference "
+                           "library installed (pip install tokenizers tiktoken sentencepiece)")
+    return 0
+
+
+_COMMANDS = {"run": _cmd_run, "encode": _cmd_encode, "decode": _cmd_decode, "inspect": _cmd_inspect,
+             "chat": _cmd_chat, "parity": _cmd_parity}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except ParityError as e:
+        _log(f"rmlprep: parity failure, stopped before any corpus work: {e}")
+        return 3
+    except RmlprepError as e:
+        _log(f"rmlprep: error: {e}")
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+        _log(f"rmlprep: error: {e}")
+        return 2
+    except KeyboardInterrupt:
+        _log("rmlprep: interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

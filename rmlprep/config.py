@@ -1,0 +1,302 @@
+"""Run configs: a TOML file → a validated, frozen :class:`RunConfig`.
+
+Schema (every key optional unless marked; unknown keys are refused, naming the key)::
+
+    pipeline = "pretrain"            # "pretrain" (text → concat packing) | "sft" (messages → BFD)
+
+    [input]
+    paths = ["data/*.jsonl.gz"]      # REQUIRED (or path = "..."): files, globs, dataset dirs
+    format = "auto"                  # auto | jsonl | parquet | csv | hf | stdlib
+    column = "text"                  # default "text" (pretrain) / "messages" (sft)
+    split = "train"                  # hf DatasetDict split (default: the only or "train")
+    unit_bytes = 16_000_000          # plain JSONL / stdlib: cut files into units of ~this size
+    unit_rows = 50_000               # parquet / hf: rows per unit (row groups kept whole)
+    batch_rows = 1024                # rows per streamed record batch
+    max_bytes = 4_000_000            # stdlib only: stop collecting source files past this
+
+    [tokenizer]
+    path = "tokenizer.json"          # REQUIRED: file/dir accepted by load_tokenizer, or "demo:gpt2"
+    name = "gpt2"                    # tiktoken rank files: the encoding name
+    add_special_tokens = false       # add the spec's bos/eos around each document
+    parse_special = false            # treat "<|endoftext|>" in corpus text as a control token
+
+    [parity]
+    fixture = "fixtures/parity/x.json"  # default: fixtures/parity/*.json whose sha256 matches
+    require = false                  # no fixture found → stop (true) or log a warning (false)
+    live_sample = 0                  # documents of the corpus compared live with the reference lib
+
+    [chat]                           # sft only
+    format = "chatml"                # a name detect_chat_format knows
+    add_generation_prompt = false
+
+    [pack]
+    seq_len = 2048                   # REQUIRED (> 0)
+    eos = true                       # pretrain: append eos_id after every document
+    bos = false                      # pretrain: prepend bos_id before every document
+    overflow = "wrap"                # pretrain: wrap|truncate|drop; sft: truncate|split|drop
+    pad = false                      # sft: pad every row to seq_len with the spec's pad (or eos)
+
+    [output]
+    dir = "out/run"                  # REQUIRED; relative → current directory
+    compression = "zstd"             # parquet codec
+    row_group_rows = 4096
+
+    [run]
+    workers = 0                      # 0 = all cores
+    progress = "auto"                # auto | bar | log | none
+    histogram = true                 # lengths.png (needs matplotlib)
+
+Relative paths resolve against the current directory (not the config file's), so
+``rmlprep run configs/demo.toml`` run from a clone writes under that clone.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["RunConfig", "load_config", "config_from_dict", "SCHEMA"]
+
+_REQ = object()
+
+# section -> key -> (types, default)  (None default = absent)
+SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
+    "input": {
+        "paths": ((list, str), _REQ),
+        "path": ((str,), None),
+        "format": ((str,), "auto"),
+        "column": ((str,), None),
+        "split": ((str,), None),
+        "unit_bytes": ((int,), 16_000_000),
+        "unit_rows": ((int,), 50_000),
+        "batch_rows": ((int,), 1024),
+        "max_bytes": ((int,), 4_000_000),
+    },
+    "tokenizer": {
+        "path": ((str,), _REQ),
+        "name": ((str,), None),
+        "add_special_tokens": ((bool,), False),
+        "parse_special": ((bool,), False),
+    },
+    "parity": {
+        "fixture": ((str,), None),
+        "require": ((bool,), False),
+        "live_sample": ((int,), 0),
+    },
+    "chat": {
+        "format": ((str,), None),
+        "add_generation_prompt": ((bool,), False),
+    },
+    "pack": {
+        "seq_len": ((int,), _REQ),
+        "eos": ((bool,), True),
+        "bos": ((bool,), False),
+        "overflow": ((str,), None),
+        "pad": ((bool,), False),
+    },
+    "output": {
+        "dir": ((str,), _REQ),
+        "compression": ((str,), "zstd"),
+        "row_group_rows": ((int,), 4096),
+    },
+    "run": {
+        "workers": ((int,), 0),
+        "progress": ((str,), "auto"),
+        "histogram": ((bool,), True),
+    },
+}
+_TOP = {"pipeline": ((str,), "pretrain")}
+_FORMATS = ("auto", "jsonl", "parquet", "csv", "hf", "stdlib")
+_PIPELINES = ("pretrain", "sft")
+_PROGRESS = ("auto", "bar", "log", "none")
+_OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
+# keys that change how a run goes but never its output bytes: left out of the config hash
+_NOT_HASHED = {("run", "workers"), ("run", "progress"), ("run", "histogram"), ("output", "dir")}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A validated run config.
+
+    Attributes:
+        data: ``{section: {key: value}}`` with every default filled in and paths resolved to
+            absolute strings (``input.paths``, ``tokenizer.path``, ``parity.fixture``,
+            ``output.dir``); ``data["pipeline"]`` is the pipeline name.
+        source: the TOML file it came from ("" when built from a dict).
+    """
+
+    data: dict[str, Any]
+    source: str = ""
+    _hash: str = field(default="", repr=False)
+
+    def __getitem__(self, section: str) -> Any:
+        return self.data[section]
+
+    @property
+    def pipeline(self) -> str:
+        return self.data["pipeline"]
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(self.data["output"]["dir"])
+
+    def hashed_part(self) -> dict[str, Any]:
+        """The part of the config that decides the output bytes (no workers, no output dir)."""
+        d = copy.deepcopy(self.data)
+        for sec, key in _NOT_HASHED:
+            d.get(sec, {}).pop(key, None)
+        return d
+
+    @property
+    def config_hash(self) -> str:
+        """sha256 hex of :meth:`hashed_part` in canonical JSON."""
+        blob = json.dumps(self.hashed_part(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def with_overrides(self, *, workers: int | None = None, output: str | None = None) -> "RunConfig":
+        """A copy with ``run.workers`` and/or ``output.dir`` replaced (CLI flags)."""
+        d = copy.deepcopy(self.data)
+        if workers is not None:
+            if workers < 0:
+                raise ConfigError(f"--workers: must be >= 0 (0 = all cores), got {workers}")
+            d["run"]["workers"] = workers
+        if output is not None:
+            d["output"]["dir"] = _abs(output)
+        return RunConfig(d, self.source)
+
+
+def _abs(p: str) -> str:
+    return str(Path(os.path.expanduser(p)).absolute()) if not p.startswith("demo:") else p
+
+
+def _where(source: str) -> str:
+    return f"{source}: " if source else ""
+
+
+def load_config(path: str | os.PathLike) -> RunConfig:
+    """Read and validate a TOML run config.
+
+    Raises:
+        ConfigError: the file is missing or not TOML, or a key is unknown, of the wrong type,
+            missing or out of range (the message names ``section.key``).
+    """
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such config file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    return config_from_dict(raw, source=str(p))
+
+
+def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
+    """Validate a config given as nested dicts (same schema as the TOML file)."""
+    w = _where(source)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{w}a config is a table of sections, got {type(raw).__name__}")
+    data: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _TOP:
+            continue
+        if key not in SCHEMA:
+            known = sorted([*SCHEMA, *_TOP])
+            raise ConfigError(f"{w}unknown key {key!r}; known top-level keys: {known}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"{w}{key}: must be a table ([{key}]), got {type(value).__name__}")
+    pipeline = raw.get("pipeline", "pretrain")
+    if not isinstance(pipeline, str) or pipeline not in _PIPELINES:
+        raise ConfigError(f"{w}pipeline: must be one of {list(_PIPELINES)}, got {pipeline!r}")
+    data["pipeline"] = pipeline
+    for sec, keys in SCHEMA.items():
+        given = dict(raw.get(sec, {}))
+        out: dict[str, Any] = {}
+        for k in given:
+            if k not in keys:
+                raise ConfigError(f"{w}unknown key {sec}.{k!r}; known keys in [{sec}]: {sorted(keys)}")
+        for k, (types, default) in keys.items():
+            if k in given:
+                v = given[k]
+                ok = isinstance(v, types) and not (bool not in types and isinstance(v, bool))
+                if not ok:
+                    names = " or ".join("array" if t is list else t.__name__ for t in types)
+                    raise ConfigError(f"{w}{sec}.{k}: must be {names}, got {v!r}")
+                out[k] = v
+            elif default is _REQ:
+                out[k] = _REQ
+            else:
+                out[k] = default
+        data[sec] = out
+    inp = data["input"]
+    if inp["path"] is not None:
+        if "paths" in raw.get("input", {}):
+            raise ConfigError(f"{w}input.path and input.paths: give one of them, not both")
+        inp["paths"] = [inp["path"]]
+    del inp["path"]
+    if inp["paths"] is _REQ:
+        raise ConfigError(f"{w}input.paths: missing; give the corpus files, e.g. paths = [\"data/*.jsonl\"]")
+    if isinstance(inp["paths"], str):
+        inp["paths"] = [inp["paths"]]
+    if not inp["paths"] or not all(isinstance(x, str) and x for x in inp["paths"]):
+        raise ConfigError(f"{w}input.paths: must be a non-empty array of path strings")
+    for sec, keys in SCHEMA.items():
+        for k in keys:
+            if data[sec].get(k) is _REQ:
+                raise ConfigError(f"{w}{sec}.{k}: missing (required)")
+    if inp["format"] not in _FORMATS:
+        raise ConfigError(f"{w}input.format: must be one of {list(_FORMATS)}, got {inp['format']!r}")
+    for k in ("unit_bytes", "unit_rows", "batch_rows", "max_bytes"):
+        if inp[k] < 1:
+            raise ConfigError(f"{w}input.{k}: must be >= 1, got {inp[k]}")
+    if inp["column"] is None:
+        inp["column"] = "messages" if pipeline == "sft" else "text"
+    if inp["format"] != "stdlib":
+        inp["paths"] = [_abs(x) for x in inp["paths"]]
+    tok = data["tokenizer"]
+    tok["path"] = _abs(tok["path"])
+    par = data["parity"]
+    if par["fixture"] is not None:
+        par["fixture"] = _abs(par["fixture"])
+    if par["live_sample"] < 0:
+        raise ConfigError(f"{w}parity.live_sample: must be >= 0, got {par['live_sample']}")
+    pack = data["pack"]
+    if pack["seq_len"] < 1:
+        raise ConfigError(f"{w}pack.seq_len: must be >= 1, got {pack['seq_len']}")
+    if pack["overflow"] is None:
+        pack["overflow"] = _OVERFLOW[pipeline][0]
+    if pack["overflow"] not in _OVERFLOW[pipeline]:
+        raise ConfigError(
+            f"{w}pack.overflow: for pipeline {pipeline!r} must be one of {list(_OVERFLOW[pipeline])}, "
+            f"got {pack['overflow']!r}"
+        )
+    chat = data["chat"]
+    if pipeline == "sft":
+        if chat["format"] is None:
+            raise ConfigError(f"{w}chat.format: missing; the sft pipeline needs a chat format, e.g. format = \"chatml\"")
+        from .chat import detect_chat_format
+        from .errors import ChatFormatError
+
+        try:
+            chat["format"] = detect_chat_format(chat["format"])
+        except ChatFormatError as e:
+            raise ConfigError(f"{w}chat.format: {e}") from None
+    elif "chat" in raw:
+        raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
+    out = data["output"]
+    out["dir"] = _abs(out["dir"])
+    if out["row_group_rows"] < 1:
+        raise ConfigError(f"{w}output.row_group_rows: must be >= 1, got {out['row_group_rows']}")
+    run = data["run"]
+    if run["workers"] < 0:
+        raise ConfigError(f"{w}run.workers: must be >= 0 (0 = all cores), got {run['workers']}")
+    if run["progress"] not in _PROGRESS:
+        raise ConfigError(f"{w}run.progress: must be one of {list(_PROGRESS)}, got {run['progress']!r}")
+    return RunConfig(data, source)

@@ -1,0 +1,130 @@
+"""The embedded demo's tokenizer: ``tokenizer.path = "demo:gpt2"``.
+
+1. GPT-2's tiktoken rank file from the ``openai-whisper`` source package on PyPI
+   (``whisper/assets/gpt2.tiktoken``), fetched once with
+   ``pip download --no-deps --no-binary :all: openai-whisper==20250625``, checked against
+   :data:`GPT2_SHA256` and cached as ``~/.cache/rmlprep/gpt2.tiktoken`` (``RMLPREP_CACHE``
+   overrides the directory). Loaded with ``load_tokenizer(path, name="gpt2")``.
+2. When that is impossible (offline, no pip, a sha256 mismatch, the loader unavailable), a log
+   line says why and the demo falls back to the first tokenizer under ``fixtures/tokenizers/``
+   (tiny tokenizers trained by ``tools/`` with their reference ids), and when that directory
+   holds none, to :func:`byte_tokenizer` — 256 byte tokens plus ``<|endoftext|>`` and no merges,
+   exact by construction (one id per UTF-8 byte).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["GPT2_SHA256", "WHISPER_VERSION", "cache_dir", "fetch_gpt2_ranks", "byte_tokenizer", "demo_tokenizer"]
+
+GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+WHISPER_VERSION = "20250625"
+_MEMBER = "whisper/assets/gpt2.tiktoken"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("RMLPREP_CACHE") or Path.home() / ".cache" / "rmlprep")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fetch_gpt2_ranks(log: Callable[[str], None] = print) -> Path:
+    """The cached GPT-2 rank file, downloading the whisper sdist with pip on first use.
+
+    Raises:
+        OSError: pip failed (offline, no pip), the archive lacks the file, or its sha256 differs.
+    """
+    dest = cache_dir() / "gpt2.tiktoken"
+    if dest.exists() and _sha256(dest) == GPT2_SHA256:
+        return dest
+    log(f"demo: fetching GPT-2's rank file from the openai-whisper=={WHISPER_VERSION} sdist (PyPI) into {dest.parent}")
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+               "--disable-pip-version-check", "-q", "-d", tmp, f"openai-whisper=={WHISPER_VERSION}"]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise OSError(f"pip download failed: {e}") from None
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise OSError(f"pip download failed: {last}")
+        archives = sorted(Path(tmp).glob("openai*whisper-*.tar.gz"))
+        if not archives:
+            raise OSError("pip download gave no openai-whisper sdist")
+        with tarfile.open(archives[0]) as tf:
+            member = next((m for m in tf.getmembers() if m.name.endswith(_MEMBER)), None)
+            if member is None:
+                raise OSError(f"{archives[0].name} has no {_MEMBER}")
+            data = tf.extractfile(member).read()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != GPT2_SHA256:
+        raise OSError(f"gpt2.tiktoken from the sdist has sha256 {digest}, expected {GPT2_SHA256}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmpf = dest.with_name(dest.name + f".tmp-{os.getpid()}")
+    tmpf.write_bytes(data)
+    os.replace(tmpf, dest)
+    return dest
+
+
+def byte_tokenizer():
+    """A byte-level tokenizer with one token per byte (ids 0..255 in byte order) and
+    ``<|endoftext|>`` = 256 as eos; GPT-2 pre-split, no merges."""
+    from .pretokenize import GPT2_PATTERN
+    from .spec import BYTE_LEVEL, TokenizerSpec, TokenType
+    from .tokenizer import Tokenizer
+    from .unicode import bytes_to_unicode
+
+    b2u = bytes_to_unicode()
+    vocab = tuple(b2u[b] for b in range(256)) + ("<|endoftext|>",)
+    types = (int(TokenType.NORMAL),) * 256 + (int(TokenType.CONTROL),)
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=vocab, token_types=types, pre_split=(GPT2_PATTERN,),
+                         eos_id=256, bos_id=256, eot_ids=(256,), name="bytes")
+    return Tokenizer.create(spec)
+
+
+def _fixture_tokenizer(log: Callable[[str], None]):
+    d = Path(__file__).resolve().parents[1] / "fixtures" / "tokenizers"
+    if d.is_dir():
+        from .load import load_tokenizer
+
+        for p in sorted(d.glob("*.json")) + sorted(d.glob("*/tokenizer.json")):
+            try:
+                t = load_tokenizer(str(p))
+            except Exception as e:  # noqa: BLE001 - try the next candidate
+                log(f"demo: cannot load {p}: {e}")
+                continue
+            log(f"demo: using the small committed tokenizer {p}")
+            return t, str(p)
+    log("demo: no committed tokenizer under fixtures/tokenizers/; using the 257-token byte tokenizer")
+    return byte_tokenizer(), None
+
+
+def demo_tokenizer(name: str, log: Callable[[str], None] = print):
+    """``demo:gpt2`` → (tokenizer, its file or None); see the module docstring for the fallbacks."""
+    if name != "gpt2":
+        from .errors import ConfigError
+
+        raise ConfigError(f"tokenizer.path: unknown demo tokenizer 'demo:{name}'; use 'demo:gpt2'")
+    try:
+        path = fetch_gpt2_ranks(log)
+    except OSError as e:
+        log(f"demo: cannot get GPT-2's rank file ({e}); falling back to a small local tokenizer")
+        return _fixture_tokenizer(log)
+    try:
+        from .load import load_tokenizer
+
+        return load_tokenizer(str(path), name="gpt2"), str(path)
+    except Exception as e:  # noqa: BLE001 - the loader may not exist yet in a partial checkout
+        log(f"demo: cannot load {path} with load_tokenizer(name='gpt2') ({type(e).__name__}: {e}); "
+            "falling back to a small local tokenizer")
+        return _fixture_tokenizer(log)

@@ -1,0 +1,334 @@
+"""Parity: rmlprep's ids must equal a reference library's, checked before any corpus work.
+
+Fixture files (``fixtures/parity/*.json``, written by ``rmlprep parity --make-fixture`` or by
+the loaders' generator) look like::
+
+    {"generator": "rmlprep parity --make-fixture 0.1.0", "reference": "tiktoken 0.9.0",
+     "source": "gpt2.tiktoken", "sha256": "<sha256 of the tokenizer file>",
+     "cases": [{"text": "...", "add_special_tokens": false, "ids": [...]}, ...]}
+
+A case may also carry ``"parse_special": false`` (default true, as :meth:`Tokenizer.encode`).
+The run's parity stage (:func:`run_parity_stage`):
+
+1. finds the fixture: ``parity.fixture`` from the config, else the file in
+   ``fixtures/parity/`` whose ``sha256`` equals the tokenizer file's;
+2. re-encodes every case and stops at the first difference with a :class:`ParityError`
+   (text, first differing position, both id runs);
+3. when ``parity.live_sample = N > 0`` and the reference library is installed, encodes the
+   first N documents of the corpus with both and compares them the same way.
+
+No fixture: a warning (or a stop, with ``parity.require = true``).
+
+Reference libraries: ``tokenizers`` for ``tokenizer.json``, ``tiktoken`` for rank files
+(pattern and special tokens taken from the loaded spec; the ranks and the regex engine are
+tiktoken's), ``sentencepiece`` for ``.model`` files. GGUF files have none here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import ConfigError, ParityError
+
+__all__ = [
+    "DEFAULT_TEXTS",
+    "fixtures_dir",
+    "file_sha256",
+    "find_fixture",
+    "compare_ids",
+    "check_fixture",
+    "reference_encoder",
+    "make_fixture",
+    "live_check",
+    "run_parity_stage",
+]
+
+#: Texts a new fixture is made from: everyday prose and the cases tokenizers get wrong.
+DEFAULT_TEXTS: tuple[str, ...] = (
+    "Hello, world!",
+    "The quick brown fox jumps over the lazy dog.",
+    "  leading spaces, trailing spaces  ",
+    "tabs\tand\nnewlines\r\nand CRLF\r\n\r\n",
+    "I'm, you're, he's, we'll, they've, it'd, I'M SHOUTING",
+    "numbers: 1 12 123 1234 12345 3.14159 1,000,000 ٣٤٥ ²³",
+    "emoji 👍🏽 👨‍👩‍👧 and flags 🇩🇪🇯🇵",
+    "Grüße aus Köln — naïve café, ½ price",
+    "日本語のテキストと中文文本。",
+    "Русский текст и ελληνικά γράμματα",
+    "עברית ועربية مع علامات RTL\u200f",
+    "U+2028 line\u2028separator and U+0085 next\u0085line",
+    "non\u00a0breaking\u00a0space and zero\u200bwidth",
+    "code: def f(x):\n    return x ** 2  # comment\n",
+    "    indented\n\n\n\n    block",
+    "a" * 300,
+    " " * 40 + "x",
+    "\x1b[1;31mANSI\x1b[0m escapes and \x0c form feed",
+    "<|endoftext|> text that looks special <s> </s> [INST]",
+    "",
+    " ",
+    "\n",
+    "https://example.com/path?q=1&r=2#frag email@example.org",
+    "mixed123numbers456and789letters",
+    "ǅǈǋ İı ß ẞ ﬁ Å Ω",
+)
+
+
+def fixtures_dir() -> Path:
+    """``fixtures/parity`` of the source tree this package is in."""
+    return Path(__file__).resolve().parents[1] / "fixtures" / "parity"
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def find_fixture(tokenizer_file: str | os.PathLike | None, directory: str | os.PathLike | None = None) -> Path | None:
+    """The fixture in ``directory`` (default :func:`fixtures_dir`) made for this tokenizer file
+    (same sha256), or None."""
+    if tokenizer_file is None or not os.path.isfile(tokenizer_file):
+        return None
+    d = Path(directory) if directory is not None else fixtures_dir()
+    if not d.is_dir():
+        return None
+    digest = file_sha256(tokenizer_file)
+    for p in sorted(d.glob("*.json")):
+        try:
+            with open(p, encoding="utf-8") as f:
+                head = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(head, dict) and head.get("sha256") == digest:
+            return p
+    return None
+
+
+def compare_ids(text: str, expected: Sequence[int], actual: Sequence[int], *, source: str = "") -> None:
+    """Raise :class:`ParityError` at the first position where the id runs differ."""
+    expected = list(expected)
+    actual = list(actual)
+    if expected == actual:
+        return
+    pos = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), min(len(expected), len(actual)))
+    raise ParityError(text, pos, expected, actual, source=source)
+
+
+def _load_fixture(path: str | os.PathLike) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            fx = json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"parity.fixture: {path} does not exist") from None
+    except ValueError as e:
+        raise ConfigError(f"parity.fixture: {path} is not valid JSON: {e}") from None
+    if not isinstance(fx, dict) or not isinstance(fx.get("cases"), list):
+        raise ConfigError(f"parity.fixture: {path} has no 'cases' list; make one with rmlprep parity --make-fixture")
+    for i, c in enumerate(fx["cases"]):
+        if not (isinstance(c, dict) and isinstance(c.get("text"), str) and isinstance(c.get("ids"), list)):
+            raise ConfigError(f"parity.fixture: {path}: cases[{i}] needs 'text' (string) and 'ids' (list)")
+    return fx
+
+
+def check_fixture(tokenizer, path: str | os.PathLike) -> int:
+    """Re-encode every case of a fixture; return the number of cases.
+
+    Raises:
+        ParityError: the first case whose ids differ (source names the fixture and case).
+        ConfigError: the fixture file is missing or malformed.
+    """
+    fx = _load_fixture(path)
+    for i, c in enumerate(fx["cases"]):
+        ids = tokenizer.encode(c["text"], add_special_tokens=bool(c.get("add_special_tokens", False)),
+                               parse_special=bool(c.get("parse_special", True)))
+        compare_ids(c["text"], c["ids"], ids, source=f"{path} cases[{i}]")
+    return len(fx["cases"])
+
+
+# -- reference libraries -----------------------------------------------------------------------
+RefEncoder = Callable[[str, bool], list[int]]
+
+
+def reference_encoder(tokenizer_file: str | os.PathLike, tokenizer=None) -> tuple[RefEncoder, str, bool] | None:
+    """An encoder from the reference library for this tokenizer file, if it is installed.
+
+    Returns:
+        (encode(text, add_special_tokens) -> ids, "library version", parse_special the reference
+        uses) or None when no reference library applies or it is not installed.
+    """
+    p = str(tokenizer_file)
+    low = p.lower()
+    if low.endswith(".json"):
+        try:
+            import tokenizers
+        except ImportError:
+            return None
+        ht = tokenizers.Tokenizer.from_file(p)
+        return (lambda t, a: ht.encode(t, add_special_tokens=a).ids), f"tokenizers {tokenizers.__version__}", True
+    if low.endswith(".model"):
+        try:
+            import sentencepiece as spm
+        except ImportError:
+            return None
+        sp = spm.SentencePieceProcessor(model_file=p)
+        bos = sp.bos_id()
+        add_bos = tokenizer.spec.add_bos if tokenizer is not None else True
+
+        def enc_sp(t: str, a: bool) -> list[int]:
+            ids = sp.encode(t)
+            return ([bos] if a and add_bos and bos >= 0 else []) + ids
+
+        return enc_sp, f"sentencepiece {spm.__version__}", False
+    if low.endswith((".tiktoken", ".bpe", ".ranks")) or (tokenizer is not None and _looks_like_ranks(p)):
+        try:
+            import tiktoken
+            from tiktoken.load import load_tiktoken_bpe
+        except ImportError:
+            return None
+        if tokenizer is None or len(tokenizer.spec.pre_split) != 1:
+            return None
+        from .spec import TokenType
+
+        ranks = load_tiktoken_bpe(p)
+        specials = {tok: i for i, (tok, ty) in enumerate(zip(tokenizer.spec.vocab, tokenizer.spec.token_types))
+                    if ty == TokenType.CONTROL and i >= len(ranks)}
+        enc = tiktoken.Encoding(name=f"rmlprep-ref-{os.path.basename(p)}", pat_str=tokenizer.spec.pre_split[0],
+                                mergeable_ranks=ranks, special_tokens=specials)
+        spec = tokenizer.spec
+
+        def enc_tt(t: str, a: bool) -> list[int]:
+            ids = enc.encode_ordinary(t)
+            if a:
+                ids = ([spec.bos_id] if spec.add_bos else []) + ids + ([spec.eos_id] if spec.add_eos else [])
+            return ids
+
+        return enc_tt, f"tiktoken {tiktoken.__version__}", False
+    return None
+
+
+def _looks_like_ranks(p: str) -> bool:
+    try:
+        with open(p, "rb") as f:
+            line = f.readline()
+        a, b = line.split()
+        int(b)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def make_fixture(tokenizer_file: str | os.PathLike, out: str | os.PathLike, *, tokenizer=None,
+                 texts: Sequence[str] = DEFAULT_TEXTS) -> dict[str, Any]:
+    """Write a fixture with the reference library's ids for ``texts`` (both add_special_tokens
+    settings) and return it.
+
+    Raises:
+        ConfigError: no reference library for this file is installed.
+    """
+    ref = reference_encoder(tokenizer_file, tokenizer)
+    if ref is None:
+        raise ConfigError(
+            f"parity: no reference library for {tokenizer_file}; install it with "
+            "pip install tokenizers tiktoken sentencepiece (tokenizer.json / rank file / .model)"
+        )
+    enc, lib, parse_special = ref
+    cases = []
+    for t in texts:
+        for a in (False, True):
+            cases.append({"text": t, "add_special_tokens": a, "parse_special": parse_special, "ids": enc(t, a)})
+    fx = {
+        "generator": f"rmlprep parity --make-fixture (rmlprep {__version__})",
+        "reference": lib,
+        "source": os.path.basename(str(tokenizer_file)),
+        "sha256": file_sha256(tokenizer_file),
+        "cases": cases,
+    }
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(fx, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return fx
+
+
+def live_check(tokenizer, tokenizer_file: str | os.PathLike, texts: Sequence[str], *,
+               add_special_tokens: bool = False) -> tuple[int, str] | None:
+    """Compare ``texts`` live with the reference library; None when it is not available.
+
+    Returns:
+        (number of texts compared, library version).
+    Raises:
+        ParityError: the first text whose ids differ.
+    """
+    ref = reference_encoder(tokenizer_file, tokenizer)
+    if ref is None:
+        return None
+    enc, lib, parse_special = ref
+    for i, t in enumerate(texts):
+        compare_ids(t, enc(t, add_special_tokens),
+                    tokenizer.encode(t, add_special_tokens=add_special_tokens, parse_special=parse_special),
+                    source=f"live comparison with {lib}, corpus document {i}")
+    return len(texts), lib
+
+
+def _sample_texts(cfg, units, n: int) -> list[str]:
+    from .readers import read_unit
+
+    out: list[str] = []
+    column = cfg["input"]["column"]
+    for u in units:
+        for b in read_unit(u, column, min(n, cfg["input"]["batch_rows"])):
+            vals = b.values.to_pylist() if hasattr(b.values, "to_pylist") else b.values
+            for v in vals:
+                if cfg.pipeline == "sft":
+                    if isinstance(v, list):
+                        out.extend(m["content"] for m in v if isinstance(m, dict) and isinstance(m.get("content"), str))
+                elif isinstance(v, str):
+                    out.append(v)
+                if len(out) >= n:
+                    return out[:n]
+            break
+    return out
+
+
+def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
+                     log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The run's parity stage (see the module docstring); returns a summary for the manifest.
+
+    Raises:
+        ParityError: any mismatch (nothing has been written yet).
+        ConfigError: ``parity.require = true`` and no fixture was found.
+    """
+    par = cfg["parity"]
+    summary: dict[str, Any] = {"fixture": None, "cases": 0, "live": None}
+    fixture = par["fixture"]
+    if fixture is None:
+        found = find_fixture(tokenizer_file)
+        fixture = str(found) if found else None
+    if fixture is None:
+        msg = (f"parity: no fixture for tokenizer {tokenizer_file or tokenizer.spec.name!r} in {fixtures_dir()}; "
+               "make one with: rmlprep parity TOKENIZER --make-fixture fixtures/parity/NAME.json")
+        if par["require"]:
+            raise ConfigError(f"parity.require: {msg}")
+        log(f"warning: {msg}")
+    else:
+        n = check_fixture(tokenizer, fixture)
+        summary.update(fixture=str(fixture), cases=n)
+        log(f"parity: {n} fixture cases match ({fixture})")
+    if par["live_sample"]:
+        if tokenizer_file is None:
+            log("parity: live comparison skipped (the tokenizer was given in code, no file)")
+        else:
+            texts = _sample_texts(cfg, units, par["live_sample"])
+            res = live_check(tokenizer, tokenizer_file, texts)
+            if res is None:
+                log(f"parity: live comparison skipped: no reference library installed for {tokenizer_file}")
+            else:
+                summary["live"] = {"documents": res[0], "reference": res[1]}
+                log(f"parity: {res[0]} corpus documents match {res[1]}")
+    return summary
