@@ -20,6 +20,15 @@ from .errors import (  # noqa: F401
 from .spec import TokenizerSpec, TokenType  # noqa: F401
 from .tokenizer import Tokenizer  # noqa: F401
 from .load import load_tokenizer  # noqa: F401
+from .chat import (  # noqa: F401
+    ChatEncoding,
+    detect_chat_format,
+    encode_chat,
+    format_chat,
+    format_chat_segments,
+    stop_ids,
+)
+from .packing import PackResult, PackStats, pack_bfd, pack_concat, unpack  # noqa: F401
 
 __all__ = [
     "__version__",
@@ -27,6 +36,17 @@ __all__ = [
     "TokenType",
     "Tokenizer",
     "load_tokenizer",
+    "ChatEncoding",
+    "detect_chat_format",
+    "encode_chat",
+    "format_chat",
+    "format_chat_segments",
+    "stop_ids",
+    "PackResult",
+    "PackStats",
+    "pack_bfd",
+    "pack_concat",
+    "unpack",
     "RmlprepError",
     "SpecError",
     "LoaderError",
