@@ -1,0 +1,456 @@
+"""Tests for rmlprep.arrow: map functions over dicts, RecordBatches and Tables, datasets.map.
+
+The tiny tokenizer below is byte-level: the 256 byte tokens in GPT-2's printable alphabet
+(ids 0..255 in byte order, so a lone byte b has id b), merges "Ġ"+"t" -> "Ġt" (256),
+"h"+"e" -> "he" (257), "Ġt"+"he" -> "Ġthe" (258), and control tokens <|endoftext|> (259, eos),
+<|im_start|> (260), <|im_end|> (261). GPT-2 pre-split.
+
+Worked example: "the the" pre-splits into "the", " the"; "the" -> t(116) + he(257);
+" the" -> Ġthe(258). So encode("the the") == [116, 257, 258].
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rmlprep.arrow import count_errors, tokenize_chat, tokenize_text
+from rmlprep.errors import ConfigError, RowError
+from rmlprep.pretokenize import GPT2_PATTERN
+from rmlprep.spec import BYTE_LEVEL, TokenizerSpec, TokenType
+from rmlprep.tokenizer import Tokenizer
+from rmlprep.unicode import bytes_to_unicode
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT2_TIKTOKEN = Path.home() / ".cache/rmlprep-real-tokenizers/gpt2/gpt2.tiktoken"
+CHAT_SET = ROOT.parent / "shared/corpora/chat/topical-chat.messages.jsonl"
+
+
+def tiny_spec() -> TokenizerSpec:
+    b2u = bytes_to_unicode()
+    vocab = [b2u[b] for b in range(256)] + ["Ġt", "he", "Ġthe", "<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    types = [TokenType.NORMAL] * 259 + [TokenType.CONTROL] * 3
+    return TokenizerSpec(
+        kind=BYTE_LEVEL,
+        vocab=tuple(vocab),
+        token_types=tuple(int(t) for t in types),
+        merges=(("Ġ", "t"), ("h", "e"), ("Ġt", "he")),
+        pre_split=(GPT2_PATTERN,),
+        eos_id=259,
+        eot_ids=(261,),
+        add_eos=True,
+        name="tiny",
+    )
+
+
+@pytest.fixture(scope="module")
+def tok() -> Tokenizer:
+    return Tokenizer.create(tiny_spec())
+
+
+TEXTS = ["the the", "", "héllo wörld 😀", "x<|endoftext|>y", "the\n\n  end", "a" * 300]
+
+
+def enc(tok: Tokenizer, text: str) -> list[int]:
+    """What tokenize_text gives with its defaults (add_special_tokens=True, parse_special=False)."""
+    return tok.encode(text, add_special_tokens=True, parse_special=False)
+
+
+def ids_of(col) -> list[list[int]]:
+    return [list(map(int, r)) for r in col]
+
+
+def test_worked_example(tok):
+    fn = tokenize_text(tok, add_special_tokens=False)
+    out = fn(pa.record_batch({"text": ["the the"]}))
+    assert out.column("input_ids").to_pylist() == [[116, 257, 258]]
+
+
+# -- input kinds -------------------------------------------------------------------------
+def test_record_batch_types_values_and_kept_columns(tok):
+    schema = pa.schema([("id", pa.int64()), ("text", pa.string())], metadata={b"k": b"v"})
+    rb = pa.RecordBatch.from_arrays([pa.array(range(len(TEXTS))), pa.array(TEXTS)], schema=schema)
+    out = tokenize_text(tok)(rb)
+    assert isinstance(out, pa.RecordBatch)
+    assert out.schema.names == ["id", "text", "input_ids", "length"]
+    assert out.schema.metadata == {b"k": b"v"}
+    assert out.schema.field("input_ids").type == pa.list_(pa.uint32())
+    assert out.schema.field("length").type == pa.int32()
+    want = [enc(tok, t) for t in TEXTS]
+    assert out.column("input_ids").to_pylist() == want
+    assert out.column("length").to_pylist() == [len(w) for w in want]
+    assert want[0][-1] == 259 and want[1] == [259]  # add_eos from the spec
+    assert 259 not in want[3][:-1]  # parse_special=False: the marker text stays text
+
+
+def test_parse_special_option(tok):
+    out = tokenize_text(tok, parse_special=True, add_special_tokens=False)(pa.record_batch({"text": ["x<|endoftext|>y"]}))
+    assert out.column("input_ids").to_pylist() == [[ord("x"), 259, ord("y")]]
+
+
+def test_table_in_table_out_multichunk(tok):
+    table = pa.Table.from_batches([pa.record_batch({"text": TEXTS[:3]}), pa.record_batch({"text": TEXTS[3:]})])
+    out = tokenize_text(tok)(table)
+    assert isinstance(out, pa.Table)
+    assert out.column_names == ["text", "input_ids", "length"]
+    assert out.column("input_ids").type == pa.list_(pa.uint32())
+    assert out.column("input_ids").to_pylist() == [enc(tok, t) for t in TEXTS]
+
+
+def test_dict_in_dict_out(tok):
+    out = tokenize_text(tok)({"text": TEXTS, "other": list(range(len(TEXTS)))})
+    assert set(out) == {"input_ids", "length"}  # datasets merges the input columns itself
+    assert isinstance(out["input_ids"], np.ndarray) and out["input_ids"].dtype == object
+    assert all(r.dtype == np.uint32 for r in out["input_ids"])
+    assert out["length"].dtype == np.int32
+    assert ids_of(out["input_ids"]) == [enc(tok, t) for t in TEXTS]
+    kept = tokenize_text(tok, keep_columns=True)({"text": TEXTS, "other": [1] * len(TEXTS)})
+    assert list(kept) == ["text", "other", "input_ids", "length"]
+    dropped = tokenize_text(tok, keep_columns=False)(pa.record_batch({"text": TEXTS}))
+    assert dropped.schema.names == ["input_ids", "length"]
+
+
+def test_equal_length_rows_stay_one_dimensional(tok):
+    out = tokenize_text(tok)({"text": ["ab", "cd", "ef"]})
+    assert out["input_ids"].shape == (3,)
+    assert ids_of(out["input_ids"]) == [[97, 98, 259], [99, 100, 259], [101, 102, 259]]
+
+
+def test_sliced_record_batch(tok):
+    rb = pa.record_batch({"text": TEXTS, "n": list(range(len(TEXTS)))})
+    fn = tokenize_text(tok)
+    for lo, hi in [(2, 5), (0, 1), (5, 6), (3, 3)]:
+        out = fn(rb.slice(lo, hi - lo))
+        assert out.num_rows == hi - lo
+        assert out.column("n").to_pylist() == list(range(lo, hi))
+        assert out.column("input_ids").to_pylist() == [enc(tok, t) for t in TEXTS[lo:hi]]
+
+
+def test_large_string_column(tok):
+    rb = pa.record_batch({"text": pa.array(TEXTS, type=pa.large_string())})
+    out = tokenize_text(tok)(rb)
+    assert out.column("input_ids").to_pylist() == [enc(tok, t) for t in TEXTS]
+
+
+def test_empty_batch(tok):
+    rb = pa.RecordBatch.from_arrays([pa.array([], type=pa.string())], names=["text"])
+    out = tokenize_text(tok, on_error="record")(rb)
+    assert out.num_rows == 0
+    assert out.schema.field("input_ids").type == pa.list_(pa.uint32())
+    assert out.schema.field("length").type == pa.int32()
+    assert out.schema.field("error").type == pa.string()
+    d = tokenize_text(tok)({"text": []})
+    assert len(d["input_ids"]) == 0 and len(d["length"]) == 0
+    c = tokenize_chat(tok, "chatml")(pa.Table.from_pylist([], schema=pa.schema([("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])))])))
+    assert c.num_rows == 0 and c.schema.field("labels").type == pa.list_(pa.int32())
+
+
+def test_missing_column_and_bad_options(tok):
+    with pytest.raises(ConfigError, match="no column 'text'.*column="):
+        tokenize_text(tok)(pa.record_batch({"body": ["x"]}))
+    with pytest.raises(ConfigError, match="on_error"):
+        tokenize_text(tok, on_error="skip")
+    with pytest.raises(ConfigError, match="distinct"):
+        tokenize_text(tok, length_column="input_ids")
+
+
+# -- bad rows ----------------------------------------------------------------------------
+def test_raise_names_row_id_and_reason(tok):
+    rb = pa.record_batch({"id": ["a", "b", "c"], "text": ["ok", None, "ok"]})
+    with pytest.raises(RowError) as e:
+        tokenize_text(tok)(rb)
+    assert e.value.row == 1
+    assert "row 1 of the batch" in str(e.value) and "id='b'" in str(e.value)
+    assert "'text' is null" in e.value.reason
+    assert "on_error='record'" in str(e.value)
+    with pytest.raises(RowError, match=r"row 2 of the batch, dataset index 12: 'text' is int, expected str"):
+        tokenize_text(tok)({"text": ["a", "b", 7]}, [10, 11, 12])
+
+
+@pytest.mark.parametrize("kind", ["arrow", "dict"])
+def test_record_keeps_every_row(tok, kind):
+    texts = ["the", None, "x", 5, "end"]
+    fn = tokenize_text(tok, on_error="record")
+    if kind == "arrow":
+        out = fn(pa.record_batch({"text": pa.array(["the", None, "x", None, "end"])}))
+        ids = out.column("input_ids").to_pylist()
+        err = out.column("error").to_pylist()
+        assert err[0] is None and err[2] is None  # null for good rows
+        assert out.schema.field("error").type == pa.string()
+        assert count_errors(out) == 2
+    else:
+        out = fn({"text": texts})
+        ids = ids_of(out["input_ids"])
+        err = list(out["error"])
+        assert err[0] == "" and err[2] == ""  # "" in the dict output (see module docstring)
+        assert count_errors(out) == 2
+        assert "int, expected str" in err[3]
+    assert len(ids) == 5
+    assert ids[1] == [] and ids[3] == []
+    assert ids[0] == enc(tok, "the") and ids[4] == enc(tok, "end")
+    assert "null" in err[1]
+    assert fn.stats["errors"] == 2 and fn.stats["rows"] == 5
+
+
+def test_record_all_good_batch_still_has_typed_error_column(tok):
+    out = tokenize_text(tok, on_error="record")(pa.record_batch({"text": ["a", "b"]}))
+    assert out.schema.field("error").type == pa.string()
+    assert out.column("error").null_count == 2 and count_errors(out) == 0
+
+
+def test_non_string_arrow_column(tok):
+    out = tokenize_text(tok, on_error="record")(pa.record_batch({"text": pa.array([1, 2])}))
+    assert out.column("input_ids").to_pylist() == [[], []]
+    assert all("int, expected str" in e for e in out.column("error").to_pylist())
+
+
+# -- chat ----------------------------------------------------------------------------------
+CONVS = [
+    [{"role": "user", "content": "the the"}, {"role": "assistant", "content": "the end"}],
+    [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},
+     {"role": "assistant", "content": "héllo"}, {"role": "user", "content": "x"}, {"role": "assistant", "content": ""}],
+]
+
+
+def test_chat_columns_aligned_and_equal_to_encode_chat(tok):
+    from rmlprep.chat import encode_chat
+
+    table = pa.Table.from_pylist([{"messages": c, "id": i} for i, c in enumerate(CONVS)])
+    out = tokenize_chat(tok, "chatml")(table)
+    assert out.column_names == ["messages", "id", "input_ids", "assistant_masks", "labels", "length"]
+    assert out.schema.field("input_ids").type == pa.list_(pa.uint32())
+    assert out.schema.field("assistant_masks").type == pa.list_(pa.uint8())
+    assert out.schema.field("labels").type == pa.list_(pa.int32())
+    assert out.schema.field("length").type == pa.int32()
+    ids = out.column("input_ids").to_pylist()
+    masks = out.column("assistant_masks").to_pylist()
+    labels = out.column("labels").to_pylist()
+    for i, conv in enumerate(CONVS):
+        enc = encode_chat(tok, conv, "chatml")
+        assert ids[i] == enc.input_ids and masks[i] == enc.assistant_mask and labels[i] == enc.labels
+        assert len(masks[i]) == len(ids[i]) == len(labels[i]) == out.column("length")[i].as_py()
+        assert labels[i] == [t if m else -100 for t, m in zip(ids[i], masks[i])]
+        assert 261 in [t for t, m in zip(ids[i], masks[i]) if m]  # <|im_end|> is learned
+    d = tokenize_chat(tok, "chatml")({"messages": CONVS})
+    assert ids_of(d["input_ids"]) == ids and ids_of(d["assistant_masks"]) == masks and ids_of(d["labels"]) == labels
+    assert d["assistant_masks"][0].dtype == np.uint8 and d["labels"][0].dtype == np.int32
+
+
+BAD_CONVS = [
+    pytest.param(None, "null", id="null"),
+    pytest.param("hello", "must be a list", id="string"),
+    pytest.param([{"content": "x"}], "no 'role'", id="missing-role"),
+    pytest.param([{"role": "tool", "content": "x"}], "role 'tool'", id="bad-role"),
+    pytest.param([{"role": "user", "content": 3}], "content must be a string", id="bad-content"),
+    pytest.param([], "empty conversation", id="empty"),
+]
+
+
+@pytest.mark.parametrize("bad,reason", BAD_CONVS)
+def test_chat_bad_rows(tok, bad, reason):
+    rows = [CONVS[0], bad, CONVS[1]]
+    fn = tokenize_chat(tok, "chatml", on_error="record")
+    out = fn({"messages": rows})
+    assert reason in out["error"][1] and out["error"][0] == "" == out["error"][2]
+    assert len(out["input_ids"][1]) == 0 and len(out["assistant_masks"][1]) == 0
+    assert ids_of(out["input_ids"])[2] == tokenize_chat(tok, "chatml")({"messages": [CONVS[1]]})["input_ids"][0].tolist()
+    with pytest.raises(RowError, match="row 1 of the batch") as e:
+        tokenize_chat(tok, "chatml")({"messages": rows})
+    assert reason in e.value.reason
+
+
+def test_chat_format_rule_error_in_arrow(tok):
+    conv = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+    out = tokenize_chat(tok, "llama2", on_error="record")(pa.Table.from_pylist([{"messages": conv}]))
+    assert "alternate" in out.column("error")[0].as_py()
+    assert out.column("input_ids").to_pylist() == [[]]
+
+
+# -- pickling and fingerprints --------------------------------------------------------------
+def test_pickle_small_and_rebuilds(tok):
+    import rmlprep.arrow as arrow_mod
+
+    fn = tokenize_chat(tok, "chatml", on_error="record")
+    blob = pickle.dumps(fn)
+    assert len(blob) < len(pickle.dumps(tok.spec)) + 10_000
+    assert b"_tok2id" not in blob and b"_merges" not in blob
+    arrow_mod._TOKENIZERS.clear()  # force a rebuild from the pickled spec
+    fn2 = pickle.loads(blob)
+    rb = pa.Table.from_pylist([{"messages": c} for c in CONVS])
+    assert fn2(rb).equals(fn(rb))
+    assert fn2.tokenizer is pickle.loads(blob).tokenizer  # rebuilt once per process, then cached
+
+
+def test_hash_ignores_stats_and_cached_state(tok):
+    from datasets.fingerprint import Hasher
+
+    fn = tokenize_text(tok)
+    h = Hasher.hash(fn)
+    fn({"text": ["the"]})
+    assert Hasher.hash(fn) == h
+    assert Hasher.hash(tokenize_text(tok)) == h
+    assert Hasher.hash(tokenize_text(tok, parse_special=True)) != h
+    assert Hasher.hash(tokenize_text(Tokenizer.create(tiny_spec().replace(add_eos=False)))) != h
+
+
+def _spec_file(tmp_path: Path) -> Path:
+    p = tmp_path / "spec.json"
+    p.write_text(json.dumps(tiny_spec().to_dict()), encoding="utf-8")
+    return p
+
+
+_FINGERPRINT_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, datasets
+    from datasets.fingerprint import Hasher
+    from rmlprep.arrow import tokenize_text, tokenize_chat
+    from rmlprep.spec import TokenizerSpec
+    from rmlprep.tokenizer import Tokenizer
+    if sys.argv[1] == "gpt2":
+        from rmlprep import load_tokenizer
+        tok = load_tokenizer(sys.argv[2], name="gpt2")
+    else:
+        tok = Tokenizer.create(TokenizerSpec.from_dict(json.load(open(sys.argv[2]))))
+    fn = tokenize_text(tok)
+    ds = datasets.Dataset.from_dict({"text": ["the the", "b"]})
+    out = ds.map(fn, batched=True)
+    chat = tokenize_chat(tok, "chatml")
+    print(json.dumps([Hasher.hash(fn), out._fingerprint, Hasher.hash(chat)]))
+    """
+)
+
+
+def _fingerprints(kind: str, path: Path) -> tuple[list[str], str]:
+    env = dict(os.environ, PYTHONHASHSEED="random", PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-c", _FINGERPRINT_SCRIPT, kind, str(path)], cwd=ROOT,
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
+
+
+def test_fingerprint_stable_across_fresh_processes(tmp_path):
+    path = _spec_file(tmp_path)
+    a, err_a = _fingerprints("tiny", path)
+    b, err_b = _fingerprints("tiny", path)
+    assert a == b
+    assert "could not be hashed" not in err_a + err_b
+    assert "random hash" not in err_a + err_b
+
+
+@pytest.mark.parity
+@pytest.mark.skipif(not GPT2_TIKTOKEN.exists(), reason=f"real GPT-2 ranks not found at {GPT2_TIKTOKEN}")
+def test_real_gpt2_fingerprint_stable_and_pickle_small():
+    from rmlprep import load_tokenizer
+
+    a, err = _fingerprints("gpt2", GPT2_TIKTOKEN)
+    b, _ = _fingerprints("gpt2", GPT2_TIKTOKEN)
+    assert a == b and "could not be hashed" not in err
+    tok = load_tokenizer(GPT2_TIKTOKEN, name="gpt2")
+    blob = pickle.dumps(tokenize_text(tok))
+    assert len(blob) < len(pickle.dumps(tok.spec)) + 10_000
+    out = tokenize_text(tok, add_special_tokens=False)(pa.record_batch({"text": ["Hello world"]}))
+    assert out.column("input_ids").to_pylist() == [[15496, 995]]  # tiktoken gpt2
+
+
+def test_second_identical_map_hits_cache(tok, tmp_path):
+    import datasets
+
+    datasets.Dataset.from_dict({"text": TEXTS * 5, "id": list(range(30))}).save_to_disk(str(tmp_path / "ds"))
+    ds = datasets.load_from_disk(str(tmp_path / "ds"))
+    first = ds.map(tokenize_text(tok), batched=True, batch_size=8)
+    assert first.cache_files and first.cache_files[0]["filename"].startswith(str(tmp_path))
+
+    fn2 = tokenize_text(Tokenizer.create(tiny_spec()))  # a new but identical function
+
+    def boom(*a, **k):
+        raise AssertionError("recomputed instead of hitting the cache")
+
+    fn2._encode = boom  # instance attribute: not part of the pickled state, so not hashed
+    ds2 = datasets.load_from_disk(str(tmp_path / "ds"))
+    second = ds2.map(fn2, batched=True, batch_size=8)
+    assert second.cache_files == first.cache_files
+    assert second["input_ids"] == first["input_ids"]
+
+
+# -- datasets.map, num_proc ------------------------------------------------------------------
+def test_datasets_map_types_and_remove_columns(tok):
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"text": TEXTS, "id": list(range(len(TEXTS)))})
+    out = ds.map(tokenize_text(tok, on_error="record"), batched=True, batch_size=2, remove_columns=["text"])
+    assert out.column_names == ["id", "input_ids", "length", "error"]
+    assert out.data.schema.field("input_ids").type == pa.list_(pa.uint32())
+    assert out.data.schema.field("length").type == pa.int32()
+    assert out.data.schema.field("error").type == pa.string()
+    assert out["input_ids"] == [enc(tok, t) for t in TEXTS]
+    assert count_errors(out) == 0
+
+
+def test_datasets_map_with_indices_names_dataset_index(tok):
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"text": ["a", "b", "c", None]})
+    with pytest.raises(RowError, match="row 1 of the batch, dataset index 3"):
+        ds.map(tokenize_text(tok), batched=True, batch_size=2, with_indices=True)
+
+
+def test_datasets_arrow_format_map(tok):
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"text": TEXTS}).with_format("arrow")
+    out = ds.map(tokenize_text(tok), batched=True, batch_size=4).with_format(None)
+    assert out.column_names == ["text", "input_ids", "length"]
+    assert out["input_ids"] == [enc(tok, t) for t in TEXTS]
+
+
+def _chat_rows(n: int) -> list[dict]:
+    if CHAT_SET.exists():
+        with open(CHAT_SET, encoding="utf-8") as f:
+            rows = [json.loads(line) for line, _ in zip(f, range(n))]
+        return [{"messages": r["messages"], "id": str(r.get("id", i))} for i, r in enumerate(rows)]
+    return [{"messages": CONVS[i % 2], "id": str(i)} for i in range(n)]
+
+
+def test_num_proc_1_and_2_identical(tok):
+    import datasets
+
+    texts = [f"{t} the {i}" for i in range(40) for t in TEXTS] + [None]
+    ds = datasets.Dataset.from_dict({"text": texts})
+    fn = tokenize_text(tok, on_error="record")
+    one = ds.map(fn, batched=True, batch_size=16, num_proc=1, keep_in_memory=True)
+    two = ds.map(fn, batched=True, batch_size=16, num_proc=2, keep_in_memory=True)
+    assert one.data.schema == two.data.schema
+    assert one.data.table.equals(two.data.table)
+    assert count_errors(two) == 1
+
+    chat = datasets.Dataset.from_list(_chat_rows(120))
+    cfn = tokenize_chat(tok, "chatml", on_error="record")
+    c1 = chat.map(cfn, batched=True, batch_size=32, num_proc=1, keep_in_memory=True, remove_columns=["messages"])
+    c2 = chat.map(cfn, batched=True, batch_size=32, num_proc=2, keep_in_memory=True, remove_columns=["messages"])
+    assert c1.data.table.equals(c2.data.table)
+    assert all(len(m) == len(i) for m, i in zip(c2["assistant_masks"], c2["input_ids"]))
+
+
+def test_spawned_worker_rebuilds_from_pickle(tok, tmp_path):
+    """A fresh interpreter (no inherited tokenizer) unpickles the function and gets the same ids."""
+    fn = tokenize_text(tok)
+    p = tmp_path / "fn.pkl"
+    p.write_bytes(pickle.dumps(fn))
+    script = (
+        "import pickle, sys, json, pyarrow as pa\n"
+        "fn = pickle.load(open(sys.argv[1], 'rb'))\n"
+        "print(json.dumps(fn(pa.record_batch({'text': sys.argv[2:]})).column('input_ids').to_pylist()))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script, str(p), *TEXTS], cwd=ROOT, capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [enc(tok, t) for t in TEXTS]
