@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import codecs
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -230,6 +229,8 @@ class Tokenizer:
                 old, new = norm[1], norm[2]
                 steps.append(lambda s, old=old, new=new: s.replace(old, new))
             else:
+                import unicodedata  # normalization only (Unicode tables for splitting are ours)
+
                 form = norm[0].upper()
                 steps.append(lambda s, form=form: unicodedata.normalize(form, s))
         if not steps:
