@@ -241,6 +241,8 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
             raise ConfigError(f"{w}input.path and input.paths: give one of them, not both")
         inp["paths"] = [inp["path"]]
     del inp["path"]
+    if inp["paths"] is _REQ and inp["format"] == "stdlib":
+        inp["paths"] = ["<stdlib>"]
     if inp["paths"] is _REQ:
         raise ConfigError(f"{w}input.paths: missing; give the corpus files, e.g. paths = [\"data/*.jsonl\"]")
     if isinstance(inp["paths"], str):

@@ -6,10 +6,11 @@
    :data:`GPT2_SHA256` and cached as ``~/.cache/rmlprep/gpt2.tiktoken`` (``RMLPREP_CACHE``
    overrides the directory). Loaded with ``load_tokenizer(path, name="gpt2")``.
 2. When that is impossible (offline, no pip, a sha256 mismatch, the loader unavailable), a log
-   line says why and the demo falls back to the first tokenizer under ``fixtures/tokenizers/``
-   (tiny tokenizers trained by ``tools/`` with their reference ids), and when that directory
-   holds none, to :func:`byte_tokenizer` — 256 byte tokens plus ``<|endoftext|>`` and no merges,
-   exact by construction (one id per UTF-8 byte).
+   line says why and the demo falls back to ``fixtures/tokenizers/bl_gpt2_digits.json``: a tiny
+   byte-level BPE (GPT-2 pre-split, single digits) trained by ``tools/make_tokenizer_fixtures.py``,
+   whose file also holds the reference library's ids, so the parity stage checks it. Without
+   that file (an installed wheel), :func:`byte_tokenizer`: 256 byte tokens plus
+   ``<|endoftext|>``, no merges, exact by construction (one id per UTF-8 byte).
 """
 
 from __future__ import annotations
@@ -92,20 +93,19 @@ def byte_tokenizer():
     return Tokenizer.create(spec)
 
 
-def _fixture_tokenizer(log: Callable[[str], None]):
-    d = Path(__file__).resolve().parents[1] / "fixtures" / "tokenizers"
-    if d.is_dir():
-        from .load import load_tokenizer
+#: The demo's offline tokenizer: a byte-level BPE with GPT-2's pre-split and individual digits,
+#: trained by tools/make_tokenizer_fixtures.py; the file holds the spec and the reference ids.
+FALLBACK = "bl_gpt2_digits.json"
 
-        for p in sorted(d.glob("*.json")) + sorted(d.glob("*/tokenizer.json")):
-            try:
-                t = load_tokenizer(str(p))
-            except Exception as e:  # noqa: BLE001 - try the next candidate
-                log(f"demo: cannot load {p}: {e}")
-                continue
-            log(f"demo: using the small committed tokenizer {p}")
-            return t, str(p)
-    log("demo: no committed tokenizer under fixtures/tokenizers/; using the 257-token byte tokenizer")
+
+def _fixture_tokenizer(log: Callable[[str], None]):
+    p = Path(__file__).resolve().parents[1] / "fixtures" / "tokenizers" / FALLBACK
+    if p.is_file():
+        from .pipeline import open_tokenizer
+
+        log(f"demo: using the small committed tokenizer {p} (its parity cases are checked too)")
+        return open_tokenizer(str(p), log=log)
+    log(f"demo: {p} is absent; using the 257-token byte tokenizer (one id per UTF-8 byte)")
     return byte_tokenizer(), None
 
 

@@ -97,6 +97,14 @@ def find_fixture(tokenizer_file: str | os.PathLike | None, directory: str | os.P
     (same sha256), or None."""
     if tokenizer_file is None or not os.path.isfile(tokenizer_file):
         return None
+    if str(tokenizer_file).endswith(".json") and os.path.getsize(tokenizer_file) < 64 << 20:
+        try:
+            with open(tokenizer_file, encoding="utf-8") as f:
+                own = json.load(f)
+            if isinstance(own, dict) and "spec" in own and isinstance(own.get("cases"), list):
+                return Path(tokenizer_file)  # a tokenizer fixture carries its own reference ids
+        except (OSError, ValueError):
+            pass
     d = Path(directory) if directory is not None else fixtures_dir()
     if not d.is_dir():
         return None

@@ -43,7 +43,8 @@ import pyarrow as pa
 
 from . import __version__
 from .config import RunConfig
-from .errors import ChatFormatError, ConfigError, RmlprepError
+from .arrow import tokenize_chat, tokenize_text
+from .errors import ConfigError, RmlprepError
 from .packing import IGNORE_INDEX, pack_bfd, pack_concat
 from .readers import Batch, Unit, plan_units, read_unit
 from .shards import (
@@ -106,18 +107,26 @@ def load_run_tokenizer(cfg: RunConfig, log: Callable[[str], None] = print):
 
 
 def open_tokenizer(path: str, *, name: str | None = None, log: Callable[[str], None] = print):
-    """Open a tokenizer by path (see :func:`load_run_tokenizer`); returns (tokenizer, file or None)."""
+    """Open a tokenizer by path (see :func:`load_run_tokenizer`); returns (tokenizer, file or None).
+
+    Besides what :func:`rmlprep.load_tokenizer` reads, a JSON file holding a TokenizerSpec
+    (``*.spec.json``) or a tokenizer fixture ``{"spec": ..., "cases": ...}`` (``fixtures/tokenizers/``)
+    is accepted; a fixture then also serves as its own parity fixture.
+    """
     if path.startswith("demo:"):
         from .demo import demo_tokenizer
 
         return demo_tokenizer(path[5:], log=log)
     if not os.path.exists(path):
         raise ConfigError(f"tokenizer.path: {path} does not exist")
-    if path.endswith(".spec.json"):
+    if path.endswith(".json") and os.path.isfile(path) and _is_spec_file(path):
         from .spec import TokenizerSpec
         from .tokenizer import Tokenizer
 
-        spec = TokenizerSpec.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        d = json.loads(Path(path).read_text(encoding="utf-8"))
+        spec = TokenizerSpec.from_dict(d["spec"] if "spec" in d and "vocab" not in d else d)
+        if not spec.name:
+            spec = spec.replace(name=Path(path).name.removesuffix(".json"))
         return Tokenizer.create(spec), path
     from .load import load_tokenizer
 
@@ -130,6 +139,18 @@ def open_tokenizer(path: str, *, name: str | None = None, log: Callable[[str], N
                 ident = os.path.join(path, cand)
                 break
     return t, ident
+
+
+def _is_spec_file(path: str) -> bool:
+    """A ``TokenizerSpec.to_dict()`` JSON (``*.spec.json``) or an rmlprep tokenizer fixture
+    (``{"spec": {...}, "cases": [...]}``, as in ``fixtures/tokenizers/``)."""
+    if path.endswith(".spec.json"):
+        return True
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    import re
+
+    return re.match(rb'\s*\{\s*"(cases|spec|kind|vocab|generator)"', head) is not None and b'"model"' not in head[:64]
 
 
 # -- stage: validate + tokenize ---------------------------------------------------------------
@@ -186,13 +207,22 @@ def _check_messages(v: Any, column: str) -> str | None:
 
 
 class _Flat:
-    """Growable flat token buffers + per-document lengths (no per-token Python objects)."""
+    """Token buffers as a list of numpy chunks + per-document lengths."""
 
     def __init__(self, with_labels: bool = False):
-        self.ids = array("I")
-        self.labels = array("q") if with_labels else None
-        self.masks = array("B") if with_labels else None
+        self.ids: list[np.ndarray] = []
+        self.labels: list[np.ndarray] | None = [] if with_labels else None
+        self.masks: list[np.ndarray] | None = [] if with_labels else None
         self.lengths: list[int] = []
+        self.n_tokens = 0
+
+    def add_ids(self, ids: np.ndarray) -> None:
+        self.ids.append(ids)
+        self.n_tokens += len(ids)
+
+    @staticmethod
+    def cat(chunks: list[np.ndarray], dtype) -> np.ndarray:
+        return np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype)
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -323,6 +353,10 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer, *, progress: Callable[[d
         if pack["eos"] and eos is None:
             raise ConfigError("pack.eos: the tokenizer has no eos id; set pack.eos = false")
         packer = _ConcatPacker(seq_len, bos, eos, pack["overflow"])
+        tok_fn = tokenize_text(tokenizer, column="text", add_special_tokens=add_special,
+                               parse_special=parse_special, on_error="record", keep_columns=False,
+                               id_column=None)
+        texts_bad: set[int] = set()
         buf = _Flat()
         buf_first = 0
         for batch in read_unit(unit, column, inp["batch_rows"]):
@@ -332,16 +366,27 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer, *, progress: Callable[[d
                 rejects.add(r, why)
             ta = time.perf_counter()
             texts, _rows = _texts(batch, rejects, column)
-            for t in texts:
-                ids = tokenizer.encode(t, add_special_tokens=add_special, parse_special=parse_special)
-                buf.ids.extend(ids)
-                buf.lengths.append(len(ids))
+            if texts:
+                rb = pa.RecordBatch.from_arrays([pa.array(texts, type=pa.string())], names=["text"])
+                res = tok_fn(rb)
+                for i in np.flatnonzero(res.column("error").is_valid().to_numpy(zero_copy_only=False)):
+                    rejects.add(int(_rows[i]), res.column("error")[int(i)].as_py())
+                    texts_bad.add(int(i))
+                ids_col = res.column("input_ids")
+                buf.add_ids(ids_col.flatten().to_numpy(zero_copy_only=False).astype(np.uint32, copy=False))
+                lens = res.column("length").to_numpy(zero_copy_only=False)
+                if texts_bad:
+                    keep = np.ones(len(lens), dtype=bool)
+                    keep[sorted(texts_bad)] = False
+                    lens = lens[keep]  # failed rows have no ids
+                    texts_bad.clear()
+                buf.lengths.extend(lens.tolist())
             t_tok += time.perf_counter() - ta
-            if len(buf.ids) >= _CHUNK_TOKENS:
+            if buf.n_tokens >= _CHUNK_TOKENS:
                 tb = time.perf_counter()
                 lens = np.asarray(buf.lengths, dtype=np.int64)
                 lengths_all.append(lens)
-                packer.add(np.frombuffer(buf.ids, dtype=np.uint32), lens, buf_first)
+                packer.add(_Flat.cat(buf.ids, np.uint32), lens, buf_first)
                 buf_first += len(lens)
                 docs += len(lens)
                 buf = _Flat()
@@ -351,19 +396,18 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer, *, progress: Callable[[d
         tb = time.perf_counter()
         lens = np.asarray(buf.lengths, dtype=np.int64)
         lengths_all.append(lens)
-        packer.add(np.frombuffer(buf.ids, dtype=np.uint32) if len(buf.ids) else np.zeros(0, np.uint32),
-                   lens, buf_first, final=True)
+        packer.add(_Flat.cat(buf.ids, np.uint32), lens, buf_first, final=True)
         docs += len(lens)
         table = _to_table(packer.rows, pipeline)
         t_pack += time.perf_counter() - tb
         extra = {"dropped_documents": packer.dropped, "dropped_tokens": packer.dropped_tokens,
                  "truncated_tokens": packer.truncated_tokens, "over_long": packer.over_long}
     else:
-        from .chat import encode_chat
-
         fmt = cfg["chat"]["format"]
         gen = cfg["chat"]["add_generation_prompt"]
         buf = _Flat(with_labels=True)
+        chat_fn = tokenize_chat(tokenizer, fmt, column="messages", add_generation_prompt=gen,
+                                on_error="record", keep_columns=False, id_column=None)
         for batch in read_unit(unit, column, inp["batch_rows"]):
             nbytes += batch.nbytes
             blank += batch.blank
@@ -371,22 +415,28 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer, *, progress: Callable[[d
                 rejects.add(r, why)
             ta = time.perf_counter()
             vals = batch.values.to_pylist() if isinstance(batch.values, pa.Array) else batch.values
-            n_ok = 0
+            good: list[Any] = []
+            good_rows: list[int] = []
             for v, r in zip(vals, batch.rows.tolist()):
                 why = _check_messages(v, column)
                 if why is not None:
                     rejects.add(r, why, v)
-                    continue
-                try:
-                    enc = encode_chat(tokenizer, v, fmt, add_generation_prompt=gen)
-                except ChatFormatError as e:
-                    rejects.add(r, f"chat format {fmt!r}: {e}")
-                    continue
-                buf.ids.extend(enc.input_ids)
-                buf.labels.extend(enc.labels)
-                buf.masks.extend(enc.assistant_mask)
-                buf.lengths.append(len(enc.input_ids))
-                n_ok += 1
+                else:
+                    good.append(v)
+                    good_rows.append(r)
+            n_ok = 0
+            if good:
+                res = chat_fn({"messages": good})
+                errs = res["error"]
+                for i in range(len(good)):
+                    if errs[i]:
+                        rejects.add(good_rows[i], f"chat format {fmt!r}: {errs[i]}")
+                        continue
+                    buf.add_ids(res["input_ids"][i])
+                    buf.labels.append(res["labels"][i])
+                    buf.masks.append(res["assistant_masks"][i])
+                    buf.lengths.append(int(res["length"][i]))
+                    n_ok += 1
             t_tok += time.perf_counter() - ta
             if progress:
                 progress({"bytes": batch.nbytes, "docs": n_ok, "tokens": 0})
@@ -402,10 +452,9 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer, *, progress: Callable[[d
             if pad_id is None:
                 raise ConfigError("pack.pad: the tokenizer has neither a pad nor an eos id; set pack.pad = false")
         if docs:
-            ids = np.frombuffer(buf.ids, dtype=np.uint32)
-            res = pack_bfd((ids, offs), (np.frombuffer(buf.labels, dtype=np.int64), offs), seq_len=seq_len,
-                           overflow=pack["overflow"], pad_id=pad_id,
-                           assistant_masks=(np.frombuffer(buf.masks, dtype=np.uint8), offs))
+            res = pack_bfd((_Flat.cat(buf.ids, np.uint32), offs), (_Flat.cat(buf.labels, np.int64), offs),
+                           seq_len=seq_len, overflow=pack["overflow"], pad_id=pad_id,
+                           assistant_masks=(_Flat.cat(buf.masks, np.uint8), offs))
             table = _to_table([res.rows], pipeline)
             st = res.stats
             extra = {"dropped_documents": st.dropped_documents, "dropped_tokens": st.dropped_tokens,
