@@ -110,9 +110,12 @@ _FALCON = GGUFPre((
     _GPT2_LLAMA_CPP,
     r"[0-9][0-9][0-9]",
 ))
+# Code points that Unicode normalization would change (U+1F7D, U+1FBE, U+1FD3, U+1FDB, U+2126
+# Ohm, U+212A Kelvin) are written as escapes so no editor or tool can rewrite them; the class is
+# exactly the cased letters (Lu, Ll, Lt) of the ranges llama.cpp lists.
 _DEEPSEEK_LLM = GGUFPre((
     "[\r\n]",
-    r"\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+    r"\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\u1F7Dᾀ-ᾴᾶ-ᾼ\u1FBEῂ-ῄῆ-ῌῐ-\u1FD3ῖ-\u1FDBῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\u2126ℨ\u212A-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
     r"\s?[!-/:-~！-／：-～‘-‟　-。]+",
     r"\s+$",
     r"[一-龥ࠀ-一가-퟿]+",
@@ -303,7 +306,8 @@ def read_gguf_metadata(path: str | os.PathLike) -> dict[str, Any]:
         ``{key: value}`` in file order. Strings are ``str``; scalars Python numbers or bools;
         numeric arrays numpy arrays (their GGUF dtype, bool for bool arrays); string arrays
         ``list[str]``. ``"GGUF.version"``, ``"GGUF.tensor_count"`` and ``"GGUF.kv_count"`` are
-        added from the header.
+        added from the header, ``"GGUF.metadata_end"`` (the byte offset where the key-values
+        end and the tensor infos begin) from the walk.
     Raises:
         LoaderError: not a GGUF file, an unsupported version or byte order, a truncated or
             corrupt file (the message gives the byte offset), a duplicate key.
@@ -357,6 +361,7 @@ def _read_metadata(buf, path: str) -> dict[str, Any]:
         if key in meta:
             raise r.fail(f"duplicate key {key!r}", at)
         meta[key] = r.value(vtype, key)
+    meta["GGUF.metadata_end"] = r.pos
     return meta
 
 

@@ -1,0 +1,514 @@
+"""GGUF metadata -> TokenizerSpec: real files vs llama.cpp's vectors, SmolLM2 vs a Hugging Face
+tokenizer built from the same vocabulary, and hostile files (truncated, corrupt lengths).
+
+Real files come from ``bash ../shared/real-tokenizers/get.sh DIR`` (env ``RMLPREP_REAL_TOKENIZERS``,
+default ``~/.cache/rmlprep-real-tokenizers``); tests that need them skip when they are absent.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rmlprep.errors import LoaderError, UnsupportedTokenizer
+from rmlprep.gguf import GGUF_PRE_SPLIT, read_gguf_metadata, spec_from_gguf
+from rmlprep.pretokenize import GPT2_PATTERN, compile_pre_split
+from rmlprep.spec import BYTE_LEVEL, SENTENCEPIECE, TokenType
+from rmlprep.tokenizer import Tokenizer
+
+REAL = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS") or Path.home() / ".cache" / "rmlprep-real-tokenizers")
+GGUF_DIR = REAL / "gguf"
+SMOLLM = GGUF_DIR / "SmolLM2-135M-Instruct.Q4_1.gguf"
+VOCABS = ["gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2"]
+CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
+
+_MISSING = f"real GGUF files not found in {GGUF_DIR}; run `bash ../shared/real-tokenizers/get.sh {REAL}` or set RMLPREP_REAL_TOKENIZERS"
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"{path.name}: {_MISSING}")
+    return path
+
+
+_TOKENIZERS: dict[str, Tokenizer] = {}
+
+
+def _load(path: Path) -> Tokenizer:
+    key = str(path)
+    if key not in _TOKENIZERS:
+        spec, template = spec_from_gguf(_need(path))
+        _TOKENIZERS[key] = Tokenizer.create(spec, chat_template=template)
+    return _TOKENIZERS[key]
+
+
+def read_vocab_tests(gguf_path: Path) -> dict[str, list[int]]:
+    """The .inp/.out vectors exactly as llama.cpp's tests/test-tokenizer-0.cpp reads them.
+
+    Inputs are split on "\\n__ggml_vocab_test__\\n"; a piece after the last separator counts
+    only if non-empty (the loop stops at the end of the text); each .out line is stripped and
+    split on spaces; the pairs go into a std::map (a repeated input keeps its last ids).
+    test-tokenizer-0 then tokenizes with add_special=false, parse_special=false.
+    """
+    raw = Path(str(gguf_path) + ".inp").read_bytes().decode("utf-8")
+    out_lines = Path(str(gguf_path) + ".out").read_bytes().decode("utf-8").split("\n")
+    if out_lines and out_lines[-1] == "":
+        out_lines.pop()  # std::getline yields no line after the final newline
+    sep = "\n__ggml_vocab_test__\n"
+    inputs = []
+    pos = 0
+    while pos < len(raw):
+        nxt = raw.find(sep, pos)
+        if nxt < 0:
+            inputs.append(raw[pos:])
+            break
+        inputs.append(raw[pos:nxt])
+        pos = nxt + len(sep)
+    assert len(inputs) == len(out_lines), f"{gguf_path.name}: {len(inputs)} inputs vs {len(out_lines)} outputs"
+    tests: dict[str, list[int]] = {}
+    for s, line in zip(inputs, out_lines):
+        tests[s] = [int(t) for t in line.strip().split(" ") if t != ""]
+    return tests
+
+
+# ----------------------------------------------------------------------------------------------
+# Real files: llama.cpp vectors.
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VOCABS])
+def test_llama_cpp_vectors(name):
+    """Every input of ggml-vocab-<name>.gguf.inp gives exactly the ids of its .out line."""
+    path = _need(GGUF_DIR / f"ggml-vocab-{name}.gguf")
+    tok = _load(path)
+    tests = read_vocab_tests(path)
+    assert len(tests) >= 40
+    bad = []
+    for text, expected in tests.items():
+        got = tok.encode(text, add_special_tokens=False, parse_special=False)
+        if got != expected:
+            bad.append((text, expected, got))
+    assert not bad, f"{len(bad)}/{len(tests)} mismatches, first: {bad[0]!r}"
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in VOCABS])
+def test_vectors_round_trip(name):
+    """decode(encode(x)) == x: llama.cpp detokenize (without its clean_spaces pass) gives the
+    input back; the SentencePiece models strip the added prefix space from the first token."""
+    path = _need(GGUF_DIR / f"ggml-vocab-{name}.gguf")
+    tok = _load(path)
+    for text in read_vocab_tests(path):
+        ids = tok.encode(text, parse_special=False)
+        assert tok.decode(ids) == text, (text, ids)
+        assert tok.decode_bytes(ids).decode("utf-8") == (" " + text if tok.spec.add_prefix_space and text else text)
+
+
+@pytest.mark.parametrize(
+    "name, kind, pre, add_bos, ignore_merges",
+    [
+        pytest.param("gpt-2", BYTE_LEVEL, ("gpt2",), False, False, id="gpt-2"),
+        pytest.param("llama-bpe", BYTE_LEVEL, ("llama3",), True, True, id="llama-bpe"),
+        pytest.param("qwen2", BYTE_LEVEL, ("qwen2",), False, False, id="qwen2"),
+        pytest.param("llama-spm", SENTENCEPIECE, (), True, False, id="llama-spm"),
+        pytest.param("phi-3", SENTENCEPIECE, (), True, False, id="phi-3"),
+    ],
+)
+def test_spec_fields(name, kind, pre, add_bos, ignore_merges):
+    """The llama.cpp defaults: llama-bpe has no add_bos_token key, so the llama3 pre type's
+    default (true) applies, with ignore_merges; SPM vocabularies get the always-prefix scheme."""
+    from rmlprep.pretokenize import pattern_name
+
+    spec, _ = spec_from_gguf(_need(GGUF_DIR / f"ggml-vocab-{name}.gguf"))
+    assert spec.kind == kind
+    assert tuple(pattern_name(p) for p in spec.pre_split) == pre
+    assert spec.add_bos is add_bos and spec.add_eos is False
+    assert spec.ignore_merges is ignore_merges
+    assert spec.parse_user_defined_always is True
+    if kind == SENTENCEPIECE:
+        assert spec.scores is not None and not spec.merges
+        assert (spec.bos_id, spec.unk_id, spec.byte_fallback) == (1, 0, True)
+        assert spec.add_prefix_space and spec.prefix_scheme == "always" and not spec.prefix_if_missing
+        assert spec.decode_strip_prefix == "first_token"
+        assert spec.token_types[3] == TokenType.BYTE and spec.vocab[3] == "<0x00>"
+    else:
+        assert spec.scores is None and spec.merges
+
+
+def test_add_special_tokens_spm():
+    """add_special_tokens=True prepends BOS (llama.cpp SPM default add_bos=true)."""
+    tok = _load(GGUF_DIR / "ggml-vocab-llama-spm.gguf")
+    assert tok.encode("Hello world", add_special_tokens=True) == [1, 15043, 3186]
+    assert tok.encode("Hello world") == [15043, 3186]
+
+
+def test_special_tokens_are_cut_with_parse_special():
+    """Control tokens are cut from the text with parse_special=True and spelled out otherwise
+    (llama.cpp tokenizer_st_partition); the SPM prefix space follows every special token."""
+    qwen = _load(GGUF_DIR / "ggml-vocab-qwen2.gguf")
+    im_start, im_end = qwen.token_to_id("<|im_start|>"), qwen.token_to_id("<|im_end|>")
+    text = "<|im_start|>user\nhi<|im_end|>"
+    ids = qwen.encode(text)
+    assert ids[0] == im_start and ids[-1] == im_end
+    assert ids[1:-1] == qwen.encode("user\nhi")
+    plain = qwen.encode(text, parse_special=False)
+    assert im_start not in plain and qwen.decode(plain) == text
+
+    spm = _load(GGUF_DIR / "ggml-vocab-llama-spm.gguf")
+    ids = spm.encode("a</s>b")
+    assert ids == spm.encode("a") + [2] + spm.encode("b")  # "b" gets its own "▁" prefix
+    assert 2 not in spm.encode("a</s>b", parse_special=False)
+
+
+def test_phi3_special_tokens_rstrip():
+    """llama.cpp sets RSTRIP on Phi-3's special tokens (general.name 'Phi3'), not on <s>."""
+    tok = _load(GGUF_DIR / "ggml-vocab-phi-3.gguf")
+    end = tok.token_to_id("<|end|>")
+    assert tok.encode("<|end|>\n  hi") == [end] + tok.encode("hi")
+    flags = {a.id for a in tok.spec.added_token_flags}
+    assert end in flags and 1 not in flags and 0 not in flags
+
+
+def test_llama_cpp_gpt2_regex_is_equivalent():
+    """llama.cpp's GPT-2 regex lacks the final "|\\s+"; under Isolated splitting the pieces are
+    the same (the leftover whitespace is a gap piece). Checked on the vectors and real text."""
+    from rmlprep.gguf import _GPT2_LLAMA_CPP
+
+    ours = compile_pre_split([GPT2_PATTERN])
+    theirs = compile_pre_split([_GPT2_LLAMA_CPP])
+    texts = ["a \nb", " \tx", "x \u3000y", "end  ", "\n\n a", "a\u00a0b", "\r\n\r\n", "x  \ty"]
+    path = GGUF_DIR / "ggml-vocab-gpt-2.gguf"
+    if path.exists():
+        texts += list(read_vocab_tests(path))
+    texts += _corpus_texts(400)
+    for t in texts:
+        assert ours(t) == theirs(t), t
+
+
+@pytest.mark.parametrize("pre", sorted(GGUF_PRE_SPLIT))
+def test_every_pre_name_compiles(pre):
+    """Each pre-split pattern list of the table translates to stdlib re and tiles the text."""
+    split = compile_pre_split(GGUF_PRE_SPLIT[pre].patterns)
+    text = "Hello, y'all! 1234567 天気 µß ΑΩ\r\n  x\t"
+    assert "".join(split(text)) == text
+
+
+# ----------------------------------------------------------------------------------------------
+# SmolLM2: a full model file (98 MB of tensors) with a chat template.
+
+
+def test_smollm2_loads_from_metadata_only(tmp_path):
+    """The tokenizer comes from the metadata alone: the file cut right after its key-values
+    (no tensor infos, no tensor data) gives the same spec. Load time is printed (see bench/)."""
+    path = _need(SMOLLM)
+    t0 = time.perf_counter()
+    spec, template = spec_from_gguf(path)
+    elapsed = time.perf_counter() - t0
+    print(f"spec_from_gguf({path.name}, {path.stat().st_size / 1e6:.0f} MB): {elapsed * 1000:.0f} ms")
+    meta = read_gguf_metadata(path)
+    end = meta["GGUF.metadata_end"]
+    assert end < 2_000_000 < path.stat().st_size
+    cut = tmp_path / "head.gguf"
+    with open(path, "rb") as f:
+        cut.write_bytes(f.read(end))
+    spec2, template2 = spec_from_gguf(cut)
+    assert spec2 == spec and template2 == template
+    assert spec.kind == BYTE_LEVEL and len(spec.vocab) == 49152 and len(spec.merges) == 48900
+    assert (spec.bos_id, spec.eos_id, spec.unk_id, spec.pad_id) == (1, 2, 0, 2)
+    assert spec.add_bos is False  # tokenizer.ggml.add_bos_token = false in the file
+    assert "<|im_start|>" in template and "messages" in template
+
+
+def test_smollm2_pre_and_specials():
+    """pre "smollm": individual digits then the GPT-2 regex (llama.cpp LLAMA_VOCAB_PRE_TYPE_SMOLLM,
+    = SmolLM2's tokenizer.json Digits(individual_digits) + ByteLevel)."""
+    from rmlprep.pretokenize import DIGITS_INDIVIDUAL_PATTERN
+
+    tok = _load(SMOLLM)
+    assert tok.spec.pre_split == (DIGITS_INDIVIDUAL_PATTERN, GPT2_PATTERN)
+    assert tok.spec.ignore_merges is False
+    ids = tok.encode("2024")
+    assert len(ids) == 4 and tok.decode(ids) == "2024"
+    im_start = tok.token_to_id("<|im_start|>")
+    assert tok.encode("<|im_start|>user\nHi<|im_end|>")[0] == im_start
+    assert tok.spec.eot_ids == (0, 2)  # <|endoftext|>, <|im_end|>
+
+
+def _hf_reference_from_spec(spec):
+    """A Hugging Face ``tokenizers`` BPE with SmolLM2's tokenizer.json pipeline, built from the
+    GGUF's own vocabulary: Digits(individual) + ByteLevel(no prefix, regex), ByteLevel decoder,
+    control tokens as special added tokens."""
+    tk = pytest.importorskip("tokenizers")
+    from tokenizers import AddedToken, decoders, models, pre_tokenizers
+
+    vocab = {t: i for i, t in enumerate(spec.vocab)}
+    hf = tk.Tokenizer(models.BPE(vocab=vocab, merges=list(spec.merges)))
+    hf.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
+    )
+    hf.decoder = decoders.ByteLevel()
+    specials = [spec.vocab[i] for i, t in enumerate(spec.token_types) if t == TokenType.CONTROL]
+    hf.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
+    return hf
+
+
+@pytest.mark.parity
+def test_smollm2_vs_hf_tokenizers():
+    """SmolLM2's GGUF tokenizer == a Hugging Face BPE with SmolLM2's pre-tokenizer on >= 2,000
+    real texts (ids and decode), with and without special-token parsing."""
+    tok = _load(SMOLLM)
+    hf = _hf_reference_from_spec(tok.spec)
+    texts = _corpus_texts(2400, max_bytes=4096) + [
+        "<|im_start|>user\nWhat is 12345 * 678?<|im_end|>\n<|im_start|>assistant\n",
+        "", " ", "  leading", "trailing  ", "\n\n\t", "x\u00a0y", "🦙 3.14159",
+    ]
+    assert len(texts) >= 2000
+    n_tokens = 0
+    for text in texts:
+        expected = hf.encode(text, add_special_tokens=False).ids
+        got = tok.encode(text)
+        assert got == expected, text[:200]
+        n_tokens += len(got)
+        assert tok.decode(got) == hf.decode(expected, skip_special_tokens=False)
+    print(f"SmolLM2 GGUF vs tokenizers: {len(texts)} texts, {n_tokens} tokens, 0 mismatches")
+
+
+# ----------------------------------------------------------------------------------------------
+# The reader: cross-check with the gguf package, hostile files.
+
+
+@pytest.mark.parity
+def test_reader_matches_gguf_package():
+    """read_gguf_metadata agrees with the ``gguf`` package on a real vocab file."""
+    gguf = pytest.importorskip("gguf")
+    path = _need(GGUF_DIR / "ggml-vocab-llama-spm.gguf")
+    ours = read_gguf_metadata(path)
+    reader = gguf.GGUFReader(str(path))
+    tokens = reader.fields["tokenizer.ggml.tokens"]
+    assert ours["tokenizer.ggml.tokens"] == [bytes(tokens.parts[i]).decode() for i in tokens.data]
+    for key in ("tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
+        fld = reader.fields[key]
+        theirs = np.concatenate([fld.parts[i] for i in fld.data])
+        np.testing.assert_array_equal(ours[key], theirs)
+    assert ours["tokenizer.ggml.bos_token_id"] == int(reader.fields["tokenizer.ggml.bos_token_id"].parts[-1][0])
+    assert ours["GGUF.kv_count"] == len(reader.fields) - 3  # the package adds 3 header fields
+
+
+def _w_str(s: str | bytes) -> bytes:
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+def _w_value(vtype: str, value) -> bytes:
+    codes = {"u8": (0, "<B"), "i8": (1, "<b"), "u16": (2, "<H"), "i16": (3, "<h"), "u32": (4, "<I"),
+             "i32": (5, "<i"), "f32": (6, "<f"), "bool": (7, "<?"), "u64": (10, "<Q"),
+             "i64": (11, "<q"), "f64": (12, "<d")}
+    if vtype == "str":
+        return struct.pack("<I", 8) + _w_str(value)
+    if vtype.startswith("arr:"):
+        et = vtype[4:]
+        if et == "str":
+            body = b"".join(_w_str(v) for v in value)
+            return struct.pack("<IIQ", 9, 8, len(value)) + body
+        code, fmt = codes[et]
+        return struct.pack("<IIQ", 9, code, len(value)) + b"".join(struct.pack(fmt, v) for v in value)
+    code, fmt = codes[vtype]
+    return struct.pack("<I", code) + struct.pack(fmt, value)
+
+
+def write_gguf(path: Path, kvs: list[tuple[str, str, object]], *, version: int = 3, n_tensors: int = 0) -> Path:
+    """A minimal GGUF file: header + key-values (no tensors)."""
+    body = b"".join(_w_str(k) + _w_value(t, v) for k, t, v in kvs)
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", version, n_tensors, len(kvs)) + body)
+    return path
+
+
+def _tiny_llama_kvs(**override):
+    """A tiny SentencePiece ('llama') vocabulary: every byte token plus a few merges."""
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    words = ["\u2581", "a", "b", "\u2581a", "ab", "\u2581ab"]
+    tokens += words
+    types += [1] * len(words)
+    scores = [0.0] * 259 + [-1.0, -2.0, -3.0, -4.0, -5.0, -6.0]
+    kvs = {
+        "general.architecture": ("str", "llama"),
+        "tokenizer.ggml.model": ("str", "llama"),
+        "tokenizer.ggml.tokens": ("arr:str", tokens),
+        "tokenizer.ggml.scores": ("arr:f32", scores),
+        "tokenizer.ggml.token_type": ("arr:i32", types),
+    }
+    for k, v in override.items():
+        key = k.replace("__", ".")
+        if v is None:
+            kvs.pop(key, None)
+        else:
+            kvs[key] = v
+    return [(k, t, v) for k, (t, v) in kvs.items()]
+
+
+def test_tiny_llama_defaults(tmp_path):
+    """No bos/eos/unk/add_* keys: llama.cpp's SPM defaults (bos 1, eos 2, unk 0, add_bos true,
+    add_space_prefix true)."""
+    spec, template = spec_from_gguf(write_gguf(tmp_path / "t.gguf", _tiny_llama_kvs()))
+    assert template is None
+    assert (spec.bos_id, spec.eos_id, spec.unk_id, spec.add_bos, spec.add_eos) == (1, 2, 0, True, False)
+    tok = Tokenizer.create(spec)
+    a, ab, sp_ab = (tok.token_to_id(t) for t in ("a", "ab", "\u2581ab"))
+    # "ab ab" -> "▁ab▁ab": "▁a" (-4) vs "ab" (-5): "▁a" merges first, then "▁ab" (-6).
+    assert tok.encode("ab ab") == [sp_ab, sp_ab]
+    assert tok.encode("ab", add_special_tokens=True) == [1, sp_ab]
+    # "c" is not in the vocab: byte fallback
+    assert tok.encode("c") == [tok.token_to_id("\u2581"), 3 + ord("c")]
+    spec_np, _ = spec_from_gguf(
+        write_gguf(tmp_path / "np.gguf", _tiny_llama_kvs(tokenizer__ggml__add_space_prefix=("bool", False)))
+    )
+    assert Tokenizer.create(spec_np).encode("ab") == [ab]
+    assert a is not None
+
+
+def test_unknown_model_is_refused_by_name(tmp_path):
+    path = write_gguf(tmp_path / "bert.gguf", _tiny_llama_kvs(tokenizer__ggml__model=("str", "bert")))
+    with pytest.raises(UnsupportedTokenizer, match=r"tokenizer\.ggml\.model = 'bert' is not supported"):
+        spec_from_gguf(path)
+
+
+def test_unknown_pre_is_refused_by_name(tmp_path):
+    kvs = [
+        ("tokenizer.ggml.model", "str", "gpt2"),
+        ("tokenizer.ggml.pre", "str", "my-new-pre"),
+        ("tokenizer.ggml.tokens", "arr:str", ["a", "b", "ab"]),
+        ("tokenizer.ggml.merges", "arr:str", ["a b"]),
+    ]
+    with pytest.raises(UnsupportedTokenizer, match=r"tokenizer\.ggml\.pre = 'my-new-pre' is not supported"):
+        spec_from_gguf(write_gguf(tmp_path / "pre.gguf", kvs))
+
+
+def test_gpt2_without_pre_uses_default_and_merges_split_at_first_space(tmp_path):
+    """No tokenizer.ggml.pre: llama.cpp's 'default' regexes; merges split at the first space
+    after position 0; out-of-range default bos/eos (11) are dropped."""
+    kvs = [
+        ("tokenizer.ggml.model", "str", "gpt2"),
+        ("tokenizer.ggml.tokens", "arr:str", ["a", "b", "ab"]),
+        ("tokenizer.ggml.merges", "arr:str", ["a b"]),
+    ]
+    spec, _ = spec_from_gguf(write_gguf(tmp_path / "g.gguf", kvs))
+    assert spec.pre_split == GGUF_PRE_SPLIT["default"].patterns
+    assert spec.merges == (("a", "b"),)
+    assert spec.bos_id is None and spec.eos_id is None and spec.add_bos is False
+    assert Tokenizer.create(spec).encode("abab") == [2, 2]
+
+
+def test_bad_token_type_is_refused(tmp_path):
+    path = write_gguf(
+        tmp_path / "tt.gguf",
+        _tiny_llama_kvs(tokenizer__ggml__token_type=("arr:i32", [2, 3, 3] + [6] * 256 + [1] * 5 + [9])),
+    )
+    with pytest.raises(UnsupportedTokenizer, match=r"token_type\[264\] = 9"):
+        spec_from_gguf(path)
+
+
+@pytest.mark.parametrize(
+    "blob, match",
+    [
+        pytest.param(b"", r"at byte 0: the file is empty", id="empty"),
+        pytest.param(b"GGU", r"at byte 0: the magic", id="short-magic"),
+        pytest.param(b"GGML" + bytes(20), r"not a GGUF file", id="bad-magic"),
+        pytest.param(b"GGUF" + struct.pack("<I", 1) + bytes(16), r"GGUF version 1", id="v1"),
+        pytest.param(b"GGUF" + struct.pack(">I", 3) + bytes(16), r"big-endian", id="big-endian"),
+        pytest.param(b"GGUF" + struct.pack("<IQ", 3, 0), r"at byte 16: the key-value count", id="no-kv-count"),
+        pytest.param(
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1 << 60), r"at byte 16: the header claims \d+ key-value", id="kv-count"
+        ),
+        pytest.param(
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 1 << 62) + b"x" * 12,
+            r"at byte 32: key of key-value pair 0 \(\d+ bytes\) needs",
+            id="key-length",
+        ),
+        pytest.param(
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _w_str("k") + struct.pack("<IQ", 8, 1 << 50) + b"abc",
+            r"at byte 45: k \(\d+ bytes\) needs \d+ bytes but only 3 remain",
+            id="string-length",
+        ),
+        pytest.param(
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _w_str("t") + struct.pack("<IIQ", 9, 8, 1 << 61) + bytes(40),
+            r"at byte 49: t claims \d+ strings",
+            id="string-array-count",
+        ),
+        pytest.param(
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _w_str("t") + struct.pack("<IIQ", 9, 8, 2)
+            + _w_str("ok") + struct.pack("<Q", 1 << 40) + bytes(8),
+            r"at byte 59: t\[1\] claims \d+ bytes",
+            id="string-in-array",
+        ),
+        pytest.param(
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _w_str("s") + struct.pack("<IIQ", 9, 6, 1 << 60) + bytes(8),
+            r"at byte 41: s claims \d+ float32 values",
+            id="float-array-count",
+        ),
+        pytest.param(
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _w_str("x") + struct.pack("<I", 99) + bytes(8),
+            r"x has unknown value type 99",
+            id="value-type",
+        ),
+    ],
+)
+def test_corrupt_headers(tmp_path, blob, match):
+    """Corrupt lengths and counts raise LoaderError with the byte offset, never allocate."""
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(blob)
+    with pytest.raises(LoaderError, match=match):
+        spec_from_gguf(path)
+
+
+def test_truncated_real_file(tmp_path):
+    """The SmolLM2 file cut at offsets inside its metadata raises LoaderError with an offset;
+    cut after the metadata it still loads."""
+    path = _need(SMOLLM)
+    end = read_gguf_metadata(path)["GGUF.metadata_end"]
+    with open(path, "rb") as f:
+        head = f.read(end + 4096)
+    offsets = [1, 4, 8, 20, 24, 30, 100, 1000, 50_000, 400_000, end // 2, end - 100, end - 1]
+    for cut in offsets:
+        p = tmp_path / f"cut{cut}.gguf"
+        p.write_bytes(head[:cut])
+        with pytest.raises(LoaderError, match=r"at byte \d+") as info:
+            spec_from_gguf(p)
+        assert str(p) in str(info.value)
+    p = tmp_path / "after.gguf"
+    p.write_bytes(head)
+    assert len(spec_from_gguf(p)[0].vocab) == 49152
+
+
+def test_corrupt_length_in_real_file(tmp_path):
+    """A string length in the middle of the real token array set to 2**40: LoaderError naming
+    the element and its offset."""
+    path = _need(GGUF_DIR / "ggml-vocab-llama-spm.gguf")
+    data = bytearray(path.read_bytes())
+    # find the 100th token's length field: tokens are "<unk>", "<s>", ... ; locate "<0x60>"
+    needle = struct.pack("<Q", 6) + b"<0x60>"
+    at = data.index(needle)
+    data[at : at + 8] = struct.pack("<Q", 1 << 40)
+    p = tmp_path / "corrupt.gguf"
+    p.write_bytes(bytes(data))
+    with pytest.raises(LoaderError, match=rf"at byte {at}: tokenizer\.ggml\.tokens\[99\] claims 1099511627776 bytes"):
+        spec_from_gguf(p)
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def _corpus_texts(n: int, max_bytes: int = 2048) -> list[str]:
+    if not (CORPORA / "text-multilingual.jsonl").exists():
+        return []
+    from tools.make_spm_fixtures import sample_texts
+
+    return sample_texts(n, max_bytes=max_bytes, corpora=CORPORA)
