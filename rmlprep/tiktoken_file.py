@@ -157,7 +157,9 @@ def _read_ranks(p: Path) -> tuple[dict[bytes, int], dict[int, int]]:
         try:
             tok = base64.b64decode(parts[0], validate=True)
         except (binascii.Error, ValueError):
-            raise LoaderError(f"{p}: line {lineno}: {parts[0][:80]!r} is not valid base64") from None
+            raise LoaderError(
+                f"{p}: line {lineno}: {parts[0][:80].decode('latin-1')!r} is not valid base64"
+            ) from None
         rank = int(parts[1])
         if tok in ranks:
             raise LoaderError(f"{p}: line {lineno}: token {tok!r} repeats (first rank {ranks[tok]})")
