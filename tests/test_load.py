@@ -1,0 +1,144 @@
+"""load_tokenizer: dispatch on the path, tokenizer_config.json, overrides, errors."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rmlprep
+from rmlprep import LoaderError, Tokenizer, UnsupportedTokenizer, load_tokenizer
+from tools.make_parity_fixtures import real_dir
+
+REAL = real_dir()
+
+
+def _tiny_json() -> dict:
+    return {
+        "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+        "normalizer": None,
+        "added_tokens": [{"id": 3, "content": "<s>", "special": True}],
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel"},
+    }
+
+
+def _need(rel: str) -> Path:
+    p = REAL / rel
+    if not p.exists():
+        pytest.skip(f"real tokenizer {p} is absent: run ../shared/real-tokenizers/get.sh")
+    return p
+
+
+def test_package_exports():
+    assert rmlprep.load_tokenizer is load_tokenizer and rmlprep.Tokenizer is Tokenizer
+    assert {"load_tokenizer", "Tokenizer"} <= set(rmlprep.__all__)
+
+
+def test_directory_file_and_config(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"bos_token": "<s>", "add_bos_token": True, "chat_template": "{{ messages }}"}))
+    for path in (tmp_path, tmp_path / "tokenizer.json", str(tmp_path)):
+        tok = load_tokenizer(path)
+        assert tok.encode("ab", add_special_tokens=True) == [3, 2]
+        assert tok.chat_template == "{{ messages }}"
+
+
+def test_overrides_replace_spec_fields(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    tok = load_tokenizer(tmp_path, bos_id=3, add_bos=True, eot_ids=[3])
+    assert tok.encode("ab", add_special_tokens=True) == [3, 2] and tok.spec.eot_ids == (3,)
+
+
+def test_unknown_override_is_named(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    with pytest.raises(LoaderError, match=r"unknown override\(s\) \['add_bos_tokn'\]"):
+        load_tokenizer(tmp_path, add_bos_tokn=True)
+
+
+def test_override_that_breaks_the_spec_is_a_loader_error(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    with pytest.raises(LoaderError, match="add_bos is set but bos_id is None"):
+        load_tokenizer(tmp_path, add_bos=True)
+
+
+def test_tiktoken_arguments_only_for_rank_files(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    with pytest.raises(LoaderError, match="only apply to tiktoken rank files"):
+        load_tokenizer(tmp_path, name="gpt2")
+
+
+def test_missing_paths(tmp_path):
+    with pytest.raises(LoaderError, match="no such file or directory"):
+        load_tokenizer(tmp_path / "nope")
+    with pytest.raises(LoaderError, match="holds no tokenizer.json or tokenizer.model"):
+        load_tokenizer(tmp_path)
+
+
+def test_unsupported_json_passes_through(tmp_path):
+    d = _tiny_json()
+    d["model"]["type"] = "Unigram"
+    (tmp_path / "tokenizer.json").write_text(json.dumps(d))
+    with pytest.raises(UnsupportedTokenizer, match="model.type = 'Unigram' is not supported"):
+        load_tokenizer(tmp_path)
+
+
+def test_tiktoken_file_with_explicit_pattern(tmp_path):
+    p = tmp_path / "my.tiktoken"
+    p.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate([b"a", b"b", b"ab"])))
+    tok = load_tokenizer(p, pattern=r"\S+|\s+", special_tokens={"<|e|>": 3}, eos_id=3)
+    assert tok.encode("ab<|e|>") == [2, 3] and tok.eos_id == 3
+
+
+def test_real_tiktoken_files_by_content():
+    tok = load_tokenizer(_need("llama3/llama3.tiktoken"))
+    assert tok.vocab_size == 128256 and tok.bos_id == 128000
+    tok = load_tokenizer(_need("gpt2/gpt2.tiktoken"), name="gpt2")
+    assert tok.encode("hello world") == [31373, 995]
+
+
+def test_llama3_tokenizer_model_is_a_rank_file(tmp_path):
+    """Meta ships Llama 3's ranks as tokenizer.model: a directory holding it loads as tiktoken."""
+    src = _need("llama3/llama3.tiktoken")
+    shutil.copy(src, tmp_path / "tokenizer.model")
+    tok = load_tokenizer(tmp_path, name="llama3")
+    assert tok.encode("<|begin_of_text|>hi") == [128000, 6151]
+
+
+def test_gguf_dispatch():
+    pytest.importorskip("rmlprep.gguf")
+    tok = load_tokenizer(_need("gguf/ggml-vocab-gpt-2.gguf"))
+    assert tok.vocab_size > 50000
+
+
+def test_sentencepiece_dispatch():
+    pytest.importorskip("rmlprep.spm")
+    tok = load_tokenizer(_need("llama2/tokenizer.model"))
+    assert tok.vocab_size == 32000
+
+
+def test_print_shows_kind_size_specials_and_pre_split():
+    path = _need("hf/llama3")
+    out = subprocess.run(
+        [sys.executable, "-c", f"import rmlprep; print(rmlprep.load_tokenizer({str(path)!r}))"],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parent.parent,
+    ).stdout
+    for part in ("kind=byte_level_bpe", "vocab_size=128256", "bos_id=128000", "eos_id=128001",
+                 "eot_ids=[128009]", "pre_split=['llama3']"):
+        assert part in out, (part, out)
+
+
+def test_pickles_as_spec(tmp_path):
+    import pickle
+
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    tok = load_tokenizer(tmp_path)
+    again = pickle.loads(pickle.dumps(tok))
+    assert again.fingerprint == tok.fingerprint and again.encode("ab") == [2]
