@@ -490,7 +490,7 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer, *, progress: Callable[[d
     digest = write_shard(out_dir / shard_name(unit.index), table, meta,
                          compression=cfg["output"]["compression"], row_group_rows=cfg["output"]["row_group_rows"])
     if rejects.records:
-        write_lines_atomic(out_dir / rejects_name(unit.index), rejects.records)
+        write_lines_atomic(out_dir / rejects_name(unit.index), sorted(rejects.records, key=lambda r: r["row"]))
     t_write = time.perf_counter() - tw
     record = {
         "unit": unit.index,

@@ -1,0 +1,56 @@
+"""SFT pipeline: conversations → chat format → input_ids + labels (assistant-only) → BFD rows.
+
+    python pipelines/sft.py CORPUS... --tokenizer TOKENIZER --format chatml --output DIR
+        [--seq-len 2048] [--pad] [--workers N]
+
+The same job as ``rmlprep run configs/sft.toml``: rmlprep's readers → parity →
+arrow.tokenize_chat (chat.encode_chat: no Jinja, mask on assistant content and turn
+terminators) → packing.pack_bfd per unit → shards. Conversations the format refuses go to
+rejects/ with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rmlprep.config import config_from_dict
+from rmlprep.errors import RmlprepError
+from rmlprep.pipeline import run
+
+
+def config(paths, *, tokenizer, fmt, output, seq_len=2048, column="messages", workers=0, pad=False,
+           overflow="truncate"):
+    return config_from_dict({
+        "pipeline": "sft",
+        "input": {"paths": list(paths), "column": column},
+        "tokenizer": {"path": tokenizer},
+        "chat": {"format": fmt},
+        "pack": {"seq_len": seq_len, "overflow": overflow, "pad": pad},
+        "output": {"dir": output},
+        "run": {"workers": workers},
+    })
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("paths", nargs="+", help="files with a messages column (jsonl[.gz|.zst], parquet, HF dataset dir)")
+    p.add_argument("--tokenizer", required=True)
+    p.add_argument("--format", required=True, help="chat format name (chatml, llama3, ...)")
+    p.add_argument("--output", required=True)
+    p.add_argument("--seq-len", type=int, default=2048)
+    p.add_argument("--column", default="messages")
+    p.add_argument("--pad", action="store_true", help="pad rows to seq_len")
+    p.add_argument("--workers", type=int, default=0)
+    a = p.parse_args(argv)
+    try:
+        run(config(a.paths, tokenizer=a.tokenizer, fmt=a.format, output=a.output, seq_len=a.seq_len,
+                   column=a.column, workers=a.workers, pad=a.pad), log=lambda m: print(m, file=sys.stderr))
+    except RmlprepError as e:
+        print(f"sft: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""Run configs: defaults, validation errors that name the key, path resolution, config hash."""
+
+from __future__ import annotations
+
+import pytest
+
+from rmlprep.config import config_from_dict, load_config
+from rmlprep.errors import ConfigError
+
+BASE = {
+    "input": {"paths": ["data.jsonl"]},
+    "tokenizer": {"path": "tok.json"},
+    "pack": {"seq_len": 16},
+    "output": {"dir": "out"},
+}
+
+
+def cfg(**sections):
+    d = {k: dict(v) for k, v in BASE.items()}
+    for k, v in sections.items():
+        if isinstance(v, dict):
+            d.setdefault(k, {}).update(v)
+        else:
+            d[k] = v
+    return d
+
+
+def test_defaults_filled():
+    c = config_from_dict(cfg())
+    assert c.pipeline == "pretrain"
+    assert c["input"]["column"] == "text"
+    assert c["pack"]["overflow"] == "wrap"
+    assert c["pack"]["eos"] is True
+    assert c["run"]["workers"] == 0
+
+
+@pytest.mark.parametrize(
+    "raw, key",
+    [
+        pytest.param(cfg(colour="red"), "'colour'", id="unknown-top-level"),
+        pytest.param(cfg(pack={"seq_lenn": 3}), "pack.'seq_lenn'", id="unknown-key-in-section"),
+        pytest.param(cfg(pack={"seq_len": "16"}), "pack.seq_len", id="wrong-type"),
+        pytest.param(cfg(pack={"seq_len": 0}), "pack.seq_len", id="out-of-range"),
+        pytest.param(cfg(pack={"eos": 1}), "pack.eos", id="int-for-bool"),
+        pytest.param(cfg(pack={"overflow": "split"}), "pack.overflow", id="overflow-for-pipeline"),
+        pytest.param(cfg(input={"format": "xml"}), "input.format", id="unknown-format"),
+        pytest.param(cfg(pipeline="sft"), "chat.format", id="sft-without-format"),
+        pytest.param(cfg(pipeline="finetune"), "pipeline", id="unknown-pipeline"),
+        pytest.param(cfg(chat={"format": "chatml"}), "chat", id="chat-section-for-pretrain"),
+        pytest.param(cfg(run={"progress": "fancy"}), "run.progress", id="bad-progress"),
+        pytest.param({k: v for k, v in BASE.items() if k != "output"}, "output.dir", id="missing-required"),
+        pytest.param(cfg(input={"paths": []}), "input.paths", id="empty-paths"),
+    ],
+)
+def test_errors_name_the_key(raw, key):
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(raw, source="x.toml")
+    assert key in str(e.value)
+    assert str(e.value).startswith("x.toml: ")
+
+
+def test_relative_paths_resolve_against_cwd(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    toml = tmp_path / "sub" / "c.toml"
+    toml.write_text('[input]\npaths=["d.jsonl"]\n[tokenizer]\npath="t.json"\n[pack]\nseq_len=8\n[output]\ndir="o"\n')
+    monkeypatch.chdir(tmp_path)
+    c = load_config("sub/c.toml")
+    assert c["input"]["paths"] == [str(tmp_path / "d.jsonl")]
+    assert c.output_dir == tmp_path / "o"
+
+
+def test_missing_file_and_bad_toml(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[input\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)
+
+
+def test_hash_ignores_workers_and_output_but_not_seq_len():
+    a = config_from_dict(cfg())
+    assert a.with_overrides(workers=7, output="/elsewhere").config_hash == a.config_hash
+    assert config_from_dict(cfg(pack={"seq_len": 17})).config_hash != a.config_hash
+
+
+def test_sft_format_resolved():
+    c = config_from_dict(cfg(pipeline="sft", chat={"format": "chatml"}, pack={"overflow": "split"}))
+    assert c["chat"]["format"] == "chatml"
+    assert c["input"]["column"] == "messages"
+
+
+def test_stdlib_needs_no_paths():
+    d = cfg(input={"format": "stdlib"})
+    del d["input"]["paths"]
+    assert config_from_dict(d)["input"]["paths"] == ["<stdlib>"]
+
+
+def test_shipped_configs_are_valid():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "configs"
+    names = sorted(p.name for p in root.glob("*.toml"))
+    assert "demo.toml" in names
+    for p in root.glob("*.toml"):
+        load_config(p)

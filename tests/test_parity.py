@@ -1,0 +1,97 @@
+"""Parity: fixtures matched by sha256, doctored fixtures stop with ParityError, reference libs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rmlprep.errors import ConfigError, ParityError
+from rmlprep.parity import check_fixture, compare_ids, file_sha256, find_fixture, live_check, make_fixture
+from rmlprep.pipeline import open_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"
+REAL = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS", Path.home() / ".cache" / "rmlprep-real-tokenizers"))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    if not TINY.exists():
+        pytest.skip(f"{TINY} is absent")
+    return open_tokenizer(str(TINY))[0]
+
+
+def test_compare_ids_reports_position():
+    compare_ids("x", [1, 2, 3], [1, 2, 3])
+    with pytest.raises(ParityError) as e:
+        compare_ids("hello", [1, 2, 3, 4], [1, 2, 9, 4], source="s")
+    assert e.value.position == 2 and e.value.expected == [1, 2, 3, 4] and e.value.actual == [1, 2, 9, 4]
+    assert "position 2" in str(e.value) and "'hello'" in str(e.value)
+    with pytest.raises(ParityError) as e:
+        compare_ids("t", [1, 2], [1, 2, 3])
+    assert e.value.position == 2
+
+
+def test_tokenizer_fixture_is_its_own_fixture(tiny):
+    assert find_fixture(TINY) == TINY
+    assert check_fixture(tiny, TINY) > 10
+
+
+def test_doctored_fixture_fails(tiny, tmp_path):
+    fx = json.loads(TINY.read_text())
+    case = next(c for c in fx["cases"] if len(c["ids"]) > 3)
+    case["ids"][2] += 1
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(fx))
+    with pytest.raises(ParityError) as e:
+        check_fixture(tiny, bad)
+    assert e.value.position == 2 and e.value.text == case["text"]
+
+
+def test_find_fixture_by_sha256(tmp_path):
+    tok = tmp_path / "t.bin"
+    tok.write_bytes(b"tokenizer bytes")
+    d = tmp_path / "fx"
+    d.mkdir()
+    (d / "a.json").write_text(json.dumps({"sha256": "0" * 64, "cases": []}))
+    (d / "b.json").write_text(json.dumps({"sha256": file_sha256(tok), "cases": []}))
+    assert find_fixture(tok, d) == d / "b.json"
+    assert find_fixture(tmp_path / "missing", d) is None
+
+
+def test_malformed_fixture(tiny, tmp_path):
+    p = tmp_path / "f.json"
+    p.write_text(json.dumps({"cases": [{"text": 1}]}))
+    with pytest.raises(ConfigError, match=r"cases\[0\]"):
+        check_fixture(tiny, p)
+
+
+@pytest.mark.parity
+def test_committed_fixtures_real_gpt2():
+    rank = REAL / "gpt2" / "gpt2.tiktoken"
+    if not rank.exists():
+        pytest.skip(f"{rank} is absent (set RMLPREP_REAL_TOKENIZERS)")
+    tok, f = open_tokenizer(str(rank), name="gpt2")
+    fx = find_fixture(f)
+    assert fx is not None and fx.name == "tiktoken-gpt2.json"
+    assert check_fixture(tok, fx) > 100
+
+
+@pytest.mark.parity
+def test_make_fixture_and_live_with_tokenizers(tmp_path):
+    pytest.importorskip("tokenizers")
+    src = REAL / "hf" / "gpt2" / "tokenizer.json"
+    if not src.exists():
+        pytest.skip(f"{src} is absent (set RMLPREP_REAL_TOKENIZERS)")
+    d = tmp_path / "gpt2"
+    d.mkdir()
+    shutil.copy(src, d / "tokenizer.json")
+    tok, f = open_tokenizer(str(d))
+    fx = make_fixture(f, tmp_path / "fx.json", tokenizer=tok, texts=["Hello world", "  x\n\ny 123"])
+    assert fx["sha256"] == file_sha256(d / "tokenizer.json") and len(fx["cases"]) == 4
+    assert check_fixture(tok, tmp_path / "fx.json") == 4
+    assert live_check(tok, f, ["The quick brown fox", "日本語"])[0] == 2

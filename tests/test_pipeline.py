@@ -1,0 +1,234 @@
+"""The main job end to end: determinism over workers, tail rule, rejects, parity gate, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from rmlprep.config import config_from_dict
+from rmlprep.errors import ConfigError, ParityError
+from rmlprep.packing import unpack
+from rmlprep.pipeline import open_tokenizer, run
+from rmlprep.shards import read_shard_metadata
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"
+SHARED = ROOT.parent / "shared"
+TEXT = SHARED / "corpora" / "text-multilingual.jsonl"
+FORMATS = SHARED / "corpora" / "formats"
+
+pytestmark = pytest.mark.skipif(not TINY.exists(), reason=f"{TINY} is absent")
+
+
+def quiet(_msg: str) -> None:
+    pass
+
+
+def write_corpus(path: Path, n_docs: int = 300) -> list[str]:
+    """Real text when ../shared is there (first documents of text-multilingual), else synthetic."""
+    texts: list[str] = []
+    if TEXT.exists():
+        with open(TEXT, "rb") as f:
+            for line in f:
+                texts.append(json.loads(line)["text"][:3000])
+                if len(texts) == n_docs:
+                    break
+    else:
+        texts = [f"Document {i}: " + "word " * (i % 97) + "\u2028end" for i in range(n_docs)]
+    path.write_bytes(b"".join(json.dumps({"text": t}, ensure_ascii=False).encode() + b"\n" for t in texts))
+    return texts
+
+
+def make_cfg(inp: Path, out: Path, *, workers=1, seq_len=128, **extra):
+    d = {
+        "input": {"paths": [str(inp)], "unit_bytes": 40_000, "batch_rows": 64},
+        "tokenizer": {"path": str(TINY)},
+        "pack": {"seq_len": seq_len},
+        "output": {"dir": str(out)},
+        "run": {"workers": workers, "progress": "none", "histogram": False},
+    }
+    for k, v in extra.items():
+        d.setdefault(k, {}).update(v) if isinstance(v, dict) else d.__setitem__(k, v)
+    return config_from_dict(d)
+
+
+def shard_bytes(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.glob("shard-*.parquet"))}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    p = tmp_path_factory.mktemp("corpus") / "c.jsonl"
+    return p, write_corpus(p)
+
+
+def test_workers_do_not_change_bytes(corpus, tmp_path):
+    inp, _ = corpus
+    m1 = run(make_cfg(inp, tmp_path / "w1", workers=1), log=quiet)
+    m2 = run(make_cfg(inp, tmp_path / "w2", workers=2), log=quiet)
+    a, b = shard_bytes(tmp_path / "w1"), shard_bytes(tmp_path / "w2")
+    assert len(a) > 3 and a == b
+    assert m1["totals"] == m2["totals"] and m2["workers"] == 2
+
+
+def test_every_token_kept_and_tail_rule(corpus, tmp_path):
+    inp, texts = corpus
+    out = tmp_path / "o"
+    m = run(make_cfg(inp, out), log=quiet)
+    tok = open_tokenizer(str(TINY))[0]
+    eos = tok.eos_id
+    got: list[list[int]] = []
+    for p in sorted(out.glob("shard-*.parquet")):
+        t = pq.read_table(p)
+        lens = [len(r) for r in t.column("input_ids").to_pylist()]
+        assert all(n == 128 for n in lens[:-1]) and 0 < lens[-1] <= 128  # only the last row may be short
+        docs = unpack(t)
+        got.extend(docs[i].tolist() for i in range(len(docs)))
+        md = read_shard_metadata(p)
+        assert md["rmlprep.tokenizer_fingerprint"] == tok.fingerprint
+        assert md["rmlprep.config_hash"] == m["config_hash"]
+        assert md["rmlprep.version"]
+    expected = [tok.encode(t, parse_special=False) + [eos] for t in texts]
+    assert got == expected
+    assert m["totals"]["documents"] == len(texts) and m["totals"]["rejects"] == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["totals"]["tokens"] == sum(len(e) - 1 for e in expected)
+    assert (out / "stats.json").exists()
+
+
+def test_rejects(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"text": "good one"}\n{"text": null}\n{"text": 42}\n{broken\n{"text": "good two"}\n{"id": 1}\n')
+    out = tmp_path / "o"
+    m = run(make_cfg(p, out), log=quiet)
+    assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 4
+    assert m["totals"]["rows_read"] == 6
+    recs = [json.loads(x) for x in (out / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert [r["row"] for r in recs] == [1, 2, 3, 5]
+    assert "null" in recs[0]["reason"] and "int" in recs[1]["reason"] and "JSON" in recs[2]["reason"]
+    assert all(r["source"] == str(p) for r in recs)
+    assert m["rejects"]["files"] == ["rejects/rejects-00000.jsonl"]
+
+
+def test_sft_rejects_and_bfd(tmp_path):
+    p = tmp_path / "chat.jsonl"
+    good = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]
+    rows = [good, None, "text", [{"role": "user"}], [{"role": "wizard", "content": "x"}], good]
+    p.write_text("".join(json.dumps({"messages": r}) + "\n" for r in rows))
+    out = tmp_path / "o"
+    m = run(make_cfg(p, out, pipeline="sft", chat={"format": "chatml"}, pack={"overflow": "truncate"}), log=quiet)
+    assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 4
+    recs = [json.loads(x) for x in (out / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert [r["row"] for r in recs] == [1, 2, 3, 4]
+    t = pq.read_table(out / "shard-00000.parquet")
+    assert set(t.column_names) >= {"input_ids", "labels", "assistant_masks", "seq_lengths"}
+    labels = t.column("labels").to_pylist()[0]
+    assert -100 in labels and any(x != -100 for x in labels)
+
+
+@pytest.mark.skipif(not FORMATS.is_dir(), reason=f"{FORMATS} is absent")
+def test_sft_real_chat_parquet(tmp_path):
+    m = run(make_cfg(FORMATS / "chat_hh.parquet", tmp_path / "o", pipeline="sft", chat={"format": "chatml"},
+                     seq_len=512, input={"unit_rows": 600}), log=quiet)
+    assert m["totals"]["rows_read"] == 2312
+    assert m["totals"]["documents"] + m["totals"]["rejects"] == 2312
+
+
+def test_parity_failure_stops_the_run(corpus, tmp_path):
+    inp, _ = corpus
+    fx = json.loads(TINY.read_text())
+    case = next(c for c in fx["cases"] if len(c["ids"]) > 1)
+    case["ids"][1] += 1
+    bad = tmp_path / "doctored.json"
+    bad.write_text(json.dumps(fx))
+    out = tmp_path / "o"
+    with pytest.raises(ParityError) as e:
+        run(make_cfg(inp, out, parity={"fixture": str(bad)}), log=quiet)
+    assert e.value.position == 1
+    assert not list(out.glob("shard-*")) if out.exists() else True
+
+
+def test_parity_required_without_fixture(corpus, tmp_path):
+    inp, _ = corpus
+    spec = tmp_path / "t.spec.json"
+    spec.write_text(json.dumps(open_tokenizer(str(TINY))[0].spec.to_dict()))
+    cfg = make_cfg(inp, tmp_path / "o", tokenizer={"path": str(spec)}, parity={"require": True})
+    with pytest.raises(ConfigError, match="parity.require"):
+        run(cfg, log=quiet)
+
+
+def test_resume_skips_and_redoes(corpus, tmp_path):
+    inp, _ = corpus
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    ref = shard_bytes(out)
+    (out / "shard-00001.parquet").write_bytes(b"garbage")
+    (out / "shard-00002.done.json").unlink()
+    logs: list[str] = []
+    m = run(make_cfg(inp, out, workers=2), resume=True, log=logs.append)
+    assert m["units_processed"] == 2 and m["units_skipped"] == len(ref) - 2
+    assert shard_bytes(out) == ref
+    assert any("shard sha256 differs" in x for x in logs)
+
+
+def test_other_config_refused(corpus, tmp_path):
+    inp, _ = corpus
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    with pytest.raises(ConfigError, match="--overwrite"):
+        run(make_cfg(inp, out, seq_len=64), log=quiet)
+    m = run(make_cfg(inp, out, seq_len=64), overwrite=True, log=quiet)
+    assert m["units_processed"] == len(m["shards"])
+
+
+def test_kill_and_resume_gives_same_bytes(tmp_path):
+    inp = tmp_path / "c.jsonl"
+    write_corpus(inp, 600)
+    toml = tmp_path / "c.toml"
+    toml.write_text(
+        f'[input]\npaths = ["{inp}"]\nunit_bytes = 25000\nbatch_rows = 32\n'
+        f'[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 256\n'
+        f'[output]\ndir = "{tmp_path / "killed"}"\n[run]\nworkers = 1\nprogress = "log"\nhistogram = false\n'
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "rmlprep.cli", "run", str(toml)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    out = tmp_path / "killed"
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(out.glob("*.done.json"))) < 2 and proc.poll() is None:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = len(list(out.glob("*.done.json")))
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / "manifest.json").exists()  # it really died mid-way
+    r = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["units_skipped"] >= done_before >= 2
+    assert not list(out.glob("*.tmp-*"))
+    r = subprocess.run(cmd + ["--output", str(tmp_path / "clean")], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert shard_bytes(out) == shard_bytes(tmp_path / "clean")
+    assert len(shard_bytes(out)) == len(m["shards"]) > done_before
+
+
+def test_histogram_png(corpus, tmp_path):
+    pytest.importorskip("matplotlib")
+    inp, _ = corpus
+    out = tmp_path / "o"
+    cfg = make_cfg(inp, out, run={"histogram": True})
+    run(cfg, log=quiet)
+    assert (out / "lengths.png").read_bytes()[:4] == b"\x89PNG"
+    stats = json.loads((out / "stats.json").read_text())
+    assert sum(stats["document_tokens"]["hist"].values()) == 300
+    assert np.isfinite(stats["document_tokens"]["mean"])
