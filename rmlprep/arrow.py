@@ -65,7 +65,6 @@ import zlib
 from array import array
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -128,6 +127,22 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     return off
 
 
+def _flatten(id_lists: list) -> np.ndarray:
+    """All ids of ``id_lists`` in one uint32 array.
+
+    ``array.fromlist`` per row is about 4x faster than ``array(typecode, chain(...))`` or
+    ``np.fromiter`` (22 vs 99 / 76 ms for 4.8 M ids in 120 k rows); other sequences are extended.
+    """
+    buf = array(_U32)
+    fromlist = buf.fromlist
+    for ids in id_lists:
+        if type(ids) is list:
+            fromlist(ids)
+        else:
+            buf.extend(ids)
+    return np.frombuffer(buf, dtype=np.uint32)
+
+
 def _list_array(flat: np.ndarray, offsets: np.ndarray) -> pa.Array:
     """``list<flat.dtype>`` from one flat array and int64 offsets (large_list past int32)."""
     values = pa.array(flat)
@@ -138,7 +153,8 @@ def _list_array(flat: np.ndarray, offsets: np.ndarray) -> pa.Array:
 
 def _row_views(flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """1-D object array of per-row views of ``flat`` (what ``datasets`` converts fastest)."""
-    parts = np.split(flat, offsets[1:-1]) if len(offsets) > 1 else []
+    off = offsets.tolist()
+    parts: list[Any] = [flat[a:b] for a, b in zip(off, off[1:])]  # 2x faster than np.split
     # the trailing None keeps numpy from building a 2-D array when all rows are equally long
     return np.array(parts + [None], dtype=object)[:-1]
 
@@ -398,8 +414,7 @@ class TokenizeText(_MapFunction):
                 full[i] = id_lists[k]
             id_lists = full
         lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=n)
-        flat = np.frombuffer(array(_U32, chain.from_iterable(id_lists)), dtype=np.uint32)
-        return [(self.output_column, flat, _offsets(lengths))], errors
+        return [(self.output_column, _flatten(id_lists), _offsets(lengths))], errors
 
     def _encode_texts(self, texts: list[str], good: list[int] | None, where, errors) -> list:
         """One ``encode_batch`` call for all good texts; per row only to find a failing one."""
@@ -451,9 +466,16 @@ class TokenizeChat(_MapFunction):
             except (RmlprepError, TypeError, KeyError, AttributeError) as e:
                 self._fail(i, f"{type(e).__name__}: {e}", where, errors, e)
                 continue
-            ids_buf.extend(enc.input_ids)
-            mask_buf.extend(enc.assistant_mask)
-            lengths[i] = len(enc.input_ids)
+            ids, mask = enc.input_ids, enc.assistant_mask
+            if len(mask) != len(ids):  # encode_chat's contract; checked so columns never misalign
+                raise RmlprepError(f"{where(i)}: encode_chat gave {len(ids)} ids but {len(mask)} mask values")
+            if type(ids) is list and type(mask) is list:
+                ids_buf.fromlist(ids)
+                mask_buf.fromlist(mask)
+            else:
+                ids_buf.extend(ids)
+                mask_buf.extend(mask)
+            lengths[i] = len(ids)
         ids = np.frombuffer(ids_buf, dtype=np.uint32)
         mask = np.frombuffer(mask_buf, dtype=np.uint8)
         labels = np.where(mask != 0, ids.astype(np.int32), np.int32(-100)).astype(np.int32, copy=False)
