@@ -172,10 +172,13 @@ class Tokenizer:
                     table[key] = (rank, t2i[a + b])
             self._merges = table
             self._pair = self._pair_from_merges
-        else:
+        elif spec.scores is not None:
             self._merges = {}
             self._score_pairs: dict[tuple[int, int], tuple[float, int] | None] = {}
             self._pair = self._pair_from_scores
+        else:  # neither merges nor scores: symbols never merge
+            self._merges = {}
+            self._pair = lambda a, b: None
         # initial symbols
         if self._byte_level:
             b2u = bytes_to_unicode()
@@ -194,7 +197,12 @@ class Tokenizer:
         # special tokens, cut out first (longest first at a shared prefix)
         flags = {a.id: a for a in spec.added_token_flags}
         self._flags = flags
-        control = [(t, i) for i, t in enumerate(spec.vocab) if self._types[i] == TokenType.CONTROL and t]
+        # the unknown token is cut out like a control token (llama.cpp tokenizer_st_partition;
+        # Hugging Face lists "<unk>" among the special added tokens)
+        control = [
+            (t, i) for i, t in enumerate(spec.vocab)
+            if self._types[i] in (TokenType.CONTROL, TokenType.UNKNOWN) and t
+        ]
         user = [(t, i) for i, t in enumerate(spec.vocab) if self._types[i] == TokenType.USER_DEFINED and t]
         self.special_tokens: dict[str, int] = dict(control + user)
         self._special_all = self._special_regex(control + user)
