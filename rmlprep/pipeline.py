@@ -693,7 +693,9 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
             with multiprocess.get_context("fork" if sys.platform != "win32" else "spawn").Pool(
                 workers, initializer=_init_worker, initargs=(cfg, tokenizer)
             ) as pool:
-                for rec in pool.imap_unordered(_work, todo):
+                # largest units first balances the workers; the output does not depend on order
+                order = sorted(todo, key=lambda u: (-u.nbytes, u.index))
+                for rec in pool.imap_unordered(_work, order):
                     if "error" in rec:
                         errors.append(f"unit {rec['unit']}: {rec['error']}")
                         continue
