@@ -135,7 +135,11 @@ def child(impl: str, corpus: str, num_proc: int, ids_out: str | None) -> dict:
         import pyarrow.parquet as pq
 
         pq.write_table(out.data.table.select(["input_ids"]), ids_out)
+    native = None
+    if impl == "rmlprep":  # which encoder ran (the compiled one, when built, or pure Python)
+        native = getattr(fn.tokenizer, "_native", None) is not None
     return {"impl": impl, "corpus": corpus, "num_proc": num_proc, "rows": len(rows), "bytes": nbytes,
+            "rmlprep_native": native,
             "tokens": tokens, "errors": errors, "setup_s": setup, "map_s": wall,
             "type": str(out.data.schema.field("input_ids").type)}
 
@@ -181,7 +185,8 @@ def main() -> None:
     results_dir = ROOT / "bench" / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     procs = [int(x) for x in args.num_proc.split(",")]
-    report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "commit": commit,
               "batch_size": BATCH_SIZE, "reps": args.reps, "rows": []}
     print(f"datasets.map(batched=True, batch_size={BATCH_SIZE}), GPT-2, best of {args.reps} fresh-process runs")
     print(f"{'corpus':14} {'impl':11} {'num_proc':>8} {'MB':>7} {'rows':>7} {'tokens':>9} {'map s':>7} {'MB/s':>7} {'x hf':>6}")
@@ -208,9 +213,10 @@ def main() -> None:
                 ratio = res["mb_s"] / best["hf"]["mb_s"] if "hf" in best else None
                 res["ratio_vs_hf"] = ratio
                 report["rows"].append(res)
+                note = {True: " (native)", False: " (pure Python)"}.get(res.get("rmlprep_native"), "")
                 print(f"{corpus:14} {impl:11} {num_proc:>8} {res['bytes'] / 1e6:7.2f} {res['rows']:>7} "
                       f"{res['tokens']:>9} {res['map_s']:7.2f} {res['mb_s']:7.2f} "
-                      f"{'' if ratio is None else f'{ratio:6.2f}'}")
+                      f"{'' if ratio is None else f'{ratio:6.2f}'}{note}")
     out = results_dir / f"map-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(report, indent=1))
     print(f"wrote {out}")

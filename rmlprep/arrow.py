@@ -48,9 +48,9 @@ cache keyed by spec fingerprint (with ``fork`` the parent's tokenizer is simply 
 Errors: ``on_error="raise"`` (default) raises :class:`~rmlprep.errors.RowError` for the first
 bad row, naming its index in the batch, the dataset index (``with_indices=True``), the ``id``
 column's value when the batch has one, and the reason. ``on_error="record"`` keeps the row
-with empty ids and the reason in the ``error`` column; ``fn.stats`` counts batches, rows,
-errors and tokens in this process (workers of ``num_proc > 1`` keep their own), and
-:func:`count_errors` counts the errors in any output, the reliable total.
+with empty ids and the reason in the ``error`` column. ``fn.stats`` counts the batches, rows,
+errors and tokens that this object has seen; ``datasets.map`` calls pickled copies (in worker
+processes with ``num_proc > 1``), so for a total use :func:`count_errors` on the output.
 
 Source: the batched-map contract of ``datasets`` (``arrow_dataset.py`` ``map``,
 ``arrow_writer.py`` ``TypedSequence``); TRL's column names (``input_ids``,
@@ -194,8 +194,6 @@ def count_errors(data: Any, column: str = "error") -> int:
 class _MapFunction:
     """Shared machinery: pickling, batch kinds, error handling, output assembly."""
 
-    _kind = ""
-
     def __init__(self, tokenizer: Tokenizer | TokenizerSpec, options: dict[str, Any]):
         if isinstance(tokenizer, TokenizerSpec):
             tokenizer = Tokenizer.create(tokenizer)
@@ -271,8 +269,9 @@ class _MapFunction:
         """Tokenize one batch.
 
         Args:
-            batch: a ``pyarrow.RecordBatch``, a ``pyarrow.Table`` or a mapping of column name
-                to a list of values (``datasets.map(batched=True)``).
+            batch: a ``pyarrow.RecordBatch``, a ``pyarrow.Table``, a mapping of column name
+                to a list of values (``datasets.map(batched=True)``), or the list of the
+                column's values alone (``datasets.map(..., input_columns=[column])``).
             indices: the rows' dataset indices (``datasets.map(..., with_indices=True)``);
                 only used in error messages.
         Returns:
@@ -284,6 +283,8 @@ class _MapFunction:
             RowError: ``on_error="raise"`` and a row cannot be tokenized.
             ConfigError: the batch has no column named ``column``, or is not a supported kind.
         """
+        if isinstance(batch, list):  # datasets.map(..., input_columns=[column]) passes the values alone
+            batch = {self.column: batch}
         is_arrow = isinstance(batch, (pa.RecordBatch, pa.Table))
         if is_arrow:
             names = batch.schema.names
@@ -388,7 +389,6 @@ class TokenizeText(_MapFunction):
     Build it with :func:`tokenize_text`; see the module docstring for the output types.
     """
 
-    _kind = "text"
     _what = "text"
 
     def _encode(self, values: list, where):
@@ -443,7 +443,6 @@ class TokenizeChat(_MapFunction):
     :func:`rmlprep.chat.encode_chat` for the mask rule.
     """
 
-    _kind = "chat"
     _what = "messages"
 
     def _encode(self, values: list, where):

@@ -403,6 +403,15 @@ def test_datasets_map_with_indices_names_dataset_index(tok):
         ds.map(tokenize_text(tok), batched=True, batch_size=2, with_indices=True)
 
 
+def test_datasets_map_input_columns(tok):
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"text": TEXTS, "id": list(range(len(TEXTS)))})
+    out = ds.map(tokenize_text(tok), batched=True, input_columns=["text"])
+    assert out.column_names == ["text", "id", "input_ids", "length"]
+    assert out["input_ids"] == [enc(tok, t) for t in TEXTS]
+
+
 def test_datasets_arrow_format_map(tok):
     import datasets
 
