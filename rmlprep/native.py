@@ -1,8 +1,317 @@
-"""Bridge to the compiled hot path (placeholder until the extension lands: returns None)."""
+"""Bridge to the compiled hot path (``rmlprep._fastbpe``, sources in ``rmlprep/_native/``).
+
+:func:`make_native` turns an indexed :class:`~rmlprep.tokenizer.Tokenizer` into a
+:class:`NativeEncoder` that encodes one prepared text segment exactly as the pure-Python path
+(``Tokenizer._encode_byte_level`` / ``_encode_sentencepiece``) does, or returns None when it
+cannot promise that (the extension is not built, its Unicode tables differ from rmlprep's, a
+pre-split pattern has no hand-written matcher, ...). The pure-Python path stays the reference;
+``RMLPREP_PURE_PYTHON=1`` turns the native one off, and ``tests/test_native.py`` requires both
+to give identical ids.
+
+What runs natively (see ``rmlprep/_native/fastbpe.c``):
+
+- byte-level: the pre-split matchers for GPT-2, Llama 3, Qwen2 and the digit splits, over the
+  str's code points with a class table generated from ``_unicode_tables.py``
+  (``tools/make_native_tables.py``); then per piece the whole-token lookup (``ignore_merges``), a
+  bounded piece -> ids cache and the merge loop;
+- SentencePiece: the word split, code-point symbols, the merge loop, byte fallback and unk.
+
+Merges by rank use the rank as priority; merges by score use the dense rank of ``-score`` over
+the vocab (equal scores share a rank, so ties still go leftmost).
+
+Build: ``pip install -e .`` (or ``pip install .``) compiles it with the system C compiler; if that
+fails the install still succeeds and rmlprep warns once, here, and runs in pure Python.
+"""
 
 from __future__ import annotations
 
+import math
+import os
+import warnings
+from array import array
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
-def make_native(tokenizer):
-    """Return a native encoder for ``tokenizer`` or None (pure-Python path)."""
+import numpy as np
+
+from .pretokenize import pattern_name
+from .spec import BYTE_LEVEL, TokenType
+from .unicode import unicode_to_bytes, unicode_version
+
+__all__ = ["NativeEncoder", "make_native", "native_available"]
+
+_BUILD_HINT = "run `pip install -e .` in the rmlprep checkout (needs a C compiler) to build it"
+_warned = False
+_module = None
+_module_error: str | None = None
+
+_MERGEABLE_TYPES = (int(TokenType.NORMAL), int(TokenType.USER_DEFINED))
+_NOT_A_SYMBOL = (int(TokenType.CONTROL), int(TokenType.UNUSED))
+
+
+def _load():
+    """The extension module, or None (then warn once, naming how to build it)."""
+    global _module, _module_error, _warned
+    if _module is not None:
+        return _module
+    if _module_error is None:
+        try:
+            from . import _fastbpe
+        except ImportError as e:
+            _module_error = f"rmlprep._fastbpe is not built ({e})"
+        else:
+            if _fastbpe.UNICODE_VERSION != unicode_version():
+                _module_error = (
+                    f"rmlprep._fastbpe was built with Unicode {_fastbpe.UNICODE_VERSION} tables but "
+                    f"rmlprep uses {unicode_version()}; rerun tools/make_native_tables.py and rebuild"
+                )
+            else:
+                _module = _fastbpe
+                return _module
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            f"{_module_error}: rmlprep encodes with its pure-Python path, several times slower; "
+            f"{_BUILD_HINT}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return None
+
+
+def native_available() -> bool:
+    """True when the compiled extension is importable (without warning when it is not)."""
+    try:
+        from . import _fastbpe  # noqa: F401
+    except ImportError:
+        return False
+    return _fastbpe.UNICODE_VERSION == unicode_version()
+
+
+class NativeEncoder:
+    """Native encoder of one tokenizer's text segments (built by :func:`make_native`).
+
+    Attributes:
+        encode_text: ``encode_text(text: str) -> list[int]``: ids of one prepared segment (specials
+            cut out, normalizers and prefix space applied; SentencePiece text with spaces already
+            ``"▁"``). Same ids as the pure-Python ``_encode_byte_level`` /
+            ``_encode_sentencepiece``. Releases the GIL for texts of 4096+ characters.
+        split_text: ``split_text(text) -> list[(start, end)]``: the pre-split pieces (byte-level)
+            or words (SentencePiece) as code-point offsets, without encoding (for tests).
+    """
+
+    __slots__ = ("encode_text", "split_text", "_enc", "name")
+
+    def __init__(self, enc, name: str = ""):
+        self._enc = enc
+        self.encode_text = enc.encode_text
+        self.split_text = enc.split_text
+        self.name = name
+
+    def encode_batch(
+        self, texts: Sequence[str], *, num_threads: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Encode many prepared segments with the GIL released; ids flat, plus offsets.
+
+        Each text must be prepared as for :attr:`encode_text` (this does not cut special tokens,
+        normalize or add a prefix space).
+
+        Args:
+            texts: the segments.
+            num_threads: threads to split the batch over (contiguous chunks of about equal
+                character count); each releases the GIL, so 2 threads use 2 cores.
+        Returns:
+            ``(ids, offsets)``: ``ids`` uint32, shape (total tokens,); ``offsets`` int64, shape
+            (len(texts) + 1,), text ``i`` is ``ids[offsets[i]:offsets[i + 1]]`` (the layout of
+            ``pyarrow.ListArray.from_arrays(offsets, ids)``).
+        Raises:
+            TypeError: an item of ``texts`` is not a str.
+            ValueError: num_threads < 1.
+        """
+        if num_threads < 1:
+            raise ValueError(f"num_threads = {num_threads}; give 1 or more")
+        texts = texts if isinstance(texts, (list, tuple)) else list(texts)
+        if num_threads == 1 or len(texts) < 2:
+            return _as_arrays(self._enc.encode_batch(texts))
+        chunks = _chunks(texts, num_threads)
+        with ThreadPoolExecutor(len(chunks)) as pool:
+            parts = list(pool.map(self._enc.encode_batch, chunks))
+        arrays = [_as_arrays(p) for p in parts]
+        ids = np.concatenate([a[0] for a in arrays])
+        offsets = np.empty(len(texts) + 1, dtype=np.int64)
+        base = pos = 0
+        for a_ids, a_off in arrays:
+            k = len(a_off) - 1
+            offsets[pos:pos + k] = a_off[:-1] + base
+            pos += k
+            base += len(a_ids)
+        offsets[-1] = base
+        return ids, offsets
+
+    def clear_cache(self) -> None:
+        """Free the piece caches and scratch buffers (they refill as text is encoded)."""
+        self._enc.clear_cache()
+
+    def cache_info(self) -> list[dict]:
+        """One ``{slot, entries, bytes}`` dict per piece cache in use."""
+        return self._enc.cache_info()
+
+    def __repr__(self) -> str:
+        return f"NativeEncoder({self.name!r})"
+
+
+def _as_arrays(pair) -> tuple[np.ndarray, np.ndarray]:
+    ids, offsets = pair
+    return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(offsets, dtype=np.int64)
+
+
+def _chunks(texts: Sequence[str], k: int) -> list[Sequence[str]]:
+    total = sum(map(len, texts))
+    out = []
+    start = acc = 0
+    target = total / k
+    for i, t in enumerate(texts):
+        acc += len(t)
+        if acc >= target * (len(out) + 1) and len(out) < k - 1 and i + 1 < len(texts):
+            out.append(texts[start:i + 1])
+            start = i + 1
+    out.append(texts[start:])
+    return [c for c in out if len(c)]
+
+
+_PATTERN_CODES = {
+    "gpt2": "PAT_GPT2",
+    "llama3": "PAT_LLAMA3",
+    "qwen2": "PAT_QWEN2",
+    "digits": "PAT_DIGITS",
+    "digits_individual": "PAT_DIGITS_INDIVIDUAL",
+}
+
+
+def make_native(tokenizer) -> NativeEncoder | None:
+    """Return a native encoder for ``tokenizer``, or None to keep the pure-Python path.
+
+    None when: the extension is not built (warns once with the build command), its Unicode
+    tables differ from rmlprep's (warns once), ``RMLPREP_PURE_PYTHON=1``, or the spec has
+    something without a native twin (a pre-split pattern other than GPT-2, Llama 3, Qwen2 and
+    the digit splits; more than 8 patterns; a NaN score).
+    """
+    if os.environ.get("RMLPREP_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    mod = _load()
+    if mod is None:
+        return None
+    spec = tokenizer.spec
+    vocab = spec.vocab
+    types = spec.token_types
+    n = len(vocab)
+    t2i = tokenizer._tok2id
+    byte_level = spec.kind == BYTE_LEVEL
+
+    stages: list[int] = []
+    if byte_level:
+        for p in spec.pre_split:
+            name = pattern_name(p)
+            if name is None:
+                return None
+            stages.append(getattr(mod, _PATTERN_CODES[name]))
+        if len(stages) > 8:
+            return None
+
+    pairs = _pair_table(tokenizer)
+    if pairs is None:
+        return None
+
+    byte_ids = array("i", [-1] * 256)
+    fallback_ids = array("i", [-1] * 256)
+    cps = array("I")
+    whole_keys: list[bytes] | None = None
+    whole_ids = array("i")
+    if byte_level:
+        for b, t in enumerate(tokenizer._byte_ids):
+            if t is not None:
+                byte_ids[b] = t
+        if spec.ignore_merges:
+            u2b = unicode_to_bytes()
+            whole_keys = []
+            for i, tok in enumerate(vocab):
+                try:
+                    key = bytes([u2b[c] for c in tok])
+                except KeyError:
+                    continue  # not spelled in the byte alphabet: no piece can equal it
+                whole_keys.append(key)
+                whole_ids.append(i)
+        sp_split = mod.SP_WHOLE
+    else:
+        for b, t in enumerate(tokenizer._fallback_ids):
+            if t is not None:
+                fallback_ids[b] = t
+        for i, tok in enumerate(vocab):
+            if len(tok) == 1 and types[i] not in _NOT_A_SYMBOL:
+                cps.extend((ord(tok), i))
+        if spec.ignore_merges:
+            whole_keys = [tok.encode("utf-8", "surrogatepass") for tok in vocab]
+            whole_ids = array("i", range(n))
+        if spec.split_on_space:
+            sp_split = mod.SP_SPACE_SPLIT
+        elif tokenizer._sp_split_ok:
+            sp_split = mod.SP_WORDS
+        else:
+            sp_split = mod.SP_WHOLE
+    del t2i
+    enc = mod.Encoder(
+        kind=0 if byte_level else 1,
+        stages=stages,
+        byte_ids=byte_ids,
+        fallback_ids=fallback_ids,
+        unk_id=-1 if spec.unk_id is None else spec.unk_id,
+        ignore_merges=bool(spec.ignore_merges),
+        byte_fallback=bool(spec.byte_fallback),
+        sp_split=sp_split,
+        pairs=pairs,
+        whole_keys=whole_keys,
+        whole_ids=whole_ids,
+        cps=cps,
+        vocab_size=n,
+    )
+    return NativeEncoder(enc, spec.name)
+
+
+def _pair_table(tokenizer) -> array | None:
+    """uint32 quadruples (left id, right id, priority, merged id), or None to decline.
+
+    Merges: priority = rank (``tokenizer._merges`` already keeps the first rank of a repeated
+    merge). Scores: every split of a NORMAL or USER_DEFINED token into two tokens is a pair whose
+    priority is the dense rank of ``-score`` (what ``Tokenizer._pair_from_scores`` computes on
+    demand). None for NaN scores, or for a spec with neither merges nor scores whose vocab holds
+    a mergeable token made of two others.
+    """
+    out = array("I")
+    if tokenizer.spec.merges:
+        for (a, b), (rank, merged) in tokenizer._merges.items():
+            out.extend((a, b, rank, merged))
+        return out
+    scores = tokenizer.spec.scores
+    if scores is not None and any(math.isnan(s) for s in scores):
+        return None
+    vocab = tokenizer.spec.vocab
+    types = tokenizer.spec.token_types
+    t2i = tokenizer._tok2id
+    prio = {p: r for r, p in enumerate(sorted({-s for s in scores or ()}))}
+    for j, tok in enumerate(vocab):
+        if len(tok) < 2 or types[j] not in _MERGEABLE_TYPES:
+            continue
+        if scores is None:  # neither merges nor scores: no pair may merge (the pure path
+            if any(t2i.get(tok[:k]) is not None and t2i.get(tok[k:]) is not None
+                   for k in range(1, len(tok))):
+                return None  # would fail on such a pair; leave that to it)
+            continue
+        rank = prio[-scores[j]]
+        for k in range(1, len(tok)):
+            a = t2i.get(tok[:k])
+            if a is None:
+                continue
+            b = t2i.get(tok[k:])
+            if b is not None:
+                out.extend((a, b, rank, j))
+    return out
