@@ -1,0 +1,377 @@
+"""The compiled hot path (rmlprep._fastbpe via rmlprep.native) against the pure-Python reference.
+
+Every test here needs the extension; they skip, saying so, when it is not built (CI builds it
+with ``pip install -e .``). Ids must be identical to the pure path's: fixtures, the pre-split
+fixture, differential hypothesis tests over all of Unicode (lone surrogates included), hostile
+shapes, and the real tokenizers on real text when they are present.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rmlprep import native
+from rmlprep.pretokenize import KNOWN_PATTERNS, compile_pre_split
+from rmlprep.spec import BYTE_LEVEL, TokenizerSpec, TokenType
+from rmlprep.tokenizer import Tokenizer
+from rmlprep.unicode import bytes_to_unicode
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = sorted((ROOT / "fixtures" / "tokenizers").glob("*.json"))
+PRETOKENIZER_FIXTURE = ROOT / "fixtures" / "pretokenizer.json"
+REAL = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS", "~/.cache/rmlprep-real-tokenizers")).expanduser()
+CORPUS = ROOT.parent / "shared" / "corpora" / "text-multilingual.jsonl"
+SPACE = "\u2581"
+
+pytestmark = pytest.mark.skipif(
+    not native.native_available(),
+    reason="rmlprep._fastbpe is not built: run `pip install -e .` (needs gcc) to test the native path",
+)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _pure(tok: Tokenizer) -> Tokenizer:
+    """A second tokenizer for the same spec with the native path switched off."""
+    twin = Tokenizer.create(tok.spec)
+    twin._native = None
+    return twin
+
+
+def _pure_segment(tok: Tokenizer, text: str) -> list[int]:
+    """What the pure path returns for one prepared segment (``tok._native`` is None)."""
+    if tok.spec.kind == BYTE_LEVEL:
+        return tok._encode_byte_level(text)
+    return tok._encode_sentencepiece(text)
+
+
+_TOKS: dict[str, tuple] = {}
+
+
+def fixture_pair(name: str):
+    """(native tokenizer, pure twin, fixture doc) for a fixture, built once."""
+    if name not in _TOKS:
+        doc = json.loads((ROOT / "fixtures" / "tokenizers" / f"{name}.json").read_text(encoding="utf-8"))
+        tok = Tokenizer.create(TokenizerSpec.from_dict(doc["spec"]))
+        assert tok._native is not None, f"{name}: make_native declined a fixture tokenizer"
+        _TOKS[name] = (tok, _pure(tok), doc)
+    return _TOKS[name]
+
+
+FIXTURE_NAMES = [p.stem for p in FIXTURES]
+
+
+def byte_tokenizer(patterns: tuple[str, ...], **kw) -> Tokenizer:
+    """256 byte tokens (id = byte) plus "ab"; merges (a, b); pre-split by ``patterns``."""
+    b2u = bytes_to_unicode()
+    vocab = tuple(b2u[b] for b in range(256)) + ("ab",)
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=vocab, token_types=(1,) * 257,
+                         merges=(("a", "b"),), pre_split=patterns, **kw)
+    return Tokenizer.create(spec)
+
+
+# -- fixtures --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_fixture_ids_native(name):
+    tok, _, doc = fixture_pair(name)
+    for case in doc["cases"]:
+        got = tok.encode(case["text"], add_special_tokens=case["add_special_tokens"],
+                         parse_special=case["parse_special"])
+        assert got == case["ids"], (doc["reference"], case["text"])
+
+
+def _pretok_params():
+    doc = json.loads(PRETOKENIZER_FIXTURE.read_text(encoding="ascii"))
+    return [
+        pytest.param(name, case["text"], pieces, id=f"{case['name']}-{name}")
+        for case in doc["cases"]
+        for name, pieces in case["splits"].items()
+    ]
+
+
+@pytest.mark.parametrize("name,text,pieces", _pretok_params())
+def test_pretokenizer_fixture_native(name, text, pieces):
+    """Native pieces equal the regex module's (the fixture) for every pattern and text."""
+    tok = byte_tokenizer((KNOWN_PATTERNS[name],))
+    spans = tok._native.split_text(text)
+    assert [text[a:b] for a, b in spans] == pieces
+
+
+def test_make_native_declines_unknown_pattern():
+    tok = byte_tokenizer((r"\p{L}+|[^\p{L}]+",))
+    assert tok._native is None  # pure path, no hand-written matcher
+    assert tok.encode("ab cd") == [256, 32, 99, 100]
+
+
+def test_pure_python_env_turns_native_off():
+    code = (
+        "from rmlprep.tokenizer import Tokenizer\n"
+        "from rmlprep.spec import TokenizerSpec\n"
+        "from rmlprep.unicode import bytes_to_unicode\n"
+        "b = bytes_to_unicode()\n"
+        "s = TokenizerSpec(kind='byte_level_bpe', vocab=tuple(b[i] for i in range(256)), token_types=(1,)*256)\n"
+        "print(Tokenizer.create(s)._native is None)\n"
+    )
+    env = dict(os.environ, RMLPREP_PURE_PYTHON="1", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+
+
+def test_missing_extension_warns_once_and_falls_back():
+    """Without the extension, make_native returns None and warns once, naming `pip install -e .`."""
+    code = (
+        "import sys, warnings\n"
+        "sys.modules['rmlprep._fastbpe'] = None  # import fails as if it were not built\n"
+        "from rmlprep.tokenizer import Tokenizer\n"
+        "from rmlprep.spec import TokenizerSpec\n"
+        "from rmlprep.unicode import bytes_to_unicode\n"
+        "b = bytes_to_unicode()\n"
+        "s = TokenizerSpec(kind='byte_level_bpe', vocab=tuple(b[i] for i in range(256)), token_types=(1,)*256)\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    toks = [Tokenizer.create(s) for _ in range(3)]\n"
+        "print(all(t._native is None for t in toks), toks[0].encode('hi') == [104, 105])\n"
+        "print(len(w), w[0].category.__name__, 'pip install -e .' in str(w[0].message))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("RMLPREP_PURE_PYTHON", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "1", "RuntimeWarning", "True"]
+
+
+# -- differential: native == pure -------------------------------------------------------------
+
+# Characters that exercise every branch of the matchers: each White_Space kind (and U+001C..1F,
+# which are not), CR/LF, contraction letters and their (?i) twins (U+017F long s, Kelvin sign),
+# numbers of every N category, letters, marks, symbols, astral and lone surrogates, "▁".
+SPECIAL_CHARS = list(
+    " \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u2028\u2029\u202f\u3000"
+    "'sStTrReEvVmMlLdDkK\u017f\u212a\u0130i"
+    "0179\u0663\u00bd\u2167\u2460\U0001d7ce"
+    "aZ\u00e9\u4e2d\u05d0\u0301\u200d!.,(-_\u00ad\U0001f600\U00010400\ud800\udbff\udc00\udfff\u2581"
+)
+any_char = st.one_of(
+    st.sampled_from(SPECIAL_CHARS),
+    st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()),
+    st.integers(0xD800, 0xDFFF).map(chr),
+)
+ws_heavy = st.sampled_from(list(" \t\n\r\x0b\x0c\x85\xa0\u3000\u2028") + ["a", "'", "1", "s", "."])
+texts = st.one_of(
+    st.text(any_char, max_size=80),
+    st.text(ws_heavy, max_size=80),
+    st.lists(st.sampled_from(["'s", "'S", "'\u017f", "'ll", "'LL", "'Re", "'ve", "'d", "'m", "'t",
+                              " ", "  ", "\n", "\r\n", "123", "4567", "word", " word", "\u2581",
+                              "\u2581\u2581", "x"]), max_size=20).map("".join),
+)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts)
+def test_differential_segment(name, text):
+    tok, pure, _ = fixture_pair(name)
+    if not text:
+        return
+    assert tok._native.encode_text(text) == _pure_segment(pure, text)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts)
+def test_differential_encode(name, text):
+    """The whole pipeline (specials, prefix space, spaces -> "▁") through both paths."""
+    tok, pure, _ = fixture_pair(name)
+    assert tok.encode(text) == pure.encode(text)
+    assert tok.encode(text, add_special_tokens=True, parse_special=True) == pure.encode(
+        text, add_special_tokens=True, parse_special=True)
+
+
+@pytest.mark.parametrize("pattern", sorted(KNOWN_PATTERNS))
+@settings(max_examples=300, deadline=None)
+@given(text=texts)
+def test_differential_split(pattern, text):
+    """Native pieces == the translated-re pieces, for each pattern alone and chained."""
+    for patterns in ((KNOWN_PATTERNS[pattern],), (KNOWN_PATTERNS[pattern], KNOWN_PATTERNS["digits_individual"])):
+        tok = _split_tok(patterns)
+        spans = tok._native.split_text(text)
+        assert [text[a:b] for a, b in spans] == compile_pre_split(patterns)(text)
+
+
+_SPLIT_TOKS: dict[tuple, Tokenizer] = {}
+
+
+def _split_tok(patterns):
+    if patterns not in _SPLIT_TOKS:
+        _SPLIT_TOKS[patterns] = byte_tokenizer(patterns)
+    return _SPLIT_TOKS[patterns]
+
+
+def test_equal_scores_go_leftmost():
+    """Scores mode: "aaa" with "aa" scored: (a,a) at 0 and 1 tie -> leftmost: "aa" "a"."""
+    vocab = ("<unk>", "a", "aa", "b")
+    spec = TokenizerSpec(kind="sentencepiece_bpe", vocab=vocab, token_types=(2, 1, 1, 1),
+                         scores=(0.0, -1.0, -1.0, -1.0), unk_id=0)
+    tok = Tokenizer.create(spec)
+    assert tok._native is not None
+    assert tok._native.encode_text("aaa") == [2, 1] == _pure_segment(_pure(tok), "aaa")
+    assert tok._native.encode_text("aaaab\u00e9") == [2, 2, 3, 0] == _pure_segment(_pure(tok), "aaaab\u00e9")
+
+
+# -- hostile shapes ----------------------------------------------------------------------------
+
+HOSTILE = [
+    pytest.param("a" * 100_000, id="100k-a"),
+    pytest.param(" " * 100_000, id="100k-space"),
+    pytest.param("\n" * 50_000 + " " * 50_000 + "x", id="newlines-spaces"),
+    pytest.param("7" * 100_000, id="100k-digit"),
+    pytest.param("ab" * 200_000, id="400k-word"),
+    pytest.param("'s" * 50_000, id="contractions"),
+    pytest.param("\ud800x\udfff\ud83d" * 1000, id="lone-surrogates"),
+    pytest.param("\U0001f600" * 20_000, id="astral"),
+    pytest.param(SPACE * 50_000 + "a", id="sp-spaces"),
+]
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_native_equals_pure(name, text):
+    tok, pure, _ = fixture_pair(name)
+    assert tok._native.encode_text(text) == _pure_segment(pure, text)
+
+
+# -- batch and threads --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+@pytest.mark.parametrize("num_threads", [1, 2, 3])
+def test_encode_batch_matches_encode_text(name, num_threads):
+    tok, _, doc = fixture_pair(name)
+    segs = [c["text"] for c in doc["cases"] if c["text"]] + ["", "x", "a" * 5000]
+    if tok.spec.kind != BYTE_LEVEL:
+        segs = [s.replace(" ", SPACE) for s in segs]
+    ids, offsets = tok._native.encode_batch(segs, num_threads=num_threads)
+    assert ids.dtype == np.uint32 and offsets.dtype == np.int64
+    assert len(offsets) == len(segs) + 1 and offsets[0] == 0 and offsets[-1] == len(ids)
+    for i, s in enumerate(segs):
+        assert ids[offsets[i]:offsets[i + 1]].tolist() == tok._native.encode_text(s)
+
+
+def test_encode_batch_rejects_non_str():
+    tok, _, _ = fixture_pair("bl_llama3")
+    with pytest.raises(TypeError, match=r"texts\[1\]"):
+        tok._native.encode_batch(["a", 3])
+    with pytest.raises(ValueError, match="num_threads"):
+        tok._native.encode_batch(["a"], num_threads=0)
+
+
+def test_threads_share_one_encoder():
+    """Concurrent encode_text / encode_batch calls (GIL released) give the single-thread ids."""
+    tok, _, doc = fixture_pair("bl_gpt2_digits")
+    segs = [c["text"] * 300 for c in doc["cases"] if c["text"]]
+    want = [tok._native.encode_text(s) for s in segs]
+    errors = []
+
+    def work():
+        for _ in range(3):
+            if [tok._native.encode_text(s) for s in segs] != want:
+                errors.append("encode_text")
+            ids, off = tok._native.encode_batch(segs)
+            if [ids[off[i]:off[i + 1]].tolist() for i in range(len(segs))] != want:
+                errors.append("encode_batch")
+
+    threads = [threading.Thread(target=work) for _ in range(10)]  # more threads than cache slots
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_cache_is_bounded():
+    tok, pure, _ = fixture_pair("bl_llama3")
+    tok._native.clear_cache()
+    words = " ".join(f"w{i:x}q" for i in range(300_000))
+    assert tok._native.encode_text(words) == _pure_segment(pure, words)
+    info = tok._native.cache_info()
+    assert info and all(c["entries"] <= (1 << 17) and c["bytes"] < 64 << 20 for c in info)
+
+
+# -- generated tables ---------------------------------------------------------------------------
+
+
+def test_native_tables_generator_drift(tmp_path):
+    """tools/make_native_tables.py rerun into tmp_path gives the committed header byte for byte."""
+    out = tmp_path / "unicode_classes.h"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_native_tables.py"), "--out", str(out)],
+                   check=True, capture_output=True)
+    committed = ROOT / "rmlprep" / "_native" / "unicode_classes.h"
+    assert out.read_bytes() == committed.read_bytes(), "rerun tools/make_native_tables.py and rebuild"
+
+
+def test_native_unicode_version_matches():
+    from rmlprep import _fastbpe
+    from rmlprep.unicode import unicode_version
+
+    assert _fastbpe.UNICODE_VERSION == unicode_version()
+
+
+# -- real tokenizers on real text ---------------------------------------------------------------
+
+REAL_HF = ["gpt2", "llama3", "qwen2.5", "mistral-7b-v0.1", "gemma", "phi-3-mini"]
+
+
+def _load_real(name: str) -> Tokenizer | None:
+    path = REAL / "hf" / name / "tokenizer.json"
+    if not path.exists():
+        return None
+    try:
+        from rmlprep import load_tokenizer
+
+        return load_tokenizer(path)
+    except NotImplementedError:  # the loader entry point is still a stub: read tokenizer.json
+        from rmlprep.hf import spec_from_tokenizer_json
+
+        spec, _ = spec_from_tokenizer_json(path)
+        return Tokenizer.create(spec)
+
+
+def _corpus_docs(n: int, max_chars: int) -> list[str]:
+    docs = []
+    with CORPUS.open(encoding="utf-8") as f:
+        for line in f:
+            docs.append(json.loads(line)["text"][:max_chars])
+            if len(docs) >= n:
+                break
+    return docs
+
+
+@pytest.mark.parity
+@pytest.mark.slow
+@pytest.mark.parametrize("name", REAL_HF)
+def test_real_tokenizers_native_equals_pure(name):
+    if not CORPUS.exists():
+        pytest.skip(f"{CORPUS} not found")
+    tok = _load_real(name)
+    if tok is None:
+        pytest.skip(f"{REAL}/hf/{name}/tokenizer.json not found (set RMLPREP_REAL_TOKENIZERS)")
+    assert tok._native is not None, f"{name}: make_native declined a real tokenizer"
+    pure = _pure(tok)
+    docs = _corpus_docs(300, 6000)
+    for i, doc in enumerate(docs):
+        got, want = tok.encode(doc), pure.encode(doc)
+        if got != want:
+            k = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            pytest.fail(f"{name}: doc {i} differs at token {k}: native {got[k:k + 8]} pure {want[k:k + 8]}")
