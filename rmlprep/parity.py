@@ -339,7 +339,7 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
             texts = _sample_texts(cfg, units, par["live_sample"])
             res = live_check(tokenizer, tokenizer_file, texts)
             if res is None:
-                log(f"parity: live comparison skipped: no reference library installed for {tokenizer_file}")
+                log(f"parity: live comparison skipped: no reference library applies to (or is installed for) {tokenizer_file}")
             else:
                 summary["live"] = {"documents": res[0], "reference": res[1]}
                 log(f"parity: {res[0]} corpus documents match {res[1]}")
