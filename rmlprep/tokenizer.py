@@ -157,6 +157,9 @@ class Tokenizer:
     def _build(self) -> None:
         spec = self.spec
         self._byte_level = spec.kind == BYTE_LEVEL
+        # what counts as "already starts with a space" for prefix_if_missing: HF ByteLevel
+        # checks ' ' only (pre_tokenizers/byte_level.rs), Metaspace its replacement too
+        self._spaces = (" ",) if self._byte_level else (" ", _SPACE)
         self._vocab = spec.vocab
         self._types = spec.token_types
         self._n = len(spec.vocab)
@@ -435,7 +438,7 @@ class Tokenizer:
     def _whole_text_prefix(self, text: str) -> str:
         s = self.spec
         if s.prefix_scheme == "whole_text" and s.add_prefix_space and text:
-            if not (s.prefix_if_missing and text[0] in (" ", _SPACE)):
+            if not (s.prefix_if_missing and text[0] in self._spaces):
                 return " " + text
         return text
 
@@ -509,7 +512,7 @@ class Tokenizer:
             and s.prefix_scheme != "whole_text"
             and (at_start or (s.prefix_scheme == "always" and after_special))
         ):
-            if not (s.prefix_if_missing and (text[0] == " " or text[0] == _SPACE)):
+            if not (s.prefix_if_missing and text[0] in self._spaces):
                 text = " " + text
                 prefix = 1
         if self._byte_level:
@@ -541,7 +544,7 @@ class Tokenizer:
         if self.spec.ignore_merges:
             spelled = "".join([self._spelling[b] for b in raw])
             whole = self._tok2id.get(spelled)
-            if whole is not None:
+            if whole is not None and self._types[whole] in _MERGEABLE_TYPES:
                 return (whole,)
         byte_ids = self._byte_ids
         unk = self.spec.unk_id
@@ -584,7 +587,7 @@ class Tokenizer:
         s = self.spec
         if s.ignore_merges:
             whole = t2i.get(word)
-            if whole is not None:
+            if whole is not None and self._types[whole] in _MERGEABLE_TYPES:
                 return (whole,)
         # symbols: a code point's id, or -1 - codepoint for a character outside the vocab
         syms: list[int] = []

@@ -379,14 +379,10 @@ def test_parity_byte_level_prefix_space_and_digits():
         ref = tokenizers.Tokenizer.from_str(json.dumps(d))
         tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
         for text in texts:
-            if text.startswith("\u2581") and d["pre_tokenizer"].get("add_prefix_space"):
-                continue  # see test_byte_level_prefix_space_before_metaspace_char (core bug)
             assert tok.encode(text) == ref.encode(text).ids, (d["pre_tokenizer"], d["normalizer"], text[:80])
 
 
 @pytest.mark.parity
-@pytest.mark.xfail(strict=True, reason="tokenizer core: prefix_if_missing also treats '\u2581' as a space in "
-                   "byte-level specs; Hugging Face ByteLevel checks only ' ' (pre_tokenizers/byte_level.rs)")
 def test_byte_level_prefix_space_before_metaspace_char():
     tokenizers = pytest.importorskip("tokenizers")
     path = REAL / "hf" / "gpt2" / "tokenizer.json"
