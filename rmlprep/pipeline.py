@@ -613,8 +613,10 @@ def _check_output_dir(out: Path, config_hash: str, overwrite: bool, resume: bool
                 p.unlink()
         if (out / "rejects").exists():
             shutil.rmtree(out / "rejects")
-    if resume and not markers:
-        pass  # nothing to resume: a normal run
+    # temporaries of a killed run (never renamed): one run writes an output directory at a time
+    if out.exists():
+        for p in list(out.glob("*.tmp-*")) + list(out.glob("rejects/*.tmp-*")):
+            p.unlink(missing_ok=True)
 
 
 def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokenizer=None,
