@@ -70,6 +70,47 @@ def test_fixture_files_are_small():
         assert p.stat().st_size < 1_500_000, p
 
 
+def test_fixtures_hold_every_debian_part():
+    """When made with the Debian-built corpus, every part is in the sample, with its name."""
+    for p in sorted(FIXTURES.glob("*.json")):
+        fx = json.loads(p.read_text(encoding="utf-8"))
+        banner = fx["debian_corpus"]
+        if banner is None:
+            pytest.skip(f"{p.name} was made without the Debian-built corpus")
+        counted: dict[str, int] = {}
+        for c in fx["cases"]:
+            if "part" in c:
+                counted[c["part"]] = counted.get(c["part"], 0) + 1
+        assert counted == banner["parts"] and len(counted) >= 9 and min(counted.values()) >= 20, p.name
+
+
+@pytest.mark.parity
+def test_parity_fixtures_do_not_drift(tmp_path):
+    """Rerunning tools/make_parity_fixtures.py gives the committed fixtures byte for byte
+    (one tokenizer.json and one tiktoken file, to stay fast). The sample holds Debian-built
+    corpus windows, so the same corpus (same MANIFEST.tsv sha256) must be present."""
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("tiktoken")
+    from tools.make_parity_fixtures import corpus_dir, debian_manifest_sha256, main
+
+    names = ["hf-gpt2", "tiktoken-llama3"]
+    fxs = {n: json.loads((FIXTURES / f"{n}.json").read_text(encoding="utf-8")) for n in names}
+    for fx in fxs.values():
+        if not (REAL / fx["source"]).is_file():
+            pytest.skip(f"{REAL / fx['source']} is absent")
+    banner = fxs["hf-gpt2"]["debian_corpus"]
+    have = debian_manifest_sha256()
+    if banner is not None and have is None:
+        pytest.skip(f"the fixtures include Debian-built corpus windows, but {corpus_dir()} is absent "
+                    "(build it with make_text_corpus.sh or set RMLPREP_CORPUS)")
+    if banner is not None and have != banner["manifest_sha256"]:
+        pytest.skip(f"{corpus_dir()}/MANIFEST.tsv sha256 {have} differs from the fixtures' "
+                    f"{banner['manifest_sha256']}: a different corpus cannot regenerate them")
+    assert main(["--out", str(tmp_path), "--only", *names]) == 0
+    for n in names:
+        assert (tmp_path / f"{n}.json").read_bytes() == (FIXTURES / f"{n}.json").read_bytes(), n
+
+
 @pytest.mark.parametrize(
     "name, kind, vocab_size, bos, eos, add_bos, eot",
     [

@@ -18,6 +18,7 @@ from rmlprep.errors import LoaderError, UnsupportedTokenizer
 from rmlprep.spec import SENTENCEPIECE, TokenType
 from rmlprep.spm import read_sentencepiece_model, spec_from_sentencepiece_model
 from rmlprep.tokenizer import Tokenizer
+from tools.make_parity_fixtures import corpus_dir, debian_manifest_sha256
 from tools.make_spm_fixtures import (
     CORPORA,
     HARD_STRINGS,
@@ -130,12 +131,42 @@ def test_live_parity(name):
 
 @pytest.mark.parity
 def test_fixtures_do_not_drift(tmp_path):
-    """Rerunning the generator gives the committed fixtures byte for byte."""
+    """Rerunning the generator gives the committed fixtures byte for byte.
+
+    The sample includes Debian-built corpus windows, so this needs that corpus, built from the
+    same packages (same MANIFEST.tsv sha256 as recorded in the fixture banner).
+    """
     pytest.importorskip("sentencepiece")
     for name in MODELS:
         _real(name)
-    for path in write_fixtures(tmp_path, n_docs=300):
+    banner = json.loads((FIXTURES / "llama2.json").read_text(encoding="utf-8"))["debian_corpus"]
+    have = debian_manifest_sha256()
+    if banner is not None and have is None:
+        pytest.skip(f"the fixtures include Debian-built corpus windows, but {corpus_dir()} is absent "
+                    "(build it with make_text_corpus.sh or set RMLPREP_CORPUS)")
+    if banner is not None and have != banner["manifest_sha256"]:
+        pytest.skip(f"{corpus_dir()}/MANIFEST.tsv sha256 {have} differs from the fixtures' "
+                    f"{banner['manifest_sha256']}: a different corpus cannot regenerate them")
+    for path in write_fixtures(tmp_path):
         assert path.read_bytes() == (FIXTURES / path.name).read_bytes(), path.name
+
+
+def test_fixture_files_are_small():
+    for p in FIXTURES.glob("*.json"):
+        assert p.stat().st_size < 1_500_000, p
+
+
+def test_fixtures_hold_every_debian_part():
+    """When made with the Debian-built corpus, every part is in the sample, with its name."""
+    fx = json.loads((FIXTURES / "llama2.json").read_text(encoding="utf-8"))
+    banner = fx["debian_corpus"]
+    if banner is None:
+        pytest.skip("the fixtures were made without the Debian-built corpus")
+    counted: dict[str, int] = {}
+    for c in fx["cases"]:
+        if "part" in c:
+            counted[c["part"]] = counted.get(c["part"], 0) + 1
+    assert counted == banner["parts"] and len(counted) >= 9 and min(counted.values()) >= 20
 
 
 @pytest.mark.parity

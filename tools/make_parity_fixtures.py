@@ -5,7 +5,12 @@ For every real tokenizer.json (``$RMLPREP_REAL_TOKENIZERS/hf/*/tokenizer.json``,
 from Hugging Face ``tokenizers``; for the tiktoken rank files (gpt2, llama3) from ``tiktoken``
 with the encoding's pattern and special tokens. The sample is fixed (no randomness): documents
 of ``../shared/corpora/text-multilingual.jsonl`` and message contents of
-``../shared/corpora/chat/*.jsonl``, each cut to at most 2 KB of UTF-8, plus hard strings.
+``../shared/corpora/chat/*.jsonl``, each cut to at most 2 KB of UTF-8, plus hard strings, plus,
+when the Debian-built corpus is present (env ``RMLPREP_CORPUS``, default
+``~/.cache/rmlprep-corpus``, built by ``make_text_corpus.sh``), :data:`DEBIAN_PER_PART` documents
+of each of its parts (:func:`debian_texts`), recorded with their part name. The fixture banner
+records the corpus ``MANIFEST.tsv`` sha256 (or null when the corpus was absent), so the output
+is a function of the generator, the real files, the corpora and that manifest.
 
 The default test run (tests/test_hf.py, tests/test_tiktoken_file.py) loads the same real files
 with rmlprep and compares with these ids, so it needs no reference library.
@@ -110,6 +115,55 @@ def corpus_texts(*, n_text: int, n_chat: int, max_bytes: int) -> list[str]:
     return texts + messages[:n_chat]
 
 
+def corpus_dir() -> Path:
+    """The Debian-built corpus (env RMLPREP_CORPUS, else ``~/.cache/rmlprep-corpus``)."""
+    env = os.environ.get("RMLPREP_CORPUS")
+    return Path(env) if env else Path.home() / ".cache" / "rmlprep-corpus"
+
+
+def debian_manifest_sha256(base: Path | None = None) -> str | None:
+    """sha256 of the corpus ``MANIFEST.tsv`` (package versions and hashes), None when absent."""
+    path = (base or corpus_dir()) / "MANIFEST.tsv"
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def debian_texts(*, per_part: int, max_bytes: int, base: Path | None = None) -> list[tuple[str, str]]:
+    """A fixed sample of the Debian-built corpus: ``per_part`` windows of each part, as (part, text).
+
+    Parts are ``parts/*.jsonl`` in sorted order (code, docs_en, fortunes, gflanguages, handbook,
+    manpages, pydocs, reference, unicode). A part with ``k`` documents yields ``w = ceil(per_part
+    / k)`` windows per document, at byte offsets ``j * len / w`` (``j < w``; one window at offset
+    0 when ``k >= per_part``), each at most ``max_bytes`` of UTF-8 cut at character boundaries;
+    ``per_part`` of these are taken at an even stride, so parts of 2 or 5 huge documents (unicode,
+    reference) still give ``per_part`` different texts. No randomness. Empty windows are skipped.
+
+    Returns:
+        ``[(part name, text), ...]``, at most ``per_part`` per part; empty when the corpus is absent.
+    """
+    base = base or corpus_dir()
+    out: list[tuple[str, str]] = []
+    for path in sorted((base / "parts").glob("*.jsonl")):
+        docs = []
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    text = json.loads(line).get("text")
+                    if isinstance(text, str) and text:
+                        docs.append(text.encode("utf-8", "surrogatepass"))
+        if not docs:
+            continue
+        w = -(-per_part // len(docs))
+        windows = [(d, j) for d in range(len(docs)) for j in range(w)]
+        picked = [windows[i * len(windows) // per_part] for i in range(min(per_part, len(windows)))]
+        for d, j in picked:
+            data = docs[d]
+            off = j * len(data) // w
+            text = data[off : off + max_bytes].decode("utf-8", "ignore")
+            if text:
+                out.append((path.stem, text))
+    return out
+
+
 def real_dir() -> Path:
     """Where the real tokenizer files are (env RMLPREP_REAL_TOKENIZERS, else the default cache)."""
     env = os.environ.get("RMLPREP_REAL_TOKENIZERS")
@@ -164,16 +218,51 @@ def reference_encoder(kind: str, rel: str, name: str):
     )
 
 
-def build_fixture(name: str, kind: str, rel: str) -> dict:
+#: The fixed sample of every fixture: shared corpora counts and Debian windows per part, sized so
+#: each fixture stays under 1.5 MB (tests/test_hf.py::test_fixture_files_are_small).
+N_TEXT, N_CHAT, MAX_BYTES = 80, 50, 2048
+MAX_FIXTURE_BYTES = 1_500_000
+DEBIAN_PER_PART, DEBIAN_MAX_BYTES = 20, 1536
+
+
+def sample(*, debian_base: Path | None = None) -> tuple[list[tuple[str | None, str]], dict]:
+    """The fixture sample as ``[(part or None, text)]`` and its banner entries.
+
+    Hard strings, then :func:`corpus_texts` (shared corpora), then :func:`debian_texts` (part
+    names recorded) when the Debian-built corpus is present.
+    """
+    texts: list[tuple[str | None, str]] = [(None, t) for t in HARD_STRINGS]
+    texts += [(None, t) for t in corpus_texts(n_text=N_TEXT, n_chat=N_CHAT, max_bytes=MAX_BYTES)]
+    base = debian_base or corpus_dir()
+    debian = debian_texts(per_part=DEBIAN_PER_PART, max_bytes=DEBIAN_MAX_BYTES, base=base)
+    texts += debian
+    parts: dict[str, int] = {}
+    for part, _ in debian:
+        parts[part] = parts.get(part, 0) + 1
+    banner = {
+        "corpora": f"../shared/corpora: text-multilingual.jsonl ({N_TEXT} docs), chat/*.jsonl "
+                   f"({N_CHAT} messages), cut to {MAX_BYTES // 1024} KB",
+        "debian_corpus": None if not debian else {
+            "manifest_sha256": debian_manifest_sha256(base),
+            "parts": parts,
+            "sample": f"{DEBIAN_PER_PART} windows per part, cut to {DEBIAN_MAX_BYTES} bytes (debian_texts)",
+        },
+    }
+    return texts, banner
+
+
+def build_fixture(name: str, kind: str, rel: str, *, debian_base: Path | None = None) -> dict:
     encode, decode, ref = reference_encoder(kind, rel, name)
-    texts = HARD_STRINGS + corpus_texts(n_text=200, n_chat=120, max_bytes=2048)
+    texts, banner = sample(debian_base=debian_base)
     cases = []
-    for k, text in enumerate(texts):
+    for k, (part, text) in enumerate(texts):
         for asp in (False, True):
             if asp and (kind == "tiktoken" or k >= len(HARD_STRINGS) + 40):
                 continue  # add_special_tokens only changes the ends: checked on a subset
             ids = encode(text, asp)
             case = {"text": text, "add_special_tokens": asp, "ids": ids}
+            if part is not None:
+                case["part"] = part
             if not asp and k % 8 == 0:
                 case["decode"] = decode(ids)
             cases.append(case)
@@ -183,7 +272,7 @@ def build_fixture(name: str, kind: str, rel: str) -> dict:
         "reference": ref,
         "source": rel,
         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        "corpora": "../shared/corpora: text-multilingual.jsonl (200 docs), chat/*.jsonl (120 messages), cut to 2 KB",
+        **banner,
         "cases": cases,
     }
 
@@ -204,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         fx = build_fixture(name, kind, rel)
         blob = json.dumps(fx, ensure_ascii=False, separators=(",", ":"))
+        if len(blob.encode()) + 1 >= MAX_FIXTURE_BYTES:
+            print(f"{name}: {len(blob.encode())} bytes, over {MAX_FIXTURE_BYTES}; lower N_TEXT, N_CHAT or "
+                  "DEBIAN_PER_PART", file=sys.stderr)
+            return 1
         (out / f"{name}.json").write_text(blob + "\n", encoding="utf-8")
         n_ids = sum(len(c["ids"]) for c in fx["cases"])
         print(f"{name}: {len(fx['cases'])} cases, {n_ids} ids, {len(blob.encode()) / 1e6:.2f} MB ({fx['reference']})")

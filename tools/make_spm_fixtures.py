@@ -6,15 +6,20 @@ sample of texts with ``sentencepiece`` and writes ``fixtures/parity_spm/<name>.j
 
     {"generator": "tools/make_spm_fixtures.py", "reference": "sentencepiece <version>",
      "source": "<path inside the real-tokenizers dir>", "sha256": "<of the model file>",
-     "cases": [{"text": ..., "ids": [...]}, ...]}
+     "debian_corpus": {"manifest_sha256": ..., "parts": {part: n}, "sample": ...} | null,
+     "cases": [{"text": ..., "ids": [...]} | {"text": ..., "ids": [...], "part": ...}, ...]}
 
 The sample (:func:`sample_texts`): the first documents of ``corpora/text-multilingual.jsonl`` and
 message contents taken in turn from ``corpora/chat/*.jsonl`` (sorted file names, in file order),
-each cut to at most ``max_bytes`` UTF-8 bytes at a character boundary, plus :data:`HARD_STRINGS`.
+each cut to at most ``max_bytes`` UTF-8 bytes at a character boundary, plus :data:`HARD_STRINGS`,
+plus, when the Debian-built corpus is present (env ``RMLPREP_CORPUS``, default
+``~/.cache/rmlprep-corpus``), the same Debian windows as ``tools/make_parity_fixtures.py``
+(``debian_texts``: :data:`DEBIAN_PER_PART` per part, recorded with the part name; the banner
+holds the corpus ``MANIFEST.tsv`` sha256).
 The ids are ``sp.encode(text)`` (no BOS/EOS; sentencepiece never parses control pieces from
 text, so rmlprep is compared with ``parse_special=False``).
 
-Usage: ``python tools/make_spm_fixtures.py [--out fixtures/parity_spm] [--docs 300]``.
+Usage: ``python tools/make_spm_fixtures.py [--out fixtures/parity_spm] [--docs 200]``.
 Needs the ``sentencepiece`` package; rmlprep's tests only read the written JSON.
 """
 
@@ -30,6 +35,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 CORPORA = SHARED / "corpora"
+if str(ROOT) not in sys.path:  # run as a script: tools/ is sys.path[0], the repo root is not
+    sys.path.insert(0, str(ROOT))
+
+from tools.make_parity_fixtures import corpus_dir, debian_manifest_sha256, debian_texts  # noqa: E402
+
+#: Default number of shared-corpora texts and Debian windows per part (each fixture < 1.5 MB).
+N_DOCS = 200
+DEBIAN_PER_PART, DEBIAN_MAX_BYTES = 20, 1536
 
 #: The real SentencePiece models compared: fixture name -> path inside the real-tokenizers dir.
 MODELS = {
@@ -151,24 +164,44 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def make_fixture(model_path: Path, source: str, texts: list[str]) -> dict:
-    """Encode ``texts`` with sentencepiece and return the fixture dict."""
+def make_fixture(model_path: Path, source: str, texts: list, debian: dict | None = None) -> dict:
+    """Encode ``texts`` (str, or (part, str) for Debian windows) with sentencepiece; the fixture dict."""
     import sentencepiece as spm
 
     sp = spm.SentencePieceProcessor(model_file=str(model_path))
+    cases = []
+    for item in texts:
+        part, text = item if isinstance(item, tuple) else (None, item)
+        case = {"text": text, "ids": sp.encode(text)}
+        if part is not None:
+            case["part"] = part
+        cases.append(case)
     return {
         "generator": "tools/make_spm_fixtures.py",
         "reference": f"sentencepiece {spm.__version__}",
         "source": source,
         "sha256": sha256_file(model_path),
-        "cases": [{"text": t, "ids": sp.encode(t)} for t in texts],
+        "debian_corpus": debian,
+        "cases": cases,
     }
 
 
-def write_fixtures(out_dir: Path, *, n_docs: int = 300, real_dir: Path | None = None) -> list[Path]:
+def write_fixtures(
+    out_dir: Path, *, n_docs: int = N_DOCS, real_dir: Path | None = None, debian_base: Path | None = None
+) -> list[Path]:
     """Write one fixture per real model found; returns the written paths."""
     real_dir = real_dir or real_tokenizers_dir()
-    texts = sample_texts(n_docs) + HARD_STRINGS
+    base = debian_base or corpus_dir()
+    debian = debian_texts(per_part=DEBIAN_PER_PART, max_bytes=DEBIAN_MAX_BYTES, base=base)
+    parts: dict[str, int] = {}
+    for part, _ in debian:
+        parts[part] = parts.get(part, 0) + 1
+    banner = None if not debian else {
+        "manifest_sha256": debian_manifest_sha256(base),
+        "parts": parts,
+        "sample": f"{DEBIAN_PER_PART} windows per part, cut to {DEBIAN_MAX_BYTES} bytes (debian_texts)",
+    }
+    texts = sample_texts(n_docs) + HARD_STRINGS + debian
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, rel in MODELS.items():
@@ -176,7 +209,7 @@ def write_fixtures(out_dir: Path, *, n_docs: int = 300, real_dir: Path | None = 
         if not model_path.exists():
             print(f"skip {name}: {model_path} not found", file=sys.stderr)
             continue
-        fx = make_fixture(model_path, rel, texts)
+        fx = make_fixture(model_path, rel, texts, banner)
         path = out_dir / f"{name}.json"
         with open(path, "w", encoding="utf-8") as f:
             json.dump(fx, f, ensure_ascii=False, separators=(",", ":"))
@@ -188,7 +221,7 @@ def write_fixtures(out_dir: Path, *, n_docs: int = 300, real_dir: Path | None = 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "fixtures" / "parity_spm")
-    ap.add_argument("--docs", type=int, default=300)
+    ap.add_argument("--docs", type=int, default=N_DOCS)
     args = ap.parse_args(argv)
     for path in write_fixtures(args.out, n_docs=args.docs):
         print(f"wrote {path} ({path.stat().st_size} bytes)")
