@@ -45,6 +45,17 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     workers = 0                      # 0 = all cores
     progress = "auto"                # auto | bar | log | none
     histogram = true                 # lengths.png (needs matplotlib)
+    engine = "local"                 # local: a process pool on this machine | ray: Ray tasks
+    ray_address = "auto"             # engine "ray" only. Absent: the run starts a private local
+                                     # Ray with `workers` CPUs and stops it at the end. "auto": the
+                                     # cluster this machine belongs to (`ray start --head` /
+                                     # `ray start --address=...`, or RAY_ADDRESS); "ray://host:10001":
+                                     # a remote cluster through Ray Client. Needs
+                                     # pip install 'rmlprep[ray]'.
+
+The engine, like the worker count, never changes the output: the same units, shard names
+and bytes, so ``engine`` and ``ray_address`` are left out of the config hash and a run
+started with one engine can be resumed with the other.
 
 Relative paths resolve against the current directory (not the config file's), so
 ``rmlprep run configs/demo.toml`` run from a clone writes under that clone.
@@ -111,15 +122,19 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "workers": ((int,), 0),
         "progress": ((str,), "auto"),
         "histogram": ((bool,), True),
+        "engine": ((str,), "local"),
+        "ray_address": ((str,), None),
     },
 }
 _TOP = {"pipeline": ((str,), "pretrain")}
 _FORMATS = ("auto", "jsonl", "parquet", "csv", "hf", "stdlib")
 _PIPELINES = ("pretrain", "sft")
 _PROGRESS = ("auto", "bar", "log", "none")
+ENGINES = ("local", "ray")
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
 # keys that change how a run goes but never its output bytes: left out of the config hash
-_NOT_HASHED = {("run", "workers"), ("run", "progress"), ("run", "histogram"), ("output", "dir")}
+_NOT_HASHED = {("run", "workers"), ("run", "progress"), ("run", "histogram"), ("run", "engine"),
+               ("run", "ray_address"), ("output", "dir")}
 
 
 @dataclass(frozen=True)
@@ -149,7 +164,7 @@ class RunConfig:
         return Path(self.data["output"]["dir"])
 
     def hashed_part(self) -> dict[str, Any]:
-        """The part of the config that decides the output bytes (no workers, no output dir)."""
+        """The part of the config that decides the output bytes (no workers, engine or output dir)."""
         d = copy.deepcopy(self.data)
         for sec, key in _NOT_HASHED:
             d.get(sec, {}).pop(key, None)
@@ -161,9 +176,17 @@ class RunConfig:
         blob = json.dumps(self.hashed_part(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def with_overrides(self, *, workers: int | None = None, output: str | None = None) -> "RunConfig":
-        """A copy with ``run.workers`` and/or ``output.dir`` replaced (CLI flags)."""
+    def with_overrides(self, *, workers: int | None = None, output: str | None = None,
+                       engine: str | None = None) -> "RunConfig":
+        """A copy with ``run.workers``, ``output.dir`` and/or ``run.engine`` replaced (CLI flags).
+
+        Raises:
+            ConfigError: a negative worker count; an unknown engine; engine "ray" without Ray.
+        """
         d = copy.deepcopy(self.data)
+        if engine is not None:
+            _check_engine(engine, "--engine")
+            d["run"]["engine"] = engine
         if workers is not None:
             if workers < 0:
                 raise ConfigError(f"--workers: must be >= 0 (0 = all cores), got {workers}")
@@ -175,6 +198,17 @@ class RunConfig:
 
 def _abs(p: str) -> str:
     return str(Path(os.path.expanduser(p)).absolute()) if not p.startswith("demo:") else p
+
+
+def _check_engine(engine: str, where: str) -> None:
+    """Refuse an unknown engine, and engine "ray" when Ray is not installed (before any work)."""
+    if engine not in ENGINES:
+        raise ConfigError(f"{where}: must be one of {list(ENGINES)}, got {engine!r}")
+    if engine == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise ConfigError(f"{where} = 'ray' needs Ray, which is not installed: pip install 'rmlprep[ray]'")
 
 
 def _where(source: str) -> str:
@@ -301,4 +335,12 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
         raise ConfigError(f"{w}run.workers: must be >= 0 (0 = all cores), got {run['workers']}")
     if run["progress"] not in _PROGRESS:
         raise ConfigError(f"{w}run.progress: must be one of {list(_PROGRESS)}, got {run['progress']!r}")
+    _check_engine(run["engine"], f"{w}run.engine")
+    if run["ray_address"] is not None:
+        if run["engine"] != "ray":
+            raise ConfigError(f"{w}run.ray_address: only used with engine = \"ray\"; set run.engine = \"ray\" "
+                              "or remove ray_address")
+        if not run["ray_address"]:
+            raise ConfigError(f"{w}run.ray_address: empty; leave it out to start a local Ray, or give "
+                              "\"auto\" or \"ray://host:10001\"")
     return RunConfig(data, source)
