@@ -58,7 +58,7 @@ from .shards import (
     write_shard,
 )
 
-__all__ = ["run", "process_unit", "load_run_tokenizer", "open_tokenizer", "HIST_BINS_PER_OCTAVE", "hist_edges"]
+__all__ = ["run", "process_unit", "work_unit", "load_run_tokenizer", "open_tokenizer", "HIST_BINS_PER_OCTAVE", "hist_edges"]
 
 _CHUNK_TOKENS = 1 << 20  # concat packing: pack every ~1M tokens, carrying the partial tail
 HIST_BINS_PER_OCTAVE = 4
@@ -528,8 +528,15 @@ def _init_worker(cfg: RunConfig, tokenizer) -> None:
 
 
 def _work(unit: Unit) -> dict[str, Any]:
+    return work_unit(unit, _W["cfg"], _W["tok"])
+
+
+def work_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
+    """:func:`process_unit` as an engine's worker runs it (process pool, Ray task): a unit that
+    fails on purpose (RmlprepError) comes back as ``{"unit": i, "error": "..."}`` so the run can
+    report every failed unit; any other exception is a bug and propagates."""
     try:
-        return process_unit(unit, _W["cfg"], _W["tok"])
+        return process_unit(unit, cfg, tokenizer)
     except RmlprepError as e:
         return {"unit": unit.index, "error": f"{type(e).__name__}: {e}"}
 
@@ -637,6 +644,11 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     """
     from .parity import run_parity_stage
 
+    engine = cfg["run"]["engine"]
+    if engine == "ray":
+        from .ray_engine import require_ray
+
+        require_ray()  # before any work: a missing Ray fails with the pip line
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     out = cfg.output_dir
@@ -679,12 +691,35 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     prog = _Progress(cfg["run"]["progress"], total_bytes, len(units), log)
     for rec in records.values():
         prog.unit_done(rec, skipped=True)
-    log(f"run: {len(units)} units, {total_bytes / 1e6:.1f} MB, {workers} worker{'s' if workers > 1 else ''}, "
+    how = "engine ray" if engine == "ray" else f"{workers} worker{'s' if workers > 1 else ''}"
+    log(f"run: {len(units)} units, {total_bytes / 1e6:.1f} MB, {how}, "
         f"tokenizer {tokenizer.fingerprint[:12]}, output {out}")
     t = time.perf_counter()
     errors: list[str] = []
+
+    def collect(rec: dict[str, Any]) -> None:
+        if "error" in rec:
+            errors.append(f"unit {rec['unit']}: {rec['error']}")
+            return
+        records[rec["unit"]] = rec
+        prog.unit_done(rec)
+
+    # largest units first balances the workers; the output does not depend on order
+    order = sorted(todo, key=lambda u: (-u.nbytes, u.index))
     try:
-        if workers == 1:
+        if engine == "ray" and todo:
+            from .ray_engine import RayEngine
+
+            with RayEngine(cfg["run"]["ray_address"], num_cpus=workers, log=log) as ray_engine:
+                timings["engine_start"] = ray_engine.startup_seconds
+                workers = ray_engine.workers
+                t = prog.t0 = time.perf_counter()  # rates and ETA from the first task on
+                for rec in ray_engine.imap_unordered(order, cfg, tokenizer):
+                    collect(rec)
+                timings["process"] = time.perf_counter() - t
+                t = time.perf_counter()
+            timings["engine_stop"] = time.perf_counter() - t
+        elif workers == 1:
             for u in todo:
                 rec = process_unit(u, cfg, tokenizer)
                 records[u.index] = rec
@@ -695,17 +730,11 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
             with multiprocess.get_context("fork" if sys.platform != "win32" else "spawn").Pool(
                 workers, initializer=_init_worker, initargs=(cfg, tokenizer)
             ) as pool:
-                # largest units first balances the workers; the output does not depend on order
-                order = sorted(todo, key=lambda u: (-u.nbytes, u.index))
                 for rec in pool.imap_unordered(_work, order):
-                    if "error" in rec:
-                        errors.append(f"unit {rec['unit']}: {rec['error']}")
-                        continue
-                    records[rec["unit"]] = rec
-                    prog.unit_done(rec)
+                    collect(rec)
     finally:
         prog.close()
-    timings["process"] = time.perf_counter() - t
+    timings.setdefault("process", time.perf_counter() - t)
     if errors:
         raise RmlprepError("; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""))
     timings["total"] = time.perf_counter() - t_start
@@ -713,11 +742,15 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     return manifest
 
 
-def _versions() -> dict[str, str]:
+def _versions(engine: str) -> dict[str, str]:
     import platform
 
     v = {"rmlprep": __version__, "python": platform.python_version(), "pyarrow": pa.__version__,
          "numpy": np.__version__}
+    if engine == "ray":
+        import ray
+
+        v["ray"] = ray.__version__
     try:
         import multiprocess
 
@@ -761,10 +794,11 @@ def _write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[i
         "shards": shards,
         "rejects": {"count": totals["rejects"], "files": rejects_files},
         "timings": {k: round(v, 3) for k, v in timings.items()},
+        "engine": cfg["run"]["engine"],
         "workers": workers,
         "units_processed": processed,
         "units_skipped": len(units) - processed,
-        "versions": _versions(),
+        "versions": _versions(cfg["run"]["engine"]),
     }
     write_json_atomic(out / "manifest.json", manifest)
     edges = hist_edges()
@@ -839,6 +873,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if th["mb_per_s"] is not None:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "
                                f"{th['tokens_per_s'] / 1e6:.2f} M tokens/s ({th['seconds']:.2f} s, "
-                               f"{manifest['workers']} workers)"))
+                               f"{manifest['workers']} workers"
+                               + (f", engine {manifest['engine']})" if manifest["engine"] != "local" else ")")))
     w = max(len(k) for k, _ in lines)
     return "\n".join(["summary", "-" * 60] + [f"{k:<{w}}  {v}" for k, v in lines])

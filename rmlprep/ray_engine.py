@@ -1,0 +1,192 @@
+"""The Ray engine: the pipeline's units of work as Ray tasks, on this machine or a cluster.
+
+``[run] engine = "ray"`` (or ``rmlprep run --engine ray``) sends every unit to
+:func:`rmlprep.pipeline.work_unit` in a Ray task instead of a local process pool. Nothing
+else changes: the driver plans the units, runs the parity stage, checks done markers
+(resume), and writes the manifest, stats and histogram from the tasks' done records; each task
+reads its input range and writes ``shard-NNNNN.parquet``, its rejects and its done marker
+itself, exactly as a pool worker does. So the shards are byte-identical to the local engine's
+and a run started with one engine resumes with the other.
+
+**Tasks, not Ray Data ``map_batches``.** A unit is packed as one stream (its last, short row
+is the tail rule in :mod:`rmlprep.pipeline`), so a unit must be processed whole by one call.
+``map_batches`` cuts a dataset into batches of rows that do not follow unit borders and writes
+files named after its own blocks; making each batch one unit descriptor would be these tasks
+with a streaming executor added. Ray Data's row-level checkpointing would not survive packing
+either; resume stays the done marker per unit.
+
+**The tokenizer** is put in the object store once (it pickles as its
+:class:`~rmlprep.spec.TokenizerSpec`) and handed to tasks *nested* in a tuple, so Ray does not
+resolve it per task; a worker process fetches it and builds the indexes on its first unit only,
+then reuses it from a per-process cache keyed by the spec's fingerprint (:data:`_TOKENIZERS`).
+
+**Where Ray runs.** ``ray_address`` absent: the run starts a private local Ray with
+``num_cpus = workers``, no dashboard, usage stats off, worker output not forwarded (a failed
+unit still returns its error or traceback), and shuts it down at the end. ``"auto"`` or
+``"ray://host:10001"``: the run connects to that cluster, uses all its CPUs, and only
+disconnects at the end. A Ray already initialized in this process (a notebook, a test) is used
+as it is and left running. Every node needs the same rmlprep installed and must see the input
+files and the output directory at the same paths (a shared filesystem).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from . import __version__
+from .errors import ConfigError, RmlprepError
+
+__all__ = ["RAY_INSTALL", "require_ray", "RayEngine"]
+
+RAY_INSTALL = "pip install 'rmlprep[ray]'"
+_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # local Ray: tokenizer specs and done records only
+_QUIET_LOGGERS = ("ray._private.authentication.authentication_token_setup",)
+
+# worker side: spec fingerprint -> Tokenizer, built once per Ray worker process
+_TOKENIZERS: dict[str, Any] = {}
+
+
+def require_ray():
+    """Import Ray, or fail before any work with the command that installs it.
+
+    Raises:
+        ConfigError: Ray is not importable (names ``pip install 'rmlprep[ray]'``).
+    """
+    try:
+        import ray
+    except ImportError as e:
+        raise ConfigError(f"run.engine = 'ray' needs Ray, which cannot be imported ({e}): {RAY_INSTALL}") from None
+    return ray
+
+
+def _worker_tokenizer(fingerprint: str, box: tuple) -> Any:
+    tok = _TOKENIZERS.get(fingerprint)
+    if tok is None:
+        import ray
+
+        tok = ray.get(box[0])  # unpickles the spec and builds the indexes: once per process
+        _TOKENIZERS.clear()  # one run's tokenizer at a time
+        _TOKENIZERS[fingerprint] = tok
+    return tok
+
+
+def _unit_task(unit, cfg, fingerprint: str, box: tuple, driver_version: str) -> dict[str, Any]:
+    """One unit in a Ray task: the same function as a pool worker runs."""
+    from .pipeline import work_unit
+
+    if driver_version != __version__:
+        return {"unit": unit.index, "error": f"this Ray worker runs rmlprep {__version__}, the driver "
+                                             f"{driver_version}; install the same rmlprep on every node"}
+    return work_unit(unit, cfg, _worker_tokenizer(fingerprint, box))
+
+
+class RayEngine:
+    """Connect to (or start) Ray, run units as tasks, and stop what the run started.
+
+    Use as a context manager::
+
+        with RayEngine(cfg["run"]["ray_address"], num_cpus=2, log=print) as eng:
+            for rec in eng.imap_unordered(units, cfg, tokenizer):
+                ...
+
+    Args:
+        address: None → start a private local Ray with ``num_cpus`` CPUs; ``"auto"`` or
+            ``"ray://host:port"`` → connect to that cluster (``num_cpus`` is then ignored).
+        num_cpus: CPUs of the local Ray (one task per CPU).
+    Attributes:
+        workers: CPUs Ray can run tasks on (tasks in flight at once).
+        startup_seconds: time to start or connect to Ray.
+    Raises:
+        ConfigError: Ray is missing, or the cluster at ``address`` cannot be reached.
+    """
+
+    def __init__(self, address: str | None, *, num_cpus: int, log: Callable[[str], None] = print):
+        self.address = address
+        self.num_cpus = max(1, num_cpus)
+        self.log = log
+        self.workers = 0
+        self.startup_seconds = 0.0
+        self._owns = False
+        self._ray = None
+
+    def __enter__(self) -> "RayEngine":
+        ray = self._ray = require_ray()
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no prompt, no report
+        t = time.perf_counter()
+        quiet = [(lg, lg.level) for lg in map(logging.getLogger, _QUIET_LOGGERS)]
+        for lg, _ in quiet:  # "token authentication is enabled" on every start: the safe default
+            lg.setLevel(logging.ERROR)
+        try:
+            if ray.is_initialized():
+                where = "the Ray already running in this process"
+            elif self.address is None:
+                ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
+                         log_to_driver=False, logging_level=logging.WARNING,
+                         object_store_memory=_OBJECT_STORE_BYTES)
+                self._owns = True
+                where = "a local Ray started for this run"
+            else:
+                try:
+                    ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+                except (ConnectionError, RuntimeError, ValueError) as e:
+                    raise ConfigError(
+                        f"run.ray_address = {self.address!r}: cannot connect to a Ray cluster ({e}); start "
+                        "one with `ray start --head`, or leave ray_address out to start a local Ray"
+                    ) from None
+                self._owns = True  # our connection; shutting it down leaves the cluster running
+                where = f"the Ray cluster at {self.address}"
+        finally:
+            for lg, level in quiet:
+                lg.setLevel(level)
+        self.startup_seconds = time.perf_counter() - t
+        res = ray.cluster_resources()
+        self.workers = max(1, int(res.get("CPU", 1)))
+        nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+        self.log(f"ray: {where}: {self.workers} CPUs on {nodes} node{'s' if nodes != 1 else ''} "
+                 f"(ready in {self.startup_seconds:.1f} s)")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._owns and self._ray is not None:
+            self._ray.shutdown()
+            self._owns = False
+
+    def imap_unordered(self, units: list, cfg, tokenizer) -> Iterator[dict[str, Any]]:
+        """Run :func:`rmlprep.pipeline.work_unit` on every unit as a Ray task; yield each done
+        record (or ``{"unit": i, "error": ...}``) as it completes.
+
+        Raises:
+            RmlprepError: a worker process died and Ray's retries ran out (rerun to resume).
+            Exception: the original exception of a unit that failed with a bug (not an
+                RmlprepError), with the worker's traceback.
+        """
+        ray = self._ray
+        if ray is None:
+            raise RuntimeError("RayEngine.imap_unordered outside its `with` block")
+        # the tokenizer travels as its spec, once; nested in a tuple so tasks fetch it lazily
+        box = (ray.put(tokenizer),)
+        cfg_ref = ray.put(cfg)
+        # a dead worker's unit is retried: units are idempotent (tmp file + rename, marker last)
+        task = ray.remote(num_cpus=1, max_retries=2)(_unit_task)
+        pending = {task.remote(u, cfg_ref, tokenizer.fingerprint, box, __version__): u for u in units}
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    unit = pending.pop(ref)
+                    try:
+                        yield ray.get(ref)
+                    except ray.exceptions.RayTaskError as e:
+                        raise e.as_instanceof_cause() from None
+                    except ray.exceptions.RayError as e:
+                        raise RmlprepError(
+                            f"unit {unit.index} ({unit.describe()}): Ray could not run it ({type(e).__name__}: "
+                            f"{e}); rerun the same command to resume from the units that are done"
+                        ) from None
+        finally:
+            for ref in pending:  # an error or Ctrl-C: queued units are not started
+                ray.cancel(ref)
