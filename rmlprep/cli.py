@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", help="output directory (overrides output.dir)")
     r.add_argument("--resume", action="store_true", help="continue a previous run (done units are verified and skipped)")
     r.add_argument("--overwrite", action="store_true", help="replace shards of a different config in the output directory")
+    r.add_argument("--engine", choices=["local", "ray"],
+                   help="local: a process pool on this machine; ray: Ray tasks on a local Ray or the cluster "
+                        "in run.ray_address (pip install 'rmlprep[ray]'). Same shards either way "
+                        "(default: run.engine)")
 
     e = sub.add_parser("encode", help="encode text to token ids")
     e.add_argument("tokenizer", help=TOKENIZER_HELP)
@@ -104,7 +108,7 @@ def _cmd_run(a) -> int:
     from .config import load_config
     from .pipeline import run
 
-    cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output)
+    cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output, engine=a.engine)
     run(cfg, resume=a.resume, overwrite=a.overwrite, log=_log)
     print(f"shards: {cfg.output_dir}")
     return 0
