@@ -53,7 +53,7 @@
 
 #define N_SLOTS 8
 #define CACHE_KEY_MAX 256          /* bytes; longer pieces are not cached */
-#define CACHE_SLOTS_MAX (1u << 18) /* hash slots; at most half are used, then the cache is cleared */
+#define CACHE_SLOTS_MAX (1u << 19) /* hash slots; at most half are used, then the cache is cleared */
 #define CACHE_KEYS_MAX (8u << 20)  /* bytes of keys kept */
 #define CACHE_VALS_MAX (2u << 20)  /* ids kept */
 #define SMALL_WORD 48              /* symbols; up to this the merge loop scans instead of a heap */
@@ -131,6 +131,14 @@ static inline const PairEntry *pair_get(const PairMap *m, uint32_t a, uint32_t b
     }
 }
 
+static inline void pair_prefetch(const PairMap *m, uint32_t a, uint32_t b)
+{
+    if (m->tab != NULL) {
+        uint64_t key = ((uint64_t)a << 32) | b;
+        __builtin_prefetch(&m->tab[(size_t)mix64(key) & m->mask]);
+    }
+}
+
 /* bytes -> id (whole-token lookup) */
 typedef struct {
     uint64_t hash;
@@ -203,7 +211,20 @@ typedef struct {
     uint32_t koff, klen, voff, vlen; /* klen == 0: empty slot */
 } CacheEntry;
 
+/* Front cache: direct-mapped, pieces of up to 16 bytes with up to 4 ids, inline (no pointer
+ * chasing); small enough to stay in L2, so frequent pieces never touch the big tables. */
+#define L1_BITS 13
+#define L1_KEY 16
+#define L1_IDS 4
 typedef struct {
+    uint64_t k0, k1; /* the key, zero-padded */
+    uint8_t klen;    /* 0: empty */
+    uint8_t nids;
+    uint32_t ids[L1_IDS];
+} L1Entry;
+
+typedef struct {
+    L1Entry *l1;
     CacheEntry *tab;
     uint32_t mask, count;
     uint8_t *keys;
@@ -364,6 +385,55 @@ static inline uint8_t *put_utf8(uint8_t *o, uint32_t c)
 /* ---------------------------------------------------------------------------------------- */
 /* piece cache (bounded: cleared when full) */
 
+static inline L1Entry *l1_slot(Cache *c, const uint8_t *k, size_t n, uint64_t *k0, uint64_t *k1)
+{
+    uint64_t a = 0, b = 0;
+    if (n > 8) {
+        memcpy(&a, k, 8);
+        memcpy(&b, k + 8, n - 8);
+    } else {
+        memcpy(&a, k, n);
+    }
+    *k0 = a;
+    *k1 = b;
+    uint64_t h = (a * 0x9E3779B97F4A7C15ULL) ^ ((b + n) * 0xC2B2AE3D27D4EB4FULL);
+    return &c->l1[(h ^ (h >> 29)) >> (64 - L1_BITS)];
+}
+
+/* 1 and the ids pushed when k is in the front cache. */
+static inline int l1_get(Ctx *x, const uint8_t *k, size_t n)
+{
+    Cache *c = &x->slot->cache;
+    if (c->l1 == NULL || n > L1_KEY)
+        return 0;
+    uint64_t k0, k1;
+    const L1Entry *e = l1_slot(c, k, n, &k0, &k1);
+    if (e->klen != n || e->k0 != k0 || e->k1 != k1)
+        return 0;
+    IdVec *o = x->out;
+    if (o->n + L1_IDS > o->cap && grow((void **)&o->v, &o->cap, o->n + L1_IDS, 4) < 0)
+        return 0;
+    memcpy(o->v + o->n, e->ids, sizeof(e->ids));
+    o->n += e->nids;
+    return 1;
+}
+
+static inline void l1_put(Ctx *x, const uint8_t *k, size_t n, const uint32_t *ids, size_t m)
+{
+    Cache *c = &x->slot->cache;
+    if (n > L1_KEY || n == 0 || m > L1_IDS)
+        return;
+    if (c->l1 == NULL && (c->l1 = calloc((size_t)1 << L1_BITS, sizeof(L1Entry))) == NULL)
+        return;
+    uint64_t k0, k1;
+    L1Entry *e = l1_slot(c, k, n, &k0, &k1);
+    e->k0 = k0;
+    e->k1 = k1;
+    e->klen = (uint8_t)n;
+    e->nids = (uint8_t)m;
+    memcpy(e->ids, ids, m * 4);
+}
+
 static void cache_clear(Cache *c)
 {
     if (c->tab)
@@ -374,6 +444,7 @@ static void cache_clear(Cache *c)
 
 static void cache_free(Cache *c)
 {
+    free(c->l1);
     free(c->tab);
     free(c->keys);
     free(c->vals);
@@ -461,6 +532,8 @@ static size_t merge_scan(Ctx *x, size_t n)
 {
     const PairMap *P = &x->E->pairs;
     uint32_t *sym = x->sym, *rk = x->rk, *mg = x->mg;
+    for (size_t i = 0; i + 1 < n; i++) /* independent lookups: let their misses overlap */
+        pair_prefetch(P, sym[i], sym[i + 1]);
     for (size_t i = 0; i + 1 < n; i++) {
         const PairEntry *p = pair_get(P, sym[i], sym[i + 1]);
         rk[i] = p ? p->rank : NO_RANK;
@@ -597,17 +670,23 @@ static size_t merge_loop(Ctx *x, size_t n)
 static int encode_bytes_piece(Ctx *x, const uint8_t *b, size_t nb)
 {
     const struct Encoder *E = x->E;
+    if (x->slot != NULL && l1_get(x, b, nb))
+        return 0;
+    size_t start = x->out->n;
     if (E->ignore_merges) {
         int32_t w = strmap_get(&E->whole, b, nb);
-        if (w >= 0)
-            return push_id(x, (uint32_t)w);
+        if (w >= 0) {
+            if (push_id(x, (uint32_t)w) < 0)
+                return -1;
+            goto remember;
+        }
     }
     uint64_t h = 0;
     int cacheable = x->slot != NULL && nb <= CACHE_KEY_MAX;
     if (cacheable) {
         h = hash_bytes(b, nb);
         if (cache_get(x, h, b, nb))
-            return 0;
+            goto remember;
     }
     if (reserve_syms(x, nb) < 0)
         return -1;
@@ -629,6 +708,9 @@ static int encode_bytes_piece(Ctx *x, const uint8_t *b, size_t nb)
     if (cacheable)
         cache_put(x, h, b, nb, o->v + o->n, m);
     o->n += m;
+remember:
+    if (x->slot != NULL)
+        l1_put(x, b, nb, x->out->v + start, x->out->n - start);
     return 0;
 }
 

@@ -196,17 +196,23 @@ static int SFX(emit_sp_word)(Ctx *x, const CP_T *s, Py_ssize_t n)
     Py_ssize_t nb = SFX(to_utf8)(x, s, n);
     if (nb < 0)
         return -1;
+    if (x->slot != NULL && l1_get(x, x->u8, (size_t)nb))
+        return 0;
+    size_t start = x->out->n;
     if (E->ignore_merges) {
         int32_t w = strmap_get(&E->whole, x->u8, (size_t)nb);
-        if (w >= 0)
-            return push_id(x, (uint32_t)w);
+        if (w >= 0) {
+            if (push_id(x, (uint32_t)w) < 0)
+                return -1;
+            goto remember;
+        }
     }
     uint64_t h = 0;
     int cacheable = x->slot != NULL && nb <= CACHE_KEY_MAX;
     if (cacheable) {
         h = hash_bytes(x->u8, (size_t)nb);
         if (cache_get(x, h, x->u8, (size_t)nb))
-            return 0;
+            goto remember;
     }
     if (reserve_syms(x, (size_t)n) < 0)
         return -1;
@@ -216,7 +222,6 @@ static int SFX(emit_sp_word)(Ctx *x, const CP_T *s, Py_ssize_t n)
         sym[i] = t >= 0 ? (uint32_t)t : (BARRIER | (uint32_t)i);
     }
     size_t m = merge_loop(x, (size_t)n);
-    size_t start = x->out->n;
     for (size_t k = 0; k < m; k++) {
         uint32_t t = x->sym[k];
         if (!(t & BARRIER)) {
@@ -240,6 +245,9 @@ static int SFX(emit_sp_word)(Ctx *x, const CP_T *s, Py_ssize_t n)
     }
     if (cacheable) /* x->u8 still holds the key: the merge loop does not touch it */
         cache_put(x, h, x->u8, (size_t)nb, x->out->v + start, x->out->n - start);
+remember:
+    if (x->slot != NULL)
+        l1_put(x, x->u8, (size_t)nb, x->out->v + start, x->out->n - start);
     return 0;
 }
 
