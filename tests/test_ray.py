@@ -1,0 +1,194 @@
+"""The Ray engine: the same units as Ray tasks give the local engine's bytes, and resume.
+
+One local Ray (2 CPUs) is started for the module; the engine finds it initialized and uses it.
+The CLI test runs ``rmlprep run --engine ray`` in a subprocess, so that Ray is started (and
+stopped) by the run itself, as a user gets it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rmlprep.config import config_from_dict
+from rmlprep.errors import ConfigError, RmlprepError
+from rmlprep.pipeline import run
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"
+GPT2 = Path("~/.cache/rmlprep-real-tokenizers/gpt2/gpt2.tiktoken").expanduser()
+TEXT = ROOT.parent / "shared" / "corpora" / "text-multilingual.jsonl"
+
+pytestmark = pytest.mark.skipif(not TINY.exists(), reason=f"{TINY} is absent")
+
+
+def quiet(_msg: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """A local Ray with 2 CPUs for the whole module (start-up costs seconds)."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'rmlprep[ray]')")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             logging_level=logging.WARNING, object_store_memory=128 * 1024 * 1024)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """300 real documents (cut to 3,000 characters) and three bad rows, so rejects are compared too."""
+    lines: list[bytes] = []
+    if TEXT.exists():
+        with open(TEXT, "rb") as f:
+            for line in f:
+                lines.append(json.dumps({"text": json.loads(line)["text"][:3000]}, ensure_ascii=False).encode())
+                if len(lines) == 300:
+                    break
+    else:
+        lines = [json.dumps({"text": f"Document {i}: " + "word " * (i % 97) + "\u2028end"}).encode()
+                 for i in range(300)]
+    lines[10:10] = [b'{"text": null}']
+    lines[150:150] = [b"{broken"]
+    lines[250:250] = [b'{"text": 42}']
+    p = tmp_path_factory.mktemp("corpus") / "c.jsonl"
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    return p
+
+
+def make_cfg(inp: Path, out: Path, *, tokenizer: Path = TINY, engine: str = "local", workers: int = 2, **extra):
+    d = {
+        "input": {"paths": [str(inp)], "unit_bytes": 60_000, "batch_rows": 64},
+        "tokenizer": {"path": str(tokenizer), **({"name": "gpt2"} if tokenizer.suffix == ".tiktoken" else {})},
+        "pack": {"seq_len": 256},
+        "output": {"dir": str(out)},
+        "run": {"workers": workers, "progress": "none", "histogram": False, "engine": engine},
+    }
+    for k, v in extra.items():
+        d.setdefault(k, {}).update(v)
+    return config_from_dict(d)
+
+
+def outputs(out: Path) -> dict[str, bytes]:
+    """Every shard and rejects file, byte for byte."""
+    files = sorted(out.glob("shard-*.parquet")) + sorted(out.glob("rejects/*.jsonl"))
+    return {str(p.relative_to(out)): p.read_bytes() for p in files}
+
+
+def markers(out: Path) -> dict[str, dict]:
+    """Done markers without their timings (the only part that may differ between runs)."""
+    res = {}
+    for p in sorted(out.glob("shard-*.done.json")):
+        m = json.loads(p.read_text())
+        m.pop("seconds")
+        res[p.name] = m
+    return res
+
+
+TOKENIZERS = [pytest.param(TINY, id="bl_gpt2_digits"),
+              pytest.param(GPT2, id="gpt2-real", marks=pytest.mark.skipif(
+                  not GPT2.exists(), reason=f"{GPT2} is absent (bash ../shared/real-tokenizers/get.sh)"))]
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_ray_gives_the_local_bytes(ray_local, corpus, tmp_path, tokenizer):
+    m_local = run(make_cfg(corpus, tmp_path / "local", tokenizer=tokenizer), log=quiet)
+    logs: list[str] = []
+    m_ray = run(make_cfg(corpus, tmp_path / "ray", tokenizer=tokenizer, engine="ray"), log=logs.append)
+    local, ray_ = outputs(tmp_path / "local"), outputs(tmp_path / "ray")
+    assert len([k for k in local if k.startswith("shard-")]) >= 8  # several units, several tasks
+    assert "rejects/rejects-00000.jsonl" in local
+    assert local == ray_
+    assert markers(tmp_path / "local") == markers(tmp_path / "ray")
+    assert m_local["config_hash"] == m_ray["config_hash"]  # the engine is not hashed
+    assert m_local["shards"] == m_ray["shards"] and m_local["totals"] == m_ray["totals"]
+    assert m_ray["totals"]["rejects"] == 3 and m_ray["rejects"] == m_local["rejects"]
+    assert (m_local["engine"], m_ray["engine"]) == ("local", "ray")
+    assert m_ray["workers"] == 2 and "engine_start" in m_ray["timings"]
+    assert any(x.startswith("ray: the Ray already running in this process") for x in logs)
+
+
+def test_ray_resume_and_engine_switch(ray_local, corpus, tmp_path):
+    ref_dir = tmp_path / "ref"
+    run(make_cfg(corpus, ref_dir), log=quiet)
+    ref = outputs(ref_dir)
+    out = tmp_path / "o"
+    run(make_cfg(corpus, out, engine="ray"), log=quiet)
+    (out / "shard-00001.parquet").unlink()
+    (out / "shard-00001.done.json").unlink()
+    (out / "shard-00003.parquet").write_bytes(b"garbage")
+    m = run(make_cfg(corpus, out, engine="ray"), resume=True, log=quiet)
+    assert m["units_processed"] == 2 and m["units_skipped"] == len(m["shards"]) - 2
+    assert outputs(out) == ref
+    # a run started with Ray resumes with the local engine, and back: same config hash
+    (out / "shard-00002.done.json").unlink()
+    assert run(make_cfg(corpus, out, workers=1), log=quiet)["units_processed"] == 1
+    (out / "shard-00000.done.json").unlink()
+    assert run(make_cfg(corpus, out, engine="ray"), log=quiet)["units_processed"] == 1
+    assert outputs(out) == ref and markers(out) == markers(ref_dir)
+
+
+def test_unit_errors_come_back_from_tasks(ray_local, corpus, tmp_path):
+    """A unit that fails on purpose inside a task (here: no bos id) is reported by unit, as with the pool."""
+    from rmlprep.pipeline import open_tokenizer
+
+    spec = open_tokenizer(str(TINY))[0].spec
+    no_bos = tmp_path / "no_bos.spec.json"
+    no_bos.write_text(json.dumps(spec.replace(bos_id=None, add_bos=False).to_dict()))
+    cfg = make_cfg(corpus, tmp_path / "o", tokenizer=no_bos, engine="ray", pack={"bos": True})
+    with pytest.raises(RmlprepError, match=r"unit \d+: ConfigError: pack.bos"):
+        run(cfg, log=quiet)
+
+
+def test_cli_starts_and_stops_its_own_ray(corpus, tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'rmlprep[ray]')")
+    local = tmp_path / "local"
+    run(make_cfg(corpus, local), log=quiet)
+    toml = tmp_path / "c.toml"
+    toml.write_text(f'[input]\npaths = ["{corpus}"]\nunit_bytes = 60_000\nbatch_rows = 64\n'
+                    f'[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 256\n'
+                    f'[output]\ndir = "{tmp_path / "ray"}"\n[run]\nworkers = 2\nprogress = "log"\nhistogram = false\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("RAY_ADDRESS", None)
+    p = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", str(toml), "--engine", "ray"],
+                       capture_output=True, text=True, env=env, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "ray: a local Ray started for this run: 2 CPUs on 1 node" in p.stderr
+    assert "dashboard" not in p.stderr.lower() and "Traceback" not in p.stderr
+    assert outputs(tmp_path / "ray") == outputs(local)
+    assert markers(tmp_path / "ray") == markers(local)
+
+
+def test_engine_keys(tmp_path):
+    inp = tmp_path / "c.jsonl"
+    inp.write_text('{"text": "x"}\n')
+    with pytest.raises(ConfigError, match="run.engine: must be one of"):
+        make_cfg(inp, tmp_path / "o", engine="spark")
+    with pytest.raises(ConfigError, match='run.ray_address: only used with engine = "ray"'):
+        make_cfg(inp, tmp_path / "o", run={"ray_address": "auto"})
+    with pytest.raises(ConfigError, match="--engine: must be one of"):
+        make_cfg(inp, tmp_path / "o").with_overrides(engine="dask")
+
+
+def test_missing_ray_names_the_pip_line(tmp_path, monkeypatch):
+    """Without Ray, engine "ray" fails when the config is read, before any work."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    inp = tmp_path / "c.jsonl"
+    inp.write_text('{"text": "x"}\n')
+    with pytest.raises(ConfigError, match=r"pip install 'rmlprep\[ray\]'"):
+        make_cfg(inp, tmp_path / "o", engine="ray")
+    with pytest.raises(ConfigError, match=r"--engine = 'ray' needs Ray.*pip install 'rmlprep\[ray\]'"):
+        make_cfg(inp, tmp_path / "o").with_overrides(engine="ray")
+    from rmlprep.ray_engine import require_ray
+
+    with pytest.raises(ConfigError, match=r"pip install 'rmlprep\[ray\]'"):
+        require_ray()
+    assert not (tmp_path / "o").exists()
