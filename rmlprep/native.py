@@ -29,7 +29,7 @@ import math
 import os
 import warnings
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -38,7 +38,7 @@ from .pretokenize import pattern_name
 from .spec import BYTE_LEVEL, TokenType
 from .unicode import unicode_to_bytes, unicode_version
 
-__all__ = ["NativeEncoder", "make_native", "native_available"]
+__all__ = ["NativeEncoder", "encode_batch_flat", "make_native", "native_available", "plain_encoder"]
 
 _BUILD_HINT = "run `pip install -e .` in the rmlprep checkout (needs a C compiler) to build it"
 _warned = False
@@ -315,3 +315,145 @@ def _pair_table(tokenizer) -> array | None:
             if b is not None:
                 out.extend((a, b, rank, j))
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole-text fast paths (text with no special-token text in it is one segment).
+
+
+def _special_prefixes(tokens) -> tuple[str, ...]:
+    """Distinct 2-character prefixes of the tokens (1 for 1-character tokens): if none occurs in
+    a text, no token does, so cutting special tokens leaves the text whole."""
+    return tuple(sorted({t[:2] for t in tokens if t}))
+
+
+def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
+    """A whole-text fast path for ``Tokenizer.encode``, or None when the spec needs the general one.
+
+    Returns ``fast(text, parse_special) -> list[int] | None``: the ids of
+    ``tokenizer.encode(text, parse_special=parse_special)`` (without BOS/EOS), or None when the
+    text may hold special-token text (then the caller takes the general path). It applies what
+    ``encode`` does to a text that is a single segment at the start: the prefix space
+    (``add_prefix_space``, ``prefix_if_missing``; every ``prefix_scheme`` agrees on the first
+    segment), spaces to ``"▁"`` for SentencePiece, then the native encoder. None (no fast path)
+    when ``tokenizer._native`` is None or the spec has normalizers.
+    """
+    nat = tokenizer._native
+    s = tokenizer.spec
+    if nat is None or s.normalizers:
+        return None
+    unk = s.unk_id if s.fuse_unk else None
+    enc = nat.encode_text
+    specials = tokenizer.special_tokens
+    user = [t for t, i in specials.items() if tokenizer._types[i] == TokenType.USER_DEFINED]
+    all_pre = _special_prefixes(specials)
+    user_pre = _special_prefixes(user) if s.parse_user_defined_always else ()
+    add_prefix = s.add_prefix_space
+    if_missing = s.prefix_if_missing
+    byte_level = s.kind == BYTE_LEVEL
+    space = "\u2581"
+
+    def fast(text: str, parse_special: bool = True) -> list[int] | None:
+        if type(text) is not str:
+            return None
+        for p in all_pre if parse_special else user_pre:
+            if p in text:
+                return None
+        if add_prefix and text and not (if_missing and text[0] in (" ", space)):
+            text = " " + text
+        if not byte_level:
+            text = text.replace(" ", space)
+        ids = enc(text)
+        if unk is not None and unk in ids:
+            ids = _fuse(ids, unk)
+        return ids
+
+    return fast
+
+
+def _fuse(ids: list[int], unk: int) -> list[int]:
+    """Collapse runs of ``unk`` into one (Hugging Face ``fuse_unk``)."""
+    out: list[int] = []
+    for i in ids:
+        if i == unk and out and out[-1] == unk:
+            continue
+        out.append(i)
+    return out
+
+
+def encode_batch_flat(
+    tokenizer,
+    texts: Sequence[str],
+    *,
+    add_special_tokens: bool = False,
+    parse_special: bool = True,
+    num_threads: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``[tokenizer.encode(t, ...) for t in texts]`` as flat ids plus offsets, natively in bulk.
+
+    Texts without special-token text are prepared (prefix space, "▁") and encoded by
+    :meth:`NativeEncoder.encode_batch` with the GIL released; the others (and every text when
+    the tokenizer has no fast path, see :func:`plain_encoder`) go through ``tokenizer.encode``.
+
+    Args:
+        tokenizer: a :class:`~rmlprep.tokenizer.Tokenizer`.
+        texts: the documents.
+        add_special_tokens, parse_special: as ``Tokenizer.encode``.
+        num_threads: threads for the native batch (2 use 2 cores).
+    Returns:
+        ``(ids, offsets)``: uint32 ids of shape (total,), int64 offsets of shape
+        (len(texts) + 1,); row ``i`` is ``ids[offsets[i]:offsets[i + 1]]``, equal to
+        ``tokenizer.encode(texts[i], add_special_tokens=..., parse_special=...)``.
+    """
+    fast_ok = plain_encoder(tokenizer) is not None
+    s = tokenizer.spec
+    n = len(texts)
+    segs: list[str] = []
+    slow: list[int] = []
+    pre = _special_prefixes(tokenizer.special_tokens) if parse_special else (
+        _special_prefixes(t for t, i in tokenizer.special_tokens.items()
+                          if tokenizer._types[i] == TokenType.USER_DEFINED)
+        if s.parse_user_defined_always else ())
+    space = "\u2581"
+    for i, t in enumerate(texts):
+        if not fast_ok or type(t) is not str or any(p in t for p in pre):
+            slow.append(i)
+            segs.append("")
+            continue
+        if s.add_prefix_space and t and not (s.prefix_if_missing and t[0] in (" ", space)):
+            t = " " + t
+        segs.append(t if s.kind == BYTE_LEVEL else t.replace(" ", space))
+    if fast_ok:
+        ids, offsets = tokenizer._native.encode_batch(segs, num_threads=num_threads)
+    else:
+        ids, offsets = np.zeros(0, np.uint32), np.zeros(n + 1, np.int64)
+    if slow:
+        rows = [ids[offsets[i]:offsets[i + 1]] for i in range(n)]
+        for i in slow:
+            rows[i] = np.asarray(tokenizer.encode(texts[i], parse_special=parse_special), dtype=np.uint32)
+        lens = np.fromiter((len(r) for r in rows), dtype=np.int64, count=n)
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        ids = np.concatenate(rows) if rows else np.zeros(0, np.uint32)
+    if fast_ok and s.fuse_unk and s.unk_id is not None and len(ids) > 1:
+        repeat = np.zeros(len(ids), dtype=bool)  # an unk right after an unk in the same row
+        repeat[1:] = (ids[1:] == s.unk_id) & (ids[:-1] == s.unk_id)
+        repeat[offsets[:-1][offsets[:-1] < len(ids)]] = False
+        if repeat.any():
+            kept = np.zeros(len(ids) + 1, np.int64)
+            np.cumsum(~repeat, out=kept[1:])
+            ids, offsets = ids[~repeat], kept[offsets]
+    if add_special_tokens and (s.add_bos or s.add_eos):
+        nb, ne = int(s.add_bos), int(s.add_eos)
+        lens = np.diff(offsets)
+        new_off = np.zeros(n + 1, np.int64)
+        np.cumsum(lens + nb + ne, out=new_off[1:])
+        out = np.empty(int(new_off[-1]), np.uint32)
+        shift = np.repeat(new_off[:-1] + nb - offsets[:-1], lens)
+        out[np.arange(len(ids)) + shift] = ids
+        if nb:
+            out[new_off[:-1]] = s.bos_id
+        if ne:
+            out[new_off[1:] - 1] = s.eos_id
+        ids, offsets = out, new_off
+    return ids, offsets

@@ -375,3 +375,52 @@ def test_real_tokenizers_native_equals_pure(name):
         if got != want:
             k = next((j for j, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
             pytest.fail(f"{name}: doc {i} differs at token {k}: native {got[k:k + 8]} pure {want[k:k + 8]}")
+
+
+# -- whole-text fast paths (plain_encoder, encode_batch_flat) ------------------------------------
+
+
+def _with_specials(text: str, tok: Tokenizer) -> str:
+    """Sprinkle the tokenizer's special-token text into ``text`` (exercises the slow path)."""
+    specials = sorted(tok.special_tokens)
+    return text + (specials[len(text) % len(specials)] + text[:3] if specials and len(text) % 3 == 0 else "")
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts)
+def test_plain_encoder_equals_pure_encode(name, text):
+    tok, pure, _ = fixture_pair(name)
+    fast = native.plain_encoder(tok)
+    assert fast is not None
+    text = _with_specials(text, tok)
+    for parse_special in (True, False):
+        got = fast(text, parse_special)
+        if got is not None:
+            assert got == pure.encode(text, parse_special=parse_special)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+@pytest.mark.parametrize("add_special_tokens", [False, True])
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_encode_batch_flat_equals_encode(name, add_special_tokens, num_threads):
+    tok, pure, doc = fixture_pair(name)
+    batch = [c["text"] for c in doc["cases"]] + ["", " ", "  x"]
+    batch += [_with_specials(t, tok) for t in batch[:20]]
+    for parse_special in (True, False):
+        ids, offsets = native.encode_batch_flat(tok, batch, add_special_tokens=add_special_tokens,
+                                                parse_special=parse_special, num_threads=num_threads)
+        assert ids.dtype == np.uint32 and offsets.dtype == np.int64 and len(offsets) == len(batch) + 1
+        for i, t in enumerate(batch):
+            want = pure.encode(t, add_special_tokens=add_special_tokens, parse_special=parse_special)
+            assert ids[offsets[i]:offsets[i + 1]].tolist() == want, (t, parse_special)
+
+
+def test_plain_encoder_declines_normalizers():
+    b2u = bytes_to_unicode()
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(b2u[b] for b in range(256)), token_types=(1,) * 256,
+                         normalizers=(("nfc",),))
+    tok = Tokenizer.create(spec)
+    assert tok._native is not None and native.plain_encoder(tok) is None
+    ids, offsets = native.encode_batch_flat(tok, ["e\u0301", "a"])
+    assert ids.tolist() == tok.encode("e\u0301") + [97] and offsets.tolist() == [0, 2, 3]
