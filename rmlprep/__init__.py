@@ -28,6 +28,7 @@ from .chat import (  # noqa: F401
     format_chat_segments,
     stop_ids,
 )
+from .arrow import count_errors, tokenize_chat, tokenize_text  # noqa: F401
 from .packing import PackResult, PackStats, pack_bfd, pack_concat, unpack  # noqa: F401
 
 __all__ = [
@@ -42,6 +43,9 @@ __all__ = [
     "format_chat",
     "format_chat_segments",
     "stop_ids",
+    "tokenize_text",
+    "tokenize_chat",
+    "count_errors",
     "PackResult",
     "PackStats",
     "pack_bfd",
