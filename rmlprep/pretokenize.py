@@ -36,6 +36,8 @@ from rmlprep.unicode import (
 )
 
 __all__ = [
+    "CL100K_PATTERN",
+    "O200K_PATTERN",
     "GPT2_PATTERN",
     "LLAMA3_PATTERN",
     "QWEN2_PATTERN",
@@ -46,6 +48,7 @@ __all__ = [
     "compile_pre_split",
     "pattern_name",
     "pre_split",
+    "text_anchors",
     "translate",
 ]
 
@@ -60,6 +63,24 @@ LLAMA3_PATTERN = (
 QWEN2_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"""
     r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+# Source: tiktoken tiktoken_ext/openai_public.py, cl100k_base() (fancy-regex syntax: possessive
+# quantifiers; `$` is the end of the text, see translate()).
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+# Source: tiktoken tiktoken_ext/openai_public.py, o200k_base() (the "|".join of its 7 parts).
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
 )
 # Source: tokenizers pre_tokenizers/digits.rs; char::is_numeric = categories Nd, Nl, No.
 DIGITS_INDIVIDUAL_PATTERN = r"\p{N}"  # Digits(individual_digits=true), Isolated
@@ -79,6 +100,10 @@ _NAME_OF = {p: n for n, p in KNOWN_PATTERNS.items()}
 # (the last alternatives \s+ and [^\s\p{L}\p{N}]+ with \p{L}+, \p{N} cover all code points),
 # so findall alone gives the Isolated pieces.
 _TILING = frozenset({"gpt2", "llama3", "qwen2"})
+# tiktoken's patterns tile too (cl100k ends in \s and covers L, N and the rest with ++ runs; o200k
+# covers Lu/Lt, Ll, M, N, \s and the rest). They are kept out of KNOWN_PATTERNS, whose names
+# the native splitter (rmlprep/native.py) must implement.
+_TILING_PATTERNS = frozenset({CL100K_PATTERN, O200K_PATTERN})
 
 ASCII_LIMIT = 0x7F
 BMP_LIMIT = 0xFFFF
@@ -99,7 +124,7 @@ def pattern_name(pattern: str) -> str | None:
 #
 # Nodes (tuples): ("lit", cp) | ("set", ranges, negated) | ("any",) | ("raw", re_text)
 #   | ("seq", [nodes]) | ("alt", [nodes]) | ("group", opener, node)
-#   | ("rep", node, min, max_or_None, lazy)
+#   | ("rep", node, min, max_or_None, mode)   mode: "" greedy, "?" lazy, "+" possessive
 
 _SIMPLE_ESCAPES = {"n": 0x0A, "r": 0x0D, "t": 0x09, "f": 0x0C, "a": 0x07, "e": 0x1B}
 _UNSUPPORTED_ESCAPES = {
@@ -135,8 +160,8 @@ _CASED_CATEGORIES = ("L", "M", "Nl", "So")  # where non-ASCII case mappings can 
 def _unsupported(pattern: str, construct: str) -> UnsupportedTokenizer:
     return UnsupportedTokenizer(
         f"pre-tokenizer pattern {pattern!r}: {construct} is not supported by rmlprep's "
-        f"regex translation; supported: alternation, groups, (?i:..), lookaround, classes "
-        f"with \\p{{..}}/\\s/\\d, greedy and lazy quantifiers"
+        f"regex translation; supported: alternation, groups, atomic groups, (?i:..), lookaround, "
+        f"classes with \\p{{..}}/\\s/\\d, greedy, lazy and possessive quantifiers"
     )
 
 
@@ -207,15 +232,13 @@ class _Parser:
         if atom[0] == "raw":
             raise self.unsupported(f"a quantifier on the anchor {atom[1]!r}")
         self.i = end
-        lazy = False
-        if self.i < self.n and self.p[self.i] == "?":
-            lazy = True
+        mode = ""  # greedy
+        if self.i < self.n and self.p[self.i] in "?+":
+            mode = self.p[self.i]  # "?" lazy, "+" possessive (greedy, never gives back)
             self.i += 1
-        elif self.i < self.n and self.p[self.i] == "+":
-            raise self.unsupported(f"possessive quantifier {self.p[end - 1]}+ (offset {end - 1})")
         if self._quantifier_here() is not None:
             raise self.unsupported(f"a quantifier applied to a quantifier (offset {self.i})")
-        return ("rep", atom, lo, hi, lazy)
+        return ("rep", atom, lo, hi, mode)
 
     # -- atoms ---------------------------------------------------------------------------
     def atom(self, icase: bool):
@@ -285,7 +308,8 @@ class _Parser:
                 opener = "(?" + rest[:2]
                 self.i += 3
             elif rest.startswith(">"):
-                raise self.unsupported(f"atomic group (?>...) (offset {start})")
+                opener = "(?>"  # atomic: once the body matched, its choices are never revisited
+                self.i += 2
             elif rest.startswith("#"):
                 end = p.find(")", self.i)
                 if end < 0:
@@ -499,7 +523,7 @@ def _emit(node, limit: int) -> str:
     if kind == "group":
         return node[1] + _emit(node[2], limit) + ")"
     if kind == "rep":
-        _, atom, lo, hi, lazy = node
+        _, atom, lo, hi, mode = node
         if (lo, hi) == (0, None):
             q = "*"
         elif (lo, hi) == (1, None):
@@ -512,7 +536,7 @@ def _emit(node, limit: int) -> str:
             q = f"{{{lo}}}"
         else:
             q = f"{{{lo},{hi}}}"
-        return _emit(atom, limit) + q + ("?" if lazy else "")
+        return _emit(atom, limit) + q + mode
     raise AssertionError(f"unknown node {kind}")  # internal invariant, not input checking
 
 
@@ -529,9 +553,16 @@ def translate(pattern: str, *, limit: int = FULL_LIMIT) -> str:
     classes with the simple case-folding equivalents (``'s`` also matches ``'ſ``, ``k`` the
     Kelvin sign) instead of ``re.IGNORECASE``; capturing and named groups become ``(?:...)``.
     ``^``/``$`` are line anchors as in Oniguruma (the engine of tokenizer.json); ``\\z`` and
-    ``\\A`` are text anchors. Alternation, greedy/lazy quantifiers and lookaround keep their
-    meaning, which is the same (leftmost alternative wins, backtracking) in onig, fancy-regex,
-    ``regex`` and ``re``.
+    ``\\A`` are text anchors. In fancy-regex (tiktoken's engine) a bare ``$`` is the end of the
+    text only (``Expr::EndText``, handed to the ``regex`` crate as ``$`` without ``m``), and in
+    Python's ``regex`` it also matches before a final newline: pass a tiktoken pattern through
+    :func:`text_anchors` first. In ``\\s++$`` (r50k, cl100k) the three readings agree: the
+    possessive run has taken every newline, so "before a newline" can never hold.
+    Alternation, greedy/lazy quantifiers and lookaround keep their meaning, which is the same
+    (leftmost alternative wins, backtracking) in onig, fancy-regex, ``regex`` and ``re``.
+    Possessive quantifiers (``?+ *+ ++ {m,n}+``) and atomic groups ``(?>...)`` are emitted as
+    such (stdlib ``re`` has both since Python 3.11): the quantified atom or the group matches as
+    far as it can and is never backtracked into, as in fancy-regex, onig and ``regex``.
 
     Args:
         pattern: the pattern as written in tokenizer.json / tiktoken.
@@ -541,14 +572,48 @@ def translate(pattern: str, *, limit: int = FULL_LIMIT) -> str:
         A pattern string for ``re.compile`` (ASCII only; non-ASCII code points as escapes).
     Raises:
         UnsupportedTokenizer: a construct the translation does not support (backreferences,
-            possessive quantifiers, atomic groups, \\X, \\w, \\b, unknown \\p{..} names,
+            \\X, \\w, \\b, unknown \\p{..} names,
             inline flags other than ``(?i:``, ``(?i)`` on non-ASCII cased characters or ``i``...),
             named in the message.
         LoaderError: a malformed pattern (unbalanced parentheses, bad escapes).
 
-    Source: Oniguruma (Ruby syntax) and Python ``regex`` semantics for the constructs above.
+    Source: Oniguruma (Ruby syntax) and Python ``regex`` semantics for the constructs above;
+    fancy-regex ``src/parse.rs`` (``$`` -> ``Expr::EndText`` unless the ``m`` flag is set).
     """
     return _emit(_parse(pattern), limit)
+
+
+def text_anchors(pattern: str) -> str:
+    """Rewrite a fancy-regex (tiktoken) pattern's bare ``^``/``$`` into ``\\A``/``\\z``.
+
+    fancy-regex without the ``m`` flag reads ``^`` as the start and ``$`` as the end of the
+    text (not "before a final newline" as Python's ``re``/``regex``, not "end of any line" as
+    Oniguruma, which :func:`translate` follows); escaped ones and those inside a class are
+    literal and stay. Example: ``text_anchors(r"a$|[$]|\\$")`` -> ``r"a\\z|[$]|\\$"``.
+
+    Source: fancy-regex ``src/parse.rs`` (``b'$' => ... Expr::EndText``).
+    """
+    out = []
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]" and not pattern[class_start:i].rstrip("^") == "":
+                in_class = False
+        elif c == "[":
+            in_class, class_start = True, i + 1
+        elif c == "$":
+            c = "\\z"
+        elif c == "^":
+            c = "\\A"
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -568,7 +633,7 @@ def _make_stage(pattern: str) -> _Split:
         except re.error as e:  # e.g. a variable-width lookbehind
             raise _unsupported(pattern, f"a construct stdlib re rejects ({e})") from None
 
-    if pattern_name(pattern) in _TILING:
+    if pattern_name(pattern) in _TILING or pattern in _TILING_PATTERNS:
         ascii_findall, bmp_findall, full_findall = (v.findall for v in variants)
 
         def stage(text: str) -> list:

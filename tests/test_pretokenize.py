@@ -17,16 +17,19 @@ from hypothesis import strategies as st
 from rmlprep import _unicode_tables as tables
 from rmlprep.errors import LoaderError, UnsupportedTokenizer
 from rmlprep.pretokenize import (
+    CL100K_PATTERN,
     DIGITS_INDIVIDUAL_PATTERN,
     DIGITS_PATTERN,
     GPT2_PATTERN,
     KNOWN_PATTERNS,
     LLAMA3_PATTERN,
+    O200K_PATTERN,
     QWEN2_PATTERN,
     PreSplitter,
     compile_pre_split,
     pattern_name,
     pre_split,
+    text_anchors,
     translate,
 )
 
@@ -35,8 +38,10 @@ FIXTURE = REPO / "fixtures" / "pretokenizer.json"
 SHARED = REPO.parent / "shared"
 REAL = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS", "~/.cache/rmlprep-real-tokenizers")).expanduser()
 MAIN_PATTERNS = [GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN]
-# GPT-4o's pattern as Hugging Face tokenizer.json writes it (no possessive quantifiers):
-# exercises \p{Lu}, \p{Lt}, \p{Lm}, \p{Lo}, \p{M} and an optional (?i:...) group.
+TIKTOKEN_PATTERNS = {"cl100k_base": CL100K_PATTERN, "o200k_base": O200K_PATTERN}
+# GPT-4o's pattern as Hugging Face tokenizer.json writes it (no possessive quantifiers; the same
+# string as tiktoken's o200k_base): exercises \p{Lu}, \p{Lt}, \p{Lm}, \p{Lo}, \p{M} and an
+# optional (?i:...) group.
 O200K_HF_PATTERN = (
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"""
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"""
@@ -55,6 +60,10 @@ def fixture_params():
         pytest.param(doc["patterns"][name], case["text"], pieces, id=f"{case['name']}-{name}")
         for case in doc["cases"]
         for name, pieces in case["splits"].items()
+    ] + [
+        pytest.param(doc["tiktoken_patterns"][name], case["text"], pieces, id=f"{case['name']}-{name}")
+        for case in doc["cases"]
+        for name, pieces in case["tiktoken_splits"].items()
     ]
 
 
@@ -100,6 +109,7 @@ def test_fixture_split(pattern, text, expected):
 def test_fixture_patterns_are_ours_and_enough_texts():
     doc = load_fixture()
     assert doc["patterns"] == dict(KNOWN_PATTERNS)
+    assert doc["tiktoken_patterns"] == TIKTOKEN_PATTERNS
     assert len(doc["cases"]) >= 25
     assert doc["banner"]["generator"] == "tools/make_pretokenizer_fixtures.py"
     assert doc["banner"]["rmlprep_unicode_version"] == tables.UNICODE_VERSION
@@ -186,6 +196,19 @@ def test_gpt2_pattern_matches_tiktoken_source():
     assert f'r"""{quoted}"""' in source
 
 
+def test_o200k_is_the_hf_spelling_of_gpt4o():
+    assert O200K_PATTERN == O200K_HF_PATTERN
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("name", list(TIKTOKEN_PATTERNS))
+def test_tiktoken_patterns_match_tiktoken_source(name, monkeypatch):
+    """Our cl100k_base / o200k_base strings are the pat_str of the installed tiktoken."""
+    public = pytest.importorskip("tiktoken_ext.openai_public", reason="tiktoken not installed")
+    monkeypatch.setattr(public, "load_tiktoken_bpe", lambda *a, **k: {})  # no rank download
+    assert public.ENCODING_CONSTRUCTORS[name]()["pat_str"] == TIKTOKEN_PATTERNS[name]
+
+
 def corpus_texts(n: int = 300, width: int = 2000) -> list[str]:
     path = SHARED / "corpora" / "text-multilingual.jsonl"
     if not path.exists():
@@ -224,7 +247,7 @@ any_char = st.one_of(
     st.sampled_from(INTERESTING),
     lone_surrogate,
 )
-ROUND_TRIP_PATTERNS = [*MAIN_PATTERNS, DIGITS_PATTERN, DIGITS_INDIVIDUAL_PATTERN, O200K_HF_PATTERN]
+ROUND_TRIP_PATTERNS = [*MAIN_PATTERNS, DIGITS_PATTERN, DIGITS_INDIVIDUAL_PATTERN, O200K_HF_PATTERN, CL100K_PATTERN]
 
 
 @settings(max_examples=300, deadline=None)
@@ -236,7 +259,7 @@ def test_pieces_cover_text_exactly(text):
         assert all(pieces)
 
 
-FULL_COMPILED = {p: re.compile(translate(p)) for p in MAIN_PATTERNS}
+FULL_COMPILED = {p: re.compile(translate(p)) for p in (*MAIN_PATTERNS, CL100K_PATTERN, O200K_PATTERN)}
 
 
 @settings(max_examples=200, deadline=None)
@@ -277,7 +300,16 @@ def test_hostile_repeats(pattern, char):
     assert "".join(pre_split(pattern, text2)) == text2
 
 
-@pytest.mark.parametrize("pattern", MAIN_PATTERNS, ids=lambda p: pattern_name(p))
+@pytest.mark.parametrize("char", [" ", "a", "1", "\n", "!", "\u00e9", "\ud800"], ids=repr)
+@pytest.mark.parametrize("pattern", [pytest.param(p, id=n) for n, p in TIKTOKEN_PATTERNS.items()])
+def test_hostile_repeats_tiktoken_patterns(pattern, char):
+    text = char * 100_000
+    assert "".join(pre_split(pattern, text)) == text
+    text2 = text + "x" + text
+    assert "".join(pre_split(pattern, text2)) == text2
+
+
+@pytest.mark.parametrize("pattern", [*MAIN_PATTERNS, CL100K_PATTERN, O200K_PATTERN], ids=lambda p: pattern_name(p) or p[:8])
 def test_hostile_one_megabyte_word(pattern):
     word = ("abcdefghij\u00e9\u4e00" * 90_000)[:1_000_000]
     pieces = pre_split(pattern, word)
@@ -331,6 +363,19 @@ def test_keep_last_space_for_next_word():
         pytest.param(r"^a|b$", "ab\nab", ["a", "b", "\n", "a", "b"], id="line-anchors-onig"),
         pytest.param(r"\Aa|b\z", "ab\nab", ["a", "b\na", "b"], id="text-anchors"),
         pytest.param(r"(?<=a)b", "abcb", ["a", "b", "cb"], id="lookbehind"),
+        # possessive: a*+ keeps every a, so "a*+ab" never matches; greedy a*ab gives one back
+        pytest.param(r"a*+ab|a", "aab", ["a", "a", "b"], id="possessive-star"),
+        pytest.param(r"a*ab|a", "aab", ["aab"], id="greedy-star-backtracks"),
+        pytest.param(r"a?+ab|b", "ab", ["a", "b"], id="possessive-optional"),
+        pytest.param(r"\d{1,3}+3|\d", "123", ["1", "2", "3"], id="possessive-brace"),
+        pytest.param(r"\d{1,3}3|\d", "123", ["123"], id="greedy-brace"),
+        pytest.param(r"(?>a+)a|a", "aaa", ["a", "a", "a"], id="atomic-group"),
+        pytest.param(r"(?>a|ab)c|.", "abc", ["a", "b", "c"], id="atomic-alternation-commits"),
+        pytest.param(r"(?:a|ab)c|.", "abc", ["abc"], id="plain-alternation-backtracks"),
+        # tiktoken's \s++$: the possessive run takes the final newline, so all $ readings agree
+        pytest.param(r"\s++$|\s", "a \n", ["a", " \n"], id="possessive-space-dollar"),
+        pytest.param(text_anchors(r"ab$|a|b|\n"), "ab\n", ["a", "b", "\n"], id="fancy-dollar-is-text-end"),
+        pytest.param(r"ab$|a|b|\n", "ab\nab", ["ab", "\n", "ab"], id="onig-dollar-is-line-end"),
     ],
 )
 def test_general_patterns(pattern, text, expected):
@@ -341,9 +386,7 @@ def test_general_patterns(pattern, text, expected):
     "pattern, construct",
     [
         pytest.param(r"(a)\1", "backreference", id="backreference"),
-        pytest.param(r"a++", "possessive quantifier", id="possessive"),
-        pytest.param(r"a{2}+", "possessive quantifier", id="possessive-brace"),
-        pytest.param(r"(?>a)", "atomic group", id="atomic"),
+        pytest.param(r"a+++", "quantifier applied to a quantifier", id="possessive-then-quantifier"),
         pytest.param(r"\X", "grapheme cluster", id="grapheme"),
         pytest.param(r"\p{Han}", "Unicode property \\p{Han}", id="script-property"),
         pytest.param(r"\w+", "\\w", id="word-class"),
@@ -377,6 +420,60 @@ def test_malformed_patterns_raise_loader_error(pattern):
         compile_pre_split([pattern])
     assert not isinstance(info.value, UnsupportedTokenizer)
     assert repr(pattern) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        pytest.param(r"a$|b", r"a\z|b", id="dollar"),
+        pytest.param(r"^a", r"\Aa", id="caret"),
+        pytest.param(r"\$|\^x", r"\$|\^x", id="escaped"),
+        pytest.param(r"[$^]|[^$]|[]$]|[^]^]", r"[$^]|[^$]|[]$]|[^]^]", id="in-classes"),
+        pytest.param(CL100K_PATTERN, CL100K_PATTERN.replace("++$", r"++\z"), id="cl100k"),
+    ],
+)
+def test_text_anchors(pattern, expected):
+    assert text_anchors(pattern) == expected
+
+
+def test_cl100k_dollar_readings_agree():
+    r"""In cl100k's \s++$ the end-of-text (fancy-regex), before-final-newline (regex, re) and
+    end-of-line (onig) readings of $ give the same pieces: the possessive run has taken every
+    newline, so only "end of text" can follow it."""
+    for text in ["a \n", "a\n\n", "a \n b", " \n \n", "x\r\n", "\n", "a  ", "a \nb\n "]:
+        onig = pre_split(CL100K_PATTERN, text)
+        assert pre_split(text_anchors(CL100K_PATTERN), text) == onig, repr(text)
+        assert pre_split(CL100K_PATTERN.replace("++$", r"++(?=\n?\Z)"), text) == onig, repr(text)
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("name", list(TIKTOKEN_PATTERNS))
+def test_tiktoken_patterns_vs_regex_module_on_corpora(name):
+    """cl100k_base / o200k_base pieces == regex's on the original pattern, over the shared
+    corpora (multilingual documents, chat messages) and the Debian-built corpus parts, each also
+    with a final newline, trailing spaces and both appended; texts holding a code point whose
+    properties changed after Unicode 15.1 are skipped."""
+    regex = pytest.importorskip("regex", reason="regex not installed")
+    from tools.make_parity_fixtures import corpus_texts as shared_texts
+    from tools.make_parity_fixtures import debian_texts
+
+    pattern = TIKTOKEN_PATTERNS[name]
+    try:
+        texts = shared_texts(n_text=300, n_chat=300, max_bytes=2048)
+    except FileNotFoundError:
+        texts = []
+    texts += [t for _, t in debian_texts(per_part=40, max_bytes=2048)]
+    if not texts:
+        pytest.skip("neither ../shared/corpora nor the Debian-built corpus is present")
+    differ = differing_code_points()
+    checked = 0
+    for text in texts:
+        if any(ord(c) in differ for c in text):
+            continue
+        for variant in (text, text + "\n", text + "  ", text + " \n\n "):
+            assert pre_split(pattern, variant) == isolated_reference(regex, pattern, variant), variant[:100]
+        checked += 1
+    assert checked > 300
 
 
 # -- splitter -----------------------------------------------------------------------------------

@@ -7,7 +7,11 @@ Usage::
 For each text below and each known pattern (GPT-2, Llama 3, Qwen2 and the two digit splits,
 written out here verbatim, independent of rmlprep's copies), ``regex`` runs the ORIGINAL pattern
 and the pieces are recorded with Hugging Face ``Isolated`` behaviour: every match and every
-non-empty gap between matches, in order.
+non-empty gap between matches, in order. tiktoken's cl100k_base and o200k_base patterns
+(:data:`TIKTOKEN_PATTERNS`, copied from tiktoken_ext/openai_public.py; possessive quantifiers,
+``\\s++$``) are recorded apart, under ``tiktoken_patterns`` / ``tiktoken_splits``, since rmlprep's
+native splitter implements only the first set. ``regex`` reads ``$`` as end of text or before a
+final newline, fancy-regex (tiktoken) as end of text only; in ``\\s++$`` the two agree.
 
 ``regex`` carries its own Unicode tables (newer than rmlprep's pinned 15.1.0). The generator
 finds every code point whose membership in ``\\p{L}``, ``\\p{N}``, ``\\s`` or whose general
@@ -28,6 +32,21 @@ PATTERNS = {
     "qwen2": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
     "digits": r"\p{N}+",
     "digits_individual": r"\p{N}",
+}
+
+TIKTOKEN_PATTERNS = {
+    "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    "o200k_base": "|".join(
+        [
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+            r"""\p{N}{1,3}""",
+            r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+            r"""\s*[\r\n]+""",
+            r"""\s+(?!\S)""",
+            r"""\s+""",
+        ]
+    ),
 }
 
 TEXTS: list[tuple[str, str]] = [
@@ -72,6 +91,12 @@ TEXTS: list[tuple[str, str]] = [
     ("surrogate_edge", "\udc00\ud800 x\ud83d\n\udfff"),
     ("newline_punct", "end.\n\n- item\r\n* item!\n"),
     ("empty", ""),
+    # tiktoken patterns: \s++$ at the very end, before a final newline, and mid-text.
+    ("spaces_newlines_at_end", "end  \n\n  "),
+    ("space_before_final_newline", "a b \n"),
+    ("whitespace_runs_mid_text", "x \n \n\ty\r\n  \r\n z\u00a0\n"),
+    ("camel_case_contractions", "HTMLParser's XMLHttpRequest I'M DON'T McDonald's \u00c9COLE'S \u01c5a"),
+    ("digits_and_slashes", "12345/678 path/to/file\n/\n 1/2 \u00bd/\u2154"),
 ]
 
 
@@ -151,11 +176,13 @@ def main(argv: list[str] | None = None) -> int:
             "do_not_edit": "rerun the generator",
         },
         "patterns": PATTERNS,
+        "tiktoken_patterns": TIKTOKEN_PATTERNS,
         "cases": [
             {
                 "name": name,
                 "text": text,
                 "splits": {p: isolated(regex, pat, text) for p, pat in PATTERNS.items()},
+                "tiktoken_splits": {p: isolated(regex, pat, text) for p, pat in TIKTOKEN_PATTERNS.items()},
             }
             for name, text in TEXTS
         ],
