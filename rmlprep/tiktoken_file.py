@@ -7,7 +7,10 @@ tokens are spelled in the GPT-2 byte alphabet (:func:`rmlprep.unicode.bytes_to_u
 byte-level encoder applies unchanged; ids are the ranks.
 
 Special tokens are not in the file: they come from a known encoding name (``"gpt2"``,
-``"r50k_base"``, ``"p50k_base"``, ``"o200k_base"``, ``"llama3"``) or from ``special_tokens=``.
+``"r50k_base"``, ``"p50k_base"``, ``"cl100k_base"``, ``"o200k_base"``, ``"llama3"``) or from
+``special_tokens=``. A known name also gives tiktoken's pattern; a ``pattern=`` given explicitly
+is read as fancy-regex reads it (tiktoken's engine: a bare ``$`` is the end of the text, see
+:func:`rmlprep.pretokenize.text_anchors`).
 Ids between the ranks and the specials that neither uses (cl100k's 100256, for example) are
 filled with ``UNUSED`` placeholders that no text encodes to.
 
@@ -25,6 +28,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from .errors import LoaderError, UnsupportedTokenizer
+from .pretokenize import CL100K_PATTERN, O200K_PATTERN
 from .spec import BYTE_LEVEL, TokenizerSpec, TokenType
 from .unicode import bytes_to_unicode
 
@@ -32,24 +36,10 @@ __all__ = ["spec_from_tiktoken", "KNOWN_ENCODINGS", "read_tiktoken_ranks", "look
 
 _ENDOFTEXT = "<|endoftext|>"
 
-# tiktoken's cl100k_base pattern. It uses possessive quantifiers (?+, ++, {1,3}+) and \s++$,
-# which rmlprep.pretokenize does not translate; it is *not* equal to the Llama 3 pattern
-# (the two split differently on runs of whitespace before a line break).
-CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
-O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
+# tiktoken's own patterns, verbatim (fancy-regex syntax; translated by rmlprep.pretokenize).
+# cl100k_base's is *not* the Llama 3 pattern: the two split runs of whitespace before a line
+# break differently (`\s++$|\s*[\r\n]` vs `\s*[\r\n]+`).
+__all__ += ["CL100K_PATTERN", "O200K_PATTERN"]
 
 
 def _llama3_specials() -> dict[str, int]:
@@ -194,7 +184,8 @@ def spec_from_tiktoken(
         name: a known encoding (see :data:`KNOWN_ENCODINGS`) giving the pattern and the special
             tokens; guessed from the file name (``cl100k_base.tiktoken``) or, failing that, from
             the number of ranks (50256 -> gpt2, 128000 -> llama3, ...) when not given.
-        pattern: the pre-split regex (overrides the known one).
+        pattern: the pre-split regex in tiktoken's (fancy-regex) syntax, overriding the known one;
+            its bare ``^``/``$`` are stored as ``\\A``/``\\z`` (:func:`~rmlprep.pretokenize.text_anchors`).
         special_tokens: ``{text: id}`` (overrides the known ones).
     Returns:
         A spec with ``scores = -rank`` (specials and placeholders score 0 and never merge),
@@ -205,7 +196,7 @@ def spec_from_tiktoken(
             token fills; a special id that collides with a rank; an unknown ``name``; no name,
             no pattern and nothing to guess from.
         UnsupportedTokenizer: the pattern uses a regex construct rmlprep cannot translate
-            (cl100k_base's possessive quantifiers).
+            (backreferences, \\X, \\b, ...; named in the message).
     """
     p = Path(path)
     ranks, line_of_rank = _read_ranks(p)
@@ -224,10 +215,12 @@ def spec_from_tiktoken(
                 f"{p}: unknown tiktoken encoding name {name!r}; known: {sorted(KNOWN_ENCODINGS)} "
                 "(or pass pattern= and special_tokens=)"
             )
-    pat = pattern if pattern is not None else known["pattern"]  # type: ignore[index]
-    specials = dict(special_tokens if special_tokens is not None else (known or {}).get("special_tokens", {}))
+    from .pretokenize import compile_pre_split, text_anchors
 
-    from .pretokenize import compile_pre_split
+    # Known patterns are stored verbatim: their only `$` is in `\s++$`, where end-of-text,
+    # before-final-newline and end-of-line agree (the possessive run took every newline).
+    pat = text_anchors(pattern) if pattern is not None else known["pattern"]  # type: ignore[index]
+    specials = dict(special_tokens if special_tokens is not None else (known or {}).get("special_tokens", {}))
 
     try:
         compile_pre_split([pat])

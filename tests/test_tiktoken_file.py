@@ -103,11 +103,58 @@ def test_missing_file(tmp_path):
         spec_from_tiktoken(tmp_path / "nope.tiktoken", name="gpt2")
 
 
-def test_cl100k_pattern_is_refused_by_name(tmp_path):
-    """cl100k_base's pattern uses possessive quantifiers, which pretokenize does not translate."""
-    p = _write(tmp_path, [b"a", b"b"])
-    with pytest.raises(UnsupportedTokenizer, match="cl100k_base.*possessive"):
-        spec_from_tiktoken(p, name="cl100k_base")
+_BYTES = [bytes([b]) for b in range(256)]
+
+
+@pytest.mark.parametrize(
+    "name, specials, n_vocab",
+    [
+        pytest.param("cl100k_base", {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                                     "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}, 100277, id="cl100k"),
+        pytest.param("o200k_base", {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}, 200019, id="o200k"),
+    ],
+)
+def test_openai_encodings_by_name(tmp_path, name, specials, n_vocab):
+    """cl100k_base / o200k_base: tiktoken's pattern and special tokens (openai_public.py); ids
+    between the last rank and the specials are unused placeholders."""
+    p = _write(tmp_path, [*_BYTES, b"ab", b"abc"])
+    spec = spec_from_tiktoken(p, name=name)
+    assert spec.pre_split == (KNOWN_ENCODINGS[name]["pattern"],) and spec.name == name
+    assert {spec.vocab[i]: i for i in specials.values()} == specials
+    assert (len(spec.vocab), spec.bos_id, spec.eos_id, spec.eot_ids) == (n_vocab, None, specials["<|endoftext|>"],
+                                                                         (specials["<|endoftext|>"],))
+    assert spec.token_types[258] == TokenType.UNUSED
+    tok = Tokenizer.create(spec)
+    # "abc" is a token (257): taken whole; "'S" is a contraction piece, "  \n" one \s++$ piece
+    assert tok.encode("abc<|endoftext|>") == [257, specials["<|endoftext|>"]]
+    assert tok.encode("abab") == [256, 256]
+    assert tok.encode("x  \n") == [120, 32, 32, 10]
+
+
+def test_cl100k_splits_whitespace_before_newline_unlike_llama3(tmp_path):
+    """cl100k's \\s++$|\\s*[\\r\\n] vs Llama 3's \\s*[\\r\\n]+: "\\n\\n  " at the end is one piece
+    in cl100k, two in Llama 3 (token " \\n" = 256 shows the piece boundaries)."""
+    p = _write(tmp_path, [*_BYTES, b"\n\n ", b"\n\n"])
+    cl = Tokenizer.create(spec_from_tiktoken(p, name="cl100k_base"))
+    ll = Tokenizer.create(spec_from_tiktoken(p, name="llama3"))
+    assert cl.encode("a\n\n ") == [97, 256]  # one piece "\n\n " (\s++$)
+    assert ll.encode("a\n\n ") == [97, 257, 32]  # "\n\n" (\s*[\r\n]+), then " "
+
+
+def test_explicit_pattern_reads_dollar_as_fancy_regex_does(tmp_path):
+    """pattern= is tiktoken's (fancy-regex) syntax: a bare $ is the end of the text only, so
+    "ab$" does not match before the final newline of "ab\\n" (it would in re/regex and onig)."""
+    p = _write(tmp_path, [*_BYTES, b"ab"])
+    spec = spec_from_tiktoken(p, pattern=r"ab$|a|b|\n", special_tokens={})
+    assert spec.pre_split == (r"ab\z|a|b|\n",)
+    tok = Tokenizer.create(spec)
+    assert tok.encode("ab\n") == [97, 98, 10] and tok.encode("aab") == [97, 256]
+
+
+def test_unsupported_pattern_is_named(tmp_path):
+    p = _write(tmp_path, [*_BYTES])
+    with pytest.raises(UnsupportedTokenizer, match=r"ranks.tiktoken: tiktoken encoding 'pattern'.*backreference"):
+        spec_from_tiktoken(p, pattern=r"(a)\1", special_tokens={})
 
 
 def test_looks_like_tiktoken(tmp_path):
@@ -184,3 +231,82 @@ def test_parity_with_tiktoken_on_real_documents(name):
         assert tok.decode(r) == ref.decode(r)
         n += len(r)
     print(f"{name}: {len(texts)} documents, {n} tokens, 0 mismatches")
+
+
+# -- cl100k_base / o200k_base patterns vs tiktoken itself ----------------------------------------
+def _trained_ranks(texts: list[str], vocab_size: int = 1200) -> dict[bytes, int]:
+    """Ranks for a synthetic rank file: the 256 bytes (rank = byte), then the merges of a tiny
+    byte-level BPE trained with Hugging Face ``tokenizers`` on ``texts``, in merge order."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from rmlprep.unicode import unicode_to_bytes
+
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE())
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = tokenizers.trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    u2b = unicode_to_bytes()
+    ranks = {bytes([b]): b for b in range(256)}
+    for m in merges:
+        a, b = m.split(" ") if isinstance(m, str) else m
+        piece = bytes(u2b[c] for c in a + b)
+        if piece not in ranks:
+            ranks[piece] = len(ranks)
+    return ranks
+
+
+def _sample_docs() -> list[str]:
+    from tools.make_parity_fixtures import debian_texts
+
+    try:
+        docs = corpus_texts(n_text=150, n_chat=150, max_bytes=2048)
+    except FileNotFoundError:
+        docs = []
+    docs += [t for _, t in debian_texts(per_part=20, max_bytes=2048)]
+    if len(docs) < 200:
+        pytest.skip("../shared/corpora and the Debian-built corpus are absent")
+    return docs
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_parity_with_tiktoken_openai_pattern_synthetic_ranks(tmp_path, name):
+    """rmlprep vs tiktoken.Encoding with tiktoken's own pattern and a rank file with ~900
+    multi-byte merges trained on the same kind of text, on a few hundred real documents (each
+    also with trailing whitespace and a final newline, where \\s++$ and \\s*[\\r\\n] decide)."""
+    tiktoken = pytest.importorskip("tiktoken")
+    docs = _sample_docs()
+    ranks = _trained_ranks(docs[::3])
+    path = tmp_path / f"{name}-synthetic.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(t) + b" " + str(r).encode() + b"\n" for t, r in ranks.items()))
+    known = KNOWN_ENCODINGS[name]
+    ref = tiktoken.Encoding(name=f"t-{name}", pat_str=known["pattern"], mergeable_ranks=ranks,
+                            special_tokens=dict(known["special_tokens"]))
+    tok = Tokenizer.create(spec_from_tiktoken(path, name=name))
+    n = merged = 0
+    for doc in docs + HARD_STRINGS:
+        for text in (doc, doc + "\n", doc + "  \n\n  ", doc + " "):
+            r = ref.encode(text, allowed_special="all")
+            assert tok.encode(text) == r, f"{name}: {text[:100]!r}"
+            n += len(r)
+            merged += sum(1 for i in r if 256 <= i < len(ranks))
+    assert merged > n // 3  # the merges are really exercised
+    print(f"{name} synthetic ({len(ranks)} ranks): {4 * len(docs + HARD_STRINGS)} texts, {n} tokens, 0 mismatches")
+
+
+@pytest.mark.parity
+def test_tiktoken_dollar_is_end_of_text():
+    """fancy-regex (tiktoken) reads a bare $ as the end of the text: with "ab" a token, pattern
+    "ab$|a|b|\\n" splits "ab\\n" into a, b, \\n in tiktoken (ids 97, 98, 10), as
+    rmlprep.pretokenize.text_anchors makes it; Python's regex would give "ab", "\\n"."""
+    tiktoken = pytest.importorskip("tiktoken")
+    regex = pytest.importorskip("regex")
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    ref = tiktoken.Encoding(name="dollar", pat_str=r"ab$|a|b|\n", mergeable_ranks=ranks, special_tokens={})
+    assert ref.encode("ab\n") == [97, 98, 10] and ref.encode("aab") == [97, 256]
+    assert regex.findall(r"ab$|a|b|\n", "ab\n") == ["ab", "\n"]  # the regex module differs
+    assert regex.findall(r"a*+ab|a|b", "aab") == ["a", "a", "b"]
+    ranks |= {b"aa": 257, b"aab": 258}
+    pos = tiktoken.Encoding(name="possessive", pat_str=r"a*+ab|a|b", mergeable_ranks=ranks, special_tokens={})
+    assert pos.encode("aab") == [97, 97, 98]  # a*+ never gives an a back: three pieces
