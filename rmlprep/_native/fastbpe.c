@@ -53,9 +53,9 @@
 
 #define N_SLOTS 8
 #define CACHE_KEY_MAX 256          /* bytes; longer pieces are not cached */
-#define CACHE_SLOTS_MAX (1u << 19) /* hash slots; at most half are used, then the cache is cleared */
-#define CACHE_KEYS_MAX (8u << 20)  /* bytes of keys kept */
-#define CACHE_VALS_MAX (2u << 20)  /* ids kept */
+#define CACHE_SLOTS_MAX (1u << 19) /* hash slots per generation; at most half are used */
+#define CACHE_KEYS_MAX (8u << 20)  /* bytes of keys per generation */
+#define CACHE_VALS_MAX (2u << 20)  /* ids per generation */
 #define SMALL_WORD 48              /* symbols; up to this the merge loop scans instead of a heap */
 #define GIL_RELEASE_CHARS 4096
 #define SCRATCH_KEEP (1u << 20)    /* scratch above this many bytes is freed after a call */
@@ -224,7 +224,6 @@ typedef struct {
 } L1Entry;
 
 typedef struct {
-    L1Entry *l1;
     CacheEntry *tab;
     uint32_t mask, count;
     uint8_t *keys;
@@ -250,9 +249,14 @@ typedef struct {
     size_t symcap;
 } Ctx;
 
+/* The piece cache has two generations: lookups try the young one, then the old one (a hit there
+ * is copied into the young one); when the young one is full the old one is dropped and the young
+ * one becomes old. Pieces in use survive a turnover, one-off pieces do not. */
 typedef struct Slot {
     pthread_mutex_t lock;
-    Cache cache;
+    L1Entry *l1;
+    Cache gen[2];
+    int young;
     Ctx ctx;
     IdVec out;
 } Slot;
@@ -269,6 +273,7 @@ typedef struct Encoder {
     int byte_fallback;
     int sp_split;
     PairMap pairs;
+    uint64_t *bytepair; /* byte-level: [b1 << 8 | b2] -> rank << 32 | merged, or ~0 (L2-sized) */
     StrMap whole;
     CpMap cps;
     PyObject **ints; /* a PyLong per id, so building the result list allocates nothing */
@@ -385,7 +390,7 @@ static inline uint8_t *put_utf8(uint8_t *o, uint32_t c)
 /* ---------------------------------------------------------------------------------------- */
 /* piece cache (bounded: cleared when full) */
 
-static inline L1Entry *l1_slot(Cache *c, const uint8_t *k, size_t n, uint64_t *k0, uint64_t *k1)
+static inline L1Entry *l1_slot(Slot *c, const uint8_t *k, size_t n, uint64_t *k0, uint64_t *k1)
 {
     uint64_t a = 0, b = 0;
     if (n > 8) {
@@ -403,7 +408,7 @@ static inline L1Entry *l1_slot(Cache *c, const uint8_t *k, size_t n, uint64_t *k
 /* 1 and the ids pushed when k is in the front cache. */
 static inline int l1_get(Ctx *x, const uint8_t *k, size_t n)
 {
-    Cache *c = &x->slot->cache;
+    Slot *c = x->slot;
     if (c->l1 == NULL || n > L1_KEY)
         return 0;
     uint64_t k0, k1;
@@ -420,7 +425,7 @@ static inline int l1_get(Ctx *x, const uint8_t *k, size_t n)
 
 static inline void l1_put(Ctx *x, const uint8_t *k, size_t n, const uint32_t *ids, size_t m)
 {
-    Cache *c = &x->slot->cache;
+    Slot *c = x->slot;
     if (n > L1_KEY || n == 0 || m > L1_IDS)
         return;
     if (c->l1 == NULL && (c->l1 = calloc((size_t)1 << L1_BITS, sizeof(L1Entry))) == NULL)
@@ -444,16 +449,17 @@ static void cache_clear(Cache *c)
 
 static void cache_free(Cache *c)
 {
-    free(c->l1);
     free(c->tab);
     free(c->keys);
     free(c->vals);
     memset(c, 0, sizeof(*c));
 }
 
-static int cache_get(Ctx *x, uint64_t h, const uint8_t *k, size_t n)
+static void cache_put_gen(Slot *sl, Cache *c, uint64_t h, const uint8_t *k, size_t n, const uint32_t *ids,
+                          size_t m);
+
+static int cache_get_gen(Ctx *x, Cache *c, uint64_t h, const uint8_t *k, size_t n)
 {
-    Cache *c = &x->slot->cache;
     if (c->tab == NULL)
         return 0;
     size_t i = (size_t)h & c->mask;
@@ -473,6 +479,20 @@ static int cache_get(Ctx *x, uint64_t h, const uint8_t *k, size_t n)
     }
 }
 
+static int cache_get(Ctx *x, uint64_t h, const uint8_t *k, size_t n)
+{
+    Slot *sl = x->slot;
+    if (cache_get_gen(x, &sl->gen[sl->young], h, k, n))
+        return 1;
+    Cache *old = &sl->gen[!sl->young];
+    size_t start = x->out->n;
+    if (!cache_get_gen(x, old, h, k, n))
+        return 0;
+    /* promote: copy into the young generation (may turn the generations over) */
+    cache_put_gen(sl, &sl->gen[sl->young], h, k, n, x->out->v + start, x->out->n - start);
+    return 1;
+}
+
 static void cache_insert(Cache *c, const CacheEntry *src)
 {
     size_t i = (size_t)src->hash & c->mask;
@@ -485,35 +505,44 @@ static void cache_insert(Cache *c, const CacheEntry *src)
 /* Remember k -> ids; failures only mean the entry is not kept. */
 static void cache_put(Ctx *x, uint64_t h, const uint8_t *k, size_t n, const uint32_t *ids, size_t m)
 {
-    Cache *c = &x->slot->cache;
+    Slot *sl = x->slot;
+    cache_put_gen(sl, &sl->gen[sl->young], h, k, n, ids, m);
+}
+
+static void cache_put_gen(Slot *sl, Cache *c, uint64_t h, const uint8_t *k, size_t n, const uint32_t *ids,
+                          size_t m)
+{
     if (n == 0 || n > CACHE_KEY_MAX || m > 0xFFFF)
         return;
+    int full = c->tab != NULL && ((c->mask + 1 >= CACHE_SLOTS_MAX && (size_t)(c->count + 1) * 2 > (size_t)c->mask + 1) ||
+                                  c->kn + n > CACHE_KEYS_MAX || c->vn + m > CACHE_VALS_MAX);
+    if (full) {
+        /* young generation full: drop the old one, the young one becomes old */
+        Cache *old = &sl->gen[!sl->young];
+        cache_clear(old);
+        sl->young = !sl->young;
+        c = old;
+    }
     if (c->tab == NULL) {
         c->tab = calloc(1024, sizeof(CacheEntry));
         if (c->tab == NULL)
             return;
         c->mask = 1023;
     }
-    if ((size_t)(c->count + 1) * 2 > (size_t)c->mask + 1) {
+    if ((size_t)(c->count + 1) * 2 > (size_t)c->mask + 1) { /* grow (below CACHE_SLOTS_MAX) */
         size_t size = (size_t)c->mask + 1;
-        if (size >= CACHE_SLOTS_MAX) {
-            cache_clear(c);
-        } else {
-            CacheEntry *old = c->tab;
-            CacheEntry *nt = calloc(size * 2, sizeof(CacheEntry));
-            if (nt == NULL)
-                return;
-            c->tab = nt;
-            c->mask = (uint32_t)(size * 2 - 1);
-            c->count = 0;
-            for (size_t i = 0; i < size; i++)
-                if (old[i].klen)
-                    cache_insert(c, &old[i]);
-            free(old);
-        }
+        CacheEntry *old = c->tab;
+        CacheEntry *nt = calloc(size * 2, sizeof(CacheEntry));
+        if (nt == NULL)
+            return;
+        c->tab = nt;
+        c->mask = (uint32_t)(size * 2 - 1);
+        c->count = 0;
+        for (size_t i = 0; i < size; i++)
+            if (old[i].klen)
+                cache_insert(c, &old[i]);
+        free(old);
     }
-    if (c->kn + n > CACHE_KEYS_MAX || c->vn + m > CACHE_VALS_MAX)
-        cache_clear(c);
     if (grow((void **)&c->keys, &c->kcap, c->kn + n, 1) < 0 ||
         grow((void **)&c->vals, &c->vcap, c->vn + m + 1, 4) < 0)
         return;
@@ -528,16 +557,26 @@ static void cache_put(Ctx *x, uint64_t h, const uint8_t *k, size_t n, const uint
 /* ---------------------------------------------------------------------------------------- */
 /* the merge loop: x->sym[0..n) -> merged ids in x->sym[0..m), returns m */
 
-static size_t merge_scan(Ctx *x, size_t n)
+/* bytes: the piece's bytes when sym[i] is byte i's symbol (no byte dropped), else NULL */
+static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
 {
     const PairMap *P = &x->E->pairs;
     uint32_t *sym = x->sym, *rk = x->rk, *mg = x->mg;
-    for (size_t i = 0; i + 1 < n; i++) /* independent lookups: let their misses overlap */
-        pair_prefetch(P, sym[i], sym[i + 1]);
-    for (size_t i = 0; i + 1 < n; i++) {
-        const PairEntry *p = pair_get(P, sym[i], sym[i + 1]);
-        rk[i] = p ? p->rank : NO_RANK;
-        mg[i] = p ? p->merged : 0;
+    if (bytes != NULL && x->E->bytepair != NULL) {
+        const uint64_t *bp = x->E->bytepair;
+        for (size_t i = 0; i + 1 < n; i++) {
+            uint64_t v = bp[(size_t)bytes[i] << 8 | bytes[i + 1]];
+            rk[i] = (uint32_t)(v >> 32);
+            mg[i] = (uint32_t)v;
+        }
+    } else {
+        for (size_t i = 0; i + 1 < n; i++) /* independent lookups: let their misses overlap */
+            pair_prefetch(P, sym[i], sym[i + 1]);
+        for (size_t i = 0; i + 1 < n; i++) {
+            const PairEntry *p = pair_get(P, sym[i], sym[i + 1]);
+            rk[i] = p ? p->rank : NO_RANK;
+            mg[i] = p ? p->merged : 0;
+        }
     }
     while (n > 1) {
         uint32_t best = NO_RANK;
@@ -556,6 +595,8 @@ static size_t merge_scan(Ctx *x, size_t n)
             memmove(mg + b + 1, mg + b + 2, (n - b - 2) * 4);
         }
         n--;
+        if (b > 0 && b + 1 < n) /* both new pairs at once: overlap their misses */
+            pair_prefetch(P, sym[b - 1], sym[b]);
         if (b + 1 < n) {
             const PairEntry *p = pair_get(P, sym[b], sym[b + 1]);
             rk[b] = p ? p->rank : NO_RANK;
@@ -657,12 +698,12 @@ static size_t merge_heap(Ctx *x, size_t n)
     return m;
 }
 
-static size_t merge_loop(Ctx *x, size_t n)
+static size_t merge_loop(Ctx *x, size_t n, const uint8_t *bytes)
 {
     if (n < 2)
         return n;
     if (n <= SMALL_WORD)
-        return merge_scan(x, n);
+        return merge_scan(x, n, bytes);
     return merge_heap(x, n);
 }
 
@@ -691,16 +732,18 @@ static int encode_bytes_piece(Ctx *x, const uint8_t *b, size_t nb)
     if (reserve_syms(x, nb) < 0)
         return -1;
     size_t n = 0;
+    int plain = 1;
     for (size_t i = 0; i < nb; i++) {
         int32_t t = E->byte_ids[b[i]];
         if (t < 0) {
+            plain = 0;
             if (E->unk_id < 0)
                 continue; /* dropped, as Hugging Face BPE does without an unk token */
             t = E->unk_id;
         }
         x->sym[n++] = (uint32_t)t;
     }
-    size_t m = merge_loop(x, n);
+    size_t m = merge_loop(x, n, plain ? b : NULL);
     IdVec *o = x->out;
     if (o->n + m > o->cap && grow((void **)&o->v, &o->cap, o->n + m, 4) < 0)
         return -1;
@@ -944,7 +987,10 @@ static PyObject *Encoder_clear_cache(Encoder *E, PyObject *Py_UNUSED(ignored))
     for (int k = 0; k < N_SLOTS; k++) {
         Slot *sl = &E->slots[k];
         pthread_mutex_lock(&sl->lock);
-        cache_free(&sl->cache);
+        cache_free(&sl->gen[0]);
+        cache_free(&sl->gen[1]);
+        free(sl->l1);
+        sl->l1 = NULL;
         ctx_free_scratch(&sl->ctx);
         free(sl->out.v);
         memset(&sl->out, 0, sizeof(sl->out));
@@ -959,11 +1005,18 @@ static PyObject *Encoder_cache_info(Encoder *E, PyObject *Py_UNUSED(ignored))
     if (out == NULL)
         return NULL;
     for (int k = 0; k < N_SLOTS; k++) {
-        Cache *c = &E->slots[k].cache;
-        if (c->tab == NULL)
+        Slot *sl = &E->slots[k];
+        size_t bytes = sl->l1 ? ((size_t)1 << L1_BITS) * sizeof(L1Entry) : 0, entries = 0;
+        for (int g = 0; g < 2; g++) {
+            Cache *c = &sl->gen[g];
+            if (c->tab == NULL)
+                continue;
+            bytes += ((size_t)c->mask + 1) * sizeof(CacheEntry) + c->kcap + c->vcap * 4;
+            entries += c->count;
+        }
+        if (bytes == 0)
             continue;
-        size_t bytes = ((size_t)c->mask + 1) * sizeof(CacheEntry) + c->kcap + c->vcap * 4;
-        PyObject *d = Py_BuildValue("{sisnsn}", "slot", k, "entries", (Py_ssize_t)c->count, "bytes",
+        PyObject *d = Py_BuildValue("{sisnsn}", "slot", k, "entries", (Py_ssize_t)entries, "bytes",
                                     (Py_ssize_t)bytes);
         if (d == NULL || PyList_Append(out, d) < 0) {
             Py_XDECREF(d);
@@ -999,7 +1052,7 @@ static int build_pairs(Encoder *E, PyObject *pairs_obj)
         return -1;
     size_t n = (size_t)v.len / 16;
     const uint32_t *q = v.buf;
-    size_t size = pow2_at_least(n * 2 + 2);
+    size_t size = pow2_at_least(n + n / 3 + 2); /* load <= 3/4: a smaller table misses less */
     E->pairs.tab = malloc(size * sizeof(PairEntry));
     if (E->pairs.tab == NULL) {
         PyBuffer_Release(&v);
@@ -1203,6 +1256,20 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         copy_ids256(E->fallback_ids, fallback_ids, "fallback_ids") < 0 || build_pairs(E, pairs) < 0 ||
         build_whole(E, whole_keys, whole_ids) < 0 || build_cps(E, cps) < 0)
         goto fail;
+    if (kind == KIND_BYTE_LEVEL) {
+        E->bytepair = malloc(65536 * sizeof(uint64_t));
+        if (E->bytepair == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (int b1 = 0; b1 < 256; b1++)
+            for (int b2 = 0; b2 < 256; b2++) {
+                const PairEntry *p = E->byte_ids[b1] < 0 || E->byte_ids[b2] < 0
+                                         ? NULL
+                                         : pair_get(&E->pairs, (uint32_t)E->byte_ids[b1], (uint32_t)E->byte_ids[b2]);
+                E->bytepair[b1 << 8 | b2] = p ? ((uint64_t)p->rank << 32 | p->merged) : ~(uint64_t)0;
+            }
+    }
     E->ints = PyMem_Calloc((size_t)vocab_size, sizeof(PyObject *));
     if (E->ints == NULL) {
         PyErr_NoMemory();
@@ -1222,12 +1289,15 @@ static void Encoder_dealloc(Encoder *E)
 {
     for (int k = 0; k < N_SLOTS; k++) {
         Slot *sl = &E->slots[k];
-        cache_free(&sl->cache);
+        cache_free(&sl->gen[0]);
+        cache_free(&sl->gen[1]);
+        free(sl->l1);
         ctx_free_scratch(&sl->ctx);
         free(sl->out.v);
         pthread_mutex_destroy(&sl->lock);
     }
     free(E->pairs.tab);
+    free(E->bytepair);
     free(E->whole.tab);
     free(E->whole.blob);
     free(E->cps.bmp);

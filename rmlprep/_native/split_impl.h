@@ -221,7 +221,7 @@ static int SFX(emit_sp_word)(Ctx *x, const CP_T *s, Py_ssize_t n)
         int32_t t = cpmap_get(&E->cps, s[i]);
         sym[i] = t >= 0 ? (uint32_t)t : (BARRIER | (uint32_t)i);
     }
-    size_t m = merge_loop(x, (size_t)n);
+    size_t m = merge_loop(x, (size_t)n, NULL);
     for (size_t k = 0; k < m; k++) {
         uint32_t t = x->sym[k];
         if (!(t & BARRIER)) {
