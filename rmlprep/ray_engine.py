@@ -84,6 +84,16 @@ def _unit_task(unit, cfg, fingerprint: str, box: tuple, driver_version: str) -> 
     return work_unit(unit, cfg, _worker_tokenizer(fingerprint, box))
 
 
+def _auth_failure(e: BaseException | None, ray) -> bool:
+    """Whether a failed ``ray.init`` comes from token authentication (anywhere in the chain)."""
+    seen = 0
+    while e is not None and seen < 10:
+        if isinstance(e, ray.exceptions.AuthenticationError) or "InvalidAuthToken" in str(e):
+            return True
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return False
+
+
 class RayEngine:
     """Connect to (or start) Ray, run units as tasks, and stop what the run started.
 
@@ -133,10 +143,13 @@ class RayEngine:
                 try:
                     ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
                 except (ConnectionError, RuntimeError, ValueError) as e:
-                    raise ConfigError(
-                        f"run.ray_address = {self.address!r}: cannot connect to a Ray cluster ({e}); start "
-                        "one with `ray start --head`, or leave ray_address out to start a local Ray"
-                    ) from None
+                    if _auth_failure(e, ray):
+                        fix = ("the cluster wants its token: export RAY_AUTH_MODE=token, with the token in "
+                               "~/.ray/auth_token or RAY_AUTH_TOKEN")
+                    else:
+                        fix = "start one with `ray start --head`, or leave ray_address out to start a local Ray"
+                    raise ConfigError(f"run.ray_address = {self.address!r}: cannot connect to a Ray cluster "
+                                      f"({e}); {fix}") from None
                 self._owns = True  # our connection; shutting it down leaves the cluster running
                 where = f"the Ray cluster at {self.address}"
         finally:
