@@ -2,7 +2,8 @@
 
 Stages (every stage after reading is a pure function of (unit, config, tokenizer))::
 
-    plan units ─► parity (once, before any corpus work) ─► per unit, in a process pool:
+    plan units ─► parity (once, before any corpus work) ─► per unit, in a process pool
+    (or a Ray task with ``run.engine = "ray"``, see :mod:`rmlprep.ray_engine`):
         read (bounded batches) ─► validate rows (bad ones → rejects/) ─► [sft: chat format]
         ─► tokenize ─► pack ─► write shard-NNNNN.parquet (tmp + rename) ─► rejects ─► done marker
     ─► manifest.json, stats.json, lengths.png, summary
@@ -632,6 +633,8 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
 
     A rerun into the same output directory (with or without ``resume``) skips every unit whose
     done marker names this config and whose shard's sha256 matches it; other units are redone.
+    Units run in a local process pool, or as Ray tasks with ``run.engine = "ray"``; the
+    engine changes neither the bytes nor the config hash.
 
     Args:
         cfg: a validated :class:`RunConfig`.
@@ -639,7 +642,8 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         overwrite: delete shards of a different config in the output directory first.
         tokenizer: use this tokenizer instead of loading ``tokenizer.path`` (tests, libraries).
     Raises:
-        ConfigError, LoaderError: bad config or tokenizer. ParityError: the parity stage failed
+        ConfigError, LoaderError: bad config or tokenizer; Ray missing or its cluster out of
+        reach. ParityError: the parity stage failed
         (nothing is processed). RmlprepError: a unit failed in a way that is not a bad row.
     """
     from .parity import run_parity_stage
