@@ -57,6 +57,10 @@ class AddedTokenFlags:
     normalized: bool = False
 
 
+#: id(spec) -> (spec, fingerprint): specs are immutable and hashing a 256k vocab takes ~25 ms
+_FINGERPRINTS: dict[int, tuple["TokenizerSpec", str]] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class TokenizerSpec:
     """Everything needed to encode and decode exactly like a model's reference tokenizer.
@@ -184,11 +188,18 @@ class TokenizerSpec:
         Two specs that encode and decode alike have the same fingerprint whatever file they
         came from; it is written into every shard's metadata.
         """
+        hit = _FINGERPRINTS.get(id(self))
+        if hit is not None and hit[0] is self:
+            return hit[1]
         d = self.to_dict()
         d.pop("name", None)
         blob = json.dumps(d, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False)
-        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+        fp = hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+        if len(_FINGERPRINTS) >= 64:
+            _FINGERPRINTS.clear()
+        _FINGERPRINTS[id(self)] = (self, fp)  # the spec is kept alive, so its id stays its own
+        return fp
 
     def replace(self, **changes: Any) -> "TokenizerSpec":
         """A copy with some fields changed (e.g. ``add_bos=False``)."""
