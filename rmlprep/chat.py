@@ -39,6 +39,8 @@ Source: the real templates in ``../shared/chat-templates`` (see each writer's ``
 from __future__ import annotations
 
 import re
+
+import numpy as np
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -811,7 +813,7 @@ def encode_chat(tokenizer, messages: Sequence[Mapping[str, Any]], fmt: str, *,
     pos = 0
     for p, is_assistant in items:
         start = pos
-        pos += len(p.encode("utf-8", "surrogatepass")) if isinstance(p, str) else len(tokenizer.decode_bytes([p]))
+        pos += len(p.encode("utf-8", "surrogatepass")) if isinstance(p, str) else len(tokenizer.token_bytes(p))
         fragments.append(p)
         if is_assistant and pos > start:
             if spans and spans[-1][1] == start:
@@ -820,8 +822,8 @@ def encode_chat(tokenizer, messages: Sequence[Mapping[str, Any]], fmt: str, *,
                 spans.append((start, pos))
     ids, starts = tokenizer.encode_fragments(fragments, add_special_tokens=True)
     mask = _mask_from_spans(starts, pos, spans)
-    labels = [t if k else -100 for t, k in zip(ids, mask)]
-    return ChatEncoding(input_ids=ids, assistant_mask=mask, labels=labels)
+    labels = np.where(mask, np.asarray(ids, dtype=np.int64), -100)
+    return ChatEncoding(input_ids=ids, assistant_mask=mask.tolist(), labels=labels.tolist())
 
 
 def _apply_strip_flags(items: list[list], tokenizer) -> None:
@@ -854,25 +856,22 @@ def _apply_strip_flags(items: list[list], tokenizer) -> None:
                 j -= 1
 
 
-def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[int, int]]) -> list[int]:
+def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """uint8 mask: token i (bytes [starts[i], starts[i+1]) , the last ending at ``total``) is 1 iff
+    it overlaps an assistant span; a zero-width token counts when it sits inside one. ``spans``
+    are sorted and disjoint, so the only candidate is the first span ending after the token's
+    start (a binary search)."""
     n = len(starts)
-    mask = [0] * n
-    if not spans:
-        return mask
-    k = 0
-    for i in range(n):
-        a = starts[i]
-        b = starts[i + 1] if i + 1 < n else total
-        while k < len(spans) and spans[k][1] <= a:
-            k += 1
-        if k == len(spans):
-            break
-        s, e = spans[k]
-        if b > a:
-            mask[i] = 1 if (a < e and s < b) else 0
-        else:
-            mask[i] = 1 if s <= a < e else 0
-    return mask
+    if not spans or n == 0:
+        return np.zeros(n, dtype=np.uint8)
+    a = np.asarray(starts, dtype=np.int64)
+    b = np.append(a[1:], total)
+    s = np.fromiter((x for x, _ in spans), dtype=np.int64, count=len(spans))
+    e = np.fromiter((y for _, y in spans), dtype=np.int64, count=len(spans))
+    k = np.searchsorted(e, a, side="right")  # first span with end > token start
+    inside = k < len(spans)
+    sk = s[np.minimum(k, len(spans) - 1)]
+    return (inside & np.where(b > a, sk < b, sk <= a)).astype(np.uint8)
 
 
 def stop_ids(tokenizer, fmt: str) -> list[int]:

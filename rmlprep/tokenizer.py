@@ -165,6 +165,7 @@ class Tokenizer:
         self._n = len(spec.vocab)
         self._tok2id: dict[str, int] = {t: i for i, t in enumerate(spec.vocab)}
         self._bytes = _token_bytes(spec)
+        self._lens = None  # numpy byte lengths of the tokens, for offsets (built on first use)
         # merges: (left id, right id) -> (rank, merged id)
         if spec.merges:
             t2i = self._tok2id
@@ -406,34 +407,63 @@ class Tokenizer:
                 parts[0] = " " + first if isinstance(first, str) else " "
                 if isinstance(first, int):
                     parts.insert(1, first)
+        # every fragment (and BOS/EOS) is a part: its tokens start at the part's byte position
+        # plus the bytes of the tokens before them in the part, less the added prefix, clamped
         ids: list[int] = []
-        starts: list[int] = []
+        counts: list[int] = []  # tokens per part
+        bases: list[int] = []  # byte position of the part in the concatenation
+        shifts: list[int] = []  # prefix bytes the tokenizer added to the part
+        sizes: list[int] = []  # byte length of the part (offsets are clamped to it)
         pos = 0
         if add_special_tokens and self.spec.add_bos:
             ids.append(self.spec.bos_id)
-            starts.append(0)
+            counts.append(1), bases.append(0), shifts.append(0), sizes.append(0)
         prev_special = True
         for k, f in enumerate(parts):
             if isinstance(f, int):
                 ids.append(f)
-                starts.append(pos)
-                pos += len(self._bytes[f])
+                n_bytes = len(self._bytes[f])
+                counts.append(1), bases.append(pos), shifts.append(0), sizes.append(n_bytes)
+                pos += n_bytes
                 prev_special = True
                 continue
             extra = whole if k == 0 else 0
             n_bytes = len(f.encode("utf-8", "surrogatepass")) - extra
             seg_ids, prefix = self._encode_text(f, at_start=(k == 0), after_special=prev_special, want_prefix=True)
-            off = -prefix - extra
-            for t in seg_ids:
-                starts.append(pos + min(max(off, 0), n_bytes))
-                ids.append(t)
-                off += len(self._bytes[t]) if t != self.spec.unk_id else 1
+            ids.extend(seg_ids)
+            counts.append(len(seg_ids)), bases.append(pos), shifts.append(prefix + extra), sizes.append(n_bytes)
             pos += n_bytes
             prev_special = False
         if add_special_tokens and self.spec.add_eos:
             ids.append(self.spec.eos_id)
-            starts.append(pos)
-        return ids, starts
+            counts.append(1), bases.append(pos), shifts.append(0), sizes.append(0)
+        return ids, self._token_starts(ids, counts, bases, shifts, sizes)
+
+    def _token_starts(self, ids, counts, bases, shifts, sizes) -> list[int]:
+        """Vectorized byte offsets for encode_fragments (see there)."""
+        if not ids:
+            return []
+        import numpy as np
+
+        lens = self._token_lengths()[np.asarray(ids, dtype=np.int64)]
+        if self.spec.unk_id is not None:
+            lens[np.asarray(ids) == self.spec.unk_id] = 1  # an unk stands for one unit of text
+        excl = np.cumsum(lens) - lens  # bytes before each token, whole sequence
+        counts_a = np.asarray(counts, dtype=np.int64)
+        part = np.repeat(np.arange(len(counts_a)), counts_a)
+        first = np.cumsum(counts_a) - counts_a  # index of each part's first token
+        excl_end = np.append(excl, 0)
+        within = excl - excl_end[first][part]
+        off = np.clip(within - np.asarray(shifts, dtype=np.int64)[part], 0, np.asarray(sizes, dtype=np.int64)[part])
+        return (off + np.asarray(bases, dtype=np.int64)[part]).tolist()
+
+    def _token_lengths(self):
+        """Byte length of every token as an int64 numpy array (built on first use)."""
+        if self._lens is None:
+            import numpy as np
+
+            self._lens = np.fromiter(map(len, self._bytes), dtype=np.int64, count=self._n)
+        return self._lens
 
     def _whole_text_prefix(self, text: str) -> str:
         s = self.spec
