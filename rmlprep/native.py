@@ -235,6 +235,8 @@ def make_native(tokenizer) -> NativeEncoder | None:
             u2b = unicode_to_bytes()
             whole_keys = []
             for i, tok in enumerate(vocab):
+                if types[i] not in _MERGEABLE_TYPES:
+                    continue  # the whole-piece lookup takes only normal / user-defined tokens
                 try:
                     key = bytes([u2b[c] for c in tok])
                 except KeyError:
@@ -250,8 +252,11 @@ def make_native(tokenizer) -> NativeEncoder | None:
             if len(tok) == 1 and types[i] not in _NOT_A_SYMBOL:
                 cps.extend((ord(tok), i))
         if spec.ignore_merges:
-            whole_keys = [tok.encode("utf-8", "surrogatepass") for tok in vocab]
-            whole_ids = array("i", range(n))
+            whole_keys = []
+            for i, tok in enumerate(vocab):
+                if types[i] in _MERGEABLE_TYPES:
+                    whole_keys.append(tok.encode("utf-8", "surrogatepass"))
+                    whole_ids.append(i)
         if spec.split_on_space:
             sp_split = mod.SP_SPACE_SPLIT
         elif tokenizer._sp_split_ok:
@@ -283,8 +288,7 @@ def _pair_table(tokenizer) -> array | None:
     Merges: priority = rank (``tokenizer._merges`` already keeps the first rank of a repeated
     merge). Scores: every split of a NORMAL or USER_DEFINED token into two tokens is a pair whose
     priority is the dense rank of ``-score`` (what ``Tokenizer._pair_from_scores`` computes on
-    demand). None for NaN scores, or for a spec with neither merges nor scores whose vocab holds
-    a mergeable token made of two others.
+    demand); no pairs for a spec with neither merges nor scores. None for NaN scores.
     """
     out = array("I")
     if tokenizer.spec.merges:
@@ -292,7 +296,9 @@ def _pair_table(tokenizer) -> array | None:
             out.extend((a, b, rank, merged))
         return out
     scores = tokenizer.spec.scores
-    if scores is not None and any(math.isnan(s) for s in scores):
+    if scores is None:
+        return out  # neither merges nor scores: nothing merges
+    if any(math.isnan(s) for s in scores):
         return None
     vocab = tokenizer.spec.vocab
     types = tokenizer.spec.token_types
@@ -300,11 +306,6 @@ def _pair_table(tokenizer) -> array | None:
     prio = {p: r for r, p in enumerate(sorted({-s for s in scores or ()}))}
     for j, tok in enumerate(vocab):
         if len(tok) < 2 or types[j] not in _MERGEABLE_TYPES:
-            continue
-        if scores is None:  # neither merges nor scores: no pair may merge (the pure path
-            if any(t2i.get(tok[:k]) is not None and t2i.get(tok[k:]) is not None
-                   for k in range(1, len(tok))):
-                return None  # would fail on such a pair; leave that to it)
             continue
         rank = prio[-scores[j]]
         for k in range(1, len(tok)):
@@ -333,15 +334,17 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     Returns ``fast(text, parse_special) -> list[int] | None``: the ids of
     ``tokenizer.encode(text, parse_special=parse_special)`` (without BOS/EOS), or None when the
     text may hold special-token text (then the caller takes the general path). It applies what
-    ``encode`` does to a text that is a single segment at the start: the prefix space
+    ``encode`` does to a text that is a single segment at the start: the normalizers, the prefix space
     (``add_prefix_space``, ``prefix_if_missing``; every ``prefix_scheme`` agrees on the first
     segment), spaces to ``"▁"`` for SentencePiece, then the native encoder. None (no fast path)
-    when ``tokenizer._native`` is None or the spec has normalizers.
+    when ``tokenizer._native`` is None, or the spec has normalizers and the ``"whole_text"``
+    prefix scheme (which decides the prefix before normalizing).
     """
     nat = tokenizer._native
     s = tokenizer.spec
-    if nat is None or s.normalizers:
+    if nat is None or (s.normalizers and s.add_prefix_space and s.prefix_scheme == "whole_text"):
         return None
+    normalize = tokenizer._normalize
     unk = s.unk_id if s.fuse_unk else None
     enc = nat.encode_text
     specials = tokenizer.special_tokens
@@ -350,6 +353,7 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     user_pre = _special_prefixes(user) if s.parse_user_defined_always else ()
     add_prefix = s.add_prefix_space
     if_missing = s.prefix_if_missing
+    spaces = getattr(tokenizer, "_spaces", (" ", "\u2581"))  # what counts as a leading space
     byte_level = s.kind == BYTE_LEVEL
     space = "\u2581"
 
@@ -359,7 +363,9 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
         for p in all_pre if parse_special else user_pre:
             if p in text:
                 return None
-        if add_prefix and text and not (if_missing and text[0] in (" ", space)):
+        if normalize is not None:
+            text = normalize(text)
+        if add_prefix and text and not (if_missing and text[0] in spaces):
             text = " " + text
         if not byte_level:
             text = text.replace(" ", space)
@@ -415,12 +421,16 @@ def encode_batch_flat(
                           if tokenizer._types[i] == TokenType.USER_DEFINED)
         if s.parse_user_defined_always else ())
     space = "\u2581"
+    normalize = tokenizer._normalize
+    spaces = getattr(tokenizer, "_spaces", (" ", space))
     for i, t in enumerate(texts):
         if not fast_ok or type(t) is not str or any(p in t for p in pre):
             slow.append(i)
             segs.append("")
             continue
-        if s.add_prefix_space and t and not (s.prefix_if_missing and t[0] in (" ", space)):
+        if normalize is not None:
+            t = normalize(t)
+        if s.add_prefix_space and t and not (s.prefix_if_missing and t[0] in spaces):
             t = " " + t
         segs.append(t if s.kind == BYTE_LEVEL else t.replace(" ", space))
     if fast_ok:

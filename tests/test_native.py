@@ -416,11 +416,33 @@ def test_encode_batch_flat_equals_encode(name, add_special_tokens, num_threads):
             assert ids[offsets[i]:offsets[i + 1]].tolist() == want, (t, parse_special)
 
 
-def test_plain_encoder_declines_normalizers():
+def test_plain_encoder_declines_whole_text_prefix_with_normalizers():
     b2u = bytes_to_unicode()
     spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(b2u[b] for b in range(256)), token_types=(1,) * 256,
-                         normalizers=(("nfc",),))
+                         normalizers=(("nfc",),), add_prefix_space=True, prefix_scheme="whole_text")
     tok = Tokenizer.create(spec)
     assert tok._native is not None and native.plain_encoder(tok) is None
     ids, offsets = native.encode_batch_flat(tok, ["e\u0301", "a"])
-    assert ids.tolist() == tok.encode("e\u0301") + [97] and offsets.tolist() == [0, 2, 3]
+    assert ids.tolist() == tok.encode("e\u0301") + tok.encode("a") and offsets.tolist() == [0, 3, 5]
+
+
+_NORM_TOKS: dict[tuple, tuple] = {}
+
+
+@pytest.mark.parametrize("scheme", ["first", "always"])
+@pytest.mark.parametrize("normalizers", [(("nfc",),), (("nfkc",), ("replace", "a", " "))])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts)
+def test_plain_encoder_with_normalizers(scheme, normalizers, text):
+    """Normalizers run before the prefix decision, as in Tokenizer._encode_text."""
+    key = (scheme, normalizers)
+    if key not in _NORM_TOKS:
+        tok = byte_tokenizer((KNOWN_PATTERNS["llama3"],), normalizers=normalizers, add_prefix_space=True,
+                             prefix_scheme=scheme, prefix_if_missing=True)
+        _NORM_TOKS[key] = (tok, _pure(tok), native.plain_encoder(tok))
+    tok, pure, fast = _NORM_TOKS[key]
+    text = "\u0301" + text if len(text) % 2 else text
+    assert fast(text, True) == pure.encode(text)
+    ids, offsets = native.encode_batch_flat(tok, [text, text[::-1]])
+    assert ids[offsets[0]:offsets[1]].tolist() == pure.encode(text)
+    assert ids[offsets[1]:offsets[2]].tolist() == pure.encode(text[::-1])
