@@ -5,8 +5,8 @@ Reference renders:
 * ``fixtures/chat/renders.jsonl`` (tools/make_chat_fixtures.py: more conversations, some from
   the real chat sets in ../shared/corpora/chat).
 
-A render is compared after the documented removals (:func:`expected_text`). Documented
-divergences, each tested on purpose:
+A render is compared after the documented removals (:func:`rmlprep.chat_parity.expected_render`,
+which the run's parity stage applies too). Documented divergences, each tested on purpose:
 * Mistral v3 / v3-tekken: system message in the last user message also when the
   conversation ends on an assistant turn (mistral-common); the expected text is built from
   renders of the same template where the placement is defined.
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from rmlprep import chat_parity
 from rmlprep.chat import (
     CHAT_FORMATS,
     ChatEncoding,
@@ -36,7 +37,7 @@ from rmlprep.chat import (
     stop_ids,
     turn_terminator,
 )
-from rmlprep.errors import ChatFormatError
+from rmlprep.errors import ChatFormatError, ParityError
 from rmlprep.spec import BYTE_LEVEL, TokenizerSpec, TokenType
 from rmlprep.tokenizer import Tokenizer
 from rmlprep.unicode import bytes_to_unicode
@@ -50,7 +51,8 @@ GENERATOR = REPO / "tools" / "make_chat_fixtures.py"
 
 needs_shared = pytest.mark.skipif(not TEMPLATES.is_dir(), reason=f"{TEMPLATES} not found (../shared is beside the clone in CI)")
 
-#: Expected detection of every real template (None: no supported format, must raise).
+#: Expected detection of every real template (None: no supported format, must raise). Written
+#: out here so the library's table (rmlprep.chat_parity.TEMPLATE_FORMATS) is checked against it.
 TEMPLATE_FORMATS = {
     "chatml-openhermes": "chatml",
     "qwen2": "chatml",
@@ -77,87 +79,19 @@ TEMPLATE_FORMATS = {
     "deepseek-r1-distill-qwen": "deepseek-r1",
     "command-r": "command-r",
 }
-
-_DS_BOS = "<\uff5cbegin\u2581of\u2581sentence\uff5c>"
-#: The leading BOS each template writes (templates that never write bos_token: None).
-BOS = {
-    "llama2": "<s>", "llama3": "<|begin_of_text|>", "llama3.1": "<|begin_of_text|>",
-    "llama3.2": "<|begin_of_text|>", "mistral-v0.1-orig": "<s>", "mistral-v0.2-orig": "<s>",
-    "mistral-v1": "<s>", "mistral-v3": "<s>", "mistral-v3-tekken": "<s>", "mistral-v7": "<s>",
-    "mistral-v7-tekken": "<s>", "gemma": "<bos>", "gemma3": "<bos>", "deepseek-llm": _DS_BOS,
-    "deepseek-v3": _DS_BOS, "deepseek-r1-distill-qwen": _DS_BOS, "command-r": "<BOS_TOKEN>",
-}
-DEFAULT_SYSTEM = {
-    "qwen2": "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n",
-    "qwen2.5": "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n",
-    "smollm2": "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n",
-}
-_DATE_LINES = re.compile(r"Cutting Knowledge Date: December 2023\nToday Date: [^\n]*\n\n")
-
-#: Renders rmlprep refuses on purpose: the template accepts the conversation but silently
-#: drops a message or writes a role the format has no turn for.
-KNOWN_REFUSALS = {
-    ("llama2", "g3_system_not_first"): "template silently drops the mid-conversation system message",
-    ("gemma", "g3_system_not_first"): "template writes a '<start_of_turn>system' turn Gemma has no role for",
-    ("gemma3", "g3_system_not_first"): "template writes a '<start_of_turn>system' turn Gemma has no role for",
-    ("command-r", "g3_system_not_first"): "template silently drops the mid-conversation system message",
-    ("llama2", "g5_system_only"): "template renders nothing: the system message is lost",
-    ("mistral-v1", "g5_system_only"): "template renders only BOS: the system message is lost",
-    ("mistral-v3", "g5_system_only"): "template renders only BOS: the system message is lost",
-    ("mistral-v3-tekken", "g5_system_only"): "template renders only BOS: the system message is lost",
-    ("gemma3", "g5_system_only"): "template renders only BOS: the system message is lost",
-    ("command-r", "g5_system_only"): "a system turn with no user turn is not a conversation the format alternates",
-    ("deepseek-r1-distill-qwen", "g4_two_systems"): "template keeps only the last system message",
-}
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+#: The documented removals and refusals are library code (rmlprep.chat_parity), shared with
+#: the run's parity stage.
+KNOWN_REFUSALS = chat_parity.KNOWN_REFUSALS
 
 
 def load_rows(path: Path) -> list[dict]:
     """Render rows with ``messages`` filled in (fixture rows reference conversation records)."""
-    recs = _read_jsonl(path)
-    convs = {r["conversation_id"]: r["messages"] for r in recs if "messages" in r and "template" not in r}
-    rows = []
-    for r in recs:
-        if "template" in r:
-            r = dict(r)
-            r.setdefault("messages", convs.get(r["conversation_id"]))
-            rows.append(r)
-    return rows
-
-
-def _drop_bos(template: str, text: str) -> str:
-    bos = BOS.get(template)
-    if bos and text.startswith(bos):
-        return text[len(bos):]
-    return text
+    return chat_parity.load_renders(path)[1]
 
 
 def expected_text(row: dict) -> tuple[list[dict], str]:
     """(messages for rmlprep, expected output) for a render row, after the documented removals."""
-    t, msgs, out = row["template"], row["messages"], row["output"]
-    has_system = msgs[0]["role"] == "system"
-    if "defined_renders" in row:  # Mistral v3: placement defined only when ending on a user turn
-        d = row["defined_renders"]
-        assert d["no_system"].startswith(d["no_system_without_last_assistant"])
-        tail = d["no_system"][len(d["no_system_without_last_assistant"]):]
-        out = d["without_last_assistant"] + tail
-    out = _drop_bos(t, out)
-    if t in DEFAULT_SYSTEM and not has_system:
-        assert out.startswith(DEFAULT_SYSTEM[t]), (t, out[:200])
-        out = out[len(DEFAULT_SYSTEM[t]):]
-    if t in ("llama3.1", "llama3.2"):
-        if has_system:
-            out, n = _DATE_LINES.subn("", out, count=1)
-        else:
-            out, n = re.subn(r"^<\|start_header_id\|>system<\|end_header_id\|>\n\n" + _DATE_LINES.pattern + r"<\|eot_id\|>",
-                             "", out, count=1)
-        assert n == 1, (t, out[:200])
-    if t == "phi3.5":
-        msgs = [m for m in msgs if not (m["role"] == "system" and m["content"] == "")]
-    return msgs, out
+    return chat_parity.expected_render(row)
 
 
 def _mistral_v3_needs_fix(row: dict) -> bool:
@@ -194,6 +128,10 @@ def test_detect_real_templates(name, fmt):
             detect_chat_format(text)
     else:
         assert detect_chat_format(text) == fmt
+
+
+def test_library_template_table():
+    assert chat_parity.TEMPLATE_FORMATS == TEMPLATE_FORMATS
 
 
 @needs_shared
@@ -238,10 +176,12 @@ def test_reproduces_render(row):
     if "error" in row:
         with pytest.raises(ChatFormatError):
             format_chat(row["messages"], fmt, add_generation_prompt=gen)
+        assert chat_parity.check_render_row(row, fmt) == "refused"
         return
     if key in KNOWN_REFUSALS:
         with pytest.raises(ChatFormatError):
             format_chat(row["messages"], fmt, add_generation_prompt=gen)
+        assert chat_parity.check_render_row(row, fmt) == "refused"
         return
     if _mistral_v3_needs_fix(row):
         assert "defined_renders" in row, "Mistral v3 row without the renders that define the system placement"
@@ -250,6 +190,7 @@ def test_reproduces_render(row):
     assert got == want
     segs = format_chat_segments(msgs, fmt, add_generation_prompt=gen)
     assert "".join(t for t, _ in segs) == got
+    assert chat_parity.check_render_row(row, fmt) == "match"  # the run's check agrees
 
 
 def test_known_refusals_are_rendered_rows():
@@ -272,6 +213,79 @@ def test_reproduction_coverage():
     for t, f in TEMPLATE_FORMATS.items():
         if f:
             assert seen.get(t) == {False, True}, t
+
+
+# -- the library's render check (used by the run's parity stage) -------------------------------
+FIXTURE_ROWS = load_rows(FIXTURE) if FIXTURE.is_file() else []
+needs_fixture = pytest.mark.skipif(not FIXTURE_ROWS, reason=f"{FIXTURE} is absent")
+
+
+@needs_fixture
+@pytest.mark.parametrize("fmt", sorted({f for f in TEMPLATE_FORMATS.values() if f}))
+def test_check_chat_renders_every_format(fmt):
+    n = chat_parity.check_chat_renders(fmt, FIXTURE)
+    names = [t for t, f in TEMPLATE_FORMATS.items() if f == fmt]
+    assert n == sum(r["template"] in names for r in FIXTURE_ROWS)
+
+
+@needs_fixture
+def test_doctored_render_raises_with_position():
+    rows = [dict(r) for r in FIXTURE_ROWS if r["template"] == "qwen2.5"]
+    i = next(k for k, r in enumerate(rows) if r["conversation_id"] == "d_user_assistant_user_assistant"
+             and not r["add_generation_prompt"])
+    out = rows[i]["output"]
+    p = out.index("joke")
+    rows[i]["output"] = out[:p] + "J" + out[p + 1:]
+    want = chat_parity.expected_render(rows[i])[1]
+    with pytest.raises(ParityError) as e:
+        chat_parity.check_chat_renders("chatml", rows, template_name="qwen2.5")
+    err = e.value
+    assert "".join(err.expected) == want and "".join(err.actual) == want.replace("Joke", "joke")
+    assert err.expected[err.position] == "J" and err.actual[err.position] == "j"
+    assert err.expected[:err.position] == err.actual[:err.position]
+    assert json.loads(err.text) == rows[i]["messages"]
+    msg = str(err)
+    assert "qwen2.5 conversation d_user_assistant_user_assistant add_generation_prompt=False" in msg
+    assert f"character {err.position}" in msg
+    assert "reference continues: 'Joke." in msg and "rmlprep continues:   'joke." in msg
+
+
+def test_text_parity_error_message():
+    e = chat_parity.text_parity_error("[]", "abc\ndefXghi", "abc\ndefYghi", source="s")
+    assert e.position == 7 and e.expected == list("abc\ndefXghi") and e.actual == list("abc\ndefYghi")
+    assert str(e).startswith("s: chat text differs at character 7 (line 2, column 4); after 'abc\\ndef'")
+    e = chat_parity.text_parity_error("[]", "abc", "abcd")
+    assert e.position == 3 and "reference continues: ''" in str(e)
+
+
+def test_refusal_disagreement_is_a_parity_error():
+    row = {"template": "qwen2.5", "conversation_id": "x", "add_generation_prompt": False,
+           "messages": [{"role": "user", "content": "hi"}], "error": "TemplateError: nope"}
+    with pytest.raises(ParityError, match="the reference refuses this conversation"):
+        chat_parity.check_render_row(row, "chatml")
+    row = {"template": "gemma", "conversation_id": "y", "add_generation_prompt": False,
+           "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
+           "output": "<bos><start_of_turn>user\ns\n\nu<end_of_turn>\n"}
+    with pytest.raises(ParityError, match="refuses a conversation the template renders"):
+        chat_parity.check_render_row(row, "gemma")
+
+
+def test_removals_must_find_documented_blocks():
+    row = {"template": "qwen2.5", "conversation_id": "x", "add_generation_prompt": False,
+           "messages": [{"role": "user", "content": "hi"}], "output": "<|im_start|>user\nhi<|im_end|>\n"}
+    with pytest.raises(ParityError, match="default system block"):
+        chat_parity.expected_render(row)
+    row = dict(row, template="llama3.1", output="<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>")
+    with pytest.raises(ParityError, match="date lines"):
+        chat_parity.expected_render(row)
+
+
+@needs_fixture
+def test_template_name_of_another_format_refused():
+    from rmlprep.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="'llama3'.*not 'chatml'"):
+        chat_parity.check_chat_renders("chatml", FIXTURE, template_name="llama3.1")
 
 
 # -- Mistral v3 system placement (documented divergence) ---------------------------------------

@@ -6,9 +6,10 @@ conversation, then one record per (template, conversation, add_generation_prompt
 ``{template, conversation_id, add_generation_prompt, output | error}``; ``output`` is the raw render (leading BOS still in). Mistral v3 / v3-tekken
 rows whose placement of the system message the template leaves undefined (a system message
 and a conversation ending on an assistant turn) also carry ``defined_renders``: the renders
-from which the mistral-common placement is derived (see tests/test_chat.py).
+from which the mistral-common placement is derived (see rmlprep/chat_parity.py).
 
-The environment mirrors ``transformers.utils.chat_template_utils``:
+The environment (:func:`rmlprep.chat_parity.jinja_environment`, shared with the run's live
+chat check) mirrors ``transformers.utils.chat_template_utils``:
 ``ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
 extensions=[loopcontrols])``, ``raise_exception``, ``tojson(ensure_ascii=False)``,
 ``strftime_now`` (frozen at 2025-01-15, like ../shared/chat-templates/renders.jsonl),
@@ -29,6 +30,10 @@ from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run from a clone without installing: the library's environment
+
+from rmlprep.chat_parity import defined_renders, jinja_environment, needs_defined_renders, render_template  # noqa: E402
+
 DEFAULT_SHARED = REPO.parent / "shared"
 DEFAULT_OUT = REPO / "fixtures" / "chat" / "renders.jsonl"
 FROZEN_NOW = datetime(2025, 1, 15)
@@ -164,44 +169,18 @@ def corpus_conversations(shared: Path) -> tuple[list[tuple[str, list[dict]]], di
 
 
 def make_env():
-    import jinja2
-    from jinja2.ext import loopcontrols
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    def raise_exception(message):
-        raise jinja2.exceptions.TemplateError(message)
-
-    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-
-    def strftime_now(fmt):
-        return FROZEN_NOW.strftime(fmt)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
-    env.globals["dict"] = dict
-    return env
+    """The transformers-like environment, shared with the run's live check (strftime_now frozen)."""
+    return jinja_environment(FROZEN_NOW)
 
 
 def render(env, source: str, name: str, messages: list[dict], add_generation_prompt: bool) -> dict:
-    import jinja2
-
     bos, eos = TOKENS[name]
-    try:
-        out = env.from_string(source).render(
-            messages=messages, tools=None, documents=None, add_generation_prompt=add_generation_prompt,
-            bos_token=bos, eos_token=eos,
-        )
-        return {"output": out}
-    except jinja2.exceptions.TemplateError as e:
-        return {"error": f"{type(e).__name__}: {e}"}
+    return render_template(env, source, messages, add_generation_prompt=add_generation_prompt,
+                           bos_token=bos, eos_token=eos)
 
 
 def _needs_defined_renders(name: str, msgs: list[dict]) -> bool:
-    return (name in ("mistral-v3", "mistral-v3-tekken") and len(msgs) >= 3 and msgs[0]["role"] == S
-            and msgs[-1]["role"] == A and msgs[-2]["role"] == U)
+    return name in ("mistral-v3", "mistral-v3-tekken") and needs_defined_renders(msgs)
 
 
 def build(shared: Path) -> list[dict]:
@@ -244,12 +223,8 @@ def build(shared: Path) -> list[dict]:
                 row = {"template": name, "conversation_id": cid, "add_generation_prompt": gen}
                 row.update(render(env, source, name, msgs, gen))
                 if "output" in row and _needs_defined_renders(name, msgs):
-                    nosys = msgs[1:]
-                    row["defined_renders"] = {
-                        "without_last_assistant": render(env, source, name, msgs[:-1], gen).get("output"),
-                        "no_system": render(env, source, name, nosys, gen).get("output"),
-                        "no_system_without_last_assistant": render(env, source, name, nosys[:-1], gen).get("output"),
-                    }
+                    row["defined_renders"] = defined_renders(
+                        lambda m, source=source, name=name, gen=gen: render(env, source, name, m, gen), msgs)
                 rows.append(row)
     return rows
 
