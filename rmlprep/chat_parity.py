@@ -616,12 +616,14 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
     k = par["chat_live_sample"]
     if k:
         if not template:
-            log("parity: live chat comparison skipped: the tokenizer carries no chat template")
+            summary["live_skipped"] = "the tokenizer carries no chat template"
+            log(f"parity: live chat comparison skipped: {summary['live_skipped']}")
         else:
             try:
                 import jinja2
             except ImportError:
-                log("warning: parity: live chat comparison skipped: jinja2 is not installed (pip install jinja2)")
+                summary["live_skipped"] = "jinja2 is not installed (pip install jinja2)"
+                log(f"warning: parity: live chat comparison skipped: {summary['live_skipped']}")
             else:
                 convs = _sample_conversations(cfg, units, k)
                 res = live_chat_check(fmt, template, convs, bos_token=_token_text(tokenizer, tokenizer.spec.bos_id),

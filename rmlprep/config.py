@@ -24,6 +24,12 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     fixture = "fixtures/parity/x.json"  # default: fixtures/parity/*.json whose sha256 matches
     require = false                  # no fixture found → stop (true) or log a warning (false)
     live_sample = 0                  # documents of the corpus compared live with the reference lib
+    chat = "auto"                    # sft: check chat.format against real template renders:
+                                     # "auto" = when renders exist for the tokenizer's template
+                                     # (sha256) or the format; true = required; false = off
+    chat_renders = "renders.jsonl"   # default: the committed fixtures/chat/renders.jsonl
+    chat_live_sample = 0             # sft: corpus conversations also rendered live with the
+                                     # tokenizer's own chat_template (needs jinja2) and compared
 
     [chat]                           # sft only
     format = "chatml"                # a name detect_chat_format knows
@@ -55,7 +61,9 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
 
 The engine, like the worker count, never changes the output: the same units, shard names
 and bytes, so ``engine`` and ``ray_address`` are left out of the config hash and a run
-started with one engine can be resumed with the other.
+started with one engine can be resumed with the other. The chat parity keys
+(``parity.chat``, ``chat_renders``, ``chat_live_sample``) only decide what is checked before
+the run, so they are left out of the hash too.
 
 Relative paths resolve against the current directory (not the config file's), so
 ``rmlprep run configs/demo.toml`` run from a clone writes under that clone.
@@ -101,6 +109,9 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "fixture": ((str,), None),
         "require": ((bool,), False),
         "live_sample": ((int,), 0),
+        "chat": ((str, bool), "auto"),
+        "chat_renders": ((str,), None),
+        "chat_live_sample": ((int,), 0),
     },
     "chat": {
         "format": ((str,), None),
@@ -134,7 +145,8 @@ ENGINES = ("local", "ray")
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
 # keys that change how a run goes but never its output bytes: left out of the config hash
 _NOT_HASHED = {("run", "workers"), ("run", "progress"), ("run", "histogram"), ("run", "engine"),
-               ("run", "ray_address"), ("output", "dir")}
+               ("run", "ray_address"), ("output", "dir"),
+               ("parity", "chat"), ("parity", "chat_renders"), ("parity", "chat_live_sample")}
 
 
 @dataclass(frozen=True)
@@ -143,7 +155,7 @@ class RunConfig:
 
     Attributes:
         data: ``{section: {key: value}}`` with every default filled in and paths resolved to
-            absolute strings (``input.paths``, ``tokenizer.path``, ``parity.fixture``,
+            absolute strings (``input.paths``, ``tokenizer.path``, ``parity.fixture``, ``parity.chat_renders``,
             ``output.dir``); ``data["pipeline"]`` is the pipeline name.
         source: the TOML file it came from ("" when built from a dict).
     """
@@ -303,6 +315,22 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
         par["fixture"] = _abs(par["fixture"])
     if par["live_sample"] < 0:
         raise ConfigError(f"{w}parity.live_sample: must be >= 0, got {par['live_sample']}")
+    if isinstance(par["chat"], str) and par["chat"] != "auto":
+        raise ConfigError(f"{w}parity.chat: must be \"auto\", true or false, got {par['chat']!r}")
+    if par["chat_live_sample"] < 0:
+        raise ConfigError(f"{w}parity.chat_live_sample: must be >= 0, got {par['chat_live_sample']}")
+    if par["chat_renders"] is not None:
+        par["chat_renders"] = _abs(par["chat_renders"])
+    given_par = raw.get("parity", {})
+    if pipeline != "sft":
+        for k in ("chat", "chat_renders", "chat_live_sample"):
+            if k in given_par:
+                raise ConfigError(f"{w}parity.{k}: only the sft pipeline formats chats (pipeline = {pipeline!r})")
+    elif par["chat"] is False:
+        for k in ("chat_renders", "chat_live_sample"):
+            if given_par.get(k):
+                raise ConfigError(f"{w}parity.{k}: set, but parity.chat = false turns the chat check off; "
+                                  "remove one of them")
     pack = data["pack"]
     if pack["seq_len"] < 1:
         raise ConfigError(f"{w}pack.seq_len: must be >= 1, got {pack['seq_len']}")

@@ -19,6 +19,10 @@ The run's parity stage (:func:`run_parity_stage`):
 
 No fixture: a warning (or a stop, with ``parity.require = true``).
 
+4. for the sft pipeline, the chat format is checked against real chat template renders
+   (:func:`rmlprep.chat_parity.run_chat_parity_stage`; ``parity.chat``,
+   ``parity.chat_renders``, ``parity.chat_live_sample``).
+
 Reference libraries: ``tokenizers`` for ``tokenizer.json``, ``tiktoken`` for rank files
 (pattern and special tokens taken from the loaded spec; the ranks and the regex engine are
 tiktoken's), ``sentencepiece`` for ``.model`` files. GGUF files have none here.
@@ -312,9 +316,13 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
                      log: Callable[[str], None] = print) -> dict[str, Any]:
     """The run's parity stage (see the module docstring); returns a summary for the manifest.
 
+    The summary: ``fixture``, ``cases``, ``live`` (the tokenizer), and for the sft pipeline
+    ``chat`` (see :func:`rmlprep.chat_parity.run_chat_parity_stage`; None when turned off).
+
     Raises:
         ParityError: any mismatch (nothing has been written yet).
-        ConfigError: ``parity.require = true`` and no fixture was found.
+        ConfigError: ``parity.require = true`` and no fixture was found; a chat check that
+            cannot run as configured.
     """
     par = cfg["parity"]
     summary: dict[str, Any] = {"fixture": None, "cases": 0, "live": None}
@@ -343,4 +351,8 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
             else:
                 summary["live"] = {"documents": res[0], "reference": res[1]}
                 log(f"parity: {res[0]} corpus documents match {res[1]}")
+    if cfg.pipeline == "sft":
+        from .chat_parity import run_chat_parity_stage
+
+        summary["chat"] = run_chat_parity_stage(cfg, tokenizer, units, log=log)
     return summary
