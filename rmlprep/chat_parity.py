@@ -73,6 +73,7 @@ __all__ = [
     "expected_render",
     "check_render_row",
     "check_chat_renders",
+    "check_chat_format",
     "text_parity_error",
     "jinja_environment",
     "render_template",
@@ -549,35 +550,35 @@ def _sample_conversations(cfg, units, n: int) -> list[list]:
     return out
 
 
-def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] = print) -> dict[str, Any] | None:
-    """The chat part of the run's parity stage (see the module docstring).
+def check_chat_format(fmt: str, *, template: str | None = None, renders: str | os.PathLike | None = None,
+                      required: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Check a chat format against the committed renders, chosen by the model's own template.
 
+    Args:
+        fmt: an rmlprep chat format name.
+        template: the tokenizer's ``chat_template``. When its sha256 is in the renders banner,
+            only that template's rows are checked (and it must map to ``fmt``); otherwise the
+            rows of every template that maps to ``fmt``.
+        renders: a renders file (default :func:`renders_path`).
+        required: no renders to check is an error (else a log line).
     Returns:
-        A summary for the manifest (``None`` when ``parity.chat = false``): format, renders
-        file, templates checked, the template matched by sha256, rows checked, and the live
-        comparison.
+        ``{"format", "renders", "templates", "matched_template", "rows"}`` (rows = 0: nothing
+        was checked).
     Raises:
-        ParityError: a mismatch (nothing has been written yet).
-        ConfigError: ``parity.chat = true`` and no renders to check; the tokenizer's own chat
-            template is a known template that ``chat.format`` does not write.
+        ParityError: the first render rmlprep does not reproduce.
+        ConfigError: the template is a known one that ``fmt`` does not write; ``required``
+            and nothing to check; a missing or malformed renders file given explicitly.
     """
-    par = cfg["parity"]
-    mode = par["chat"]
-    if mode is False:
-        return None
-    fmt = cfg["chat"]["format"]
-    path = par["chat_renders"] or str(renders_path())
-    summary: dict[str, Any] = {"format": fmt, "renders": None, "templates": [], "matched_template": None,
-                               "rows": 0, "live": None}
-    template = getattr(tokenizer, "chat_template", None)
+    fmt = detect_chat_format(fmt)
+    path = str(renders) if renders is not None else str(renders_path())
+    summary: dict[str, Any] = {"format": fmt, "renders": None, "templates": [], "matched_template": None, "rows": 0}
     if not os.path.isfile(path):
-        if mode is True or par["chat_renders"]:
-            raise ConfigError(f"parity.chat: the renders file {path} does not exist; set parity.chat_renders, "
-                              "or parity.chat = \"auto\" to skip the check")
+        if required or renders is not None:
+            raise ConfigError(f"parity.chat_renders: the renders file {path} does not exist; give one made by "
+                              "tools/make_chat_fixtures.py, or set parity.chat = \"auto\" to skip the check")
         log(f"warning: parity: chat renders {path} not found; chat format not checked")
-        banner, rows = {}, []
-    else:
-        banner, rows = load_renders(path)
+        return summary
+    banner, rows = load_renders(path)
     matched = match_template(banner, template)
     if matched is not None:
         mfmt = TEMPLATE_FORMATS.get(matched)
@@ -601,18 +602,40 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
             log(f"{'warning: ' if det != fmt else ''}parity: the tokenizer's chat template (sha256 "
                 f"{template_sha256(template)[:12]}) is not among the rendered templates, {note}; "
                 f"checking every template written as {fmt!r}")
-    if rows and names:
-        wanted = set(names)
-        selected = [r for r in rows if r["template"] in wanted]
-        n = check_chat_renders(fmt, selected, template_name=matched) if matched else check_chat_renders(fmt, selected)
-        summary.update(renders=str(path), templates=names, matched_template=matched, rows=n)
-        log(f"parity: {n} chat renders of {', '.join(names)} match format {fmt!r}")
-    elif rows:
+    selected = [r for r in rows if r["template"] in set(names)]
+    if not selected:
         msg = f"parity: no chat renders for format {fmt!r} in {path}"
-        if mode is True:
+        if required:
             raise ConfigError(f"parity.chat = true: {msg}; render some with tools/make_chat_fixtures.py "
                               "or set parity.chat = \"auto\"")
         log(f"{msg}; chat format not checked against a reference")
+        return summary
+    n = check_chat_renders(fmt, selected, template_name=matched)
+    summary.update(renders=path, templates=names, matched_template=matched, rows=n)
+    log(f"parity: {n} chat renders of {', '.join(names)} match format {fmt!r}")
+    return summary
+
+
+def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] = print) -> dict[str, Any] | None:
+    """The chat part of the run's parity stage (see the module docstring).
+
+    Returns:
+        A summary for the manifest (``None`` when ``parity.chat = false``): what
+        :func:`check_chat_format` returns, plus ``live`` (``{"compared", "refused",
+        "jinja2"}`` or None) and ``live_skipped`` (why, when asked for but not done).
+    Raises:
+        ParityError: a mismatch (nothing has been written yet).
+        ConfigError: see :func:`check_chat_format` (``required`` = ``parity.chat = true``).
+    """
+    par = cfg["parity"]
+    if par["chat"] is False:
+        return None
+    fmt = cfg["chat"]["format"]
+    template = getattr(tokenizer, "chat_template", None)
+    summary = check_chat_format(fmt, template=template, renders=par["chat_renders"], required=par["chat"] is True,
+                                log=log)
+    summary["live"] = None
+    matched = summary["matched_template"]
     k = par["chat_live_sample"]
     if k:
         if not template:

@@ -73,16 +73,23 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--name", help="encoding name for tiktoken rank files")
     c.add_argument("--add-generation-prompt", action="store_true")
 
-    q = sub.add_parser("parity", help="check a tokenizer against a fixture / the reference library, or make a fixture",
+    q = sub.add_parser("parity", help="check a tokenizer (or a chat format) against references, or make a fixture",
                        description="Without --make-fixture: check the tokenizer against its fixture (given, or found "
                                    "in fixtures/parity/ by the file's sha256) and, when installed, the reference "
                                    "library on built-in texts. With --make-fixture OUT: write the reference "
-                                   "library's ids for those texts to OUT.")
-    q.add_argument("tokenizer", help=TOKENIZER_HELP)
+                                   "library's ids for those texts to OUT. With --chat FORMAT: check only the chat "
+                                   "format against real template renders (fixtures/chat/renders.jsonl): the "
+                                   "TOKENIZER's own chat_template when its sha256 is there, else every template "
+                                   "the format writes.")
+    q.add_argument("tokenizer", nargs="?", help=TOKENIZER_HELP + " (optional with --chat)")
     q.add_argument("--name", help="encoding name for tiktoken rank files")
     q.add_argument("--fixture", help="fixture JSON to check against")
     q.add_argument("--make-fixture", metavar="OUT", help="write a new fixture from the reference library")
     q.add_argument("--texts", help="JSONL file with {\"text\": ...} lines to use instead of the built-in texts")
+    q.add_argument("--chat", metavar="FORMAT", help="check this chat format (chatml, llama3, ... or a Jinja template "
+                                                    "file) instead of the tokenizer")
+    q.add_argument("--chat-renders", metavar="FILE", help="renders JSONL to check --chat against "
+                                                          "(default: fixtures/chat/renders.jsonl)")
     return p
 
 
@@ -182,9 +189,31 @@ def _cmd_chat(a) -> int:
     return 0
 
 
+def _cmd_parity_chat(a) -> int:
+    from .chat import detect_chat_format
+    from .chat_parity import check_chat_format
+
+    fmt_arg = a.chat
+    if Path(fmt_arg).is_file():
+        fmt_arg = Path(fmt_arg).read_text(encoding="utf-8")
+    fmt = detect_chat_format(fmt_arg)
+    template = _open(a.tokenizer, a.name)[0].chat_template if a.tokenizer else None
+    s = check_chat_format(fmt, template=template, renders=a.chat_renders, required=True, log=_log)
+    print(f"chat: {s['rows']} renders of {', '.join(s['templates'])} match format {fmt!r} ({s['renders']})")
+    return 0
+
+
 def _cmd_parity(a) -> int:
     from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
 
+    if a.chat:
+        if a.make_fixture or a.fixture or a.texts:
+            raise RmlprepError("parity --chat checks the chat format only; leave out --make-fixture, --fixture, --texts")
+        return _cmd_parity_chat(a)
+    if a.chat_renders:
+        raise RmlprepError("parity --chat-renders needs --chat FORMAT")
+    if not a.tokenizer:
+        raise RmlprepError("parity: give a TOKENIZER (or --chat FORMAT to check a chat format)")
     tok, f = _open(a.tokenizer, a.name)
     texts = _read_texts(a.texts) if a.texts else list(DEFAULT_TEXTS)
     if a.make_fixture:
