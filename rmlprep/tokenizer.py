@@ -223,6 +223,11 @@ class Tokenizer:
             from .native import make_native
 
             self._native = make_native(self)  # None when the extension is absent or declines
+        self._fast_encode = None  # whole-text native path for text without special-token text
+        if self._native is not None:
+            from .native import plain_encoder
+
+            self._fast_encode = plain_encoder(self)
         self._skip_ids = frozenset(
             i for i, t in enumerate(self._types) if t in (TokenType.CONTROL, TokenType.UNKNOWN)
         )
@@ -349,6 +354,11 @@ class Tokenizer:
         Returns:
             list of int ids, each in ``range(vocab_size)``.
         """
+        fast = self._fast_encode
+        if fast is not None:
+            ids = fast(text, parse_special)
+            if ids is not None:
+                return self._add_special(ids) if add_special_tokens else ids
         if not isinstance(text, str):
             from .errors import TokenizeError
 
@@ -366,10 +376,45 @@ class Tokenizer:
         return self.encode(text, parse_special=False)
 
     def encode_batch(
-        self, texts: Iterable[str], *, add_special_tokens: bool = False, parse_special: bool = True
+        self,
+        texts: Iterable[str],
+        *,
+        add_special_tokens: bool = False,
+        parse_special: bool = True,
+        num_threads: int = 1,
     ) -> list[list[int]]:
-        """``[encode(t, ...) for t in texts]``."""
+        """``[encode(t, ...) for t in texts]``; with the compiled hot path and ``num_threads > 1``
+        the texts are encoded on that many threads (the GIL is released)."""
+        if num_threads > 1 and self._native is not None:
+            ids, offsets = self.encode_batch_flat(
+                list(texts), add_special_tokens=add_special_tokens, parse_special=parse_special,
+                num_threads=num_threads,
+            )
+            flat = ids.tolist()
+            bounds = offsets.tolist()
+            return [flat[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
         return [self.encode(t, add_special_tokens=add_special_tokens, parse_special=parse_special) for t in texts]
+
+    def encode_batch_flat(
+        self,
+        texts: Sequence[str],
+        *,
+        add_special_tokens: bool = False,
+        parse_special: bool = True,
+        num_threads: int = 1,
+    ):
+        """Encode many texts into one flat array, the layout Arrow list columns use.
+
+        Returns:
+            ``(ids, offsets)``: ids uint32 of shape (total,), offsets int64 of shape
+            (len(texts) + 1,); row i is ``ids[offsets[i]:offsets[i+1]]`` and equals
+            ``encode(texts[i], ...)``. With the compiled hot path the GIL is released and
+            ``num_threads`` threads share the work; without it, a Python loop.
+        """
+        from .native import encode_batch_flat
+
+        return encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
+                                 parse_special=parse_special, num_threads=num_threads)
 
     def encode_fragments(
         self, fragments: Sequence[str | int], *, add_special_tokens: bool = False
