@@ -407,6 +407,19 @@ class TokenizeText(_MapFunction):
             texts = [values[i] for i in good]
         else:
             texts = values
+        tok = self.tokenizer
+        try:  # the common case: one flat native call, Arrow-ready (see Tokenizer.encode_batch_flat)
+            flat, offs = tok.encode_batch_flat(
+                texts, add_special_tokens=self.add_special_tokens, parse_special=self.parse_special
+            )
+        except RmlprepError:
+            pass  # find the failing rows one by one below
+        else:
+            if good is None:
+                return [(self.output_column, flat, offs)], errors
+            lengths = np.zeros(n, dtype=np.int64)
+            lengths[good] = np.diff(offs)  # rows left out are empty; good is ascending
+            return [(self.output_column, flat, _offsets(lengths))], errors
         id_lists = self._encode_texts(texts, good, where, errors)
         if good is not None:
             full: list[Any] = [_EMPTY] * n
