@@ -379,13 +379,14 @@ def check_render_row(row: Mapping[str, Any], fmt: str, *, removals: Removals | N
 
 
 def check_chat_renders(fmt: str, renders: str | os.PathLike | Iterable[Mapping[str, Any]], *,
-                       template_name: str | None = None) -> int:
+                       template_name: str | None = None, source: str = "") -> int:
     """Format every conversation of the renders of templates that map to ``fmt`` and compare.
 
     Args:
         fmt: an rmlprep chat format name.
         renders: a renders file (see the module docstring) or its rows (``messages`` filled in).
         template_name: only this template's rows (it must map to ``fmt``).
+        source: names the rows' file in errors when ``renders`` are rows.
     Returns:
         The number of rows checked (matches and agreed refusals).
     Raises:
@@ -393,7 +394,7 @@ def check_chat_renders(fmt: str, renders: str | os.PathLike | Iterable[Mapping[s
         ConfigError: ``template_name`` maps to another format, or no row was found.
     """
     fmt = detect_chat_format(fmt)
-    where = ""
+    where = f"{source}: " if source else ""
     if isinstance(renders, (str, os.PathLike)):
         where = f"{renders}: "
         rows = load_renders(renders)[1]
@@ -610,7 +611,7 @@ def check_chat_format(fmt: str, *, template: str | None = None, renders: str | o
                               "or set parity.chat = \"auto\"")
         log(f"{msg}; chat format not checked against a reference")
         return summary
-    n = check_chat_renders(fmt, selected, template_name=matched)
+    n = check_chat_renders(fmt, selected, template_name=matched, source=path)
     summary.update(renders=path, templates=names, matched_template=matched, rows=n)
     log(f"parity: {n} chat renders of {', '.join(names)} match format {fmt!r}")
     return summary

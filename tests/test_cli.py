@@ -102,3 +102,49 @@ def test_chat_and_parity_commands(tmp_path, capsys):
     assert main(["parity", str(TINY)]) == 0
     assert "cases match" in capsys.readouterr().out
     assert main(["encode", str(tmp_path / "missing.json"), "x"]) == 2
+
+
+CHAT_RENDERS = ROOT / "fixtures" / "chat" / "renders.jsonl"
+needs_renders = pytest.mark.skipif(not CHAT_RENDERS.exists(), reason=f"{CHAT_RENDERS} is absent")
+
+
+def _doctored_renders(tmp_path: Path) -> Path:
+    recs = [json.loads(x) for x in CHAT_RENDERS.read_text(encoding="utf-8").splitlines()]
+    row = next(r for r in recs if r.get("template") == "qwen2" and "output" in r and "Hello" in r["output"])
+    row["output"] = row["output"].replace("Hello", "Hallo", 1)
+    p = tmp_path / "renders.jsonl"
+    p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
+    return p
+
+
+@needs_renders
+def test_parity_chat_alone(tmp_path, capsys):
+    assert main(["parity", "--chat", "chatml"]) == 0
+    assert "renders of chatml-openhermes, qwen2, qwen2.5, smollm2 match format 'chatml'" in capsys.readouterr().out
+    assert main(["parity", "--chat", "mistral-v3"]) == 0
+    assert main(["parity", "--chat", "nope"]) == 2
+    assert main(["parity"]) == 2
+    assert main(["parity", "--chat-renders", str(CHAT_RENDERS), str(TINY)]) == 2
+    r = cli("parity", "--chat", "chatml", "--chat-renders", str(_doctored_renders(tmp_path)))
+    assert r.returncode == 3, r.stderr
+    assert "chat text differs" in r.stderr and "reference continues: 'allo, how" in r.stderr and "Traceback" not in r.stderr
+
+
+@needs_renders
+@needs_tiny
+def test_sft_run_doctored_chat_render_exit_3(tmp_path):
+    (tmp_path / "d.jsonl").write_text(json.dumps({"messages": [{"role": "user", "content": "hi"},
+                                                               {"role": "assistant", "content": "yo"}]}) + "\n")
+    renders = _doctored_renders(tmp_path)
+    c = tmp_path / "c.toml"
+    c.write_text(f'pipeline="sft"\n[input]\npaths=["d.jsonl"]\n[tokenizer]\npath="{TINY}"\n'
+                 f'[parity]\nchat_renders="{renders.name}"\n[chat]\nformat="chatml"\n'
+                 '[pack]\nseq_len=64\n[output]\ndir="out"\n')
+    r = cli("run", "c.toml", cwd=tmp_path)
+    assert r.returncode == 3, r.stderr
+    assert "parity failure" in r.stderr and "qwen2 conversation" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "out" / "shard-00000.parquet").exists()
+    c.write_text(c.read_text().replace(f'chat_renders="{renders.name}"', "chat = false"))
+    r = cli("run", "c.toml", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "shard-00000.parquet").exists()

@@ -95,3 +95,45 @@ def test_make_fixture_and_live_with_tokenizers(tmp_path):
     assert fx["sha256"] == file_sha256(d / "tokenizer.json") and len(fx["cases"]) == 4
     assert check_fixture(tok, tmp_path / "fx.json") == 4
     assert live_check(tok, f, ["The quick brown fox", "日本語"])[0] == 2
+
+
+# -- chat parity config keys (the check itself: tests/test_chat.py, tests/test_pipeline.py) -------
+SFT = {"pipeline": "sft", "input": {"paths": ["d.jsonl"]}, "tokenizer": {"path": "t.json"},
+       "chat": {"format": "chatml"}, "pack": {"seq_len": 16}, "output": {"dir": "out"}}
+
+
+def _sft(**parity):
+    from rmlprep.config import config_from_dict
+
+    return config_from_dict({**SFT, "parity": parity}, source="c.toml")
+
+
+def test_chat_parity_config_defaults_and_hash():
+    c = _sft()
+    assert c["parity"]["chat"] == "auto" and c["parity"]["chat_live_sample"] == 0
+    assert c["parity"]["chat_renders"] is None
+    assert _sft(chat=True, chat_live_sample=5).config_hash == c.config_hash  # checks change no output byte
+    assert _sft(chat_renders="r.jsonl")["parity"]["chat_renders"] == str(Path("r.jsonl").absolute())
+
+
+@pytest.mark.parametrize("parity,key", [
+    pytest.param({"chat": "yes"}, "parity.chat", id="bad-string"),
+    pytest.param({"chat": 1}, "parity.chat", id="int"),
+    pytest.param({"chat_live_sample": -1}, "parity.chat_live_sample", id="negative"),
+    pytest.param({"chat_live_sample": True}, "parity.chat_live_sample", id="bool-for-int"),
+    pytest.param({"chat": False, "chat_live_sample": 3}, "parity.chat_live_sample", id="live-but-off"),
+    pytest.param({"chat_sample": 3}, "parity.'chat_sample'", id="unknown"),
+])
+def test_chat_parity_config_errors_name_the_key(parity, key):
+    with pytest.raises(ConfigError) as e:
+        _sft(**parity)
+    assert key in str(e.value) and str(e.value).startswith("c.toml: ")
+
+
+def test_chat_parity_keys_only_for_sft():
+    from rmlprep.config import config_from_dict
+
+    base = {k: v for k, v in SFT.items() if k not in ("pipeline", "chat")}
+    assert config_from_dict(base)["parity"]["chat"] == "auto"
+    with pytest.raises(ConfigError, match=r"parity.chat_live_sample: only the sft pipeline"):
+        config_from_dict({**base, "parity": {"chat_live_sample": 2}})

@@ -232,3 +232,200 @@ def test_histogram_png(corpus, tmp_path):
     stats = json.loads((out / "stats.json").read_text())
     assert sum(stats["document_tokens"]["hist"].values()) == 300
     assert np.isfinite(stats["document_tokens"]["mean"])
+
+
+# -- chat parity (sft) --------------------------------------------------------------------------
+CHAT_RENDERS = ROOT / "fixtures" / "chat" / "renders.jsonl"
+SHARED_TEMPLATES = SHARED / "chat-templates"
+REAL_HF = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS", Path.home() / ".cache" / "rmlprep-real-tokenizers")) / "hf"
+#: ChatML as OpenHermes writes it; the test gives it the name of a committed template through
+#: its own renders banner (the committed fixtures hold no template text).
+CHATML_TEMPLATE = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] "
+                   "+ '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+                   "{% endif %}")
+needs_renders = pytest.mark.skipif(not CHAT_RENDERS.exists(), reason=f"{CHAT_RENDERS} is absent")
+
+
+def _render_records() -> list[dict]:
+    return [json.loads(x) for x in CHAT_RENDERS.read_text(encoding="utf-8").splitlines()]
+
+
+def _chatml_rows() -> int:
+    names = {"chatml-openhermes", "qwen2", "qwen2.5", "smollm2"}
+    return sum(r.get("template") in names for r in _render_records())
+
+
+def write_chats(path: Path, n: int = 40) -> None:
+    convs = []
+    for i in range(n):
+        c = [{"role": "user", "content": f"question {i}: what is {i} + {i}?"},
+             {"role": "assistant", "content": f"{i} + {i} = {2 * i}."}]
+        if i % 3 == 0:
+            c.insert(0, {"role": "system", "content": "Answer briefly."})
+        convs.append(c)
+    path.write_text("".join(json.dumps({"messages": c}) + "\n" for c in convs))
+
+
+def sft_cfg(inp: Path, out: Path, **extra):
+    return make_cfg(inp, out, pipeline="sft", chat={"format": extra.pop("fmt", "chatml")},
+                    pack={"overflow": "truncate"}, **extra)
+
+
+def tiny_with_template(template: str):
+    from rmlprep.tokenizer import Tokenizer
+
+    return Tokenizer.create(open_tokenizer(str(TINY))[0].spec, chat_template=template)
+
+
+@needs_renders
+def test_sft_manifest_records_chat_renders(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    logs: list[str] = []
+    m = run(sft_cfg(inp, tmp_path / "o"), log=logs.append)
+    chat = m["parity"]["chat"]
+    assert chat["rows"] == _chatml_rows() > 300
+    assert chat["templates"] == ["chatml-openhermes", "qwen2", "qwen2.5", "smollm2"]
+    assert chat["matched_template"] is None and chat["renders"] == str(CHAT_RENDERS)
+    assert json.loads((tmp_path / "o" / "manifest.json").read_text())["parity"]["chat"] == chat
+    assert any(f"{chat['rows']} chat renders" in x for x in logs)
+
+
+@needs_renders
+def test_doctored_chat_render_stops_the_run(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    recs = _render_records()
+    row = next(r for r in recs if r.get("template") == "smollm2" and r.get("conversation_id") == "h_system_user_assistant"
+               and not r["add_generation_prompt"])
+    at = row["output"].index("ahoy")
+    row["output"] = row["output"][:at] + "A" + row["output"][at + 1:]
+    bad = tmp_path / "renders.jsonl"
+    bad.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
+    out = tmp_path / "o"
+    with pytest.raises(ParityError) as e:
+        run(sft_cfg(inp, out, parity={"chat_renders": str(bad)}), log=quiet)
+    err = e.value
+    assert err.expected[err.position] == "A" and err.actual[err.position] == "a"
+    assert "smollm2 conversation h_system_user_assistant" in str(err) and "chat text differs" in str(err)
+    assert not list(out.glob("shard-*")) if out.exists() else True
+
+
+@needs_renders
+def test_chat_check_off_and_required(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    m = run(sft_cfg(inp, tmp_path / "off", parity={"chat": False}), log=quiet)
+    assert m["parity"]["chat"] is None
+    empty = tmp_path / "renders.jsonl"
+    empty.write_text(json.dumps({"banner": True, "templates_sha256": {}}) + "\n")
+    with pytest.raises(ConfigError, match=r"parity.chat = true: .*no chat renders for format 'chatml'"):
+        run(sft_cfg(inp, tmp_path / "req", parity={"chat": True, "chat_renders": str(empty)}), log=quiet)
+    m = run(sft_cfg(inp, tmp_path / "auto", parity={"chat_renders": str(empty)}), log=quiet)
+    assert m["parity"]["chat"]["rows"] == 0
+    with pytest.raises(ConfigError, match="parity.chat_renders"):
+        run(sft_cfg(inp, tmp_path / "x", parity={"chat_renders": str(tmp_path / "missing.jsonl")}), log=quiet)
+
+
+def _renders_naming(tmp_path: Path, template: str, name: str) -> Path:
+    """The committed renders with the banner's sha256 of ``name`` replaced by ``template``'s."""
+    from rmlprep.chat_parity import template_sha256
+
+    recs = _render_records()
+    recs[0]["templates_sha256"][name] = template_sha256(template)
+    p = tmp_path / "renders.jsonl"
+    p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
+    return p
+
+
+@needs_renders
+def test_template_matched_by_sha256(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    renders = _renders_naming(tmp_path, CHATML_TEMPLATE, "chatml-openhermes")
+    logs: list[str] = []
+    m = run(sft_cfg(inp, tmp_path / "o", parity={"chat_renders": str(renders)}),
+            tokenizer=tiny_with_template(CHATML_TEMPLATE), log=logs.append)
+    chat = m["parity"]["chat"]
+    assert chat["matched_template"] == "chatml-openhermes" and chat["templates"] == ["chatml-openhermes"]
+    assert chat["rows"] == sum(r.get("template") == "chatml-openhermes" for r in _render_records())
+    assert any("chat template is 'chatml-openhermes' (sha256 match" in x for x in logs)
+    # the same template named as a Llama 3 one: chat.format "chatml" is refused, naming the key
+    renders = _renders_naming(tmp_path, CHATML_TEMPLATE, "llama3")
+    with pytest.raises(ConfigError, match=r"chat.format: .*'llama3'.*set chat.format = \"llama3\""):
+        run(sft_cfg(inp, tmp_path / "o2", parity={"chat_renders": str(renders)}),
+            tokenizer=tiny_with_template(CHATML_TEMPLATE), log=quiet)
+
+
+@needs_renders
+def test_live_chat_sample(tmp_path):
+    pytest.importorskip("jinja2")
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    m = run(sft_cfg(inp, tmp_path / "o", parity={"chat_live_sample": 7}),
+            tokenizer=tiny_with_template(CHATML_TEMPLATE), log=quiet)
+    assert m["parity"]["chat"]["live"]["compared"] == 7
+    m = run(sft_cfg(inp, tmp_path / "n", parity={"chat_live_sample": 7}), log=quiet)
+    assert m["parity"]["chat"]["live"] is None and "no chat template" in m["parity"]["chat"]["live_skipped"]
+    # a template one character away from ChatML: the live render stops the run
+    doctored = CHATML_TEMPLATE.replace("'\n' + message['content']", "'\n ' + message['content']")
+    assert doctored != CHATML_TEMPLATE
+    out = tmp_path / "bad"
+    with pytest.raises(ParityError, match="live render with the tokenizer's chat template") as e:
+        run(sft_cfg(inp, out, parity={"chat_live_sample": 7}), tokenizer=tiny_with_template(doctored), log=quiet)
+    assert e.value.expected[e.value.position] == " "
+    assert not list(out.glob("shard-*")) if out.exists() else True
+
+
+@needs_renders
+@pytest.mark.skipif(not (SHARED_TEMPLATES / "qwen2.5.jinja").exists(), reason=f"{SHARED_TEMPLATES} is absent")
+def test_real_qwen25_template_matched_and_live(tmp_path):
+    pytest.importorskip("jinja2")
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    tok = tiny_with_template((SHARED_TEMPLATES / "qwen2.5.jinja").read_text(encoding="utf-8"))
+    m = run(sft_cfg(inp, tmp_path / "o", parity={"chat_live_sample": 12}), tokenizer=tok, log=quiet)
+    chat = m["parity"]["chat"]
+    assert chat["matched_template"] == "qwen2.5" and chat["rows"] == 82
+    assert chat["live"]["compared"] == 12  # the default system block is removed where none is given
+
+
+@pytest.mark.parity
+@needs_renders
+@pytest.mark.skipif(not (REAL_HF / "qwen2.5" / "tokenizer_config.json").exists(), reason=f"{REAL_HF}/qwen2.5 is absent")
+def test_real_qwen25_tokenizer_dir(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    cfg = sft_cfg(inp, tmp_path / "o", tokenizer={"path": str(REAL_HF / "qwen2.5")},
+                  parity={"chat": True, "chat_live_sample": 10 if _has_jinja2() else 0})
+    m = run(cfg, log=quiet)
+    chat = m["parity"]["chat"]
+    assert chat["matched_template"] == "qwen2.5" and chat["rows"] == 82
+    if _has_jinja2():
+        assert chat["live"]["compared"] == 10
+
+
+@pytest.mark.parity
+@needs_renders
+@pytest.mark.skipif(not (REAL_HF / "llama3" / "tokenizer_config.json").exists(), reason=f"{REAL_HF}/llama3 is absent")
+def test_real_llama3_old_template_caught_live(tmp_path):
+    """The real llama3 tokenizer dir carries the older Llama-3 template revision (not in the
+    fixtures), which appends the assistant header even without add_generation_prompt: the
+    fixture check runs every llama3 template; the live render catches the difference."""
+    pytest.importorskip("jinja2")
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    cfg = sft_cfg(inp, tmp_path / "o", fmt="llama3", tokenizer={"path": str(REAL_HF / "llama3")})
+    m = run(cfg, log=quiet)
+    assert m["parity"]["chat"]["matched_template"] is None
+    assert m["parity"]["chat"]["templates"] == ["llama3", "llama3.1", "llama3.2"]
+    cfg = sft_cfg(inp, tmp_path / "live", fmt="llama3", tokenizer={"path": str(REAL_HF / "llama3")},
+                  parity={"chat_live_sample": 3})
+    with pytest.raises(ParityError, match=r"reference continues: '<\|start_header_id\|>assistant"):
+        run(cfg, log=quiet)
+
+
+def _has_jinja2() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("jinja2") is not None
