@@ -257,9 +257,7 @@ def templates_for_format(fmt: str) -> list[str]:
 
 # -- expected text -----------------------------------------------------------------------------
 def _fail(text: str, source: str, detail: str) -> ParityError:
-    e = ParityError(text, 0, [], [], source=source)
-    e.args = (f"{source}: {detail}",)
-    return e
+    return ParityError(text, 0, [], [], source=source, message=f"{source}: {detail}")
 
 
 def text_parity_error(text: str, expected: str, actual: str, *, source: str = "", context: int = 60) -> ParityError:
@@ -273,18 +271,17 @@ def text_parity_error(text: str, expected: str, actual: str, *, source: str = ""
         actual: rmlprep's text.
     """
     pos = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), min(len(expected), len(actual)))
-    e = ParityError(text, pos, list(expected), list(actual), source=source)
     lo = max(0, pos - context)
     line = expected.count("\n", 0, pos) + 1
     col = pos - (expected.rfind("\n", 0, pos) + 1) + 1
-    e.args = (
+    message = (
         f"{source + ': ' if source else ''}chat text differs at character {pos} (line {line}, column {col}); "
         f"after {'...' if lo else ''}{expected[lo:pos]!r}\n"
         f"  reference continues: {expected[pos:pos + context]!r}{'...' if len(expected) > pos + context else ''}\n"
         f"  rmlprep continues:   {actual[pos:pos + context]!r}{'...' if len(actual) > pos + context else ''}\n"
-        f"  (lengths {len(expected)} vs {len(actual)}; conversation: {text[:300]}{'...' if len(text) > 300 else ''})",
+        f"  (lengths {len(expected)} vs {len(actual)}; conversation: {text[:300]}{'...' if len(text) > 300 else ''})"
     )
-    return e
+    return ParityError(text, pos, list(expected), list(actual), source=source, message=message)
 
 
 def _conv_text(messages: Any) -> str:

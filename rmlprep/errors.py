@@ -101,6 +101,9 @@ class ParityError(RmlprepError):
         expected: the reference ids (a window around ``position`` in the message).
         actual: rmlprep's ids.
         source: what was compared (fixture file, tokenizer name).
+
+    ``message`` replaces the default message (ids around ``position``) when the caller can say
+    more, e.g. the chat-format check shows both texts around the first differing character.
     """
 
     def __init__(
@@ -111,12 +114,16 @@ class ParityError(RmlprepError):
         actual: Sequence[int],
         *,
         source: str = "",
+        message: str | None = None,
     ):
         self.text = text
         self.position = position
         self.expected = list(expected)
         self.actual = list(actual)
         self.source = source
+        if message is not None:  # a caller with a better view of the difference (chat text)
+            super().__init__(message)
+            return
         lo = max(0, position - 3)
         hi = position + 5
         where = f"{source}: " if source else ""
