@@ -3,8 +3,9 @@
     python -m bench                 # or: python bench/run.py
     python -m bench --mb 10 --reps 3 --only gpt2,llama2
 
-For each tokenizer (GPT-2, Llama 3, Qwen2.5, Llama 2, Mistral, Gemma) it runs rmlprep and the
-reference libraries (tiktoken, tokenizers, sentencepiece) over the same texts, several
+For each tokenizer (GPT-2, Llama 3, Qwen2.5, Llama 2, Mistral, Gemma) it runs rmlprep (``encode``
+per document / ``encode_batch`` returning lists, like the peers, and ``encode_batch_flat``
+returning the flat uint32 arrays the pipeline uses) and the reference libraries (tiktoken, tokenizers, sentencepiece) over the same texts, several
 repetitions each in a fresh subprocess (so thread settings do not leak), single core and 2
 workers, checks that the ids agree, and prints MB/s, tokens/s and rmlprep's ratio to each peer
 (min and median over repetitions). Results go to ``bench/results/encode-<time>.json`` and a
@@ -111,6 +112,15 @@ def _measure(args) -> dict:
             def run():
                 return batch(texts, parse_special=False, num_threads=workers) if _takes_threads(batch) else \
                     _pool_encode(tok, texts, workers)
+    elif lib == "rmlprep-flat":
+        sys.path.insert(0, str(ROOT))
+        import rmlprep
+
+        tok = rmlprep.load_tokenizer(real / spec["path"], **spec["kw"])
+
+        def run():  # Arrow-ready uint32 ids + int64 offsets, what the pipeline and arrow.py use
+            flat, offsets = tok.encode_batch_flat(texts, parse_special=False, num_threads=workers)
+            return _Rows(flat, offsets)
     elif lib == "tiktoken":
         import tiktoken
         from tiktoken.load import load_tiktoken_bpe
@@ -152,6 +162,21 @@ def _measure(args) -> dict:
             "tokens": sum(len(x) for x in ids), "times": times, "ids_sha": digest}
 
 
+class _Rows:
+    """Rows of a flat id array, iterable like a list of lists (for the digest and counts)."""
+
+    def __init__(self, flat, offsets):
+        self.flat, self.offsets = flat, offsets
+
+    def __len__(self):
+        return len(self.offsets) - 1
+
+    def __iter__(self):
+        o = self.offsets
+        for i in range(len(o) - 1):
+            yield self.flat[o[i]:o[i + 1]]
+
+
 def _takes_threads(fn) -> bool:
     import inspect
 
@@ -179,8 +204,14 @@ def _digest(ids) -> str:
     h = hashlib.sha256()
     for row in ids:
         h.update(len(row).to_bytes(4, "little"))
-        h.update(b"".join(int(i).to_bytes(4, "little") for i in row))
+        h.update(_as_u32(row))
     return h.hexdigest()
+
+
+def _as_u32(row) -> bytes:
+    import numpy as np
+
+    return np.asarray(row, dtype="<u4").tobytes()
 
 
 def measure(tok, lib, workers, texts_path, reps) -> dict | None:
@@ -224,6 +255,9 @@ def main(argv=None) -> None:
             if ours is None:
                 continue
             row["rmlprep"] = ours
+            flat = measure(name, "rmlprep-flat", workers, texts_path, args.reps)
+            if flat is not None:
+                row["rmlprep-flat"] = flat
             for lib, _path in spec["peers"]:
                 peer = measure(name, lib, workers, texts_path, args.reps)
                 if peer is not None:
@@ -248,6 +282,10 @@ def report(row) -> None:
     o = _mbps(ours)
     line = (f"{row['tok']:8s} w={row['workers']} rmlprep {max(o):6.2f} MB/s "
             f"{ours['tokens'] / min(ours['times']) / 1e6:5.2f} Mtok/s")
+    if "rmlprep-flat" in row:
+        f = row["rmlprep-flat"]
+        same = "same ids" if f["ids_sha"] == ours["ids_sha"] else "IDS DIFFER"
+        line += f" (flat arrays {max(_mbps(f)):6.2f} MB/s, {same})"
     for lib in ("tiktoken", "tokenizers", "sentencepiece"):
         if lib in row:
             p = _mbps(row[lib])
@@ -269,13 +307,13 @@ def chart(results, path: Path) -> None:
     labels, series = [], {}
     for row in results:
         labels.append(f"{row['tok']}\nw={row['workers']}")
-        for lib in ("rmlprep", "tiktoken", "tokenizers", "sentencepiece"):
+        for lib in ("rmlprep", "rmlprep-flat", "tiktoken", "tokenizers", "sentencepiece"):
             series.setdefault(lib, []).append(max(_mbps(row[lib])) if lib in row else 0)
     fig, ax = plt.subplots(figsize=(max(6, len(labels) * 1.2), 4))
-    width = 0.2
+    width = 0.16
     for k, (lib, vals) in enumerate(series.items()):
         ax.bar([i + k * width for i in range(len(labels))], vals, width, label=lib)
-    ax.set_xticks([i + 1.5 * width for i in range(len(labels))], labels, fontsize=8)
+    ax.set_xticks([i + 2 * width for i in range(len(labels))], labels, fontsize=8)
     ax.set_ylabel("MB/s (best of reps)")
     ax.set_title("encode throughput, same corpus, same run")
     ax.legend()
