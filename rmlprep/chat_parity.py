@@ -195,7 +195,9 @@ def removals_for(template: str | None, fmt: str, *, bos_token: str | None = None
 # -- renders files -----------------------------------------------------------------------------
 def renders_path() -> Path:
     """``fixtures/chat/renders.jsonl`` of the source tree this package is in."""
-    return Path(__file__).resolve().parents[1] / "fixtures" / "chat" / "renders.jsonl"
+    from ._paths import fixtures_root
+
+    return fixtures_root() / "chat" / "renders.jsonl"
 
 
 def load_renders(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -99,11 +99,9 @@ FALLBACK = "bl_gpt2_digits.json"
 
 
 def _fixture_tokenizer(log: Callable[[str], None]):
-    # the clone's fixtures/: beside the package (editable install) or the current directory
-    # (a regular install run from the clone, as the README does)
-    candidates = [Path(__file__).resolve().parents[1], Path.cwd()]
-    found = [c / "fixtures" / "tokenizers" / FALLBACK for c in candidates]
-    p = next((f for f in found if f.is_file()), found[0])
+    from ._paths import fixtures_root
+
+    p = fixtures_root() / "tokenizers" / FALLBACK
     if p.is_file():
         from .pipeline import open_tokenizer
 

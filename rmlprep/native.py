@@ -353,6 +353,8 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     when ``tokenizer._native`` is None, or the spec has normalizers and the ``"whole_text"``
     prefix scheme (which decides the prefix before normalizing).
     """
+    from .tokenizer import _fuse
+
     nat = tokenizer._native
     s = tokenizer.spec
     if nat is None or (s.normalizers and s.add_prefix_space and s.prefix_scheme == "whole_text"):
@@ -390,14 +392,6 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     return fast
 
 
-def _fuse(ids: list[int], unk: int) -> list[int]:
-    """Collapse runs of ``unk`` into one (Hugging Face ``fuse_unk``)."""
-    out: list[int] = []
-    for i in ids:
-        if i == unk and out and out[-1] == unk:
-            continue
-        out.append(i)
-    return out
 
 
 def encode_batch_flat(

@@ -30,7 +30,6 @@ tiktoken's), ``sentencepiece`` for ``.model`` files. GGUF files have none here.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -38,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from ._paths import fixtures_root
 from .errors import ConfigError, ParityError
+from .shards import sha256_file
 
 __all__ = [
     "DEFAULT_TEXTS",
@@ -84,16 +85,11 @@ DEFAULT_TEXTS: tuple[str, ...] = (
 
 
 def fixtures_dir() -> Path:
-    """``fixtures/parity`` of the source tree this package is in."""
-    return Path(__file__).resolve().parents[1] / "fixtures" / "parity"
+    """``fixtures/parity`` of the source tree (see :func:`rmlprep._paths.fixtures_root`)."""
+    return fixtures_root() / "parity"
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+file_sha256 = sha256_file  # sha256 hex of a file's bytes (the key that finds its fixture)
 
 
 def find_fixture(tokenizer_file: str | os.PathLike | None, directory: str | os.PathLike | None = None) -> Path | None:

@@ -602,12 +602,16 @@ class Tokenizer:
         if self._native is not None:
             return self._native.encode_text(text)
         pieces = self._splitter(text) if self._splitter is not None else [text]
+        return self._encode_pieces(pieces, self._bpe_byte_level)
+
+    def _encode_pieces(self, pieces: list[str], bpe_piece) -> list[int]:
+        """Ids of each piece from the bounded piece cache, running ``bpe_piece`` on a miss."""
         cache = self._cache
         out: list[int] = []
         for piece in pieces:
             hit = cache.get(piece)
             if hit is None:
-                hit = self._bpe_byte_level(piece)
+                hit = bpe_piece(piece)
                 if len(cache) >= _CACHE_MAX:
                     cache.clear()
                 cache[piece] = hit
@@ -645,17 +649,7 @@ class Tokenizer:
             words = _split_words(text)
         else:
             words = [text]
-        cache = self._cache
-        out: list[int] = []
-        for w in words:
-            hit = cache.get(w)
-            if hit is None:
-                hit = self._bpe_sentencepiece(w)
-                if len(cache) >= _CACHE_MAX:
-                    cache.clear()
-                cache[w] = hit
-            out.extend(hit)
-        return out
+        return self._encode_pieces(words, self._bpe_sentencepiece)
 
     def _bpe_sentencepiece(self, word: str) -> tuple[int, ...]:
         t2i = self._tok2id
