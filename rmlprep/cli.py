@@ -244,7 +244,16 @@ _COMMANDS = {"run": _cmd_run, "encode": _cmd_encode, "decode": _cmd_decode, "ins
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # argparse stops filling positionals at the first option, so "encode TOK --name gpt2 TEXT"
+    # leaves TEXT over: give it to the positional it was meant for
+    if extra and args.command == "encode" and args.text is None and not any(x.startswith("-") for x in extra):
+        args.text, extra = " ".join(extra), []
+    elif extra and args.command == "decode" and all(x.lstrip("-").isdigit() for x in extra):
+        args.ids, extra = [*args.ids, *map(int, extra)], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return _COMMANDS[args.command](args)
     except ParityError as e:

@@ -327,11 +327,12 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
         found = find_fixture(tokenizer_file)
         fixture = str(found) if found else None
     if fixture is None:
-        msg = (f"parity: no fixture for tokenizer {tokenizer_file or tokenizer.spec.name!r} in {fixtures_dir()}; "
+        msg = (f"no fixture for tokenizer {tokenizer_file or tokenizer.spec.name!r} in {fixtures_dir()} "
+               "(set RMLPREP_FIXTURES to another fixtures/ folder, or name one in parity.fixture); "
                "make one with: rmlprep parity TOKENIZER --make-fixture fixtures/parity/NAME.json")
         if par["require"]:
             raise ConfigError(f"parity.require: {msg}")
-        log(f"warning: {msg}")
+        log(f"warning: parity: {msg}")
     else:
         n = check_fixture(tokenizer, fixture)
         summary.update(fixture=str(fixture), cases=n)
@@ -343,7 +344,9 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
             texts = _sample_texts(cfg, units, par["live_sample"])
             res = live_check(tokenizer, tokenizer_file, texts)
             if res is None:
-                log(f"parity: live comparison skipped: no reference library applies to (or is installed for) {tokenizer_file}")
+                log(f"parity: live comparison skipped for {tokenizer_file}: its reference library (tokenizers, "
+                    "tiktoken or sentencepiece, by file type; none exists for GGUF) is not installed; "
+                    "pip install 'rmlprep[reference]' to compare the corpus live")
             else:
                 summary["live"] = {"documents": res[0], "reference": res[1]}
                 log(f"parity: {res[0]} corpus documents match {res[1]}")

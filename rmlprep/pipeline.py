@@ -695,8 +695,8 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     prog = _Progress(cfg["run"]["progress"], total_bytes, len(units), log)
     for rec in records.values():
         prog.unit_done(rec, skipped=True)
-    how = "engine ray" if engine == "ray" else f"{workers} worker{'s' if workers > 1 else ''}"
-    log(f"run: {len(units)} units, {total_bytes / 1e6:.1f} MB, {how}, "
+    how = "engine ray" if engine == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
+    log(f"run: {len(units)} unit{'s' if len(units) != 1 else ''}, {total_bytes / 1e6:.1f} MB, {how}, "
         f"tokenizer {tokenizer.fingerprint[:12]}, output {out}")
     t = time.perf_counter()
     errors: list[str] = []
@@ -877,7 +877,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if th["mb_per_s"] is not None:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "
                                f"{th['tokens_per_s'] / 1e6:.2f} M tokens/s ({th['seconds']:.2f} s, "
-                               f"{manifest['workers']} workers"
+                               f"{manifest['workers']} worker{'s' if manifest['workers'] != 1 else ''}"
                                + (f", engine {manifest['engine']})" if manifest["engine"] != "local" else ")")))
     w = max(len(k) for k, _ in lines)
     return "\n".join(["summary", "-" * 60] + [f"{k:<{w}}  {v}" for k, v in lines])

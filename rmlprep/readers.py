@@ -383,7 +383,7 @@ def _read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as e:
-                errors.append((r, f"line is not valid JSON ({e.msg} at column {e.colno})"))
+                errors.append((r, f"line is not valid JSON ({e.msg}, column {e.colno})"))
                 continue
             if not isinstance(obj, dict):
                 errors.append((r, f"line is a JSON {type(obj).__name__}, not an object"))

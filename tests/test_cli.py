@@ -87,6 +87,13 @@ def test_encode_decode_inspect(capsys):
     assert main(["inspect", str(TINY)]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["vocab_size"] == 600 and len(info["fingerprint"]) == 64
+    # options between the positionals (the README's form) give the same ids
+    assert main(["encode", str(TINY), "--json", "Hello 123"]) == 0
+    assert json.loads(capsys.readouterr().out) == ids
+    assert main(["decode", str(TINY), "--skip-special-tokens", *map(str, ids)]) == 0
+    assert capsys.readouterr().out == "Hello 123"
+    with pytest.raises(SystemExit):
+        main(["encode", str(TINY), "Hello", "--no-such-option"])
 
 
 @needs_tiny
