@@ -5,7 +5,8 @@
 Corpus: the PERF-NOTES one, 45.5 MB of JSONL (Debian handbook in 26 languages, Python docs,
 754 language samples: parts handbook, pydocs, gflanguages of ``make_text_corpus.sh``, read
 from ``~/.cache/rmlprep-corpus/parts``); GPT-2 in every tool. Each measurement runs in a fresh
-subprocess, wall time and peak RSS of the process tree (``RUSAGE_CHILDREN``):
+subprocess: wall time (includes interpreter start-up and imports) and the peak RSS of the
+largest process of the tree (``RUSAGE_CHILDREN`` max RSS):
 
 - ``rmlprep run`` (pretrain: tokenize, eos between documents, pack into rows of 2048, Parquet
   shards, manifest), workers 1 and 2;
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -56,7 +56,7 @@ overflow = "wrap"
 dir = "{out}"
 [run]
 workers = {workers}
-progress = "off"
+progress = "log"
 histogram = false
 """
 
@@ -93,8 +93,8 @@ print(json.dumps({"rows": len(ds), "wall": time.perf_counter() - t0}))
 '''
 
 
-def corpus() -> tuple[list[Path], int]:
-    files = [PARTS_DIR / f"{p}.jsonl" for p in PARTS]
+def corpus(paths: list[str] | None = None) -> tuple[list[Path], int]:
+    files = [Path(p).expanduser().resolve() for p in paths] if paths else [PARTS_DIR / f"{p}.jsonl" for p in PARTS]
     missing = [f for f in files if not f.exists()]
     if missing:
         raise SystemExit(f"missing {missing}: build it with `PARTS=\"{' '.join(PARTS)}\" bash "
@@ -102,16 +102,22 @@ def corpus() -> tuple[list[Path], int]:
     return files, sum(f.stat().st_size for f in files)
 
 
+_WRAP = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+         "print('MAXRSS_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+         "sys.exit(r.returncode)")
+
+
 def timed(cmd: list[str], env=None) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) of the child tree, stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """Wall seconds, peak RSS (MB) of the largest process of the command's tree, stdout.
+
+    A fresh wrapper process runs the command, so its RUSAGE_CHILDREN covers this run only."""
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    p = subprocess.run([sys.executable, "-c", _WRAP, *cmd], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(f"{cmd[:4]} failed: {p.stderr[-2000:]}")
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(rss, before) / 1024, p.stdout
+    kb = int(p.stderr.rsplit("MAXRSS_KB", 1)[1].split()[0])
+    return wall, kb / 1024, p.stdout
 
 
 def run_rmlprep(files, workers: int, tmp: Path) -> tuple[float, float]:
@@ -139,8 +145,9 @@ def main(argv=None) -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--files", nargs="*", help="JSONL files with a text column (default: the PERF-NOTES parts)")
     args = ap.parse_args(argv)
-    files, nbytes = corpus()
+    files, nbytes = corpus(args.files)
     mb = nbytes / 1e6
     print(f"corpus: {mb:.1f} MB in {len(files)} files; GPT-2, seq_len {SEQ_LEN}; min wall of {args.reps} runs")
     results = []
@@ -158,7 +165,7 @@ def main(argv=None) -> None:
                 row[name] = {"wall": wall, "mbps": mb / wall, "peak_rss_mb": max(r[1] for r in runs),
                              "walls": [r[0] for r in runs]}
                 print(f"  workers={workers} {name:34s} {wall:7.2f} s {mb / wall:7.2f} MB/s "
-                      f"peak RSS {row[name]['peak_rss_mb']:.0f} MB", flush=True)
+                      f"largest process peak RSS {row[name]['peak_rss_mb']:.0f} MB", flush=True)
             peers = [v["mbps"] for k, v in row.items() if k not in ("workers", "rmlprep run")]
             if peers:
                 row["ratio_to_best_peer"] = row["rmlprep run"]["mbps"] / max(peers)
