@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -545,8 +544,10 @@ def test_naive_padding_ratio():
 # real chat lengths
 
 
-def test_bfd_on_real_chat_lengths(capsys):
-    """Topical-Chat, proxy token length = utf-8 bytes of all contents // 4 (speed + padding)."""
+def test_bfd_on_real_chat_lengths():
+    """Topical-Chat, proxy token length = utf-8 bytes of all contents // 4: BFD never pads more
+    than one example per row, and every conversation is placed (padding with real token counts
+    is reported by the bench and the run's manifest, not here)."""
     path = CHAT / "topical-chat.messages.jsonl"
     if not path.exists():
         pytest.skip(f"{path} is absent (it ships in ../shared, which CI has)")
@@ -559,15 +560,7 @@ def test_bfd_on_real_chat_lengths(capsys):
     offsets = np.concatenate([[0], np.cumsum(lens)])
     values = (np.arange(offsets[-1]) % 50_000).astype(np.uint32)
     for seq_len in (1024, 2048, 4096):
-        t = time.perf_counter()
         r = pack_bfd((values, offsets), seq_len=seq_len)
-        dt = time.perf_counter() - t
         naive = naive_padding_ratio(lens, seq_len)
-        with capsys.disabled():
-            print(
-                f"\ntopical-chat {len(lens)} conversations, {int(lens.sum())} proxy tokens, "
-                f"seq_len {seq_len}: BFD padding {r.stats.padding_ratio:.2%} in {r.stats.rows} "
-                f"rows ({dt * 1000:.0f} ms) vs naive {naive:.2%}; over-long {r.stats.over_long}"
-            )
         assert r.stats.padding_ratio <= naive
         assert r.stats.documents == len(lens)
