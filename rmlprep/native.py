@@ -341,6 +341,36 @@ def _special_prefixes(tokens) -> tuple[str, ...]:
     return tuple(sorted({t[:2] for t in tokens if t}))
 
 
+def _special_prefix_filter(tokenizer, parse_special: bool) -> tuple[str, ...]:
+    """Prefixes whose absence proves a text holds no special token that ``encode`` would cut
+    with this ``parse_special`` (user-defined ones only, for ``parse_user_defined_always``)."""
+    specials = tokenizer.special_tokens
+    if parse_special:
+        return _special_prefixes(specials)
+    if not tokenizer.spec.parse_user_defined_always:
+        return ()
+    return _special_prefixes(t for t, i in specials.items() if tokenizer._types[i] == TokenType.USER_DEFINED)
+
+
+def _segment_preparer(tokenizer) -> Callable[[str], str]:
+    """``prepare(text)``: what ``Tokenizer._encode_text`` does to a text that is one segment at
+    the start of the input before the native encoder sees it: normalizers, the prefix space
+    (every ``prefix_scheme`` agrees on the first segment), spaces to "▁" for SentencePiece."""
+    s = tokenizer.spec
+    normalize = tokenizer._normalize
+    add_prefix, if_missing, spaces = s.add_prefix_space, s.prefix_if_missing, tokenizer._spaces
+    byte_level = s.kind == BYTE_LEVEL
+
+    def prepare(text: str) -> str:
+        if normalize is not None:
+            text = normalize(text)
+        if add_prefix and text and not (if_missing and text[0] in spaces):
+            text = " " + text
+        return text if byte_level else text.replace(" ", "\u2581")
+
+    return prepare
+
+
 def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     """A whole-text fast path for ``Tokenizer.encode``, or None when the spec needs the general one.
 
@@ -359,32 +389,18 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     s = tokenizer.spec
     if nat is None or (s.normalizers and s.add_prefix_space and s.prefix_scheme == "whole_text"):
         return None
-    normalize = tokenizer._normalize
     unk = s.unk_id if s.fuse_unk else None
     enc = nat.encode_text
-    specials = tokenizer.special_tokens
-    user = [t for t, i in specials.items() if tokenizer._types[i] == TokenType.USER_DEFINED]
-    all_pre = _special_prefixes(specials)
-    user_pre = _special_prefixes(user) if s.parse_user_defined_always else ()
-    add_prefix = s.add_prefix_space
-    if_missing = s.prefix_if_missing
-    spaces = getattr(tokenizer, "_spaces", (" ", "\u2581"))  # what counts as a leading space
-    byte_level = s.kind == BYTE_LEVEL
-    space = "\u2581"
+    prepare = _segment_preparer(tokenizer)
+    prefixes = {True: _special_prefix_filter(tokenizer, True), False: _special_prefix_filter(tokenizer, False)}
 
     def fast(text: str, parse_special: bool = True) -> list[int] | None:
         if type(text) is not str:
             return None
-        for p in all_pre if parse_special else user_pre:
+        for p in prefixes[parse_special]:
             if p in text:
                 return None
-        if normalize is not None:
-            text = normalize(text)
-        if add_prefix and text and not (if_missing and text[0] in spaces):
-            text = " " + text
-        if not byte_level:
-            text = text.replace(" ", space)
-        ids = enc(text)
+        ids = enc(prepare(text))
         if unk is not None and unk in ids:
             ids = _fuse(ids, unk)
         return ids
@@ -423,23 +439,14 @@ def encode_batch_flat(
     n = len(texts)
     segs: list[str] = []
     slow: list[int] = []
-    pre = _special_prefixes(tokenizer.special_tokens) if parse_special else (
-        _special_prefixes(t for t, i in tokenizer.special_tokens.items()
-                          if tokenizer._types[i] == TokenType.USER_DEFINED)
-        if s.parse_user_defined_always else ())
-    space = "\u2581"
-    normalize = tokenizer._normalize
-    spaces = getattr(tokenizer, "_spaces", (" ", space))
+    pre = _special_prefix_filter(tokenizer, parse_special)
+    prepare = _segment_preparer(tokenizer)
     for i, t in enumerate(texts):
         if not fast_ok or type(t) is not str or any(p in t for p in pre):
             slow.append(i)
             segs.append("")
             continue
-        if normalize is not None:
-            t = normalize(t)
-        if s.add_prefix_space and t and not (s.prefix_if_missing and t[0] in spaces):
-            t = " " + t
-        segs.append(t if s.kind == BYTE_LEVEL else t.replace(" ", space))
+        segs.append(prepare(t))
     if fast_ok:
         ids, offsets = tokenizer._native.encode_batch(segs, num_threads=num_threads)
     else:
