@@ -51,7 +51,14 @@ from .pretokenize import pattern_name
 from .spec import BYTE_LEVEL, TokenType
 from .unicode import unicode_to_bytes, unicode_version
 
-__all__ = ["NativeEncoder", "encode_batch_flat", "make_native", "native_available", "plain_encoder"]
+__all__ = [
+    "NativeEncoder",
+    "encode_batch_flat",
+    "make_native",
+    "native_available",
+    "native_pattern_names",
+    "plain_encoder",
+]
 
 _BUILD_HINT = "run `pip install -e .` in the rmlprep checkout (needs a C compiler) to build it"
 _warned = False
@@ -92,13 +99,18 @@ def _load():
     return None
 
 
+def _load_quiet():
+    """The extension module if it is built with rmlprep's Unicode tables, else None (no warning)."""
+    try:
+        from . import _fastbpe
+    except ImportError:
+        return None
+    return _fastbpe if _fastbpe.UNICODE_VERSION == unicode_version() else None
+
+
 def native_available() -> bool:
     """True when the compiled extension is importable (without warning when it is not)."""
-    try:
-        from . import _fastbpe  # noqa: F401
-    except ImportError:
-        return False
-    return _fastbpe.UNICODE_VERSION == unicode_version()
+    return _load_quiet() is not None
 
 
 class NativeEncoder:
@@ -201,13 +213,23 @@ _PATTERN_CODES = {
 }
 
 
+def native_pattern_names() -> frozenset[str]:
+    """Names of the known pre-split patterns (:data:`rmlprep.pretokenize.KNOWN_PATTERNS`) that the
+    built extension has a matcher for (empty when it is not built). A spec using any other
+    pattern encodes on the pure-Python path."""
+    mod = _load_quiet()
+    if mod is None:
+        return frozenset()
+    return frozenset(n for n, c in _PATTERN_CODES.items() if hasattr(mod, c))
+
+
 def make_native(tokenizer) -> NativeEncoder | None:
     """Return a native encoder for ``tokenizer``, or None to keep the pure-Python path.
 
     None when: the extension is not built (warns once with the build command), its Unicode
     tables differ from rmlprep's (warns once), ``RMLPREP_PURE_PYTHON=1``, or the spec has
-    something without a native twin (a pre-split pattern other than GPT-2, Llama 3, Qwen2 and
-    the digit splits; more than 8 patterns; a NaN score).
+    something without a native twin (a pre-split pattern without a matcher in the extension,
+    see :func:`native_pattern_names`; more than 8 patterns; a NaN score).
     """
     if os.environ.get("RMLPREP_PURE_PYTHON", "") not in ("", "0"):
         return None
@@ -224,10 +246,10 @@ def make_native(tokenizer) -> NativeEncoder | None:
     stages: list[int] = []
     if byte_level:
         for p in spec.pre_split:
-            name = pattern_name(p)
-            if name is None:
-                return None
-            stages.append(getattr(mod, _PATTERN_CODES[name]))
+            code = getattr(mod, _PATTERN_CODES.get(pattern_name(p), ""), None)
+            if code is None:
+                return None  # no hand-written matcher (e.g. cl100k, o200k): the pure path
+            stages.append(code)
         if len(stages) > 8:
             return None
 

@@ -44,6 +44,7 @@ __all__ = [
     "DIGITS_PATTERN",
     "DIGITS_INDIVIDUAL_PATTERN",
     "KNOWN_PATTERNS",
+    "TILING_PATTERNS",
     "PreSplitter",
     "compile_pre_split",
     "pattern_name",
@@ -93,17 +94,17 @@ KNOWN_PATTERNS: MappingProxyType[str, str] = MappingProxyType(
         "qwen2": QWEN2_PATTERN,
         "digits": DIGITS_PATTERN,
         "digits_individual": DIGITS_INDIVIDUAL_PATTERN,
+        "cl100k_base": CL100K_PATTERN,
+        "o200k_base": O200K_PATTERN,
     }
 )
 _NAME_OF = {p: n for n, p in KNOWN_PATTERNS.items()}
-# Patterns whose matches provably tile every text: every character starts a non-empty match
-# (the last alternatives \s+ and [^\s\p{L}\p{N}]+ with \p{L}+, \p{N} cover all code points),
-# so findall alone gives the Isolated pieces.
-_TILING = frozenset({"gpt2", "llama3", "qwen2"})
-# tiktoken's patterns tile too (cl100k ends in \s and covers L, N and the rest with ++ runs; o200k
-# covers Lu/Lt, Ll, M, N, \s and the rest). They are kept out of KNOWN_PATTERNS, whose names
-# the native splitter (rmlprep/native.py) must implement.
-_TILING_PATTERNS = frozenset({CL100K_PATTERN, O200K_PATTERN})
+#: Known patterns whose matches provably tile every text: every character starts a non-empty
+#: match and no alternative matches the empty string, so the pieces are the matches alone (and
+#: ``Split`` behaviours see no gaps). GPT-2, Llama 3, Qwen2: the last alternatives ``\s+`` and
+#: ``[^\s\p{L}\p{N}]+`` with ``\p{L}+``, ``\p{N}`` cover all code points; cl100k ends in ``\s``
+#: and covers L, N and the rest with ``++`` runs; o200k covers Lu/Lt, Ll, M, N, ``\s`` and the rest.
+TILING_PATTERNS = frozenset({"gpt2", "llama3", "qwen2", "cl100k_base", "o200k_base"})
 
 ASCII_LIMIT = 0x7F
 BMP_LIMIT = 0xFFFF
@@ -114,7 +115,9 @@ def pattern_name(pattern: str) -> str | None:
     """Name of a known pattern, matched by exact string, else None.
 
     Returns:
-        ``"gpt2"``, ``"llama3"``, ``"qwen2"``, ``"digits"``, ``"digits_individual"`` or None.
+        ``"gpt2"``, ``"llama3"``, ``"qwen2"``, ``"digits"``, ``"digits_individual"``,
+        ``"cl100k_base"``, ``"o200k_base"`` (tiktoken's spelling; GPT-4o's tokenizer.json uses the
+        same string) or None.
     """
     return _NAME_OF.get(pattern)
 
@@ -633,7 +636,7 @@ def _make_stage(pattern: str) -> _Split:
         except re.error as e:  # e.g. a variable-width lookbehind
             raise _unsupported(pattern, f"a construct stdlib re rejects ({e})") from None
 
-    if pattern_name(pattern) in _TILING or pattern in _TILING_PATTERNS:
+    if pattern_name(pattern) in TILING_PATTERNS:
         ascii_findall, bmp_findall, full_findall = (v.findall for v in variants)
 
         def stage(text: str) -> list:
