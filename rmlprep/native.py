@@ -48,6 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .pretokenize import pattern_name
+from .segment import fuse_unk, segment_preparer
 from .spec import BYTE_LEVEL, TokenType
 from .unicode import unicode_to_bytes, unicode_version
 
@@ -374,25 +375,6 @@ def _special_prefix_filter(tokenizer, parse_special: bool) -> tuple[str, ...]:
     return _special_prefixes(t for t, i in specials.items() if tokenizer._types[i] == TokenType.USER_DEFINED)
 
 
-def _segment_preparer(tokenizer) -> Callable[[str], str]:
-    """``prepare(text)``: what ``Tokenizer._encode_text`` does to a text that is one segment at
-    the start of the input before the native encoder sees it: normalizers, the prefix space
-    (every ``prefix_scheme`` agrees on the first segment), spaces to "▁" for SentencePiece."""
-    s = tokenizer.spec
-    normalize = tokenizer._normalize
-    add_prefix, if_missing, spaces = s.add_prefix_space, s.prefix_if_missing, tokenizer._spaces
-    byte_level = s.kind == BYTE_LEVEL
-
-    def prepare(text: str) -> str:
-        if normalize is not None:
-            text = normalize(text)
-        if add_prefix and text and not (if_missing and text[0] in spaces):
-            text = " " + text
-        return text if byte_level else text.replace(" ", "\u2581")
-
-    return prepare
-
-
 def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     """A whole-text fast path for ``Tokenizer.encode``, or None when the spec needs the general one.
 
@@ -405,15 +387,13 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     when ``tokenizer._native`` is None, or the spec has normalizers and the ``"whole_text"``
     prefix scheme (which decides the prefix before normalizing).
     """
-    from .tokenizer import _fuse
-
     nat = tokenizer._native
     s = tokenizer.spec
     if nat is None or (s.normalizers and s.add_prefix_space and s.prefix_scheme == "whole_text"):
         return None
     unk = s.unk_id if s.fuse_unk else None
     enc = nat.encode_text
-    prepare = _segment_preparer(tokenizer)
+    prepare = segment_preparer(s, tokenizer._normalize)
     prefixes = {True: _special_prefix_filter(tokenizer, True), False: _special_prefix_filter(tokenizer, False)}
 
     def fast(text: str, parse_special: bool = True) -> list[int] | None:
@@ -424,7 +404,7 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
                 return None
         ids = enc(prepare(text))
         if unk is not None and unk in ids:
-            ids = _fuse(ids, unk)
+            ids = fuse_unk(ids, unk)
         return ids
 
     return fast
@@ -462,7 +442,7 @@ def encode_batch_flat(
     segs: list[str] = []
     slow: list[int] = []
     pre = _special_prefix_filter(tokenizer, parse_special)
-    prepare = _segment_preparer(tokenizer)
+    prepare = segment_preparer(s, tokenizer._normalize)
     for i, t in enumerate(texts):
         if not fast_ok or type(t) is not str or any(p in t for p in pre):
             slow.append(i)

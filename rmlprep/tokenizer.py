@@ -19,18 +19,23 @@ sentencepiece (``bpe_model.cc``), tiktoken (``core.py``, ``src/lib.rs``).
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import bpe
-from .errors import SpecError, TokenIdError
+import numpy as np
+
+from . import bpe, native
+from .errors import SpecError, TokenIdError, TokenizeError
+from .pretokenize import compile_pre_split, pattern_name
+from .segment import SPACE as _SPACE
+from .segment import fuse_unk, make_normalizer, prefix_spaces
 from .spec import BYTE_LEVEL, SENTENCEPIECE, TokenizerSpec, TokenType
 from .unicode import bytes_to_unicode, unicode_to_bytes
 
 __all__ = ["Tokenizer", "StreamDecoder"]
 
-_SPACE = "\u2581"  # "▁", SentencePiece's visible space
 _CACHE_MAX = 1 << 18  # pieces kept in the piece -> ids cache before it is cleared
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 _SPECIAL_TYPES = (TokenType.CONTROL, TokenType.USER_DEFINED)
@@ -157,9 +162,7 @@ class Tokenizer:
     def _build(self) -> None:
         spec = self.spec
         self._byte_level = spec.kind == BYTE_LEVEL
-        # what counts as "already starts with a space" for prefix_if_missing: HF ByteLevel
-        # checks ' ' only (pre_tokenizers/byte_level.rs), Metaspace its replacement too
-        self._spaces = (" ",) if self._byte_level else (" ", _SPACE)
+        self._spaces = prefix_spaces(spec)  # what counts as "already starts with a space"
         self._vocab = spec.vocab
         self._types = spec.token_types
         self._n = len(spec.vocab)
@@ -213,21 +216,15 @@ class Tokenizer:
         self._special_user = self._special_regex(user) if spec.parse_user_defined_always else None
         self._splitter = None
         if self._byte_level and spec.pre_split:
-            from .pretokenize import compile_pre_split
-
             self._splitter = compile_pre_split(spec.pre_split)
-        self._normalize = self._make_normalizer()
+        self._normalize = make_normalizer(spec.normalizers)
         self._cache: dict[str, tuple[int, ...]] = {}
         self._native = None
         if _USE_NATIVE:
-            from .native import make_native
-
-            self._native = make_native(self)  # None when the extension is absent or declines
+            self._native = native.make_native(self)  # None when the extension is absent or declines
         self._fast_encode = None  # whole-text native path for text without special-token text
         if self._native is not None:
-            from .native import plain_encoder
-
-            self._fast_encode = plain_encoder(self)
+            self._fast_encode = native.plain_encoder(self)
         self._skip_ids = frozenset(
             i for i, t in enumerate(self._types) if t in (TokenType.CONTROL, TokenType.UNKNOWN)
         )
@@ -239,27 +236,6 @@ class Tokenizer:
         pairs = sorted(pairs, key=lambda p: (-len(p[0]), p[0]))
         return re.compile("|".join(re.escape(t) for t, _ in pairs))
 
-    def _make_normalizer(self):
-        steps = []
-        for norm in self.spec.normalizers:
-            if norm[0] == "replace":
-                old, new = norm[1], norm[2]
-                steps.append(lambda s, old=old, new=new: s.replace(old, new))
-            else:
-                import unicodedata  # normalization only (Unicode tables for splitting are ours)
-
-                form = norm[0].upper()
-                steps.append(lambda s, form=form: unicodedata.normalize(form, s))
-        if not steps:
-            return None
-
-        def normalize(s: str) -> str:
-            for step in steps:
-                s = step(s)
-            return s
-
-        return normalize
-
     def __getstate__(self) -> dict[str, Any]:
         return {"spec": self.spec, "chat_template": self.chat_template}
 
@@ -270,8 +246,6 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         s = self.spec
-        from .pretokenize import pattern_name
-
         pre = [pattern_name(p) or "custom" for p in s.pre_split]
         return (
             f"Tokenizer({s.name or 'unnamed'!r}, kind={s.kind}, vocab_size={self._n}, "
@@ -360,8 +334,6 @@ class Tokenizer:
             if ids is not None:
                 return self._add_special(ids) if add_special_tokens else ids
         if not isinstance(text, str):
-            from .errors import TokenizeError
-
             raise TokenizeError(f"encode expects str, got {type(text).__name__}")
         regex = self._special_all if parse_special else self._special_user
         text = self._whole_text_prefix(text)
@@ -411,9 +383,7 @@ class Tokenizer:
             ``encode(texts[i], ...)``. With the compiled hot path the GIL is released and
             ``num_threads`` threads share the work; without it, a Python loop.
         """
-        from .native import encode_batch_flat
-
-        return encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
+        return native.encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
                                  parse_special=parse_special, num_threads=num_threads)
 
     def encode_fragments(
@@ -488,8 +458,6 @@ class Tokenizer:
         """Vectorized byte offsets for encode_fragments (see there)."""
         if not ids:
             return []
-        import numpy as np
-
         lens = self._token_lengths()[np.asarray(ids, dtype=np.int64)]
         if self.spec.unk_id is not None:
             lens[np.asarray(ids) == self.spec.unk_id] = 1  # an unk stands for one unit of text
@@ -505,8 +473,6 @@ class Tokenizer:
     def _token_lengths(self):
         """Byte length of every token as an int64 numpy array (built on first use)."""
         if self._lens is None:
-            import numpy as np
-
             self._lens = np.fromiter(map(len, self._bytes), dtype=np.int64, count=self._n)
         return self._lens
 
@@ -572,7 +538,7 @@ class Tokenizer:
                 ids.extend(self._encode_text(f, at_start=(k == 0), after_special=prev_special))
                 prev_special = False
         if self.spec.fuse_unk and self.spec.unk_id is not None:
-            ids = _fuse(ids, self.spec.unk_id)
+            ids = fuse_unk(ids, self.spec.unk_id)
         return ids
 
     def _encode_text(self, text: str, *, at_start: bool, after_special: bool, want_prefix: bool = False):
@@ -798,16 +764,7 @@ _CREATE = object()
 
 #: Use the compiled hot path when it is built (``RMLPREP_PURE_PYTHON=1`` turns it off; tests
 #: run both paths). See rmlprep/native.py.
-_USE_NATIVE = __import__("os").environ.get("RMLPREP_PURE_PYTHON", "") in ("", "0")
-
-
-def _fuse(ids: list[int], unk: int) -> list[int]:
-    out: list[int] = []
-    for i in ids:
-        if i == unk and out and out[-1] == unk:
-            continue
-        out.append(i)
-    return out
+_USE_NATIVE = os.environ.get("RMLPREP_PURE_PYTHON", "") in ("", "0")
 
 
 def _is_word_char(c: str) -> bool:

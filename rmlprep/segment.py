@@ -1,0 +1,93 @@
+"""One text segment on its way to BPE: normalizers, the prefix space, unk fusing.
+
+A *segment* is a run of text between two special (added) tokens. Both encoders prepare a
+segment the same way before splitting it into pieces, so what they share lives here, below
+both: :mod:`rmlprep.tokenizer` (the pure-Python reference path) and :mod:`rmlprep.native` (the
+bridge to the compiled hot path) import this module and never each other's internals.
+
+Source: tokenizers ``normalizers/{unicode,replace}.rs`` and ``pre_tokenizers/{byte_level,
+metaspace}.rs`` (prefix space, ``prepend_scheme``), ``models/bpe/model.rs`` (``fuse_unk``);
+sentencepiece ``normalizer.cc`` (``add_dummy_prefix``).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Sequence
+
+from .spec import BYTE_LEVEL, TokenizerSpec
+
+__all__ = ["SPACE", "fuse_unk", "make_normalizer", "prefix_spaces", "segment_preparer"]
+
+SPACE = "\u2581"  # "▁", SentencePiece's visible space
+
+Normalize = Callable[[str], str]
+
+
+def make_normalizer(normalizers: Sequence[tuple[str, ...]]) -> Normalize | None:
+    """Compose a spec's normalizers into one ``normalize(text) -> text`` (None when there are none).
+
+    Args:
+        normalizers: ``TokenizerSpec.normalizers``: ``("nfc",)``, ``("nfkc",)``, ``("nfd",)``,
+            ``("nfkd",)`` (Unicode normalization forms, Python's ``unicodedata``) and
+            ``("replace", old, new)`` (every occurrence of ``old``), applied in order.
+    """
+    steps: list[Normalize] = []
+    for norm in normalizers:
+        if norm[0] == "replace":
+            old, new = norm[1], norm[2]
+            steps.append(lambda s, old=old, new=new: s.replace(old, new))
+        else:
+            form = norm[0].upper()
+            steps.append(lambda s, form=form: unicodedata.normalize(form, s))
+    if not steps:
+        return None
+    if len(steps) == 1:
+        return steps[0]
+
+    def normalize(s: str) -> str:
+        for step in steps:
+            s = step(s)
+        return s
+
+    return normalize
+
+
+def prefix_spaces(spec: TokenizerSpec) -> tuple[str, ...]:
+    """What counts as "already starts with a space" for ``prefix_if_missing``.
+
+    Hugging Face ``ByteLevel`` checks ``" "`` only (``pre_tokenizers/byte_level.rs``);
+    ``Metaspace`` checks its replacement ``"▁"`` too.
+    """
+    return (" ",) if spec.kind == BYTE_LEVEL else (" ", SPACE)
+
+
+def segment_preparer(spec: TokenizerSpec, normalize: Normalize | None) -> Normalize:
+    """``prepare(text)``: what the encoder does to a text that is one segment at the start of the
+    input before BPE sees it: the normalizers, the prefix space (every ``prefix_scheme`` agrees on
+    the first segment), spaces to ``"▁"`` for SentencePiece-style specs.
+
+    Not valid for the ``"whole_text"`` prefix scheme with normalizers (that scheme decides the
+    prefix before normalizing); callers check.
+    """
+    add_prefix, if_missing, spaces = spec.add_prefix_space, spec.prefix_if_missing, prefix_spaces(spec)
+    byte_level = spec.kind == BYTE_LEVEL
+
+    def prepare(text: str) -> str:
+        if normalize is not None:
+            text = normalize(text)
+        if add_prefix and text and not (if_missing and text[0] in spaces):
+            text = " " + text
+        return text if byte_level else text.replace(" ", SPACE)
+
+    return prepare
+
+
+def fuse_unk(ids: list[int], unk: int) -> list[int]:
+    """Collapse each run of consecutive ``unk`` ids into one (Hugging Face BPE ``fuse_unk``)."""
+    out: list[int] = []
+    for i in ids:
+        if i == unk and out and out[-1] == unk:
+            continue
+        out.append(i)
+    return out
