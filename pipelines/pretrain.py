@@ -5,7 +5,7 @@
 
 The same job as ``rmlprep run configs/pretrain.toml``, built from a dict: stages are
 rmlprep's (readers → parity → arrow.tokenize_text → packing.pack_concat → shards); the tail of
-each unit is its shard's last, short row (see rmlprep.pipeline).
+each unit is its shard's last, short row (see rmlprep.pipeline.pack).
 """
 
 from __future__ import annotations

@@ -13,8 +13,14 @@ import json
 import sys
 from pathlib import Path
 
-from . import __version__
+from ._version import __version__
+from .chat import detect_chat_format, encode_chat, format_chat
+from .chat_parity import check_chat_format
+from .config import load_config
 from .errors import ParityError, RmlprepError
+from .load import DEMO_PREFIX, open_tokenizer
+from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
+from .pipeline import run
 
 __all__ = ["main", "build_parser"]
 
@@ -94,9 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _open(path: str, name: str | None):
-    from .pipeline import open_tokenizer
-
-    if not path.startswith("demo:"):
+    if not path.startswith(DEMO_PREFIX):
         path = str(Path(path).expanduser().absolute())
     return open_tokenizer(path, name=name, log=_log)
 
@@ -112,9 +116,6 @@ def _read_texts(path: str) -> list[str]:
 
 
 def _cmd_run(a) -> int:
-    from .config import load_config
-    from .pipeline import run
-
     cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output, engine=a.engine)
     run(cfg, resume=a.resume, overwrite=a.overwrite, log=_log)
     print(f"shards: {cfg.output_dir}")
@@ -137,7 +138,7 @@ def _cmd_decode(a) -> int:
         try:
             ids = [int(x) for x in raw]
         except ValueError as e:
-            raise SystemExit(f"rmlprep decode: stdin must hold integer ids: {e}") from None
+            raise RmlprepError(f"decode: stdin must hold integer ids: {e}") from None
     sys.stdout.write(tok.decode(ids, skip_special_tokens=a.skip_special_tokens))
     if sys.stdout.isatty():
         sys.stdout.write("\n")
@@ -167,8 +168,6 @@ def _cmd_inspect(a) -> int:
 
 
 def _cmd_chat(a) -> int:
-    from .chat import detect_chat_format, encode_chat, format_chat
-
     try:
         data = json.loads(Path(a.messages).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -190,9 +189,6 @@ def _cmd_chat(a) -> int:
 
 
 def _cmd_parity_chat(a) -> int:
-    from .chat import detect_chat_format
-    from .chat_parity import check_chat_format
-
     fmt_arg = a.chat
     if Path(fmt_arg).is_file():
         fmt_arg = Path(fmt_arg).read_text(encoding="utf-8")
@@ -204,8 +200,6 @@ def _cmd_parity_chat(a) -> int:
 
 
 def _cmd_parity(a) -> int:
-    from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
-
     if a.chat:
         if a.make_fixture or a.fixture or a.texts:
             raise RmlprepError("parity --chat checks the chat format only; leave out --make-fixture, --fixture, --texts")

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib.util
 import json
 import os
 import tomllib
@@ -80,7 +81,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .chat import detect_chat_format
+from .errors import ChatFormatError, ConfigError
 
 __all__ = ["RunConfig", "load_config", "config_from_dict", "SCHEMA"]
 
@@ -217,8 +219,6 @@ def _check_engine(engine: str, where: str) -> None:
     if engine not in ENGINES:
         raise ConfigError(f"{where}: must be one of {list(ENGINES)}, got {engine!r}")
     if engine == "ray":
-        import importlib.util
-
         if importlib.util.find_spec("ray") is None:
             raise ConfigError(f"{where} = 'ray' needs Ray, which is not installed: pip install 'rmlprep[ray]'")
 
@@ -345,9 +345,6 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     if pipeline == "sft":
         if chat["format"] is None:
             raise ConfigError(f"{w}chat.format: missing; the sft pipeline needs a chat format, e.g. format = \"chatml\"")
-        from .chat import detect_chat_format
-        from .errors import ChatFormatError
-
         try:
             chat["format"] = detect_chat_format(chat["format"])
         except ChatFormatError as e:

@@ -1,16 +1,20 @@
 """The embedded demo's tokenizer: ``tokenizer.path = "demo:gpt2"``.
 
+This module supplies the ingredients; :func:`rmlprep.load.open_tokenizer` (and so
+``load_tokenizer("demo:gpt2")``) puts them together, in this order:
+
 1. GPT-2's tiktoken rank file from the ``openai-whisper`` source package on PyPI
    (``whisper/assets/gpt2.tiktoken``), fetched once with
    ``pip download --no-deps --no-binary :all: openai-whisper==20250625``, checked against
    :data:`GPT2_SHA256` and cached as ``~/.cache/rmlprep/gpt2.tiktoken`` (``RMLPREP_CACHE``
    overrides the directory). Loaded with ``load_tokenizer(path, name="gpt2")``.
-2. When that is impossible (offline, no pip, a sha256 mismatch, the loader unavailable), a log
-   line says why and the demo falls back to ``fixtures/tokenizers/bl_gpt2_digits.json``: a tiny
-   byte-level BPE (GPT-2 pre-split, single digits) trained by ``tools/make_tokenizer_fixtures.py``,
-   whose file also holds the reference library's ids, so the parity stage checks it. Without
-   that file (an installed wheel), :func:`byte_tokenizer`: 256 byte tokens plus
-   ``<|endoftext|>``, no merges, exact by construction (one id per UTF-8 byte).
+2. When that is impossible (offline, no pip, a sha256 mismatch, the file unreadable), a log
+   line says why and the demo falls back to ``fixtures/tokenizers/bl_gpt2_digits.json``
+   (:func:`fallback_file`): a tiny byte-level BPE (GPT-2 pre-split, single digits) trained by
+   ``tools/make_tokenizer_fixtures.py``, whose file also holds the reference library's ids, so
+   the parity stage checks it. Without that file (an installed wheel), :func:`byte_tokenizer`:
+   256 byte tokens plus ``<|endoftext|>``, no merges, exact by construction (one id per UTF-8
+   byte).
 """
 
 from __future__ import annotations
@@ -24,8 +28,17 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["GPT2_SHA256", "WHISPER_VERSION", "cache_dir", "fetch_gpt2_ranks", "byte_tokenizer", "demo_tokenizer"]
+from ._paths import fixtures_root
+from .pretokenize import GPT2_PATTERN
+from .spec import BYTE_LEVEL, TokenizerSpec, TokenType
+from .tokenizer import Tokenizer
+from .unicode import bytes_to_unicode
 
+__all__ = ["DEMO_NAMES", "GPT2_SHA256", "WHISPER_VERSION", "cache_dir", "fetch_gpt2_ranks", "byte_tokenizer",
+           "fallback_file"]
+
+#: The names ``demo:NAME`` accepts.
+DEMO_NAMES = ("gpt2",)
 GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 WHISPER_VERSION = "20250625"
 _MEMBER = "whisper/assets/gpt2.tiktoken"
@@ -80,11 +93,6 @@ def fetch_gpt2_ranks(log: Callable[[str], None] = print) -> Path:
 def byte_tokenizer():
     """A byte-level tokenizer with one token per byte (ids 0..255 in byte order) and
     ``<|endoftext|>`` = 256 as eos; GPT-2 pre-split, no merges."""
-    from .pretokenize import GPT2_PATTERN
-    from .spec import BYTE_LEVEL, TokenizerSpec, TokenType
-    from .tokenizer import Tokenizer
-    from .unicode import bytes_to_unicode
-
     b2u = bytes_to_unicode()
     vocab = tuple(b2u[b] for b in range(256)) + ("<|endoftext|>",)
     types = (int(TokenType.NORMAL),) * 256 + (int(TokenType.CONTROL),)
@@ -98,35 +106,12 @@ def byte_tokenizer():
 FALLBACK = "bl_gpt2_digits.json"
 
 
-def _fixture_tokenizer(log: Callable[[str], None]):
-    from ._paths import fixtures_root
-
+def fallback_file(log: Callable[[str], None] = print) -> Path | None:
+    """The committed fallback tokenizer (:data:`FALLBACK` in ``fixtures/tokenizers/``), or None
+    when it is absent (then :func:`byte_tokenizer` is the fallback); logs which one is used."""
     p = fixtures_root() / "tokenizers" / FALLBACK
     if p.is_file():
-        from .pipeline import open_tokenizer
-
         log(f"demo: using the small committed tokenizer {p} (its parity cases are checked too)")
-        return open_tokenizer(str(p), log=log)
+        return p
     log(f"demo: {p} is absent; using the 257-token byte tokenizer (one id per UTF-8 byte)")
-    return byte_tokenizer(), None
-
-
-def demo_tokenizer(name: str, log: Callable[[str], None] = print):
-    """``demo:gpt2`` → (tokenizer, its file or None); see the module docstring for the fallbacks."""
-    if name != "gpt2":
-        from .errors import ConfigError
-
-        raise ConfigError(f"tokenizer.path: unknown demo tokenizer 'demo:{name}'; use 'demo:gpt2'")
-    try:
-        path = fetch_gpt2_ranks(log)
-    except OSError as e:
-        log(f"demo: cannot get GPT-2's rank file ({e}); falling back to a small local tokenizer")
-        return _fixture_tokenizer(log)
-    try:
-        from .load import load_tokenizer
-
-        return load_tokenizer(str(path), name="gpt2"), str(path)
-    except Exception as e:  # noqa: BLE001 - the loader may not exist yet in a partial checkout
-        log(f"demo: cannot load {path} with load_tokenizer(name='gpt2') ({type(e).__name__}: {e}); "
-            "falling back to a small local tokenizer")
-        return _fixture_tokenizer(log)
+    return None

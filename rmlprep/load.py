@@ -8,21 +8,39 @@ The format is told from the path, never from a guess at the model:
 - ``*.gguf`` or a file starting with the ``GGUF`` magic: :mod:`rmlprep.gguf`;
 - a tiktoken rank file (its first lines are ``<base64> <int>``): :mod:`rmlprep.tiktoken_file`
   (Llama 3's ``tokenizer.model`` is one);
-- any other file: a SentencePiece ``ModelProto`` (:mod:`rmlprep.spm`).
+- any other file: a SentencePiece ``ModelProto`` (:mod:`rmlprep.spm`);
+- ``demo:gpt2``: the embedded demo's tokenizer (:mod:`rmlprep.demo`: GPT-2's rank file fetched
+  once from PyPI, else a small committed tokenizer).
+
+:func:`open_tokenizer` is the resolution the CLI and the pipeline use: everything above, plus
+rmlprep's own ``*.spec.json`` files and tokenizer fixtures, and it also returns the file whose
+sha256 finds the tokenizer's parity fixture.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import sys
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from .errors import LoaderError, SpecError
+from . import demo
+from .errors import ConfigError, LoaderError, RmlprepError, SpecError
+from .gguf import spec_from_gguf
+from .hf import read_tokenizer_config, spec_from_tokenizer_json
 from .spec import TokenizerSpec
+from .spm import spec_from_sentencepiece_model
+from .tiktoken_file import looks_like_tiktoken, spec_from_tiktoken
 from .tokenizer import Tokenizer
 
-__all__ = ["load_tokenizer", "load_spec"]
+__all__ = ["load_tokenizer", "load_spec", "open_tokenizer", "is_spec_file", "DEMO_PREFIX"]
+
+#: ``tokenizer.path = "demo:gpt2"`` names a demo tokenizer (see :mod:`rmlprep.demo`).
+DEMO_PREFIX = "demo:"
 
 _TIKTOKEN_ARGS = ("name", "pattern", "special_tokens")
 _SPEC_FIELDS = frozenset(f.name for f in fields(TokenizerSpec))
@@ -61,31 +79,17 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
         head = f.read(4)
     if p.suffix == ".json":
         _no_tiktoken_args(p, tiktoken_kw)
-        from .hf import read_tokenizer_config, spec_from_tokenizer_json
-
         config = read_tokenizer_config(p.parent / "tokenizer_config.json")
         return spec_from_tokenizer_json(p, config=config)
     if p.suffix == ".gguf" or head == b"GGUF":
         _no_tiktoken_args(p, tiktoken_kw)
-        from .gguf import spec_from_gguf
-
         return spec_from_gguf(p)
-    from .tiktoken_file import looks_like_tiktoken, spec_from_tiktoken
-
     if tiktoken_kw or looks_like_tiktoken(p):
         return spec_from_tiktoken(p, **tiktoken_kw), None
-    try:
-        from .spm import spec_from_sentencepiece_model
-    except ModuleNotFoundError as e:  # pragma: no cover - while spm.py is being written
-        if e.name != f"{__package__}.spm":
-            raise
-        raise LoaderError(f"{p}: looks like a SentencePiece .model file, which this build cannot read yet") from None
     spec = spec_from_sentencepiece_model(p)
     template = None
     config_path = p.parent / "tokenizer_config.json"
     if config_path.is_file():
-        from .hf import read_tokenizer_config
-
         cfg = read_tokenizer_config(config_path) or {}
         if isinstance(cfg.get("chat_template"), str):
             template = cfg["chat_template"]
@@ -102,7 +106,8 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
 
     Args:
         path: a ``tokenizer.json``, a directory holding one (or a ``tokenizer.model``), a
-            ``.gguf`` file, a SentencePiece ``.model`` file or a tiktoken rank file.
+            ``.gguf`` file, a SentencePiece ``.model`` file, a tiktoken rank file, or
+            ``"demo:gpt2"`` (the demo's tokenizer; it says on stderr which one it uses).
             ``tokenizer_config.json`` beside a tokenizer.json gives bos/eos,
             ``add_bos_token``/``add_eos_token`` and ``chat_template``.
         overrides: ``name=``, ``pattern=``, ``special_tokens=`` for tiktoken rank files
@@ -120,6 +125,7 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
 
         >>> tok = load_tokenizer("models/llama3")          # dir with tokenizer.json
         >>> tok = load_tokenizer("gpt2.tiktoken", name="gpt2")
+        >>> tok = load_tokenizer("demo:gpt2")
     """
     unknown = sorted(k for k in overrides if k not in _SPEC_FIELDS and k not in _TIKTOKEN_ARGS)
     if unknown:
@@ -127,7 +133,14 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
             f"{path}: unknown override(s) {unknown}; overrides are TokenizerSpec fields "
             f"({', '.join(sorted(_SPEC_FIELDS))}) or, for tiktoken files, {', '.join(_TIKTOKEN_ARGS)}"
         )
-    spec, template = load_spec(path, **{k: v for k, v in overrides.items() if k in _TIKTOKEN_ARGS})
+    if isinstance(path, str) and path.startswith(DEMO_PREFIX):
+        _no_tiktoken_args(Path(path), {k: v for k, v in overrides.items() if k in _TIKTOKEN_ARGS})
+        tok = open_tokenizer(path, log=_stderr)[0]
+        spec, template = tok.spec, tok.chat_template
+        if not overrides:
+            return tok
+    else:
+        spec, template = load_spec(path, **{k: v for k, v in overrides.items() if k in _TIKTOKEN_ARGS})
     changes = {k: v for k, v in overrides.items() if k in _SPEC_FIELDS}
     if changes:
         for k in ("eot_ids", "pre_split"):
@@ -138,3 +151,84 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
         return Tokenizer.create(spec, chat_template=template)
     except SpecError as e:
         raise LoaderError(f"{path}: {e}") from e
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# -- resolution for the CLI and the pipeline ------------------------------------------------------
+def open_tokenizer(path: str, *, name: str | None = None,
+                   log: Callable[[str], None] = print) -> tuple[Tokenizer, str | None]:
+    """Open a tokenizer by path, as ``tokenizer.path`` and the CLI name it.
+
+    Besides what :func:`load_tokenizer` reads, ``demo:gpt2`` (:mod:`rmlprep.demo`) and a JSON
+    file holding a TokenizerSpec (``*.spec.json``) or a tokenizer fixture
+    ``{"spec": ..., "cases": ...}`` (``fixtures/tokenizers/``) are accepted; a fixture then also
+    serves as its own parity fixture.
+
+    Args:
+        path: the tokenizer's path (a directory, a file, or ``demo:NAME``).
+        name: the tiktoken encoding name, for rank files only.
+        log: where the demo says which tokenizer it uses.
+    Returns:
+        (tokenizer, the file whose sha256 identifies it for parity fixtures, or None for the
+        demo's byte tokenizer).
+    Raises:
+        ConfigError: the path does not exist.
+        LoaderError: the file cannot be read, or an unknown ``demo:`` name. UnsupportedTokenizer: a component rmlprep lacks.
+    """
+    if path.startswith(DEMO_PREFIX):
+        return _open_demo(path[len(DEMO_PREFIX):], log)
+    if not os.path.exists(path):
+        raise ConfigError(f"tokenizer.path: {path} does not exist")
+    if path.endswith(".json") and os.path.isfile(path) and is_spec_file(path):
+        return _open_spec_file(path), path
+    t = load_tokenizer(path, **({"name": name} if name else {}))
+    ident = path
+    if os.path.isdir(path):
+        for cand in ("tokenizer.json", "tokenizer.model"):
+            if os.path.exists(os.path.join(path, cand)):
+                ident = os.path.join(path, cand)
+                break
+    return t, ident
+
+
+def is_spec_file(path: str) -> bool:
+    """A ``TokenizerSpec.to_dict()`` JSON (``*.spec.json``) or an rmlprep tokenizer fixture
+    (``{"spec": {...}, "cases": [...]}``, as in ``fixtures/tokenizers/``), told from the name or
+    the first 4 KB (a Hugging Face tokenizer.json starts with other keys)."""
+    if path.endswith(".spec.json"):
+        return True
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    return re.match(rb'\s*\{\s*"(cases|spec|kind|vocab|generator)"', head) is not None and b'"model"' not in head[:64]
+
+
+def _open_spec_file(path: str) -> Tokenizer:
+    d = json.loads(Path(path).read_text(encoding="utf-8"))
+    spec = TokenizerSpec.from_dict(d["spec"] if "spec" in d and "vocab" not in d else d)
+    if not spec.name:
+        spec = spec.replace(name=Path(path).name.removesuffix(".json"))
+    return Tokenizer.create(spec)
+
+
+def _open_demo(name: str, log: Callable[[str], None]) -> tuple[Tokenizer, str | None]:
+    """``demo:NAME`` → (tokenizer, its file or None), with the fallbacks of :mod:`rmlprep.demo`."""
+    if name not in demo.DEMO_NAMES:
+        known = ", ".join(DEMO_PREFIX + n for n in demo.DEMO_NAMES)
+        raise LoaderError(f"{DEMO_PREFIX}{name}: unknown demo tokenizer; the demo tokenizers are: {known}")
+    try:
+        ranks = demo.fetch_gpt2_ranks(log)
+    except OSError as e:
+        log(f"demo: cannot get GPT-2's rank file ({e}); falling back to a small local tokenizer")
+    else:
+        try:
+            return load_tokenizer(str(ranks), name="gpt2"), str(ranks)
+        except RmlprepError as e:
+            log(f"demo: cannot load {ranks} with load_tokenizer(name='gpt2') ({type(e).__name__}: {e}); "
+                "falling back to a small local tokenizer")
+    fallback = demo.fallback_file(log)
+    if fallback is None:
+        return demo.byte_tokenizer(), None
+    return _open_spec_file(str(fallback)), str(fallback)

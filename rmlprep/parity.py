@@ -36,10 +36,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from ._paths import fixtures_root
+from .chat_parity import run_chat_parity_stage
 from .errors import ConfigError, ParityError
+from .load import is_spec_file
+from .readers import read_unit
 from .shards import sha256_file
+from .spec import TokenType
 
 __all__ = [
     "DEFAULT_TEXTS",
@@ -175,19 +179,17 @@ def reference_encoder(tokenizer_file: str | os.PathLike, tokenizer=None) -> tupl
     p = str(tokenizer_file)
     low = p.lower()
     if low.endswith(".json"):
-        from .pipeline import _is_spec_file
-
-        if _is_spec_file(p):
+        if is_spec_file(p):
             return None  # rmlprep's own spec / tokenizer fixture: its cases are the reference
         try:
-            import tokenizers
+            import tokenizers  # optional reference library (rmlprep[reference])
         except ImportError:
             return None
         ht = tokenizers.Tokenizer.from_file(p)
         return (lambda t, a: ht.encode(t, add_special_tokens=a).ids), f"tokenizers {tokenizers.__version__}", True
     if low.endswith(".model"):
         try:
-            import sentencepiece as spm
+            import sentencepiece as spm  # optional reference library
         except ImportError:
             return None
         sp = spm.SentencePieceProcessor(model_file=p)
@@ -201,14 +203,12 @@ def reference_encoder(tokenizer_file: str | os.PathLike, tokenizer=None) -> tupl
         return enc_sp, f"sentencepiece {spm.__version__}", False
     if low.endswith((".tiktoken", ".bpe", ".ranks")) or (tokenizer is not None and _looks_like_ranks(p)):
         try:
-            import tiktoken
+            import tiktoken  # optional reference library
             from tiktoken.load import load_tiktoken_bpe
         except ImportError:
             return None
         if tokenizer is None or len(tokenizer.spec.pre_split) != 1:
             return None
-        from .spec import TokenType
-
         ranks = load_tiktoken_bpe(p)
         specials = {tok: i for i, (tok, ty) in enumerate(zip(tokenizer.spec.vocab, tokenizer.spec.token_types))
                     if ty == TokenType.CONTROL and i >= len(ranks)}
@@ -289,8 +289,6 @@ def live_check(tokenizer, tokenizer_file: str | os.PathLike, texts: Sequence[str
 
 
 def _sample_texts(cfg, units, n: int) -> list[str]:
-    from .readers import read_unit
-
     out: list[str] = []
     column = cfg["input"]["column"]
     for u in units:
@@ -351,7 +349,5 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
                 summary["live"] = {"documents": res[0], "reference": res[1]}
                 log(f"parity: {res[0]} corpus documents match {res[1]}")
     if cfg.pipeline == "sft":
-        from .chat_parity import run_chat_parity_stage
-
         summary["chat"] = run_chat_parity_stage(cfg, tokenizer, units, log=log)
     return summary

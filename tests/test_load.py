@@ -142,3 +142,35 @@ def test_pickles_as_spec(tmp_path):
     tok = load_tokenizer(tmp_path)
     again = pickle.loads(pickle.dumps(tok))
     assert again.fingerprint == tok.fingerprint and again.encode("ab") == [2]
+
+
+# -- demo: names ---------------------------------------------------------------------------------
+def test_demo_gpt2_from_the_cache(tmp_path, monkeypatch):
+    """``load_tokenizer("demo:gpt2")`` from Python: the cached rank file (sha256-checked) with name gpt2."""
+    from rmlprep import demo
+
+    src = REAL / "gpt2" / "gpt2.tiktoken"
+    if not src.exists():
+        pytest.skip(f"{src} is absent: run ../shared/real-tokenizers/get.sh")
+    monkeypatch.setenv("RMLPREP_CACHE", str(tmp_path))
+    shutil.copy(src, tmp_path / "gpt2.tiktoken")
+    assert demo.fetch_gpt2_ranks() == tmp_path / "gpt2.tiktoken"  # no download: the cache is checked
+    tok = load_tokenizer("demo:gpt2")
+    assert tok.encode("Hello world") == [15496, 995]  # GPT-2's ids (tiktoken gpt2: "Hello", " world")
+    assert load_tokenizer("demo:gpt2", add_eos=True).encode("Hello", add_special_tokens=True) == [15496, 50256]
+
+
+def test_demo_offline_falls_back_to_the_committed_tokenizer(monkeypatch, capsys):
+    from rmlprep import demo
+    from rmlprep.load import open_tokenizer
+
+    def offline(log=print):
+        raise OSError("pip download failed: no network")
+
+    monkeypatch.setattr(demo, "fetch_gpt2_ranks", offline)
+    tok, f = open_tokenizer("demo:gpt2", log=print)
+    assert f is not None and f.endswith(demo.FALLBACK)
+    assert "no network" in capsys.readouterr().out
+    assert load_tokenizer("demo:gpt2").fingerprint == tok.fingerprint
+    with pytest.raises(LoaderError, match="demo:gpt3: unknown demo tokenizer; the demo tokenizers are: demo:gpt2"):
+        load_tokenizer("demo:gpt3")

@@ -11,7 +11,7 @@ import pytest
 
 from rmlprep.errors import ConfigError, ParityError
 from rmlprep.parity import check_fixture, compare_ids, file_sha256, find_fixture, live_check, make_fixture
-from rmlprep.pipeline import open_tokenizer
+from rmlprep.load import open_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"

@@ -138,7 +138,7 @@ def test_ray_resume_and_engine_switch(ray_local, corpus, tmp_path):
 
 def test_unit_errors_come_back_from_tasks(ray_local, corpus, tmp_path):
     """A unit that fails on purpose inside a task (here: no bos id) is reported by unit, as with the pool."""
-    from rmlprep.pipeline import open_tokenizer
+    from rmlprep.load import open_tokenizer
 
     spec = open_tokenizer(str(TINY))[0].spec
     no_bos = tmp_path / "no_bos.spec.json"
@@ -187,7 +187,7 @@ def test_missing_ray_names_the_pip_line(tmp_path, monkeypatch):
         make_cfg(inp, tmp_path / "o", engine="ray")
     with pytest.raises(ConfigError, match=r"--engine = 'ray' needs Ray.*pip install 'rmlprep\[ray\]'"):
         make_cfg(inp, tmp_path / "o").with_overrides(engine="ray")
-    from rmlprep.ray_engine import require_ray
+    from rmlprep.pipeline.ray_engine import require_ray
 
     with pytest.raises(ConfigError, match=r"pip install 'rmlprep\[ray\]'"):
         require_ray()

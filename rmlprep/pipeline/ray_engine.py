@@ -1,24 +1,25 @@
 """The Ray engine: the pipeline's units of work as Ray tasks, on this machine or a cluster.
 
-``[run] engine = "ray"`` (or ``rmlprep run --engine ray``) sends every unit to
-:func:`rmlprep.pipeline.work_unit` in a Ray task instead of a local process pool. Nothing
-else changes: the driver plans the units, runs the parity stage, checks done markers
+``[run] engine = "ray"`` (or ``rmlprep run --engine ray``) sends every unit to the unit
+function the run hands over (:func:`rmlprep.pipeline.unit.work_unit`) in a Ray task instead
+of a local process pool; the engine itself never imports the pipeline. Nothing else changes: the driver plans the units, runs the parity stage, checks done markers
 (resume), and writes the manifest, stats and histogram from the tasks' done records; each task
 reads its input range and writes ``shard-NNNNN.parquet``, its rejects and its done marker
 itself, exactly as a pool worker does. So the shards are byte-identical to the local engine's
 and a run started with one engine resumes with the other.
 
 **Tasks, not Ray Data ``map_batches``.** A unit is packed as one stream (its last, short row
-is the tail rule in :mod:`rmlprep.pipeline`), so a unit must be processed whole by one call.
+is the tail rule in :mod:`rmlprep.pipeline.pack`), so a unit must be processed whole by one call.
 ``map_batches`` cuts a dataset into batches of rows that do not follow unit borders and writes
 files named after its own blocks; making each batch one unit descriptor would be these tasks
 with a streaming executor added. Ray Data's row-level checkpointing would not survive packing
 either; resume stays the done marker per unit.
 
-**The tokenizer** is put in the object store once (it pickles as its
-:class:`~rmlprep.spec.TokenizerSpec`) and handed to tasks *nested* in a tuple, so Ray does not
-resolve it per task; a worker process fetches it and builds the indexes on its first unit only,
-then reuses it from a per-process cache keyed by the spec's fingerprint (:data:`_TOKENIZERS`).
+**The context** (the config and the tokenizer, which pickles as its
+:class:`~rmlprep.spec.TokenizerSpec`) is put in the object store once per run and handed to
+tasks *nested* in a tuple, so Ray does not resolve it per task; a worker process fetches it
+and builds the tokenizer's indexes on its first unit only, then reuses it from a per-process
+cache keyed by the run (:data:`_CONTEXTS`).
 
 **Where Ray runs.** ``ray_address`` absent: the run starts a private local Ray with
 ``num_cpus = workers``, no dashboard, usage stats off, worker output not forwarded (a failed
@@ -34,20 +35,21 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from . import __version__
-from .errors import ConfigError, RmlprepError
+from .._version import __version__
+from ..errors import ConfigError, RmlprepError
 
 __all__ = ["RAY_INSTALL", "require_ray", "RayEngine"]
 
 RAY_INSTALL = "pip install 'rmlprep[ray]'"
-_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # local Ray: tokenizer specs and done records only
+_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # local Ray: run contexts and done records only
 _QUIET_LOGGERS = ("ray._private.authentication.authentication_token_setup",)
 
-# worker side: spec fingerprint -> Tokenizer, built once per Ray worker process
-_TOKENIZERS: dict[str, Any] = {}
+# worker side: run key -> the run's context (config, tokenizer), fetched once per Ray worker process
+_CONTEXTS: dict[str, tuple] = {}
 
 
 def require_ray():
@@ -57,31 +59,29 @@ def require_ray():
         ConfigError: Ray is not importable (names ``pip install 'rmlprep[ray]'``).
     """
     try:
-        import ray
+        import ray  # optional dependency (rmlprep[ray])
     except ImportError as e:
         raise ConfigError(f"run.engine = 'ray' needs Ray, which cannot be imported ({e}): {RAY_INSTALL}") from None
     return ray
 
 
-def _worker_tokenizer(fingerprint: str, box: tuple) -> Any:
-    tok = _TOKENIZERS.get(fingerprint)
-    if tok is None:
-        import ray
+def _worker_context(key: str, box: tuple) -> tuple:
+    context = _CONTEXTS.get(key)
+    if context is None:
+        import ray  # optional dependency, present on every Ray worker
 
-        tok = ray.get(box[0])  # unpickles the spec and builds the indexes: once per process
-        _TOKENIZERS.clear()  # one run's tokenizer at a time
-        _TOKENIZERS[fingerprint] = tok
-    return tok
+        context = ray.get(box[0])  # unpickles the spec and builds the indexes: once per process
+        _CONTEXTS.clear()  # one run's context at a time
+        _CONTEXTS[key] = context
+    return context
 
 
-def _unit_task(unit, cfg, fingerprint: str, box: tuple, driver_version: str) -> dict[str, Any]:
+def _unit_task(fn, unit, key: str, box: tuple, driver_version: str) -> dict[str, Any]:
     """One unit in a Ray task: the same function as a pool worker runs."""
-    from .pipeline import work_unit
-
     if driver_version != __version__:
         return {"unit": unit.index, "error": f"this Ray worker runs rmlprep {__version__}, the driver "
                                              f"{driver_version}; install the same rmlprep on every node"}
-    return work_unit(unit, cfg, _worker_tokenizer(fingerprint, box))
+    return fn(unit, *_worker_context(key, box))
 
 
 def _auth_failure(e: BaseException | None, ray) -> bool:
@@ -100,7 +100,7 @@ class RayEngine:
     Use as a context manager::
 
         with RayEngine(cfg["run"]["ray_address"], num_cpus=2, log=print) as eng:
-            for rec in eng.imap_unordered(units, cfg, tokenizer):
+            for rec in eng.imap_unordered(work_unit, units, (cfg, tokenizer)):
                 ...
 
     Args:
@@ -168,9 +168,10 @@ class RayEngine:
             self._ray.shutdown()
             self._owns = False
 
-    def imap_unordered(self, units: list, cfg, tokenizer) -> Iterator[dict[str, Any]]:
-        """Run :func:`rmlprep.pipeline.work_unit` on every unit as a Ray task; yield each done
-        record (or ``{"unit": i, "error": ...}``) as it completes.
+    def imap_unordered(self, fn: Callable[..., dict[str, Any]], units: Sequence[Any],
+                       context: tuple) -> Iterator[dict[str, Any]]:
+        """Run ``fn(unit, *context)`` on every unit as a Ray task; yield each result (a done
+        record, or ``{"unit": i, "error": ...}``) as it completes.
 
         Raises:
             RmlprepError: a worker process died and Ray's retries ran out (rerun to resume).
@@ -180,12 +181,12 @@ class RayEngine:
         ray = self._ray
         if ray is None:
             raise RuntimeError("RayEngine.imap_unordered outside its `with` block")
-        # the tokenizer travels as its spec, once; nested in a tuple so tasks fetch it lazily
-        box = (ray.put(tokenizer),)
-        cfg_ref = ray.put(cfg)
+        # the context travels once; nested in a tuple so tasks fetch it lazily
+        box = (ray.put(context),)
+        key = uuid.uuid4().hex
         # a dead worker's unit is retried: units are idempotent (tmp file + rename, marker last)
         task = ray.remote(num_cpus=1, max_retries=2)(_unit_task)
-        pending = {task.remote(u, cfg_ref, tokenizer.fingerprint, box, __version__): u for u in units}
+        pending = {task.remote(fn, u, key, box, __version__): u for u in units}
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)

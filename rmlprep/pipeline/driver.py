@@ -1,0 +1,136 @@
+"""The driver: a config end to end — tokenizer, plan, parity, output folder, engine, reports."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..config import RunConfig
+from ..errors import RmlprepError
+from ..load import open_tokenizer
+from ..parity import run_parity_stage
+from ..readers import Unit
+from .engines import cores, open_engine
+from .output import OutputFolder
+from .plan import plan
+from .ray_engine import require_ray
+from .reports import Progress, write_reports
+from .unit import work_unit
+
+__all__ = ["run", "load_run_tokenizer"]
+
+
+def load_run_tokenizer(cfg: RunConfig, log: Callable[[str], None] = print):
+    """Load the config's tokenizer.
+
+    ``tokenizer.path`` is anything :func:`rmlprep.load_tokenizer` reads (``name`` passed for
+    tiktoken rank files), ``demo:gpt2`` (see :mod:`rmlprep.demo`), or a ``*.spec.json`` file
+    holding ``TokenizerSpec.to_dict()`` (see :func:`rmlprep.load.open_tokenizer`).
+
+    Returns:
+        (tokenizer, the file whose sha256 identifies it for parity fixtures, or None).
+    Raises:
+        ConfigError: the file is missing. LoaderError: it cannot be read.
+    """
+    return open_tokenizer(cfg["tokenizer"]["path"], name=cfg["tokenizer"]["name"], log=log)
+
+
+def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokenizer=None,
+        log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run a config end to end and return the manifest.
+
+    A rerun into the same output directory (with or without ``resume``) skips every unit whose
+    done marker names this config and whose shard's sha256 matches it; other units are redone.
+    Units run in a local process pool, or as Ray tasks with ``run.engine = "ray"``; the
+    engine changes neither the bytes nor the config hash.
+
+    Args:
+        cfg: a validated :class:`RunConfig`.
+        resume: say explicitly that a previous run is continued (logged; same behaviour).
+        overwrite: delete shards of a different config in the output directory first.
+        tokenizer: use this tokenizer instead of loading ``tokenizer.path`` (tests, libraries).
+    Raises:
+        ConfigError, LoaderError: bad config or tokenizer; Ray missing or its cluster out of
+        reach. ParityError: the parity stage failed (nothing is processed). RmlprepError: a
+        unit failed in a way that is not a bad row (every failed unit is named).
+    """
+    engine_name = cfg["run"]["engine"]
+    if engine_name == "ray":
+        require_ray()  # before any work: a missing Ray fails with the pip line
+    t_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    tok_file = None
+    if tokenizer is None:
+        tokenizer, tok_file = load_run_tokenizer(cfg, log=log)
+    timings["load_tokenizer"] = time.perf_counter() - t_start
+    t = time.perf_counter()
+    units = plan(cfg)
+    timings["plan"] = time.perf_counter() - t
+    t = time.perf_counter()
+    parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
+    timings["parity"] = time.perf_counter() - t
+
+    out = OutputFolder(cfg.output_dir)
+    out.create()
+    out.check(cfg.config_hash, overwrite=overwrite)
+    records, todo = _done_units(out, units, cfg.config_hash, resume, log)
+    workers = cfg["run"]["workers"] or cores()
+    workers = max(1, min(workers, len(todo))) if todo else 1
+    total_bytes = sum(u.nbytes for u in units)
+    prog = Progress(cfg["run"]["progress"], total_bytes, len(units), log)
+    for rec in records.values():
+        prog.unit_done(rec, skipped=True)
+    how = "engine ray" if engine_name == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
+    log(f"run: {len(units)} unit{'s' if len(units) != 1 else ''}, {total_bytes / 1e6:.1f} MB, {how}, "
+        f"tokenizer {tokenizer.fingerprint[:12]}, output {out.path}")
+    errors: list[str] = []
+    # largest units first balances the workers; the output does not depend on order
+    order = sorted(todo, key=lambda u: (-u.nbytes, u.index))
+    t = time.perf_counter()
+    try:
+        if todo:
+            with open_engine(engine_name, workers=workers, ray_address=cfg["run"]["ray_address"], log=log) as engine:
+                if engine_name == "ray":
+                    timings["engine_start"] = engine.startup_seconds
+                workers = engine.workers
+                t = prog.t0 = time.perf_counter()  # rates and ETA from the first unit on
+                for rec in engine.imap_unordered(work_unit, order, (cfg, tokenizer)):
+                    if "error" in rec:
+                        errors.append(f"unit {rec['unit']}: {rec['error']}")
+                        continue
+                    records[rec["unit"]] = rec
+                    prog.unit_done(rec)
+                timings["process"] = time.perf_counter() - t
+                t = time.perf_counter()
+            if engine_name == "ray":
+                timings["engine_stop"] = time.perf_counter() - t
+    finally:
+        prog.close()
+    timings.setdefault("process", time.perf_counter() - t)
+    if errors:
+        raise RmlprepError("; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""))
+    timings["total"] = time.perf_counter() - t_start
+    return write_reports(cfg, tokenizer, units, records, parity, timings, workers, len(todo), log)
+
+
+def _done_units(out: OutputFolder, units: list[Unit], config_hash: str, resume: bool,
+                log: Callable[[str], None]) -> tuple[dict[int, dict[str, Any]], list[Unit]]:
+    """Split the plan into units already done (their verified markers) and units to process."""
+    records: dict[int, dict[str, Any]] = {}
+    todo: list[Unit] = []
+    redo_reasons: dict[str, int] = {}
+    for u in units:
+        m, why = out.verify_done(u.index, config_hash)
+        if m is not None:
+            records[u.index] = m
+        else:
+            todo.append(u)
+            if why != "no done marker":
+                redo_reasons[why] = redo_reasons.get(why, 0) + 1
+    if records:
+        log(f"resume: {len(records)} of {len(units)} units already done and verified (sha256); "
+            f"{len(todo)} to process" + (f" ({redo_reasons})" if redo_reasons else ""))
+    elif resume:
+        log(f"resume: nothing done yet in {out.path}; processing all {len(units)} units")
+    return records, todo

@@ -1,0 +1,110 @@
+"""Engines: where the units run. An engine receives the unit function; it never imports the pipeline.
+
+Every engine has the same small interface (:class:`Engine`): used as a context manager, it
+runs ``fn(unit, *context)`` for each unit and yields the results as they complete, in any order.
+``context`` (the config and the tokenizer) is sent to each worker once, not once per unit. The
+output never depends on the engine, its number of workers or the order of completion: each
+unit's files are a function of (unit, config, tokenizer) alone.
+
+==========  ==========================================================================
+engine      where ``fn`` runs
+==========  ==========================================================================
+local       1 worker: in this process, in the order given. More: a ``multiprocess``
+            pool (fork where available), ``context`` passed to each worker's initializer
+ray         Ray tasks on a local Ray or a cluster (:mod:`.ray_engine`)
+==========  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+import multiprocess
+
+from .ray_engine import RayEngine
+
+__all__ = ["Engine", "UnitFn", "LocalEngine", "open_engine", "cores"]
+
+#: ``fn(unit, *context) -> record``; a module-level function, so it pickles by reference.
+UnitFn = Callable[..., dict[str, Any]]
+
+
+class Engine(Protocol):
+    """What the run needs from an engine.
+
+    Attributes:
+        workers: units in flight at once (for the manifest and the log line).
+        startup_seconds: time it took to get the workers ready (0 for a local pool).
+    """
+
+    workers: int
+    startup_seconds: float
+
+    def __enter__(self) -> "Engine": ...
+
+    def __exit__(self, *exc) -> None: ...
+
+    def imap_unordered(self, fn: UnitFn, units: Sequence[Any], context: tuple) -> Iterator[dict[str, Any]]:
+        """Yield ``fn(unit, *context)`` for every unit as each completes."""
+
+
+def cores() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+class LocalEngine:
+    """This machine: ``workers == 1`` runs in this process; more use a process pool.
+
+    Args:
+        workers: processes (at least 1).
+    """
+
+    def __init__(self, workers: int):
+        self.workers = max(1, workers)
+        self.startup_seconds = 0.0
+
+    def __enter__(self) -> "LocalEngine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def imap_unordered(self, fn: UnitFn, units: Sequence[Any], context: tuple) -> Iterator[dict[str, Any]]:
+        if self.workers == 1:
+            for u in units:
+                yield fn(u, *context)
+            return
+        ctx = multiprocess.get_context("fork" if sys.platform != "win32" else "spawn")
+        with ctx.Pool(self.workers, initializer=_init_worker, initargs=(fn, context)) as pool:
+            yield from pool.imap_unordered(_pool_task, units)
+
+
+# worker side of the pool: the unit function and its context, set once per process
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(fn: UnitFn, context: tuple) -> None:
+    _WORKER["fn"], _WORKER["context"] = fn, context
+
+
+def _pool_task(unit: Any) -> dict[str, Any]:
+    return _WORKER["fn"](unit, *_WORKER["context"])
+
+
+def open_engine(name: str, *, workers: int, ray_address: str | None = None,
+                log: Callable[[str], None] = print) -> Engine:
+    """The engine ``run.engine`` names (``"local"`` or ``"ray"``), not yet entered.
+
+    Raises:
+        ConfigError: an unknown engine; Ray missing (:func:`.ray_engine.require_ray`).
+    """
+    if name == "ray":
+        return RayEngine(ray_address, num_cpus=workers, log=log)
+    return LocalEngine(workers)

@@ -1,0 +1,219 @@
+"""What a run tells: progress while it runs; manifest.json, stats.json, lengths.png and the
+summary table at the end, all computed from the units' done records."""
+
+from __future__ import annotations
+
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import multiprocess
+import numpy as np
+import pyarrow as pa
+from tqdm import tqdm
+
+from .._version import __version__
+from ..config import RunConfig
+from ..readers import Unit
+from ..shards import rejects_name
+from .output import OutputFolder
+
+__all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
+
+HIST_BINS_PER_OCTAVE = 4
+_HIST_BINS = HIST_BINS_PER_OCTAVE * 26  # up to ~67M tokens per document
+_TOTAL_KEYS = ("rows", "short_rows", "documents", "rejects", "blank_lines", "tokens", "written_tokens",
+               "pad_tokens", "bytes", "dropped_documents", "dropped_tokens", "truncated_tokens", "over_long")
+_SHARD_KEYS = ("shard", "source", "sha256", "rows", "short_rows", "documents", "tokens", "pad_tokens",
+               "padding_ratio", "rejects", "bytes")
+
+
+def hist_edges() -> np.ndarray:
+    """Left edges (in tokens) of the document-length histogram bins: bin b holds lengths L
+    with ``floor(4 * log2(L + 1)) == b``."""
+    return 2.0 ** (np.arange(_HIST_BINS + 1) / HIST_BINS_PER_OCTAVE) - 1
+
+
+def length_hist(lengths: np.ndarray) -> np.ndarray:
+    """int64 [_HIST_BINS]: documents per length bin (see :func:`hist_edges`)."""
+    b = np.floor(HIST_BINS_PER_OCTAVE * np.log2(lengths.astype(np.float64) + 1)).astype(np.int64)
+    return np.bincount(np.minimum(b, _HIST_BINS - 1), minlength=_HIST_BINS)
+
+
+# -- while running ------------------------------------------------------------------------------
+class Progress:
+    """A tqdm bar on a terminal (``run.progress = "bar"``), else one log line per unit
+    (``"log"``), or nothing (``"none"``); ``"auto"`` picks bar or log."""
+
+    def __init__(self, mode: str, total_bytes: int, n_units: int, log: Callable[[str], None]):
+        if mode == "auto":
+            mode = "bar" if sys.stderr.isatty() else "log"
+        self.bar = None
+        if mode == "bar":
+            self.bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1_000_000,
+                            desc="rmlprep", dynamic_ncols=True, file=sys.stderr)
+        self.mode = mode
+        self.log = log
+        self.total_bytes = total_bytes
+        self.n_units = n_units
+        self.t0 = time.perf_counter()
+        self.bytes = self.docs = self.tokens = self.done = 0
+
+    def unit_done(self, rec: dict[str, Any], skipped: bool = False) -> None:
+        self.done += 1
+        if skipped:
+            self.total_bytes -= rec.get("bytes", 0)
+            if self.bar is not None:
+                self.bar.total = self.total_bytes
+                self.bar.refresh()
+            return
+        self.bytes += rec["bytes"]
+        self.docs += rec["documents"]
+        self.tokens += rec["tokens"]
+        dt = max(time.perf_counter() - self.t0, 1e-9)
+        rates = f"{self.docs / dt:,.0f} docs/s, {self.bytes / dt / 1e6:.2f} MB/s, {self.tokens / dt / 1e6:.2f} M tokens/s"
+        if self.bar is not None:
+            self.bar.update(rec["bytes"])
+            self.bar.set_postfix_str(f"{self.docs / dt:,.0f} docs/s, {self.tokens / dt / 1e3:,.0f}k tok/s")
+        elif self.mode == "log":
+            left = self.total_bytes - self.bytes
+            eta = left / (self.bytes / dt) if self.bytes else float("nan")
+            self.log(f"[{self.done}/{self.n_units}] {rec['shard']}: {rec['documents']:,} docs, "
+                     f"{rec['tokens']:,} tokens, {rec['rejects']} rejects | {rates}, ETA {eta:.0f}s")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# -- at the end ---------------------------------------------------------------------------------
+def _versions(engine: str) -> dict[str, str]:
+    v = {"rmlprep": __version__, "python": platform.python_version(), "pyarrow": pa.__version__,
+         "numpy": np.__version__}
+    if engine == "ray":
+        import ray  # optional dependency, present when the Ray engine ran
+
+        v["ray"] = ray.__version__
+    v["multiprocess"] = multiprocess.__version__
+    return v
+
+
+def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[int, dict[str, Any]],
+                  parity: dict[str, Any], timings: dict[str, float], workers: int, processed: int,
+                  log: Callable[[str], None]) -> dict[str, Any]:
+    """Commit manifest.json, stats.json (and lengths.png with ``run.histogram``), log the
+    summary table, and return the manifest."""
+    out = OutputFolder(cfg.output_dir)
+    recs = [records[u.index] for u in units]
+    totals = {k: int(sum(r.get(k, 0) for r in recs)) for k in _TOTAL_KEYS}
+    seq_len = cfg["pack"]["seq_len"]
+    totals["padding_ratio"] = totals["pad_tokens"] / (totals["rows"] * seq_len) if totals["rows"] else 0.0
+    totals["rows_read"] = totals["documents"] + totals["rejects"]
+    hist = np.sum([r["length_hist"] for r in recs], axis=0).astype(np.int64)
+    wall = timings.get("process", 0.0)
+    manifest = {
+        "rmlprep_version": __version__,
+        "config": cfg.data,
+        "config_file": cfg.source,
+        "config_hash": cfg.config_hash,
+        "tokenizer": {"fingerprint": tokenizer.fingerprint, "name": tokenizer.spec.name,
+                      "vocab_size": tokenizer.vocab_size},
+        "parity": parity,
+        "tail_rule": ("pretrain: the leftover of each unit (< seq_len tokens) is the last, short row of "
+                      "that unit's shard" if cfg.pipeline == "pretrain" else
+                      "sft: best-fit-decreasing per unit; rows hold at most seq_len tokens"),
+        "totals": totals,
+        "shards": [{k: r[k] for k in _SHARD_KEYS} for r in recs],
+        "rejects": {"count": totals["rejects"], "files": [rejects_name(r["unit"]) for r in recs if r["rejects"]]},
+        "timings": {k: round(v, 3) for k, v in timings.items()},
+        "engine": cfg["run"]["engine"],
+        "workers": workers,
+        "units_processed": processed,
+        "units_skipped": len(units) - processed,
+        "versions": _versions(cfg["run"]["engine"]),
+    }
+    out.write_json("manifest.json", manifest)
+    edges = hist_edges()
+    whole = wall and processed == len(units)  # rates only when this run did all the work
+    stats = {
+        "totals": totals,
+        "throughput": {
+            "seconds": round(wall, 3),
+            "documents_per_s": totals["documents"] / wall if whole else None,
+            "mb_per_s": totals["bytes"] / 1e6 / wall if whole else None,
+            "tokens_per_s": totals["tokens"] / wall if whole else None,
+        },
+        "document_tokens": {
+            "max": max((r["max_document_tokens"] for r in recs), default=0),
+            "mean": totals["tokens"] / totals["documents"] if totals["documents"] else 0.0,
+            "hist_bins_per_octave": HIST_BINS_PER_OCTAVE,
+            "hist": {f"{math.ceil(edges[b])}-{math.ceil(edges[b + 1]) - 1}": int(hist[b]) for b in np.flatnonzero(hist)},
+        },
+    }
+    out.write_json("stats.json", stats)
+    if cfg["run"]["histogram"]:
+        _histogram_png(out, hist, log)
+    log(summary_table(manifest, stats))
+    return manifest
+
+
+def _histogram_png(out: OutputFolder, hist: np.ndarray, log: Callable[[str], None]) -> None:
+    try:
+        import matplotlib  # optional dependency (rmlprep[plot])
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("histogram: matplotlib is not installed (pip install matplotlib); lengths.png skipped")
+        return
+    edges = hist_edges() + 1
+    nz = np.flatnonzero(hist)
+    if not len(nz):
+        return
+    lo, hi = nz[0], nz[-1] + 1
+    fig, ax = plt.subplots(figsize=(8, 4), dpi=100)
+    ax.stairs(hist[lo:hi], edges[lo:hi + 1], fill=True)
+    ax.set_xscale("log")
+    ax.set_xlabel("document length (tokens + 1, log scale)")
+    ax.set_ylabel("documents")
+    ax.set_title(f"Document lengths: {int(hist.sum()):,} documents")
+    fig.tight_layout()
+
+    def write(f: IO[bytes]) -> None:
+        fig.savefig(f, format="png")
+
+    try:
+        out.commit("lengths.png", write)
+    finally:
+        plt.close(fig)
+
+
+def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
+    """A plain-text summary of a run."""
+    t = manifest["totals"]
+    th = stats["throughput"]
+    lines = [
+        ("output", str(Path(manifest["config"]["output"]["dir"]))),
+        ("shards", f"{len(manifest['shards'])} ({manifest['units_processed']} written, "
+                   f"{manifest['units_skipped']} skipped as done)"),
+        ("rows read", f"{t['rows_read']:,}"),
+        ("documents", f"{t['documents']:,}"),
+        ("rejects", f"{t['rejects']:,}" + (f" (see {manifest['config']['output']['dir']}/rejects/)" if t["rejects"] else "")),
+        ("tokens", f"{t['tokens']:,}"),
+        ("packed rows", f"{t['rows']:,} x {manifest['config']['pack']['seq_len']} ({t['short_rows']} short)"),
+        ("padding", f"{t['pad_tokens']:,} tokens ({100 * t['padding_ratio']:.2f}%)"),
+    ]
+    if t["dropped_documents"] or t["truncated_tokens"]:
+        lines.append(("over-long", f"{t['dropped_documents']:,} dropped, {t['truncated_tokens']:,} tokens truncated"))
+    lines.append(("input", f"{t['bytes'] / 1e6:.2f} MB"))
+    if th["mb_per_s"] is not None:
+        lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "
+                               f"{th['tokens_per_s'] / 1e6:.2f} M tokens/s ({th['seconds']:.2f} s, "
+                               f"{manifest['workers']} worker{'s' if manifest['workers'] != 1 else ''}"
+                               + (f", engine {manifest['engine']})" if manifest["engine"] != "local" else ")")))
+    w = max(len(k) for k, _ in lines)
+    return "\n".join(["summary", "-" * 60] + [f"{k:<{w}}  {v}" for k, v in lines])

@@ -1,0 +1,220 @@
+"""One unit's stages before packing: read → validate → (format +) tokenize.
+
+Each stage is a generator over the previous one, so a unit streams through in bounded batches
+(``input.batch_rows`` rows at a time) and only the packer holds more than one batch. Rows that
+cannot be processed are recorded in the unit's :class:`Tally` (→ ``rejects/``) with their
+source row and reason; the run goes on.
+
+=============  ====================================================================
+stage          what it does
+=============  ====================================================================
+:func:`read`   the unit's rows as :class:`~rmlprep.readers.Batch` objects
+               (:func:`rmlprep.readers.read_unit`); rows the reader could not parse
+               (bad JSON, bad UTF-8, a missing column) → rejects
+validate       :func:`validate_texts`: a string per row (pretrain);
+               :func:`validate_conversations`: a list of ``{"role", "content"}``
+               messages (sft); anything else → rejects
+tokenize       :func:`tokenize_texts`: :func:`rmlprep.arrow.tokenize_text`;
+               :func:`format_and_tokenize`: :func:`rmlprep.arrow.tokenize_chat`
+               writes each conversation in the chat format and encodes it in one
+               call (the format's message spans give the assistant mask); a row
+               the tokenizer or the chat format refuses → rejects
+=============  ====================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..arrow import tokenize_chat, tokenize_text
+from ..config import RunConfig
+from ..readers import Batch, Unit, read_unit
+
+__all__ = ["Tally", "Rows", "Docs", "read", "validate_texts", "validate_conversations", "tokenize_texts",
+           "format_and_tokenize"]
+
+_REJECT_VALUE_CHARS = 300  # a rejected value is kept as its repr, cut to this many characters
+
+
+@dataclass(slots=True)
+class Tally:
+    """What one unit's stages saw: input bytes, blank lines, and the rejected rows.
+
+    Attributes:
+        unit: the unit.
+        nbytes: input bytes read (JSON line lengths, or Arrow buffer sizes).
+        blank: blank lines skipped (jsonl).
+        rejects: one record per rejected row: ``unit``, ``source`` (file), ``row`` (0-based
+            row of the source file), ``reason`` and, where useful, ``value`` (its repr).
+    """
+
+    unit: Unit
+    nbytes: int = 0
+    blank: int = 0
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+
+    def reject(self, row: int, reason: str, value: Any = None) -> None:
+        u = self.unit
+        rec = {"unit": u.index, "source": u.path if u.format != "stdlib" else f"{u.path}/{u.files[row]}",
+               "row": int(row), "reason": reason}
+        if value is not None:
+            r = repr(value)
+            rec["value"] = r if len(r) <= _REJECT_VALUE_CHARS else r[:_REJECT_VALUE_CHARS] + "..."
+        self.rejects.append(rec)
+
+    def sorted_rejects(self) -> list[dict[str, Any]]:
+        """The reject records in source-row order (the order of ``rejects/rejects-NNNNN.jsonl``)."""
+        return sorted(self.rejects, key=lambda r: r["row"])
+
+
+@dataclass(slots=True)
+class Rows:
+    """Valid rows of one batch: ``values`` (texts or conversations) and their int64 source rows."""
+
+    values: list[Any]
+    rows: np.ndarray
+
+
+@dataclass(slots=True)
+class Docs:
+    """Tokenized documents of one batch, flat.
+
+    Attributes:
+        ids: uint32 [sum(lengths)], the documents' token ids one after another.
+        lengths: int64 [documents], tokens per document.
+        labels: sft only: int64 [sum(lengths)], ``ids`` where trained on, -100 elsewhere.
+        masks: sft only: uint8 [sum(lengths)], 1 on assistant tokens.
+    """
+
+    ids: np.ndarray
+    lengths: np.ndarray
+    labels: np.ndarray | None = None
+    masks: np.ndarray | None = None
+
+
+# -- read ---------------------------------------------------------------------------------------
+def read(unit: Unit, cfg: RunConfig, tally: Tally) -> Iterator[Batch]:
+    """Stream the unit's ``input.column`` in batches of at most ``input.batch_rows`` rows;
+    count bytes and blank lines, and send the rows the reader could not parse to rejects."""
+    for batch in read_unit(unit, cfg["input"]["column"], cfg["input"]["batch_rows"]):
+        tally.nbytes += batch.nbytes
+        tally.blank += batch.blank
+        for r, why in batch.errors:
+            tally.reject(r, why)
+        yield batch
+
+
+# -- validate -----------------------------------------------------------------------------------
+def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> Iterator[Rows]:
+    """Keep the rows whose value is a string; a null or any other type → rejects."""
+    column = cfg["input"]["column"]
+    for batch in batches:
+        vals = batch.values
+        if isinstance(vals, pa.Array):
+            if vals.null_count == 0:
+                yield Rows(vals.to_pylist(), batch.rows)
+                continue
+            vals = vals.to_pylist()
+        keep_t: list[str] = []
+        keep_r: list[int] = []
+        for v, r in zip(vals, batch.rows.tolist()):
+            if isinstance(v, str):
+                keep_t.append(v)
+                keep_r.append(r)
+            elif v is None:
+                tally.reject(r, f"{column} is null")
+            else:
+                tally.reject(r, f"{column} is a {type(v).__name__}, not a string", v)
+        yield Rows(keep_t, np.asarray(keep_r, dtype=np.int64))
+
+
+def check_messages(v: Any, column: str) -> str | None:
+    """Why ``v`` is not a list of ``{"role": str, "content": str}`` messages, or None."""
+    if v is None:
+        return f"{column} is null"
+    if not isinstance(v, list):
+        return f"{column} is a {type(v).__name__}, not a list of messages"
+    if not v:
+        return f"{column} is an empty list"
+    for i, m in enumerate(v):
+        if not isinstance(m, dict):
+            return f"{column}[{i}] is a {type(m).__name__}, not an object with role and content"
+        if not isinstance(m.get("role"), str):
+            return f"{column}[{i}].role is missing or not a string"
+        if not isinstance(m.get("content"), str):
+            return f"{column}[{i}].content is missing or not a string"
+    return None
+
+
+def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> Iterator[Rows]:
+    """Keep the rows that are lists of messages (:func:`check_messages`); others → rejects."""
+    column = cfg["input"]["column"]
+    for batch in batches:
+        vals = batch.values.to_pylist() if isinstance(batch.values, pa.Array) else batch.values
+        good: list[Any] = []
+        good_rows: list[int] = []
+        for v, r in zip(vals, batch.rows.tolist()):
+            why = check_messages(v, column)
+            if why is not None:
+                tally.reject(r, why, v)
+            else:
+                good.append(v)
+                good_rows.append(r)
+        yield Rows(good, np.asarray(good_rows, dtype=np.int64))
+
+
+# -- tokenize -----------------------------------------------------------------------------------
+def _cat(chunks: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype)
+
+
+def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Tally) -> Iterator[Docs]:
+    """Encode each text (``tokenizer.add_special_tokens`` / ``parse_special``); a text the
+    tokenizer refuses → rejects, and has no document."""
+    tok = cfg["tokenizer"]
+    fn = tokenize_text(tokenizer, column="text", add_special_tokens=tok["add_special_tokens"],
+                       parse_special=tok["parse_special"], on_error="record", keep_columns=False, id_column=None)
+    for b in batches:
+        if not b.values:
+            yield Docs(np.zeros(0, np.uint32), np.zeros(0, np.int64))
+            continue
+        res = fn(pa.RecordBatch.from_arrays([pa.array(b.values, type=pa.string())], names=["text"]))
+        failed = np.flatnonzero(res.column("error").is_valid().to_numpy(zero_copy_only=False))
+        for i in failed:
+            tally.reject(int(b.rows[i]), res.column("error")[int(i)].as_py())
+        ids = res.column("input_ids").flatten().to_numpy(zero_copy_only=False).astype(np.uint32, copy=False)
+        lengths = res.column("length").to_numpy(zero_copy_only=False)
+        if len(failed):
+            lengths = np.delete(lengths, failed)  # failed rows have no ids
+        yield Docs(ids, lengths.astype(np.int64, copy=False))
+
+
+def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Tally) -> Iterator[Docs]:
+    """Write each conversation in ``chat.format`` and encode it with its assistant mask
+    (:func:`rmlprep.arrow.tokenize_chat`); a conversation the format refuses → rejects."""
+    fmt = cfg["chat"]["format"]
+    fn = tokenize_chat(tokenizer, fmt, column="messages", add_generation_prompt=cfg["chat"]["add_generation_prompt"],
+                       on_error="record", keep_columns=False, id_column=None)
+    for b in batches:
+        ids: list[np.ndarray] = []
+        labels: list[np.ndarray] = []
+        masks: list[np.ndarray] = []
+        lengths: list[int] = []
+        if b.values:
+            res = fn({"messages": b.values})
+            errs = res["error"]
+            for i in range(len(b.values)):
+                if errs[i]:
+                    tally.reject(int(b.rows[i]), f"chat format {fmt!r}: {errs[i]}")
+                    continue
+                ids.append(res["input_ids"][i])
+                labels.append(res["labels"][i])
+                masks.append(res["assistant_masks"][i])
+                lengths.append(int(res["length"][i]))
+        yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), _cat(labels, np.int64),
+                   _cat(masks, np.uint8))

@@ -1,0 +1,170 @@
+"""One unit of work, start to finish: the function every engine runs.
+
+:func:`process_unit` is the list of stage calls; the stages live in :mod:`.stages` (read,
+validate, tokenize), :mod:`.pack`, :mod:`.writers` and :mod:`.output` (write, commit). It is a
+pure function of (unit, config, tokenizer) apart from the files it commits, so any worker, in
+any process or on any node, gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .._version import __version__
+from ..config import RunConfig
+from ..errors import RmlprepError
+from ..readers import Unit
+from ..shards import rejects_name
+from .output import OutputFolder
+from .pack import Packed, pack_conversations, pack_documents
+from .reports import length_hist
+from .stages import Tally, format_and_tokenize, read, tokenize_texts, validate_conversations, validate_texts
+from .writers import writer_for
+
+__all__ = ["process_unit", "work_unit", "StageClock"]
+
+T = TypeVar("T")
+
+#: pipeline → (validate, tokenize, pack)
+_STAGES = {
+    "pretrain": (validate_texts, tokenize_texts, pack_documents),
+    "sft": (validate_conversations, format_and_tokenize, pack_conversations),
+}
+
+
+def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
+    """Run read → validate → (format +) tokenize → pack → write → commit for one unit.
+
+    Returns:
+        the done-marker record (also committed as ``shard-NNNNN.done.json``): counts, sha256,
+        the document-length histogram and per-stage seconds.
+    Raises:
+        ConfigError: the tokenizer lacks an id the ``[pack]`` section asks for.
+        OSError: a file could not be written (nothing of the unit looks done then).
+    """
+    validate, tokenize, pack = _STAGES[cfg.pipeline]
+    out = OutputFolder(cfg.output_dir)
+    clock = StageClock()
+    tally = Tally(unit)
+    batches = clock.timed("read", read(unit, cfg, tally))
+    rows = clock.timed("validate", validate(batches, cfg, tally))
+    docs = clock.timed("tokenize", tokenize(rows, cfg, tokenizer, tally))
+    with clock.stage("pack"):
+        packed = pack(docs, cfg, tokenizer)
+    with clock.stage("write"):
+        files = writer_for(cfg).write(out, unit.index, packed.table, shard_metadata(unit, cfg, tokenizer))
+        if tally.rejects:
+            out.write_lines(rejects_name(unit.index), tally.sorted_rejects())
+    record = unit_record(unit, cfg, packed, tally, files, clock.seconds())
+    out.write_done(unit.index, record)  # commit: last, after every file it vouches for
+    return record
+
+
+def work_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
+    """:func:`process_unit` as an engine runs it: a unit that fails on purpose (RmlprepError)
+    comes back as ``{"unit": i, "error": "..."}`` so the run can report every failed unit; any
+    other exception is a bug and propagates."""
+    try:
+        return process_unit(unit, cfg, tokenizer)
+    except RmlprepError as e:
+        return {"unit": unit.index, "error": f"{type(e).__name__}: {e}"}
+
+
+def shard_metadata(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, str]:
+    """The ``rmlprep.*`` key-value metadata of a unit's shard (:data:`rmlprep.shards.SHARD_METADATA_KEYS`)."""
+    return {
+        "rmlprep.version": __version__,
+        "rmlprep.tokenizer_fingerprint": tokenizer.fingerprint,
+        "rmlprep.config_hash": cfg.config_hash,
+        "rmlprep.unit": str(unit.index),
+        "rmlprep.pipeline": cfg.pipeline,
+        "rmlprep.seq_len": str(cfg["pack"]["seq_len"]),
+    }
+
+
+def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files: dict[str, str],
+                seconds: dict[str, float]) -> dict[str, Any]:
+    """The done-marker record of a unit: what was read, rejected, tokenized, packed and written."""
+    table, lengths = packed.table, packed.lengths
+    seq_len = cfg["pack"]["seq_len"]
+    sft = cfg.pipeline == "sft"
+    tokens = int(lengths.sum())
+    row_lens = (np.diff(table.column("input_ids").combine_chunks().offsets.to_numpy()) if table.num_rows
+                else np.zeros(0, np.int64))
+    real = int(row_lens.sum())
+    if sft and cfg["pack"]["pad"] and table.num_rows:
+        e_f = table.column("example_index").combine_chunks().flatten().to_numpy()
+        s_f = table.column("seq_lengths").combine_chunks().flatten().to_numpy()
+        real = int(s_f[e_f >= 0].sum())
+    pad_tokens = int(table.num_rows * seq_len - real) if sft else 0
+    shard, digest = next(iter(files.items()))  # the shard is the writer's first file
+    return {
+        "unit": unit.index,
+        "source": unit.describe(),
+        "shard": shard,
+        "sha256": digest,
+        "config_hash": cfg.config_hash,
+        "rows": table.num_rows,
+        "short_rows": int(np.sum(row_lens < seq_len)),
+        "documents": len(lengths),
+        "rejects": len(tally.rejects),
+        "blank_lines": tally.blank,
+        "tokens": tokens,
+        "written_tokens": real,
+        "pad_tokens": pad_tokens,
+        "padding_ratio": pad_tokens / (table.num_rows * seq_len) if table.num_rows else 0.0,
+        "bytes": tally.nbytes,
+        "max_document_tokens": int(lengths.max()) if len(lengths) else 0,
+        **packed.stats,
+        "length_hist": length_hist(lengths).tolist(),
+        "seconds": seconds,
+    }
+
+
+class StageClock:
+    """Seconds spent in each stage of a unit, exclusive: while a stage pulls from the one
+    before it (generators), the time is charged to the inner stage."""
+
+    def __init__(self) -> None:
+        self.t0 = self._t = time.perf_counter()
+        self._stack: list[str] = []
+        self._spent: dict[str, float] = {}
+
+    def _charge(self) -> None:
+        now = time.perf_counter()
+        if self._stack:
+            name = self._stack[-1]
+            self._spent[name] = self._spent.get(name, 0.0) + now - self._t
+        self._t = now
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        self._charge()
+        self._stack.append(name)
+        try:
+            yield
+        finally:
+            self._charge()
+            self._stack.pop()
+
+    def timed(self, name: str, it: Iterator[T]) -> Iterator[T]:
+        """Iterate ``it``, charging the time spent producing each item to stage ``name``."""
+        it = iter(it)
+        while True:
+            with self.stage(name):
+                try:
+                    item = next(it)
+                except StopIteration:
+                    return
+            yield item
+
+    def seconds(self) -> dict[str, float]:
+        """``total`` and each stage's seconds, rounded to 0.1 ms."""
+        out = {"total": round(time.perf_counter() - self.t0, 4)}
+        out.update({k: round(v, 4) for k, v in self._spent.items()})
+        return out

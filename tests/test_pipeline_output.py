@@ -1,0 +1,76 @@
+"""The output folder and the writers: atomic commits, done markers and their verification."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rmlprep.errors import ConfigError
+from rmlprep.pipeline.output import OutputFolder
+from rmlprep.pipeline.writers import ParquetWriter
+from rmlprep.shards import read_shard_metadata, sha256_file, shard_name
+
+
+def _table():
+    return pa.table({"input_ids": pa.array([[1, 2, 3], [4]], type=pa.list_(pa.uint32()))})
+
+
+def test_parquet_writer_commits_atomically_with_metadata(tmp_path):
+    out = OutputFolder(tmp_path)
+    files = ParquetWriter().write(out, 3, _table(), {"rmlprep.config_hash": "abc", "rmlprep.version": "0.1.0"})
+    p = tmp_path / shard_name(3)
+    assert files == {"shard-00003.parquet": sha256_file(p)}
+    assert [x.name for x in tmp_path.iterdir()] == [p.name]  # no temporary left behind
+    assert read_shard_metadata(p) == {"rmlprep.config_hash": "abc", "rmlprep.version": "0.1.0"}
+    assert pq.read_table(p).column("input_ids").to_pylist() == [[1, 2, 3], [4]]
+
+
+def test_same_input_same_bytes(tmp_path):
+    a = ParquetWriter().write(OutputFolder(tmp_path / "a"), 0, _table(), {"k": "v"})
+    b = ParquetWriter().write(OutputFolder(tmp_path / "b"), 0, _table(), {"k": "v"})
+    assert a == b
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    out = OutputFolder(tmp_path)
+
+    def half(f):
+        f.write(b"PAR1 half a shard")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space"):
+        out.commit("shard-00000.parquet", half)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_verify_done(tmp_path):
+    out = OutputFolder(tmp_path)
+    digest = ParquetWriter().write(out, 0, _table(), {})[shard_name(0)]
+    assert out.verify_done(0, "h") == (None, "no done marker")
+    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 0})
+    m, why = out.verify_done(0, "h")
+    assert m is not None and why == ""
+    assert out.verify_done(0, "other")[1] == "done marker is for another config"
+    p = tmp_path / shard_name(0)
+    p.write_bytes(p.read_bytes()[:-5] + b"xxxxx")
+    assert out.verify_done(0, "h")[1] == "shard sha256 differs from its done marker"
+    p.unlink()
+    assert out.verify_done(0, "h")[1] == "shard file missing"
+    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 2})
+    ParquetWriter().write(out, 0, _table(), {})
+    assert out.verify_done(0, "h")[1] == "rejects file missing"
+
+
+def test_check_refuses_another_config_and_overwrite_clears(tmp_path):
+    out = OutputFolder(tmp_path)
+    ParquetWriter().write(out, 0, _table(), {})
+    out.write_done(0, {"config_hash": "old"})
+    out.write_lines("rejects/rejects-00000.jsonl", [{"row": 1}])
+    (tmp_path / "shard-00001.parquet.tmp-999").write_bytes(b"left by a killed run")
+    with pytest.raises(ConfigError, match="--overwrite"):
+        out.check("new", overwrite=False)
+    out.check("old", overwrite=False)
+    assert not (tmp_path / "shard-00001.parquet.tmp-999").exists()
+    out.check("new", overwrite=True)
+    assert out.list("shard-*") == [] and out.list("rejects/*") == []
