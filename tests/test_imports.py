@@ -104,16 +104,8 @@ def test_the_graph_sees_every_kind_of_import():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-#: Edges of a cycle being removed elsewhere (issue "architecture": ``tokenizer`` and ``native``
-#: stop importing each other); delete the entry when it lands. Nothing else may join it.
-KNOWN_CYCLE_EDGES = {("rmlprep.native", "rmlprep.tokenizer")}
-
-
 def test_no_import_cycle():
-    graph = import_graph()
-    for a, b in KNOWN_CYCLE_EDGES:
-        graph[a].discard(b)
-    cycle = find_cycle(graph)
+    cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
