@@ -7,6 +7,7 @@ from ._version import __version__  # noqa: F401
 from .errors import (  # noqa: F401
     ChatFormatError,
     ConfigError,
+    InputError,
     LoaderError,
     PackingError,
     ParityError,
@@ -61,5 +62,6 @@ __all__ = [
     "PackingError",
     "RowError",
     "ConfigError",
+    "InputError",
     "ParityError",
 ]

@@ -12,6 +12,7 @@ Every error rmlprep raises on purpose derives from :class:`RmlprepError`::
     ├── PackingError         (also ValueError)  impossible packing arguments
     ├── RowError             (also ValueError)  one input row that cannot be processed
     ├── ConfigError          (also ValueError)  a run config with a bad or missing key
+    ├── InputError           (also ValueError)  a corpus file that cannot be read as a whole
     └── ParityError                             rmlprep disagrees with a reference
 
 Messages say where, what, and the fix, e.g.
@@ -33,6 +34,7 @@ __all__ = [
     "PackingError",
     "RowError",
     "ConfigError",
+    "InputError",
     "ParityError",
 ]
 
@@ -90,6 +92,33 @@ class RowError(RmlprepError, ValueError):
 
 class ConfigError(RmlprepError, ValueError):
     """A run config with a bad, missing or unknown key; the message names the key."""
+
+
+class InputError(RmlprepError, ValueError):
+    """A corpus file that cannot be read as a whole (a file-level fault, never a partial read).
+
+    Truncated or corrupt compressed data, a damaged Parquet footer, an unreadable Arrow file, a
+    CSV quote that is never closed, a ``datasets`` folder whose JSON is broken. A fault in one
+    row is not an InputError: it becomes a reject with the row number.
+
+    The message is one line: the file, the byte offset where known, what is wrong and the fix.
+
+    Attributes:
+        path: the file.
+        offset: byte offset of the fault in the (compressed) file, or None when unknown.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, offset: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+
+    def __reduce__(self):  # keep path/offset across worker processes
+        return (_input_error, (self.args[0] if self.args else "", self.path, self.offset))
+
+
+def _input_error(message: str, path: str | None, offset: int | None) -> InputError:
+    return InputError(message, path=path, offset=offset)
 
 
 class ParityError(RmlprepError):

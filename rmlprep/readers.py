@@ -1,41 +1,78 @@
 """Corpus readers: plan units of work, then stream each unit as bounded batches of rows.
 
-A **unit** is one input file or one row range of a large file; it is planned once from the
-config and the files' sizes (never from the number of workers), numbered in a stable order
-(paths sorted, then offsets), and read on its own, so any worker can process any unit.
+A **unit** is one input file or one part of a large file; it is planned once from the config and
+the files (never from the number of workers), numbered in a stable order (paths sorted, then
+offsets), and read on its own, so any worker can process any unit.
 
 ===========  ========================================  =======================================
 format       files                                     units
 ===========  ========================================  =======================================
 jsonl        ``.jsonl``/``.json``/``.ndjson``          plain: byte ranges of ~``unit_bytes``
-             (+ ``.gz``, ``.zst``)                     cut after a ``\\n``; compressed: 1/file
+             (+ ``.gz``, ``.zst``, ``.bz2``, ``.xz``)  cut after a ``\\n``; multi-frame zstd:
+                                                       runs of whole frames of ~``unit_bytes``
+                                                       decoded; gz/bz2/xz, one-frame zstd: 1
 parquet      ``.parquet``                              row groups gathered up to ``unit_rows``
-csv          ``.csv`` (+ ``.gz``)                      one unit per file (quoted newlines)
+csv          ``.csv``/``.tsv`` (+ compression)         one unit per file (quoted newlines)
 hf           a ``datasets`` ``save_to_disk`` folder     row ranges of ``unit_rows`` per arrow
              (Dataset, or DatasetDict + ``split``)     file
 stdlib       the running interpreter's stdlib ``.py``  files gathered up to ``unit_bytes``
              files (demo input; ``paths`` ignored)
 ===========  ========================================  =======================================
 
-JSONL lines are split on ``b"\\n"`` only (binary ``readline``): real documents contain
-U+2028, U+0085 and lone ``\\r`` inside JSON strings, which ``str.splitlines()`` would cut.
-Blank lines are skipped (counted in :attr:`Batch.blank`); a line that is not valid UTF-8 or
-JSON, or not a JSON object, is reported in :attr:`Batch.errors` with its row number.
+**Faults.** One rule: a fault in one row is reported in :attr:`Batch.errors` with the row number
+and the reason (the pipeline writes it to ``rejects/``); a fault of the file as a whole (truncated
+or corrupt compression, a damaged Parquet footer, a CSV quote never closed, broken ``datasets``
+JSON) raises :class:`~rmlprep.errors.InputError` with one line naming the file and, where known,
+the byte offset. A partial file is never read as a complete one.
+
+**Row numbers** (``Batch.rows``, reject records) are 0-based positions in the source file: the
+line number for JSONL (blank lines count), the data record number for CSV (the header and blank
+lines do not count; a record may span lines), the row number for Parquet and for each Arrow file
+of a ``datasets`` folder.
+
+**JSONL.** Lines are split on ``b"\\n"`` only (binary ``readline``): real documents contain
+U+2028, U+0085 and lone ``\\r`` inside JSON strings, which ``str.splitlines()`` would cut; a
+``\\r\\n`` ending is JSON whitespace. A UTF-8 byte-order mark at byte 0 of the (decompressed)
+file is skipped. Blank lines are counted in :attr:`Batch.blank`. Row faults: not UTF-8, not JSON,
+not an object, no such field, a number over Python's 4300-digit limit, nesting deeper than
+:data:`MAX_JSON_DEPTH` (checked before parsing, so the parser never recurses that deep), a line
+over :data:`MAX_ROW_BYTES` (skipped unread). File faults: a UTF-16/32 byte-order mark; a first line
+that is a JSON array or the ``{``/``[`` of a pretty-printed document (not JSON Lines).
+
+**Compressed files** are decoded by :mod:`rmlprep.compressed`, which checks every zstd frame's
+extent before decoding it (zstd's stream reader treats a truncated frame as a clean end) and
+turns the stdlib decoders' ``EOFError``/``OSError`` into :class:`InputError`. A file of several
+independent zstd frames (``pzstd``, the seekable format, concatenated ``.zst`` files) is cut into
+units at frame boundaries; the plan decodes it once to count lines, so every unit knows its first
+line number and where its first whole line starts (a line that crosses a frame boundary belongs to
+the unit it starts in, which reads on into the next frame to finish it). gzip, bzip2, xz and
+single-frame zstd cannot be entered mid-stream without decoding everything before the cut point,
+so such a file is **one unit**, read as a stream in 1 MB pieces: the reader's memory is bounded by
+the batch, whatever the file size (to get several units from a big file, recompress it with
+``pzstd`` or ``zstd --format=zstd -B``... or split it).
+
+**CSV** is read with ``pyarrow.csv`` in 1 MB blocks (a block grows, up to :data:`MAX_ROW_BYTES`,
+only for a record larger than it), one thread, so every invalid row (wrong number of fields) is
+reported by its record number through ``invalid_row_handler`` and the good rows keep theirs. A
+quote that is never closed makes the parser take the rest of the file as one value; the reader
+detects it (it appends a sentinel record after the file's last byte: if the sentinel does not come
+back as its own record, the file ended inside quotes) and raises :class:`InputError`. ``.tsv``
+uses a tab delimiter; quoting is the same as CSV (RFC 4180, like ``pandas.read_csv``).
 
 Every batch holds at most ``batch_rows`` rows, so memory per worker is bounded by the batch and
-the largest single document, whatever the file size.
+the largest single row, whatever the file size.
 """
 
 from __future__ import annotations
 
 import glob as _glob
-import gzip
 import io
 import json
 import os
+import re
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +80,24 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .errors import ConfigError
+from .compressed import COMPRESSED_SUFFIXES, compression_of, open_decompressed, zstd_chunks, zstd_frames
+from .errors import ConfigError, InputError
 
-__all__ = ["Unit", "Batch", "plan_units", "read_unit", "detect_format", "stdlib_files"]
+__all__ = ["Unit", "Batch", "plan_units", "read_unit", "detect_format", "stdlib_files",
+           "MAX_ROW_BYTES", "MAX_JSON_DEPTH"]
 
 _JSONL_EXT = (".jsonl", ".json", ".ndjson")
-_COMPRESSED = (".gz", ".zst", ".zstd")
+_COMPRESSED = COMPRESSED_SUFFIXES
+
+#: A JSONL line or CSV record longer than this is a row fault (JSONL: skipped unread) or, for CSV,
+#: a file fault: no single row may make a reader hold more than this in memory.
+MAX_ROW_BYTES = 64 << 20
+#: JSON nesting deeper than this (arrays and objects) is a row fault, found before parsing.
+MAX_JSON_DEPTH = 100
+
+_BOM = b"\xef\xbb\xbf"
+_WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE"),
+              (b"\xfe\xff", "UTF-16-BE"), (b"\xff\xfe", "UTF-16-LE"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +108,18 @@ class Unit:
         index: position in the plan; the shard is ``shard-{index:05d}.parquet``.
         format: jsonl | parquet | csv | hf | stdlib.
         path: the input file (stdlib: the stdlib directory).
-        start, stop: jsonl: byte range ``[start, stop)`` (lines that start inside it; stop -1 =
-            end of file); parquet: row-group range; hf: row range; csv: 0, -1.
-        first_row: the source-file row number (0-based line number for jsonl) of the unit's
-            first row, used in reject records.
-        nbytes: input bytes the unit covers (for progress and MB/s).
+        start, stop: jsonl: byte range ``[start, stop)`` of the file (plain: lines that start
+            inside it; zstd: whole frames; stop -1 = end of file); parquet: row-group range; hf:
+            row range; csv: 0, -1.
+        first_row: the source row number (0-based line number for jsonl) of the unit's first
+            row, used in reject records.
+        nbytes: input bytes the unit covers (for progress and MB/s): decoded bytes for zstd
+            units, an estimate from the trailer for gzip, else file bytes.
         files: stdlib: the relative paths of the files in this unit.
+        dstart, dstop: multi-frame zstd: the unit's lines are those that start at decoded byte
+            offsets ``[dstart, dstop)`` counted from the frame at ``start`` (dstop -1 = to the
+            end of the file). Bytes before ``dstart`` end a line of the previous unit; the last
+            line may run on past ``stop`` into the next frames.
     """
 
     index: int
@@ -75,12 +130,15 @@ class Unit:
     first_row: int = 0
     nbytes: int = 0
     files: tuple[str, ...] = ()
+    dstart: int = 0
+    dstop: int = -1
 
     def describe(self) -> str:
         if self.format == "stdlib":
             return f"stdlib[{self.files[0]} .. {self.files[-1]}]" if self.files else "stdlib[]"
         if self.format in ("jsonl",) and (self.start or self.stop != -1):
-            return f"{self.path} bytes [{self.start}, {self.stop if self.stop >= 0 else 'end'})"
+            what = "zstd frames at bytes" if compression_of(self.path) == "zstd" else "bytes"
+            return f"{self.path} {what} [{self.start}, {self.stop if self.stop >= 0 else 'end'})"
         if self.format in ("parquet", "hf") and (self.start or self.stop != -1):
             what = "row groups" if self.format == "parquet" else "rows"
             return f"{self.path} {what} [{self.start}, {self.stop})"
@@ -96,7 +154,7 @@ class Batch:
         rows: int64 [len(values)], source row number of each value.
         nbytes: input bytes these rows took (JSON line lengths, or Arrow buffer sizes).
         errors: ``(row, reason)`` for rows that could not even be read (bad JSON, bad UTF-8,
-            missing column); they are not in ``values``.
+            missing field, wrong number of CSV fields); they are not in ``values``.
         blank: blank lines skipped (jsonl).
     """
 
@@ -105,6 +163,11 @@ class Batch:
     nbytes: int
     errors: list[tuple[int, str]] = field(default_factory=list)
     blank: int = 0
+
+
+def _one_line(e: BaseException | str, limit: int = 300) -> str:
+    s = " ".join(str(e).split()) or type(e).__name__
+    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 # -- planning ----------------------------------------------------------------------------------
@@ -116,7 +179,7 @@ def detect_format(path: str) -> str:
     """
     p = Path(path)
     if p.is_dir():
-        if (p / "dataset_dict.json").exists() or (p / "state.json").exists():
+        if _is_hf_dir(p):
             return "hf"
         raise ConfigError(
             f"input.paths: {path} is a directory but not a datasets save_to_disk folder "
@@ -135,40 +198,79 @@ def detect_format(path: str) -> str:
         return "csv"
     raise ConfigError(
         f"input.paths: cannot tell the format of {path}; set input.format to one of "
-        "jsonl, parquet, csv, hf"
+        "jsonl, parquet, csv, hf (compressed: .gz, .zst, .bz2, .xz after the format's suffix)"
     )
 
 
-def _expand(paths: list[str]) -> list[str]:
+def _is_hf_dir(p: Path) -> bool:
+    return (p / "dataset_dict.json").is_file() or (p / "state.json").is_file()
+
+
+def _inside(path: str, dirs: list[str]) -> bool:
+    rp = os.path.realpath(path)
+    return any(rp == d or rp.startswith(d.rstrip(os.sep) + os.sep) for d in dirs)
+
+
+def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list[str]:
+    """Files and ``datasets`` folders named by ``paths`` (globs expanded, sorted), deduplicated.
+
+    A glob skips directories that are not ``datasets`` folders (their files are matched or not by
+    the glob itself), files inside a ``datasets`` folder (the folder is the input), and anything
+    under ``exclude``. An explicit path under ``exclude`` is an error.
+    """
+    ex = [os.path.realpath(str(d)) for d in exclude]
     out: list[str] = []
     for pat in paths:
         if any(ch in pat for ch in "*?["):
             hits = sorted(_glob.glob(pat, recursive=True))
             if not hits:
                 raise ConfigError(f"input.paths: the glob {pat!r} matches no file")
-            out.extend(hits)
+            hf_dirs = [os.path.realpath(h) for h in hits if os.path.isdir(h) and _is_hf_dir(Path(h))]
+            kept = []
+            for h in hits:
+                if ex and _inside(h, ex):
+                    continue  # the run's own output folder is never input
+                if os.path.isdir(h):
+                    if os.path.realpath(h) in hf_dirs:
+                        kept.append(h)
+                    continue
+                if _inside(os.path.dirname(h), hf_dirs) or _is_hf_dir(Path(h).parent):
+                    continue  # state.json, data-*.arrow of a datasets folder
+                kept.append(h)
+            if not kept:
+                raise ConfigError(f"input.paths: the glob {pat!r} matches no corpus file "
+                                  f"({len(hits)} matches: directories, datasets metadata or the output folder)")
+            out.extend(kept)
         else:
             if not os.path.exists(pat):
                 raise ConfigError(f"input.paths: {pat} does not exist")
+            if ex and _inside(pat, ex):
+                raise ConfigError(f"input.paths: {pat} is inside the output folder {exclude[0]}; "
+                                  "a run never reads its own output")
             out.append(pat)
     seen: set[str] = set()
     uniq = []
     for p in out:
-        if p not in seen:
-            seen.add(p)
+        key = os.path.realpath(p)
+        if key not in seen:
+            seen.add(key)
             uniq.append(p)
     return uniq
 
 
-def plan_units(inp: dict[str, Any]) -> list[Unit]:
+def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()) -> list[Unit]:
     """Cut the config's ``[input]`` into units, in a stable order.
 
     Args:
         inp: the validated ``[input]`` section (see :mod:`rmlprep.config`).
+        exclude: directories whose files are never input (the run's output folder): glob matches
+            under them are skipped, an explicit path under them is refused.
     Raises:
         ConfigError: a path that does not exist, a glob matching nothing, an unknown format.
+        InputError: a file that is unreadable as a whole (a damaged Parquet footer, a truncated
+            zstd frame, broken ``datasets`` JSON, a JSON document that is not JSON Lines).
     """
-    specs: list[tuple[str, str, int, int, int, int, tuple[str, ...]]] = []
+    specs: list[dict[str, Any]] = []
     if inp["format"] == "stdlib":
         root, files = stdlib_files(inp["max_bytes"])
         group: list[str] = []
@@ -177,30 +279,80 @@ def plan_units(inp: dict[str, Any]) -> list[Unit]:
             group.append(rel)
             size += n
             if size >= inp["unit_bytes"]:
-                specs.append(("stdlib", root, 0, -1, 0, size, tuple(group)))
+                specs.append(dict(format="stdlib", path=root, nbytes=size, files=tuple(group)))
                 group, size = [], 0
         if group:
-            specs.append(("stdlib", root, 0, -1, 0, size, tuple(group)))
+            specs.append(dict(format="stdlib", path=root, nbytes=size, files=tuple(group)))
     else:
-        for path in _expand(inp["paths"]):
+        for path in _expand(inp["paths"], exclude):
             fmt = inp["format"] if inp["format"] != "auto" else detect_format(path)
+            if fmt != "hf" and os.path.isdir(path):
+                raise ConfigError(f"input.paths: {path} is a directory; input.format = {fmt!r} reads files")
             if fmt == "jsonl":
                 specs.extend(_plan_jsonl(path, inp["unit_bytes"]))
             elif fmt == "parquet":
                 specs.extend(_plan_parquet(path, inp["unit_rows"]))
             elif fmt == "csv":
-                specs.append(("csv", path, 0, -1, 0, os.path.getsize(path), ()))
+                specs.append(dict(format="csv", path=path, nbytes=_decoded_size_estimate(path)))
             elif fmt == "hf":
                 specs.extend(_plan_hf(path, inp.get("split"), inp["unit_rows"]))
             else:  # pragma: no cover - config validates formats
                 raise ConfigError(f"input.format: unknown format {fmt!r}")
-    return [Unit(i, *s) for i, s in enumerate(specs)]
+    return [Unit(i, **s) for i, s in enumerate(specs)]
 
 
-def _plan_jsonl(path: str, unit_bytes: int):
+def _decoded_size_estimate(path: str) -> int:
+    """Bytes after decompression, for progress only (never sizes an allocation)."""
     size = os.path.getsize(path)
-    if path.lower().endswith(_COMPRESSED) or size <= unit_bytes:
-        return [("jsonl", path, 0, -1, 0, size, ())]
+    kind = compression_of(path)
+    if kind == "gzip" and size >= 18:
+        with open(path, "rb") as f:  # ISIZE: the last member's size mod 2**32 (RFC 1952)
+            f.seek(-4, os.SEEK_END)
+            isize = int.from_bytes(f.read(4), "little")
+        return max(isize, size)
+    if kind == "zstd":
+        try:
+            with open(path, "rb") as f:
+                sizes = [fr.content_size for fr in zstd_frames(f, path) if not fr.skippable]
+            if sizes and None not in sizes:
+                return sum(sizes)
+        except InputError:
+            pass  # reported when the unit is read
+    return size
+
+
+def _check_jsonl_head(path: str, head: bytes) -> None:
+    """File faults visible in the first bytes: a UTF-16/32 byte-order mark, a JSON document."""
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            raise InputError(f"{path}: the file is {name} (byte-order mark at byte 0); rmlprep reads "
+                             f"UTF-8: convert it with iconv -f {name} -t UTF-8", path=path, offset=0)
+    if head.startswith(_BOM):
+        head = head[3:]
+    stripped = head.lstrip()
+    if not stripped:
+        return
+    first = stripped.split(b"\n", 1)[0].strip()
+    offset = len(head) - len(stripped)
+    if first.startswith(b"[") or first == b"{":
+        kind = "a JSON array" if first.startswith(b"[") else "a pretty-printed JSON object"
+        raise InputError(
+            f"{path}: byte {offset}: the file starts with {kind}, not JSON Lines (one object per line); "
+            f"convert it, e.g. jq -c '.[]' FILE > FILE.jsonl (array) or jq -c . FILE > FILE.jsonl",
+            path=path, offset=offset)
+
+
+def _plan_jsonl(path: str, unit_bytes: int) -> list[dict[str, Any]]:
+    size = os.path.getsize(path)
+    kind = compression_of(path)
+    if kind == "zstd":
+        return _plan_zstd_jsonl(path, unit_bytes)
+    if kind is not None:
+        return [dict(format="jsonl", path=path, nbytes=_decoded_size_estimate(path))]
+    with open(path, "rb") as f:
+        _check_jsonl_head(path, f.read(1 << 16))
+    if size <= unit_bytes:
+        return [dict(format="jsonl", path=path, nbytes=size)]
     out = []
     with open(path, "rb") as f:
         start, line = 0, 0
@@ -217,75 +369,203 @@ def _plan_jsonl(path: str, unit_bytes: int):
             n, left = 0, stop - start
             while left > 0:
                 chunk = f.read(min(left, 1 << 22))
+                if not chunk:
+                    raise InputError(f"{path}: the file shrank while it was planned (byte {stop - left})",
+                                     path=path, offset=stop - left)
                 n += chunk.count(b"\n")
                 left -= len(chunk)
-            out.append(("jsonl", path, start, stop, line, stop - start, ()))
+            out.append(dict(format="jsonl", path=path, start=start, stop=stop, first_row=line,
+                            nbytes=stop - start))
             line += n
             start = stop
     return out
 
 
-def _plan_parquet(path: str, unit_rows: int):
+def _plan_zstd_jsonl(path: str, unit_bytes: int) -> list[dict[str, Any]]:
+    """Units of whole zstd frames, ~``unit_bytes`` of decoded text each.
+
+    One frame (the ``zstd`` tool's output): one unit. Several frames: decode each once, recording
+    its decoded length, its newline count, the offset of its first newline and whether it ends
+    with one; then gather frames and compute each unit's first line number and ``dstart``.
+    """
+    with open(path, "rb") as f:
+        frames = [fr for fr in zstd_frames(f, path) if not fr.skippable]
+    size = os.path.getsize(path)
+    declared = [fr.content_size for fr in frames]
+    if len(frames) <= 1 or (None not in declared and sum(declared) <= unit_bytes):
+        return [dict(format="jsonl", path=path,
+                     nbytes=sum(declared) if frames and None not in declared else size)]
+    stats = _zstd_frame_lines(path, frames)
+    cum = [0]
+    for s in stats:
+        cum.append(cum[-1] + s[0])
+    out: list[dict[str, Any]] = []
+    lines_before = 0  # newlines in frames before the group
+    i = 0
+    n = len(frames)
+    while i < n:
+        a = i
+        acc = 0
+        while i < n and (acc == 0 or acc < unit_bytes):
+            acc += stats[i][0]
+            i += 1
+        # where the group's first whole line starts (relative to frame a's first decoded byte)
+        if a == 0 or stats[a - 1][3]:
+            skip = 0
+        else:
+            skip = -1
+            for j in range(a, i):
+                if stats[j][2] >= 0:
+                    skip = cum[j] - cum[a] + stats[j][2] + 1
+                    break
+        group_len = cum[i] - cum[a]
+        nl = sum(s[1] for s in stats[a:i])
+        if skip < 0 or skip >= group_len:
+            # no line starts in these frames: they finish the previous unit's last line
+            prev = out[-1]
+            prev["stop"] = frames[i - 1].end
+            prev["dstop"] = prev["dstop"] + group_len if prev["dstop"] >= 0 else -1
+            prev["nbytes"] += group_len
+        else:
+            out.append(dict(format="jsonl", path=path, start=frames[a].start, stop=frames[i - 1].end,
+                            first_row=lines_before + (1 if skip else 0), nbytes=group_len,
+                            dstart=skip, dstop=group_len))
+        lines_before += nl
+    out[-1]["dstop"] = -1  # the last unit reads to the end of the file
+    if len(out) == 1:
+        out[0].update(start=0, stop=-1, dstart=0)
+    return out
+
+
+def _zstd_frame_lines(path: str, frames) -> list[tuple[int, int, int, bool]]:
+    """Per frame: (decoded bytes, newlines, offset of the first newline or -1, ends with one)."""
+    stats = {fr.start: [0, 0, -1, False] for fr in frames}
+    for fr, chunk in zstd_chunks(path, frames=frames, size=1 << 20):
+        s = stats[fr.start]
+        if s[2] < 0:
+            k = chunk.find(b"\n")
+            if k >= 0:
+                s[2] = s[0] + k
+        s[1] += chunk.count(b"\n")
+        s[0] += len(chunk)
+        s[3] = chunk.endswith(b"\n")
+    return [tuple(stats[fr.start]) for fr in frames]
+
+
+def _plan_parquet(path: str, unit_rows: int) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     try:
         md = pq.ParquetFile(path).metadata
-    except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
-        raise ConfigError(f"input.paths: {path} is not a readable Parquet file: {e}") from None
+        groups = [md.row_group(g).num_rows for g in range(md.num_row_groups)]
+    except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
+        raise InputError(f"{path}: not a readable Parquet file (damaged or truncated footer?): "
+                         f"{_one_line(e)}", path=path) from None
     out = []
     g, row = 0, 0
     size = os.path.getsize(path)
-    total = md.num_rows or 1
-    while g < md.num_row_groups:
+    total = sum(groups) or 1
+    while g < len(groups):
         first, rows = g, 0
-        while g < md.num_row_groups and (rows == 0 or rows + md.row_group(g).num_rows <= unit_rows):
-            rows += md.row_group(g).num_rows
+        while g < len(groups) and (rows == 0 or rows + groups[g] <= unit_rows):
+            rows += groups[g]
             g += 1
-        out.append(("parquet", path, first, g, row, size * rows // total, ()))
+        out.append(dict(format="parquet", path=path, start=first, stop=g, first_row=row,
+                        nbytes=size * rows // total))
         row += rows
     if not out:
-        out.append(("parquet", path, 0, 0, 0, 0, ()))
+        out.append(dict(format="parquet", path=path, start=0, stop=0))
     return out
+
+
+def _read_json_file(path: Path, what: str) -> Any:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 24)
+            if f.read(1):
+                raise InputError(f"{path}: {what} is over 16 MB; this is not a datasets file", path=str(path))
+        return json.loads(data.decode("utf-8-sig"))
+    except InputError:
+        raise
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InputError(f"{path}: {what} is not valid JSON ({_one_line(e, 120)}); the datasets folder "
+                         "is damaged: save it again with save_to_disk", path=str(path)) from None
 
 
 def _hf_files(path: str, split: str | None) -> list[str]:
     p = Path(path)
     if (p / "dataset_dict.json").exists():
-        splits = json.loads((p / "dataset_dict.json").read_text())["splits"]
+        dd = _read_json_file(p / "dataset_dict.json", "dataset_dict.json")
+        splits = dd.get("splits") if isinstance(dd, dict) else None
+        if not isinstance(splits, list) or not splits or not all(isinstance(s, str) for s in splits):
+            raise InputError(f"{p / 'dataset_dict.json'}: no \"splits\" list of names; the datasets folder "
+                             "is damaged: save it again with save_to_disk", path=str(p / "dataset_dict.json"))
         if split is None:
             split = splits[0] if len(splits) == 1 else ("train" if "train" in splits else None)
             if split is None:
                 raise ConfigError(f"input.split: {path} is a DatasetDict with splits {splits}; name one")
         if split not in splits:
             raise ConfigError(f"input.split: {split!r} is not a split of {path}; splits: {splits}")
+        if "/" in split or "\\" in split or split in (".", "..") or not (p / split).is_dir():
+            raise InputError(f"{p / 'dataset_dict.json'}: split {split!r} has no folder {p / split}",
+                             path=str(p / "dataset_dict.json"))
         p = p / split
-    state = json.loads((p / "state.json").read_text())
-    return [str(p / d["filename"]) for d in state["_data_files"]]
+    state = _read_json_file(p / "state.json", "state.json")
+    files = state.get("_data_files") if isinstance(state, dict) else None
+    if not isinstance(files, list):
+        raise InputError(f"{p / 'state.json'}: no \"_data_files\" list; the datasets folder is damaged: "
+                         "save it again with save_to_disk", path=str(p / "state.json"))
+    out = []
+    for i, d in enumerate(files):
+        name = d.get("filename") if isinstance(d, dict) else None
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
+            raise InputError(f"{p / 'state.json'}: _data_files[{i}] has no plain \"filename\" ({d!r:.80}); "
+                             "the datasets folder is damaged", path=str(p / "state.json"))
+        if not (p / name).is_file():
+            raise InputError(f"{p / 'state.json'}: _data_files[{i}] names {name}, which is not in {p}",
+                             path=str(p / "state.json"))
+        out.append(str(p / name))
+    return out
 
 
 def _open_arrow(path: str):
-    src = pa.memory_map(path)
+    try:
+        src = pa.memory_map(path)
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"{path}: cannot open: {_one_line(e)}", path=path) from None
     try:
         return pa.ipc.open_stream(src)
     except pa.ArrowInvalid:
+        pass
+    try:
         return pa.ipc.open_file(src)
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{path}: not a readable Arrow file (truncated or damaged?): {_one_line(e)}",
+                         path=path) from None
 
 
 def _arrow_rows(path: str) -> int:
-    r = _open_arrow(path)
-    if isinstance(r, pa.ipc.RecordBatchFileReader):
-        return sum(r.get_batch(i).num_rows for i in range(r.num_record_batches))
-    return sum(b.num_rows for b in r)
+    try:
+        r = _open_arrow(path)
+        if isinstance(r, pa.ipc.RecordBatchFileReader):
+            return sum(r.get_batch(i).num_rows for i in range(r.num_record_batches))
+        return sum(b.num_rows for b in r)
+    except InputError:
+        raise
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{path}: not a readable Arrow file (truncated or damaged?): {_one_line(e)}",
+                         path=path) from None
 
 
-def _plan_hf(path: str, split: str | None, unit_rows: int):
+def _plan_hf(path: str, split: str | None, unit_rows: int) -> list[dict[str, Any]]:
     out = []
     for f in _hf_files(path, split):
         n = _arrow_rows(f)
         size = os.path.getsize(f)
         for a in range(0, max(n, 1), unit_rows):
             b = min(n, a + unit_rows)
-            out.append(("hf", f, a, b, a, size * (b - a) // max(n, 1), ()))
+            out.append(dict(format="hf", path=f, start=a, stop=b, first_row=a,
+                            nbytes=size * (b - a) // max(n, 1)))
     return out
 
 
@@ -321,7 +601,12 @@ def stdlib_files(max_bytes: int) -> tuple[str, list[tuple[str, int]]]:
 
 # -- reading -----------------------------------------------------------------------------------
 def read_unit(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
-    """Stream a unit's ``column`` as :class:`Batch` objects of at most ``batch_rows`` rows."""
+    """Stream a unit's ``column`` as :class:`Batch` objects of at most ``batch_rows`` rows.
+
+    Raises:
+        InputError: a file fault (see the module docstring); the unit must not be counted done.
+        ConfigError: the file has no ``column`` (Parquet, CSV, Arrow).
+    """
     if unit.format == "jsonl":
         yield from _read_jsonl(unit, column, batch_rows)
     elif unit.format == "parquet":
@@ -336,63 +621,110 @@ def read_unit(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
         raise ConfigError(f"input.format: unknown format {unit.format!r}")
 
 
-def _open_binary(path: str):
-    low = path.lower()
-    if low.endswith(".gz"):
-        return gzip.open(path, "rb")
-    if low.endswith((".zst", ".zstd")):
-        try:
-            import zstandard
-        except ImportError:
-            raise ConfigError(
-                f"input.paths: {path} is zstd-compressed; install the reader with: pip install zstandard"
-            ) from None
-        raw = open(path, "rb")
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), 1 << 20)
-    return open(path, "rb")
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def _json_depth(line: bytes) -> int:
+    """Deepest nesting of ``[``/``{`` in a JSON text, brackets inside strings not counted."""
+    a = np.frombuffer(_JSON_STRING.sub(b'""', line), dtype=np.uint8)
+    step = ((a == 0x5B) | (a == 0x7B)).astype(np.int32) - ((a == 0x5D) | (a == 0x7D)).astype(np.int32)
+    return int(np.cumsum(step).max(initial=0))
+
+
+def _parse_row(line: bytes, column: str) -> tuple[bool, Any]:
+    """(True, value) or (False, reason) for one non-blank JSONL line."""
+    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH:
+        depth = _json_depth(line)
+        if depth > MAX_JSON_DEPTH:
+            return False, f"JSON nested {depth} levels deep (the limit is {MAX_JSON_DEPTH})"
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return False, f"line is not valid UTF-8 ({e.reason} at byte {e.start})"
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        return False, f"line is not valid JSON ({e.msg}, column {e.colno})"
+    except RecursionError:
+        return False, "JSON nested too deep for the parser"
+    except ValueError as e:  # e.g. an integer over sys.get_int_max_str_digits() digits
+        return False, f"line holds a value Python cannot convert ({_one_line(str(e).split(';')[0], 120)})"
+    if not isinstance(obj, dict):
+        return False, f"line is a JSON {type(obj).__name__}, not an object"
+    if column not in obj:
+        return False, f"no {column!r} field (fields: {sorted(obj)[:8]})"
+    return True, obj[column]
 
 
 def _read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
-    with _open_binary(unit.path) as f:
+    kind = compression_of(unit.path)
+    if kind is None:
+        f = open(unit.path, "rb", buffering=1 << 20)
         if unit.start:
             f.seek(unit.start)
-        pos = unit.start
-        stop = unit.stop
+        pos, stop = unit.start, unit.stop
+    elif kind == "zstd":
+        f = open_decompressed(unit.path, start=unit.start)  # runs on past unit.stop to end a line
+        pos, stop = 0, unit.dstop
+    else:
+        f = open_decompressed(unit.path)
+        pos, stop = 0, -1
+    at_file_start = unit.start == 0 and unit.dstart == 0
+    with f:
+        if unit.dstart:
+            left = unit.dstart
+            while left:
+                got = len(f.read(min(left, 1 << 20)))
+                if not got:
+                    raise InputError(f"{unit.path}: the file changed since it was planned (the frame at "
+                                     f"byte {unit.start} decodes to fewer bytes)", path=unit.path,
+                                     offset=unit.start)
+                left -= got
+            pos = unit.dstart
         row = unit.first_row
         values: list[Any] = []
         rows: list[int] = []
         errors: list[tuple[int, str]] = []
         nbytes = 0
         blank = 0
+        first = at_file_start  # the next non-blank line is the file's first
         while stop < 0 or pos < stop:
-            line = f.readline()
+            line = f.readline(MAX_ROW_BYTES + 1)
             if not line:
                 break
-            pos += len(line)
-            nbytes += len(line)
+            if at_file_start:
+                at_file_start = False
+                if line.startswith(_BOM):
+                    pos += 3
+                    nbytes += 3
+                    line = line[3:]
             r = row
             row += 1
-            if not line.strip():
-                blank += 1
-                continue
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as e:
-                errors.append((r, f"line is not valid UTF-8 ({e.reason} at byte {e.start})"))
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                errors.append((r, f"line is not valid JSON ({e.msg}, column {e.colno})"))
-                continue
-            if not isinstance(obj, dict):
-                errors.append((r, f"line is a JSON {type(obj).__name__}, not an object"))
-                continue
-            if column not in obj:
-                errors.append((r, f"no {column!r} field (fields: {sorted(obj)[:8]})"))
-                continue
-            values.append(obj[column])
-            rows.append(r)
+            if len(line) > MAX_ROW_BYTES and not line.endswith(b"\n"):
+                n = len(line)
+                while True:  # skip the rest of the line unread
+                    more = f.readline(1 << 20)
+                    n += len(more)
+                    if not more or more.endswith(b"\n"):
+                        break
+                pos += n
+                nbytes += n
+                errors.append((r, f"line of {n} bytes is longer than the {MAX_ROW_BYTES} byte limit (not read)"))
+            else:
+                pos += len(line)
+                nbytes += len(line)
+                if not line.strip():
+                    blank += 1
+                    continue
+                if first:  # a JSON document (array, pretty-printed object) is a file fault
+                    first = False
+                    _check_jsonl_head(unit.path, line[:4096])
+                ok, v = _parse_row(line, column)
+                if ok:
+                    values.append(v)
+                    rows.append(r)
+                else:
+                    errors.append((r, v))
             if len(values) + len(errors) >= batch_rows:
                 yield Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank)
                 values, rows, errors, nbytes, blank = [], [], [], 0, 0
@@ -422,53 +754,263 @@ def _column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: i
 def _read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(unit.path)
-    if column not in pf.schema_arrow.names:
-        raise ConfigError(f"input.column: {unit.path} has no column {column!r}; columns: {pf.schema_arrow.names}")
+    try:
+        pf = pq.ParquetFile(unit.path)
+        names = pf.schema_arrow.names
+    except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
+        raise InputError(f"{unit.path}: not a readable Parquet file (damaged or truncated footer?): "
+                         f"{_one_line(e)}", path=unit.path) from None
+    if column not in names:
+        raise ConfigError(f"input.column: {unit.path} has no column {column!r}; columns: {names[:20]}")
     groups = list(range(unit.start, unit.stop))
     if not groups:
         return
-    rows = sum(pf.metadata.row_group(g).num_rows for g in groups)
-    it = pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=[column])
-    yield from _column_batches(it, column, unit.first_row, unit.path, unit.nbytes, rows)
+    try:
+        rows = sum(pf.metadata.row_group(g).num_rows for g in groups)
+        it = pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=[column])
+    except Exception as e:  # noqa: BLE001
+        raise InputError(f"{unit.path}: row groups [{unit.start}, {unit.stop}) cannot be read: {_one_line(e)}",
+                         path=unit.path) from None
+
+    def checked():
+        while True:
+            try:
+                rb = next(it)
+            except StopIteration:
+                return
+            except Exception as e:  # noqa: BLE001 - corrupt pages: OSError, ArrowInvalid, ...
+                raise InputError(f"{unit.path}: corrupt data in row groups [{unit.start}, {unit.stop}): "
+                                 f"{_one_line(e)}", path=unit.path) from None
+            yield rb
+
+    seen = 0
+    for b in _column_batches(checked(), column, unit.first_row, unit.path, unit.nbytes, rows):
+        seen += len(b.rows)
+        yield b
+    if seen != rows:
+        raise InputError(f"{unit.path}: row groups [{unit.start}, {unit.stop}) hold {seen} rows, the footer "
+                         f"says {rows}", path=unit.path)
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+class _WithTail(io.RawIOBase):
+    """The bytes of ``inner`` followed by ``tail`` (the CSV end sentinel)."""
+
+    def __init__(self, inner: io.BufferedReader, tail: bytes):
+        super().__init__()
+        self._inner, self._tail, self._at = inner, tail, -1
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self._at < 0:
+            n = self._inner.readinto(b)
+            if n:
+                return n
+            self._at = 0
+        n = min(len(b), len(self._tail) - self._at)
+        b[:n] = self._tail[self._at:self._at + n]
+        self._at += n
+        return n
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
+
+
+class _Straddle(Exception):
+    pass
+
+
+_CSV_BLOCK = 1 << 20
 
 
 def _read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
-    import pyarrow.compute as pc
+    """CSV through ``pyarrow.csv.open_csv`` (see the module docstring for the fault rules)."""
+    state = {"done": -1}  # last record number already yielded (value or reject), across restarts
+    block = _CSV_BLOCK
+    while True:
+        try:
+            yield from _csv_pass(unit, column, batch_rows, block, state)
+            return
+        except _Straddle:
+            if block >= MAX_ROW_BYTES:
+                raise InputError(
+                    f"{unit.path}: the CSV record after record {state['done']} does not end within "
+                    f"{MAX_ROW_BYTES >> 20} MB: a quote that is never closed, or a value over the "
+                    f"{MAX_ROW_BYTES >> 20} MB row limit", path=unit.path) from None
+            block = min(block * 4, MAX_ROW_BYTES)
+
+
+def _csv_pass(unit: Unit, column: str, batch_rows: int, block: int, state: dict) -> Iterator[Batch]:
     import pyarrow.csv as pcsv
 
-    delim = "\t" if unit.path.lower().removesuffix(".gz").endswith(".tsv") else ","
-    try:
-        reader = pcsv.open_csv(
-            unit.path,
-            read_options=pcsv.ReadOptions(block_size=1 << 20),
-            parse_options=pcsv.ParseOptions(delimiter=delim, newlines_in_values=True),
-            convert_options=pcsv.ConvertOptions(
-                column_types={column: pa.string()}, include_columns=[column],
-                strings_can_be_null=False,
-            ),
-        )
-    except pa.ArrowInvalid as e:
-        raise ConfigError(f"input.paths: {unit.path}: cannot read as CSV with column {column!r}: {e}") from None
-    def batches():
-        for rb in reader:
-            for off in range(0, rb.num_rows, batch_rows):
-                yield rb.slice(off, batch_rows)
+    path = unit.path
+    low = path.lower()
+    for c in _COMPRESSED:
+        low = low.removesuffix(c)
+    delim = "\t" if low.endswith(".tsv") else ","
+    token = "rmlprep-csv-end-" + os.urandom(8).hex()
+    invalid: list[tuple[int, str]] = []  # (record, reason) in file order
+    sentinel = {"invalid": False}
 
-    for b in _column_batches(batches(), column, 0, unit.path, 0, 1):
-        # CSV rows carry no byte offsets: count the text bytes of the column
-        b.nbytes = int(pc.sum(pc.binary_length(b.values)).as_py() or 0)
-        yield b
+    def on_invalid(row) -> str:
+        text = row.text or ""
+        if text.rstrip("\r") == token:
+            sentinel["invalid"] = True
+            return "skip"
+        rec = row.number - 2 if row.number is not None else -1  # number: 1 = the header
+        snippet = text if len(text) <= 80 else text[:77] + "..."
+        invalid.append((rec, f"CSV record has {row.actual_columns} fields, the header has "
+                             f"{row.expected_columns} ({snippet!r})"))
+        return "skip"
+
+    def open_reader(cols: list[str] | None):
+        src = io.BufferedReader(_WithTail(open_decompressed(path), f"\n{token}\n".encode()), 1 << 20)
+        conv = (pcsv.ConvertOptions(column_types={column: pa.binary()}, include_columns=cols,
+                                    strings_can_be_null=False) if cols else pcsv.ConvertOptions())
+        try:
+            return src, pcsv.open_csv(
+                pa.PythonFile(src, mode="r"),
+                read_options=pcsv.ReadOptions(block_size=block, use_threads=False),
+                parse_options=pcsv.ParseOptions(delimiter=delim, newlines_in_values=True,
+                                                invalid_row_handler=on_invalid),
+                convert_options=conv)
+        except BaseException:
+            src.close()
+            raise
+
+    def arrow_failure(e: Exception) -> Exception:
+        msg = str(e)
+        if "straddl" in msg:
+            return _Straddle()
+        return InputError(f"{path}: cannot read as CSV after record {state['done']}: {_one_line(e)}", path=path)
+
+    try:
+        src, reader = open_reader([column])
+    except KeyError:  # ArrowKeyError: include_columns names a missing column
+        try:
+            src, probe = open_reader(None)
+            names = probe.schema.names
+            src.close()
+        except pa.ArrowInvalid as e:
+            raise arrow_failure(e) from None
+        if names == [token]:
+            return  # no header: the file is empty or blank
+        raise ConfigError(f"input.column: {path} has no column {column!r}; columns: "
+                          f"{[n[:40] for n in names[:20]]}") from None
+    except pa.ArrowInvalid as e:
+        raise arrow_failure(e) from None
+
+    next_rec = 0  # record number of the next valid row
+    k = 0  # invalid[:k] are numbered past
+    emitted = 0  # invalid[:emitted] are in some batch's errors (or skipped on a restart)
+
+    def number(n: int) -> np.ndarray:
+        """Record numbers of the next n valid rows: the numbers the invalid rows do not take."""
+        nonlocal next_rec, k
+        while k < len(invalid) and invalid[k][0] < next_rec:
+            k += 1
+        if k == len(invalid) or invalid[k][0] >= next_rec + n:
+            out = np.arange(next_rec, next_rec + n, dtype=np.int64)
+            next_rec += n
+            return out
+        res = []
+        while len(res) < n:
+            while k < len(invalid) and invalid[k][0] < next_rec:
+                k += 1
+            if k < len(invalid) and invalid[k][0] == next_rec:
+                k += 1
+            else:
+                res.append(next_rec)
+            next_rec += 1
+        return np.asarray(res, dtype=np.int64)
+
+    def rejects_upto(limit: int) -> list[tuple[int, str]]:
+        nonlocal emitted
+        out = []
+        while emitted < len(invalid) and invalid[emitted][0] < limit:
+            rec, why = invalid[emitted]
+            emitted += 1
+            if rec > state["done"]:
+                out.append((rec, why))
+        return out
+
+    def emit(rb: pa.RecordBatch, last: bool) -> Iterator[Batch]:
+        col = rb.column(0)
+        if last and len(col) and col[len(col) - 1].as_py() == token.encode():
+            sentinel["valid"] = True
+            col = col.slice(0, len(col) - 1)
+        rows = number(len(col))
+        for off in range(0, len(col), batch_rows):
+            part = col.slice(off, batch_rows)
+            prow = rows[off:off + batch_rows]
+            errs = rejects_upto(int(prow[-1]) + 1)
+            keep = prow > state["done"]
+            if not keep.all():  # a restart: these records were already yielded
+                part = part.filter(pa.array(keep))
+                prow = prow[keep]
+            if not len(prow) and not errs:
+                continue
+            try:
+                values = part.cast(pa.string())
+            except pa.ArrowInvalid:  # some value is not UTF-8: those rows are rejects
+                good, good_rows = [], []
+                for v, r in zip(part.to_pylist(), prow.tolist()):
+                    try:
+                        good.append(v.decode("utf-8"))
+                        good_rows.append(r)
+                    except UnicodeDecodeError as e:
+                        errs.append((r, f"{column} is not valid UTF-8 ({e.reason} at byte {e.start})"))
+                errs.sort()
+                values, prow = pa.array(good, type=pa.string()), np.asarray(good_rows, dtype=np.int64)
+            nbytes = int(values.nbytes) if len(values) else 0
+            if len(prow):
+                state["done"] = max(state["done"], int(prow[-1]))
+            if errs:
+                state["done"] = max(state["done"], errs[-1][0])
+            yield Batch(values, prow, nbytes, errs)
+
+    sentinel["valid"] = False
+    with src:
+        prev = None
+        while True:
+            try:
+                rb = reader.read_next_batch()
+            except StopIteration:
+                break
+            except pa.ArrowInvalid as e:
+                raise arrow_failure(e) from None
+            if prev is not None:
+                yield from emit(prev, last=False)
+            prev = rb
+        if prev is not None:
+            yield from emit(prev, last=True)
+        if not (sentinel["valid"] or sentinel["invalid"]):
+            last = max(next_rec - 1, invalid[-1][0] if invalid else -1)
+            raise InputError(
+                f"{path}: CSV record {last} opens a quoted value that is never closed: the file ends inside "
+                f"the quotes, so every line after it would become part of that value; close the quote "
+                f"(a quote inside a quoted value is written \"\")", path=path)
+        tail = rejects_upto(1 << 62)
+        if tail:
+            state["done"] = max(state["done"], tail[-1][0])
+            yield Batch(pa.array([], type=pa.string()), np.zeros(0, dtype=np.int64), 0, tail)
 
 
 def _read_hf(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     r = _open_arrow(unit.path)
-    if isinstance(r, pa.ipc.RecordBatchFileReader):
-        table = r.read_all()
-    else:
+    try:
         table = r.read_all()  # memory-mapped: no copy of the buffers
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{unit.path}: not a readable Arrow file (truncated or damaged?): {_one_line(e)}",
+                         path=unit.path) from None
     if column not in table.schema.names:
         raise ConfigError(f"input.column: {unit.path} has no column {column!r}; columns: {table.schema.names}")
+    if table.num_rows < unit.stop:
+        raise InputError(f"{unit.path}: holds {table.num_rows} rows, the plan expected {unit.stop}; "
+                         "the file changed since the plan", path=unit.path)
     part = table.select([column]).slice(unit.start, unit.stop - unit.start)
     yield from _column_batches(iter(part.to_batches(max_chunksize=batch_rows)), column, unit.first_row,
                                unit.path, unit.nbytes, part.num_rows)

@@ -126,3 +126,533 @@ def test_stdlib_is_deterministic():
     values, _, errors = read_all(units, "text")
     assert len(values) == len(files) and not errors
     assert all(not f.startswith(("test/", "site-packages/")) for f, _ in files)
+
+
+# -- trust: every fault is a reject with its row, or one InputError line naming the file -------
+import io  # noqa: E402
+import os  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+import zstandard  # noqa: E402
+
+from rmlprep import readers  # noqa: E402
+from rmlprep.errors import InputError, RmlprepError  # noqa: E402
+
+
+def read_full(units, column="text", batch_rows=256):
+    """values, rows, errors, blank of every unit in order (one source file)."""
+    values, rows, errors, blank = [], [], [], 0
+    for u in units:
+        for b in read_unit(u, column, batch_rows):
+            values.extend(b.values.to_pylist() if hasattr(b.values, "to_pylist") else b.values)
+            rows.extend(b.rows.tolist())
+            errors.extend(b.errors)
+            blank += b.blank
+            assert len(b.rows) == len(b.values) <= batch_rows
+    return values, rows, errors, blank
+
+
+def read_path(path, column="text", **kw):
+    return read_full(plan_units(inp([path], **kw)), column)
+
+
+def one_line_error(excinfo, path):
+    msg = str(excinfo.value)
+    assert "\n" not in msg and str(path) in msg
+    return msg
+
+
+def forty_docs() -> bytes:
+    """The issue's file: 40 JSONL documents of a few hundred bytes."""
+    return b"".join(json.dumps({"text": f"document {i} " + "lorem ipsum " * (20 + i)}).encode() + b"\n"
+                    for i in range(40))
+
+
+def zstd_frames_of(data: bytes, cuts) -> bytes:
+    """Independent zstd frames (like pzstd or concatenated .zst files) cut at byte offsets."""
+    out, prev = b"", 0
+    for c in list(cuts) + [len(data)]:
+        if c > prev:
+            out += zstandard.ZstdCompressor(write_checksum=True).compress(data[prev:c])
+            prev = c
+    return out
+
+
+def test_zstd_stream_reader_alone_reads_a_truncated_frame_as_a_clean_end():
+    """The hazard behind the issue: zstandard's stream_reader on a .zst cut to 50% returns
+    fewer bytes (here none) and no error, so a reader built on it alone loses data silently."""
+    c = zstandard.ZstdCompressor().compress(forty_docs())
+    got = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(c[: len(c) // 2])).read()
+    assert len(got) < len(forty_docs())
+
+
+@pytest.mark.parametrize("fraction", [pytest.param(0.5, id="50pct"), pytest.param(0.1, id="10pct")])
+def test_truncated_jsonl_zst_is_a_file_error(tmp_path, fraction):
+    whole = tmp_path / "whole.jsonl.zst"
+    whole.write_bytes(zstandard.ZstdCompressor().compress(forty_docs()))
+    assert len(read_path(whole)[0]) == 40
+    cut = tmp_path / "cut.jsonl.zst"
+    data = whole.read_bytes()
+    cut.write_bytes(data[: int(len(data) * fraction)])
+    with pytest.raises(InputError, match="truncated zstd data") as ei:
+        read_path(cut)
+    msg = one_line_error(ei, cut)
+    assert f"file ends at byte {int(len(data) * fraction)}" in msg
+    assert ei.value.offset == int(len(data) * fraction)
+
+
+def test_truncated_multi_frame_zst_is_refused_at_plan(tmp_path):
+    data = forty_docs()
+    p = tmp_path / "m.jsonl.zst"
+    full = zstd_frames_of(data, range(500, len(data), 500))
+    p.write_bytes(full[:-7])  # the last frame loses its checksum and part of a block
+    with pytest.raises(InputError, match="truncated zstd data") as ei:
+        plan_units(inp([p], unit_bytes=1000))
+    one_line_error(ei, p)
+
+
+def test_random_bytes_inside_a_zst(tmp_path):
+    data = forty_docs()
+    c = bytearray(zstandard.ZstdCompressor(write_checksum=True).compress(data))
+    mid = len(c) // 2
+    c[mid:mid + 16] = bytes(range(37, 37 + 16 * 7, 7))
+    p = tmp_path / "noise.jsonl.zst"
+    p.write_bytes(bytes(c))
+    with pytest.raises(InputError, match="zstd data") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+def test_not_zstd_at_all(tmp_path):
+    p = tmp_path / "plain.jsonl.zst"
+    p.write_bytes(forty_docs())
+    with pytest.raises(InputError, match="not zstd-compressed") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "not-gzip", "trailing-garbage"])
+def test_broken_gz_is_a_file_error(tmp_path, damage):
+    data = forty_docs()
+    good = gzip.compress(data)
+    if damage == "truncated":
+        bad, match = good[: len(good) // 2], "truncated gzip data"
+    elif damage == "flipped":
+        b = bytearray(good)
+        b[len(b) // 2] ^= 0xFF
+        bad, match = bytes(b), "corrupt gzip data"
+    elif damage == "not-gzip":
+        bad, match = data, "corrupt gzip data"
+    else:
+        bad, match = good + b"garbage!", "corrupt gzip data"
+    p = tmp_path / "x.jsonl.gz"
+    p.write_bytes(good)
+    assert len(read_path(p)[0]) == 40
+    p.write_bytes(bad)
+    with pytest.raises(InputError, match=match) as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+@pytest.mark.parametrize("suffix,compress", [(".bz2", __import__("bz2").compress), (".xz", __import__("lzma").compress)])
+def test_bz2_xz_read_and_truncation(tmp_path, suffix, compress):
+    p = tmp_path / ("x.jsonl" + suffix)
+    c = compress(forty_docs())
+    p.write_bytes(c)
+    values, rows, errors, _ = read_path(p)
+    assert rows == list(range(40)) and not errors
+    p.write_bytes(c[: len(c) // 2])
+    with pytest.raises(InputError, match="truncated") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+def _jsonl_with_faults(n=300) -> bytes:
+    """n lines: mostly documents, with blank, bad-JSON and no-field lines at fixed places."""
+    out = []
+    for i in range(n):
+        if i % 17 == 5:
+            out.append(b"")
+        elif i % 29 == 7:
+            out.append(b"{not json")
+        elif i % 31 == 3:
+            out.append(json.dumps({"other": i}).encode())
+        else:
+            out.append(json.dumps({"text": f"line {i} " + "x" * (i * 7 % 90)}).encode())
+    return b"\n".join(out) + b"\n"
+
+
+@pytest.mark.parametrize("frame_bytes", [7, 100, 997, 4096])
+@pytest.mark.parametrize("unit_bytes", [1, 500, 3000, 10**9])
+def test_multi_frame_zst_units_read_exactly_the_plain_file(tmp_path, frame_bytes, unit_bytes):
+    """Frames cut anywhere (mid-line, on a newline, inside a frame without newline): the units
+    together give every line once, with its true line number, like the plain file."""
+    data = _jsonl_with_faults()
+    plain = tmp_path / "p.jsonl"
+    plain.write_bytes(data)
+    want = read_path(plain)
+    z = tmp_path / "p.jsonl.zst"
+    z.write_bytes(zstd_frames_of(data, range(frame_bytes, len(data), frame_bytes)))
+    units = plan_units(inp([z], unit_bytes=unit_bytes))
+    assert read_full(units) == want
+    if unit_bytes <= 3000 and frame_bytes < 3000:
+        assert len(units) > 1
+    if unit_bytes == 10**9:
+        assert len(units) == 1
+    # each unit alone: its rows are a contiguous block of the file's rows
+    firsts = []
+    for u in units:
+        _, rows, errors, _ = read_full([u])
+        rows += [e[0] for e in errors]
+        if rows:
+            firsts.append(min(rows))
+            assert min(rows) >= u.first_row
+    assert firsts == sorted(firsts)
+
+
+def test_multi_frame_zst_with_skippable_frames_and_frame_ending_on_newline(tmp_path):
+    lines = [json.dumps({"text": f"t{i}"}).encode() + b"\n" for i in range(50)]
+    skippable = (0x184D2A50).to_bytes(4, "little") + (5).to_bytes(4, "little") + b"seek!"
+    blob = skippable
+    for i in range(0, 50, 5):
+        blob += zstandard.ZstdCompressor().compress(b"".join(lines[i:i + 5])) + skippable
+    p = tmp_path / "s.jsonl.zst"
+    p.write_bytes(blob)
+    units = plan_units(inp([p], unit_bytes=60))
+    assert len(units) > 3
+    values, rows, errors, _ = read_full(units)
+    assert values == [f"t{i}" for i in range(50)] and rows == list(range(50)) and not errors
+
+
+def test_zst_frame_needing_a_dictionary(tmp_path):
+    samples = [json.dumps({"text": f"sample {i} " + "word " * (i % 13)}).encode() for i in range(2000)]
+    d = zstandard.train_dictionary(4096, samples)
+    p = tmp_path / "d.jsonl.zst"
+    p.write_bytes(zstandard.ZstdCompressor(dict_data=d, write_dict_id=True).compress(forty_docs()))
+    assert zstandard.get_frame_parameters(p.read_bytes()[:18]).dict_id == d.dict_id()
+    with pytest.raises(InputError, match="dictionary") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+# -- CSV -----------------------------------------------------------------------------------------
+def test_csv_unterminated_quote_is_not_merged_silently(tmp_path):
+    """The issue's file: `1,good` / `2,"unterminated` / `3,good`. pyarrow alone reads record 1's
+    text as 'unterminated\\n3,good\\n' (the quote runs to the end of the file) and no error; the
+    reader refuses the file and names record 1 (0-based, the header not counted)."""
+    import pyarrow.csv as pcsv
+
+    body = b'id,text\n1,good\n2,"unterminated\n3,good\n'
+    alone = pcsv.read_csv(io.BytesIO(body)).column("text").to_pylist()
+    assert alone == ["good", "unterminated\n3,good\n"]  # the silent merge the reader must catch
+    p = tmp_path / "u.csv"
+    p.write_bytes(body)
+    with pytest.raises(InputError, match="record 1 opens a quoted value that is never closed") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param(b'text\ngood\n"unterminated\ngood\n', id="one-column"),
+    pytest.param(b'id,text\n1,good\n"2,unterminated\n3,good\n', id="quote-in-other-column"),
+    pytest.param(b'id,text\n1,good\n2,"unterminated', id="no-final-newline"),
+    pytest.param(b'id,text\n1,good\n2,"ends with an escaped quote""\n', id="escaped-quote-at-eof"),
+])
+def test_csv_unterminated_quote_variants(tmp_path, body):
+    p = tmp_path / "u.csv"
+    p.write_bytes(body)
+    with pytest.raises(InputError, match="never closed") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+def test_csv_quoted_newlines_at_end_are_fine(tmp_path):
+    p = tmp_path / "q.csv"
+    p.write_bytes(b'id,text\n1,good\n2,"two\nlines, ""quoted"""\n3,"last\nrecord"')
+    values, rows, errors, _ = read_path(p)
+    assert values == ["good", 'two\nlines, "quoted"', "last\nrecord"] and rows == [0, 1, 2] and not errors
+
+
+def test_csv_bad_rows_are_rejects_with_record_numbers(tmp_path):
+    """Records (0-based, header excluded, blank lines skipped, a quoted record may span lines):
+    0 '1,good'  1 '2,x,y' (3 fields)  2 '3,good'  3 '4,"a\\nb"'  4 '5,z,w' (3 fields)  5 '6,ok'."""
+    p = tmp_path / "bad.csv"
+    p.write_bytes(b'id,text\n1,good\n2,x,y\n3,good\n4,"a\nb"\n5,z,w\n\n6,ok\n')
+    values, rows, errors, _ = read_path(p)
+    assert values == ["good", "good", "a\nb", "ok"]
+    assert rows == [0, 2, 3, 5]
+    assert [r for r, _ in errors] == [1, 4]
+    assert "3 fields, the header has 2" in errors[0][1] and "2,x,y" in errors[0][1]
+
+
+def test_csv_bad_row_past_the_first_megabyte(tmp_path):
+    n = 20_000  # ~2.2 MB: the bad record sits in the third 1 MB block
+    rows_in = [b"%d,row %d %s" % (i, i, b"y" * 100) for i in range(n)]
+    rows_in[15_000] = b"15000,bad,extra,fields"
+    p = tmp_path / "big.csv"
+    p.write_bytes(b"id,text\n" + b"\n".join(rows_in) + b"\n")
+    assert p.stat().st_size > 2_000_000
+    values, rows, errors, _ = read_path(p)
+    assert len(values) == n - 1 and [r for r, _ in errors] == [15_000]
+    assert rows == [i for i in range(n) if i != 15_000]
+    assert values[14_999] == "row 14999 " + "y" * 100 and values[15_000] == "row 15001 " + "y" * 100
+
+
+def test_csv_record_larger_than_a_block(tmp_path):
+    big = "x\n" * 1_500_000  # 3 MB in one quoted value: pyarrow's 1 MB block must grow
+    p = tmp_path / "big.csv"
+    p.write_bytes(b'id,text\n0,a\n1,"' + big.encode() + b'"\n2,b,extra\n3,c\n')
+    values, rows, errors, _ = read_path(p)
+    assert values == ["a", big, "c"] and rows == [0, 1, 3] and [r for r, _ in errors] == [2]
+
+
+def test_csv_unterminated_quote_in_a_big_file(tmp_path):
+    p = tmp_path / "u.csv"
+    p.write_bytes(b'id,text\n0,a\n1,"' + b"x\n" * 1_500_000 + b"2,b\n")
+    with pytest.raises(InputError, match="never closed") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+def test_csv_record_over_the_row_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "MAX_ROW_BYTES", 1 << 21)
+    p = tmp_path / "big.csv"
+    p.write_bytes(b'id,text\n0,a\n1,"' + b"x" * (5 << 20) + b'"\n')  # over two 2 MB blocks
+    with pytest.raises(InputError, match="does not end within 2 MB") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+def test_csv_missing_column_is_one_line(tmp_path):
+    p = tmp_path / "m.csv"
+    p.write_bytes(b"id,body\n1,x\n")
+    with pytest.raises(ConfigError, match=r"has no column 'text'; columns: \['id', 'body'\]") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+@pytest.mark.parametrize("name,body,want", [
+    pytest.param("bom.csv", b"\xef\xbb\xbfid,text\n1,first\n2,second\n", ["first", "second"], id="utf8-bom"),
+    pytest.param("crlf.csv", b"id,text\r\n1,a\r\n2,b\r\n", ["a", "b"], id="crlf"),
+    pytest.param("t.tsv", b"id\ttext\n1\ta, b\n2\tc\n", ["a, b", "c"], id="tsv"),
+    pytest.param("empty.csv", b"", [], id="empty"),
+    pytest.param("blank.csv", b"\n\n\r\n", [], id="blank-lines"),
+    pytest.param("header.csv", b"id,text\n", [], id="header-only"),
+])
+def test_csv_small_cases(tmp_path, name, body, want):
+    p = tmp_path / name
+    p.write_bytes(body)
+    values, rows, errors, _ = read_path(p)
+    assert values == want and rows == list(range(len(want))) and not errors
+
+
+def test_csv_value_not_utf8_is_a_reject(tmp_path):
+    p = tmp_path / "u.csv"
+    p.write_bytes(b"id,text\n1,ok\n2,\xff\xfe bad\n3,fine\n")
+    values, rows, errors, _ = read_path(p)
+    assert values == ["ok", "fine"] and rows == [0, 2]
+    assert errors == [(1, "text is not valid UTF-8 (invalid start byte at byte 0)")]
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_compressed_csv(tmp_path, suffix):
+    body = b'id,text\n1,"a\nb"\n2,c,extra\n3,d\n'
+    c = gzip.compress(body) if suffix == ".gz" else zstandard.ZstdCompressor().compress(body)
+    p = tmp_path / ("t.csv" + suffix)
+    p.write_bytes(c)
+    values, rows, errors, _ = read_path(p)
+    assert values == ["a\nb", "d"] and rows == [0, 2] and [r for r, _ in errors] == [1]
+    p.write_bytes(c[: len(c) - 6])
+    with pytest.raises(InputError, match="truncated") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+# -- JSONL rows --------------------------------------------------------------------------------
+@pytest.mark.parametrize("suffix", ["", ".gz", ".zst"])
+def test_jsonl_utf8_bom_keeps_the_first_row(tmp_path, suffix):
+    body = b'\xef\xbb\xbf{"text": "first"}\n{"text": "second"}\n'
+    p = tmp_path / ("b.jsonl" + suffix)
+    p.write_bytes(gzip.compress(body) if suffix == ".gz" else
+                  zstandard.ZstdCompressor().compress(body) if suffix == ".zst" else body)
+    values, rows, errors, _ = read_path(p)
+    assert values == ["first", "second"] and rows == [0, 1] and not errors
+
+
+def test_jsonl_hostile_rows_are_rejects(tmp_path):
+    """Line 1 nests 100,000 '[' (json would raise RecursionError), line 2 holds a 5,000-digit
+    integer (ValueError past Python's 4,300-digit limit), line 3 nests 100,001 levels inside an
+    object, line 4 keeps 200 '[' inside a string (not nesting): rows 0, 4 and 5 are read."""
+    p = tmp_path / "h.jsonl"
+    p.write_bytes(b'{"text": "a"}\n' + b"[" * 100_000 + b"\n"
+                  + b'{"text": "b", "n": ' + b"9" * 5000 + b"}\n"
+                  + b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b', "text": "c"}\n'
+                  + b'{"text": "' + b"[" * 200 + b'\\"{"}\n'
+                  + b'{"text": "d", "deep": [[[[1]]]]}\n')
+    values, rows, errors, _ = read_path(p)
+    assert values == ["a", "[" * 200 + '"{', "d"] and rows == [0, 4, 5]
+    reasons = dict(errors)
+    assert reasons[1] == "JSON nested 100000 levels deep (the limit is 100)"
+    assert "4300 digits" in reasons[2]
+    assert reasons[3] == "JSON nested 100001 levels deep (the limit is 100)"
+
+
+def test_jsonl_line_over_the_row_limit_is_a_reject(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "MAX_ROW_BYTES", 1000)
+    p = tmp_path / "long.jsonl"
+    p.write_bytes(b'{"text": "a"}\n{"text": "' + b"y" * 5000 + b'"}\n{"text": "b"}\n')
+    values, rows, errors, _ = read_path(p)
+    assert values == ["a", "b"] and rows == [0, 2]
+    # the line: '{"text": "' (10 bytes) + 5000 'y' + '"}' + newline = 5013 bytes
+    assert errors == [(1, "line of 5013 bytes is longer than the 1000 byte limit (not read)")]
+
+
+def test_jsonl_gz_with_crlf_lines(tmp_path):
+    p = tmp_path / "crlf.jsonl.gz"
+    p.write_bytes(gzip.compress(b'{"text": "a"}\r\n{"text": "b\\r\\n"}\r\n\r\n{"text": "c"}\r\n'))
+    values, rows, errors, blank = read_path(p)
+    assert values == ["a", "b\r\n", "c"] and rows == [0, 1, 3] and not errors and blank == 1
+
+
+@pytest.mark.parametrize("name,body,match", [
+    pytest.param("a.json", b'[{"text": "a"}, {"text": "b"}]\n', "starts with a JSON array", id="array-one-line"),
+    pytest.param("a.json", b'[\n  {"text": "a"},\n  {"text": "b"}\n]\n', "starts with a JSON array", id="array-pretty"),
+    pytest.param("o.json", b'{\n  "text": "a"\n}\n', "pretty-printed JSON object", id="pretty-object"),
+    pytest.param("w.jsonl", '{"text": "a"}\n'.encode("utf-16"), "UTF-16-LE", id="utf16"),
+    pytest.param("a.json.gz", gzip.compress(b'\n[{"text": "a"}]'), "starts with a JSON array", id="array-gz"),
+])
+def test_json_documents_are_not_jsonl(tmp_path, name, body, match):
+    p = tmp_path / name
+    p.write_bytes(body)
+    with pytest.raises(InputError, match=match) as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+@pytest.mark.parametrize("body,blank", [(b"", 0), (b"\n\n  \n\r\n", 4)])
+def test_empty_and_blank_jsonl(tmp_path, body, blank):
+    p = tmp_path / "e.jsonl"
+    p.write_bytes(body)
+    units = plan_units(inp([p]))
+    assert len(units) == 1
+    assert read_full(units) == ([], [], [], blank)
+
+
+# -- Parquet, datasets folders -------------------------------------------------------------------
+def _parquet(path, n=100):
+    pq.write_table(pa.table({"text": [f"row {i}" for i in range(n)]}), path, row_group_size=10)
+
+
+@pytest.mark.parametrize("damage", ["footer", "header", "truncated", "empty"])
+def test_damaged_parquet_is_a_file_error(tmp_path, damage):
+    p = tmp_path / "d.parquet"
+    _parquet(p)
+    data = bytearray(p.read_bytes())
+    if damage == "footer":
+        data[-8:-4] = b"\xff\xff\xff\x7f"  # the footer length
+    elif damage == "header":
+        data[4:200] = bytes(196)  # the first column chunk's page header and data
+    elif damage == "truncated":
+        data = data[: len(data) // 2]
+    else:
+        data = b""
+    p.write_bytes(bytes(data))
+    with pytest.raises(InputError) as ei:
+        read_path(p, unit_rows=30)
+    one_line_error(ei, p)
+
+
+def _hf_folder(tmp_path, n=30):
+    import datasets
+
+    d = tmp_path / "hf"
+    datasets.Dataset.from_dict({"text": [f"t{i}" for i in range(n)]}).save_to_disk(str(d))
+    return d
+
+
+@pytest.mark.parametrize("content,match", [
+    pytest.param(b"{not json", "state.json is not valid JSON", id="not-json"),
+    pytest.param(b'{"_fingerprint": "x"}', 'no "_data_files" list', id="no-data-files"),
+    pytest.param(b'{"_data_files": [{"name": "x"}]}', 'no plain "filename"', id="no-filename"),
+    pytest.param(b'{"_data_files": [{"filename": "../../etc/passwd"}]}', 'no plain "filename"', id="escapes"),
+    pytest.param(b'{"_data_files": [{"filename": "gone.arrow"}]}', "which is not in", id="missing-file"),
+    pytest.param(b"[1, 2]", 'no "_data_files" list', id="a-list"),
+])
+def test_damaged_hf_state_json(tmp_path, content, match):
+    d = _hf_folder(tmp_path)
+    (d / "state.json").write_bytes(content)
+    with pytest.raises(InputError, match=match) as ei:
+        read_path(d)
+    one_line_error(ei, d)
+
+
+@pytest.mark.parametrize("content,match", [
+    pytest.param(b"\x00\x01", "dataset_dict.json is not valid JSON", id="binary"),
+    pytest.param(b'{"split": ["train"]}', 'no "splits" list', id="no-splits"),
+    pytest.param(b'{"splits": ["../x"]}', "has no folder", id="escapes"),
+])
+def test_damaged_hf_dataset_dict_json(tmp_path, content, match):
+    d = _hf_folder(tmp_path)
+    (d / "dataset_dict.json").write_bytes(content)
+    with pytest.raises(InputError, match=match) as ei:
+        read_path(d)
+    one_line_error(ei, d)
+
+
+def test_truncated_hf_arrow_file(tmp_path):
+    d = _hf_folder(tmp_path, n=2000)
+    assert len(read_path(d)[0]) == 2000
+    arrow = next(d.glob("*.arrow"))
+    arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size * 2 // 3])
+    with pytest.raises(InputError, match="not a readable Arrow file") as ei:
+        read_path(d)
+    one_line_error(ei, arrow)
+
+
+# -- which files are input ---------------------------------------------------------------------
+def test_output_folder_inside_a_recursive_glob_is_never_input(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.jsonl").write_text('{"text": "a"}\n')
+    out = tmp_path / "data" / "out"
+    (out / "rejects").mkdir(parents=True)
+    (out / "rejects" / "rejects-00000.jsonl").write_text('{"text": "reject"}\n')
+    units = plan_units(inp([tmp_path / "data" / "**" / "*.jsonl"]))
+    assert len(units) == 2  # without exclude the rejects would be read back
+    units = plan_units(inp([tmp_path / "data" / "**" / "*.jsonl"]), exclude=[out])
+    assert [Path(u.path).name for u in units] == ["a.jsonl"]
+    with pytest.raises(ConfigError, match="inside the output folder") as ei:
+        plan_units(inp([out / "rejects" / "rejects-00000.jsonl"]), exclude=[out])
+    one_line_error(ei, out)
+
+
+def test_glob_matching_directories_and_a_datasets_folder(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "sub.jsonl").mkdir()  # a directory whose name looks like a file
+    (tmp_path / "c" / "a.jsonl").write_text('{"text": "a"}\n')
+    _hf_folder(tmp_path / "c", n=5)
+    units = plan_units(inp([tmp_path / "c" / "*"]))
+    assert sorted((u.format, Path(u.path).name) for u in units) == [
+        ("hf", "data-00000-of-00001.arrow"), ("jsonl", "a.jsonl")]
+    units = plan_units(inp([tmp_path / "c" / "**"]))  # also matches the folder's own files
+    assert sorted(u.format for u in units) == ["hf", "jsonl"]
+    with pytest.raises(ConfigError, match="matches no corpus file"):
+        plan_units(inp([f"{tmp_path}/c/*.jsonl/"]))  # only the directory sub.jsonl matches
+
+
+def test_same_file_twice_is_read_once(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"text": "a"}\n')
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "a.jsonl")
+    units = plan_units(inp([tmp_path / "*.jsonl", tmp_path / "a.jsonl"]))
+    assert len(units) == 1
+
+
+def test_every_file_fault_message_is_one_line(tmp_path):
+    """Each InputError above names its file; none carries a newline (pyarrow's multi-line
+    messages are folded)."""
+    p = tmp_path / "x.parquet"
+    p.write_bytes(b"PAR1" + b"\n\n" * 20 + b"PAR1")
+    with pytest.raises(RmlprepError) as ei:
+        read_path(p)
+    one_line_error(ei, p)
