@@ -9,6 +9,7 @@ from .errors import (  # noqa: F401
     ConfigError,
     InputError,
     LoaderError,
+    OutputError,
     PackingError,
     ParityError,
     RmlprepError,
@@ -64,4 +65,5 @@ __all__ = [
     "ConfigError",
     "InputError",
     "ParityError",
+    "OutputError",
 ]

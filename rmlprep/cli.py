@@ -1,9 +1,11 @@
 """The ``rmlprep`` command line: parses arguments and calls library functions, nothing more.
 
-Exit codes: 0 success; 1 an unexpected internal error (with traceback: a bug to report);
-2 a user mistake (bad config, missing file, unreadable tokenizer: one line, no traceback);
-3 a parity failure (rmlprep's ids differ from the reference; the report names text, position
-and both id runs); 130 interrupted.
+Exit codes: 0 success; 2 a user mistake or an environment fault (bad config, missing or
+damaged input file, unreadable tokenizer, an output folder that is held by another run, not
+writable or full: one line, no traceback); 3 a parity failure (rmlprep's ids differ from the
+reference; the report names text, position and both id runs); 130 interrupted; 1 only for an
+unexpected internal error (with traceback: a bug to report). :func:`main` is the one place that
+maps errors to exit codes and their one line.
 """
 
 from __future__ import annotations
@@ -233,6 +235,10 @@ def _cmd_parity(a) -> int:
     return 0
 
 
+def _one_line(msg: str) -> str:
+    return " ".join(msg.splitlines()) if "\n" in msg else msg
+
+
 _COMMANDS = {"run": _cmd_run, "encode": _cmd_encode, "decode": _cmd_decode, "inspect": _cmd_inspect,
              "chat": _cmd_chat, "parity": _cmd_parity}
 
@@ -254,16 +260,17 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"rmlprep: parity failure, stopped before any corpus work: {e}")
         return 3
     except RmlprepError as e:
-        _log(f"rmlprep: error: {e}")
+        _log(f"rmlprep: error: {_one_line(str(e))}")
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
-        _log(f"rmlprep: error: {e}")
+    except BrokenPipeError:  # `rmlprep encode ... | head`: the reader left, nothing went wrong
+        return 0
+    except OSError as e:  # the system refused a file (missing, permission, I/O, full): environment
+        where = f"{e.filename}: " if e.filename else ""
+        _log(f"rmlprep: error: {where}{_one_line(e.strerror or str(e))}")
         return 2
     except KeyboardInterrupt:
         _log("rmlprep: interrupted")
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

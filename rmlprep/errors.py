@@ -13,7 +13,9 @@ Every error rmlprep raises on purpose derives from :class:`RmlprepError`::
     ├── RowError             (also ValueError)  one input row that cannot be processed
     ├── ConfigError          (also ValueError)  a run config with a bad or missing key
     ├── InputError           (also ValueError)  a corpus file that cannot be read as a whole
-    └── ParityError                             rmlprep disagrees with a reference
+    ├── ParityError                             rmlprep disagrees with a reference
+    └── OutputError                             the output folder cannot be used: held by another
+                                                run, not writable, full
 
 Messages say where, what, and the fix, e.g.
 ``f"{path}: merges[{i}] uses {piece!r}, which is not in the vocab"``.
@@ -36,6 +38,7 @@ __all__ = [
     "ConfigError",
     "InputError",
     "ParityError",
+    "OutputError",
 ]
 
 
@@ -162,3 +165,24 @@ class ParityError(RmlprepError):
             f"vs rmlprep {self.actual[lo:hi]} (ids [{lo}:{hi}]; lengths "
             f"{len(self.expected)} vs {len(self.actual)})"
         )
+
+
+class OutputError(RmlprepError):
+    """The output folder cannot be used: another run holds its lock, it is not writable, the disk
+    is full. An environment fault, not a fault of the input: the message names the folder or file,
+    the cause and the fix; no half-written file is left under its final name.
+
+    Attributes:
+        path: the folder or file concerned.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+    def __reduce__(self):  # keep path across worker processes
+        return (_output_error, (self.args[0] if self.args else "", self.path))
+
+
+def _output_error(message: str, path: str | None) -> "OutputError":
+    return OutputError(message, path=path)

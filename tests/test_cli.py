@@ -155,3 +155,129 @@ def test_sft_run_doctored_chat_render_exit_3(tmp_path):
     r = cli("run", "c.toml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "shard-00000.parquet").exists()
+
+
+# -- rmlprep run never exits 1 ---------------------------------------------------------------------
+def _good_rows(n: int) -> bytes:
+    return b"".join(json.dumps({"text": f"Document {i}: some words, {i * 7} and more."}).encode() + b"\n"
+                    for i in range(n))
+
+
+def _hostile_jsonl() -> tuple[bytes, int]:
+    """Rows a scraper or an exporter really writes: lone surrogates, 100,000-deep nesting, a
+    5,000-digit integer, broken JSON, not UTF-8, not an object, a null, a BOM at byte 0.
+    Returns the bytes and the number of non-blank rows (each one must be a document or a reject)."""
+    rows = [b"\xef\xbb\xbf" + json.dumps({"text": "BOM first"}).encode(),
+            rb'{"text": "lone \ud800 surrogate"}', rb'{"text": "\udfff"}', b"[" * 100_000,
+            b'{"text": "big", "n": ' + b"9" * 5000 + b"}", b'{"text": "cut', b'{"text": "\xff\xfe not utf-8"}',
+            b"[1, 2]", b'{"text": null}', b'{"text": {"nested": true}}', b"", b"   ", b'{"text": "last"}']
+    return b"\n".join(rows) + b"\n", sum(1 for r in rows if r.strip())
+
+
+def _hostile_files(d: Path) -> dict[str, tuple[str, int | None]]:
+    """name → (expected kind: "rows" (exit 0, every row accounted) or "file" (exit 2)), rows in."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zstandard
+
+    cases: dict[str, tuple[str, int | None]] = {}
+    body = _good_rows(200)
+    (d / "good.jsonl").write_bytes(body)
+    cases["good.jsonl"] = ("rows", 200)
+    data, n = _hostile_jsonl()
+    (d / "hostile.jsonl").write_bytes(data)
+    cases["hostile.jsonl"] = ("rows", n)
+    (d / "hostile.jsonl.gz").write_bytes(gzip.compress(data))
+    cases["hostile.jsonl.gz"] = ("rows", n)
+    (d / "only-bad.jsonl").write_bytes(b'{"text": null}\n\n{"text": 1}\n')
+    cases["only-bad.jsonl"] = ("rows", 2)
+    zst = zstandard.ZstdCompressor().compress(body)
+    (d / "half.jsonl.zst").write_bytes(zst[: len(zst) // 2])
+    cases["half.jsonl.zst"] = ("file", None)
+    (d / "tenth.jsonl.zst").write_bytes(zst[: len(zst) // 10])
+    cases["tenth.jsonl.zst"] = ("file", None)
+    gz = gzip.compress(body)
+    (d / "cut.jsonl.gz").write_bytes(gz[: len(gz) * 2 // 3])
+    cases["cut.jsonl.gz"] = ("file", None)
+    (d / "random.jsonl.zst").write_bytes(zst[:20] + os.urandom(2000))
+    cases["random.jsonl.zst"] = ("file", None)
+    (d / "garbage.parquet").write_bytes(b"PAR1" + os.urandom(3000) + b"PAR1")
+    cases["garbage.parquet"] = ("file", None)
+    pq.write_table(pa.table({"content": ["x"] * 5}), d / "no-column.parquet")
+    cases["no-column.parquet"] = ("file", None)
+    (d / "quote.csv").write_text('id,text\n1,good\n2,"unterminated\n3,good\n')  # the issue's file
+    cases["quote.csv"] = ("file", None)
+    (d / "rows.csv").write_text('text,n\n"one",1\n"two",2,extra\n"three",3\n')
+    cases["rows.csv"] = ("rows", 3)
+    (d / "array.jsonl").write_text('[{"text": "a JSON array, not JSON Lines"}]\n')
+    cases["array.jsonl"] = ("file", None)
+    hf = d / "hf"
+    hf.mkdir()
+    (hf / "state.json").write_text("{not json")
+    cases["hf"] = ("file", None)
+    return cases
+
+
+def _run_cli(capsys, toml: Path) -> tuple[int, str]:
+    rc = main(["run", str(toml)])
+    return rc, capsys.readouterr().err
+
+
+def _toml(path: Path, inputs: list[str], out: Path) -> Path:
+    path.write_text(f"[input]\npaths = {json.dumps(inputs)}\nunit_bytes = 2000\n[tokenizer]\npath = \"{TINY}\"\n"
+                    f"[pack]\nseq_len = 64\n[output]\ndir = \"{out}\"\n"
+                    "[run]\nworkers = 1\nprogress = \"none\"\nhistogram = false\n")
+    return path
+
+
+def _check_accounting(out: Path, rows_in: dict[str, int]) -> None:
+    """For exit 0: for every file, rows in = documents in its shards + its rejects (manifest), and
+    the shards really hold the manifest's documents."""
+    import pyarrow.parquet as pq
+
+    from rmlprep.packing import unpack
+
+    m = json.loads((out / "manifest.json").read_text())
+    per_file: dict[str, int] = {}
+    for s in m["shards"]:
+        name = Path(s["source"].split(" ")[0]).name
+        per_file[name] = per_file.get(name, 0) + s["documents"] + s["rejects"]
+        assert len(unpack(pq.read_table(out / s["shard"]))) == s["documents"]
+    assert per_file == rows_in
+
+
+@needs_tiny
+def test_run_over_hostile_inputs_never_exits_1(tmp_path, capsys):
+    """Each hostile input alone, then all row-level ones together, then everything at once: exit
+    0 with every row accounted for, or exit 2 with one line naming the file; never 1."""
+    d = tmp_path / "in"
+    d.mkdir()
+    cases = _hostile_files(d)
+    for i, (name, (kind, n)) in enumerate(sorted(cases.items())):
+        out = tmp_path / f"o{i}"
+        rc, err = _run_cli(capsys, _toml(tmp_path / f"c{i}.toml", [str(d / name)], out))
+        assert rc == (0 if kind == "rows" else 2), (name, err)
+        if rc == 0:
+            _check_accounting(out, {name: n})
+        else:
+            errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
+            assert len(errors) == 1 and name in errors[0] and "Traceback" not in err, (name, err)
+    rows = {k: n for k, (kind, n) in cases.items() if kind == "rows"}
+    out = tmp_path / "rows"
+    rc, err = _run_cli(capsys, _toml(tmp_path / "rows.toml", [str(d / k) for k in sorted(rows)], out))
+    assert rc == 0, err
+    _check_accounting(out, rows)
+    rc, err = _run_cli(capsys, _toml(tmp_path / "all.toml", [str(d / "*")], tmp_path / "all"))
+    assert rc == 2 and err.count("rmlprep: error") == 1 and "Traceback" not in err, err
+
+
+@needs_tiny
+@pytest.mark.parametrize("where", ["under-a-file", "is-a-file"])
+def test_unusable_output_folder_is_one_line(tmp_path, capsys, where):
+    (tmp_path / "d.jsonl").write_bytes(_good_rows(10))
+    (tmp_path / "f").write_text("a file")
+    out = tmp_path / "f" / "o" if where == "under-a-file" else tmp_path / "f"
+    rc, err = _run_cli(capsys, _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out))
+    assert rc == 2 and err.count("\n") == 1 and "output.dir" in err and "Traceback" not in err, err

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rmlprep.errors import ConfigError
+from rmlprep.errors import ConfigError, OutputError
 from rmlprep.pipeline.output import OutputFolder
 from rmlprep.pipeline.writers import ParquetWriter
 from rmlprep.shards import read_shard_metadata, sha256_file, shard_name
@@ -39,7 +39,7 @@ def test_failed_write_leaves_nothing(tmp_path):
         f.write(b"PAR1 half a shard")
         raise OSError(28, "No space left on device")
 
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(OutputError, match="No space left on device; the disk is full"):
         out.commit("shard-00000.parquet", half)
     assert list(tmp_path.iterdir()) == []
 

@@ -4,11 +4,15 @@ Stages, and the module that owns each::
 
     driver.run ─ the whole run, in this order:
       load.open_tokenizer          tokenizer.path → Tokenizer (+ the file that finds its fixture)
-      plan.plan                    [input] → units (per-format planning: readers.plan_units)
+      plan.plan                    [input] → units, each with its input identity (files, byte
+                                   range, xxh3); per-format planning: readers.plan_units
+      output.OutputFolder.lock     one run per folder (flock), writable: before any corpus work
       parity.run_parity_stage      tokenizer (and chat format) vs references; stop on a mismatch
       output.OutputFolder.check    refuse another config's shards, remove a killed run's temporaries
-      output.verify_done           skip the units whose done marker and shard verify (resume)
-      engines / ray_engine         run unit.work_unit on every unit left (process pool or Ray)
+      output.verify_done           skip the units whose done marker, input identity and shard verify
+      output.OutputFolder.sweep    remove files of units not in the plan, and stale markers/rejects
+      engines / ray_engine         run unit.work_unit on every unit left (process pool or Ray);
+                                   an OutputError (disk full, ...) stops the run
       │
       │  unit.process_unit ─ one unit, every stage a generator over the one before:
       │    stages.read               readers.read_unit: bounded batches; unreadable rows → rejects
@@ -28,9 +32,13 @@ byte-identical for any number of workers and either engine, and a rerun after a 
 bytes of an uninterrupted run. Engines receive the unit function and its context
 ``(cfg, tokenizer)``; they never import the pipeline.
 
-Rows that cannot be processed (null or non-string text, malformed messages, a conversation
-the chat format refuses, bad JSON) go to ``rejects/rejects-NNNNN.jsonl`` with the source file,
-row number and reason, and are counted in the manifest; the run goes on. The tail rule and the
+Faults, one rule each: a **row** that cannot be processed (null or non-string text, malformed
+messages, a conversation the chat format refuses, bad JSON) goes to
+``rejects/rejects-NNNNN.jsonl`` with the source file, row number and reason, is counted in the
+manifest, and the run goes on; a **file** unreadable as a whole (InputError) fails its unit,
+the other units finish and the run exits 2 naming it; an **environment** fault (OutputError:
+folder held, read-only, disk full) stops the run at once. No file is ever half-written under
+its final name, and a done marker is only written after the files it vouches for. The tail rule and the
 SFT packing are described in :mod:`rmlprep.pipeline.pack`.
 """
 

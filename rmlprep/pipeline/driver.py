@@ -7,13 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import RunConfig
-from ..errors import RmlprepError
+from ..errors import ConfigError, OutputError, RmlprepError
 from ..load import open_tokenizer
 from ..parity import run_parity_stage
-from ..readers import Unit
 from .engines import cores, open_engine
 from .output import OutputFolder
-from .plan import plan
+from .plan import PlannedUnit, plan
 from .ray_engine import require_ray
 from .reports import Progress, write_reports
 from .unit import work_unit
@@ -40,8 +39,10 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run a config end to end and return the manifest.
 
-    A rerun into the same output directory (with or without ``resume``) skips every unit whose
-    done marker names this config and whose shard's sha256 matches it; other units are redone.
+    The output folder is locked for the whole run (a second run into it fails at once). A rerun
+    into the same folder (with or without ``resume``) skips every unit whose done marker names
+    this config and this unit's input identity and whose shard's sha256 matches it; other
+    units are redone, and files of units that are no longer in the plan are removed.
     Units run in a local process pool, or as Ray tasks with ``run.engine = "ray"``; the
     engine changes neither the bytes nor the config hash.
 
@@ -52,8 +53,10 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         tokenizer: use this tokenizer instead of loading ``tokenizer.path`` (tests, libraries).
     Raises:
         ConfigError, LoaderError: bad config or tokenizer; Ray missing or its cluster out of
-        reach. ParityError: the parity stage failed (nothing is processed). RmlprepError: a
-        unit failed in a way that is not a bad row (every failed unit is named).
+        reach. InputError: an input file unreadable as a whole. ParityError: the parity stage
+        failed (nothing is processed). OutputError: another run holds the folder, or it cannot
+        be written (the run stops at the first such fault). RmlprepError: units failed in a way
+        that is not a bad row (every failed unit is named).
     """
     engine_name = cfg["run"]["engine"]
     if engine_name == "ray":
@@ -67,69 +70,91 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     t = time.perf_counter()
     units = plan(cfg)
     timings["plan"] = time.perf_counter() - t
-    t = time.perf_counter()
-    parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
-    timings["parity"] = time.perf_counter() - t
-
     out = OutputFolder(cfg.output_dir)
-    out.create()
-    out.check(cfg.config_hash, overwrite=overwrite)
-    records, todo = _done_units(out, units, cfg.config_hash, resume, log)
-    workers = cfg["run"]["workers"] or cores()
-    workers = max(1, min(workers, len(todo))) if todo else 1
-    total_bytes = sum(u.nbytes for u in units)
-    prog = Progress(cfg["run"]["progress"], total_bytes, len(units), log)
-    for rec in records.values():
-        prog.unit_done(rec, skipped=True)
-    how = "engine ray" if engine_name == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
-    log(f"run: {len(units)} unit{'s' if len(units) != 1 else ''}, {total_bytes / 1e6:.1f} MB, {how}, "
-        f"tokenizer {tokenizer.fingerprint[:12]}, output {out.path}")
-    errors: list[str] = []
-    # largest units first balances the workers; the output does not depend on order
-    order = sorted(todo, key=lambda u: (-u.nbytes, u.index))
-    t = time.perf_counter()
-    try:
-        if todo:
-            with open_engine(engine_name, workers=workers, ray_address=cfg["run"]["ray_address"], log=log) as engine:
+    with out.lock():  # one run per folder, writable: checked before any corpus work
+        t = time.perf_counter()
+        parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
+        timings["parity"] = time.perf_counter() - t
+        out.check(cfg.config_hash, overwrite=overwrite)
+        records, todo = _done_units(out, units, cfg.config_hash, resume, log)
+        planned = {u.index for u in units}
+        stale = sorted(i for i in out.unit_files() if i not in planned)
+        out.sweep(keep=planned, redo={u.index for u in todo})
+        if stale:
+            log(f"output: removed the files of {len(stale)} unit{'s' if len(stale) != 1 else ''} that are not in "
+                f"this plan (the input shrank or is planned differently): units {stale[0]}..{stale[-1]}")
+        workers = cfg["run"]["workers"] or cores()
+        workers = max(1, min(workers, len(todo))) if todo else 1
+        total_bytes = sum(u.nbytes for u in units)
+        prog = Progress(cfg["run"]["progress"], total_bytes, len(units), log)
+        for rec in records.values():
+            prog.unit_done(rec, skipped=True)
+        how = "engine ray" if engine_name == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
+        log(f"run: {len(units)} unit{'s' if len(units) != 1 else ''}, {total_bytes / 1e6:.1f} MB, {how}, "
+            f"tokenizer {tokenizer.fingerprint[:12]}, output {out.path}")
+        errors: list[dict[str, Any]] = []
+        # largest units first balances the workers; the output does not depend on order
+        order = sorted(todo, key=lambda u: (-u.nbytes, u.index))
+        t = time.perf_counter()
+        try:
+            if todo:
+                with open_engine(engine_name, workers=workers, ray_address=cfg["run"]["ray_address"],
+                                 log=log) as engine:
+                    if engine_name == "ray":
+                        timings["engine_start"] = engine.startup_seconds
+                    workers = engine.workers
+                    t = prog.t0 = time.perf_counter()  # rates and ETA from the first unit on
+                    results = engine.imap_unordered(work_unit, order, (cfg, tokenizer))
+                    try:
+                        for rec in results:
+                            if "error" in rec:
+                                errors.append(rec)
+                                if rec.get("fatal"):  # e.g. the output folder is unusable: stop every unit
+                                    break
+                                continue
+                            records[rec["unit"]] = rec
+                            prog.unit_done(rec)
+                    finally:
+                        results.close()  # stops the pool / cancels the tasks still queued
+                    timings["process"] = time.perf_counter() - t
+                    t = time.perf_counter()
                 if engine_name == "ray":
-                    timings["engine_start"] = engine.startup_seconds
-                workers = engine.workers
-                t = prog.t0 = time.perf_counter()  # rates and ETA from the first unit on
-                for rec in engine.imap_unordered(work_unit, order, (cfg, tokenizer)):
-                    if "error" in rec:
-                        errors.append(f"unit {rec['unit']}: {rec['error']}")
-                        continue
-                    records[rec["unit"]] = rec
-                    prog.unit_done(rec)
-                timings["process"] = time.perf_counter() - t
-                t = time.perf_counter()
-            if engine_name == "ray":
-                timings["engine_stop"] = time.perf_counter() - t
-    finally:
-        prog.close()
-    timings.setdefault("process", time.perf_counter() - t)
-    if errors:
-        raise RmlprepError("; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""))
-    timings["total"] = time.perf_counter() - t_start
-    return write_reports(cfg, tokenizer, units, records, parity, timings, workers, len(todo), log)
+                    timings["engine_stop"] = time.perf_counter() - t
+        finally:
+            prog.close()
+        timings.setdefault("process", time.perf_counter() - t)
+        if errors:
+            raise _unit_errors(errors)
+        timings["total"] = time.perf_counter() - t_start
+        return write_reports(cfg, tokenizer, units, records, parity, timings, workers, len(todo), log)
 
 
-def _done_units(out: OutputFolder, units: list[Unit], config_hash: str, resume: bool,
-                log: Callable[[str], None]) -> tuple[dict[int, dict[str, Any]], list[Unit]]:
+def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
+    """One error for the failed units: the OutputError that stopped the run, else every unit's."""
+    fatal = [e for e in errors if e.get("fatal")]
+    if fatal:  # the one that stopped the run, as its own kind
+        kind = {"OutputError": OutputError, "ConfigError": ConfigError}.get(fatal[0]["kind"], RmlprepError)
+        return kind(fatal[0]["error"])
+    msgs = [f"unit {e['unit']}: {e['kind']}: {e['error']}" for e in errors]
+    return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more)" if len(msgs) > 5 else ""))
+
+
+def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, resume: bool,
+                log: Callable[[str], None]) -> tuple[dict[int, dict[str, Any]], list[PlannedUnit]]:
     """Split the plan into units already done (their verified markers) and units to process."""
     records: dict[int, dict[str, Any]] = {}
-    todo: list[Unit] = []
+    todo: list[PlannedUnit] = []
     redo_reasons: dict[str, int] = {}
     for u in units:
-        m, why = out.verify_done(u.index, config_hash)
+        m, why = out.verify_done(u.index, config_hash, u.identity)
         if m is not None:
             records[u.index] = m
         else:
             todo.append(u)
             if why != "no done marker":
                 redo_reasons[why] = redo_reasons.get(why, 0) + 1
-    if records:
-        log(f"resume: {len(records)} of {len(units)} units already done and verified (sha256); "
+    if records or redo_reasons:
+        log(f"resume: {len(records)} of {len(units)} units already done and verified (input and sha256); "
             f"{len(todo)} to process" + (f" ({redo_reasons})" if redo_reasons else ""))
     elif resume:
         log(f"resume: nothing done yet in {out.path}; processing all {len(units)} units")

@@ -12,9 +12,21 @@ Layout (names from :mod:`rmlprep.shards`)::
 none; a write that fails removes its temporary. A unit's files are committed in a fixed order —
 shard, rejects, done marker — so a done marker is never on disk before the files it vouches for.
 
-**Done.** A unit counts as done only when its marker exists, names the same config hash, and
-the shard's sha256 (and its rejects file) match the marker (:meth:`OutputFolder.verify_done`);
-anything else is redone from scratch.
+**Done.** A unit counts as done only when its marker exists, names the same config hash and
+the same input identity (file sizes, mtimes and content hash, see :mod:`.plan`), and the
+shard's sha256 (and its rejects file) match the marker (:meth:`OutputFolder.verify_done`);
+anything else is redone from scratch. Files of units that are not in the run's plan (the input
+shrank) are removed (:meth:`OutputFolder.sweep`), and so are the reports of a previous run as
+soon as this one changes the folder: a manifest always describes the folder it is in.
+
+**One run at a time.** :meth:`OutputFolder.lock` holds an exclusive ``flock`` on
+``.rmlprep.lock`` for the whole run (released by the kernel on any exit, SIGKILL included); a
+second run into the same folder stops at once with the holder's pid. Temporaries are only
+removed under the lock, so a run never deletes another live run's files.
+
+**Environment faults** (not writable, disk full, ...) raise :class:`~rmlprep.errors.OutputError`
+naming the file and the cause; the folder's writability is probed when the lock is taken,
+before any work.
 
 File-system access is kept to a few primitives (:meth:`~OutputFolder.commit`,
 :meth:`~OutputFolder.exists`, :meth:`~OutputFolder.list`, :meth:`~OutputFolder.remove`,
@@ -24,19 +36,43 @@ slotted in behind them.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
-from collections.abc import Callable
+import re
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OutputError
 from ..shards import marker_name, rejects_name, sha256_file, shard_name
 
-__all__ = ["OutputFolder", "REPORT_FILES"]
+__all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME"]
 
 #: The run's report files (rewritten at the end of every run).
 REPORT_FILES = ("manifest.json", "stats.json", "lengths.png")
+#: The lock file: holds the pid and host of the run that has the folder.
+LOCK_NAME = ".rmlprep.lock"
+_UNIT_FILE = re.compile(r"(?:rejects/rejects|shard)-(\d+)\.")  # the unit number in a unit file's name
+_FIX = {errno.ENOSPC: "the disk is full: free space (done units are kept) and rerun",
+        errno.EDQUOT: "the disk quota is exhausted: free space (done units are kept) and rerun",
+        errno.EROFS: "the file system is read-only: choose another --output",
+        errno.EACCES: "no permission to write there: choose another --output",
+        errno.EPERM: "no permission to write there: choose another --output"}
+
+
+def _utf8(text: str) -> bytes:
+    """JSON text as UTF-8; a lone surrogate (from a rejected row's value or reason) is written as
+    its JSON escape ``\\udXXX``, so the file stays valid UTF-8 and valid JSON."""
+    return text.encode("utf-8", "backslashreplace")
+
+
+def _output_error(what: str, e: OSError) -> OutputError:
+    fix = _FIX.get(e.errno, "check the output folder and rerun")
+    return OutputError(f"{what}: {e.strerror or e}; {fix}", path=what)
 
 
 class OutputFolder:
@@ -54,7 +90,17 @@ class OutputFolder:
 
     # -- primitives: the only methods that touch the file system --------------------------------
     def create(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        """Create the folder (and its parents).
+
+        Raises:
+            OutputError: it cannot be created (read-only file system, no permission, a file).
+        """
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise _output_error(f"output.dir {self.path}", e) from None
+        if not self.path.is_dir():
+            raise OutputError(f"output.dir {self.path}: not a directory; choose another --output", path=str(self.path))
 
     def exists(self, name: str) -> bool:
         return (self.path / name).exists()
@@ -66,8 +112,15 @@ class OutputFolder:
         return sorted(p.relative_to(self.path).as_posix() for p in self.path.glob(pattern))
 
     def remove(self, name: str) -> None:
-        """Remove a file (absent is fine)."""
-        (self.path / name).unlink(missing_ok=True)
+        """Remove a file (absent is fine).
+
+        Raises:
+            OutputError: it exists and cannot be removed.
+        """
+        try:
+            (self.path / name).unlink(missing_ok=True)
+        except OSError as e:
+            raise _output_error(str(self.path / name), e) from None
 
     def read_bytes(self, name: str) -> bytes:
         return (self.path / name).read_bytes()
@@ -86,33 +139,73 @@ class OutputFolder:
         Returns:
             the sha256 hex with ``digest=True``, else None.
         Raises:
-            OSError: the write or the rename failed; no file exists under ``name`` then (an
-                older complete one is left as it was) and the temporary is removed.
+            OutputError: the write or the rename failed (disk full, read-only, ...); no file
+                exists under ``name`` then (an older complete one is left as it was) and the
+                temporary is removed.
         """
         final = self.path / name
-        final.parent.mkdir(parents=True, exist_ok=True)
         tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
         try:
+            final.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
                 write(f)
             h = sha256_file(tmp) if digest else None
             os.replace(tmp, final)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
+        except BaseException as e:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass  # the folder itself is gone or read-only: the temporary is not there either
+            if isinstance(e, OSError):
+                raise _output_error(str(final), e) from None
             raise
         return h
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the folder for one run: create it, take an exclusive lock on :data:`LOCK_NAME`
+        (pid and host written in it) and probe that a file can be committed.
+
+        Raises:
+            OutputError: another run holds the lock (its pid and host are named); the folder
+                cannot be created or written.
+        """
+        self.create()
+        path = self.path / LOCK_NAME
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise _output_error(f"output.dir {self.path}", e) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
+                who = f"pid {holder[0]} on {holder[1]}" if len(holder) >= 2 else "an unknown pid"
+                raise OutputError(f"output.dir {self.path}: in use by another rmlprep run ({who}); wait for it "
+                                  "to finish or choose another --output", path=str(self.path)) from None
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            except OSError as e:
+                raise _output_error(str(path), e) from None
+            self.commit(".rmlprep.probe", lambda f: f.write(b"rmlprep can write here\n"))  # writability, up front
+            self.remove(".rmlprep.probe")
+            yield
+        finally:
+            os.close(fd)  # releases the lock; the file stays (removing it would race a waiting run)
 
     # -- built on the primitives ----------------------------------------------------------------
     def write_json(self, name: str, obj: Any) -> None:
         """Commit ``obj`` as indented JSON."""
-        data = (json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
+        data = _utf8(json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
         self.commit(name, lambda f: f.write(data))
 
     def write_lines(self, name: str, records: list[dict[str, Any]]) -> None:
         """Commit JSON lines (one object per line)."""
         def write(f: IO[bytes]) -> None:
             for r in records:
-                f.write((json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8"))
+                f.write(_utf8(json.dumps(r, ensure_ascii=False) + "\n"))
 
         self.commit(name, write)
 
@@ -132,18 +225,25 @@ class OutputFolder:
         m = self.read_json(marker_name(index))
         return m if isinstance(m, dict) else None
 
-    def verify_done(self, index: int, config_hash: str) -> tuple[dict[str, Any] | None, str]:
-        """Whether unit ``index`` is done for this config.
+    def verify_done(self, index: int, config_hash: str,
+                    input_identity: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, str]:
+        """Whether unit ``index`` is done for this config (and this input).
 
+        Args:
+            input_identity: the unit's input identity in the current plan; the marker must hold
+                the same (None: not checked).
         Returns:
-            (marker, "") when the marker exists, names ``config_hash``, the shard's sha256
-            matches and its rejects file exists; else (None, the reason the unit is redone).
+            (marker, "") when the marker exists, names ``config_hash`` and the input identity,
+            the shard's sha256 matches and its rejects file exists; else (None, the reason the
+            unit is redone).
         """
         m = self.read_done(index)
         if m is None:
             return None, "no done marker"
         if m.get("config_hash") != config_hash:
             return None, "done marker is for another config"
+        if input_identity is not None and m.get("input") != input_identity:
+            return None, "input changed since the unit was done"
         shard = shard_name(index)
         if not self.exists(shard):
             return None, "shard file missing"
@@ -173,7 +273,45 @@ class OutputFolder:
         if overwrite:
             for name in self.list("shard-*") + self.list("rejects/*") + list(REPORT_FILES):
                 self.remove(name)
-        # temporaries of a killed run (never renamed): one run writes an output folder at a time
+        # temporaries of a killed run (never renamed): only under the lock, so never a live run's
         for name in self.list("*.tmp-*") + self.list("rejects/*.tmp-*"):
             self.remove(name)
+
+    def unit_files(self) -> dict[int, list[str]]:
+        """The unit files in the folder (shards, markers, rejects, whatever the writer), by unit."""
+        found: dict[int, list[str]] = {}
+        for name in self.list("shard-*") + self.list("rejects/rejects-*"):
+            m = _UNIT_FILE.match(name)
+            if m and ".tmp-" not in name:
+                found.setdefault(int(m.group(1)), []).append(name)
+        return found
+
+    def sweep(self, keep: set[int], redo: set[int]) -> list[str]:
+        """Make the folder hold nothing stale before units are (re)done.
+
+        Removes every file of a unit not in ``keep`` (not in the plan: the input shrank, or the
+        plan changed), the marker and rejects file of each unit in ``redo`` (marker first, so
+        nothing vouches for a file being replaced), and the previous run's reports when anything
+        is removed or redone.
+
+        Returns:
+            the names removed.
+        """
+        removed: list[str] = []
+        for index, names in sorted(self.unit_files().items()):
+            if index not in keep:
+                drop = sorted(names, key=lambda n: not n.endswith(".done.json"))  # markers first
+            elif index in redo:
+                drop = [n for n in (marker_name(index), rejects_name(index)) if n in names]
+            else:
+                continue
+            for name in drop:
+                self.remove(name)
+                removed.append(name)
+        if removed or redo:
+            for name in REPORT_FILES:
+                if self.exists(name):
+                    self.remove(name)
+                    removed.append(name)
+        return removed
 

@@ -1,26 +1,144 @@
-"""Planning: the config's ``[input]`` → the run's units of work, in a stable order.
+"""Planning: the config's ``[input]`` → the run's units of work, each with its input identity.
 
 The per-format planning (byte ranges of JSONL, row groups of Parquet, ...) is
 :func:`rmlprep.readers.plan_units`; a plan never depends on the number of workers or the engine.
+The output folder is never input, even when a recursive glob reaches into it.
+
+**Input identity.** Every unit carries what it will read (:class:`PlannedUnit`.identity): its
+file(s) and an xxh3-128 hash of the bytes it covers — its byte range for plain JSONL, the whole
+file for the other formats (a compressed stream, a Parquet or Arrow file is read through its
+own index; one hash per file, computed once however many units it has), every file for the
+stdlib demo. The identity goes into the unit's done marker; on a rerun a unit is done only if
+the current plan gives the same identity, so an input that changed (a line prepended, a file
+truncated, rewritten in place with its size and mtime kept) is redone, never reused, while the
+units of a file that was only appended to keep their shards. It is content, not time: a file
+touched but unchanged is not redone. The hash costs one read of the input at ~1.4 GB/s (xxh3
+from the page cache on this machine), well under 1% of tokenizing it.
+
+**During the run** a worker checks that its files' sizes and ``mtime_ns`` (:attr:`PlannedUnit.stat`,
+taken when the plan hashed them) are unchanged before and after reading them
+(:func:`check_unchanged`): a file changed mid-run fails its unit (InputError) instead of giving a
+shard that matches neither version.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import xxhash
+
+from ..compressed import compression_of
 from ..config import RunConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..readers import Unit, plan_units
 
-__all__ = ["plan"]
+__all__ = ["PlannedUnit", "plan", "input_identity", "check_unchanged"]
+
+_CHUNK = 1 << 20
 
 
-def plan(cfg: RunConfig) -> list[Unit]:
-    """The run's units (``unit.index`` = position = shard number).
+@dataclass(frozen=True, slots=True)
+class PlannedUnit(Unit):
+    """A :class:`~rmlprep.readers.Unit` with its input identity.
+
+    Attributes:
+        identity: ``{"files": [[path, size], ...], "range": [start, stop] | None, "xxh3_128":
+            hex}``, JSON-ready (it is written into the done marker and compared on resume).
+        stat: ``[[path, size, mtime_ns], ...]`` of its files when they were hashed.
+    """
+
+    identity: dict[str, Any] = field(default_factory=dict, compare=False)
+    stat: tuple = field(default=(), compare=False)
+
+
+def plan(cfg: RunConfig) -> list[PlannedUnit]:
+    """The run's units (``unit.index`` = position = shard number), with their identities.
 
     Raises:
         ConfigError: a path that does not exist, a glob matching nothing, an unknown format,
             or no input rows at all.
+        InputError: a file unreadable as a whole (see :func:`rmlprep.readers.plan_units`), or
+            one that vanished while being hashed.
     """
-    units = plan_units(cfg["input"])
+    units = plan_units(cfg["input"], exclude=[cfg.output_dir])
     if not units:
         raise ConfigError("input.paths: no input rows to process")
-    return units
+    file_hashes: dict[str, str] = {}
+    planned = []
+    for u in units:
+        stat = tuple(_stat(p) for p in _files(u))
+        planned.append(PlannedUnit(**{f.name: getattr(u, f.name) for f in dataclasses.fields(u)},
+                                   identity=input_identity(u, file_hashes), stat=stat))
+    return planned
+
+
+def _files(unit: Unit) -> list[str]:
+    if unit.format == "stdlib":
+        return [os.path.join(unit.path, rel) for rel in unit.files]
+    return [unit.path]
+
+
+def _stat(path: str) -> list[Any]:
+    st = os.stat(path)
+    return [path, st.st_size, st.st_mtime_ns]
+
+
+def _hash_range(h, path: str, start: int, stop: int) -> None:
+    with open(path, "rb") as f:
+        f.seek(start)
+        left = stop - start
+        while left > 0:
+            chunk = f.read(min(left, _CHUNK))
+            if not chunk:
+                raise InputError(f"{path}: shorter than planned ({stop - left} of {stop} bytes); it changed "
+                                 "while the run was planning: rerun", path=path)
+            h.update(chunk)
+            left -= len(chunk)
+
+
+def input_identity(unit: Unit, file_hashes: dict[str, str] | None = None) -> dict[str, Any]:
+    """The identity of what ``unit`` reads (see the module docstring).
+
+    Args:
+        file_hashes: a cache of whole-file hashes by path, shared by the units of one plan.
+    Raises:
+        InputError: a file vanished or shrank while being hashed.
+    """
+    cache = {} if file_hashes is None else file_hashes
+    try:
+        files = [[p, os.path.getsize(p)] for p in _files(unit)]
+        if unit.format == "jsonl" and compression_of(unit.path) is None:  # plain: the unit's own bytes
+            stop = unit.stop if unit.stop >= 0 else files[0][1]
+            h = xxhash.xxh3_128()
+            _hash_range(h, unit.path, unit.start, stop)
+            return {"files": [[unit.path]], "range": [unit.start, stop], "xxh3_128": h.hexdigest()}
+        digests = []
+        for path, size in files:
+            if path not in cache:
+                h = xxhash.xxh3_128()
+                _hash_range(h, path, 0, size)
+                cache[path] = h.hexdigest()
+            digests.append(cache[path])
+    except OSError as e:
+        raise InputError(f"{e.filename or unit.path}: cannot be read ({e.strerror or e})", path=unit.path) from None
+    digest = digests[0] if len(digests) == 1 else xxhash.xxh3_128("".join(digests).encode()).hexdigest()
+    return {"files": files, "range": None, "xxh3_128": digest}
+
+
+def check_unchanged(unit: Unit) -> None:
+    """Check that a planned unit's files still have the size and mtime they had when planned.
+
+    Raises:
+        InputError: a file changed (or vanished) since the plan; rerun to plan it again.
+    """
+    for path, size, mtime_ns in getattr(unit, "stat", ()):
+        try:
+            now = _stat(path)
+        except OSError as e:
+            raise InputError(f"{path}: vanished during the run ({e.strerror or e}); rerun", path=path) from None
+        if now[1:] != [size, mtime_ns]:
+            raise InputError(f"{path}: changed during the run (size {size} -> {now[1]}, mtime_ns {mtime_ns} -> "
+                             f"{now[2]}); rerun to plan it again", path=path)

@@ -79,8 +79,9 @@ def _worker_context(key: str, box: tuple) -> tuple:
 def _unit_task(fn, unit, key: str, box: tuple, driver_version: str) -> dict[str, Any]:
     """One unit in a Ray task: the same function as a pool worker runs."""
     if driver_version != __version__:
-        return {"unit": unit.index, "error": f"this Ray worker runs rmlprep {__version__}, the driver "
-                                             f"{driver_version}; install the same rmlprep on every node"}
+        return {"unit": unit.index, "kind": "ConfigError", "fatal": True,
+                "error": f"this Ray worker runs rmlprep {__version__}, the driver {driver_version}; install the "
+                         "same rmlprep on every node"}
     return fn(unit, *_worker_context(key, box))
 
 

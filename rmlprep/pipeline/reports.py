@@ -26,8 +26,9 @@ __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "wri
 
 HIST_BINS_PER_OCTAVE = 4
 _HIST_BINS = HIST_BINS_PER_OCTAVE * 26  # up to ~67M tokens per document
-_TOTAL_KEYS = ("rows", "short_rows", "documents", "rejects", "blank_lines", "tokens", "written_tokens",
-               "pad_tokens", "bytes", "dropped_documents", "dropped_tokens", "truncated_tokens", "over_long")
+_TOTAL_KEYS = ("rows", "short_rows", "documents", "rejects", "blank_lines", "lone_surrogate_rows", "tokens",
+               "written_tokens", "pad_tokens", "bytes", "dropped_documents", "dropped_tokens", "truncated_tokens",
+               "over_long")
 _SHARD_KEYS = ("shard", "source", "sha256", "rows", "short_rows", "documents", "tokens", "pad_tokens",
                "padding_ratio", "rejects", "bytes")
 
@@ -207,6 +208,8 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         ("packed rows", f"{t['rows']:,} x {manifest['config']['pack']['seq_len']} ({t['short_rows']} short)"),
         ("padding", f"{t['pad_tokens']:,} tokens ({100 * t['padding_ratio']:.2f}%)"),
     ]
+    if t["lone_surrogate_rows"]:
+        lines.append(("surrogates", f"{t['lone_surrogate_rows']:,} rows had lone surrogates, kept with U+FFFD"))
     if t["dropped_documents"] or t["truncated_tokens"]:
         lines.append(("over-long", f"{t['dropped_documents']:,} dropped, {t['truncated_tokens']:,} tokens truncated"))
     lines.append(("input", f"{t['bytes'] / 1e6:.2f} MB"))

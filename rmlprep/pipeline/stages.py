@@ -5,6 +5,13 @@ Each stage is a generator over the previous one, so a unit streams through in bo
 cannot be processed are recorded in the unit's :class:`Tally` (→ ``rejects/``) with their
 source row and reason; the run goes on.
 
+**Lone surrogates.** JSON text may escape half of a UTF-16 pair (``"\\ud800"``), which Python
+decodes to a str that no UTF-8 encoder accepts. Validation replaces each lone surrogate with
+U+FFFD, as tiktoken does before encoding (``text.encode("utf-16", "surrogatepass").decode(
+"utf-16", "replace")``), and counts the rows where it happened (``lone_surrogate_rows`` in the
+done marker and the manifest): the row is kept, and no id sequence ever encodes bytes that are
+not UTF-8.
+
 =============  ====================================================================
 stage          what it does
 =============  ====================================================================
@@ -24,6 +31,7 @@ tokenize       :func:`tokenize_texts`: :func:`rmlprep.arrow.tokenize_text`;
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,10 +43,17 @@ from ..arrow import tokenize_chat, tokenize_text
 from ..config import RunConfig
 from ..readers import Batch, Unit, read_unit
 
-__all__ = ["Tally", "Rows", "Docs", "read", "validate_texts", "validate_conversations", "tokenize_texts",
+__all__ = ["Tally", "Rows", "Docs", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
            "format_and_tokenize"]
 
 _REJECT_VALUE_CHARS = 300  # a rejected value is kept as its repr, cut to this many characters
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (a surrogate pair written as two
+    code points becomes its character). Source: tiktoken's ``Encoding.encode`` fallback."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 @dataclass(slots=True)
@@ -49,6 +64,7 @@ class Tally:
         unit: the unit.
         nbytes: input bytes read (JSON line lengths, or Arrow buffer sizes).
         blank: blank lines skipped (jsonl).
+        surrogate_rows: rows kept with their lone surrogates replaced by U+FFFD.
         rejects: one record per rejected row: ``unit``, ``source`` (file), ``row`` (0-based
             row of the source file), ``reason`` and, where useful, ``value`` (its repr).
     """
@@ -56,6 +72,7 @@ class Tally:
     unit: Unit
     nbytes: int = 0
     blank: int = 0
+    surrogate_rows: int = 0
     rejects: list[dict[str, Any]] = field(default_factory=list)
 
     def reject(self, row: int, reason: str, value: Any = None) -> None:
@@ -74,9 +91,14 @@ class Tally:
 
 @dataclass(slots=True)
 class Rows:
-    """Valid rows of one batch: ``values`` (texts or conversations) and their int64 source rows."""
+    """Valid rows of one batch and their int64 source rows.
 
-    values: list[Any]
+    Attributes:
+        values: texts as a ``pa.StringArray`` (pretrain), or conversations as a list (sft).
+        rows: int64 [len(values)], the rows' source row numbers.
+    """
+
+    values: Any
     rows: np.ndarray
 
 
@@ -111,13 +133,14 @@ def read(unit: Unit, cfg: RunConfig, tally: Tally) -> Iterator[Batch]:
 
 # -- validate -----------------------------------------------------------------------------------
 def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> Iterator[Rows]:
-    """Keep the rows whose value is a string; a null or any other type → rejects."""
+    """Keep the rows whose value is a string (lone surrogates replaced, see the module
+    docstring); a null or any other type → rejects."""
     column = cfg["input"]["column"]
     for batch in batches:
         vals = batch.values
-        if isinstance(vals, pa.Array):
+        if isinstance(vals, pa.Array):  # Arrow strings are UTF-8 already
             if vals.null_count == 0:
-                yield Rows(vals.to_pylist(), batch.rows)
+                yield Rows(vals.cast(pa.string()) if vals.type != pa.string() else vals, batch.rows)
                 continue
             vals = vals.to_pylist()
         keep_t: list[str] = []
@@ -130,7 +153,20 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
                 tally.reject(r, f"{column} is null")
             else:
                 tally.reject(r, f"{column} is a {type(v).__name__}, not a string", v)
-        yield Rows(keep_t, np.asarray(keep_r, dtype=np.int64))
+        yield Rows(_string_array(keep_t, tally), np.asarray(keep_r, dtype=np.int64))
+
+
+def _string_array(texts: list[str], tally: Tally) -> pa.Array:
+    try:
+        return pa.array(texts, type=pa.string())
+    except UnicodeEncodeError:  # lone surrogates somewhere in the batch: rare, so found only now
+        fixed = []
+        for t in texts:
+            if _SURROGATE.search(t):
+                t = replace_lone_surrogates(t)
+                tally.surrogate_rows += 1
+            fixed.append(t)
+        return pa.array(fixed, type=pa.string())
 
 
 def check_messages(v: Any, column: str) -> str | None:
@@ -162,9 +198,13 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
             why = check_messages(v, column)
             if why is not None:
                 tally.reject(r, why, v)
-            else:
-                good.append(v)
-                good_rows.append(r)
+                continue
+            if any(_SURROGATE.search(m["content"]) or _SURROGATE.search(m["role"]) for m in v):
+                v = [{**m, "role": replace_lone_surrogates(m["role"]),
+                      "content": replace_lone_surrogates(m["content"])} for m in v]
+                tally.surrogate_rows += 1
+            good.append(v)
+            good_rows.append(r)
         yield Rows(good, np.asarray(good_rows, dtype=np.int64))
 
 
@@ -180,10 +220,10 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
     fn = tokenize_text(tokenizer, column="text", add_special_tokens=tok["add_special_tokens"],
                        parse_special=tok["parse_special"], on_error="record", keep_columns=False, id_column=None)
     for b in batches:
-        if not b.values:
+        if not len(b.values):
             yield Docs(np.zeros(0, np.uint32), np.zeros(0, np.int64))
             continue
-        res = fn(pa.RecordBatch.from_arrays([pa.array(b.values, type=pa.string())], names=["text"]))
+        res = fn(pa.RecordBatch.from_arrays([b.values], names=["text"]))
         failed = np.flatnonzero(res.column("error").is_valid().to_numpy(zero_copy_only=False))
         for i in failed:
             tally.reject(int(b.rows[i]), res.column("error")[int(i)].as_py())

@@ -17,11 +17,12 @@ import numpy as np
 
 from .._version import __version__
 from ..config import RunConfig
-from ..errors import RmlprepError
+from ..errors import OutputError, RmlprepError
 from ..readers import Unit
 from ..shards import rejects_name
 from .output import OutputFolder
 from .pack import Packed, pack_conversations, pack_documents
+from .plan import check_unchanged, input_identity
 from .reports import length_hist
 from .stages import Tally, format_and_tokenize, read, tokenize_texts, validate_conversations, validate_texts
 from .writers import writer_for
@@ -40,39 +41,51 @@ _STAGES = {
 def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
     """Run read → validate → (format +) tokenize → pack → write → commit for one unit.
 
+    Args:
+        unit: a planned unit (:class:`.plan.PlannedUnit`, whose input identity goes into the
+            marker), or a bare :class:`~rmlprep.readers.Unit` (its identity is computed here).
     Returns:
         the done-marker record (also committed as ``shard-NNNNN.done.json``): counts, sha256,
-        the document-length histogram and per-stage seconds.
+        the input identity, the document-length histogram and per-stage seconds.
     Raises:
         ConfigError: the tokenizer lacks an id the ``[pack]`` section asks for.
-        OSError: a file could not be written (nothing of the unit looks done then).
+        InputError: the input file is unreadable as a whole, or changed since it was planned.
+        OutputError: a file could not be written (nothing of the unit looks done then).
     """
     validate, tokenize, pack = _STAGES[cfg.pipeline]
     out = OutputFolder(cfg.output_dir)
     clock = StageClock()
     tally = Tally(unit)
+    identity = getattr(unit, "identity", None) or input_identity(unit)
+    check_unchanged(unit)
     batches = clock.timed("read", read(unit, cfg, tally))
     rows = clock.timed("validate", validate(batches, cfg, tally))
     docs = clock.timed("tokenize", tokenize(rows, cfg, tokenizer, tally))
     with clock.stage("pack"):
         packed = pack(docs, cfg, tokenizer)
+    check_unchanged(unit)  # what was read is what was planned
     with clock.stage("write"):
         files = writer_for(cfg).write(out, unit.index, packed.table, shard_metadata(unit, cfg, tokenizer))
         if tally.rejects:
             out.write_lines(rejects_name(unit.index), tally.sorted_rejects())
-    record = unit_record(unit, cfg, packed, tally, files, clock.seconds())
+    record = unit_record(unit, cfg, packed, tally, files, identity, clock.seconds())
     out.write_done(unit.index, record)  # commit: last, after every file it vouches for
     return record
 
 
 def work_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
-    """:func:`process_unit` as an engine runs it: a unit that fails on purpose (RmlprepError)
-    comes back as ``{"unit": i, "error": "..."}`` so the run can report every failed unit; any
-    other exception is a bug and propagates."""
+    """:func:`process_unit` as an engine runs it: a unit that fails on purpose (RmlprepError) or
+    on an input file the system cannot read (OSError) comes back as ``{"unit": i, "kind":
+    "InputError", "error": "...", "fatal": False}`` so the run can report every failed unit;
+    ``"fatal"`` is True for an :class:`~rmlprep.errors.OutputError` (the run stops: no other unit
+    can be written either). Any other exception is a bug and propagates."""
     try:
         return process_unit(unit, cfg, tokenizer)
     except RmlprepError as e:
-        return {"unit": unit.index, "error": f"{type(e).__name__}: {e}"}
+        return {"unit": unit.index, "kind": type(e).__name__, "error": str(e), "fatal": isinstance(e, OutputError)}
+    except OSError as e:  # reading an input file: permission, I/O error (writes raise OutputError)
+        return {"unit": unit.index, "kind": "InputError", "fatal": False,
+                "error": f"{e.filename or unit.path}: {e.strerror or e} (reading {unit.describe()})"}
 
 
 def shard_metadata(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, str]:
@@ -88,7 +101,7 @@ def shard_metadata(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, str]:
 
 
 def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files: dict[str, str],
-                seconds: dict[str, float]) -> dict[str, Any]:
+                identity: dict[str, Any], seconds: dict[str, float]) -> dict[str, Any]:
     """The done-marker record of a unit: what was read, rejected, tokenized, packed and written."""
     table, lengths = packed.table, packed.lengths
     seq_len = cfg["pack"]["seq_len"]
@@ -109,11 +122,13 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "shard": shard,
         "sha256": digest,
         "config_hash": cfg.config_hash,
+        "input": identity,
         "rows": table.num_rows,
         "short_rows": int(np.sum(row_lens < seq_len)),
         "documents": len(lengths),
         "rejects": len(tally.rejects),
         "blank_lines": tally.blank,
+        "lone_surrogate_rows": tally.surrogate_rows,
         "tokens": tokens,
         "written_tokens": real,
         "pad_tokens": pad_tokens,

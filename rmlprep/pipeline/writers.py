@@ -36,12 +36,16 @@ class Writer(Protocol):
         """Commit unit ``index``'s files; return ``{name: sha256 hex}`` in :meth:`files` order.
 
         Raises:
-            OSError: a file could not be written or renamed (nothing is left under its name).
+            OutputError: a file could not be written or renamed (nothing is left under its name).
         """
 
 
 class ParquetWriter:
     """One Parquet file per unit: no dictionary encoding, no statistics, the schema stored.
+
+    A unit without rows (every row rejected or blank) still gets its shard, with the schema and
+    metadata and **no row group**: ``datasets.load_dataset("parquet")``, ``pyarrow.dataset`` and
+    pandas read it as 0 rows (a 0-row row group makes ``datasets`` fail on the whole output).
 
     Args:
         compression: Parquet codec ("zstd", "snappy", "none", ...).
@@ -61,8 +65,12 @@ class ParquetWriter:
         table = table.replace_schema_metadata(meta)
 
         def write(f: IO[bytes]) -> None:
-            pq.write_table(table, f, compression=self.compression, row_group_size=self.row_group_rows,
-                           use_dictionary=False, write_statistics=False, store_schema=True)
+            if table.num_rows:
+                pq.write_table(table, f, compression=self.compression, row_group_size=self.row_group_rows,
+                               use_dictionary=False, write_statistics=False, store_schema=True)
+            else:
+                pq.ParquetWriter(f, table.schema, compression=self.compression, use_dictionary=False,
+                                 write_statistics=False, store_schema=True).close()
 
         name = shard_name(index)
         return {name: out.commit(name, write, digest=True)}

@@ -1,0 +1,486 @@
+"""The run never loses, mixes or reuses data silently: input identity on resume, stale files,
+the output-folder lock, environment faults, the commit order, empty shards, lone surrogates."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from rmlprep import cli
+from rmlprep.config import config_from_dict
+from rmlprep.errors import OutputError
+from rmlprep.load import open_tokenizer
+from rmlprep.packing import unpack
+from rmlprep.pipeline import output as output_mod
+from rmlprep.pipeline import run
+from rmlprep.pipeline import writers as writers_mod
+from rmlprep.pipeline.output import OutputFolder
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"
+TEXT = ROOT.parent / "shared" / "corpora" / "text-multilingual.jsonl"
+
+pytestmark = pytest.mark.skipif(not TINY.exists(), reason=f"{TINY} is absent")
+
+
+def quiet(_msg: str) -> None:
+    pass
+
+
+def lines(n: int, start: int = 0) -> list[bytes]:
+    """n JSONL documents: real text when ../shared is there, else synthetic."""
+    out: list[bytes] = []
+    if TEXT.exists():
+        with open(TEXT, "rb") as f:
+            for i, line in enumerate(f):
+                if i >= start:
+                    out.append(json.dumps({"text": json.loads(line)["text"][:1500]}, ensure_ascii=False).encode() + b"\n")
+                if len(out) == n:
+                    break
+    else:
+        out = [json.dumps({"text": f"Document {i}: " + "word " * (i % 97)}).encode() + b"\n" for i in range(start, start + n)]
+    return out
+
+
+def make_cfg(inp, out: Path, *, workers: int = 1, seq_len: int = 128, **extra):
+    d = {
+        "input": {"paths": [str(p) for p in (inp if isinstance(inp, list) else [inp])], "unit_bytes": 20_000,
+                  "batch_rows": 64},
+        "tokenizer": {"path": str(TINY)},
+        "pack": {"seq_len": seq_len},
+        "output": {"dir": str(out)},
+        "run": {"workers": workers, "progress": "none", "histogram": False},
+    }
+    for k, v in extra.items():
+        d.setdefault(k, {}).update(v) if isinstance(v, dict) else d.__setitem__(k, v)
+    return config_from_dict(d)
+
+
+def folder(out: Path) -> dict[str, bytes]:
+    """Every unit file (shards, rejects) byte for byte; markers without their timings."""
+    res = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.glob("shard-*.parquet"))}
+    res.update({str(p.relative_to(out)): p.read_bytes() for p in sorted(out.glob("rejects/*"))})
+    for p in sorted(out.glob("shard-*.done.json")):
+        m = json.loads(p.read_text())
+        m.pop("seconds")
+        m["input"]["files"] = [[Path(f[0]).name, *f[1:]] for f in m["input"]["files"]]  # not the folder
+        res[p.name] = json.dumps(m, sort_keys=True).encode()
+    return res
+
+
+def assert_consistent(out: Path, manifest: dict) -> None:
+    """The folder holds exactly the manifest's shards, markers and rejects, nothing stale."""
+    names = {s["shard"] for s in manifest["shards"]}
+    assert {p.name for p in out.glob("shard-*.parquet")} == names
+    assert {p.name for p in out.glob("shard-*.done.json")} == {n.replace(".parquet", ".done.json") for n in names}
+    assert {f"rejects/{p.name}" for p in out.glob("rejects/*")} == set(manifest["rejects"]["files"])
+    assert not list(out.rglob("*.tmp-*"))
+
+
+def fresh(cfg_inp, tmp_path: Path, name: str, **kw) -> dict[str, bytes]:
+    run(make_cfg(cfg_inp, tmp_path / name, **kw), log=quiet)
+    return folder(tmp_path / name)
+
+
+# -- resume never reuses stale work --------------------------------------------------------------
+def test_prepend_a_line_then_resume_redoes_every_shifted_unit(tmp_path):
+    """The issue's case: some units done (here: all but the last two, as after a kill), one line
+    prepended to the input, rerun with --resume: the result is a fresh run's, rows_read = 421."""
+    inp = tmp_path / "c.jsonl"
+    body = lines(420)
+    inp.write_bytes(b"".join(body))
+    out = tmp_path / "o"
+    m0 = run(make_cfg(inp, out), log=quiet)
+    n = len(m0["shards"])
+    assert n >= 6
+    for i in (n - 2, n - 1):  # killed before its last units
+        (out / f"shard-{i:05d}.done.json").unlink()
+    (out / "manifest.json").unlink()
+    inp.write_bytes(json.dumps({"text": "A new first line."}).encode() + b"\n" + b"".join(body))
+    logs: list[str] = []
+    m = run(make_cfg(inp, out), resume=True, log=logs.append)
+    assert m["totals"]["rows_read"] == 421 and m["totals"]["documents"] == 421
+    assert folder(out) == fresh(inp, tmp_path, "fresh")
+    assert_consistent(out, m)
+    assert any("input changed since the unit was done" in x for x in logs)
+
+
+def test_input_shrank_then_plain_rerun_leaves_no_orphans(tmp_path):
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(420)))
+    out = tmp_path / "o"
+    n_before = len(run(make_cfg(inp, out), log=quiet)["shards"])
+    inp.write_bytes(b"".join(lines(150)))
+    logs: list[str] = []
+    m = run(make_cfg(inp, out), log=logs.append)
+    assert len(m["shards"]) < n_before
+    assert m["totals"]["rows_read"] == 150
+    assert folder(out) == fresh(inp, tmp_path, "fresh")
+    assert_consistent(out, m)
+    assert any("not in this plan" in x for x in logs)
+
+
+def test_same_size_same_mtime_rewrite_is_caught_by_the_hash(tmp_path):
+    """A byte changed in place with size and mtime restored (cp -p, rsync -a would do that): the
+    xxh3 of the unit's byte range differs, so that unit (and only it) is redone."""
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(300)))
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    st = inp.stat()
+    data = bytearray(inp.read_bytes())
+    k = data.index(b'"text": "') + 9
+    data[k:k + 1] = b"Z" if data[k:k + 1] != b"Z" else b"Y"
+    inp.write_bytes(bytes(data))
+    os.utime(inp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    m = run(make_cfg(inp, out), log=quiet)
+    assert m["units_processed"] == 1
+    assert folder(out) == fresh(inp, tmp_path, "fresh")
+
+
+def test_appended_input_keeps_the_units_before(tmp_path):
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(300)))
+    out = tmp_path / "o"
+    n = len(run(make_cfg(inp, out), log=quiet)["shards"])
+    with open(inp, "ab") as f:
+        f.write(b"".join(lines(100, start=300)))
+    m = run(make_cfg(inp, out), log=quiet)
+    assert m["units_skipped"] == n - 1  # the last unit's range grew; the others' bytes are the same
+    assert folder(out) == fresh(inp, tmp_path, "fresh")
+    assert_consistent(out, m)
+
+
+def test_stale_rejects_file_of_a_redone_unit_is_removed(tmp_path):
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b'{"text": "a"}\n{"text": null}\n{"text": "b"}\n')
+    out = tmp_path / "o"
+    assert run(make_cfg(inp, out), log=quiet)["rejects"]["files"] == ["rejects/rejects-00000.jsonl"]
+    inp.write_bytes(b'{"text": "a"}\n{"text": "c"}\n{"text": "b"}\n')
+    m = run(make_cfg(inp, out), log=quiet)
+    assert m["totals"]["rejects"] == 0 and not list(out.glob("rejects/*"))
+    assert_consistent(out, m)
+
+
+def test_output_folder_inside_a_recursive_glob(tmp_path):
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "sub" / "a.jsonl").write_bytes(b"".join(lines(50)) + b'{"text": null}\n')
+    out = data / "out"
+    cfg = make_cfg(str(data / "**" / "*.jsonl"), out)
+    m1 = run(cfg, log=quiet)
+    assert list(out.glob("rejects/*.jsonl"))  # a .jsonl inside the glob's reach
+    m2 = run(cfg, log=quiet)
+    assert m2["totals"]["rows_read"] == m1["totals"]["rows_read"] == 51
+    assert m2["units_skipped"] == len(m2["shards"]) == len(m1["shards"])
+
+
+# -- one run per folder ---------------------------------------------------------------------------
+def cli_env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def write_toml(path: Path, inp: Path, out: Path, seq_len: int = 128) -> Path:
+    path.write_text(f'[input]\npaths = ["{inp}"]\nunit_bytes = 20000\n[tokenizer]\npath = "{TINY}"\n'
+                    f'[pack]\nseq_len = {seq_len}\n[output]\ndir = "{out}"\n'
+                    '[run]\nworkers = 1\nprogress = "none"\nhistogram = false\n')
+    return path
+
+
+def test_second_run_into_a_held_folder_stops_with_the_holders_pid(tmp_path):
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(40)))
+    out = tmp_path / "o"
+    toml = write_toml(tmp_path / "c.toml", inp, out)
+    holder = OutputFolder(out)
+    with holder.lock():
+        planted = out / "shard-00000.parquet.tmp-424242"  # a live run's temporary
+        planted.write_bytes(b"half")
+        r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", str(toml)], env=cli_env(),
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.count("\n") == 1 and f"in use by another rmlprep run (pid {os.getpid()} on " in r.stderr
+        assert "Traceback" not in r.stderr
+        assert planted.exists()  # not deleted under the live run
+        with pytest.raises(OutputError, match=f"pid {os.getpid()}"):
+            run(make_cfg(inp, out), log=quiet)
+    m = run(make_cfg(inp, out), log=quiet)  # released: the next run takes it and cleans up
+    assert not planted.exists()
+    assert_consistent(out, m)
+
+
+def test_two_runs_started_together_never_mix_configs(tmp_path):
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(400)))
+    out = tmp_path / "o"
+    a = subprocess.Popen([sys.executable, "-m", "rmlprep.cli", "run", str(write_toml(tmp_path / "a.toml", inp, out, 128))],
+                         env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    b = subprocess.Popen([sys.executable, "-m", "rmlprep.cli", "run", str(write_toml(tmp_path / "b.toml", inp, out, 64))],
+                         env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ea, eb = a.communicate(timeout=180)[1], b.communicate(timeout=180)[1]
+    assert sorted([a.returncode, b.returncode]) == [0, 2], (ea, eb)
+    loser = ea if a.returncode else eb
+    assert "Traceback" not in loser and ("in use by another rmlprep run" in loser or "different config" in loser)
+    manifest = json.loads((out / "manifest.json").read_text())
+    hashes = {json.loads(p.read_text())["config_hash"] for p in out.glob("shard-*.done.json")}
+    assert hashes == {manifest["config_hash"]}
+    assert_consistent(out, manifest)
+
+
+# -- environment faults ---------------------------------------------------------------------------
+def test_read_only_output_is_refused_before_parity(tmp_path, monkeypatch, capsys):
+    """Simulated (root ignores chmod): the lock's probe cannot create a file → exit 2, one line,
+    before the parity stage logs anything."""
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(40)))
+    toml = write_toml(tmp_path / "c.toml", inp, tmp_path / "o")
+    real_open = os.open
+
+    def read_only(path, flags, *a, **k):
+        if str(path).startswith(str(tmp_path / "o")) and flags & os.O_CREAT:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *a, **k)
+
+    monkeypatch.setattr(output_mod.os, "open", read_only)
+    assert cli.main(["run", str(toml)]) == 2
+    err = capsys.readouterr().err
+    assert "Read-only file system; the file system is read-only: choose another --output" in err
+    assert "parity:" not in err and "Traceback" not in err
+    assert not list((tmp_path / "o").glob("shard-*"))
+
+
+def half_then_fail(exc: OSError):
+    def write_table(table, where, **kw):
+        where.write(b"PAR1" + b"\0" * 1000)  # half a shard on disk
+        raise exc
+
+    return write_table
+
+
+def test_simulated_disk_full_exit_2_and_nothing_looks_done(tmp_path, monkeypatch, capsys):
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(200)))
+    out = tmp_path / "o"
+    toml = write_toml(tmp_path / "c.toml", inp, out)
+    monkeypatch.setattr(writers_mod.pq, "write_table", half_then_fail(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
+    assert cli.main(["run", str(toml)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len([x for x in err if x.startswith("rmlprep: error")]) == 1
+    assert "No space left on device; the disk is full" in err[-1] and "shard-0000" in err[-1]
+    assert not list(out.glob("shard-*")) and not list(out.rglob("*.tmp-*")) and not (out / "manifest.json").exists()
+    monkeypatch.undo()
+    m = run(make_cfg(inp, out), log=quiet)  # space back: the rerun completes
+    assert folder(out) == fresh(inp, tmp_path, "fresh")
+    assert_consistent(out, m)
+
+
+def _namespace_prefix() -> list[str] | None:
+    """A command prefix that runs a shell in a private mount namespace, or None."""
+    for prefix in (["unshare", "--user", "--map-root-user", "--mount"], ["unshare", "--mount"]):
+        try:
+            r = subprocess.run(prefix + ["sh", "-c", "mount -t tmpfs -o size=1m none /mnt 2>/dev/null || "
+                                         "mount -t tmpfs -o size=1m none \"$TMPDIR\""],
+                               capture_output=True, timeout=20, env={**os.environ, "TMPDIR": "/tmp"})
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if r.returncode == 0:
+            return prefix
+    return None
+
+
+def test_real_full_disk_on_a_3mb_tmpfs(tmp_path):
+    """A real ENOSPC: the output on a 3 MB tmpfs (in a private mount namespace), input ~4x that."""
+    prefix = _namespace_prefix()
+    if prefix is None:
+        pytest.skip("cannot mount a tmpfs here (no unshare / mount namespaces for this user)")
+    inp = tmp_path / "c.jsonl"
+    body = lines(2000) if TEXT.exists() else lines(20000)
+    inp.write_bytes(b"".join(body))
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    out = mnt / "o"
+    toml = tmp_path / "c.toml"
+    toml.write_text(f'[input]\npaths = ["{inp}"]\nunit_bytes = 200000\n[tokenizer]\npath = "{TINY}"\n'
+                    f'[pack]\nseq_len = 256\n[output]\ndir = "{out}"\ncompression = "none"\n'
+                    '[run]\nworkers = 2\nprogress = "none"\nhistogram = false\n')
+    check = tmp_path / "check.py"
+    check.write_text(
+        "import json, sys, pathlib\nimport pyarrow.parquet as pq\nfrom rmlprep.shards import sha256_file\n"
+        f"out = pathlib.Path({str(out)!r})\nres = {{'tmp': [str(p) for p in out.rglob('*.tmp-*')], 'bad': []}}\n"
+        "for m in out.glob('shard-*.done.json'):\n"
+        "    rec = json.loads(m.read_text()); s = out / rec['shard']\n"
+        "    if not s.exists() or sha256_file(s) != rec['sha256']: res['bad'].append(m.name)\n"
+        "    else: pq.read_table(s)\n"
+        "res['markers'] = len(list(out.glob('shard-*.done.json')))\n"
+        "res['shards'] = len(list(out.glob('shard-*.parquet')))\n"
+        "for s in out.glob('shard-*.parquet'): pq.read_metadata(s)\n"
+        "print(json.dumps(res))\n")
+    script = (f"mount -t tmpfs -o size=3m none {mnt} && "
+              f"{sys.executable} -m rmlprep.cli run {toml} 2>{tmp_path}/err; echo $? > {tmp_path}/rc; "
+              f"{sys.executable} {check}")
+    r = subprocess.run(prefix + ["sh", "-c", script], env=cli_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rc = int((tmp_path / "rc").read_text())
+    err = (tmp_path / "err").read_text()
+    assert rc == 2, err
+    assert err.strip().splitlines()[-1].startswith("rmlprep: error: ") and "No space left on device" in err
+    assert "Traceback" not in err
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["tmp"] == [] and res["bad"] == []  # no half shard, every marker vouches for a whole shard
+    assert res["shards"] >= res["markers"]  # a shard without a marker is redone on resume
+
+
+def test_real_read_only_output(tmp_path):
+    """A real read-only folder: chmod 555 for a normal user; for root (which ignores modes) a
+    read-only tmpfs in a private mount namespace. Exit 2, one line, before parity."""
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(40)))
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    toml = write_toml(tmp_path / "c.toml", inp, ro / "o")
+    cmd = [sys.executable, "-m", "rmlprep.cli", "run", str(toml)]
+    if os.geteuid() != 0:
+        ro.chmod(0o555)
+        try:
+            r = subprocess.run(cmd, env=cli_env(), capture_output=True, text=True, timeout=120)
+        finally:
+            ro.chmod(0o755)
+        rc, err = r.returncode, r.stderr
+    else:
+        prefix = _namespace_prefix()
+        if prefix is None:
+            pytest.skip("running as root and cannot mount a read-only tmpfs (no mount namespaces)")
+        script = f"mount -t tmpfs -o ro,size=1m none {ro} && {' '.join(cmd)} 2>{tmp_path}/err; echo $? > {tmp_path}/rc"
+        subprocess.run(prefix + ["sh", "-c", script], env=cli_env(), timeout=120, check=True)
+        rc, err = int((tmp_path / "rc").read_text()), (tmp_path / "err").read_text()
+    assert rc == 2, err
+    assert err.count("\n") == 1 and ("Read-only file system" in err or "Permission denied" in err), err
+    assert "parity:" not in err and "Traceback" not in err
+
+
+# -- the commit order (fault injection) -----------------------------------------------------------
+def test_a_stalled_writer_never_shows_a_shard_under_its_final_name(tmp_path, monkeypatch):
+    """The writer is stopped midway through every shard and the folder is looked at: no shard
+    is under its final name and no marker exists for it until the writer is done."""
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(200)))
+    out = tmp_path / "o"
+    real = writers_mod.pq.write_table
+    seen: list[tuple[str, bool, bool]] = []
+
+    def stalling(table, where, **kw):
+        where.write(b"PAR1")
+        where.flush()
+        unit = int(table.schema.metadata[b"rmlprep.unit"])
+        seen.append((f"shard-{unit:05d}", (out / f"shard-{unit:05d}.parquet").exists(),
+                     (out / f"shard-{unit:05d}.done.json").exists()))
+        where.seek(0)
+        where.truncate()
+        real(table, where, **kw)
+
+    monkeypatch.setattr(writers_mod.pq, "write_table", stalling)
+    m = run(make_cfg(inp, out), log=quiet)
+    assert len(seen) == len(m["shards"]) >= 3
+    assert all(not shard and not marker for _, shard, marker in seen), seen
+    monkeypatch.undo()
+    assert folder(out) == fresh(inp, tmp_path, "fresh")
+
+
+def test_a_failed_rename_leaves_no_done_marker(tmp_path, monkeypatch):
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(200)))
+    out = tmp_path / "o"
+    real = output_mod.os.replace
+
+    def failing(src, dst):
+        if str(dst).endswith("shard-00001.parquet"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(output_mod.os, "replace", failing)
+    with pytest.raises(OutputError, match=r"shard-00001.parquet: Input/output error"):
+        run(make_cfg(inp, out), log=quiet)
+    assert not (out / "shard-00001.done.json").exists() and not (out / "shard-00001.parquet").exists()
+    assert not list(out.rglob("*.tmp-*"))
+    monkeypatch.undo()
+    m = run(make_cfg(inp, out), resume=True, log=quiet)
+    assert folder(out) == fresh(inp, tmp_path, "fresh")
+    assert_consistent(out, m)
+
+
+# -- every output loads ---------------------------------------------------------------------------
+def test_a_unit_of_only_rejected_rows_loads_everywhere(tmp_path):
+    """b.jsonl has only blank and null rows: its shard has no row group, and datasets,
+    pyarrow.dataset and pandas all read the whole output (a 0-row row group breaks datasets)."""
+    datasets = pytest.importorskip("datasets")
+    pd = pytest.importorskip("pandas")
+    import pyarrow.dataset as ds
+
+    (tmp_path / "a.jsonl").write_bytes(b"".join(lines(30)))
+    (tmp_path / "b.jsonl").write_bytes(b'{"text": null}\n\n{"text": 5}\n')
+    out = tmp_path / "o"
+    m = run(make_cfg([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], out, input={"unit_bytes": 10**6}), log=quiet)
+    shards = sorted(str(p) for p in out.glob("shard-*.parquet"))
+    assert len(shards) == 2 and pq.ParquetFile(shards[1]).metadata.num_row_groups == 0
+    rows = m["totals"]["rows"]
+    cache = tmp_path / "hf-cache"
+    assert len(datasets.load_dataset("parquet", data_files=shards, split="train", cache_dir=str(cache))) == rows
+    assert ds.dataset(shards).to_table().num_rows == rows
+    assert sum(len(pd.read_parquet(s)) for s in shards) == rows
+    empty = ds.dataset(shards[1:]).to_table()  # alone (datasets refuses any empty split, by design)
+    assert empty.num_rows == 0 and "input_ids" in empty.column_names and len(pd.read_parquet(shards[1])) == 0
+    assert m["shards"][1]["rows"] == 0 and m["shards"][1]["rejects"] == 2
+
+
+# -- lone surrogates ------------------------------------------------------------------------------
+@pytest.mark.parametrize("workers", [1, 2])
+def test_lone_surrogates_are_replaced_and_counted(tmp_path, workers):
+    """JSON-escaped lone surrogates (``\\ud800`` alone) are kept as U+FFFD and counted; a pair
+    escaped as two halves is one character, as json decodes it."""
+    rows = [r'{"text": "lone \ud800 surrogate"}', r'{"text": "low \udfff end\ud83d"}', r'{"text": "pair \ud83d\ude00 ok"}',
+            '{"text": "plain"}'] * 40
+    inp = tmp_path / "s.jsonl"
+    inp.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "o"
+    m = run(make_cfg(inp, out, workers=workers, input={"unit_bytes": 1000}), log=quiet)
+    assert m["totals"]["documents"] == 160 and m["totals"]["rejects"] == 0
+    assert m["totals"]["lone_surrogate_rows"] == 80
+    tok = open_tokenizer(str(TINY))[0]
+    want = [tok.encode(t, parse_special=False) + [tok.eos_id]
+            for t in ["lone \ufffd surrogate", "low \ufffd end\ufffd", "pair \U0001F600 ok", "plain"] * 40]
+    got = []
+    for p in sorted(out.glob("shard-*.parquet")):
+        docs = unpack(pq.read_table(p))
+        got.extend(docs[i].tolist() for i in range(len(docs)))
+    assert got == want
+
+
+def test_lone_surrogates_in_conversations(tmp_path):
+    rows = [json.dumps({"messages": [{"role": "user", "content": "hi \ud800"},
+                                     {"role": "assistant", "content": "ok"}]}),
+            json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]})]
+    inp = tmp_path / "c.jsonl"
+    inp.write_text("\n".join(rows) + "\n")
+    m = run(make_cfg(inp, tmp_path / "o", pipeline="sft", chat={"format": "chatml"}, input={"column": "messages"},
+                     pack={"overflow": "truncate"}, parity={"chat": False}), log=quiet)
+    assert m["totals"]["documents"] == 2 and m["totals"]["lone_surrogate_rows"] == 1
+
+
+def test_rejected_values_with_surrogates_stay_valid_json(tmp_path):
+    inp = tmp_path / "c.jsonl"
+    inp.write_text('{"text": ["\\ud800 in a list"]}\n{"text": "fine"}\n')
+    out = tmp_path / "o"
+    m = run(make_cfg(inp, out), log=quiet)
+    assert m["totals"]["rejects"] == 1
+    rec = json.loads((out / "rejects" / "rejects-00000.jsonl").read_bytes().decode("utf-8"))
+    assert "list" in rec["reason"]
+    np.testing.assert_equal(m["totals"]["documents"], 1)
