@@ -66,6 +66,7 @@ _warned = False
 _module = None
 _module_error: str | None = None
 
+_MAX_VOCAB = (1 << 21) - 1  # ids and priorities the native tables can hold
 _MERGEABLE_TYPES = (int(TokenType.NORMAL), int(TokenType.USER_DEFINED))
 _NOT_A_SYMBOL = (int(TokenType.CONTROL), int(TokenType.UNUSED))
 
@@ -211,6 +212,8 @@ _PATTERN_CODES = {
     "qwen2": "PAT_QWEN2",
     "digits": "PAT_DIGITS",
     "digits_individual": "PAT_DIGITS_INDIVIDUAL",
+    "cl100k_base": "PAT_CL100K",
+    "o200k_base": "PAT_O200K",
 }
 
 
@@ -241,6 +244,8 @@ def make_native(tokenizer) -> NativeEncoder | None:
     vocab = spec.vocab
     types = spec.token_types
     n = len(vocab)
+    if n >= _MAX_VOCAB:
+        return None  # the native pair table packs ids in 21 bits
     t2i = tokenizer._tok2id
     byte_level = spec.kind == BYTE_LEVEL
 

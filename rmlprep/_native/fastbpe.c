@@ -4,18 +4,28 @@
  * text segment (specials already cut out, normalizers and prefix space applied; SentencePiece
  * text already spelled with U+2581) exactly as the pure-Python path of rmlprep/tokenizer.py:
  *
- *   byte-level:    hand-written pre-split matchers (GPT-2, Llama 3, Qwen2, digit splits) over the
- *                  str's code points -> per piece: UTF-8 bytes, whole-token lookup when the spec
- *                  says ignore_merges, the bounded piece cache, else the merge loop.
- *   SentencePiece: words split as tokenizer._encode_sentencepiece does -> code-point symbols
- *                  (unknown characters are barriers that never merge) -> the merge loop ->
- *                  byte fallback <0xXX> / unk for unknown characters.
+ *   byte-level:    the text as UTF-8 (a str is converted once; an ASCII str is read in place) ->
+ *                  hand-written pre-split matchers (GPT-2, Llama 3, Qwen2, cl100k_base,
+ *                  o200k_base, digit splits; split_utf8.h) -> per piece: the piece cache, else
+ *                  the whole-token lookup when the spec says ignore_merges, else the merge loop.
+ *   SentencePiece: words split as tokenizer._encode_sentencepiece does -> the piece cache, else
+ *                  code-point symbols (unknown characters are barriers that never merge) -> the
+ *                  merge loop -> byte fallback <0xXX> / unk for unknown characters.
+ *
+ * Pieces are handled in batches: the splitter fills a batch, then every piece's cache slot is
+ * hashed and prefetched before any is probed, so the probes' cache misses overlap instead of
+ * queueing one behind the other.
  *
  * The merge loop is rmlprep/bpe.py's: lowest (priority, position) first, where priority is the
  * merge rank, or the dense rank of -score in scores mode (equal scores share a rank, so ties go
  * leftmost). Short words use a scan for the minimum (same order, no heap); long ones a binary
  * heap of (priority << 32 | position) keys whose staleness is checked by looking the current
  * pair up again (equal priority at an equal position is the same choice).
+ *
+ * The piece cache (one per slot) is an open-addressing table of 32-byte entries: a piece of up
+ * to 16 bytes is its own key (two words) and up to 3 ids sit inline; longer keys and id lists
+ * live in arenas. It grows to CACHE_SLOTS_MAX slots; when full, a sweep keeps only the entries hit
+ * since the last sweep (one-off pieces go, pieces in use stay), so memory is bounded.
  *
  * Threads: tables are read-only after construction. Each call takes one of a few cache slots
  * (piece cache + scratch buffers) with a try-lock, or runs uncached if all are busy, and
@@ -26,6 +36,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,30 +51,34 @@
 #define PAT_QWEN2 3
 #define PAT_DIGITS 4
 #define PAT_DIGITS_INDIVIDUAL 5
+#define PAT_CL100K 6
+#define PAT_O200K 7
+#define PAT_MAX 7
 #define MAX_STAGES 8
 
 #define SP_WHOLE 0
 #define SP_WORDS 1
 #define SP_SPACE_SPLIT 2
-#define SP_SPACE 0x2581u
 
 #define BARRIER 0x80000000u /* SentencePiece symbol of an unknown character: BARRIER | index */
 #define DEAD 0xFFFFFFFFu
 #define NO_RANK 0xFFFFFFFFu
 
 #define N_SLOTS 8
+#define BATCH 128                  /* pieces hashed and prefetched together */
+#define SHORT_KEY 16               /* bytes; keys up to this are stored inline */
 #define CACHE_KEY_MAX 256          /* bytes; longer pieces are not cached */
-#define CACHE_SLOTS_MAX (1u << 19) /* hash slots per generation; at most half are used */
-#define CACHE_KEYS_MAX (8u << 20)  /* bytes of keys per generation */
-#define CACHE_VALS_MAX (2u << 20)  /* ids per generation */
+#define CACHE_SLOTS_MIN (1u << 12)
+#define CACHE_SLOTS_MAX (1u << 20) /* 32 MB of slots; at most 5/8 are used */
+#define CACHE_KEYS_MAX (16u << 20) /* bytes of long keys */
+#define CACHE_VALS_MAX (4u << 20)  /* ids of long id lists */
+#define INLINE_IDS 3
+#define FRONT_BITS 13              /* front cache: 8192 entries, 256 KB */
+#define USED 0x8000u               /* CEntry.nids flag: hit since the last sweep */
 #define SMALL_WORD 48              /* symbols; up to this the merge loop scans instead of a heap */
-#define GIL_RELEASE_CHARS 4096
+#define GIL_RELEASE_BYTES 4096
 #define SCRATCH_KEEP (1u << 20)    /* scratch above this many bytes is freed after a call */
-
-static inline int cls_of(uint32_t c)
-{
-    return RML_CLASS_STAGE2[RML_CLASS_STAGE1[c >> 8]][c & 0xFF];
-}
+#define PAD 16                     /* readable bytes after a converted text (whole-word key loads) */
 
 /* ---------------------------------------------------------------------------------------- */
 /* hashing */
@@ -76,21 +91,76 @@ static inline uint64_t mix64(uint64_t h)
     return h;
 }
 
-static inline uint64_t hash_bytes(const uint8_t *p, size_t n)
+static inline uint64_t mum(uint64_t a, uint64_t b)
 {
-    uint64_t h = 0x243F6A8885A308D3ULL ^ (n * 0x9E3779B97F4A7C15ULL);
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
-        h ^= h >> 29;
-        p += 8;
-        n -= 8;
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+/* Hash of a key of up to SHORT_KEY bytes given as two zero-padded words. */
+static inline uint64_t hash_short(uint64_t k0, uint64_t k1, size_t n)
+{
+    return mum(k0 ^ 0x243F6A8885A308D3ULL, k1 ^ (0x13198A2E03707344ULL + n));
+}
+
+static inline uint64_t hash_long(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xA4093822299F31D0ULL ^ n;
+    while (n >= 16) {
+        uint64_t a, b;
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, 8);
+        h = mum(a ^ h, b ^ 0x082EFA98EC4E6C89ULL);
+        p += 16;
+        n -= 16;
     }
-    uint64_t v = 0;
-    memcpy(&v, p, n);
-    h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
-    return mix64(h);
+    uint64_t a = 0, b = 0;
+    if (n > 8) {
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, n - 8);
+    } else {
+        memcpy(&a, p, n);
+    }
+    return mum(a ^ h, b ^ 0x452821E638D01377ULL);
+}
+
+static const uint64_t MASK_LO[SHORT_KEY + 1] = {
+    0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFFULL, 0xFFFFFFFFFFULL, 0xFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFULL,
+    ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL,
+};
+static const uint64_t MASK_HI[SHORT_KEY + 1] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFFULL, 0xFFFFFFFFFFULL, 0xFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFULL, ~0ULL,
+};
+
+/* The two zero-padded words of a key of n <= SHORT_KEY bytes at p; `safe`: 16 bytes are readable. */
+static inline void load_short(const uint8_t *p, size_t n, int safe, uint64_t *k0, uint64_t *k1)
+{
+    uint64_t a = 0, b = 0;
+    if (safe) {
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, 8);
+        a &= MASK_LO[n];
+        b &= MASK_HI[n];
+    } else if (n > 8) {
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, n - 8);
+    } else {
+        memcpy(&a, p, n);
+    }
+    *k0 = a;
+    *k1 = b;
+}
+
+/* The hash of any key (short keys by their words, as the tables store them). */
+static inline uint64_t hash_key(const uint8_t *p, size_t n, int safe, uint64_t *k0, uint64_t *k1)
+{
+    if (n <= SHORT_KEY) {
+        load_short(p, n, safe, k0, k1);
+        return hash_short(*k0, *k1, n);
+    }
+    *k0 = *k1 = 0;
+    return hash_long(p, n);
 }
 
 static size_t pow2_at_least(size_t n)
@@ -101,70 +171,122 @@ static size_t pow2_at_least(size_t n)
     return s;
 }
 
-/* (left id, right id) -> (priority, merged id) */
-typedef struct {
-    uint64_t key;
-    uint32_t rank;
-    uint32_t merged;
-} PairEntry;
+/* ---------------------------------------------------------------------------------------- */
+/* read-only tables */
+
+/* Big tables (pair map, whole-token map, piece caches) are read at random: on 2 MB pages
+ * (transparent huge pages, where the kernel allows them on request) a lookup costs one TLB
+ * entry instead of a page walk. */
+#define HUGE_PAGE (2u << 20)
+
+static void *big_alloc(size_t bytes)
+{
+    if (bytes < HUGE_PAGE)
+        return malloc(bytes);
+    void *p;
+    size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    if (posix_memalign(&p, HUGE_PAGE, rounded) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static void *big_calloc(size_t bytes)
+{
+    void *p = big_alloc(bytes);
+    if (p != NULL)
+        memset(p, 0, bytes);
+    return p;
+}
+
+/* (left id, right id) -> value, one 8-byte slot each: left | right << 21 | value << 42 (ids and
+ * values below 2^21 - 1). When every pair has a priority of its own (merges: the rank) the value
+ * is that priority and the merged id is merged_of[value]; otherwise (scores: equal scores share
+ * a priority) the value is the merged id and its priority is prio_of[value]. Half the bytes of a
+ * (key, rank, merged) entry: GPT-2's table fits in L2. */
+#define PK_BITS 21
+#define PK_LIMIT ((1u << PK_BITS) - 1)
+#define PK_KEY ((1ULL << (2 * PK_BITS)) - 1)
+#define PAIR_EMPTY 0xFFFFFFFFFFFFFFFFULL
+#define NO_VALUE 0xFFFFFFFFu
 
 typedef struct {
-    PairEntry *tab;
+    uint64_t *tab;
     size_t mask;
+    int by_rank;
+    uint32_t *merged_of; /* by_rank: priority -> merged id */
+    uint32_t *prio_of;   /* else: merged id -> priority */
 } PairMap;
 
-#define PAIR_EMPTY 0xFFFFFFFFFFFFFFFFULL
+static inline uint64_t pair_key(uint32_t a, uint32_t b)
+{
+    return (uint64_t)a | ((uint64_t)b << PK_BITS);
+}
 
-static inline const PairEntry *pair_get(const PairMap *m, uint32_t a, uint32_t b)
+/* The pair's value, or NO_VALUE (no merge; barrier symbols never merge). */
+static inline uint32_t pair_value(const PairMap *m, uint32_t a, uint32_t b)
 {
     if ((a | b) & BARRIER || m->tab == NULL)
-        return NULL;
-    uint64_t key = ((uint64_t)a << 32) | b;
+        return NO_VALUE;
+    uint64_t key = pair_key(a, b);
     size_t i = (size_t)mix64(key) & m->mask;
     for (;;) {
-        const PairEntry *e = &m->tab[i];
-        if (e->key == key)
-            return e;
-        if (e->key == PAIR_EMPTY)
-            return NULL;
+        uint64_t s = m->tab[i];
+        if ((s & PK_KEY) == key)
+            return (uint32_t)(s >> (2 * PK_BITS));
+        if (s == PAIR_EMPTY)
+            return NO_VALUE;
         i = (i + 1) & m->mask;
     }
 }
 
 static inline void pair_prefetch(const PairMap *m, uint32_t a, uint32_t b)
 {
-    if (m->tab != NULL) {
-        uint64_t key = ((uint64_t)a << 32) | b;
-        __builtin_prefetch(&m->tab[(size_t)mix64(key) & m->mask]);
-    }
+    if (m->tab != NULL)
+        __builtin_prefetch(&m->tab[(size_t)mix64(pair_key(a, b)) & m->mask]);
 }
 
-/* bytes -> id (whole-token lookup) */
-typedef struct {
-    uint64_t hash;
-    uint32_t off;
-    uint32_t len;
-    int32_t id;
-} StrEntry;
+static inline uint32_t v_prio(const PairMap *m, uint32_t v)
+{
+    return v == NO_VALUE ? NO_RANK : m->by_rank ? v : m->prio_of[v];
+}
 
+static inline uint32_t v_merged(const PairMap *m, uint32_t v)
+{
+    return m->by_rank ? m->merged_of[v] : v;
+}
+
+/* token bytes -> id (the whole-token lookup): slots of fingerprint << 32 | id (0: empty), the
+ * fingerprint from the key's hash; a fingerprint match is confirmed against the token's bytes. */
 typedef struct {
-    StrEntry *tab;
+    uint64_t *tab;
     size_t mask;
     uint8_t *blob;
-} StrMap;
+    uint32_t *off, *len; /* per id */
+} WholeMap;
 
-static inline int32_t strmap_get(const StrMap *m, const uint8_t *k, size_t n)
+static inline uint32_t whole_fp(uint64_t h)
 {
-    if (m->tab == NULL)
+    return (uint32_t)(h >> 32) | 1;
+}
+
+static inline int32_t whole_get(const WholeMap *m, const uint8_t *p, size_t n, uint64_t h)
+{
+    if (m->tab == NULL || n == 0)
         return -1;
-    uint64_t h = hash_bytes(k, n);
+    uint32_t fp = whole_fp(h);
     size_t i = (size_t)h & m->mask;
     for (;;) {
-        const StrEntry *e = &m->tab[i];
-        if (e->id < 0)
+        uint64_t s = m->tab[i];
+        if (s == 0)
             return -1;
-        if (e->hash == h && e->len == n && memcmp(m->blob + e->off, k, n) == 0)
-            return e->id;
+        if ((uint32_t)(s >> 32) == fp) {
+            uint32_t id = (uint32_t)s;
+            if (m->len[id] == n && memcmp(m->blob + m->off[id], p, n) == 0)
+                return (int32_t)id;
+        }
         i = (i + 1) & m->mask;
     }
 }
@@ -206,57 +328,58 @@ typedef struct {
     size_t n, cap;
 } IdVec;
 
+/* A cached piece. klen == 0: empty. klen <= SHORT_KEY: k0, k1 are the key; else k0 is its hash
+ * and k1 its offset in `keys`. nids & ~USED <= INLINE_IDS: the ids are inline; else ids[0] is
+ * their offset in `vals`. */
 typedef struct {
-    uint64_t hash;
-    uint32_t koff, klen, voff, vlen; /* klen == 0: empty slot */
-} CacheEntry;
-
-/* Front cache: direct-mapped, pieces of up to 16 bytes with up to 4 ids, inline (no pointer
- * chasing); small enough to stay in L2, so frequent pieces never touch the big tables. */
-#define L1_BITS 13
-#define L1_KEY 16
-#define L1_IDS 4
-typedef struct {
-    uint64_t k0, k1; /* the key, zero-padded */
-    uint8_t klen;    /* 0: empty */
-    uint8_t nids;
-    uint32_t ids[L1_IDS];
-} L1Entry;
+    uint64_t k0, k1;
+    uint16_t klen;
+    uint16_t nids;
+    uint32_t ids[INLINE_IDS];
+} CEntry;
 
 typedef struct {
-    CacheEntry *tab;
-    uint32_t mask, count;
+    CEntry *front; /* direct-mapped copies of recently used entries (L2-sized), cleared by a sweep */
+    CEntry *tab;
+    uint32_t mask, count, limit;
     uint8_t *keys;
     size_t kn, kcap;
     uint32_t *vals;
     size_t vn, vcap;
+    uint64_t sweeps;
 } Cache;
 
 struct Encoder;
 struct Slot;
 
 typedef struct {
+    uint32_t a, n; /* byte offset in the text, length */
+} Span;
+
+typedef struct {
     const struct Encoder *E;
     struct Slot *slot; /* NULL: no cache (all slots busy, or splitter test mode) */
     IdVec *out;
     int collect;
-    const void *base;
-    uint8_t *u8;
+    const uint8_t *text; /* the current text, UTF-8 */
+    size_t tlen;
+    size_t readable;     /* bytes readable from text (tlen, or tlen + PAD for a converted text) */
+    size_t nspan;
+    Span span[BATCH];
+    uint64_t kh[BATCH], k0[BATCH], k1[BATCH];
+    uint8_t *u8;  /* a converted text */
     size_t u8cap;
-    uint32_t *sym, *rk, *mg;
+    uint8_t *cls; /* byte-level: the text's class array (split_utf8.h) */
+    size_t clscap;
+    uint32_t *sym, *rk, *mg, *cps;
     int32_t *nxt, *prv;
     uint64_t *heap;
     size_t symcap;
 } Ctx;
 
-/* The piece cache has two generations: lookups try the young one, then the old one (a hit there
- * is copied into the young one); when the young one is full the old one is dropped and the young
- * one becomes old. Pieces in use survive a turnover, one-off pieces do not. */
 typedef struct Slot {
     pthread_mutex_t lock;
-    L1Entry *l1;
-    Cache gen[2];
-    int young;
+    Cache cache;
     Ctx ctx;
     IdVec out;
 } Slot;
@@ -273,8 +396,8 @@ typedef struct Encoder {
     int byte_fallback;
     int sp_split;
     PairMap pairs;
-    uint64_t *bytepair; /* byte-level: [b1 << 8 | b2] -> rank << 32 | merged, or ~0 (L2-sized) */
-    StrMap whole;
+    uint32_t *bytepair; /* byte-level: [b1 << 8 | b2] -> the byte symbols' pair value, or NO_VALUE */
+    WholeMap whole;
     CpMap cps;
     PyObject **ints; /* a PyLong per id, so building the result list allocates nothing */
     Py_ssize_t n_vocab;
@@ -299,11 +422,11 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-static inline int reserve_u8(Ctx *x, size_t n)
+static inline int reserve_out(IdVec *o, size_t extra)
 {
-    if (n <= x->u8cap)
+    if (o->n + extra <= o->cap)
         return 0;
-    return grow((void **)&x->u8, &x->u8cap, n, 1);
+    return grow((void **)&o->v, &o->cap, o->n + extra, 4);
 }
 
 static int reserve_syms(Ctx *x, size_t n)
@@ -311,16 +434,13 @@ static int reserve_syms(Ctx *x, size_t n)
     if (n <= x->symcap)
         return 0;
     size_t c = pow2_at_least(n);
-    uint32_t *sym = realloc(x->sym, c * 4), *rk, *mg;
-    if (sym == NULL)
-        return -1;
-    x->sym = sym;
-    if ((rk = realloc(x->rk, c * 4)) == NULL)
-        return -1;
-    x->rk = rk;
-    if ((mg = realloc(x->mg, c * 4)) == NULL)
-        return -1;
-    x->mg = mg;
+    uint32_t **u32s[] = {&x->sym, &x->rk, &x->mg, &x->cps};
+    for (size_t k = 0; k < 4; k++) {
+        uint32_t *q = realloc(*u32s[k], c * 4);
+        if (q == NULL)
+            return -1;
+        *u32s[k] = q;
+    }
     int32_t *nxt = realloc(x->nxt, c * 4), *prv;
     if (nxt == NULL)
         return -1;
@@ -339,14 +459,18 @@ static int reserve_syms(Ctx *x, size_t n)
 static void ctx_free_scratch(Ctx *x)
 {
     free(x->u8);
+    free(x->cls);
+    x->cls = NULL;
+    x->clscap = 0;
     free(x->sym);
     free(x->rk);
     free(x->mg);
+    free(x->cps);
     free(x->nxt);
     free(x->prv);
     free(x->heap);
     x->u8 = NULL;
-    x->sym = x->rk = x->mg = NULL;
+    x->sym = x->rk = x->mg = x->cps = NULL;
     x->nxt = x->prv = NULL;
     x->heap = NULL;
     x->u8cap = x->symcap = 0;
@@ -354,7 +478,7 @@ static void ctx_free_scratch(Ctx *x)
 
 static void ctx_trim(Ctx *x)
 {
-    if (x->u8cap > SCRATCH_KEEP || x->symcap * 28 > SCRATCH_KEEP)
+    if (x->u8cap > SCRATCH_KEEP || x->clscap > SCRATCH_KEEP || x->symcap * 32 > SCRATCH_KEEP)
         ctx_free_scratch(x);
 }
 
@@ -387,195 +511,340 @@ static inline uint8_t *put_utf8(uint8_t *o, uint32_t c)
     return o;
 }
 
+#include "split_utf8.h"
+
 /* ---------------------------------------------------------------------------------------- */
-/* piece cache (bounded: cleared when full) */
+/* str -> UTF-8 (surrogatepass), once per text */
 
-static inline L1Entry *l1_slot(Slot *c, const uint8_t *k, size_t n, uint64_t *k0, uint64_t *k1)
+/* Bytes of n code units of `kind` in UTF-8 at most. */
+static inline size_t utf8_bound(int kind, size_t n)
 {
-    uint64_t a = 0, b = 0;
-    if (n > 8) {
-        memcpy(&a, k, 8);
-        memcpy(&b, k + 8, n - 8);
-    } else {
-        memcpy(&a, k, n);
+    return n * (kind == PyUnicode_1BYTE_KIND ? 2 : kind == PyUnicode_2BYTE_KIND ? 3 : 4);
+}
+
+/* One code point to UTF-8 at *o and, when *k is not NULL, its class on each of its bytes. */
+static inline void put_cp(uint8_t **o, uint8_t **k, uint32_t c)
+{
+    uint8_t *o0 = *o;
+    *o = put_utf8(o0, c);
+    if (*k) {
+        uint8_t cl = c < 0x80 ? ASCII_CLS[c] : (uint8_t)cls_cp(c);
+        for (uint8_t *p = o0; p < *o; p++)
+            *(*k)++ = cl;
     }
-    *k0 = a;
-    *k1 = b;
-    uint64_t h = (a * 0x9E3779B97F4A7C15ULL) ^ ((b + n) * 0xC2B2AE3D27D4EB4FULL);
-    return &c->l1[(h ^ (h >> 29)) >> (64 - L1_BITS)];
 }
 
-/* 1 and the ids pushed when k is in the front cache. */
-static inline int l1_get(Ctx *x, const uint8_t *k, size_t n)
+static size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k)
 {
-    Slot *c = x->slot;
-    if (c->l1 == NULL || n > L1_KEY)
-        return 0;
-    uint64_t k0, k1;
-    const L1Entry *e = l1_slot(c, k, n, &k0, &k1);
-    if (e->klen != n || e->k0 != k0 || e->k1 != k1)
-        return 0;
-    IdVec *o = x->out;
-    if (o->n + L1_IDS > o->cap && grow((void **)&o->v, &o->cap, o->n + L1_IDS, 4) < 0)
-        return 0;
-    memcpy(o->v + o->n, e->ids, sizeof(e->ids));
-    o->n += e->nids;
-    return 1;
+    uint8_t *o = o0;
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t v;
+            memcpy(&v, s + i, 8);
+            if (!(v & 0x8080808080808080ULL)) {
+                memcpy(o, &v, 8);
+                if (k)
+                    for (int q = 0; q < 8; q++)
+                        *k++ = ASCII_CLS[o[q]];
+                o += 8;
+                i += 8;
+                continue;
+            }
+        }
+        put_cp(&o, &k, s[i++]);
+    }
+    return (size_t)(o - o0);
 }
 
-static inline void l1_put(Ctx *x, const uint8_t *k, size_t n, const uint32_t *ids, size_t m)
+static size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k)
 {
-    Slot *c = x->slot;
-    if (n > L1_KEY || n == 0 || m > L1_IDS)
-        return;
-    if (c->l1 == NULL && (c->l1 = calloc((size_t)1 << L1_BITS, sizeof(L1Entry))) == NULL)
-        return;
-    uint64_t k0, k1;
-    L1Entry *e = l1_slot(c, k, n, &k0, &k1);
-    e->k0 = k0;
-    e->k1 = k1;
-    e->klen = (uint8_t)n;
-    e->nids = (uint8_t)m;
-    memcpy(e->ids, ids, m * 4);
+    uint8_t *o = o0;
+    size_t i = 0;
+    while (i < n) {
+        if (i + 4 <= n) {
+            uint64_t v;
+            memcpy(&v, s + i, 8);
+            if (!(v & 0xFF80FF80FF80FF80ULL)) {
+                for (int q = 0; q < 4; q++)
+                    o[q] = (uint8_t)s[i + q];
+                if (k)
+                    for (int q = 0; q < 4; q++)
+                        *k++ = ASCII_CLS[o[q]];
+                o += 4;
+                i += 4;
+                continue;
+            }
+        }
+        put_cp(&o, &k, s[i++]);
+    }
+    return (size_t)(o - o0);
 }
 
-static void cache_clear(Cache *c)
+static size_t to_utf8_4(const uint32_t *s, size_t n, uint8_t *o0, uint8_t *k)
 {
-    if (c->tab)
-        memset(c->tab, 0, (size_t)(c->mask + 1) * sizeof(CacheEntry));
-    c->count = 0;
-    c->kn = c->vn = 0;
+    uint8_t *o = o0;
+    for (size_t i = 0; i < n; i++)
+        put_cp(&o, &k, s[i]);
+    return (size_t)(o - o0);
 }
+
+/* Point x->text at the UTF-8 of a str's data (in place for ASCII) and, for byte-level, x->cls at
+ * its class array. -1: out of memory. */
+static int set_text(Ctx *x, const void *data, int kind, int ascii, size_t n)
+{
+    int want_cls = x->E->kind == KIND_BYTE_LEVEL;
+    size_t bound = ascii ? n : utf8_bound(kind, n);
+    if (want_cls && bound + PAD > x->clscap && grow((void **)&x->cls, &x->clscap, bound + PAD, 1) < 0)
+        return -1;
+    uint8_t *k = want_cls ? x->cls : NULL;
+    if (ascii) {
+        x->text = data;
+        x->tlen = n;
+        x->readable = n;
+        if (k)
+            classify_utf8(data, n, k);
+    } else {
+        if (bound + PAD > x->u8cap && grow((void **)&x->u8, &x->u8cap, bound + PAD, 1) < 0)
+            return -1;
+        size_t m;
+        switch (kind) {
+        case PyUnicode_1BYTE_KIND:
+            m = to_utf8_1(data, n, x->u8, k);
+            break;
+        case PyUnicode_2BYTE_KIND:
+            m = to_utf8_2(data, n, x->u8, k);
+            break;
+        default:
+            m = to_utf8_4(data, n, x->u8, k);
+        }
+        memset(x->u8 + m, 0, PAD);
+        x->text = x->u8;
+        x->tlen = m;
+        x->readable = m + PAD;
+    }
+    if (k)
+        memset(x->cls + x->tlen, 0, PAD);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* piece cache */
 
 static void cache_free(Cache *c)
 {
+    free(c->front);
     free(c->tab);
     free(c->keys);
     free(c->vals);
     memset(c, 0, sizeof(*c));
 }
 
-static void cache_put_gen(Slot *sl, Cache *c, uint64_t h, const uint8_t *k, size_t n, const uint32_t *ids,
-                          size_t m);
-
-static int cache_get_gen(Ctx *x, Cache *c, uint64_t h, const uint8_t *k, size_t n)
+static inline uint64_t entry_hash(const CEntry *e)
 {
-    if (c->tab == NULL)
-        return 0;
-    size_t i = (size_t)h & c->mask;
-    for (;;) {
-        const CacheEntry *e = &c->tab[i];
-        if (e->klen == 0)
-            return 0;
-        if (e->hash == h && e->klen == n && memcmp(c->keys + e->koff, k, n) == 0) {
-            IdVec *o = x->out;
-            if (o->n + e->vlen > o->cap && grow((void **)&o->v, &o->cap, o->n + e->vlen, 4) < 0)
-                return 0; /* the caller recomputes and fails on its own allocation */
-            memcpy(o->v + o->n, c->vals + e->voff, (size_t)e->vlen * 4);
-            o->n += e->vlen;
-            return 1;
-        }
-        i = (i + 1) & c->mask;
-    }
+    return e->klen <= SHORT_KEY ? hash_short(e->k0, e->k1, e->klen) : e->k0;
 }
 
-static int cache_get(Ctx *x, uint64_t h, const uint8_t *k, size_t n)
+static void cache_place(Cache *c, const CEntry *src)
 {
-    Slot *sl = x->slot;
-    if (cache_get_gen(x, &sl->gen[sl->young], h, k, n))
-        return 1;
-    Cache *old = &sl->gen[!sl->young];
-    size_t start = x->out->n;
-    if (!cache_get_gen(x, old, h, k, n))
-        return 0;
-    /* promote: copy into the young generation (may turn the generations over) */
-    cache_put_gen(sl, &sl->gen[sl->young], h, k, n, x->out->v + start, x->out->n - start);
-    return 1;
-}
-
-static void cache_insert(Cache *c, const CacheEntry *src)
-{
-    size_t i = (size_t)src->hash & c->mask;
+    size_t i = (size_t)entry_hash(src) & c->mask;
     while (c->tab[i].klen != 0)
         i = (i + 1) & c->mask;
     c->tab[i] = *src;
     c->count++;
 }
 
-/* Remember k -> ids; failures only mean the entry is not kept. */
-static void cache_put(Ctx *x, uint64_t h, const uint8_t *k, size_t n, const uint32_t *ids, size_t m)
+static int cache_alloc(Cache *c, size_t slots)
 {
-    Slot *sl = x->slot;
-    cache_put_gen(sl, &sl->gen[sl->young], h, k, n, ids, m);
+    CEntry *t = big_calloc(slots * sizeof(CEntry));
+    if (t == NULL)
+        return -1;
+    c->tab = t;
+    c->mask = (uint32_t)(slots - 1);
+    c->count = 0;
+    c->limit = (uint32_t)(slots / 8 * 5);
+    return 0;
 }
 
-static void cache_put_gen(Slot *sl, Cache *c, uint64_t h, const uint8_t *k, size_t n, const uint32_t *ids,
-                          size_t m)
+/* Full: keep the entries hit since the last sweep (their arena data compacted), drop the rest;
+ * if that still leaves it over half full, drop everything. Failures leave it empty. */
+static void cache_sweep(Cache *c)
 {
-    if (n == 0 || n > CACHE_KEY_MAX || m > 0xFFFF)
+    CEntry *old = c->tab;
+    size_t size = (size_t)c->mask + 1, kept = 0;
+    for (size_t i = 0; i < size; i++)
+        kept += old[i].klen && (old[i].nids & USED);
+    uint8_t *okeys = c->keys;
+    uint32_t *ovals = c->vals;
+    c->keys = NULL;
+    c->vals = NULL;
+    c->kn = c->kcap = c->vn = c->vcap = 0;
+    c->sweeps++;
+    if (c->front)
+        memset(c->front, 0, sizeof(CEntry) << FRONT_BITS); /* its arena offsets are stale */
+    if (cache_alloc(c, size) < 0) {
+        c->tab = old;
+        memset(old, 0, size * sizeof(CEntry));
+        c->count = 0;
+        free(okeys);
+        free(ovals);
         return;
-    int full = c->tab != NULL && ((c->mask + 1 >= CACHE_SLOTS_MAX && (size_t)(c->count + 1) * 2 > (size_t)c->mask + 1) ||
-                                  c->kn + n > CACHE_KEYS_MAX || c->vn + m > CACHE_VALS_MAX);
-    if (full) {
-        /* young generation full: drop the old one, the young one becomes old */
-        Cache *old = &sl->gen[!sl->young];
-        cache_clear(old);
-        sl->young = !sl->young;
-        c = old;
     }
-    if (c->tab == NULL) {
-        c->tab = calloc(1024, sizeof(CacheEntry));
+    if (kept * 2 <= c->limit) {
+        for (size_t i = 0; i < size; i++) {
+            CEntry e = old[i];
+            if (!e.klen || !(e.nids & USED))
+                continue;
+            e.nids &= ~USED;
+            if (e.klen > SHORT_KEY) {
+                if (grow((void **)&c->keys, &c->kcap, c->kn + e.klen, 1) < 0)
+                    continue;
+                memcpy(c->keys + c->kn, okeys + e.k1, e.klen);
+                e.k1 = c->kn;
+                c->kn += e.klen;
+            }
+            if (e.nids > INLINE_IDS) {
+                if (grow((void **)&c->vals, &c->vcap, c->vn + e.nids, 4) < 0)
+                    continue;
+                memcpy(c->vals + c->vn, ovals + e.ids[0], (size_t)e.nids * 4);
+                e.ids[0] = (uint32_t)c->vn;
+                c->vn += e.nids;
+            }
+            cache_place(c, &e);
+        }
+    }
+    free(old);
+    free(okeys);
+    free(ovals);
+}
+
+static inline CEntry *front_slot(const Cache *c, uint64_t h)
+{
+    return &c->front[h >> (64 - FRONT_BITS)];
+}
+
+/* Remember piece -> ids (in the table and the front); failures only mean it is not kept. */
+static void cache_put(Cache *c, uint64_t h, const uint8_t *p, size_t n, uint64_t k0, uint64_t k1,
+                      const uint32_t *ids, size_t m)
+{
+    if (n == 0 || n > CACHE_KEY_MAX || m > 0x7FFF)
+        return;
+    if (c->tab == NULL && cache_alloc(c, CACHE_SLOTS_MIN) < 0)
+        return;
+    if (c->front == NULL && (c->front = calloc((size_t)1 << FRONT_BITS, sizeof(CEntry))) == NULL)
+        return;
+    if ((n > SHORT_KEY && c->kn + n > CACHE_KEYS_MAX) || (m > INLINE_IDS && c->vn + m > CACHE_VALS_MAX))
+        cache_sweep(c);
+    if (c->count + 1 > c->limit) {
+        size_t size = (size_t)c->mask + 1;
+        if (size >= CACHE_SLOTS_MAX) {
+            cache_sweep(c);
+        } else {
+            CEntry *old = c->tab;
+            if (cache_alloc(c, size * 2) < 0) {
+                c->tab = old;
+                return;
+            }
+            for (size_t i = 0; i < size; i++)
+                if (old[i].klen)
+                    cache_place(c, &old[i]);
+            free(old);
+        }
         if (c->tab == NULL)
             return;
-        c->mask = 1023;
     }
-    if ((size_t)(c->count + 1) * 2 > (size_t)c->mask + 1) { /* grow (below CACHE_SLOTS_MAX) */
-        size_t size = (size_t)c->mask + 1;
-        CacheEntry *old = c->tab;
-        CacheEntry *nt = calloc(size * 2, sizeof(CacheEntry));
-        if (nt == NULL)
+    CEntry e;
+    e.klen = (uint16_t)n;
+    e.nids = (uint16_t)m;
+    if (n <= SHORT_KEY) {
+        e.k0 = k0;
+        e.k1 = k1;
+    } else {
+        if (grow((void **)&c->keys, &c->kcap, c->kn + n, 1) < 0)
             return;
-        c->tab = nt;
-        c->mask = (uint32_t)(size * 2 - 1);
-        c->count = 0;
-        for (size_t i = 0; i < size; i++)
-            if (old[i].klen)
-                cache_insert(c, &old[i]);
-        free(old);
+        memcpy(c->keys + c->kn, p, n);
+        e.k0 = h;
+        e.k1 = c->kn;
+        c->kn += n;
     }
-    if (grow((void **)&c->keys, &c->kcap, c->kn + n, 1) < 0 ||
-        grow((void **)&c->vals, &c->vcap, c->vn + m + 1, 4) < 0)
-        return;
-    CacheEntry e = {h, (uint32_t)c->kn, (uint32_t)n, (uint32_t)c->vn, (uint32_t)m};
-    memcpy(c->keys + c->kn, k, n);
-    memcpy(c->vals + c->vn, ids, m * 4);
-    c->kn += n;
-    c->vn += m;
-    cache_insert(c, &e);
+    if (m <= INLINE_IDS) {
+        memset(e.ids, 0, sizeof(e.ids));
+        memcpy(e.ids, ids, m * 4);
+    } else {
+        if (grow((void **)&c->vals, &c->vcap, c->vn + m, 4) < 0)
+            return;
+        memcpy(c->vals + c->vn, ids, m * 4);
+        e.ids[0] = (uint32_t)c->vn;
+        c->vn += m;
+    }
+    cache_place(c, &e);
+    *front_slot(c, h) = e;
+}
+
+static inline int entry_is(const Cache *c, const CEntry *e, uint64_t h, const uint8_t *p, size_t n,
+                           uint64_t k0, uint64_t k1)
+{
+    if (n <= SHORT_KEY)
+        return e->klen == n && e->k0 == k0 && e->k1 == k1;
+    return e->klen == n && e->k0 == h && memcmp(c->keys + e->k1, p, n) == 0;
+}
+
+static inline long entry_ids(const Cache *c, const CEntry *e, uint32_t *dst)
+{
+    size_t m = e->nids & ~USED;
+    if (m <= INLINE_IDS)
+        memcpy(dst, e->ids, sizeof(e->ids));
+    else
+        memcpy(dst, c->vals + e->ids[0], m * 4);
+    return (long)m;
+}
+
+/* The ids of a cached piece written at dst (room for max(n, INLINE_IDS) ids), their count, or -1.
+ * The front is tried first; a hit in the table marks the entry used and copies it to the front. */
+static inline long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, uint64_t k0, uint64_t k1,
+                             uint32_t *dst)
+{
+    CEntry *f = front_slot(c, h);
+    if (entry_is(c, f, h, p, n, k0, k1))
+        return entry_ids(c, f, dst);
+    size_t i = (size_t)h & c->mask;
+    CEntry *e;
+    for (;;) {
+        e = &c->tab[i];
+        if (entry_is(c, e, h, p, n, k0, k1))
+            break;
+        if (e->klen == 0)
+            return -1;
+        i = (i + 1) & c->mask;
+    }
+    e->nids |= USED;
+    *f = *e;
+    return entry_ids(c, e, dst);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* the merge loop: x->sym[0..n) -> merged ids in x->sym[0..m), returns m */
 
-/* bytes: the piece's bytes when sym[i] is byte i's symbol (no byte dropped), else NULL */
+/* bytes: the piece's bytes when sym[i] is byte i's symbol (no byte dropped), else NULL.
+ * rk[i]: the priority of pair (i, i + 1) (NO_RANK: none), mg[i]: its pair value. */
 static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
 {
     const PairMap *P = &x->E->pairs;
     uint32_t *sym = x->sym, *rk = x->rk, *mg = x->mg;
     if (bytes != NULL && x->E->bytepair != NULL) {
-        const uint64_t *bp = x->E->bytepair;
+        const uint32_t *bp = x->E->bytepair;
         for (size_t i = 0; i + 1 < n; i++) {
-            uint64_t v = bp[(size_t)bytes[i] << 8 | bytes[i + 1]];
-            rk[i] = (uint32_t)(v >> 32);
-            mg[i] = (uint32_t)v;
+            uint32_t v = bp[(size_t)bytes[i] << 8 | bytes[i + 1]];
+            rk[i] = v_prio(P, v);
+            mg[i] = v;
         }
     } else {
         for (size_t i = 0; i + 1 < n; i++) /* independent lookups: let their misses overlap */
             pair_prefetch(P, sym[i], sym[i + 1]);
         for (size_t i = 0; i + 1 < n; i++) {
-            const PairEntry *p = pair_get(P, sym[i], sym[i + 1]);
-            rk[i] = p ? p->rank : NO_RANK;
-            mg[i] = p ? p->merged : 0;
+            uint32_t v = pair_value(P, sym[i], sym[i + 1]);
+            rk[i] = v_prio(P, v);
+            mg[i] = v;
         }
     }
     while (n > 1) {
@@ -588,7 +857,7 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
             }
         if (best == NO_RANK)
             break;
-        sym[b] = mg[b];
+        sym[b] = v_merged(P, mg[b]);
         if (b + 2 < n) {
             memmove(sym + b + 1, sym + b + 2, (n - b - 2) * 4);
             memmove(rk + b + 1, rk + b + 2, (n - b - 2) * 4);
@@ -598,14 +867,14 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
         if (b > 0 && b + 1 < n) /* both new pairs at once: overlap their misses */
             pair_prefetch(P, sym[b - 1], sym[b]);
         if (b + 1 < n) {
-            const PairEntry *p = pair_get(P, sym[b], sym[b + 1]);
-            rk[b] = p ? p->rank : NO_RANK;
-            mg[b] = p ? p->merged : 0;
+            uint32_t v = pair_value(P, sym[b], sym[b + 1]);
+            rk[b] = v_prio(P, v);
+            mg[b] = v;
         }
         if (b > 0) {
-            const PairEntry *p = pair_get(P, sym[b - 1], sym[b]);
-            rk[b - 1] = p ? p->rank : NO_RANK;
-            mg[b - 1] = p ? p->merged : 0;
+            uint32_t v = pair_value(P, sym[b - 1], sym[b]);
+            rk[b - 1] = v_prio(P, v);
+            mg[b - 1] = v;
         }
     }
     return n;
@@ -652,9 +921,9 @@ static size_t merge_heap(Ctx *x, size_t n)
         nxt[i] = i + 1 < n ? (int32_t)(i + 1) : -1;
         prv[i] = (int32_t)i - 1;
         if (i + 1 < n) {
-            const PairEntry *p = pair_get(P, sym[i], sym[i + 1]);
-            if (p)
-                heap[hn++] = ((uint64_t)p->rank << 32) | i;
+            uint32_t r = v_prio(P, pair_value(P, sym[i], sym[i + 1]));
+            if (r != NO_RANK)
+                heap[hn++] = ((uint64_t)r << 32) | i;
         }
     }
     for (size_t i = hn / 2; i-- > 0;)
@@ -671,25 +940,25 @@ static size_t merge_heap(Ctx *x, size_t n)
         int32_t j = nxt[i];
         if (j < 0)
             continue;
-        const PairEntry *p = pair_get(P, sym[i], sym[j]);
-        if (p == NULL || p->rank != rank)
+        uint32_t v = pair_value(P, sym[i], sym[j]);
+        if (v == NO_VALUE || v_prio(P, v) != rank)
             continue; /* stale */
-        uint32_t merged = p->merged;
+        uint32_t merged = v_merged(P, v);
         sym[i] = merged;
         sym[j] = DEAD;
         int32_t k = nxt[j];
         nxt[i] = k;
         if (k >= 0) {
             prv[k] = (int32_t)i;
-            const PairEntry *q = pair_get(P, merged, sym[k]);
-            if (q)
-                heap_push(heap, &hn, ((uint64_t)q->rank << 32) | i);
+            uint32_t r = v_prio(P, pair_value(P, merged, sym[k]));
+            if (r != NO_RANK)
+                heap_push(heap, &hn, ((uint64_t)r << 32) | i);
         }
         int32_t h = prv[i];
         if (h >= 0) {
-            const PairEntry *q = pair_get(P, sym[h], merged);
-            if (q)
-                heap_push(heap, &hn, ((uint64_t)q->rank << 32) | (uint32_t)h);
+            uint32_t r = v_prio(P, pair_value(P, sym[h], merged));
+            if (r != NO_RANK)
+                heap_push(heap, &hn, ((uint64_t)r << 32) | (uint32_t)h);
         }
     }
     size_t m = 0;
@@ -707,88 +976,188 @@ static size_t merge_loop(Ctx *x, size_t n, const uint8_t *bytes)
     return merge_heap(x, n);
 }
 
-/* Byte-level piece given as UTF-8 bytes (may point into x->u8). */
-static int encode_bytes_piece(Ctx *x, const uint8_t *b, size_t nb)
+/* ---------------------------------------------------------------------------------------- */
+/* one piece on a cache miss: its ids at dst (room for n + INLINE_IDS), their count, or -1 */
+
+static long resolve_byte_level(Ctx *x, const uint8_t *p, size_t n, uint64_t h, uint64_t k0, uint64_t k1,
+                               uint32_t *dst)
 {
-    const struct Encoder *E = x->E;
-    if (x->slot != NULL && l1_get(x, b, nb))
-        return 0;
-    size_t start = x->out->n;
+    const Encoder *E = x->E;
     if (E->ignore_merges) {
-        int32_t w = strmap_get(&E->whole, b, nb);
+        int32_t w = whole_get(&E->whole, p, n, h);
         if (w >= 0) {
-            if (push_id(x, (uint32_t)w) < 0)
-                return -1;
-            goto remember;
+            dst[0] = (uint32_t)w;
+            return 1;
         }
     }
-    uint64_t h = 0;
-    int cacheable = x->slot != NULL && nb <= CACHE_KEY_MAX;
-    if (cacheable) {
-        h = hash_bytes(b, nb);
-        if (cache_get(x, h, b, nb))
-            goto remember;
-    }
-    if (reserve_syms(x, nb) < 0)
+    if (reserve_syms(x, n) < 0)
         return -1;
-    size_t n = 0;
+    size_t ns = 0;
     int plain = 1;
-    for (size_t i = 0; i < nb; i++) {
-        int32_t t = E->byte_ids[b[i]];
+    for (size_t i = 0; i < n; i++) {
+        int32_t t = E->byte_ids[p[i]];
         if (t < 0) {
             plain = 0;
             if (E->unk_id < 0)
                 continue; /* dropped, as Hugging Face BPE does without an unk token */
             t = E->unk_id;
         }
-        x->sym[n++] = (uint32_t)t;
+        x->sym[ns++] = (uint32_t)t;
     }
-    size_t m = merge_loop(x, n, plain ? b : NULL);
-    IdVec *o = x->out;
-    if (o->n + m > o->cap && grow((void **)&o->v, &o->cap, o->n + m, 4) < 0)
+    size_t m = merge_loop(x, ns, plain ? p : NULL);
+    memcpy(dst, x->sym, m * 4);
+    return (long)m;
+}
+
+static long resolve_sentencepiece(Ctx *x, const uint8_t *p, size_t n, uint64_t h, uint64_t k0, uint64_t k1,
+                                  uint32_t *dst)
+{
+    const Encoder *E = x->E;
+    if (E->ignore_merges) {
+        int32_t w = whole_get(&E->whole, p, n, h);
+        if (w >= 0) {
+            dst[0] = (uint32_t)w;
+            return 1;
+        }
+    }
+    if (reserve_syms(x, n) < 0)
         return -1;
-    memcpy(o->v + o->n, x->sym, m * 4);
-    if (cacheable)
-        cache_put(x, h, b, nb, o->v + o->n, m);
-    o->n += m;
-remember:
-    if (x->slot != NULL)
-        l1_put(x, b, nb, x->out->v + start, x->out->n - start);
-    return 0;
+    uint32_t *sym = x->sym, *cps = x->cps;
+    size_t ns = 0;
+    for (size_t i = 0; i < n;) {
+        size_t l;
+        uint32_t c = dec_at(p + i, &l);
+        i += l;
+        int32_t t = cpmap_get(&E->cps, c);
+        cps[ns] = c;
+        sym[ns] = t >= 0 ? (uint32_t)t : (BARRIER | (uint32_t)ns);
+        ns++;
+    }
+    size_t m = merge_loop(x, ns, NULL);
+    size_t k = 0;
+    for (size_t q = 0; q < m; q++) {
+        uint32_t t = x->sym[q];
+        if (!(t & BARRIER)) {
+            dst[k++] = t;
+            continue;
+        }
+        uint32_t c = cps[t & ~BARRIER];
+        if (E->byte_fallback) {
+            uint8_t buf[4], *end = put_utf8(buf, c);
+            for (uint8_t *b = buf; b < end; b++) {
+                int32_t f = E->fallback_ids[*b];
+                if (f < 0)
+                    f = E->unk_id;
+                if (f >= 0)
+                    dst[k++] = (uint32_t)f;
+            }
+        } else if (E->unk_id >= 0) {
+            dst[k++] = (uint32_t)E->unk_id;
+        }
+    }
+    return (long)k;
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* per-kind copies */
+/* pieces: batched, hashed and prefetched, then looked up or resolved */
 
-#define CP_T uint8_t
-#define SFX(name) name##_1
-#include "split_impl.h"
-#undef CP_T
-#undef SFX
-
-#define CP_T uint16_t
-#define SFX(name) name##_2
-#include "split_impl.h"
-#undef CP_T
-#undef SFX
-
-#define CP_T uint32_t
-#define SFX(name) name##_4
-#include "split_impl.h"
-#undef CP_T
-#undef SFX
-
-static int run_any(Ctx *x, const void *data, int kind, Py_ssize_t n)
+static int flush(Ctx *x)
 {
-    x->base = data;
-    switch (kind) {
-    case PyUnicode_1BYTE_KIND:
-        return run_text_1(x, (const uint8_t *)data, n);
-    case PyUnicode_2BYTE_KIND:
-        return run_text_2(x, (const uint16_t *)data, n);
-    default:
-        return run_text_4(x, (const uint32_t *)data, n);
+    const Encoder *E = x->E;
+    size_t np = x->nspan;
+    x->nspan = 0;
+    if (np == 0)
+        return 0;
+    const uint8_t *t = x->text;
+    size_t need = INLINE_IDS + 1;
+    for (size_t i = 0; i < np; i++)
+        need += x->span[i].n;
+    if (reserve_out(x->out, need) < 0)
+        return -1;
+    Cache *c = x->slot ? &x->slot->cache : NULL;
+    int byte_level = E->kind == KIND_BYTE_LEVEL;
+    /* phase 1: keys, hashes, prefetches */
+    for (size_t i = 0; i < np; i++) {
+        size_t a = x->span[i].a, n = x->span[i].n;
+        if (n == 1 && byte_level)
+            continue;
+        uint64_t h = hash_key(t + a, n, a + SHORT_KEY <= x->readable, &x->k0[i], &x->k1[i]);
+        x->kh[i] = h;
+        if (c && c->tab && n <= CACHE_KEY_MAX && !entry_is(c, front_slot(c, h), h, t + a, n, x->k0[i], x->k1[i]))
+            __builtin_prefetch(&c->tab[(size_t)h & c->mask]);
     }
+    /* phase 2: look up, else resolve and remember */
+    uint32_t *o = x->out->v + x->out->n;
+    for (size_t i = 0; i < np; i++) {
+        size_t a = x->span[i].a, n = x->span[i].n;
+        const uint8_t *p = t + a;
+        if (n == 1 && byte_level) { /* one byte: its symbol is the answer */
+            int32_t id = E->byte_ids[p[0]];
+            if (id < 0)
+                id = E->unk_id;
+            if (id >= 0)
+                *o++ = (uint32_t)id;
+            continue;
+        }
+        int cacheable = c && n <= CACHE_KEY_MAX;
+        if (cacheable && c->tab) {
+            long m = cache_get(c, x->kh[i], p, n, x->k0[i], x->k1[i], o);
+            if (m >= 0) {
+                o += m;
+                continue;
+            }
+        }
+        long m = byte_level ? resolve_byte_level(x, p, n, x->kh[i], x->k0[i], x->k1[i], o)
+                            : resolve_sentencepiece(x, p, n, x->kh[i], x->k0[i], x->k1[i], o);
+        if (m < 0)
+            return -1;
+        if (cacheable)
+            cache_put(c, x->kh[i], p, n, x->k0[i], x->k1[i], o, (size_t)m);
+        o += m;
+    }
+    x->out->n = (size_t)(o - x->out->v);
+    return 0;
+}
+
+static int push_piece(Ctx *x, size_t a, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (x->collect) { /* splitter test mode: (start, end) byte offsets */
+        if (push_id(x, (uint32_t)a) < 0 || push_id(x, (uint32_t)(a + n)) < 0)
+            return -1;
+        return 0;
+    }
+    Span *s = &x->span[x->nspan++];
+    s->a = (uint32_t)a;
+    s->n = (uint32_t)n;
+    if (x->nspan == BATCH)
+        return flush(x);
+    return 0;
+}
+
+/* Encode x->text[0, tlen) (appending to x->out). */
+static int run_text(Ctx *x)
+{
+    size_t n = x->tlen;
+    x->nspan = 0;
+    if (n == 0)
+        return 0;
+    int rc = x->E->kind == KIND_BYTE_LEVEL ? split_stage(x, 0, n, 0) : sp_words(x, n);
+    if (rc < 0)
+        return -1;
+    return flush(x);
+}
+
+/* A str: converted (or read in place), then encoded. Texts over 4 GB are refused (offsets are
+ * 32-bit): -2. */
+static int run_str(Ctx *x, const void *data, int kind, int ascii, Py_ssize_t n)
+{
+    if ((size_t)n > 0xFFFFFFF0u / 4)
+        return -2;
+    if (set_text(x, data, kind, ascii, (size_t)n) < 0)
+        return -1;
+    return run_text(x);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -802,22 +1171,24 @@ static Slot *slot_acquire(Encoder *E)
     return NULL;
 }
 
-/* Context for one call: a slot's (cache + warm scratch) or a private one (`tmp`). */
-static Ctx *ctx_begin(Encoder *E, Slot *sl, Ctx *tmp, IdVec *tmp_out)
+/* Context for one call: a slot's (cache + warm scratch) or a private one (malloc'd, `*own`). */
+static Ctx *ctx_begin(Encoder *E, Slot *sl, IdVec *tmp_out)
 {
     Ctx *x;
     if (sl) {
         x = &sl->ctx;
         x->out = &sl->out;
     } else {
-        memset(tmp, 0, sizeof(*tmp));
+        x = calloc(1, sizeof(Ctx));
+        if (x == NULL)
+            return NULL;
         memset(tmp_out, 0, sizeof(*tmp_out));
-        x = tmp;
         x->out = tmp_out;
     }
     x->E = E;
     x->slot = sl;
     x->collect = 0;
+    x->nspan = 0;
     x->out->n = 0;
     return x;
 }
@@ -832,11 +1203,12 @@ static void ctx_end(Slot *sl, Ctx *x)
             sl->out.cap = 0;
         }
         pthread_mutex_unlock(&sl->lock);
-    } else {
+    } else if (x) {
         ctx_free_scratch(x);
         free(x->out->v);
         x->out->v = NULL;
         x->out->cap = 0;
+        free(x);
     }
 }
 
@@ -875,26 +1247,38 @@ static int ready_str(PyObject *s)
     return PyUnicode_READY(s);
 }
 
+static PyObject *run_error(int rc)
+{
+    if (rc == -2)
+        return PyErr_Format(PyExc_ValueError, "a text of 1 GiB or more cannot be encoded in one piece; "
+                                              "split it first");
+    return PyErr_NoMemory();
+}
+
 static PyObject *Encoder_encode_text(Encoder *E, PyObject *text)
 {
     if (ready_str(text) < 0)
         return NULL;
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
+    int kind = PyUnicode_KIND(text), ascii = PyUnicode_IS_ASCII(text);
     const void *data = PyUnicode_DATA(text);
     Slot *sl = slot_acquire(E);
-    Ctx tmp;
     IdVec tmp_out;
-    Ctx *x = ctx_begin(E, sl, &tmp, &tmp_out);
+    Ctx *x = ctx_begin(E, sl, &tmp_out);
+    if (x == NULL) {
+        if (sl)
+            pthread_mutex_unlock(&sl->lock);
+        return PyErr_NoMemory();
+    }
     int rc;
-    if (n >= GIL_RELEASE_CHARS) {
+    if (n >= GIL_RELEASE_BYTES) {
         Py_BEGIN_ALLOW_THREADS
-        rc = run_any(x, data, kind, n);
+        rc = run_str(x, data, kind, ascii, n);
         Py_END_ALLOW_THREADS
     } else {
-        rc = run_any(x, data, kind, n);
+        rc = run_str(x, data, kind, ascii, n);
     }
-    PyObject *res = rc < 0 ? PyErr_NoMemory() : ids_to_list(E, x->out);
+    PyObject *res = rc < 0 ? run_error(rc) : ids_to_list(E, x->out);
     ctx_end(sl, x);
     return res;
 }
@@ -921,24 +1305,29 @@ static PyObject *Encoder_encode_batch(Encoder *E, PyObject *texts)
             goto done;
         }
         data[i] = PyUnicode_DATA(s);
-        kinds[i] = PyUnicode_KIND(s);
+        kinds[i] = PyUnicode_KIND(s) | (PyUnicode_IS_ASCII(s) ? 0x100 : 0);
         lens[i] = PyUnicode_GET_LENGTH(s);
     }
     int64_t *off = (int64_t *)PyBytes_AS_STRING(offs);
     Slot *sl = slot_acquire(E);
-    Ctx tmp;
     IdVec tmp_out;
-    Ctx *x = ctx_begin(E, sl, &tmp, &tmp_out);
+    Ctx *x = ctx_begin(E, sl, &tmp_out);
+    if (x == NULL) {
+        if (sl)
+            pthread_mutex_unlock(&sl->lock);
+        PyErr_NoMemory();
+        goto done;
+    }
     int rc = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < nt && rc == 0; i++) {
         off[i] = (int64_t)x->out->n;
-        rc = run_any(x, data[i], kinds[i], lens[i]);
+        rc = run_str(x, data[i], kinds[i] & 0xFF, kinds[i] >> 8, lens[i]);
     }
     off[nt] = (int64_t)x->out->n;
     Py_END_ALLOW_THREADS
     if (rc < 0) {
-        PyErr_NoMemory();
+        run_error(rc);
     } else {
         PyObject *ids = PyBytes_FromStringAndSize((const char *)x->out->v, (Py_ssize_t)(4 * x->out->n));
         if (ids) {
@@ -960,17 +1349,30 @@ static PyObject *Encoder_split_text(Encoder *E, PyObject *text)
 {
     if (ready_str(text) < 0)
         return NULL;
-    Ctx tmp;
     IdVec tmp_out;
-    Ctx *x = ctx_begin(E, NULL, &tmp, &tmp_out);
+    Ctx *x = ctx_begin(E, NULL, &tmp_out);
+    if (x == NULL)
+        return PyErr_NoMemory();
     x->collect = 1;
-    int rc = run_any(x, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text));
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int rc = run_str(x, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_IS_ASCII(text), n);
     PyObject *res = NULL;
+    size_t *cp_of = NULL;
     if (rc < 0) {
+        run_error(rc);
+    } else if ((cp_of = malloc((x->tlen + 1) * sizeof(size_t))) == NULL) {
         PyErr_NoMemory();
     } else if ((res = PyList_New((Py_ssize_t)(x->out->n / 2))) != NULL) {
+        /* byte offsets -> code-point offsets */
+        size_t k = 0;
+        for (size_t b = 0; b < x->tlen; b++) {
+            cp_of[b] = k;
+            k += (x->text[b] & 0xC0) != 0x80;
+        }
+        cp_of[x->tlen] = k;
         for (size_t i = 0; i < x->out->n / 2; i++) {
-            PyObject *t = Py_BuildValue("(II)", x->out->v[2 * i], x->out->v[2 * i + 1]);
+            PyObject *t = Py_BuildValue("(nn)", (Py_ssize_t)cp_of[x->out->v[2 * i]],
+                                        (Py_ssize_t)cp_of[x->out->v[2 * i + 1]]);
             if (t == NULL) {
                 Py_CLEAR(res);
                 break;
@@ -978,6 +1380,7 @@ static PyObject *Encoder_split_text(Encoder *E, PyObject *text)
             PyList_SET_ITEM(res, (Py_ssize_t)i, t);
         }
     }
+    free(cp_of);
     ctx_end(NULL, x);
     return res;
 }
@@ -986,11 +1389,10 @@ static PyObject *Encoder_clear_cache(Encoder *E, PyObject *Py_UNUSED(ignored))
 {
     for (int k = 0; k < N_SLOTS; k++) {
         Slot *sl = &E->slots[k];
+        Py_BEGIN_ALLOW_THREADS
         pthread_mutex_lock(&sl->lock);
-        cache_free(&sl->gen[0]);
-        cache_free(&sl->gen[1]);
-        free(sl->l1);
-        sl->l1 = NULL;
+        Py_END_ALLOW_THREADS
+        cache_free(&sl->cache);
         ctx_free_scratch(&sl->ctx);
         free(sl->out.v);
         memset(&sl->out, 0, sizeof(sl->out));
@@ -1006,18 +1408,13 @@ static PyObject *Encoder_cache_info(Encoder *E, PyObject *Py_UNUSED(ignored))
         return NULL;
     for (int k = 0; k < N_SLOTS; k++) {
         Slot *sl = &E->slots[k];
-        size_t bytes = sl->l1 ? ((size_t)1 << L1_BITS) * sizeof(L1Entry) : 0, entries = 0;
-        for (int g = 0; g < 2; g++) {
-            Cache *c = &sl->gen[g];
-            if (c->tab == NULL)
-                continue;
-            bytes += ((size_t)c->mask + 1) * sizeof(CacheEntry) + c->kcap + c->vcap * 4;
-            entries += c->count;
-        }
-        if (bytes == 0)
+        Cache *c = &sl->cache;
+        if (c->tab == NULL)
             continue;
-        PyObject *d = Py_BuildValue("{sisnsn}", "slot", k, "entries", (Py_ssize_t)entries, "bytes",
-                                    (Py_ssize_t)bytes);
+        size_t bytes = ((size_t)c->mask + 1) * sizeof(CEntry) + c->kcap + c->vcap * 4;
+        PyObject *d = Py_BuildValue("{sisnsnsnsK}", "slot", k, "entries", (Py_ssize_t)c->count, "slots",
+                                    (Py_ssize_t)c->mask + 1, "bytes", (Py_ssize_t)bytes, "sweeps",
+                                    (unsigned long long)c->sweeps);
         if (d == NULL || PyList_Append(out, d) < 0) {
             Py_XDECREF(d);
             Py_DECREF(out);
@@ -1044,48 +1441,88 @@ static int get_buffer(PyObject *obj, Py_buffer *view, size_t itemsize, const cha
     return 0;
 }
 
-static int build_pairs(Encoder *E, PyObject *pairs_obj)
+static int build_pairs(Encoder *E, PyObject *pairs_obj, Py_ssize_t vocab_size)
 {
-    /* pairs: buffer of uint32 quadruples (left, right, rank, merged) */
+    /* pairs: buffer of uint32 quadruples (left, right, priority, merged) */
     Py_buffer v;
     if (get_buffer(pairs_obj, &v, 16, "pairs") < 0)
         return -1;
     size_t n = (size_t)v.len / 16;
     const uint32_t *q = v.buf;
-    size_t size = pow2_at_least(n + n / 3 + 2); /* load <= 3/4: a smaller table misses less */
-    E->pairs.tab = malloc(size * sizeof(PairEntry));
-    if (E->pairs.tab == NULL) {
-        PyBuffer_Release(&v);
-        PyErr_NoMemory();
-        return -1;
-    }
-    E->pairs.mask = size - 1;
-    for (size_t i = 0; i < size; i++)
-        E->pairs.tab[i].key = PAIR_EMPTY;
+    PairMap *P = &E->pairs;
+    int rc = -1;
+    uint32_t max_prio = 0;
     for (size_t r = 0; r < n; r++) {
-        uint32_t a = q[4 * r], b = q[4 * r + 1];
-        if ((a | b | q[4 * r + 3]) & BARRIER || q[4 * r + 2] == NO_RANK) {
-            PyBuffer_Release(&v);
-            PyErr_Format(PyExc_ValueError, "pairs[%zu]: id or rank out of range", r);
-            return -1;
+        const uint32_t *e = q + 4 * r;
+        if (e[0] >= (uint32_t)vocab_size || e[1] >= (uint32_t)vocab_size || e[3] >= (uint32_t)vocab_size ||
+            e[2] >= PK_LIMIT) {
+            PyErr_Format(PyExc_ValueError, "pairs[%zu]: id or priority out of range", r);
+            goto out;
         }
-        uint64_t key = ((uint64_t)a << 32) | b;
-        size_t i = (size_t)mix64(key) & E->pairs.mask;
-        while (E->pairs.tab[i].key != PAIR_EMPTY && E->pairs.tab[i].key != key)
-            i = (i + 1) & E->pairs.mask;
-        if (E->pairs.tab[i].key == key && E->pairs.tab[i].rank <= q[4 * r + 2])
-            continue; /* first (lowest) priority wins for a repeated pair */
-        E->pairs.tab[i].key = key;
-        E->pairs.tab[i].rank = q[4 * r + 2];
-        E->pairs.tab[i].merged = q[4 * r + 3];
+        if (e[2] > max_prio)
+            max_prio = e[2];
     }
+    /* the value kind: priorities of their own (merges) or merged ids (scores) */
+    uint32_t *seen = calloc((size_t)max_prio + 1, 4);
+    P->prio_of = malloc((size_t)vocab_size * 4);
+    if (seen == NULL || P->prio_of == NULL) {
+        free(seen);
+        PyErr_NoMemory();
+        goto out;
+    }
+    memset(P->prio_of, 0xFF, (size_t)vocab_size * 4);
+    int distinct = 1, consistent = 1;
+    for (size_t r = 0; r < n; r++) {
+        const uint32_t *e = q + 4 * r;
+        if (seen[e[2]]++)
+            distinct = 0;
+        if (P->prio_of[e[3]] == NO_RANK)
+            P->prio_of[e[3]] = e[2];
+        else if (P->prio_of[e[3]] != e[2])
+            consistent = 0;
+    }
+    P->by_rank = distinct;
+    if (distinct) {
+        free(P->prio_of);
+        P->prio_of = NULL;
+        P->merged_of = (uint32_t *)seen; /* reused: priority -> merged id */
+        for (size_t r = 0; r < n; r++)
+            P->merged_of[q[4 * r + 2]] = q[4 * r + 3];
+    } else {
+        free(seen);
+        if (!consistent) {
+            PyErr_SetString(PyExc_ValueError, "pairs: a merged id with two priorities while priorities repeat");
+            goto out;
+        }
+    }
+    size_t size = pow2_at_least(n + n / 3 + 2); /* load <= 3/4 */
+    P->tab = big_alloc(size * sizeof(uint64_t));
+    if (P->tab == NULL) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    P->mask = size - 1;
+    memset(P->tab, 0xFF, size * sizeof(uint64_t));
+    for (size_t r = 0; r < n; r++) {
+        const uint32_t *e = q + 4 * r;
+        uint64_t key = pair_key(e[0], e[1]);
+        uint64_t val = P->by_rank ? e[2] : e[3];
+        size_t i = (size_t)mix64(key) & P->mask;
+        while (P->tab[i] != PAIR_EMPTY && (P->tab[i] & PK_KEY) != key)
+            i = (i + 1) & P->mask;
+        if (P->tab[i] != PAIR_EMPTY && v_prio(P, (uint32_t)(P->tab[i] >> (2 * PK_BITS))) <= e[2])
+            continue; /* first (lowest) priority wins for a repeated pair */
+        P->tab[i] = key | (val << (2 * PK_BITS));
+    }
+    rc = 0;
+out:
     PyBuffer_Release(&v);
-    return 0;
+    return rc;
 }
 
-static int build_whole(Encoder *E, PyObject *keys, PyObject *ids_obj)
+static int build_whole(Encoder *E, PyObject *keys, PyObject *ids_obj, Py_ssize_t vocab_size)
 {
-    /* keys: list of bytes; ids: buffer of int32, same length */
+    /* keys: list of bytes; ids: buffer of int32, same length. A repeated key keeps its first id. */
     if (keys == Py_None)
         return 0;
     PyObject *seq = PySequence_Fast(keys, "whole_keys must be a sequence of bytes");
@@ -1097,6 +1534,8 @@ static int build_whole(Encoder *E, PyObject *keys, PyObject *ids_obj)
         return -1;
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const int32_t *ids = v.buf;
+    WholeMap *W = &E->whole;
     int rc = -1;
     if ((Py_ssize_t)(v.len / 4) != n) {
         PyErr_SetString(PyExc_ValueError, "whole_keys and whole_ids differ in length");
@@ -1109,31 +1548,46 @@ static int build_whole(Encoder *E, PyObject *keys, PyObject *ids_obj)
             PyErr_SetString(PyExc_TypeError, "whole_keys must hold bytes");
             goto out;
         }
+        if (ids[i] < 0 || ids[i] >= vocab_size) {
+            PyErr_Format(PyExc_ValueError, "whole_ids[%zd] out of range", i);
+            goto out;
+        }
         total += (size_t)PyBytes_GET_SIZE(k);
     }
+    if (total > 0xFFFFFFF0u) {
+        PyErr_SetString(PyExc_ValueError, "whole_keys: more than 4 GB of token bytes");
+        goto out;
+    }
     size_t size = pow2_at_least((size_t)n * 2 + 2);
-    E->whole.blob = malloc(total + 1);
-    E->whole.tab = malloc(size * sizeof(StrEntry));
-    if (!E->whole.blob || !E->whole.tab) {
+    W->blob = malloc(total + 1);
+    W->off = calloc((size_t)vocab_size, 4);
+    W->len = calloc((size_t)vocab_size, 4);
+    W->tab = big_calloc(size * sizeof(uint64_t));
+    if (!W->blob || !W->off || !W->len || !W->tab) {
         PyErr_NoMemory();
         goto out;
     }
-    E->whole.mask = size - 1;
-    for (size_t i = 0; i < size; i++)
-        E->whole.tab[i].id = -1;
-    const int32_t *ids = v.buf;
+    W->mask = size - 1;
     size_t off = 0;
     for (Py_ssize_t r = 0; r < n; r++) {
         PyObject *k = PySequence_Fast_GET_ITEM(seq, r);
         const uint8_t *kb = (const uint8_t *)PyBytes_AS_STRING(k);
         size_t kn = (size_t)PyBytes_GET_SIZE(k);
-        uint64_t h = hash_bytes(kb, kn);
-        size_t i = (size_t)h & E->whole.mask;
-        while (E->whole.tab[i].id >= 0)
-            i = (i + 1) & E->whole.mask;
-        memcpy(E->whole.blob + off, kb, kn);
-        E->whole.tab[i] = (StrEntry){h, (uint32_t)off, (uint32_t)kn, ids[r]};
+        uint32_t id = (uint32_t)ids[r];
+        if (kn == 0 || W->len[id] != 0)
+            continue; /* no empty keys; an id listed twice keeps its first key */
+        uint64_t k0, k1;
+        uint64_t h = hash_key(kb, kn, 0, &k0, &k1);
+        if (whole_get(W, kb, kn, h) >= 0)
+            continue;
+        memcpy(W->blob + off, kb, kn);
+        W->off[id] = (uint32_t)off;
+        W->len[id] = (uint32_t)kn;
         off += kn;
+        size_t i = (size_t)h & W->mask;
+        while (W->tab[i] != 0)
+            i = (i + 1) & W->mask;
+        W->tab[i] = ((uint64_t)whole_fp(h) << 32) | id;
     }
     rc = 0;
 out:
@@ -1218,8 +1672,12 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "kind %d is not 0 (byte-level) or 1 (SentencePiece)", kind);
         return NULL;
     }
-    if (vocab_size <= 0 || vocab_size >= (Py_ssize_t)BARRIER) {
+    if (vocab_size <= 0 || vocab_size >= (Py_ssize_t)PK_LIMIT) {
         PyErr_Format(PyExc_ValueError, "vocab_size %zd out of range", vocab_size);
+        return NULL;
+    }
+    if (sp_split < SP_WHOLE || sp_split > SP_SPACE_SPLIT) {
+        PyErr_Format(PyExc_ValueError, "sp_split %d is not a known word split", sp_split);
         return NULL;
     }
     Encoder *E = (Encoder *)type->tp_alloc(type, 0);
@@ -1243,7 +1701,7 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     }
     for (int k = 0; k < E->nstages; k++) {
         long p = PyLong_AsLong(PySequence_Fast_GET_ITEM(st, k));
-        if (p < PAT_GPT2 || p > PAT_DIGITS_INDIVIDUAL) {
+        if (p < PAT_GPT2 || p > PAT_MAX) {
             Py_DECREF(st);
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_ValueError, "stages[%d] = %ld is not a known pattern code", k, p);
@@ -1253,22 +1711,21 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     }
     Py_DECREF(st);
     if (copy_ids256(E->byte_ids, byte_ids, "byte_ids") < 0 ||
-        copy_ids256(E->fallback_ids, fallback_ids, "fallback_ids") < 0 || build_pairs(E, pairs) < 0 ||
-        build_whole(E, whole_keys, whole_ids) < 0 || build_cps(E, cps) < 0)
+        copy_ids256(E->fallback_ids, fallback_ids, "fallback_ids") < 0 || build_pairs(E, pairs, vocab_size) < 0 ||
+        build_whole(E, whole_keys, whole_ids, vocab_size) < 0 || build_cps(E, cps) < 0)
         goto fail;
     if (kind == KIND_BYTE_LEVEL) {
-        E->bytepair = malloc(65536 * sizeof(uint64_t));
+        E->bytepair = malloc(65536 * sizeof(uint32_t));
         if (E->bytepair == NULL) {
             PyErr_NoMemory();
             goto fail;
         }
         for (int b1 = 0; b1 < 256; b1++)
-            for (int b2 = 0; b2 < 256; b2++) {
-                const PairEntry *p = E->byte_ids[b1] < 0 || E->byte_ids[b2] < 0
-                                         ? NULL
-                                         : pair_get(&E->pairs, (uint32_t)E->byte_ids[b1], (uint32_t)E->byte_ids[b2]);
-                E->bytepair[b1 << 8 | b2] = p ? ((uint64_t)p->rank << 32 | p->merged) : ~(uint64_t)0;
-            }
+            for (int b2 = 0; b2 < 256; b2++)
+                E->bytepair[b1 << 8 | b2] =
+                    E->byte_ids[b1] < 0 || E->byte_ids[b2] < 0
+                        ? NO_VALUE
+                        : pair_value(&E->pairs, (uint32_t)E->byte_ids[b1], (uint32_t)E->byte_ids[b2]);
     }
     E->ints = PyMem_Calloc((size_t)vocab_size, sizeof(PyObject *));
     if (E->ints == NULL) {
@@ -1289,17 +1746,19 @@ static void Encoder_dealloc(Encoder *E)
 {
     for (int k = 0; k < N_SLOTS; k++) {
         Slot *sl = &E->slots[k];
-        cache_free(&sl->gen[0]);
-        cache_free(&sl->gen[1]);
-        free(sl->l1);
+        cache_free(&sl->cache);
         ctx_free_scratch(&sl->ctx);
         free(sl->out.v);
         pthread_mutex_destroy(&sl->lock);
     }
     free(E->pairs.tab);
+    free(E->pairs.merged_of);
+    free(E->pairs.prio_of);
     free(E->bytepair);
     free(E->whole.tab);
     free(E->whole.blob);
+    free(E->whole.off);
+    free(E->whole.len);
     free(E->cps.bmp);
     free(E->cps.tab);
     if (E->ints) {
@@ -1322,7 +1781,7 @@ static PyMethodDef Encoder_methods[] = {
      "(SentencePiece) as code-point offsets, without encoding them."},
     {"clear_cache", (PyCFunction)Encoder_clear_cache, METH_NOARGS, "Free every piece cache and scratch buffer."},
     {"cache_info", (PyCFunction)Encoder_cache_info, METH_NOARGS,
-     "cache_info() -> list of {slot, entries, bytes} for the piece caches in use."},
+     "cache_info() -> list of {slot, entries, slots, bytes, sweeps} for the piece caches in use."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1343,6 +1802,18 @@ static struct PyModuleDef fastbpe_module = {
 
 PyMODINIT_FUNC PyInit__fastbpe(void)
 {
+    for (uint32_t c = 0; c < 128; c++)
+        ASCII_CLS[c] = (uint8_t)cls_cp(c);
+#if defined(__SSE2__)
+    {
+        uint8_t in[128], got[128];
+        for (int c = 0; c < 128; c++)
+            in[c] = (uint8_t)c;
+        for (int q = 0; q < 128; q += 16)
+            _mm_storeu_si128((__m128i *)(got + q), ascii_classes16(_mm_loadu_si128((const __m128i *)(in + q))));
+        simd_classes_ok = memcmp(got, ASCII_CLS, 128) == 0;
+    }
+#endif
     if (PyType_Ready(&EncoderType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&fastbpe_module);
@@ -1356,6 +1827,8 @@ PyMODINIT_FUNC PyInit__fastbpe(void)
         PyModule_AddIntConstant(m, "PAT_QWEN2", PAT_QWEN2) < 0 ||
         PyModule_AddIntConstant(m, "PAT_DIGITS", PAT_DIGITS) < 0 ||
         PyModule_AddIntConstant(m, "PAT_DIGITS_INDIVIDUAL", PAT_DIGITS_INDIVIDUAL) < 0 ||
+        PyModule_AddIntConstant(m, "PAT_CL100K", PAT_CL100K) < 0 ||
+        PyModule_AddIntConstant(m, "PAT_O200K", PAT_O200K) < 0 ||
         PyModule_AddIntConstant(m, "SP_WHOLE", SP_WHOLE) < 0 ||
         PyModule_AddIntConstant(m, "SP_WORDS", SP_WORDS) < 0 ||
         PyModule_AddIntConstant(m, "SP_SPACE_SPLIT", SP_SPACE_SPLIT) < 0) {

@@ -1,0 +1,464 @@
+/* Pre-split matchers of the native encoder, over UTF-8 (included once by fastbpe.c).
+ *
+ * A text arrives as UTF-8 bytes s[0, n) plus a class array k[0, n): every byte of a character
+ * carries that character's class flags (unicode_classes.h: LETTER, NUMBER, SPACE, and o200k's
+ * UPPER / LOWER sets). A run of characters of one class is then a run of equal bytes in k, which
+ * SSE2 finds 16 bytes at a time without a branch per character.
+ *
+ * Each matcher returns the end of the match that starts at byte i of a text [0, e): e is the end
+ * of the piece a chained stage is working on, so lookaheads ((?!\S), $) see the piece end as the
+ * text end, as re does on each piece. Each is its pattern's alternatives tried in order (leftmost
+ * alternative wins; greedy runs, with the backtracking steps the patterns need written out); the
+ * comments quote the alternative being matched. The text is well-formed UTF-8 (lone surrogates
+ * as their 3-byte "surrogatepass" form), so a lead byte says how long its character is.
+ *
+ * Source: the pattern strings in rmlprep/pretokenize.py; the pure-Python splitter and the
+ * `regex`-module fixtures (fixtures/pretokenizer.json) are the reference.
+ */
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define CL_L RML_LETTER
+#define CL_N RML_NUMBER
+#define CL_S RML_SPACE
+#define CL_U RML_UPPER
+#define CL_W RML_LOWER
+#define CL_LNS (CL_L | CL_N | CL_S)
+
+static uint8_t ASCII_CLS[128];
+
+static inline unsigned cls_cp(uint32_t c)
+{
+    return RML_CLASS_STAGE2[RML_CLASS_STAGE1[c >> 8]][c & 0xFF];
+}
+
+/* Bytes of the character whose lead byte is b (well-formed UTF-8). */
+static inline size_t u8len(uint8_t b)
+{
+    return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+}
+
+/* Code point of the multi-byte character at s (s[0] >= 0x80), its length in *len. */
+static inline uint32_t dec_multi(const uint8_t *s, size_t *len)
+{
+    uint8_t b = s[0];
+    if (b < 0xE0) {
+        *len = 2;
+        return ((uint32_t)(b & 0x1F) << 6) | (s[1] & 0x3F);
+    }
+    if (b < 0xF0) {
+        *len = 3;
+        return ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+    }
+    *len = 4;
+    uint32_t c = ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+                 ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+    return c > 0x10FFFF ? 0xFFFD : c;
+}
+
+static inline uint32_t dec_at(const uint8_t *s, size_t *len)
+{
+    if (s[0] < 0x80) {
+        *len = 1;
+        return s[0];
+    }
+    return dec_multi(s, len);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* class arrays */
+
+#if defined(__SSE2__)
+/* Class flags of 16 ASCII bytes (letters, digits, White_Space; A-Z UPPER, a-z LOWER). */
+static inline __m128i ascii_classes16(__m128i v)
+{
+    const __m128i bias = _mm_set1_epi8((char)0x80);
+    __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
+    /* unsigned x - lo < width, as a signed compare of (x - lo) ^ 0x80 */
+    __m128i alpha = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(lower, _mm_set1_epi8('a')), bias),
+                                   _mm_set1_epi8((char)(0x80 + 26)));
+    __m128i upper = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, _mm_set1_epi8('A')), bias),
+                                   _mm_set1_epi8((char)(0x80 + 26)));
+    __m128i digit = _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, _mm_set1_epi8('0')), bias),
+                                   _mm_set1_epi8((char)(0x80 + 10)));
+    __m128i space = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
+                                 _mm_cmplt_epi8(_mm_xor_si128(_mm_sub_epi8(v, _mm_set1_epi8(9)), bias),
+                                                _mm_set1_epi8((char)(0x80 + 5))));
+    __m128i k = _mm_and_si128(alpha, _mm_set1_epi8(CL_L));
+    k = _mm_or_si128(k, _mm_and_si128(upper, _mm_set1_epi8(CL_U)));
+    k = _mm_or_si128(k, _mm_and_si128(_mm_andnot_si128(upper, alpha), _mm_set1_epi8(CL_W)));
+    k = _mm_or_si128(k, _mm_and_si128(digit, _mm_set1_epi8(CL_N)));
+    return _mm_or_si128(k, _mm_and_si128(space, _mm_set1_epi8(CL_S)));
+}
+static int simd_classes_ok = 0; /* ascii_classes16 agrees with the table (checked at import) */
+#endif
+
+/* k[0, n) for UTF-8 s[0, n). */
+static void classify_utf8(const uint8_t *s, size_t n, uint8_t *k)
+{
+    size_t i = 0;
+    while (i < n) {
+#if defined(__SSE2__)
+        if (simd_classes_ok && i + 16 <= n) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+            if (!_mm_movemask_epi8(v)) {
+                _mm_storeu_si128((__m128i *)(k + i), ascii_classes16(v));
+                i += 16;
+                continue;
+            }
+        }
+#endif
+        uint8_t b = s[i];
+        if (b < 0x80) {
+            k[i++] = ASCII_CLS[b];
+            continue;
+        }
+        size_t l;
+        uint8_t c = (uint8_t)cls_cp(dec_multi(s + i, &l));
+        for (size_t q = 0; q < l; q++)
+            k[i + q] = c;
+        i += l;
+    }
+}
+
+/* End of the run from j (< e) of bytes whose class & mask == want; k is readable to e + 15. */
+static inline size_t run_eq(const uint8_t *k, size_t j, size_t e, unsigned mask, unsigned want)
+{
+#if defined(__SSE2__)
+    const __m128i vm = _mm_set1_epi8((char)mask), vw = _mm_set1_epi8((char)want);
+    while (j < e) {
+        __m128i v = _mm_and_si128(_mm_loadu_si128((const __m128i *)(k + j)), vm);
+        unsigned stop = ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vw)) & 0xFFFF;
+        if (stop) {
+            j += (size_t)__builtin_ctz(stop);
+            return j < e ? j : e;
+        }
+        j += 16;
+    }
+    return e;
+#else
+    while (j < e && (k[j] & mask) == want)
+        j++;
+    return j;
+#endif
+}
+
+/* End of the run from j of bytes with any class flag of `set`. */
+static inline size_t run_any(const uint8_t *k, size_t j, size_t e, unsigned set)
+{
+#if defined(__SSE2__)
+    const __m128i vs = _mm_set1_epi8((char)set), zero = _mm_setzero_si128();
+    while (j < e) {
+        __m128i v = _mm_and_si128(_mm_loadu_si128((const __m128i *)(k + j)), vs);
+        unsigned stop = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero));
+        if (stop) {
+            j += (size_t)__builtin_ctz(stop);
+            return j < e ? j : e;
+        }
+        j += 16;
+    }
+    return e;
+#else
+    while (j < e && (k[j] & set))
+        j++;
+    return j;
+#endif
+}
+
+static inline size_t run_crlf(const uint8_t *s, size_t j, size_t e)
+{
+    while (j < e && (s[j] == '\r' || s[j] == '\n'))
+        j++;
+    return j;
+}
+
+/* Start of the character that ends at byte j. */
+static inline size_t char_before(const uint8_t *s, size_t j)
+{
+    j--;
+    while ((s[j] & 0xC0) == 0x80)
+        j--;
+    return j;
+}
+
+/* The end of a White_Space run [i, j) for \s+(?!\S) | \s+: all of it at the text end or when
+ * it is one character, else all but its last character. */
+static inline size_t ws_backoff(const uint8_t *s, size_t i, size_t j, size_t e)
+{
+    if (j == e)
+        return j;
+    size_t last = char_before(s, j);
+    return last == i ? j : last;
+}
+
+/* The end of the last CR or LF in [i, j), or 0. */
+static inline size_t last_crlf_end(const uint8_t *s, size_t i, size_t j)
+{
+    for (size_t p = j; p > i; p--)
+        if (s[p - 1] == '\r' || s[p - 1] == '\n')
+            return p;
+    return 0;
+}
+
+/* (?i:'s|'t|'re|'ve|'m|'ll|'d) at i (s[i] == '\''): the end, or 0. */
+static inline size_t contraction_ci(const uint8_t *s, size_t i, size_t e)
+{
+    if (i + 1 >= e)
+        return 0;
+    size_t ld, lf;
+    uint32_t d = dec_at(s + i + 1, &ld);
+    if (RML_FOLD_S(d) || RML_FOLD_T(d) || RML_FOLD_M(d) || RML_FOLD_D(d))
+        return i + 1 + ld;
+    if (i + 1 + ld >= e)
+        return 0;
+    uint32_t f = dec_at(s + i + 1 + ld, &lf);
+    if ((RML_FOLD_R(d) && RML_FOLD_E(f)) || (RML_FOLD_V(d) && RML_FOLD_E(f)) || (RML_FOLD_L(d) && RML_FOLD_L(f)))
+        return i + 1 + ld + lf;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* matchers */
+
+/* GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+static inline size_t m_gpt2(const uint8_t *s, const uint8_t *k, size_t i, size_t e)
+{
+    uint8_t c = s[i];
+    if (c == '\'' && i + 1 < e) {
+        uint8_t d = s[i + 1];
+        if (d == 's' || d == 't' || d == 'm' || d == 'd')
+            return i + 2;
+        if (i + 2 < e) {
+            uint8_t f = s[i + 2];
+            if ((d == 'r' && f == 'e') || (d == 'v' && f == 'e') || (d == 'l' && f == 'l'))
+                return i + 3;
+        }
+    }
+    unsigned ki = k[i] & 7;
+    size_t j = i;
+    if (c == ' ' && i + 1 < e && (k[i + 1] & 7) != CL_S) { /* " ?" joins the run that follows */
+        ki = k[i + 1] & 7;
+        j = i + 1;
+    }
+    if (ki != CL_S) /* ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+ */
+        return run_eq(k, j + 1, e, 7, ki);
+    /* \s+(?!\S) backs off one character before a non-space; else \s+ */
+    return ws_backoff(s, i, run_eq(k, i + 1, e, 7, CL_S), e);
+}
+
+/* Llama 3 (maxd 3), Qwen2 (maxd 1) and cl100k_base (maxd 3, at_end 1):
+ * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,maxd}
+ * | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * cl100k_base spells the same alternatives possessively ('(?i:[sdmt]|ll|ve|re), ?+, ++) and adds
+ * \s++$ before \s*[\r\n]: a White_Space run that reaches the end is one piece. The possessive
+ * forms change nothing here: no later part of their alternative could take characters back. */
+static inline size_t m_llama3(const uint8_t *s, const uint8_t *k, size_t i, size_t e, size_t maxd, int at_end)
+{
+    uint8_t c = s[i];
+    if (c == '\'') {
+        size_t m = contraction_ci(s, i, e);
+        if (m)
+            return m;
+    }
+    unsigned ki = k[i] & 7;
+    if (ki == CL_L) /* \p{L}+ (the optional prefix matched nothing) */
+        return run_eq(k, i + 1, e, CL_L, CL_L);
+    size_t j = i + u8len(c);
+    if (ki != CL_N && c != '\r' && c != '\n' && j < e && (k[j] & CL_L)) /* [^\r\n\p{L}\p{N}]\p{L}+ */
+        return run_eq(k, j + 1, e, CL_L, CL_L);
+    if (ki == CL_N) { /* \p{N}{1,maxd} */
+        for (size_t d = 1; d < maxd && j < e && (k[j] & CL_N); d++)
+            j += u8len(s[j]);
+        return j;
+    }
+    /* ?[^\s\p{L}\p{N}]+[\r\n]* */
+    if (c == ' ' && j < e && (k[j] & 7) == 0)
+        return run_crlf(s, run_eq(k, j + 1, e, 7, 0), e);
+    if (ki == 0)
+        return run_crlf(s, run_eq(k, i + 1, e, 7, 0), e);
+    /* c is White_Space */
+    j = run_eq(k, i + 1, e, 7, CL_S);
+    if (at_end && j == e) /* \s++$ */
+        return j;
+    size_t nl = last_crlf_end(s, i, j);
+    if (nl) /* \s*[\r\n]+: ends after the run's last CR/LF */
+        return nl;
+    return ws_backoff(s, i, j, e); /* \s+(?!\S) | \s+ */
+}
+
+/* [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+ from p: the end, or 0.
+ * The upper run is greedy; when no lower-set character follows it, the regex backs the run off
+ * to its last character that is also in the lower set (Lm, Lo, M), which then ends the match. */
+static inline size_t o200k_upper_lower(const uint8_t *s, const uint8_t *k, size_t p, size_t e)
+{
+    size_t j = run_any(k, p, e, CL_U);
+    if (j < e && (k[j] & CL_W))
+        return run_any(k, j + 1, e, CL_W);
+    while (j > p) { /* back off to the end of the run's last lower-set character */
+        size_t q = char_before(s, j);
+        if (k[q] & CL_W)
+            return j;
+        j = q;
+    }
+    return 0;
+}
+
+/* o200k_base:
+ * [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+ * |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+ * |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static inline size_t m_o200k(const uint8_t *s, const uint8_t *k, size_t i, size_t e)
+{
+    uint8_t c = s[i];
+    unsigned ki = k[i];
+    size_t j = i + u8len(c);
+    /* the prefix [^\r\n\p{L}\p{N}] can be taken: it is tried first, then the match without it */
+    int pre = !(ki & (CL_L | CL_N)) && c != '\r' && c != '\n' && j < e;
+    size_t m = 0;
+    if (pre)
+        m = o200k_upper_lower(s, k, j, e); /* first alternative, prefix taken */
+    if (!m && (ki & (CL_U | CL_W)))
+        m = o200k_upper_lower(s, k, i, e); /* first alternative, no prefix */
+    if (!m) { /* second alternative: [U]+[W]* (the first failed, so no W follows the U run) */
+        if (pre && (k[j] & CL_U))
+            m = run_any(k, j, e, CL_U);
+        else if (ki & CL_U)
+            m = run_any(k, i, e, CL_U);
+    }
+    if (m) {
+        if (m < e && s[m] == '\'') {
+            size_t t = contraction_ci(s, m, e);
+            if (t)
+                return t;
+        }
+        return m;
+    }
+    if (ki & CL_N) { /* \p{N}{1,3} */
+        for (int d = 1; d < 3 && j < e && (k[j] & CL_N); d++)
+            j += u8len(s[j]);
+        return j;
+    }
+    /* ?[^\s\p{L}\p{N}]+[\r\n/]* */
+    size_t o = (size_t)-1;
+    if (c == ' ' && j < e && !(k[j] & CL_LNS))
+        o = j;
+    else if (!(ki & CL_LNS))
+        o = i;
+    if (o != (size_t)-1) {
+        size_t t = run_eq(k, o + 1, e, CL_LNS, 0);
+        while (t < e && (s[t] == '\r' || s[t] == '\n' || s[t] == '/'))
+            t++;
+        return t;
+    }
+    /* White_Space: \s*[\r\n]+ | \s+(?!\S) | \s+ */
+    j = run_eq(k, i + 1, e, 7, CL_S);
+    size_t nl = last_crlf_end(s, i, j);
+    if (nl)
+        return nl;
+    return ws_backoff(s, i, j, e);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* stages */
+
+static int push_piece(Ctx *x, size_t a, size_t n);
+
+/* Each match of the stage's matcher over [a, e), passed to the next stage, or (last stage)
+ * appended to the batch of pieces. */
+#define STAGE_LOOP(MATCH)                                                   \
+    do {                                                                    \
+        if (last) {                                                         \
+            while (i < e) {                                                 \
+                size_t m_ = (MATCH);                                        \
+                if (!x->collect && x->nspan < BATCH - 1) {                  \
+                    x->span[x->nspan].a = (uint32_t)i;                      \
+                    x->span[x->nspan].n = (uint32_t)(m_ - i);               \
+                    x->nspan++;                                             \
+                } else if (push_piece(x, i, m_ - i) < 0) {                  \
+                    return -1;                                              \
+                }                                                           \
+                i = m_;                                                     \
+            }                                                               \
+        } else {                                                            \
+            while (i < e) {                                                 \
+                size_t m_ = (MATCH);                                        \
+                if (split_stage(x, i, m_, st + 1) < 0)                      \
+                    return -1;                                              \
+                i = m_;                                                     \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
+/* Run stage `st` over [a, e) of x->text and pass each piece on (to the next stage or to BPE). */
+static int split_stage(Ctx *x, size_t a, size_t e, int st)
+{
+    const Encoder *E = x->E;
+    if (st == E->nstages)
+        return push_piece(x, a, e - a);
+    const uint8_t *s = x->text, *k = x->cls;
+    int pat = E->stages[st], last = st + 1 == E->nstages;
+    size_t i = a;
+    switch (pat) {
+    case PAT_GPT2:
+        STAGE_LOOP(m_gpt2(s, k, i, e));
+        return 0;
+    case PAT_LLAMA3:
+    case PAT_CL100K:
+        STAGE_LOOP(m_llama3(s, k, i, e, 3, pat == PAT_CL100K));
+        return 0;
+    case PAT_QWEN2:
+        STAGE_LOOP(m_llama3(s, k, i, e, 1, 0));
+        return 0;
+    case PAT_O200K:
+        STAGE_LOOP(m_o200k(s, k, i, e));
+        return 0;
+    case PAT_DIGITS:
+    case PAT_DIGITS_INDIVIDUAL: { /* \p{N}+ or \p{N}, Isolated: matches and the gaps between */
+        while (i < e) {
+            size_t g = run_eq(k, i, e, CL_N, 0); /* the gap before the next number */
+            if (g > i && split_stage(x, i, g, st + 1) < 0)
+                return -1;
+            if (g == e)
+                break;
+            size_t m = pat == PAT_DIGITS ? run_any(k, g + 1, e, CL_N) : g + u8len(s[g]);
+            if (split_stage(x, g, m, st + 1) < 0)
+                return -1;
+            i = m;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* SentencePiece segment -> words, as tokenizer._encode_sentencepiece splits it: before each "▁"
+ * (SP_SPACE_SPLIT), before each "▁" that follows a character other than "▁" (SP_WORDS), or not at
+ * all (SP_WHOLE). "▁" is E2 96 81 in UTF-8 and no other character contains that byte sequence. */
+static int sp_words(Ctx *x, size_t n)
+{
+    const Encoder *E = x->E;
+    const uint8_t *s = x->text;
+    if (E->sp_split == SP_WHOLE)
+        return push_piece(x, 0, n);
+    size_t w = 0, i = 1;
+    while (i + 2 < n) {
+        const uint8_t *q = memchr(s + i, 0xE2, n - 2 - i);
+        if (q == NULL)
+            break;
+        i = (size_t)(q - s);
+        if (s[i + 1] != 0x96 || s[i + 2] != 0x81) {
+            i++;
+            continue;
+        }
+        int after_space = i >= 3 && s[i - 3] == 0xE2 && s[i - 2] == 0x96 && s[i - 1] == 0x81;
+        if (!(E->sp_split == SP_WORDS && after_space)) { /* a run of "▁" stays with the word after it */
+            if (push_piece(x, w, i - w) < 0)
+                return -1;
+            w = i;
+        }
+        i += 3;
+    }
+    return push_piece(x, w, n - w);
+}
