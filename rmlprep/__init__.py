@@ -23,7 +23,9 @@ from .spec import TokenizerSpec, TokenType  # noqa: F401
 from .tokenizer import Tokenizer  # noqa: F401
 from .load import load_tokenizer  # noqa: F401
 from .chat import (  # noqa: F401
+    CHAT_FORMATS,
     ChatEncoding,
+    ChatTemplateError,
     detect_chat_format,
     encode_chat,
     format_chat,
@@ -39,7 +41,9 @@ __all__ = [
     "TokenType",
     "Tokenizer",
     "load_tokenizer",
+    "CHAT_FORMATS",
     "ChatEncoding",
+    "ChatTemplateError",
     "detect_chat_format",
     "encode_chat",
     "format_chat",

@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .errors import ConfigError, RmlprepError, RowError
+from .errors import ChatFormatError, ConfigError, RmlprepError, RowError
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
 
@@ -316,7 +316,14 @@ class _MapFunction:
                 parts.append(f"{idc}={v!r}")
             return ", ".join(parts)
 
-        columns, errors = self._encode(values, where)
+        def column(name: str) -> list | None:
+            """Another column's values (None when the batch has none)."""
+            if name not in names:
+                return None
+            v = batch.column(name).to_pylist() if is_arrow else batch[name]
+            return v if isinstance(v, list) else list(v)
+
+        columns, errors = self._encode(values, where, column)
         self.stats["batches"] += 1
         self.stats["rows"] += n
         self.stats["errors"] += len(errors)
@@ -379,7 +386,7 @@ class _MapFunction:
 
     _what = ""
 
-    def _encode(self, values: list, where) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], dict[int, str]]:
+    def _encode(self, values: list, where, column) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], dict[int, str]]:
         raise NotImplementedError
 
 
@@ -391,7 +398,7 @@ class TokenizeText(_MapFunction):
 
     _what = "text"
 
-    def _encode(self, values: list, where):
+    def _encode(self, values: list, where, column=None):
         n = len(values)
         errors: dict[int, str] = {}
         good: list[int] | None = None
@@ -453,13 +460,43 @@ class TokenizeChat(_MapFunction):
     (list<uint8>), ``labels`` (list<int32>, -100 where masked) and ``length`` (int32).
 
     Build it with :func:`tokenize_chat`; see the module docstring for the output types and
-    :func:`rmlprep.chat.encode_chat` for the mask rule.
+    :func:`rmlprep.chat.encode_chat` for the mask rule. ``fn.stats`` also counts
+    ``reasoning_dropped`` (turns whose reasoning the format's history rule left out),
+    ``no_assistant`` (conversations without an assistant message, kept or rejected) and
+    ``json_tool_calls`` (tool calls converted with ``json_tools``).
     """
 
     _what = "messages"
 
-    def _encode(self, values: list, where):
-        from .chat import encode_chat
+    def __init__(self, tokenizer, options):
+        super().__init__(tokenizer, options)
+        self._extra_stats()
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._extra_stats()
+
+    def _extra_stats(self) -> None:
+        self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0)
+        self._writer = None
+
+    def _template_writer(self):
+        """The model's own template (``fmt="template"``), built once per process."""
+        if self._writer is None:
+            from .chat.template import TemplateWriter
+
+            spec = self.tokenizer.spec
+            name = lambda i: spec.vocab[i] if i is not None else None  # noqa: E731
+            opts = dict(self.options or {})
+            today = opts.pop("today", None)
+            self._writer = TemplateWriter(self.template, bos_token=name(spec.bos_id), eos_token=name(spec.eos_id),
+                                          kwargs=opts, today=today)
+        return self._writer
+
+    def _encode(self, values: list, where, column=None):
+        from .chat.convert import json_tools
+        from .chat.encode import encode_segments
+        from .chat.registry import write
 
         tok = self.tokenizer
         fmt = self.fmt
@@ -469,24 +506,34 @@ class TokenizeChat(_MapFunction):
         ids_buf = array(_U32)
         mask_buf = array("B")
         lengths = np.zeros(n, dtype=np.int64)
+        tools_col = column(self.tools_column) if (column is not None and self.tools_column) else None
         for i, messages in enumerate(values):
             if messages is None:
                 self._fail(i, f"{self.column!r} is null", where, errors)
                 continue
+            tools = tools_col[i] if tools_col is not None else None
             try:
-                enc = encode_chat(tok, messages, fmt, add_generation_prompt=gen)
+                if self.json_tools:
+                    messages, tools, k = json_tools(messages, tools)
+                    self.stats["json_tool_calls"] += k
+                if fmt == "template":
+                    out = self._template_writer().write(messages, add_generation_prompt=gen, tools=tools)
+                else:
+                    out = write(messages, fmt, add_generation_prompt=gen, tools=tools, options=self.options)
+                if not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in messages):
+                    self.stats["no_assistant"] += 1
+                    if self.no_assistant == "reject":
+                        raise ChatFormatError("the conversation has no assistant message (nothing to train on); "
+                                              "set no_assistant='keep' (chat.no_assistant = \"keep\") to keep it")
+                ids, mask = encode_segments(tok, out.segs, train_on_reasoning=self.train_on_reasoning)
             except (RmlprepError, TypeError, KeyError, AttributeError) as e:
                 self._fail(i, f"{type(e).__name__}: {e}", where, errors, e)
                 continue
-            ids, mask = enc.input_ids, enc.assistant_mask
-            if len(mask) != len(ids):  # encode_chat's contract; checked so columns never misalign
-                raise RmlprepError(f"{where(i)}: encode_chat gave {len(ids)} ids but {len(mask)} mask values")
-            if type(ids) is list and type(mask) is list:
-                ids_buf.fromlist(ids)
-                mask_buf.fromlist(mask)
-            else:
-                ids_buf.extend(ids)
-                mask_buf.extend(mask)
+            self.stats["reasoning_dropped"] += out.notes.get("reasoning_dropped", 0)
+            if len(mask) != len(ids):  # encode_segments' contract; checked so columns never misalign
+                raise RmlprepError(f"{where(i)}: the chat encoder gave {len(ids)} ids but {len(mask)} mask values")
+            ids_buf.fromlist(ids)
+            mask_buf.frombytes(mask.tobytes())
             lengths[i] = len(ids)
         ids = np.frombuffer(ids_buf, dtype=np.uint32)
         mask = np.frombuffer(mask_buf, dtype=np.uint8)
@@ -559,7 +606,12 @@ def tokenize_chat(
     fmt: str,
     *,
     column: str = "messages",
+    tools_column: str | None = "tools",
     add_generation_prompt: bool = False,
+    options: Mapping[str, Any] | None = None,
+    train_on_reasoning: bool = True,
+    json_tools: bool = False,
+    no_assistant: str | None = None,
     on_error: str = "raise",
     output_column: str = "input_ids",
     mask_column: str = "assistant_masks",
@@ -569,22 +621,34 @@ def tokenize_chat(
     id_column: str | None = "id",
     keep_columns: bool | None = None,
 ) -> TokenizeChat:
-    """A map function that encodes a messages column with an assistant-only loss mask.
+    """A map function that encodes a messages column with its loss mask.
 
-    Each row is ``[{"role": "system"|"user"|"assistant", "content": str}, ...]`` (a
-    ``list<struct<role, content>>`` Arrow column gives exactly that). Rows are encoded with
-    :func:`rmlprep.chat.encode_chat` (BOS/EOS as the spec says; message contents never parsed
-    for special tokens).
+    Each row is a conversation in the messages schema (:mod:`rmlprep.chat.messages`: roles
+    system/user/assistant/tool, content as text or text parts, reasoning_content, tool_calls,
+    tool results); a ``list<struct<...>>`` Arrow column gives exactly that (null fields are
+    absent). Rows are written by the format and encoded as :func:`rmlprep.chat.encode_chat`
+    says (BOS where the template writes it; data never parsed for control tokens).
 
     Args:
         tokenizer: an rmlprep Tokenizer (or a TokenizerSpec).
-        fmt: a chat format name or a model's Jinja template (resolved once here with
-            :func:`rmlprep.chat.detect_chat_format`).
+        fmt: a chat format name; ``"auto"``: the format that reproduces the tokenizer's chat
+            template (proved once here, :func:`rmlprep.chat.detect_chat_format`);
+            ``"template"``: the tokenizer's own template rendered with jinja2 (slower, see
+            :mod:`rmlprep.chat.template`).
         column: the messages column.
+        tools_column: a column of per-conversation tool definitions (a list, or a JSON
+            string), used when the batch has it; None: never.
         add_generation_prompt: end each row with the header that opens an assistant turn.
-        on_error: ``"raise"`` or ``"record"``; a malformed conversation (null, not a list, a
-            message without role or with a role outside system/user/assistant, an order the
-            format refuses) is a row error.
+        options: the format's options (``enable_thinking``, ``today``...).
+        train_on_reasoning: reasoning in the mask (default) or not.
+        json_tools: convert tool definitions and calls written as JSON text first
+            (:func:`rmlprep.chat.convert.json_tools`).
+        no_assistant: a conversation without an assistant message: ``"reject"`` it as a row
+            error (nothing to train on), or ``"keep"`` it (nothing in its mask); counted in
+            ``fn.stats["no_assistant"]`` either way. Default: reject, keep with
+            ``add_generation_prompt`` (prompts for generation have no answer).
+        on_error: ``"raise"`` or ``"record"``; a conversation the schema or the format
+            refuses is a row error with the reason.
         output_column, mask_column, labels_column: names of the list<uint32>, list<uint8> and
             list<int32> columns (TRL's names by default); the three are aligned row by row and
             token by token.
@@ -592,15 +656,42 @@ def tokenize_chat(
     Returns:
         A picklable callable (see :class:`TokenizeChat`).
     Raises:
-        ChatFormatError: unknown format.
-        ConfigError: bad on_error or clashing output column names.
+        ChatFormatError: unknown format or option; ``"auto"`` and a template no format reproduces.
+        ConfigError: bad on_error / no_assistant or clashing output column names.
     """
     from .chat import detect_chat_format
+    from .chat.registry import get_format, resolve_options
 
-    return TokenizeChat(tokenizer, {
+    tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)
+    if fmt == "auto":
+        if not tok.chat_template:
+            raise ConfigError("tokenize_chat(fmt='auto'): the tokenizer carries no chat_template; name the format")
+        spec = tok.spec
+        fmt = detect_chat_format(tok.chat_template,
+                                 bos_token=spec.vocab[spec.bos_id] if spec.bos_id is not None else None,
+                                 eos_token=spec.vocab[spec.eos_id] if spec.eos_id is not None else None)
+    elif fmt != "template":
+        fmt = detect_chat_format(fmt)
+        resolve_options(get_format(fmt), options)  # unknown options fail here, not per row
+    if no_assistant is None:
+        no_assistant = "keep" if add_generation_prompt else "reject"
+    if no_assistant not in ("keep", "reject"):
+        raise ConfigError(f"no_assistant={no_assistant!r}: use 'keep' or 'reject'")
+    if fmt == "template" and not train_on_reasoning:
+        raise ConfigError("tokenize_chat(fmt='template'): the template's render does not tell reasoning apart; "
+                          "train_on_reasoning=False needs a native format")
+    if fmt == "template" and not tok.chat_template:
+        raise ConfigError("tokenize_chat(fmt='template'): the tokenizer carries no chat_template")
+    return TokenizeChat(tok, {
         "column": column,
-        "fmt": detect_chat_format(fmt),
+        "tools_column": tools_column,
+        "fmt": fmt,
+        "template": tok.chat_template if fmt == "template" else None,
         "add_generation_prompt": bool(add_generation_prompt),
+        "options": dict(options) if options else None,
+        "train_on_reasoning": bool(train_on_reasoning),
+        "json_tools": bool(json_tools),
+        "no_assistant": no_assistant,
         "on_error": on_error,
         "output_column": output_column,
         "mask_column": mask_column,

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from ._version import __version__
 from .chat import detect_chat_format, encode_chat, format_chat
+from .chat.detect import check_template_format
 from .chat_parity import check_chat_format
 from .config import load_config
-from .errors import ParityError, RmlprepError
+from .errors import ChatFormatError, ParityError, RmlprepError
 from .load import DEMO_PREFIX, open_tokenizer
 from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
 from .pipeline import run
@@ -86,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "in fixtures/parity/ by the file's sha256) and, when installed, the reference "
                                    "library on built-in texts. With --make-fixture OUT: write the reference "
                                    "library's ids for those texts to OUT. With --chat FORMAT: check only the chat "
-                                   "format against real template renders (fixtures/chat/renders.jsonl): the "
+                                   "format against real template renders (fixtures/chat/renders.jsonl.gz): the "
                                    "TOKENIZER's own chat_template when its sha256 is there, else every template "
                                    "the format writes.")
     q.add_argument("tokenizer", nargs="?", help=TOKENIZER_HELP + " (optional with --chat)")
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--chat", metavar="FORMAT", help="check this chat format (chatml, llama3, ... or a Jinja template "
                                                     "file) instead of the tokenizer")
     q.add_argument("--chat-renders", metavar="FILE", help="renders JSONL to check --chat against "
-                                                          "(default: fixtures/chat/renders.jsonl)")
+                                                          "(default: fixtures/chat/renders.jsonl.gz)")
     return p
 
 
@@ -177,16 +178,17 @@ def _cmd_chat(a) -> int:
     except ValueError as e:
         raise RmlprepError(f"{a.messages}: not valid JSON: {e}") from None
     msgs = data["messages"] if isinstance(data, dict) and "messages" in data else data
+    tools = data.get("tools") if isinstance(data, dict) else None
     fmt_arg = a.format
     if Path(fmt_arg).is_file():
         fmt_arg = Path(fmt_arg).read_text(encoding="utf-8")
     fmt = detect_chat_format(fmt_arg)
     if a.tokenizer:
         tok, _ = _open(a.tokenizer, a.name)
-        enc = encode_chat(tok, msgs, fmt, add_generation_prompt=a.add_generation_prompt)
-        print(json.dumps({"format": fmt, "input_ids": enc.input_ids, "assistant_mask": enc.assistant_mask}))
+        enc = encode_chat(tok, msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools)
+        print(json.dumps({"format": fmt, "input_ids": enc.input_ids, "assistant_masks": enc.assistant_masks}))
     else:
-        sys.stdout.write(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt))
+        sys.stdout.write(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools))
     return 0
 
 
@@ -196,6 +198,12 @@ def _cmd_parity_chat(a) -> int:
         fmt_arg = Path(fmt_arg).read_text(encoding="utf-8")
     fmt = detect_chat_format(fmt_arg)
     template = _open(a.tokenizer, a.name)[0].chat_template if a.tokenizer else None
+    if template:
+        try:
+            check_template_format(template, fmt)
+        except ChatFormatError as e:
+            raise ParityError(template, 0, [], [], source="chat template", message=f"chat parity: {e}") from None
+        _log(f"parity: the tokenizer's chat template is reproduced by format {fmt!r} on every probe")
     s = check_chat_format(fmt, template=template, renders=a.chat_renders, required=True, log=_log)
     print(f"chat: {s['rows']} renders of {', '.join(s['templates'])} match format {fmt!r} ({s['renders']})")
     return 0

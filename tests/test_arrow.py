@@ -236,7 +236,7 @@ def test_chat_columns_aligned_and_equal_to_encode_chat(tok):
     labels = out.column("labels").to_pylist()
     for i, conv in enumerate(CONVS):
         enc = encode_chat(tok, conv, "chatml")
-        assert ids[i] == enc.input_ids and masks[i] == enc.assistant_mask and labels[i] == enc.labels
+        assert ids[i] == enc.input_ids and masks[i] == enc.assistant_masks and labels[i] == enc.labels
         assert len(masks[i]) == len(ids[i]) == len(labels[i]) == out.column("length")[i].as_py()
         assert labels[i] == [t if m else -100 for t, m in zip(ids[i], masks[i])]
         assert 261 in [t for t, m in zip(ids[i], masks[i]) if m]  # <|im_end|> is learned
@@ -249,8 +249,13 @@ BAD_CONVS = [
     pytest.param(None, "null", id="null"),
     pytest.param("hello", "must be a list", id="string"),
     pytest.param([{"content": "x"}], "no 'role'", id="missing-role"),
-    pytest.param([{"role": "tool", "content": "x"}], "role 'tool'", id="bad-role"),
+    pytest.param([{"role": "developer", "content": "x"}], "role 'developer'", id="bad-role"),
     pytest.param([{"role": "user", "content": 3}], "content must be a string", id="bad-content"),
+    pytest.param([{"role": "user", "content": "x"}], "no assistant message", id="no-assistant"),
+    pytest.param([{"role": "user", "content": "x"}, {"role": "assistant", "content": "y", "weight": 0.5}],
+                 "'weight'", id="unknown-field"),
+    pytest.param([{"role": "user", "content": "x"}, {"role": "assistant", "content": "y", "reasoning_content": "r"}],
+                 "cannot write reasoning_content", id="reasoning-chatml"),
     pytest.param([], "empty conversation", id="empty"),
 ]
 
@@ -271,7 +276,7 @@ def test_chat_bad_rows(tok, bad, reason):
 def test_chat_format_rule_error_in_arrow(tok):
     conv = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
     out = tokenize_chat(tok, "llama2", on_error="record")(pa.Table.from_pylist([{"messages": conv}]))
-    assert "alternate" in out.column("error")[0].as_py()
+    assert "alternating" in out.column("error")[0].as_py()
     assert out.column("input_ids").to_pylist() == [[]]
 
 

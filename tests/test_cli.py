@@ -104,20 +104,22 @@ def test_chat_and_parity_commands(tmp_path, capsys):
     assert capsys.readouterr().out == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n"
     assert main(["chat", str(m), "--format", "chatml", "--tokenizer", str(TINY)]) == 0
     enc = json.loads(capsys.readouterr().out)
-    assert len(enc["input_ids"]) == len(enc["assistant_mask"])
+    assert len(enc["input_ids"]) == len(enc["assistant_masks"])
     assert main(["chat", str(m), "--format", "no-such-format"]) == 2
     assert main(["parity", str(TINY)]) == 0
     assert "cases match" in capsys.readouterr().out
     assert main(["encode", str(tmp_path / "missing.json"), "x"]) == 2
 
 
-CHAT_RENDERS = ROOT / "fixtures" / "chat" / "renders.jsonl"
+CHAT_RENDERS = ROOT / "fixtures" / "chat" / "renders.jsonl.gz"
 needs_renders = pytest.mark.skipif(not CHAT_RENDERS.exists(), reason=f"{CHAT_RENDERS} is absent")
 
 
 def _doctored_renders(tmp_path: Path) -> Path:
-    recs = [json.loads(x) for x in CHAT_RENDERS.read_text(encoding="utf-8").splitlines()]
-    row = next(r for r in recs if r.get("template") == "qwen2" and "output" in r and "Hello" in r["output"])
+    import gzip
+
+    recs = [json.loads(x) for x in gzip.decompress(CHAT_RENDERS.read_bytes()).decode("utf-8").splitlines()]
+    row = next(r for r in recs if r.get("template") == "chatml-openhermes" and "output" in r and "Hello" in r["output"])
     row["output"] = row["output"].replace("Hello", "Hallo", 1)
     p = tmp_path / "renders.jsonl"
     p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
@@ -127,7 +129,7 @@ def _doctored_renders(tmp_path: Path) -> Path:
 @needs_renders
 def test_parity_chat_alone(tmp_path, capsys):
     assert main(["parity", "--chat", "chatml"]) == 0
-    assert "renders of chatml-openhermes, qwen2, qwen2.5, smollm2 match format 'chatml'" in capsys.readouterr().out
+    assert "renders of chatml-openhermes match format 'chatml'" in capsys.readouterr().out
     assert main(["parity", "--chat", "mistral-v3"]) == 0
     assert main(["parity", "--chat", "nope"]) == 2
     assert main(["parity"]) == 2
@@ -149,7 +151,7 @@ def test_sft_run_doctored_chat_render_exit_3(tmp_path):
                  '[pack]\nseq_len=64\n[output]\ndir="out"\n')
     r = cli("run", "c.toml", cwd=tmp_path)
     assert r.returncode == 3, r.stderr
-    assert "parity failure" in r.stderr and "qwen2 conversation" in r.stderr and "Traceback" not in r.stderr
+    assert "parity failure" in r.stderr and "chatml-openhermes" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out" / "shard-00000.parquet").exists()
     c.write_text(c.read_text().replace(f'chat_renders="{renders.name}"', "chat = false"))
     r = cli("run", "c.toml", cwd=tmp_path)

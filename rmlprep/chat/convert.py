@@ -1,0 +1,71 @@
+"""Opt-in conversion of tool data written as text into the messages schema.
+
+LLaMA-Factory's tool-call demos (and sets exported from its ``sharegpt`` tool format) keep the
+tool definitions as a JSON list in the system message and each tool call as a JSON object
+``{"name": ..., "arguments": {...}}`` in an assistant message's text. Written as they are,
+a model would learn that text; :func:`json_tools` turns them into ``tools`` and
+``tool_calls`` so the format writes them the way the model's template writes tool calls.
+It is opt-in (``chat.json_tools = true`` in a run): an answer that merely looks like a tool
+call would be converted too.
+
+Source: LLaMA-Factory ``data/glaive_toolcall_en_demo.json`` and its ``function_call`` /
+``observation`` roles.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["json_tools"]
+
+
+def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return None
+    t = text.strip()
+    if not t or t[0] not in "[{":
+        return None
+    try:
+        return json.loads(t)
+    except ValueError:
+        return None
+
+
+def json_tools(messages: Any, tools: Any = None) -> tuple[Any, Any, int]:
+    """Move tool definitions and tool calls written as JSON text into ``tools`` / ``tool_calls``.
+
+    * a first system message whose whole content is a JSON list of function definitions
+      (each a dict with a ``name``) becomes the conversation's ``tools`` (an empty list: no
+      tools) and is removed; only when ``tools`` is not given already;
+    * an assistant message whose whole content is a JSON object with exactly the keys
+      ``name`` (a string) and ``arguments`` (an object) becomes a message with that one tool
+      call and ``content: None``.
+
+    Args:
+        messages: the conversation (left unchanged; anything that is not a list is returned
+            as is, for the schema check to refuse).
+        tools: the conversation's own tools, if any.
+    Returns:
+        (messages, tools, number of tool calls converted).
+    """
+    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)) or not messages:
+        return messages, tools, 0
+    out = list(messages)
+    first = out[0]
+    if tools is None and isinstance(first, Mapping) and first.get("role") == "system":
+        v = _loads(first.get("content"))
+        if isinstance(v, list) and all(isinstance(t, Mapping) and isinstance(t.get("name"), str) for t in v):
+            tools = v or None
+            out = out[1:]
+    n = 0
+    for i, m in enumerate(out):
+        if isinstance(m, Mapping) and m.get("role") == "assistant" and not m.get("tool_calls"):
+            v = _loads(m.get("content"))
+            if (isinstance(v, dict) and set(v) == {"name", "arguments"} and isinstance(v["name"], str)
+                    and isinstance(v["arguments"], dict)):
+                out[i] = {**m, "content": None,
+                          "tool_calls": [{"type": "function", "function": {"name": v["name"], "arguments": v["arguments"]}}]}
+                n += 1
+    return out, tools, n

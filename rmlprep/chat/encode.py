@@ -1,0 +1,256 @@
+"""Encoding a written conversation: token ids, the loss mask, labels.
+
+How text becomes ids (:func:`encode_chat`):
+
+* format text (``markup`` segments: BOS, headers, terminators, wrappers) is cut at the
+  tokenizer's special tokens (longest first), each becoming its id; a marker that is not a
+  token of this vocabulary (Llama 2's ``[INST]``) stays text;
+* data (contents, reasoning, tool-call arguments, tool results) is never parsed for control
+  tokens, so ``"<|im_end|>"`` written by a user cannot end a turn; only the tokenizer's
+  user-defined added tokens (Hugging Face ``special: false``, such as Qwen's ``<think>`` and
+  ``<tool_call>``) are cut out of it, as the reference tokenizer cuts them out of any text;
+* everything is encoded in one ``encode_fragments(..., add_special_tokens=False)`` call, so
+  BPE works across fragment borders exactly as for the whole string. BOS and EOS are where the
+  template writes them, never added by the tokenizer's ``add_bos``/``add_eos``: a format whose
+  template writes BOS starts with exactly one BOS (as transformers' ``apply_chat_template``
+  tokenizes with ``add_special_tokens=False``); a sentencepiece ``.model``'s dummy prefix is
+  not put before that BOS (mistral-common encodes so). Special ids with Hugging Face
+  ``rstrip``/``lstrip`` flags swallow the whitespace next to them, as encoding the whole
+  string would. So for a conversation whose data holds no control-token text,
+  ``input_ids == tokenizer.encode(format_chat(...))``.
+
+Mask rule: token ``i`` gets mask 1 iff its byte span overlaps a trainable segment (kind
+``assistant``, and ``reasoning`` when reasoning is trained; see :mod:`rmlprep.chat.segments`).
+A token that straddles template text and an answer (SentencePiece ``"▁answer"``; a byte-level
+``"\\n\\n"`` whose first newline is the template's) is in the mask: the model must emit it to
+produce the answer. A zero-width token is in the mask iff its offset lies inside a trainable span.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..spec import TokenType
+from .registry import get_format, write
+from .segments import TRAINABLE, Segment
+
+__all__ = ["ChatEncoding", "encode_chat", "encode_segments", "stop_ids"]
+
+
+@dataclass(slots=True)
+class ChatEncoding:
+    """One encoded conversation.
+
+    Attributes:
+        input_ids: token ids (list of int), BOS only where the template writes it.
+        assistant_masks: 0/1 per token (list of int): 1 on what the model is trained to write
+            (assistant text, tool calls, turn terminators; reasoning unless turned off).
+        labels: ``input_ids`` where the mask is 1, ``-100`` elsewhere.
+        notes: counts of what the format's own rules left out (``reasoning_dropped``).
+    """
+
+    input_ids: list[int]
+    assistant_masks: list[int]
+    labels: list[int]
+    notes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def assistant_mask(self) -> list[int]:
+        """Deprecated name of :attr:`assistant_masks` (the column name); removed in the next release."""
+        warnings.warn("ChatEncoding.assistant_mask is deprecated; use assistant_masks (the column's name)",
+                      DeprecationWarning, stacklevel=2)
+        return self.assistant_masks
+
+
+_CACHE: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _regexes(tokenizer):
+    """(all special tokens, user-defined only) as longest-first alternations, cached per tokenizer."""
+    try:
+        return _CACHE[tokenizer]
+    except (KeyError, TypeError):
+        pass
+
+    def rx(names):
+        names = sorted((s for s in names if s), key=lambda s: (-len(s), s))
+        return re.compile("|".join(re.escape(s) for s in names)) if names else None
+
+    specials = tokenizer.special_tokens
+    types = tokenizer.spec.token_types
+    user = [] if tokenizer.spec.parse_user_defined_always else [
+        s for s, i in specials.items() if types[i] == TokenType.USER_DEFINED]
+    out = (rx(specials), rx(user))
+    try:
+        _CACHE[tokenizer] = out
+    except TypeError:
+        pass
+    return out
+
+
+def _cut(text: str, tokenizer, rx) -> list[str | int]:
+    """Split text at the regex's special tokens, each becoming its id."""
+    if rx is None:
+        return [text]
+    out: list[str | int] = []
+    pos = 0
+    for m in rx.finditer(text):
+        if m.start() > pos:
+            out.append(text[pos:m.start()])
+        out.append(tokenizer.special_tokens[m.group()])
+        pos = m.end()
+    if pos < len(text):
+        out.append(text[pos:])
+    return out
+
+
+def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: bool = True
+                    ) -> tuple[list[int], np.ndarray]:
+    """Encode written segments: (ids, uint8 mask). See the module docstring.
+
+    Raises:
+        TokenIdError: never for well-formed segments (ids come from the tokenizer itself).
+    """
+    all_rx, user_rx = _regexes(tokenizer)
+    trainable = TRAINABLE | ({"reasoning"} if train_on_reasoning else set())
+    items: list[list] = []  # [fragment, trainable]
+    for s in segs:
+        parts = _cut(s.text, tokenizer, all_rx if s.markup else user_rx)
+        t = s.kind in trainable
+        items.extend([p, t] for p in parts)
+    _apply_strip_flags(items, tokenizer)
+    fragments: list[str | int] = []
+    spans: list[tuple[int, int]] = []  # trainable byte spans in the fragments' concatenation
+    pos = 0
+    for p, t in items:
+        start = pos
+        pos += len(p.encode("utf-8", "surrogatepass")) if isinstance(p, str) else len(tokenizer.token_bytes(p))
+        fragments.append(p)
+        if t and pos > start:
+            if spans and spans[-1][1] == start:
+                spans[-1] = (spans[-1][0], pos)
+            else:
+                spans.append((start, pos))
+    ids, starts = tokenizer.encode_fragments(fragments, add_special_tokens=False)
+    bos = tokenizer.spec.bos_id
+    if (len(ids) > 1 and fragments and fragments[0] == bos and ids[0] != bos and ids[1] == bos
+            and tokenizer.token_bytes(ids[0]).strip() == b""):
+        # a sentencepiece .model puts its dummy prefix before everything; a render that starts
+        # with BOS starts with BOS (as mistral-common encodes), the text after it unprefixed
+        ids, starts = ids[1:], starts[1:]
+    return ids, _mask_from_spans(starts, pos, spans)
+
+
+def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bool = False, tools: Any = None,
+                options: Mapping[str, Any] | None = None, train_on_reasoning: bool = True) -> ChatEncoding:
+    """Encode a conversation with its loss mask.
+
+    Args:
+        tokenizer: a :class:`rmlprep.tokenizer.Tokenizer`.
+        messages: the conversation (see :mod:`rmlprep.chat.messages`).
+        fmt: a format name (:data:`rmlprep.chat.CHAT_FORMATS`), or ``"template"``: the
+            tokenizer's own chat template rendered with jinja2 (:mod:`rmlprep.chat.template`;
+            ``options`` are then its variables, plus ``today``).
+        add_generation_prompt: end with the header that opens an assistant turn.
+        tools: the conversation's tool definitions.
+        options: the format's options (``enable_thinking``, ``today``...).
+        train_on_reasoning: reasoning is in the mask (default) or not.
+    Returns:
+        ChatEncoding (the mask rule is in the module docstring).
+    Raises:
+        ChatFormatError: unknown format or option, or a conversation the format refuses.
+    """
+    if fmt == "template":
+        out = _template_writer(tokenizer, options).write(messages, add_generation_prompt=add_generation_prompt,
+                                                          tools=tools)
+    else:
+        out = write(messages, get_format(fmt), add_generation_prompt=add_generation_prompt, tools=tools,
+                    options=options)
+    ids, mask = encode_segments(tokenizer, out.segs, train_on_reasoning=train_on_reasoning)
+    labels = np.where(mask, np.asarray(ids, dtype=np.int64), -100)
+    return ChatEncoding(input_ids=ids, assistant_masks=mask.tolist(), labels=labels.tolist(), notes=dict(out.notes))
+
+
+def _template_writer(tokenizer, options: Mapping[str, Any] | None):
+    from ..errors import ChatFormatError
+    from .template import TemplateWriter
+
+    if not getattr(tokenizer, "chat_template", None):
+        raise ChatFormatError("format 'template': the tokenizer carries no chat_template")
+    spec = tokenizer.spec
+    opts = dict(options or {})
+    today = opts.pop("today", None)
+    return TemplateWriter(tokenizer.chat_template,
+                          bos_token=spec.vocab[spec.bos_id] if spec.bos_id is not None else None,
+                          eos_token=spec.vocab[spec.eos_id] if spec.eos_id is not None else None,
+                          kwargs=opts, today=today)
+
+
+def _apply_strip_flags(items: list[list], tokenizer) -> None:
+    """Swallow whitespace around special ids whose Hugging Face flags say ``rstrip`` / ``lstrip``
+    (Phi-3's ``<|end|>``, ``<|user|>``...), as encoding the whole string does, up to the next
+    special id. The swallowed whitespace may belong to a message's content.
+    """
+    flags = {a.id: a for a in tokenizer.spec.added_token_flags if a.lstrip or a.rstrip}
+    if not flags:
+        return
+    n = len(items)
+    for k in range(n):
+        f = items[k][0]
+        if isinstance(f, str) or f not in flags:
+            continue
+        fl = flags[f]
+        if fl.rstrip:
+            j = k + 1
+            while j < n and isinstance(items[j][0], str):
+                items[j][0] = items[j][0].lstrip()
+                if items[j][0]:
+                    break
+                j += 1
+        if fl.lstrip:
+            j = k - 1
+            while j >= 0 and isinstance(items[j][0], str):
+                items[j][0] = items[j][0].rstrip()
+                if items[j][0]:
+                    break
+                j -= 1
+
+
+def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """uint8 mask: token i (bytes [starts[i], starts[i+1]), the last ending at ``total``) is 1 iff
+    it overlaps a trainable span; a zero-width token counts when it sits inside one. ``spans``
+    are sorted and disjoint, so the only candidate is the first span ending after the token's
+    start (a binary search)."""
+    n = len(starts)
+    if not spans or n == 0:
+        return np.zeros(n, dtype=np.uint8)
+    a = np.asarray(starts, dtype=np.int64)
+    b = np.append(a[1:], total)
+    s = np.fromiter((x for x, _ in spans), dtype=np.int64, count=len(spans))
+    e = np.fromiter((y for _, y in spans), dtype=np.int64, count=len(spans))
+    k = np.searchsorted(e, a, side="right")  # first span with end > token start
+    inside = k < len(spans)
+    sk = s[np.minimum(k, len(spans) - 1)]
+    return (inside & np.where(b > a, sk < b, sk <= a)).astype(np.uint8)
+
+
+def stop_ids(tokenizer, fmt: str) -> list[int]:
+    """Ids that end generation for ``fmt``: EOS, the spec's end-of-turn ids, and the format's
+    turn terminator when it is a single token in the vocabulary (no duplicates, in that order).
+
+    Raises:
+        ChatFormatError: unknown format.
+    """
+    f = get_format(fmt)
+    out: list[int] = []
+    for i in (tokenizer.eos_id, *tokenizer.spec.eot_ids, tokenizer.token_to_id(f.stop)):
+        if i is not None and i not in out:
+            out.append(i)
+    return out

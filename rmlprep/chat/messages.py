@@ -1,0 +1,315 @@
+"""The messages schema: OpenAI-style chat messages, checked and put into one canonical form.
+
+A conversation is a list of messages, each a mapping::
+
+    {"role": "system" | "user" | "assistant" | "tool",
+     "content": str | [{"type": "text", "text": str}, ...] | None,
+     "reasoning_content": str,          # assistant only; aliases "reasoning", "thinking"
+     "tool_calls": [{"id": str, "type": "function",
+                     "function": {"name": str, "arguments": {...} | "<JSON object>"}}, ...],
+     "tool_call_id": str,               # tool only: the call it answers
+     "name": str}                       # tool only: the function's name
+
+plus, per conversation, an optional ``tools`` list of function definitions
+(``{"type": "function", "function": {"name", "description", "parameters"}}``; a bare
+``{"name", "description", "parameters"}`` is wrapped so; a JSON string holding the list is
+parsed).
+
+Rules (:func:`parse_conversation`; each broken rule is a :class:`ChatFormatError` naming the
+message index and the field):
+
+* a non-empty list of mappings; ``role`` one of the four roles (``developer``, ``ipython``,
+  ``function`` and others are refused by name);
+* a field whose value is null is absent (Arrow struct columns carry every field of the union);
+  a field rmlprep does not know, with a value, is refused: it would be lost;
+* ``content``: a string, a list of parts, or null only on an assistant message with tool calls;
+  text parts are kept as a tuple (each format joins them as its template does, ``""`` unless
+  the writer says otherwise); an ``image``, ``image_url``, ``audio``, ``input_audio``,
+  ``video`` or ``file`` part is refused by name (rmlprep writes text);
+* ``reasoning_content`` / ``reasoning`` / ``thinking``: only on assistant messages, a string
+  (two of them with different values are refused);
+* ``tool_calls``: only on assistant messages; each ``{"function": {"name", "arguments"}}`` or
+  the flat ``{"name", "arguments"}``; ``arguments`` a JSON object, given as a mapping or as a
+  string holding one (parsed: a format renders it as its template renders a mapping); ``id``
+  optional, a string;
+* ``tool_call_id`` and ``name``: only on tool messages; a ``tool_call_id`` must name a call
+  of an earlier assistant message.
+
+Whether a *format* can write a valid conversation (tool calls, reasoning, the order of roles)
+is the format's check (:func:`rmlprep.chat.check_conversation`).
+
+Source: OpenAI Chat Completions ``messages`` / ``tools``; transformers' chat-template
+conventions (``reasoning_content``, ``tool_calls[].function.arguments`` as a mapping).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ChatFormatError
+
+__all__ = ["ROLES", "ToolCall", "Message", "Conversation", "parse_conversation", "parse_tools", "schema_error"]
+
+ROLES = ("system", "user", "assistant", "tool")
+_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+_KNOWN_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id", "name", *_REASONING_KEYS))
+_MEDIA_PARTS = frozenset(("image", "image_url", "input_image", "audio", "input_audio", "video", "video_url", "file"))
+_ROLE_HINTS = {
+    "developer": "use role 'system' (gpt-oss's template reads a first system message as its developer message)",
+    "ipython": "use role 'tool' (Llama 3.1's template writes tool results as ipython)",
+    "function": "use role 'tool' with a tool_call_id (the OpenAI 'function' role is deprecated)",
+    "observation": "use role 'tool'",
+    "human": "use role 'user'",
+    "gpt": "use role 'assistant'",
+    "model": "use role 'assistant'",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of an assistant message.
+
+    Attributes:
+        name: the function's name.
+        arguments: the arguments, a JSON object as a dict (parsed when given as a string).
+        id: the call's id, or None.
+    """
+
+    name: str
+    arguments: dict
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One checked message.
+
+    Attributes:
+        role: system, user, assistant or tool.
+        content: the text (text parts joined with ``""``), or None (an assistant message
+            with tool calls and ``content: null``).
+        parts: the text of each part when ``content`` was a list of parts, else None.
+        reasoning: the reasoning (``reasoning_content``), or None.
+        tool_calls: the assistant's tool calls (empty for other roles).
+        tool_call_id: a tool message's call id, or None.
+        name: a tool message's function name, or None.
+    """
+
+    role: str
+    content: str | None
+    parts: tuple[str, ...] | None = None
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @property
+    def text(self) -> str:
+        """``content`` with None as ``""``."""
+        return self.content or ""
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A checked conversation: messages and the tools offered (None: no ``tools``)."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[dict, ...] | None = None
+
+
+def _err(i: int | None, role: str | None, what: str) -> ChatFormatError:
+    where = f"message {i}" + (f" ({role})" if role else "") + ": " if i is not None else ""
+    return ChatFormatError(where + what)
+
+
+def _json_object(value: Any, i: int, role: str, what: str) -> dict:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            raise _err(i, role, f"{what} is a string that is not JSON ({e}); give a JSON object") from None
+    if not isinstance(value, Mapping):
+        raise _err(i, role, f"{what} must be a JSON object (a dict or a string holding one), got {type(value).__name__}")
+    return dict(value)
+
+
+def _tool_call(c: Any, i: int, k: int) -> ToolCall:
+    what = f"tool_calls[{k}]"
+    if not isinstance(c, Mapping):
+        raise _err(i, "assistant", f"{what} must be a dict, got {type(c).__name__}")
+    c = {key: v for key, v in c.items() if v is not None}
+    fn = c.get("function", c)
+    if not isinstance(fn, Mapping):
+        raise _err(i, "assistant", f"{what}.function must be a dict, got {type(fn).__name__}")
+    fn = {key: v for key, v in fn.items() if v is not None}
+    extra = set(c) - {"id", "type", "function"} if "function" in c else set(c) - {"id", "type", "name", "arguments"}
+    extra |= set(fn) - {"name", "arguments"} if "function" in c else set()
+    if extra:
+        raise _err(i, "assistant", f"{what} has field(s) {sorted(extra)}, which rmlprep does not know "
+                                   "(a tool call is {id, type, function: {name, arguments}})")
+    if c.get("type", "function") != "function":
+        raise _err(i, "assistant", f"{what}.type is {c['type']!r}; only 'function' calls are supported")
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise _err(i, "assistant", f"{what}.function.name must be a non-empty string, got {name!r}")
+    if "arguments" not in fn:
+        raise _err(i, "assistant", f"{what}.function.arguments is missing (give {{}} for no arguments)")
+    args = _json_object(fn["arguments"], i, "assistant", f"{what}.function.arguments")
+    cid = c.get("id")
+    if cid is not None and not isinstance(cid, str):
+        raise _err(i, "assistant", f"{what}.id must be a string, got {type(cid).__name__}")
+    return ToolCall(name, args, cid)
+
+
+def _content(value: Any, i: int, role: str) -> tuple[str | None, tuple[str, ...] | None]:
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        texts: list[str] = []
+        for k, p in enumerate(value):
+            if isinstance(p, str):
+                texts.append(p)
+                continue
+            if not isinstance(p, Mapping):
+                raise _err(i, role, f"content[{k}] must be a part dict {{'type': 'text', 'text': ...}}, got {type(p).__name__}")
+            t = p.get("type")
+            if t in _MEDIA_PARTS:
+                raise _err(i, role, f"content[{k}] is an {t!r} part; rmlprep writes text only, "
+                                    "so media parts are refused (drop them or use a multimodal processor)")
+            if t != "text":
+                raise _err(i, role, f"content[{k}] has type {t!r}; only 'text' parts are supported")
+            extra = {key for key, v in p.items() if v is not None} - {"type", "text"}
+            if extra:
+                raise _err(i, role, f"content[{k}] has field(s) {sorted(extra)}, which rmlprep does not know")
+            if not isinstance(p.get("text"), str):
+                raise _err(i, role, f"content[{k}]['text'] must be a string, got {type(p.get('text')).__name__}")
+            texts.append(p["text"])
+        return "".join(texts), tuple(texts)
+    raise _err(i, role, f"content must be a string or a list of text parts, got {type(value).__name__}")
+
+
+def parse_tools(tools: Any) -> tuple[dict, ...] | None:
+    """Check a conversation's ``tools``: None, a list of function definitions, or a JSON string
+    holding one. A bare ``{"name", ...}`` definition is wrapped as ``{"type": "function",
+    "function": {...}}`` (the form transformers and OpenAI use).
+
+    Raises:
+        ChatFormatError: not a list, an entry that is not a function definition.
+    """
+    if tools is None:
+        return None
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except ValueError as e:
+            raise ChatFormatError(f"tools: a string that is not JSON ({e})") from None
+        if tools is None:
+            return None
+    if isinstance(tools, Mapping) or not isinstance(tools, Sequence) or isinstance(tools, (bytes, bytearray)):
+        raise ChatFormatError(f"tools must be a list of function definitions, got {type(tools).__name__}")
+    out = []
+    for k, t in enumerate(tools):
+        if not isinstance(t, Mapping):
+            raise ChatFormatError(f"tools[{k}] must be a dict, got {type(t).__name__}")
+        t = _drop_nulls(t)
+        if "function" in t:
+            if t.get("type", "function") != "function" or not isinstance(t["function"], Mapping):
+                raise ChatFormatError(f"tools[{k}] must be {{'type': 'function', 'function': {{...}}}}")
+            fn = t["function"]
+        else:
+            fn, t = t, {"type": "function", "function": t}
+        if not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise ChatFormatError(f"tools[{k}]: the function has no name")
+        out.append(t)
+    return tuple(out) if out else None
+
+
+def _drop_nulls(value: Any) -> Any:
+    """Mappings without their null values, recursively (Arrow structs carry all fields)."""
+    if isinstance(value, Mapping):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
+    """Check ``messages`` (and ``tools``) against the schema and return the canonical form.
+
+    Raises:
+        ChatFormatError: the first broken rule (see the module docstring), naming the message.
+    """
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise ChatFormatError(f"messages must be a list of {{'role', 'content'}} dicts, got {type(messages).__name__}")
+    if not messages:
+        raise ChatFormatError("empty conversation; give at least one message")
+    out: list[Message] = []
+    call_ids: set[str] = set()
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise _err(i, None, f"must be a dict with 'role' and 'content', got {type(m).__name__}")
+        role = m.get("role")
+        if role is None:
+            raise _err(i, None, "has no 'role'")
+        if role not in ROLES:
+            hint = _ROLE_HINTS.get(role) if isinstance(role, str) else None
+            raise _err(i, None, f"has role {role!r}; roles are system, user, assistant, tool" + (f" ({hint})" if hint else ""))
+        present = {k for k, v in m.items() if v is not None}
+        unknown = present - _KNOWN_KEYS
+        if unknown:
+            raise _err(i, role, f"has field(s) {sorted(unknown)}, which rmlprep does not know; "
+                                "they would be lost (drop them first if they do not matter)")
+        for k in ("tool_calls", *_REASONING_KEYS):
+            if k in present and role != "assistant":
+                raise _err(i, role, f"has {k!r}, which only an assistant message can carry")
+        for k in ("tool_call_id", "name"):
+            if k in present and role != "tool":
+                raise _err(i, role, f"has {k!r}, which rmlprep takes only on a tool message "
+                                    "(no format writes a participant name)")
+        calls: tuple[ToolCall, ...] = ()
+        if "tool_calls" in present:
+            tc = m["tool_calls"]
+            if isinstance(tc, (str, bytes, Mapping)) or not isinstance(tc, Sequence):
+                raise _err(i, role, f"tool_calls must be a list, got {type(tc).__name__}")
+            calls = tuple(_tool_call(c, i, k) for k, c in enumerate(tc))
+            call_ids.update(c.id for c in calls if c.id is not None)
+        if "content" not in present:
+            if not calls:
+                raise _err(i, role, "content is missing or null (only an assistant message with tool_calls may "
+                                    "have no content)")
+            content, parts = None, None
+        else:
+            content, parts = _content(m["content"], i, role)
+        reasoning = None
+        for k in _REASONING_KEYS:
+            if k in present:
+                r = m[k]
+                if not isinstance(r, str):
+                    raise _err(i, role, f"{k} must be a string, got {type(r).__name__}")
+                if reasoning is not None and r != reasoning:
+                    raise _err(i, role, f"has two different reasonings ({', '.join(k for k in _REASONING_KEYS if k in present)})")
+                reasoning = r
+        tcid = m.get("tool_call_id")
+        if tcid is not None:
+            if not isinstance(tcid, str):
+                raise _err(i, role, f"tool_call_id must be a string, got {type(tcid).__name__}")
+            if tcid not in call_ids:
+                raise _err(i, role, f"tool_call_id {tcid!r} names no tool call of an earlier assistant message")
+        name = m.get("name")
+        if name is not None and not isinstance(name, str):
+            raise _err(i, role, f"name must be a string, got {type(name).__name__}")
+        out.append(Message(role, content, parts, reasoning, calls, tcid, name))
+    return Conversation(tuple(out), parse_tools(tools))
+
+
+def schema_error(messages: Any, tools: Any = None) -> str | None:
+    """Why ``messages`` (with ``tools``) break the schema, or None: the check a pipeline runs
+    on every row before any format sees it (see :func:`parse_conversation`)."""
+    try:
+        parse_conversation(messages, tools)
+    except ChatFormatError as e:
+        return str(e)
+    return None

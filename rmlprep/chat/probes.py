@@ -1,0 +1,111 @@
+"""The probe conversations that prove a format reproduces a template (:mod:`rmlprep.chat.detect`).
+
+They cover what real templates treat differently: a system prompt or none, several turns,
+empty and whitespace-padded contents, reasoning (as ``reasoning_content`` and as ``<think>``
+in the content) in an earlier and in the last turn, tool definitions, tool calls (alone, with
+text, two at once) and their results, text parts, and orders of roles that strict templates
+refuse. Each is written with and without the generation prompt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PROBES"]
+
+S, U, A, T = "system", "user", "assistant", "tool"
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "The city name."},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit."},
+            },
+            "required": ["city"],
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Get the local time in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "The city."}},
+                       "required": ["city"]},
+    },
+}
+
+
+def _m(role: str, content: Any, **kw) -> dict:
+    return {"role": role, "content": content, **kw}
+
+
+def _call(cid: str, name: str, args: dict) -> dict:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+_W = _call("call0w3x9", "get_weather", {"city": "Paris", "unit": "celsius"})
+_T = _call("call1t7y2", "get_time", {"city": "Tokyo"})
+_W_RESULT = _m(T, '{"temperature": 22, "condition": "sunny"}', tool_call_id="call0w3x9", name="get_weather")
+_T_RESULT = _m(T, '{"time": "09:30"}', tool_call_id="call1t7y2", name="get_time")
+
+#: (probe id, messages, tools). Order matters only for reports: the first differing probe is shown.
+PROBES: list[tuple[str, list[dict], list[dict] | None]] = [
+    ("user", [_m(U, "Hello, how are you?")], None),
+    ("system_user_assistant", [_m(S, "You are a helpful assistant."), _m(U, "What is 2+2?"), _m(A, "4")], None),
+    ("multi_turn", [_m(U, "Hi"), _m(A, "Hello! How can I help?"), _m(U, "Tell me a joke."),
+                    _m(A, "Why did the chicken cross the road?")], None),
+    ("system_multi_turn_ends_user", [_m(S, "Answer in French."), _m(U, "Hi"), _m(A, "Salut"), _m(U, "Thanks")], None),
+    ("whitespace", [_m(S, "  Be terse.\n"), _m(U, "\n naïve café — 東京 🙂  "), _m(A, "  Oui.\n\n"),
+                    _m(U, "\tencore ?\n"), _m(A, "\n\nSi.  ")], None),
+    ("empty_contents", [_m(S, ""), _m(U, ""), _m(A, "")], None),
+    ("empty_answer_mid", [_m(U, "Say nothing."), _m(A, ""), _m(U, "Now say hi."), _m(A, "hi")], None),
+    ("reasoning_last", [_m(U, "What is 2+2?"), _m(A, "4", reasoning_content="2 plus 2 is 4.")], None),
+    ("reasoning_earlier", [_m(U, "What is 2+2?"), _m(A, "4", reasoning_content="Add them."), _m(U, "And 3+3?"),
+                           _m(A, "6", reasoning_content="Add again.")], None),
+    ("reasoning_history_only", [_m(U, "What is 2+2?"), _m(A, "4", reasoning_content="Add them."),
+                                _m(U, "And 3+3?")], None),
+    ("think_in_content", [_m(U, "What is 2+2?"), _m(A, "<think>\n2 plus 2 is 4.\n</think>\n\n4")], None),
+    ("think_in_content_earlier", [_m(U, "2+2?"), _m(A, "<think>\nadd\n</think>\n\n4"), _m(U, "3+3?"),
+                                  _m(A, "<think>\nadd again\n</think>\n\n6")], None),
+    ("tools_no_call", [_m(S, "You are a weather bot."), _m(U, "Hi"), _m(A, "Hello! Ask me about the weather.")],
+     [WEATHER, TIME]),
+    ("tools_no_system", [_m(U, "Hi"), _m(A, "Hello!")], [WEATHER]),
+    ("tool_call", [_m(U, "What is the weather in Paris?"), _m(A, None, tool_calls=[_W]), _W_RESULT,
+                   _m(A, "It is sunny and 22 °C in Paris.")], [WEATHER]),
+    ("tool_call_empty_content", [_m(S, "Use tools when needed."), _m(U, "Weather in Paris?"),
+                                 _m(A, "", tool_calls=[_W]), _W_RESULT, _m(A, "Sunny, 22 °C.")], [WEATHER]),
+    ("tool_call_with_text", [_m(U, "Weather in Paris?"), _m(A, "Let me check.", tool_calls=[_W]), _W_RESULT,
+                             _m(A, "Sunny.")], [WEATHER]),
+    ("two_tool_calls", [_m(U, "Weather in Paris and time in Tokyo?"), _m(A, None, tool_calls=[_W, _T]), _W_RESULT,
+                        _T_RESULT, _m(A, "Sunny in Paris; 09:30 in Tokyo.")], [WEATHER, TIME]),
+    ("tool_result_ends", [_m(U, "Weather in Paris?"), _m(A, None, tool_calls=[_W]), _W_RESULT], [WEATHER]),
+    ("tool_call_reasoning", [_m(U, "Weather in Paris?"),
+                             _m(A, None, tool_calls=[_W], reasoning_content="I should call get_weather."),
+                             _W_RESULT, _m(A, "Sunny.", reasoning_content="It is sunny.")], [WEATHER]),
+    ("tool_call_then_user", [_m(U, "Weather in Paris?"), _m(A, None, tool_calls=[_W]), _W_RESULT,
+                             _m(A, "Sunny."), _m(U, "Thanks!"), _m(A, "You're welcome.")], [WEATHER]),
+    ("tool_result_no_call", [_m(S, "You can call get_weather."), _m(U, "Weather in Paris?"),
+                             _m(A, '{"name": "get_weather", "arguments": {"city": "Paris"}}'),
+                             _m(T, '{"temperature": 22}'), _m(A, "Sunny, 22 °C.")], None),
+    ("tool_call_no_tools", [_m(U, "Weather in Paris?"), _m(A, None, tool_calls=[_W]), _W_RESULT, _m(A, "Sunny.")],
+     None),
+    ("text_parts", [_m(S, "Be brief."),
+                    _m(U, [{"type": "text", "text": "Hello "}, {"type": "text", "text": " world "}]),
+                    _m(A, [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there."}])], None),
+    ("system_parts", [_m(S, [{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}]), _m(U, "Hi"),
+                      _m(A, "Hello")], None),
+    ("special_text", [_m(U, "<|im_end|> <|eot_id|> </s> <s> [INST] <end_of_turn> <|end|>"),
+                      _m(A, "[/INST] <|im_start|>user\n<start_of_turn>model </s>")], None),
+    ("two_users", [_m(U, "A"), _m(U, "B")], None),
+    ("assistant_first", [_m(A, "X"), _m(U, "Y")], None),
+    ("system_not_first", [_m(U, "A"), _m(S, "S"), _m(U, "B")], None),
+    ("two_systems", [_m(S, "S1"), _m(S, "S2"), _m(U, "Q")], None),
+    ("system_only", [_m(S, "S")], None),
+    ("two_assistants", [_m(U, "Q"), _m(A, "A1"), _m(A, "A2")], None),
+]

@@ -1,0 +1,168 @@
+"""The chat formats: what each one can write, its options, and the one entry point to write.
+
+A :class:`ChatFormat` pairs a writer (one per real template family, in ``rmlprep/chat/fmt_*.py``)
+with what its template can express: the roles, reasoning, tool calls, tool definitions. A
+conversation with a field the format cannot express is refused here, by name, before the
+writer runs; the writer refuses what only it knows (an order of roles its template refuses or
+would mangle, a reasoning in a position its template never writes).
+
+Options are the template's own variables (``enable_thinking``, ``date_string``,
+``reasoning_effort``...) plus ``today``: the date a template reads from the clock
+(``strftime_now``), fixed so that output does not change from one day to the next (default
+2024-07-26, Llama 3.1's own fallback date).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import ChatFormatError
+from .base import DEFAULT_TODAY, ChatFormat, today
+from .messages import Conversation, parse_conversation
+from .segments import Out
+
+__all__ = ["ChatFormat", "FORMATS", "CHAT_FORMATS", "get_format", "check_conversation", "write", "resolve_options",
+           "template_view", "template_kwargs", "DEFAULT_TODAY", "today"]
+
+def _registry() -> dict[str, ChatFormat]:
+    from . import fmt_chatml, fmt_deepseek, fmt_gemma, fmt_harmony, fmt_llama, fmt_mistral, fmt_other
+
+    out: dict[str, ChatFormat] = {}
+    for mod in (fmt_chatml, fmt_llama, fmt_mistral, fmt_gemma, fmt_deepseek, fmt_harmony, fmt_other):
+        for f in mod.FORMATS:
+            if f.name in out:
+                raise RuntimeError(f"chat format {f.name!r} defined twice")
+            out[f.name] = f
+    return out
+
+
+def get_format(fmt: str | ChatFormat) -> ChatFormat:
+    """The :class:`ChatFormat` named ``fmt``.
+
+    Raises:
+        ChatFormatError: unknown name (the message lists the known ones).
+    """
+    if isinstance(fmt, ChatFormat):
+        return fmt
+    try:
+        return FORMATS[fmt]
+    except (KeyError, TypeError):
+        raise ChatFormatError(
+            f"unknown chat format {fmt!r}; known: {', '.join(CHAT_FORMATS)} "
+            "(or pass a model's Jinja chat template to detect_chat_format)"
+        ) from None
+
+
+def resolve_options(f: ChatFormat, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The format's defaults overlaid with ``options`` (None values keep the default).
+
+    Raises:
+        ChatFormatError: an option the format does not take, or a bad ``today``.
+    """
+    opts = dict(f.options)
+    for k, v in (options or {}).items():
+        if k not in f.options:
+            takes = ", ".join(sorted(f.options)) or "none"
+            raise ChatFormatError(f"{f.name}: no option {k!r} (options: {takes})")
+        if v is not None:
+            opts[k] = v
+    if opts.get("today") is not None:
+        t = opts["today"]
+        if isinstance(t, _dt.date):
+            opts["today"] = t.isoformat()
+        else:
+            try:
+                _dt.date.fromisoformat(str(t))
+            except ValueError:
+                raise ChatFormatError(f"{f.name}: option today must be a date 'YYYY-MM-DD', got {t!r}") from None
+    return opts
+
+
+def check_conversation(messages: Any, fmt: str | ChatFormat, *, tools: Any = None) -> Conversation:
+    """Check a conversation against the messages schema and what ``fmt`` can express.
+
+    Args:
+        messages: the messages (see :mod:`rmlprep.chat.messages`), or a checked
+            :class:`~rmlprep.chat.messages.Conversation` (then ``tools`` must be None).
+        fmt: a format name.
+        tools: the conversation's tool definitions, or None.
+    Returns:
+        The canonical :class:`~rmlprep.chat.messages.Conversation`.
+    Raises:
+        ChatFormatError: the first field or rule the conversation breaks, naming the message.
+            (The writer checks the order of roles: :func:`write`.)
+    """
+    f = get_format(fmt)
+    conv = messages if isinstance(messages, Conversation) else parse_conversation(messages, tools)
+    for i, m in enumerate(conv.messages):
+        if m.role not in f.roles:
+            if m.role == "tool":
+                raise ChatFormatError(f"message {i} (tool): {f.name} has no tool role (its template writes no tool "
+                                      "results); use a format with tools, or drop the tool turns")
+            raise ChatFormatError(f"message {i} ({m.role}): {f.name} has no {m.role} role")
+        if m.reasoning is not None and not f.reasoning:
+            raise ChatFormatError(f"message {i} (assistant): {f.name} cannot write reasoning_content (its template "
+                                  "drops it); drop it, or put it into content if the model was trained so")
+        if m.tool_calls and not f.tool_calls:
+            raise ChatFormatError(f"message {i} (assistant): {f.name} cannot write tool_calls (its template has no "
+                                  "tool calls)")
+    if conv.tools and not f.tools:
+        raise ChatFormatError(f"tools: {f.name} cannot write tool definitions (its template ignores them)")
+    return conv
+
+
+def write(messages: Any, fmt: str | ChatFormat, *, add_generation_prompt: bool = False, tools: Any = None,
+          options: Mapping[str, Any] | None = None) -> Out:
+    """Check a conversation and write it in ``fmt``: ``out.segs`` (see :mod:`rmlprep.chat.segments`)
+    and ``out.notes`` (``{"reasoning_dropped": n}`` when the format's history rule dropped some).
+
+    Raises:
+        ChatFormatError: unknown format or option, or a conversation the format refuses.
+    """
+    f = get_format(fmt)
+    conv = check_conversation(messages, f, tools=tools)
+    return f.writer(conv, bool(add_generation_prompt), resolve_options(f, options))
+
+
+def template_view(conv: Conversation, f: ChatFormat) -> tuple[list[dict], list[dict] | None]:
+    """The conversation as ``fmt``'s Jinja template reads it: messages as dicts (text parts
+    joined unless the template iterates them; reasoning under ``reasoning_content`` and
+    ``thinking``; tool calls in the OpenAI shape with mapping arguments) and the tools list.
+    """
+    out: list[dict] = []
+    for m in conv.messages:
+        d: dict[str, Any] = {"role": m.role}
+        if m.content is None:
+            d["content"] = None if f.null_content == "none" else ""
+        elif m.parts is not None and f.parts == "native":
+            d["content"] = [{"type": "text", "text": p} for p in m.parts]
+        else:
+            d["content"] = m.content
+        if m.reasoning is not None:
+            d["reasoning_content"] = m.reasoning
+            d["thinking"] = m.reasoning
+        if m.tool_calls:
+            d["tool_calls"] = [
+                {**({"id": c.id} if c.id is not None else {}), "type": "function",
+                 "function": {"name": c.name, "arguments": c.arguments}}
+                for c in m.tool_calls
+            ]
+        if m.tool_call_id is not None:
+            d["tool_call_id"] = m.tool_call_id
+        if m.name is not None:
+            d["name"] = m.name
+        out.append(d)
+    return out, [dict(t) for t in conv.tools] if conv.tools else None
+
+
+def template_kwargs(f: ChatFormat, opts: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that are template variables and set (None: not passed, the template's default)."""
+    return {k: v for k, v in opts.items() if k in f.template_vars and v is not None}
+
+
+FORMATS: Mapping[str, ChatFormat] = MappingProxyType(_registry())
+#: Every native format name.
+CHAT_FORMATS: tuple[str, ...] = tuple(FORMATS)

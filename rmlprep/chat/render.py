@@ -1,0 +1,97 @@
+"""Rendering a real Jinja chat template the way transformers does (for checks, never at run time
+unless ``chat.format = "template"``).
+
+Source: transformers ``utils/chat_template_utils.py`` (``_compile_jinja_template``,
+``render_jinja_template``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import ChatFormatError
+
+__all__ = ["jinja_available", "jinja_environment", "compile_template", "render"]
+
+
+def jinja_available() -> bool:
+    """True when jinja2 imports."""
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def jinja_environment(now: _dt.datetime | _dt.date | None = None):
+    """A jinja2 environment set up like transformers' ``_compile_jinja_template``.
+
+    ``ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+    extensions=[loopcontrols])``, ``raise_exception``, ``tojson(ensure_ascii=False)``,
+    ``strftime_now`` (frozen at ``now`` when given, else the current time).
+
+    Raises:
+        ChatFormatError: jinja2 is not installed (with the pip line).
+    """
+    try:
+        import jinja2
+        from jinja2.ext import loopcontrols
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        raise ChatFormatError("rendering a Jinja chat template needs jinja2: pip install jinja2") from None
+
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(fmt):
+        if now is None:
+            return _dt.datetime.now().strftime(fmt)
+        return now.strftime(fmt)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env
+
+
+@functools.lru_cache(maxsize=64)
+def compile_template(template: str, now: str | None = None):
+    """The compiled template in a :func:`jinja_environment` frozen at ``now`` (ISO date).
+
+    Raises:
+        ChatFormatError: jinja2 missing, or the template does not compile.
+    """
+    import jinja2
+
+    env = jinja_environment(_dt.date.fromisoformat(now) if now else None)
+    try:
+        return env.from_string(template)
+    except jinja2.exceptions.TemplateError as e:
+        raise ChatFormatError(f"the chat template does not compile: {type(e).__name__}: {e}") from None
+
+
+def render(template: str, messages: Sequence[Mapping[str, Any]], *, tools: Sequence[Mapping] | None = None,
+           add_generation_prompt: bool = False, bos_token: str | None = None, eos_token: str | None = None,
+           now: str | None = None, **kwargs: Any) -> dict[str, str]:
+    """Render one conversation: ``{"output": text}`` or ``{"error": "TypeName: message"}``.
+
+    Called as transformers calls a template: ``messages``, ``tools``, ``documents=None``,
+    ``add_generation_prompt``, ``bos_token``, ``eos_token`` and the extra ``kwargs``
+    (``enable_thinking``...). Any exception a template raises is an ``error`` (transformers
+    would raise it to the caller).
+    """
+    t = compile_template(template, now)
+    try:
+        out = t.render(messages=messages, tools=tools, documents=None, add_generation_prompt=add_generation_prompt,
+                       bos_token=bos_token, eos_token=eos_token, **kwargs)
+    except Exception as e:  # a template can raise anything: TemplateError, TypeError, RecursionError...
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {"output": out}

@@ -1,0 +1,143 @@
+"""The escape hatch for the long tail: ``chat.format = "template"`` renders each conversation with
+the model's own Jinja template in jinja2's sandbox, as transformers does.
+
+Opt-in and slower than a native format (1 + 2 x assistant-turns renders per conversation).
+The assistant mask comes from renders of prefixes: assistant message ``i`` spans from the end
+of ``render(messages[:i], add_generation_prompt=True)`` to the end of
+``render(messages[:i + 1])`` less trailing whitespace (the newline a template writes after a
+turn's terminator). Both must be prefixes of the whole render; a template for which they
+are not (one that rewrites earlier turns, such as Qwen3 dropping reasoning from history) is
+refused for that conversation, naming the turn. A field the template ignores (its render is
+the same without it: ``reasoning_content``, ``tool_calls``, ``tools``...) is refused too,
+so nothing is dropped silently, and so are text parts a template writes as a Python list. The render is tokenized as a whole, as transformers does:
+special-token text inside a message becomes its control token (native formats never do that).
+
+Source: transformers ``apply_chat_template`` (``return_assistant_tokens_mask`` needs a
+``{% generation %}`` block; rendering prefixes needs none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ChatFormatError
+from .messages import Conversation, parse_conversation
+from .registry import template_view
+from .render import render
+from .segments import Out
+
+__all__ = ["TemplateWriter"]
+
+
+class _View:
+    """template_view's settings for a model's own template: contents as given (text parts as
+    parts, a null content as null), as transformers passes them."""
+
+    parts = "native"
+    null_content = "none"
+
+
+def _drop(conv: Conversation, i: int | None, what: str) -> Conversation:
+    if i is None:
+        return Conversation(conv.messages, None)
+    msgs = list(conv.messages)
+    m = msgs[i]
+    if what == "reasoning":
+        m = type(m)(m.role, m.content, m.parts, None, m.tool_calls, m.tool_call_id, m.name)
+    elif what == "tool_calls":
+        m = type(m)(m.role, m.content, m.parts, m.reasoning, (), m.tool_call_id, m.name)
+    msgs[i] = m
+    return Conversation(tuple(msgs), conv.tools)
+
+
+class TemplateWriter:
+    """Writes conversations with a model's own chat template (see the module docstring).
+
+    Args:
+        template: the Jinja chat template.
+        bos_token, eos_token: the tokenizer's.
+        kwargs: extra template variables (``enable_thinking``...).
+        today: the date ``strftime_now`` returns (ISO), default 2024-07-26.
+    Raises:
+        ChatFormatError: jinja2 is not installed, or the template does not compile.
+    """
+
+    def __init__(self, template: str, *, bos_token: str | None, eos_token: str | None,
+                 kwargs: Mapping[str, Any] | None = None, today: str | None = None):
+        from .render import compile_template
+
+        self.template = template
+        self.bos_token, self.eos_token = bos_token, eos_token
+        self.kwargs = dict(kwargs or {})
+        self.today = today or "2024-07-26"
+        compile_template(template, self.today)
+
+    def _render(self, conv: Conversation, gen: bool) -> str:
+        msgs, tools = template_view(conv, _View)
+        r = render(self.template, msgs, tools=tools, add_generation_prompt=gen, bos_token=self.bos_token,
+                   eos_token=self.eos_token, now=self.today, **self.kwargs)
+        if "error" in r:
+            raise ChatFormatError(f"the chat template refuses this conversation: {r['error']}")
+        return r["output"]
+
+    def write(self, messages: Any, *, add_generation_prompt: bool = False, tools: Any = None) -> Out:
+        """Render and split into template / assistant segments (all markup).
+
+        Raises:
+            ChatFormatError: a schema error, the template refuses the conversation or ignores
+                one of its fields, or a prefix render is not a prefix of the whole.
+        """
+        conv = messages if isinstance(messages, Conversation) else parse_conversation(messages, tools)
+        full = self._render(conv, add_generation_prompt)
+        for i, m in enumerate(conv.messages):
+            if m.parts is not None and str([{"type": "text", "text": p} for p in m.parts]) in full:
+                raise ChatFormatError(f"message {i} ({m.role}): the chat template writes text parts as a Python list; "
+                                      "join them into one string first")
+        checks: list[tuple[int | None, str]] = [(None, "tools")] if conv.tools else []
+        for i, m in enumerate(conv.messages):
+            if m.reasoning is not None:
+                checks.append((i, "reasoning"))
+            if m.tool_calls:
+                checks.append((i, "tool_calls"))
+        for i, what in checks:
+            if self._render(_drop(conv, i, what), add_generation_prompt) == full:
+                where = "tools" if i is None else f"message {i} ({conv.messages[i].role}): {what}"
+                raise ChatFormatError(f"{where}: the chat template ignores it (the render is the same without it); "
+                                      "drop it, or use a template that writes it")
+        o = Out()
+        pos = 0
+        for i, m in enumerate(conv.messages):
+            if m.role != "assistant":
+                continue
+            head = self._render(Conversation(conv.messages[:i], conv.tools), True) if i else None
+            upto = self._render(Conversation(conv.messages[: i + 1], conv.tools), False)
+            start = len(head) if head is not None else self._first_start(conv, full)
+            if (head is not None and not full.startswith(head)) or not full.startswith(upto) or len(upto) < start:
+                raise ChatFormatError(f"message {i} (assistant): the chat template renders the conversation up to this "
+                                      "turn differently from the whole conversation (it rewrites earlier turns), so "
+                                      "its mask cannot be derived; use a native format")
+            end = len(upto.rstrip())
+            if start < pos:
+                raise ChatFormatError(f"message {i} (assistant): the chat template's turns overlap")
+            o.t(full[pos:start])
+            o.a(full[start:max(start, end)])
+            pos = max(start, end)
+        o.t(full[pos:])
+        return o
+
+    def _first_start(self, conv: Conversation, full: str) -> int:
+        """Where a first-message assistant turn starts: after the render of no messages with
+        the generation prompt.
+
+        Raises:
+            ChatFormatError: the template cannot render that, or not as a prefix.
+        """
+        try:
+            head = self._render(Conversation((), conv.tools), True)
+        except (ChatFormatError, IndexError):
+            head = None
+        if head is None or not full.startswith(head):
+            raise ChatFormatError("message 0 (assistant): the chat template does not show where a first answer "
+                                  "starts (its render of no messages is not a prefix); start with a user message")
+        return len(head)

@@ -1,0 +1,120 @@
+"""The messages schema (rmlprep.chat.messages) and the opt-in JSON tool conversion (convert)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rmlprep.chat import format_chat
+from rmlprep.chat.convert import json_tools
+from rmlprep.chat.messages import Message, ToolCall, parse_conversation
+from rmlprep.errors import ChatFormatError
+
+
+def u(c):
+    return {"role": "user", "content": c}
+
+
+def test_canonical_form():
+    conv = parse_conversation([
+        {"role": "system", "content": [{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}]},
+        {"role": "user", "content": "Hi", "tool_calls": None, "reasoning_content": None},  # Arrow nulls: absent
+        {"role": "assistant", "content": None, "reasoning": "think",
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"b": 1, "a": [2]}'}},
+                        {"name": "g", "arguments": {"x": None}}]},
+        {"role": "tool", "content": "ok", "tool_call_id": "c1", "name": "f"},
+    ], tools='[{"name": "f", "description": "d", "parameters": {}}]')
+    m0, m1, m2, m3 = conv.messages
+    assert m0 == Message("system", "Be brief.", ("Be ", "brief."))
+    assert m1 == Message("user", "Hi")
+    assert m2.content is None and m2.text == "" and m2.reasoning == "think"
+    assert m2.tool_calls == (ToolCall("f", {"b": 1, "a": [2]}, "c1"), ToolCall("g", {"x": None}, None))
+    assert list(m2.tool_calls[0].arguments) == ["b", "a"]  # key order kept
+    assert (m3.tool_call_id, m3.name) == ("c1", "f")
+    assert conv.tools == ({"type": "function", "function": {"name": "f", "description": "d", "parameters": {}}},)
+
+
+@pytest.mark.parametrize("messages,pattern", [
+    ("hello", "must be a list"),
+    ([], "empty conversation"),
+    ([{"content": "x"}], "has no 'role'"),
+    ([{"role": "developer", "content": "x"}], "role 'developer'.*use role 'system'"),
+    ([{"role": "ipython", "content": "x"}], "use role 'tool'"),
+    ([{"role": "user", "content": 3}], "content must be a string or a list of text parts"),
+    ([{"role": "user"}], "content is missing or null"),
+    ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}], "'image_url' part"),
+    ([{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}], "'input_audio' part"),
+    ([{"role": "user", "content": [{"type": "video"}]}], "'video' part"),
+    ([{"role": "user", "content": [{"type": "text", "text": 1}]}], r"content\[0\]\['text'\] must be a string"),
+    ([{"role": "user", "content": "x", "weight": 1.0}], "'weight'.*would be lost"),
+    ([{"role": "user", "content": "x", "name": "bob"}], "'name'.*only on a tool message"),
+    ([{"role": "user", "content": "x", "reasoning_content": "r"}], "only an assistant message"),
+    ([{"role": "assistant", "content": "x", "reasoning_content": "a", "thinking": "b"}], "two different reasonings"),
+    ([{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": "{bad"}}]}],
+     "not JSON"),
+    ([{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": "[1]"}}]}],
+     "must be a JSON object"),
+    ([{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "", "arguments": {}}}]}],
+     "non-empty string"),
+    ([{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f"}}]}], "arguments is missing"),
+    ([{"role": "assistant", "content": None, "tool_calls": [{"type": "code", "function": {"name": "f", "arguments": {}}}]}],
+     "only 'function' calls"),
+    ([{"role": "assistant", "content": "x", "tool_calls": "f()"}], "tool_calls must be a list"),
+    ([{"role": "tool", "content": "x", "tool_call_id": "nope"}], "names no tool call"),
+])
+def test_schema_errors_name_the_message_and_field(messages, pattern):
+    with pytest.raises(ChatFormatError, match=pattern):
+        parse_conversation(messages)
+
+
+@pytest.mark.parametrize("tools,pattern", [
+    ({"name": "f"}, "must be a list"),
+    ("not json", "not JSON"),
+    ([1], r"tools\[0\] must be a dict"),
+    ([{"description": "no name"}], "has no name"),
+    ([{"type": "retrieval", "function": {"name": "f"}}], "must be"),
+])
+def test_tools_errors(tools, pattern):
+    with pytest.raises(ChatFormatError, match=pattern):
+        parse_conversation([u("x")], tools)
+
+
+def test_arguments_as_string_or_mapping_write_the_same():
+    """The template's documented type is a mapping: a JSON string is parsed, then written as
+    the template writes a mapping."""
+    call = {"id": "call0w3x9", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}}
+    as_str = {"id": "call0w3x9", "type": "function", "function": {"name": "f", "arguments": '{"x":1}'}}
+    for fmt in ("qwen3", "llama3.1", "gpt-oss", "mistral-small-3.2", "deepseek-v3.1"):
+        conv = [u("q"), {"role": "assistant", "content": None, "tool_calls": [call]}]
+        conv2 = [u("q"), {"role": "assistant", "content": None, "tool_calls": [as_str]}]
+        assert format_chat(conv, fmt) == format_chat(conv2, fmt)
+        assert '{"x": 1}' in format_chat(conv2, fmt)
+
+
+def test_text_parts_joined_as_each_template_joins_them():
+    parts = [{"type": "text", "text": " Hello "}, {"type": "text", "text": " world "}]
+    msgs = [{"role": "user", "content": parts}, {"role": "assistant", "content": "ok"}]
+    assert "<|im_start|>user\n Hello  world <|im_end|>" in format_chat(msgs, "chatml")  # joined with ""
+    assert "<start_of_turn>user\nHelloworld<end_of_turn>" in format_chat(msgs, "gemma3")  # each part stripped
+
+
+def test_json_tools_conversion():
+    """A LLaMA-Factory tool-call row: tools as a JSON list in the system message, a call as
+    JSON in the assistant's text."""
+    msgs = [
+        {"role": "system", "content": '[{"name": "f", "description": "d", "parameters": {"type": "object"}}]'},
+        u("do it"),
+        {"role": "assistant", "content": '{"name": "f", "arguments": {"x": 1}}'},
+        {"role": "tool", "content": '{"ok": true}'},
+        {"role": "assistant", "content": '{"name": "f"}'},  # not a call: keys differ
+    ]
+    out, tools, n = json_tools(msgs)
+    assert n == 1 and tools == [{"name": "f", "description": "d", "parameters": {"type": "object"}}]
+    assert out[0] == u("do it")
+    assert out[1]["tool_calls"] == [{"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}]
+    assert out[1]["content"] is None and out[3] == msgs[4]
+    assert msgs[2]["content"].startswith("{")  # input untouched
+    # an empty tool list means no tools; a plain system message stays
+    assert json_tools([{"role": "system", "content": "[]"}, u("q")])[:2] == ([u("q")], None)
+    assert json_tools([{"role": "system", "content": "You help."}, u("q")])[1] is None
+    # given tools win: the system message is kept as text
+    assert json_tools(msgs, tools=[{"name": "g"}])[0][0] == msgs[0]

@@ -1,0 +1,205 @@
+"""Chat encodings against the reference libraries (marked ``parity``, run in CI):
+
+* Hugging Face ``tokenizers``: ``encode_chat`` ids equal the real tokenizer's ids for the real
+  template's render (every fixture conversation whose data holds no special-token text), and
+  each real tokenizer's own chat template is proved to be its expected format;
+* ``mistral-common`` (Mistral's own tokenizer library): token for token for v1, v3 (tools,
+  tool calls and results, the ``last-user`` system placement) and v7;
+* ``openai-harmony`` (the harmony format's reference): the gpt-oss system message, tools
+  namespace, tool call and result, offline with an o200k vocabulary file written from the
+  shared GPT-4o tokenizer.json.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+
+import pytest
+
+from _chat_common import REAL, real_tokenizer
+from rmlprep import chat_parity
+from rmlprep.chat import detect_chat_format, encode_chat, format_chat
+from rmlprep.chat.probes import WEATHER
+from rmlprep.errors import ChatFormatError
+
+pytestmark = pytest.mark.parity
+
+BANNER, ROWS = chat_parity.load_renders(chat_parity.renders_path()) if chat_parity.renders_path().is_file() else ({}, [])
+
+#: real tokenizer -> the formats whose renders it encodes (and its own template's format).
+REAL_FORMATS = [
+    ("hf/qwen3", ("qwen3", "qwen2.5", "chatml"), "qwen3"),
+    ("hf/qwen2.5", ("qwen2.5", "qwen2", "chatml"), "qwen2.5"),
+    ("hf/llama3", ("llama3", "llama3.1", "llama3.2"), None),  # its own template is the older one: refused
+    ("hf/phi-3-mini", ("phi3", "phi3.5"), None),
+    ("hf/mistral-7b-v0.1", ("mistral-v1", "mistral-v3", "mistral-v7"), None),
+    ("hf/gemma", ("gemma",), None),
+    ("hf/gpt-oss", ("gpt-oss",), None),
+]
+
+
+@pytest.mark.parametrize("rel,formats,own", REAL_FORMATS, ids=[r[0] for r in REAL_FORMATS])
+def test_ids_equal_the_reference_tokenizer_on_real_renders(rel, formats, own):
+    tokenizers = pytest.importorskip("tokenizers")
+    if not ROWS:
+        pytest.skip("fixtures/chat/renders.jsonl.gz is absent")
+    tok = real_tokenizer(rel)
+    ref = tokenizers.Tokenizer.from_file(str(REAL / rel / "tokenizer.json"))
+    specials = tuple(tok.special_tokens)
+    n = 0
+    for r in ROWS:
+        fmt = BANNER["templates"][r["template"]]["format"]
+        if fmt not in formats or "output" not in r:
+            continue
+        data = json.dumps([r["messages"], r.get("tools")], ensure_ascii=False)
+        if any(s in data for s in specials):
+            continue
+        try:
+            enc = encode_chat(tok, r["messages"], fmt, tools=r.get("tools"),
+                              add_generation_prompt=r["add_generation_prompt"])
+        except ChatFormatError:
+            continue
+        assert enc.input_ids == ref.encode(r["output"], add_special_tokens=False).ids, (r["template"], r["conversation_id"])
+        n += 1
+    assert n >= 40
+    if own and tok.chat_template:
+        pytest.importorskip("jinja2")
+        assert detect_chat_format(tok.chat_template) == own
+
+
+# -- mistral-common --------------------------------------------------------------------------------
+def _mistral_common():
+    try:
+        import mistral_common
+    except ImportError:
+        pytest.skip("mistral-common is not installed (pip install 'rmlprep[reference]')")
+    return os.path.join(os.path.dirname(mistral_common.__file__), "data")
+
+
+CONV = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "call0w3x9", "type": "function",
+                         "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}]},
+        {"role": "tool", "content": '{"temperature": 22}', "tool_call_id": "call0w3x9"},
+        {"role": "assistant", "content": "Sunny, 22 °C."}]
+
+
+def _mc_request(conv, tools):
+    from mistral_common.protocol.instruct.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+    from mistral_common.protocol.instruct.tool_calls import Function, FunctionCall, Tool, ToolCall
+
+    out = []
+    for m in conv:
+        if m["role"] == "system":
+            out.append(SystemMessage(content=m["content"]))
+        elif m["role"] == "user":
+            out.append(UserMessage(content=m["content"]))
+        elif m["role"] == "tool":
+            out.append(ToolMessage(content=m["content"], tool_call_id=m["tool_call_id"]))
+        elif m.get("tool_calls"):
+            out.append(AssistantMessage(content=None, tool_calls=[
+                ToolCall(id=c["id"], function=FunctionCall(name=c["function"]["name"],
+                                                           arguments=json.dumps(c["function"]["arguments"])))
+                for c in m["tool_calls"]]))
+        else:
+            out.append(AssistantMessage(content=m["content"]))
+    t = [Tool(function=Function(**tl["function"])) for tl in tools] if tools else None
+    return ChatCompletionRequest(messages=out, tools=t)
+
+
+@pytest.mark.parametrize("model,fmt,with_tools,options", [
+    ("tokenizer.model.v1", "mistral-v1", False, None),
+    ("mistral_instruct_tokenizer_240323.model.v3", "mistral-v3", True, {"system_placement": "last-user"}),
+    ("mistral_instruct_tokenizer_241114.model.v7", "mistral-v7", False, None),
+])
+def test_mistral_common(model, fmt, with_tools, options):
+    data = _mistral_common()
+    from mistral_common.protocol.instruct.validator import ValidationMode
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+    import rmlprep
+
+    path = os.path.join(data, model)
+    mt = MistralTokenizer.from_file(path, mode=ValidationMode.finetuning)
+    tok = rmlprep.load_tokenizer(path)
+    conv = CONV if with_tools else CONV[:3]
+    tools = [WEATHER] if with_tools else None
+    want = mt.encode_chat_completion(_mc_request(conv, tools)).tokens
+    enc = encode_chat(tok, conv, fmt, tools=tools, options=options)
+    assert enc.input_ids == want
+    assert enc.input_ids[0] == tok.bos_id and enc.input_ids.count(tok.bos_id) == 1
+
+
+# -- openai-harmony -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def harmony(tmp_path_factory):
+    try:
+        import openai_harmony as oh
+    except ImportError:
+        pytest.skip("openai-harmony is not installed (pip install 'rmlprep[reference]')")
+    src = REAL / "hf" / "gpt-4o" / "tokenizer.json"
+    if not src.is_file():
+        pytest.skip(f"{src} not found: it supplies the o200k vocabulary harmony needs offline")
+    from rmlprep.unicode import bytes_to_unicode
+
+    u2b = {v: k for k, v in bytes_to_unicode().items()}
+    tj = json.loads(src.read_text(encoding="utf-8"))
+    added = {t["content"] for t in tj.get("added_tokens", [])}
+    lines = [base64.b64encode(bytes(u2b[c] for c in t)).decode() + f" {i}"
+             for t, i in sorted(tj["model"]["vocab"].items(), key=lambda kv: kv[1]) if t not in added]
+    d = tmp_path_factory.mktemp("o200k")
+    data = ("\n".join(lines) + "\n").encode()
+    assert hashlib.sha256(data).hexdigest() == "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+    (d / "o200k_base.tiktoken").write_bytes(data)
+    old = os.environ.get("TIKTOKEN_ENCODINGS_BASE")
+    os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(d)
+    try:
+        yield oh, oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
+    finally:
+        if old is None:
+            os.environ.pop("TIKTOKEN_ENCODINGS_BASE", None)
+        else:
+            os.environ["TIKTOKEN_ENCODINGS_BASE"] = old
+
+
+def test_openai_harmony_tools_and_calls(harmony):
+    oh, enc = harmony
+    fn = WEATHER["function"]
+    system = oh.SystemContent.new().with_reasoning_effort(oh.ReasoningEffort.MEDIUM).with_conversation_start_date("2024-07-26")
+    dev = oh.DeveloperContent.new().with_function_tools([oh.ToolDescription.new(fn["name"], fn["description"],
+                                                                                parameters=fn["parameters"])])
+    msgs = [oh.Message.from_role_and_content(oh.Role.SYSTEM, system),
+            oh.Message.from_role_and_content(oh.Role.DEVELOPER, dev),
+            oh.Message.from_role_and_content(oh.Role.USER, "Weather in Paris?"),
+            oh.Message.from_role_and_content(oh.Role.ASSISTANT, json.dumps({"city": "Paris"}))
+            .with_channel("commentary").with_recipient("functions.get_weather").with_content_type("json"),
+            oh.Message.from_author_and_content(oh.Author.new(oh.Role.TOOL, "functions.get_weather"),
+                                               json.dumps('{"t": 22}')).with_channel("commentary").with_recipient("assistant"),
+            oh.Message.from_role_and_content(oh.Role.ASSISTANT, "Sunny.").with_channel("final")]
+    want = enc.decode_utf8(enc.render_conversation_for_training(oh.Conversation.from_messages(msgs)))
+    ours = format_chat([{"role": "user", "content": "Weather in Paris?"},
+                        {"role": "assistant", "content": None,
+                         "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+                        {"role": "tool", "content": '{"t": 22}'}, {"role": "assistant", "content": "Sunny."}],
+                       "gpt-oss", tools=[WEATHER])
+    assert ours == want
+
+
+def test_openai_harmony_known_difference_developer_instructions(harmony):
+    """The Hugging Face template ends the developer instructions with "\\n\\n", harmony does not:
+    rmlprep follows the template (the model's tokenizer_config), and this records the difference."""
+    oh, enc = harmony
+    system = oh.SystemContent.new().with_reasoning_effort(oh.ReasoningEffort.MEDIUM).with_conversation_start_date("2024-07-26")
+    msgs = [oh.Message.from_role_and_content(oh.Role.SYSTEM, system),
+            oh.Message.from_role_and_content(oh.Role.DEVELOPER, oh.DeveloperContent.new().with_instructions("Be brief.")),
+            oh.Message.from_role_and_content(oh.Role.USER, "Hi"),
+            oh.Message.from_role_and_content(oh.Role.ASSISTANT, "Hello!").with_channel("final")]
+    want = enc.decode_utf8(enc.render_conversation_for_training(oh.Conversation.from_messages(msgs)))
+    ours = format_chat([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                        {"role": "assistant", "content": "Hello!"}], "gpt-oss")
+    assert ours == want.replace("# Instructions\n\nBe brief.<|end|>", "# Instructions\n\nBe brief.\n\n<|end|>")
+    assert ours != want

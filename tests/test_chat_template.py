@@ -1,0 +1,83 @@
+"""The escape hatch ``chat.format = "template"``: the model's own template in jinja2's sandbox,
+masks from prefix renders; cross-checked with the native formats that reproduce the same
+templates (two independent derivations of the same mask)."""
+
+from __future__ import annotations
+
+import pytest
+
+from _chat_common import byte_tokenizer, needs_jinja, needs_shared, template_text
+from rmlprep.arrow import tokenize_chat
+from rmlprep.chat import encode_chat
+from rmlprep.chat.probes import PROBES
+from rmlprep.errors import ChatFormatError, ConfigError
+
+pytestmark = [needs_jinja, needs_shared]
+
+MARKERS = ["<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
+           "<s>", "</s>", "[INST]", "[/INST]", "<bos>", "<start_of_turn>", "<end_of_turn>"]
+
+
+def _tok(template: str, bos: str | None = None):
+    tok = byte_tokenizer(MARKERS, bos=bos)
+    return type(tok).create(tok.spec, chat_template=template)
+
+
+@pytest.mark.parametrize("name,fmt,bos", [
+    ("chatml-openhermes", "chatml", None),
+    ("llama3", "llama3", "<|begin_of_text|>"),
+    ("mistral-v7", "mistral-v7", "<s>"),
+    ("more/meta-llama-Llama-3.1-8B-Instruct", "llama3.1", "<|begin_of_text|>"),
+    ("gemma3", "gemma3", "<bos>"),
+])
+def test_template_mode_equals_the_native_format(name, fmt, bos):
+    tok = _tok(template_text(name), bos)
+    n = 0
+    for pid, msgs, tools in PROBES:
+        if pid == "special_text":
+            continue  # the render is tokenized whole, as transformers does: marker text in a message is parsed
+        try:
+            native = encode_chat(tok, msgs, fmt, tools=tools)
+        except ChatFormatError:
+            continue
+        try:
+            hatch = encode_chat(tok, msgs, "template", tools=tools)
+        except ChatFormatError:
+            continue  # e.g. a field the template ignores, which the native format refuses too
+        assert hatch.input_ids == native.input_ids, pid
+        assert hatch.assistant_masks == native.assistant_masks, pid
+        n += 1
+    assert n >= 4
+
+
+def test_template_mode_refuses_what_it_cannot_derive_or_would_drop():
+    qwen3 = _tok(template_text("more/Qwen-Qwen3-0.6B"))
+    # Qwen3 rewrites an earlier answer once a later user turn exists: no prefix-render mask
+    conv = [{"role": "user", "content": "1"}, {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "2"}, {"role": "assistant", "content": "b", "reasoning_content": "s"}]
+    with pytest.raises(ChatFormatError, match="rewrites earlier turns"):
+        encode_chat(qwen3, conv, "template")
+    chatml = _tok(template_text("chatml-openhermes"))
+    with pytest.raises(ChatFormatError, match="ignores it"):
+        encode_chat(chatml, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a",
+                                                                  "reasoning_content": "r"}], "template")
+    with pytest.raises(ChatFormatError, match="refuses this conversation"):
+        encode_chat(_tok(template_text("gemma")), [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}],
+                    "template")
+
+
+def test_tokenize_chat_template_mode():
+    tok = _tok(template_text("llama3"), "<|begin_of_text|>")
+    conv = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    out = tokenize_chat(tok, "template")({"messages": [conv]})
+    native = encode_chat(tok, conv, "llama3")
+    assert out["input_ids"][0].tolist() == native.input_ids
+    assert out["assistant_masks"][0].tolist() == native.assistant_masks
+    with pytest.raises(ConfigError, match="train_on_reasoning"):
+        tokenize_chat(tok, "template", train_on_reasoning=False)
+    with pytest.raises(ConfigError, match="no chat_template"):
+        tokenize_chat(byte_tokenizer(MARKERS), "template")
+    import pickle
+
+    fn = pickle.loads(pickle.dumps(tokenize_chat(tok, "template")))  # a worker has the spec, not the tokenizer
+    assert fn({"messages": [conv]})["input_ids"][0].tolist() == native.input_ids
