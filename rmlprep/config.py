@@ -24,16 +24,25 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     fixture = "fixtures/parity/x.json"  # default: fixtures/parity/*.json whose sha256 matches
     require = false                  # no fixture found → stop (true) or log a warning (false)
     live_sample = 0                  # documents of the corpus compared live with the reference lib
-    chat = "auto"                    # sft: check chat.format against real template renders:
-                                     # "auto" = when renders exist for the tokenizer's template
-                                     # (sha256) or the format; true = required; false = off
-    chat_renders = "renders.jsonl"   # default: the committed fixtures/chat/renders.jsonl
+    chat = "auto"                    # sft: chat.format must reproduce the tokenizer's own chat
+                                     # template on the probes, and the committed real-template
+                                     # renders of its format; "auto" = check what exists; true =
+                                     # renders required; false = off
+    chat_renders = "renders.jsonl.gz"  # default: the committed fixtures/chat/renders.jsonl.gz
     chat_live_sample = 0             # sft: corpus conversations also rendered live with the
                                      # tokenizer's own chat_template (needs jinja2) and compared
 
     [chat]                           # sft only
-    format = "chatml"                # a name detect_chat_format knows
+    format = "qwen3"                 # a format name (rmlprep.CHAT_FORMATS); "auto": the format that
+                                     # reproduces the tokenizer's chat_template; "template": that
+                                     # template rendered with jinja2 (opt-in, slower)
     add_generation_prompt = false
+    options = { enable_thinking = false }  # the format's options (template variables, "today")
+    train_on_reasoning = true        # reasoning in the loss mask
+    tools_column = "tools"           # a column of per-conversation tool definitions (default: none;
+                                     # read in a second pass over each unit)
+    json_tools = false               # tools / tool calls written as JSON text → tools / tool_calls
+    no_assistant = "reject"          # a conversation without an assistant turn: reject | keep
 
     [pack]
     seq_len = 2048                   # REQUIRED (> 0)
@@ -82,6 +91,7 @@ from pathlib import Path
 from typing import Any
 
 from .chat import detect_chat_format
+from .chat.registry import get_format, resolve_options
 from .errors import ChatFormatError, ConfigError
 
 __all__ = ["RunConfig", "load_config", "config_from_dict", "SCHEMA"]
@@ -118,6 +128,11 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
     "chat": {
         "format": ((str,), None),
         "add_generation_prompt": ((bool,), False),
+        "options": ((dict,), None),
+        "train_on_reasoning": ((bool,), True),
+        "tools_column": ((str,), None),
+        "json_tools": ((bool,), False),
+        "no_assistant": ((str,), "reject"),
     },
     "pack": {
         "seq_len": ((int,), _REQ),
@@ -345,10 +360,20 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     if pipeline == "sft":
         if chat["format"] is None:
             raise ConfigError(f"{w}chat.format: missing; the sft pipeline needs a chat format, e.g. format = \"chatml\"")
-        try:
-            chat["format"] = detect_chat_format(chat["format"])
-        except ChatFormatError as e:
-            raise ConfigError(f"{w}chat.format: {e}") from None
+        if chat["format"] not in ("auto", "template"):
+            try:
+                chat["format"] = detect_chat_format(chat["format"])
+            except ChatFormatError as e:
+                raise ConfigError(f"{w}chat.format: {e}") from None
+            try:
+                resolve_options(get_format(chat["format"]), chat["options"])
+            except ChatFormatError as e:
+                raise ConfigError(f"{w}chat.options: {e}") from None
+        if chat["no_assistant"] not in ("reject", "keep"):
+            raise ConfigError(f"{w}chat.no_assistant: must be \"reject\" or \"keep\", got {chat['no_assistant']!r}")
+        if chat["format"] == "template" and not chat["train_on_reasoning"]:
+            raise ConfigError(f"{w}chat.train_on_reasoning = false needs a native format (the template's render "
+                              "does not tell reasoning apart)")
     elif "chat" in raw:
         raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
     out = data["output"]

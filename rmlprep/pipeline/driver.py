@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..chat_parity import resolve_chat_config
 from ..config import RunConfig
 from ..errors import ConfigError, OutputError, RmlprepError
 from ..load import open_tokenizer
@@ -67,6 +68,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     if tokenizer is None:
         tokenizer, tok_file = load_run_tokenizer(cfg, log=log)
     timings["load_tokenizer"] = time.perf_counter() - t_start
+    cfg = resolve_chat_config(cfg, tokenizer, log=log)  # sft: chat.format "auto" → the proved format
     t = time.perf_counter()
     units = plan(cfg)
     timings["plan"] = time.perf_counter() - t

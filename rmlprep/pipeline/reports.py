@@ -20,6 +20,7 @@ from .._version import __version__
 from ..config import RunConfig
 from ..readers import Unit
 from ..shards import rejects_name
+from .stages import CHAT_COUNTS
 from .output import OutputFolder
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
@@ -114,6 +115,8 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     seq_len = cfg["pack"]["seq_len"]
     totals["padding_ratio"] = totals["pad_tokens"] / (totals["rows"] * seq_len) if totals["rows"] else 0.0
     totals["rows_read"] = totals["documents"] + totals["rejects"]
+    if cfg.pipeline == "sft":  # what the chat stage counted (rmlprep.arrow.TokenizeChat.stats)
+        totals.update({k: int(sum(r.get(k, 0) for r in recs)) for k in CHAT_COUNTS})
     hist = np.sum([r["length_hist"] for r in recs], axis=0).astype(np.int64)
     wall = timings.get("process", 0.0)
     manifest = {

@@ -19,8 +19,9 @@ stage          what it does
                (:func:`rmlprep.readers.read_unit`); rows the reader could not parse
                (bad JSON, bad UTF-8, a missing column) → rejects
 validate       :func:`validate_texts`: a string per row (pretrain);
-               :func:`validate_conversations`: a list of ``{"role", "content"}``
-               messages (sft); anything else → rejects
+               :func:`validate_conversations`: a conversation in the messages
+               schema (sft, :func:`rmlprep.chat.schema_error`); anything else →
+               rejects
 tokenize       :func:`tokenize_texts`: :func:`rmlprep.arrow.tokenize_text`;
                :func:`format_and_tokenize`: :func:`rmlprep.arrow.tokenize_chat`
                writes each conversation in the chat format and encodes it in one
@@ -40,11 +41,13 @@ import numpy as np
 import pyarrow as pa
 
 from ..arrow import tokenize_chat, tokenize_text
+from ..chat import schema_error
 from ..config import RunConfig
 from ..readers import Batch, Unit, read_unit
 
 __all__ = ["Tally", "Rows", "Docs", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
            "format_and_tokenize"]
+CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls")
 
 _REJECT_VALUE_CHARS = 300  # a rejected value is kept as its repr, cut to this many characters
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -67,6 +70,8 @@ class Tally:
         surrogate_rows: rows kept with their lone surrogates replaced by U+FFFD.
         rejects: one record per rejected row: ``unit``, ``source`` (file), ``row`` (0-based
             row of the source file), ``reason`` and, where useful, ``value`` (its repr).
+        counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
+            ``json_tool_calls``; see :class:`rmlprep.arrow.TokenizeChat`).
     """
 
     unit: Unit
@@ -74,6 +79,7 @@ class Tally:
     blank: int = 0
     surrogate_rows: int = 0
     rejects: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
 
     def reject(self, row: int, reason: str, value: Any = None) -> None:
         u = self.unit
@@ -96,10 +102,12 @@ class Rows:
     Attributes:
         values: texts as a ``pa.StringArray`` (pretrain), or conversations as a list (sft).
         rows: int64 [len(values)], the rows' source row numbers.
+        tools: sft with ``chat.tools_column``: each conversation's tools (or None).
     """
 
     values: Any
     rows: np.ndarray
+    tools: list[Any] | None = None
 
 
 @dataclass(slots=True)
@@ -169,43 +177,62 @@ def _string_array(texts: list[str], tally: Tally) -> pa.Array:
         return pa.array(fixed, type=pa.string())
 
 
-def check_messages(v: Any, column: str) -> str | None:
-    """Why ``v`` is not a list of ``{"role": str, "content": str}`` messages, or None."""
-    if v is None:
-        return f"{column} is null"
-    if not isinstance(v, list):
-        return f"{column} is a {type(v).__name__}, not a list of messages"
-    if not v:
-        return f"{column} is an empty list"
-    for i, m in enumerate(v):
-        if not isinstance(m, dict):
-            return f"{column}[{i}] is a {type(m).__name__}, not an object with role and content"
-        if not isinstance(m.get("role"), str):
-            return f"{column}[{i}].role is missing or not a string"
-        if not isinstance(m.get("content"), str):
-            return f"{column}[{i}].content is missing or not a string"
-    return None
+def _replace_surrogates_in(value: Any) -> tuple[Any, bool]:
+    """``value`` with lone surrogates replaced in every string it holds (contents, text parts,
+    reasoning, tool calls, tools), and whether any was; unchanged values are returned as they are."""
+    if isinstance(value, str):
+        return (replace_lone_surrogates(value), True) if _SURROGATE.search(value) else (value, False)
+    if isinstance(value, dict):
+        out, changed = {}, False
+        for k, x in value.items():
+            k2, ck = _replace_surrogates_in(k) if isinstance(k, str) else (k, False)
+            out[k2], cx = _replace_surrogates_in(x)
+            changed = changed or ck or cx
+        return (out, True) if changed else (value, False)
+    if isinstance(value, list):
+        pairs = [_replace_surrogates_in(x) for x in value]
+        return ([x for x, _ in pairs], True) if any(c for _, c in pairs) else (value, False)
+    return value, False
+
+
+def _tools_by_row(unit: Unit, column: str, batch_rows: int) -> dict[int, Any]:
+    """The unit's ``chat.tools_column`` values by source row (a second pass over the unit;
+    rows without it have none)."""
+    out: dict[int, Any] = {}
+    for b in read_unit(unit, column, batch_rows):
+        vals = b.values.to_pylist() if isinstance(b.values, pa.Array) else b.values
+        out.update(zip(b.rows.tolist(), vals))
+    return out
 
 
 def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> Iterator[Rows]:
-    """Keep the rows that are lists of messages (:func:`check_messages`); others → rejects."""
+    """Keep the rows that are conversations in the messages schema
+    (:func:`rmlprep.chat.schema_error`, with the row's tools when ``chat.tools_column`` is set);
+    others → rejects with the reason. Lone surrogates in any of a kept row's strings are
+    replaced by U+FFFD (counted in ``surrogate_rows``)."""
     column = cfg["input"]["column"]
+    tcol = cfg["chat"]["tools_column"]
+    tools = _tools_by_row(tally.unit, tcol, cfg["input"]["batch_rows"]) if tcol else None
     for batch in batches:
         vals = batch.values.to_pylist() if isinstance(batch.values, pa.Array) else batch.values
         good: list[Any] = []
         good_rows: list[int] = []
+        good_tools: list[Any] | None = [] if tools is not None else None
         for v, r in zip(vals, batch.rows.tolist()):
-            why = check_messages(v, column)
+            t = tools.get(r) if tools is not None else None
+            why = f"{column} is null" if v is None else schema_error(v, t)
             if why is not None:
                 tally.reject(r, why, v)
                 continue
-            if any(_SURROGATE.search(m["content"]) or _SURROGATE.search(m["role"]) for m in v):
-                v = [{**m, "role": replace_lone_surrogates(m["role"]),
-                      "content": replace_lone_surrogates(m["content"])} for m in v]
+            v, fixed = _replace_surrogates_in(v)
+            t, fixed_t = _replace_surrogates_in(t)
+            if fixed or fixed_t:
                 tally.surrogate_rows += 1
             good.append(v)
             good_rows.append(r)
-        yield Rows(good, np.asarray(good_rows, dtype=np.int64))
+            if good_tools is not None:
+                good_tools.append(t)
+        yield Rows(good, np.asarray(good_rows, dtype=np.int64), good_tools)
 
 
 # -- tokenize -----------------------------------------------------------------------------------
@@ -236,17 +263,21 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
 
 def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Tally) -> Iterator[Docs]:
     """Write each conversation in ``chat.format`` and encode it with its assistant mask
-    (:func:`rmlprep.arrow.tokenize_chat`); a conversation the format refuses → rejects."""
-    fmt = cfg["chat"]["format"]
-    fn = tokenize_chat(tokenizer, fmt, column="messages", add_generation_prompt=cfg["chat"]["add_generation_prompt"],
-                       on_error="record", keep_columns=False, id_column=None)
+    (:func:`rmlprep.arrow.tokenize_chat` with the ``[chat]`` keys); a conversation the format
+    refuses → rejects; its counts go to ``tally.counts``."""
+    chat = cfg["chat"]
+    fmt = chat["format"]
+    fn = tokenize_chat(tokenizer, fmt, column="messages", tools_column="tools" if chat["tools_column"] else None,
+                       add_generation_prompt=chat["add_generation_prompt"], options=chat["options"],
+                       train_on_reasoning=chat["train_on_reasoning"], json_tools=chat["json_tools"],
+                       no_assistant=chat["no_assistant"], on_error="record", keep_columns=False, id_column=None)
     for b in batches:
         ids: list[np.ndarray] = []
         labels: list[np.ndarray] = []
         masks: list[np.ndarray] = []
         lengths: list[int] = []
         if b.values:
-            res = fn({"messages": b.values})
+            res = fn({"messages": b.values, **({"tools": b.tools} if b.tools is not None else {})})
             errs = res["error"]
             for i in range(len(b.values)):
                 if errs[i]:
@@ -256,5 +287,7 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
                 labels.append(res["labels"][i])
                 masks.append(res["assistant_masks"][i])
                 lengths.append(int(res["length"][i]))
+        for k in CHAT_COUNTS:
+            tally.counts[k] = fn.stats[k]
         yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), _cat(labels, np.int64),
                    _cat(masks, np.uint8))

@@ -136,6 +136,7 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "bytes": tally.nbytes,
         "max_document_tokens": int(lengths.max()) if len(lengths) else 0,
         **packed.stats,
+        **tally.counts,
         "length_hist": length_hist(lengths).tolist(),
         "seconds": seconds,
     }

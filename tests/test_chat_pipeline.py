@@ -1,0 +1,255 @@
+"""The sft pipeline's chat parity stage (rmlprep.chat_parity.run_chat_parity_stage) end to end:
+the tokenizer's own template proved against chat.format, the committed real renders, the live
+sample (bad rows counted, never rendered), and what reaches the manifest."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from _chat_common import TEMPLATES, needs_jinja, template_text
+from rmlprep.config import config_from_dict
+from rmlprep.errors import ConfigError, ParityError
+from rmlprep.pipeline import run
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"
+RENDERS = ROOT / "fixtures" / "chat" / "renders.jsonl.gz"
+REAL_HF = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS", Path.home() / ".cache" / "rmlprep-real-tokenizers")) / "hf"
+#: ChatML as OpenHermes writes it.
+CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] "
+          "+ '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+          "{% endif %}")
+
+pytestmark = pytest.mark.skipif(not (TINY.exists() and RENDERS.exists()), reason=f"{TINY} or {RENDERS} is absent")
+
+
+def quiet(_msg: str) -> None:
+    pass
+
+
+def write_chats(path: Path, n: int = 40, extra: list | None = None) -> None:
+    convs = list(extra or [])
+    for i in range(n):
+        c = [{"role": "user", "content": f"question {i}: what is {i} + {i}?"},
+             {"role": "assistant", "content": f"{i} + {i} = {2 * i}."}]
+        if i % 3 == 0:
+            c.insert(0, {"role": "system", "content": "Answer briefly."})
+        convs.append(c)
+    path.write_text("".join(json.dumps({"messages": c}) + "\n" for c in convs))
+
+
+def cfg(inp: Path, out: Path, fmt: str = "chatml", tokenizer: str | None = None, **extra):
+    d = {"pipeline": "sft",
+         "input": {"paths": [str(inp)], "unit_bytes": 40_000, "batch_rows": 64},
+         "tokenizer": {"path": tokenizer or str(TINY)},
+         "chat": {"format": fmt},
+         "pack": {"seq_len": 128, "overflow": "truncate"},
+         "output": {"dir": str(out)},
+         "run": {"workers": 1, "progress": "none", "histogram": False}}
+    for k, v in extra.items():
+        d.setdefault(k, {}).update(v)
+    return config_from_dict(d)
+
+
+def tiny(template: str | None):
+    from rmlprep.pipeline import open_tokenizer
+    from rmlprep.tokenizer import Tokenizer
+
+    return Tokenizer.create(open_tokenizer(str(TINY), log=quiet)[0].spec, chat_template=template)
+
+
+def _records() -> list[dict]:
+    return [json.loads(x) for x in gzip.decompress(RENDERS.read_bytes()).decode("utf-8").splitlines()]
+
+
+def test_manifest_records_the_checked_renders(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    logs: list[str] = []
+    m = run(cfg(inp, tmp_path / "o"), log=logs.append)
+    chat = m["parity"]["chat"]
+    assert chat["templates"] == ["chatml-openhermes"] and chat["template"] is None
+    assert chat["rows"] + chat["refused"] == sum(r.get("template") == "chatml-openhermes" for r in _records())
+    assert chat["rows"] > 50 and chat["renders"] == str(RENDERS)
+    assert json.loads((tmp_path / "o" / "manifest.json").read_text())["parity"]["chat"] == chat
+    assert any(f"{chat['rows']} chat renders" in x for x in logs)
+
+
+def test_doctored_render_stops_the_run(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    recs = _records()
+    row = next(r for r in recs if r.get("template") == "chatml-openhermes" and "output" in r and "Hello" in r["output"])
+    row["output"] = row["output"].replace("Hello", "Hallo", 1)
+    bad = tmp_path / "renders.jsonl"
+    bad.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
+    out = tmp_path / "o"
+    with pytest.raises(ParityError) as e:
+        run(cfg(inp, out, parity={"chat_renders": str(bad)}), log=quiet)
+    err = e.value
+    assert err.expected[err.position] == "a" and err.actual[err.position] == "e"
+    assert "chatml-openhermes" in str(err) and "chat text differs" in str(err)
+    assert not (out.exists() and list(out.glob("shard-*")))
+
+
+def test_chat_check_off_and_required(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    assert run(cfg(inp, tmp_path / "off", parity={"chat": False}), log=quiet)["parity"]["chat"] is None
+    empty = tmp_path / "renders.jsonl"
+    empty.write_text(json.dumps({"banner": True, "templates": {}}) + "\n")
+    with pytest.raises(ConfigError, match=r"parity.chat = true: .*no chat renders for format 'chatml'"):
+        run(cfg(inp, tmp_path / "req", parity={"chat": True, "chat_renders": str(empty)}), log=quiet)
+    assert run(cfg(inp, tmp_path / "auto", parity={"chat_renders": str(empty)}), log=quiet)["parity"]["chat"]["rows"] == 0
+    with pytest.raises(ConfigError, match="parity.chat_renders"):
+        run(cfg(inp, tmp_path / "x", parity={"chat_renders": str(tmp_path / "missing.jsonl")}), log=quiet)
+
+
+@needs_jinja
+def test_the_tokenizers_template_is_proved_against_chat_format(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    logs: list[str] = []
+    m = run(cfg(inp, tmp_path / "o"), tokenizer=tiny(CHATML), log=logs.append)
+    assert m["parity"]["chat"]["template"]["proved_by"] == "jinja2 probes"
+    assert any("reproduced by format 'chatml'" in x for x in logs)
+    with pytest.raises(ParityError, match=r"chat.format 'llama3' does not reproduce .* the format that reproduces it "
+                                          r"is 'chatml'.*probe 'user'"):
+        run(cfg(inp, tmp_path / "o2", fmt="llama3"), tokenizer=tiny(CHATML), log=quiet)
+    m = run(cfg(inp, tmp_path / "o3", fmt="auto"), tokenizer=tiny(CHATML), log=quiet)
+    assert m["parity"]["chat"]["format"] == "chatml"
+
+
+@needs_jinja
+def test_live_sample_validates_rows_before_rendering(tmp_path):
+    """Issue 11: a row among the first N with content null, a list of parts or an extra
+    tool_calls field made the live render raise TypeError before any corpus work."""
+    inp = tmp_path / "chat.jsonl"
+    bad = [[{"role": "user", "content": None}, {"role": "assistant", "content": "x"}],
+           [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant", "content": "x"}],
+           [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "x", "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}]]
+    write_chats(inp, extra=bad)
+    m = run(cfg(inp, tmp_path / "o", parity={"chat_live_sample": 10}), tokenizer=tiny(CHATML), log=quiet)
+    live = m["parity"]["chat"]["live"]
+    assert live["compared"] == 8 and live["invalid"] == 2  # text parts are valid: joined, then rendered
+    m = run(cfg(inp, tmp_path / "n", parity={"chat_live_sample": 7}), log=quiet)
+    assert m["parity"]["chat"]["live"] is None and "no chat template" in m["parity"]["chat"]["live_skipped"]
+    doctored = CHATML.replace("'\n' + message['content']", "'\n ' + message['content']")
+    with pytest.raises(ParityError, match="does not reproduce the tokenizer's chat template"):
+        run(cfg(inp, tmp_path / "bad", parity={"chat_live_sample": 7}), tokenizer=tiny(doctored), log=quiet)
+
+
+@needs_jinja
+@pytest.mark.skipif(not (TEMPLATES / "qwen2.5.jinja").exists(), reason=f"{TEMPLATES} is absent")
+def test_real_qwen25_template_and_live(tmp_path):
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    tok = tiny(template_text("qwen2.5"))
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", parity={"chat_live_sample": 12}), tokenizer=tok, log=quiet)
+    chat = m["parity"]["chat"]
+    assert chat["templates"] == ["qwen2.5"] and chat["rows"] > 50 and chat["live"]["compared"] == 12
+    with pytest.raises(ParityError, match="the format that reproduces it is 'qwen2.5'"):
+        run(cfg(inp, tmp_path / "c", fmt="chatml"), tokenizer=tok, log=quiet)
+
+
+@pytest.mark.parity
+@needs_jinja
+@pytest.mark.skipif(not (REAL_HF / "llama3" / "tokenizer_config.json").exists(), reason=f"{REAL_HF}/llama3 is absent")
+def test_real_llama3_dir_older_template_stops_the_run(tmp_path):
+    """The real llama3 tokenizer dir carries the older Llama-3 template revision, which appends
+    the assistant header even without add_generation_prompt: the proof shows the probe."""
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    with pytest.raises(ParityError, match=r"template: '<\|start_header_id\|>assistant"):
+        run(cfg(inp, tmp_path / "o", fmt="llama3", tokenizer=str(REAL_HF / "llama3")), log=quiet)
+
+
+def _rows(path: Path, convs: list) -> None:
+    path.write_text("".join(json.dumps(c if isinstance(c, dict) else {"messages": c}) + "\n" for c in convs))
+
+
+def test_rows_are_checked_against_the_schema_and_the_format(tmp_path):
+    """Issue 11: content null, text parts, tool calls and a conversation without an answer are
+    each a reject with its reason (or written), never a crashed stage; the counts reach the
+    manifest."""
+    inp = tmp_path / "c.jsonl"
+    call = {"id": "call0w3x9", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}
+    _rows(inp, [
+        [{"role": "user", "content": None}, {"role": "assistant", "content": "x"}],             # schema
+        [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant", "content": "x"}],  # ok
+        [{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": [call]}],  # chatml: no
+        [{"role": "user", "content": "only a question"}],                                       # no answer
+        [{"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "image_url"}]}],  # media
+        [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],              # ok
+    ])
+    m = run(cfg(inp, tmp_path / "o", parity={"chat": False}), log=quiet)
+    assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 4 and m["totals"]["no_assistant"] == 1
+    reasons = [json.loads(line)["reason"] for f in sorted((tmp_path / "o" / "rejects").iterdir())
+               for line in f.read_text().splitlines()]
+    assert any("content is missing or null" in r for r in reasons)
+    assert any("cannot write tool_calls" in r for r in reasons)
+    assert any("no assistant message" in r for r in reasons)
+    assert any("'image_url' part" in r for r in reasons)
+    m = run(cfg(inp, tmp_path / "keep", parity={"chat": False}, chat={"no_assistant": "keep"}), log=quiet)
+    assert m["totals"]["documents"] == 3 and m["totals"]["no_assistant"] == 1
+
+
+def test_tools_column_and_reasoning_in_qwen3(tmp_path):
+    inp = tmp_path / "c.jsonl"
+    tools = [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}]
+    call = {"id": "call0w3x9", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}}
+    _rows(inp, [
+        {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+                      {"role": "tool", "content": "1", "tool_call_id": "call0w3x9"},
+                      {"role": "assistant", "content": "one", "reasoning_content": "it said 1"}], "tools": tools},
+        {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "reasoning_content": "r"},
+                      {"role": "user", "content": "q2"}, {"role": "assistant", "content": "b"}], "tools": "not json"},
+        {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "reasoning_content": "r"},
+                      {"role": "user", "content": "q2"}, {"role": "assistant", "content": "b"}]},
+    ])
+    c = cfg(inp, tmp_path / "o", fmt="qwen3", parity={"chat": False}, chat={"tools_column": "tools"},
+            pack={"seq_len": 1024})
+    m = run(c, log=quiet)
+    assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 1 and m["totals"]["reasoning_dropped"] == 1
+    import pyarrow.parquet as pq
+    from rmlprep.pipeline import open_tokenizer
+
+    tok = open_tokenizer(str(TINY), log=quiet)[0]
+    t = pq.read_table(next((tmp_path / "o").glob("shard-*.parquet")))
+    texts = [tok.decode(r) for r in t.column("input_ids").to_pylist()]
+    assert any("<tools>" in x and '{"name": "f", "arguments": {"x": 1}}' in x for x in texts)
+    masked = [tok.decode([i for i, k in zip(r, mk) if k]) for r, mk in
+              zip(t.column("input_ids").to_pylist(), t.column("assistant_masks").to_pylist())]
+    assert any("it said 1" in x and '{"name": "f"' in x for x in masked)
+    assert not any("<tools>" in x or "<tool_response>" in x for x in masked)
+    no_r = run(cfg(inp, tmp_path / "n", fmt="qwen3", parity={"chat": False},
+                   chat={"tools_column": "tools", "train_on_reasoning": False}, pack={"seq_len": 1024}), log=quiet)
+    assert no_r["config_hash"] != m["config_hash"]
+
+
+@pytest.mark.parity
+@pytest.mark.skipif(not (REAL_HF / "qwen3" / "tokenizer.json").exists(), reason=f"{REAL_HF}/qwen3 is absent")
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "corpora" / "chat").is_dir(), reason="../shared/corpora is absent")
+def test_sft_tools_config_end_to_end(tmp_path):
+    """configs/sft-tools.toml as shipped: LLaMA-Factory's tool-call set with Qwen3's tokenizer."""
+    from rmlprep.config import load_config
+
+    c = load_config(ROOT / "configs" / "sft-tools.toml")
+    data = json.loads(json.dumps(c.data))
+    data["output"]["dir"] = str(tmp_path / "o")
+    data["input"]["paths"] = [str(ROOT.parent / "shared" / "corpora" / "chat" / "llamafactory-toolcall.messages.jsonl")]
+    data["run"]["progress"] = "none"
+    from rmlprep.config import RunConfig
+
+    m = run(RunConfig(data, c.source), log=quiet)
+    t = m["totals"]
+    assert t["rows_read"] == 650 and t["documents"] == 650 and t["rejects"] == 0 and t["json_tool_calls"] == 468
+    chat = m["parity"]["chat"]
+    assert chat["format"] == "qwen3" and chat["template"]["sha256"].startswith("87a2728cb8dc9fe4")
+    assert chat["live"] is None or chat["live"]["compared"] == 20
