@@ -734,6 +734,9 @@ def _read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
 
 def _column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: int, where: str,
                     total_bytes: int, total_rows: int) -> Iterator[Batch]:
+    """Batches of one Arrow column. Parquet and Arrow files are not UTF-8-checked when read, so
+    every column is validated in full (``Array.validate(full=True)``): a row whose strings are not
+    UTF-8 becomes a reject; a structural fault (offsets out of range) is an :class:`InputError`."""
     row = first_row
     for rb in batches:
         n = rb.num_rows
@@ -745,7 +748,24 @@ def _column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: i
         if column not in rb.schema.names:
             raise ConfigError(f"input.column: {where} has no column {column!r}; columns: {rb.schema.names}")
         col = rb.column(column)
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+        try:
+            col.validate(full=True)
+        except pa.ArrowInvalid as e:
+            if "utf8" not in str(e).lower() and "utf-8" not in str(e).lower():
+                raise InputError(f"{where}: corrupt Arrow data in rows [{rows[0]}, {rows[-1] + 1}): "
+                                 f"{_one_line(e)}", path=where) from None
+            values, keep, errors = [], [], []
+            for i in range(n):
+                try:
+                    values.append(col.slice(i, 1).to_pylist()[0])
+                    keep.append(i)
+                except UnicodeDecodeError as u:
+                    errors.append((int(rows[i]), f"{column} is not valid UTF-8 ({u.reason} at byte {u.start})"))
+            kept = rows[keep]
+            yield Batch(pa.array(values, type=col.type) if is_str else values, kept, nbytes, errors)
+            continue
+        if is_str:
             yield Batch(col, rows, nbytes)
         else:
             yield Batch(col.to_pylist(), rows, nbytes)
@@ -785,7 +805,7 @@ def _read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
 
     seen = 0
     for b in _column_batches(checked(), column, unit.first_row, unit.path, unit.nbytes, rows):
-        seen += len(b.rows)
+        seen += len(b.rows) + len(b.errors)
         yield b
     if seen != rows:
         raise InputError(f"{unit.path}: row groups [{unit.start}, {unit.stop}) hold {seen} rows, the footer "
@@ -881,19 +901,47 @@ def _csv_pass(unit: Unit, column: str, batch_rows: int, block: int, state: dict)
             src.close()
             raise
 
+    undecodable: list[BaseException] = []  # invalid rows pyarrow could not hand to on_invalid
+
     def arrow_failure(e: Exception) -> Exception:
         msg = str(e)
         if "straddl" in msg:
             return _Straddle()
-        return InputError(f"{path}: cannot read as CSV after record {state['done']}: {_one_line(e)}", path=path)
+        m = re.search(r"Row #(\d+)", msg)
+        where = f"record {int(m.group(1)) - 2}" if m else f"the record after record {state['done']}"
+        if undecodable and m:
+            return InputError(f"{path}: CSV {where} has the wrong number of fields and bytes that are not "
+                              "UTF-8, so pyarrow cannot pass it on as a reject; fix or remove that record",
+                              path=path)
+        return InputError(f"{path}: cannot read {where} as CSV: {_one_line(e)}", path=path)
+
+    def guarded(fn, *args):
+        """fn(*args) with pyarrow's failures to call on_invalid (a row that is not UTF-8) caught
+        instead of printed to stderr as 'Exception ignored'."""
+        hook = sys.unraisablehook
+
+        def catch(u):
+            if getattr(u, "object", None) is on_invalid:
+                undecodable.append(u.exc_value)
+            else:
+                hook(u)
+
+        sys.unraisablehook = catch
+        try:
+            return fn(*args)
+        except UnicodeDecodeError as e:  # the header row is not UTF-8
+            raise InputError(f"{path}: the CSV header is not valid UTF-8 ({e.reason} in a column name)",
+                             path=path) from None
+        finally:
+            sys.unraisablehook = hook
 
     try:
-        src, reader = open_reader([column])
+        src, reader = guarded(open_reader, [column])
     except KeyError:  # ArrowKeyError: include_columns names a missing column
         try:
-            src, probe = open_reader(None)
-            names = probe.schema.names
+            src, probe = guarded(open_reader, None)
             src.close()
+            names = guarded(lambda: probe.schema.names)
         except pa.ArrowInvalid as e:
             raise arrow_failure(e) from None
         if names == [token]:
@@ -977,7 +1025,7 @@ def _csv_pass(unit: Unit, column: str, batch_rows: int, block: int, state: dict)
         prev = None
         while True:
             try:
-                rb = reader.read_next_batch()
+                rb = guarded(reader.read_next_batch)
             except StopIteration:
                 break
             except pa.ArrowInvalid as e:
