@@ -14,7 +14,8 @@ jsonl        ``.jsonl``/``.json``/``.ndjson``          plain: byte ranges of ~``
 parquet      ``.parquet``                              row groups gathered up to ``unit_rows``
 csv          ``.csv``/``.tsv`` (+ compression)         one unit per file (quoted newlines)
 hf           a ``datasets`` ``save_to_disk`` folder     row ranges of ``unit_rows`` per arrow
-             (Dataset, or DatasetDict + ``split``)     file
+             (Dataset, or DatasetDict + ``split``), or file
+             an ``.arrow`` file (e.g. of the cache)
 stdlib       the running interpreter's stdlib ``.py``  files gathered up to ``unit_bytes``
              files (demo input; ``paths`` ignored)
 ===========  ========================================  =======================================
@@ -23,7 +24,9 @@ stdlib       the running interpreter's stdlib ``.py``  files gathered up to ``un
 and the reason (the pipeline writes it to ``rejects/``); a fault of the file as a whole (truncated
 or corrupt compression, a damaged Parquet footer, a CSV quote never closed, broken ``datasets``
 JSON) raises :class:`~rmlprep.errors.InputError` with one line naming the file and, where known,
-the byte offset. A partial file is never read as a complete one.
+the byte offset. A partial file is never read as a complete one. The plan reads every file's
+first bytes: a Git LFS pointer (a clone without ``git lfs pull``), a 0-byte ``.gz``/``.zst`` (no
+compressor writes one), or compression the name does not tell is refused before any work.
 
 **Row numbers** (``Batch.rows``, reject records) are 0-based positions in the source file: the
 line number for JSONL (blank lines count), the data record number for CSV (the header and blank
@@ -196,9 +199,12 @@ def detect_format(path: str) -> str:
         return "parquet"
     if name.endswith((".csv", ".tsv")):
         return "csv"
+    if name.endswith(".arrow") and not p.name.lower().endswith(_COMPRESSED):
+        return "hf"  # one Arrow file of a datasets cache or save_to_disk folder
     raise ConfigError(
         f"input.paths: cannot tell the format of {path}; set input.format to one of "
-        "jsonl, parquet, csv, hf (compressed: .gz, .zst, .bz2, .xz after the format's suffix)"
+        "jsonl, parquet, csv, hf (a datasets folder or an .arrow file; compressed: .gz, .zst, .bz2, .xz "
+        "after the format's suffix)"
     )
 
 
@@ -288,6 +294,8 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             fmt = inp["format"] if inp["format"] != "auto" else detect_format(path)
             if fmt != "hf" and os.path.isdir(path):
                 raise ConfigError(f"input.paths: {path} is a directory; input.format = {fmt!r} reads files")
+            if os.path.isfile(path):
+                _sniff(path, fmt)
             if fmt == "jsonl":
                 specs.extend(_plan_jsonl(path, inp["unit_bytes"]))
             elif fmt == "parquet":
@@ -319,6 +327,43 @@ def _decoded_size_estimate(path: str) -> int:
         except InputError:
             pass  # reported when the unit is read
     return size
+
+
+_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"), (b"\xfd7zXZ\x00", "xz", ".xz"))
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def _sniff(path: str, fmt: str) -> None:
+    """File faults visible in a file's first bytes, found at plan time.
+
+    Raises:
+        InputError: the file cannot be opened; it is a Git LFS pointer (a clone without
+            ``git lfs pull``); a compressed name on a 0-byte file (no compressor writes one: an
+            interrupted download) or on another compression's data; plain-text JSONL/CSV that
+            is in fact compressed (a download saved without its suffix).
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise InputError(f"{path}: cannot be read ({e.strerror or e})", path=path) from None
+    if head.startswith(_LFS_POINTER):
+        raise InputError(f"{path}: is a Git LFS pointer, not the data (the repository was cloned without "
+                         "its LFS files); fetch them with: git lfs pull", path=path, offset=0)
+    magic = next(((name, suffix) for m, name, suffix in _MAGIC if head.startswith(m)), None)
+    if magic is None and head.startswith(b"BZh") and head[4:10] == b"1AY&SY":
+        magic = ("bzip2", ".bz2")
+    kind = compression_of(path)
+    if kind is not None:
+        if not head:
+            raise InputError(f"{path}: is empty, but a {kind} file is never 0 bytes (an interrupted download "
+                             "or copy?); fetch the file again", path=path, offset=0)
+        if magic is not None and magic[0] != kind:
+            raise InputError(f"{path}: holds {magic[0]} data, not {kind}; rename it to end in {magic[1]}",
+                             path=path, offset=0)
+    elif magic is not None and fmt in ("jsonl", "csv"):
+        raise InputError(f"{path}: is {magic[0]}-compressed but its name does not say so; rename it to "
+                         f"{Path(path).name}{magic[1]}", path=path, offset=0)
 
 
 def _check_jsonl_head(path: str, head: bytes) -> None:
@@ -484,6 +529,8 @@ def _read_json_file(path: Path, what: str) -> Any:
             data = f.read(1 << 24)
             if f.read(1):
                 raise InputError(f"{path}: {what} is over 16 MB; this is not a datasets file", path=str(path))
+        if data.startswith(_LFS_POINTER):
+            _sniff(str(path), "hf")
         return json.loads(data.decode("utf-8-sig"))
     except InputError:
         raise
@@ -524,6 +571,7 @@ def _hf_files(path: str, split: str | None) -> list[str]:
         if not (p / name).is_file():
             raise InputError(f"{p / 'state.json'}: _data_files[{i}] names {name}, which is not in {p}",
                              path=str(p / "state.json"))
+        _sniff(str(p / name), "hf")
         out.append(str(p / name))
     return out
 
@@ -559,7 +607,8 @@ def _arrow_rows(path: str) -> int:
 
 def _plan_hf(path: str, split: str | None, unit_rows: int) -> list[dict[str, Any]]:
     out = []
-    for f in _hf_files(path, split):
+    files = [path] if os.path.isfile(path) else _hf_files(path, split)
+    for f in files:
         n = _arrow_rows(f)
         size = os.path.getsize(f)
         for a in range(0, max(n, 1), unit_rows):

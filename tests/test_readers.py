@@ -656,3 +656,52 @@ def test_every_file_fault_message_is_one_line(tmp_path):
     with pytest.raises(RmlprepError) as ei:
         read_path(p)
     one_line_error(ei, p)
+
+
+# -- first bytes: what a file really is ------------------------------------------------------
+LFS = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"ab" * 32 + b"\nsize 1234\n"
+
+
+@pytest.mark.parametrize("name", ["c.jsonl", "c.parquet", "c.csv", "c.jsonl.gz"])
+def test_git_lfs_pointer_instead_of_data(tmp_path, name):
+    p = tmp_path / name
+    p.write_bytes(LFS)
+    with pytest.raises(InputError, match="is a Git LFS pointer, not the data.*git lfs pull") as ei:
+        plan_units(inp([p]))
+    one_line_error(ei, p)
+
+
+@pytest.mark.parametrize("target", ["data-00000-of-00001.arrow", "state.json"])
+def test_git_lfs_pointer_in_a_datasets_folder(tmp_path, target):
+    d = _hf_folder(tmp_path)
+    (d / target).write_bytes(LFS)
+    with pytest.raises(InputError, match="Git LFS pointer") as ei:
+        plan_units(inp([d]))
+    one_line_error(ei, d / target)
+
+
+@pytest.mark.parametrize("name,data,match", [
+    pytest.param("x.jsonl", gzip.compress(b'{"text": "a"}\n'), r"is gzip-compressed but its name does not say so; "
+                 r"rename it to x.jsonl.gz", id="gzip-named-jsonl"),
+    pytest.param("x.csv", zstandard.ZstdCompressor().compress(b"text\na\n"), r"rename it to x.csv.zst", id="zstd-named-csv"),
+    pytest.param("x.jsonl.gz", zstandard.ZstdCompressor().compress(b'{"text": "a"}\n'),
+                 r"holds zstd data, not gzip; rename it to end in .zst", id="zstd-named-gz"),
+    pytest.param("x.jsonl.gz", b"", r"is empty, but a gzip file is never 0 bytes", id="empty-gz"),
+    pytest.param("x.jsonl.zst", b"", r"is empty, but a zstd file is never 0 bytes", id="empty-zst"),
+])
+def test_compression_that_the_name_does_not_tell(tmp_path, name, data, match):
+    p = tmp_path / name
+    p.write_bytes(data)
+    with pytest.raises(InputError, match=match) as ei:
+        plan_units(inp([p]))
+    one_line_error(ei, p)
+
+
+def test_a_lone_arrow_file_of_the_datasets_cache(tmp_path):
+    """The datasets cache keeps Arrow stream files without state.json; one can be input directly."""
+    d = _hf_folder(tmp_path, n=25)
+    arrow = next(d.glob("*.arrow"))
+    units = plan_units(inp([arrow], unit_rows=10))
+    assert [(u.format, u.start, u.stop) for u in units] == [("hf", 0, 10), ("hf", 10, 20), ("hf", 20, 25)]
+    values, rows, errors, _ = read_full(units)
+    assert values == [f"t{i}" for i in range(25)] and rows == list(range(25)) and not errors
