@@ -414,6 +414,10 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
       their text (``<|im_end|>``, ``<|eot_id|>``, ...) are typed CONTROL as llama.cpp does.
     - ids ``bos/eos/unknown/padding/eot/eom_token_id`` with llama.cpp's defaults (llama: bos 1,
       eos 2, unk 0; gpt2: bos = eos = 11) where the key is absent, dropped when out of range.
+      A byte-level ("gpt2") vocabulary gets no ``unk_id`` whatever ``unknown_token_id`` says:
+      llama.cpp's BPE tokenizer never emits it, and a byte that has no token is dropped
+      (SmolLM2 names ``<|endoftext|>`` as its unknown token and lacks 21 byte tokens, so
+      ``"row1\\x1drow2"`` is ``[720, 33, 720, 34]`` in llama.cpp and ``tokenizers``).
     - Phi-3 (``general.name`` contains "phi-3"/"phi3"): special tokens swallow whitespace on
       their right, as llama.cpp sets ``LLAMA_TOKEN_ATTR_RSTRIP``.
 
@@ -530,7 +534,10 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
 
     bos_id = _id(meta, "tokenizer.ggml.bos_token_id", bos_default, n)
     eos_id = _id(meta, "tokenizer.ggml.eos_token_id", eos_default, n)
-    unk_id = _id(meta, "tokenizer.ggml.unknown_token_id", unk_default, n)
+    # llama.cpp's BPE session never emits the unknown token: a byte without a token is dropped
+    # (llm_tokenizer_bpe_session::tokenize), as Hugging Face BPE does without an unk_token.
+    # The key is kept for SentencePiece vocabularies only, where the unknown token is emitted.
+    unk_id = _id(meta, "tokenizer.ggml.unknown_token_id", unk_default, n) if model == "llama" else None
     pad_id = _id(meta, "tokenizer.ggml.padding_token_id", None, n)
     add_bos = bool(_get(meta, "tokenizer.ggml.add_bos_token", bool, p, add_bos_default))
     add_eos = bool(_get(meta, "tokenizer.ggml.add_eos_token", bool, p, False))

@@ -219,7 +219,7 @@ def test_smollm2_loads_from_metadata_only(tmp_path):
     spec2, template2 = spec_from_gguf(cut)
     assert spec2 == spec and template2 == template
     assert spec.kind == BYTE_LEVEL and len(spec.vocab) == 49152 and len(spec.merges) == 48900
-    assert (spec.bos_id, spec.eos_id, spec.unk_id, spec.pad_id) == (1, 2, 0, 2)
+    assert (spec.bos_id, spec.eos_id, spec.unk_id, spec.pad_id) == (1, 2, None, 2)
     assert spec.add_bos is False  # tokenizer.ggml.add_bos_token = false in the file
     assert "<|im_start|>" in template and "messages" in template
 
@@ -279,6 +279,28 @@ def test_smollm2_vs_hf_tokenizers():
         n_tokens += len(got)
         assert tok.decode(got) == hf.decode(expected, skip_special_tokens=False)
     print(f"SmolLM2 GGUF vs tokenizers: {len(texts)} texts, {n_tokens} tokens, 0 mismatches")
+
+
+@pytest.mark.parity
+def test_smollm2_bytes_without_token_are_dropped():
+    """SmolLM2's GGUF names ``<|endoftext|>`` (id 0) as ``unknown_token_id`` and lacks 21 byte
+    tokens (0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1, 0xF1, 0xF2, 0xF5..0xFF). llama.cpp's
+    BPE session drops a byte that has no token and never emits the unknown token, and
+    ``tokenizers`` built from the same vocab and merges (no unk_token, as llama.cpp) agrees:
+    ``"row1\\x1drow2"`` -> ``[720, 33, 720, 34]`` ("row", "1", "row", "2"), not
+    ``[720, 33, 0, 720, 34]`` (an end-of-text id in mid-document)."""
+    tok = _load(SMOLLM)
+    hf = _hf_reference_from_spec(tok.spec)
+    assert tok.spec.unk_id is None
+    text = "row1\x1drow2"
+    assert hf.encode(text, add_special_tokens=False).ids == [720, 33, 720, 34]
+    assert tok.encode(text) == [720, 33, 720, 34]
+    # 0xC0, 0xC1, 0xF5..0xFF never occur in UTF-8; 0xF1 and 0xF2 lead U+40000..U+BFFFF
+    missing = "\x04\x06\x13\x14\x16\x1d" + "\U00040000\U00080000"
+    for t in [missing, "a" + missing + "b", "\x04\x04x", "x\U000a0000y", "\u00ff\u00c1 z"]:
+        expected = hf.encode(t, add_special_tokens=False).ids
+        assert tok.encode(t) == expected, t
+        assert 0 not in tok.encode(t)
 
 
 # ----------------------------------------------------------------------------------------------
