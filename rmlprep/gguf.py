@@ -62,6 +62,9 @@ _NUMERIC: dict[int, tuple[str, str]] = {
 }
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+#: Arrays of arrays deeper than this are refused (ggml's own reader refuses any nesting; the
+#: ``gguf`` package writes it but no tokenizer key uses it).
+MAX_ARRAY_DEPTH = 8
 
 
 # ----------------------------------------------------------------------------------------------
@@ -259,7 +262,7 @@ class _Reader:
                     raise self.fail(f"{what}[{i}] = {b!r} is not valid UTF-8 ({e.reason})", start) from None
             raise
 
-    def array(self, key: str) -> Any:
+    def array(self, key: str, depth: int = 0) -> Any:
         etype = self.u32(f"element type of {key}")
         at = self.pos
         count = self.u64(f"element count of {key}")
@@ -278,8 +281,13 @@ class _Reader:
             self.pos += count * itemsize
             return arr.astype(bool) if etype == 7 else arr
         if etype == _T_ARRAY:
-            # arrays of arrays: walk them (rare; not used by tokenizer keys)
-            return [self.array(f"{key}[{i}]") for i in range(count)]
+            # arrays of arrays: walk them (rare; not used by tokenizer keys), bounded in depth
+            # and in count (each element is at least a 4-byte type and an 8-byte count)
+            if depth + 1 >= MAX_ARRAY_DEPTH:
+                raise self.fail(f"{key} nests arrays more than {MAX_ARRAY_DEPTH} deep", at - 4)
+            if count > (self.size - self.pos) // 12:
+                raise self.fail(f"{key} claims {count} arrays, more than the {self.size - self.pos} bytes left can hold", at)
+            return [self.array(f"{key}[{i}]", depth + 1) for i in range(count)]
         raise self.fail(f"{key} has unknown array element type {etype}", at - 4)
 
     def value(self, vtype: int, key: str) -> Any:
@@ -382,6 +390,36 @@ def _get(meta: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path:
     return v
 
 
+def _strings(meta: Mapping[str, Any], key: str, path: str) -> list[str] | None:
+    """A key that must be an array of strings (None when absent)."""
+    v = meta.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise LoaderError(f"{path}: {key} is {_describe(v)}, expected an array of strings")
+    return v
+
+
+def _numbers(meta: Mapping[str, Any], key: str, path: str, kinds: str) -> np.ndarray | None:
+    """A key that must be a numeric array whose dtype kind is in ``kinds`` ("iu", "iuf")."""
+    v = meta.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, np.ndarray) or v.dtype.kind not in kinds:
+        want = "integers" if "f" not in kinds else "numbers"
+        raise LoaderError(f"{path}: {key} is {_describe(v)}, expected an array of {want}")
+    return v
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"an array of {v.dtype.name if v.dtype != bool else 'bool'}"
+    if isinstance(v, list):
+        kinds = sorted({"strings" if isinstance(x, str) else "arrays" for x in v})
+        return f"an array of {' and '.join(kinds) or 'nothing'}"
+    return f"a {type(v).__name__}"
+
+
 def _id(meta: Mapping[str, Any], key: str, default: int | None, n: int) -> int | None:
     """An id key as llama.cpp reads it: an out-of-range default is dropped, an out-of-range
     value keeps the default."""
@@ -441,13 +479,13 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
             f"{p}: tokenizer.ggml.model = {model!r} is not supported; rmlprep supports 'gpt2' "
             "(byte-level BPE) and 'llama' (SentencePiece BPE)"
         )
-    tokens = _get(meta, "tokenizer.ggml.tokens", list, p)
+    tokens = _strings(meta, "tokenizer.ggml.tokens", p)
     if not tokens:
         raise LoaderError(f"{p}: tokenizer.ggml.tokens is missing or empty")
     n = len(tokens)
     vocab = tuple(t if t else f"[EMPTY_{i}]" for i, t in enumerate(tokens))  # llama.cpp's rename
 
-    types_arr = _get(meta, "tokenizer.ggml.token_type", list, p)
+    types_arr = _numbers(meta, "tokenizer.ggml.token_type", p, "iu")
     if types_arr is None:
         types = [int(TokenType.NORMAL)] * n
     else:
@@ -490,7 +528,7 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
                 f"{p}: tokenizer.ggml.pre = {pre_name!r} is not supported; rmlprep knows "
                 f"{sorted(GGUF_PRE_SPLIT)}"
             )
-        merges_raw = _get(meta, "tokenizer.ggml.merges", list, p)
+        merges_raw = _strings(meta, "tokenizer.ggml.merges", p)
         if merges_raw is None:
             raise LoaderError(f"{p}: tokenizer.ggml.merges is missing; a 'gpt2' tokenizer needs merges")
         merges = []
@@ -509,13 +547,18 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
         )
         add_prefix = False
     else:
-        scores_arr = _get(meta, "tokenizer.ggml.scores", list, p)
+        scores_arr = _numbers(meta, "tokenizer.ggml.scores", p, "iuf")
         if scores_arr is None:
             scores = (0.0,) * n  # llama.cpp: score 0 for every token
         else:
             if len(scores_arr) < n:
                 raise LoaderError(f"{p}: tokenizer.ggml.scores has {len(scores_arr)} entries for {n} tokens")
-            scores = tuple(np.asarray(scores_arr[:n], dtype=np.float64).tolist())
+            scores_np = np.asarray(scores_arr[:n], dtype=np.float64)
+            bad = np.flatnonzero(~np.isfinite(scores_np))
+            if bad.size:
+                i = int(bad[0])
+                raise LoaderError(f"{p}: tokenizer.ggml.scores[{i}] = {scores_np[i]} ({vocab[i]!r}) is not a finite number")
+            scores = tuple(scores_np.tolist())
         bos_default, eos_default, unk_default = 1, 2, 0
         add_bos_default = True
         add_prefix = bool(_get(meta, "tokenizer.ggml.add_space_prefix", bool, p, True))

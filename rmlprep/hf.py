@@ -43,6 +43,10 @@ _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 #: when it is the model's eos (base models), since chat models use it as padding.
 END_OF_TURN_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>")
 
+# Sequence normalizers/pre-tokenizers/decoders nest a few levels in real files; a deeper tree is
+# refused before it can exhaust the stack.
+_MAX_SEQUENCE_DEPTH = 32
+
 # escaping a literal for the pre-split pattern language (Oniguruma / regex syntax)
 _REGEX_META = set("\\.^$|?*+()[]{}")
 
@@ -76,15 +80,24 @@ class _Reader:
             raise self.bad(f"{jpath}.type", "is missing or not a string")
         return t
 
-    @staticmethod
-    def flatten(node: Any, jpath: str, key: str) -> list[tuple[Any, str]]:
-        """Expand nested ``Sequence`` components into (component, json path) pairs."""
+    def flatten(self, node: Any, jpath: str, key: str, depth: int = 0) -> list[tuple[Any, str]]:
+        """Expand nested ``Sequence`` components into (component, json path) pairs.
+
+        Raises:
+            LoaderError: Sequences nested deeper than ``_MAX_SEQUENCE_DEPTH``, or a
+                Sequence whose list is not a JSON array.
+        """
         if node is None:
             return []
         if isinstance(node, Mapping) and node.get("type") == "Sequence":
+            if depth >= _MAX_SEQUENCE_DEPTH:
+                raise self.bad(jpath, f"nests Sequence components more than {_MAX_SEQUENCE_DEPTH} deep")
+            children = node.get(key) or []
+            if not isinstance(children, list):
+                raise self.bad(f"{jpath}.{key}", f"is {type(children).__name__}, expected a JSON array")
             out: list[tuple[Any, str]] = []
-            for i, child in enumerate(node.get(key) or []):
-                out.extend(_Reader.flatten(child, f"{jpath}.{key}[{i}]", key))
+            for i, child in enumerate(children):
+                out.extend(self.flatten(child, f"{jpath}.{key}[{i}]", key, depth + 1))
             return out
         return [(node, jpath)]
 
@@ -288,11 +301,14 @@ class _Reader:
             for i, piece in enumerate(single):
                 piece = self.obj(piece, f"{jp}.single[{i}]")
                 if "Sequence" in piece:
-                    if seen_a or piece["Sequence"].get("id") != "A":
+                    seq = self.obj(piece["Sequence"], f"{jp}.single[{i}].Sequence")
+                    if seen_a or seq.get("id") != "A":
                         raise self.unsupported(f"{jp}.single[{i}]", "is not the one sequence $A")
                     seen_a = True
                 elif "SpecialToken" in piece:
-                    name = piece["SpecialToken"].get("id")
+                    name = self.obj(piece["SpecialToken"], f"{jp}.single[{i}].SpecialToken").get("id")
+                    if not isinstance(name, str):
+                        raise self.bad(f"{jp}.single[{i}].SpecialToken.id", "is missing or not a string")
                     st = specials.get(name)
                     ids = st.get("ids") if isinstance(st, Mapping) else None
                     if not isinstance(ids, list) or not ids:
@@ -300,6 +316,10 @@ class _Reader:
                         if tid is None:
                             raise self.bad(f"{jp}.special_tokens", f"has no ids for {name!r}")
                         ids = [tid]
+                    for k, tid in enumerate(ids):
+                        if not isinstance(tid, int) or isinstance(tid, bool) or not 0 <= tid < len(index):
+                            raise self.bad(f"{jp}.special_tokens[{name!r}].ids[{k}]",
+                                           f"= {tid!r} is not a token id in range(0, {len(index)})")
                     (post if seen_a else pre).extend(ids)
                 else:
                     raise self.bad(f"{jp}.single[{i}]", f"= {dict(piece)!r} is neither Sequence nor SpecialToken")
@@ -367,11 +387,19 @@ def read_tokenizer_config(path: str | os.PathLike) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise LoaderError(f"{p}: not valid JSON ({e})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # ValueError: JSON errors, huge ints
+        raise LoaderError(f"{p}: not valid JSON ({_json_error(e)})") from None
+    except OSError as e:
+        raise LoaderError(f"{p}: cannot read ({e.strerror or e})") from None
     if not isinstance(data, dict):
         raise LoaderError(f"{p}: expected a JSON object, got {type(data).__name__}")
     return data
+
+
+def _json_error(e: Exception) -> str:
+    if isinstance(e, RecursionError):
+        return "arrays or objects nested too deeply for Python's JSON parser"
+    return str(e)
 
 
 def _load_json(path_or_dict: str | os.PathLike | Mapping[str, Any]) -> tuple[Mapping[str, Any], str, str]:
@@ -383,8 +411,10 @@ def _load_json(path_or_dict: str | os.PathLike | Mapping[str, Any]) -> tuple[Map
     try:
         with open(p, "rb") as f:
             data = json.loads(f.read())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise LoaderError(f"{p}: not valid JSON ({e}); is this a tokenizer.json?") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # ValueError: JSON errors, huge ints
+        raise LoaderError(f"{p}: not valid JSON ({_json_error(e)}); is this a tokenizer.json?") from None
+    except OSError as e:
+        raise LoaderError(f"{p}: cannot read ({e.strerror or e})") from None
     if not isinstance(data, dict):
         raise LoaderError(f"{p}: expected a JSON object at the top level, got {type(data).__name__}")
     return data, str(p), p.parent.name

@@ -75,8 +75,11 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
     """
     p = _resolve(Path(path))
     tiktoken_kw = {k: v for k, v in kwargs.items() if k in _TIKTOKEN_ARGS}
-    with open(p, "rb") as f:
-        head = f.read(4)
+    try:
+        with open(p, "rb") as f:
+            head = f.read(4)
+    except OSError as e:  # a directory without a tokenizer, no permission, ...
+        raise LoaderError(f"{p}: cannot read the tokenizer file ({e.strerror or e})") from None
     if p.suffix == ".json":
         _no_tiktoken_args(p, tiktoken_kw)
         config = read_tokenizer_config(p.parent / "tokenizer_config.json")

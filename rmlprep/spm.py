@@ -38,6 +38,7 @@ Source: sentencepiece ``src/sentencepiece_model.proto``, ``normalizer.cc``
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from dataclasses import dataclass, field
@@ -155,7 +156,8 @@ class _Wire:
                 val = self.data[self.pos : self.pos + 8]
                 self.pos += 8
             else:
-                raise self.fail(f"field {num} has wire type {wt} (groups are not supported)", at)
+                why = "groups are not supported" if wt in (3, 4) else "not a protobuf wire type"
+                raise self.fail(f"field {num} has wire type {wt} ({why})", at)
             yield num, wt, val, at
 
     def text(self, span, name: str, at: int) -> str:
@@ -292,8 +294,8 @@ def spec_from_sentencepiece_model(
         control pieces, unk_id the id of ``unk_piece`` when it is the unknown piece (as
         ``SentencePieceProcessor::bos_id()`` etc. decide).
     Raises:
-        LoaderError: a malformed file (byte offset in the message), no pieces, no unknown
-            piece, add_bos/add_eos without the piece.
+        LoaderError: a malformed file (byte offset in the message), no pieces, a score that is
+            not finite, no unknown piece, add_bos/add_eos without the piece.
         UnsupportedTokenizer: a model type other than BPE (named: UNIGRAM, WORD, CHAR); a
             normalization rmlprep does not reproduce (a non-empty precompiled_charsmap or
             normalization_rule_tsv, remove_extra_whitespaces=True, escape_whitespaces=False, a
@@ -360,6 +362,9 @@ def spec_from_sentencepiece_model(
                 "matches it in the escaped text, which rmlprep does not reproduce"
             )
         types.append(int(t))
+    for i, score in enumerate(m.scores):
+        if not math.isfinite(score):
+            raise LoaderError(f"{p}: pieces[{i}] ({m.pieces[i]!r}) has score {score}, not a finite number")
     index = {}
     for i, piece in enumerate(m.pieces):
         j = index.setdefault(piece, i)

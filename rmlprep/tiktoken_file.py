@@ -92,6 +92,15 @@ KNOWN_ENCODINGS: Mapping[str, Mapping] = MappingProxyType(_known())
 
 _EOT_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>")
 
+#: Largest rank or special id accepted: ids are uint32 in shards and int32 in the reference
+#: libraries; a rank is checked by its digit count before it is turned into an int.
+MAX_ID = 2**31 - 1
+_MAX_RANK_DIGITS = len(str(MAX_ID))
+#: Most placeholder ids allowed between the last rank and the ids given in ``special_tokens=``
+#: (cl100k has 16, o200k 19): an argument cannot make rmlprep allocate a vocabulary far larger
+#: than its tokens. The known encodings' ids are rmlprep's own constants and are not limited.
+MAX_UNUSED_IDS = 1 << 16
+
 
 def looks_like_tiktoken(path: str | os.PathLike, *, probe_lines: int = 8) -> bool:
     """True when the first lines of ``path`` are ``<base64> <int>`` (a tiktoken rank file)."""
@@ -130,7 +139,8 @@ def _read_ranks(p: Path) -> tuple[dict[bytes, int], dict[int, int]]:
 
     Raises:
         LoaderError: missing file, a line that is not ``<base64> <rank>``, bad base64, a
-            repeated token or a repeated rank (the message gives the line number).
+            rank above :data:`MAX_ID`, a repeated token or a repeated rank (the message gives
+            the line number).
     """
     try:
         data = p.read_bytes()
@@ -150,6 +160,12 @@ def _read_ranks(p: Path) -> tuple[dict[bytes, int], dict[int, int]]:
             raise LoaderError(
                 f"{p}: line {lineno}: {parts[0][:80].decode('latin-1')!r} is not valid base64"
             ) from None
+        if len(parts[1]) > _MAX_RANK_DIGITS or int(parts[1]) > MAX_ID:
+            raise LoaderError(
+                f"{p}: line {lineno}: rank {parts[1][:24].decode('ascii')}"
+                f"{'...' if len(parts[1]) > 24 else ''} ({len(parts[1])} digits) is above {MAX_ID}, "
+                "the largest token id rmlprep accepts"
+            )
         rank = int(parts[1])
         if tok in ranks:
             raise LoaderError(f"{p}: line {lineno}: token {tok!r} repeats (first rank {ranks[tok]})")
@@ -192,14 +208,27 @@ def spec_from_tiktoken(
         ``ignore_merges=True``, bos/eos/eot from the known encoding, ``add_bos=False`` (tiktoken
         adds nothing; pass ``add_bos=True`` to :func:`rmlprep.load_tokenizer` for Llama 3).
     Raises:
-        LoaderError: a malformed file (line number given); ranks with a gap that no special
-            token fills; a special id that collides with a rank; an unknown ``name``; no name,
-            no pattern and nothing to guess from.
+        LoaderError: a malformed file (line number given); a rank above :data:`MAX_ID`; a
+            single byte without a rank (the bytes are named); ranks with a gap that no special
+            token fills; more than :data:`MAX_UNUSED_IDS` unused ids before the ids of
+            ``special_tokens=``; a
+            special id that collides with a rank; an unknown ``name``; no name, no pattern
+            and nothing to guess from.
         UnsupportedTokenizer: the pattern uses a regex construct rmlprep cannot translate
             (backreferences, \\X, \\b, ...; named in the message).
     """
     p = Path(path)
     ranks, line_of_rank = _read_ranks(p)
+    # tiktoken encodes every byte of a piece that no merge covers by its single-byte rank; a file
+    # without one cannot encode text holding that byte (tiktoken panics), so refuse it here.
+    no_rank = [b for b in range(256) if bytes((b,)) not in ranks]
+    if no_rank:
+        shown = ", ".join(f"0x{b:02X}" for b in no_rank[:32])
+        raise LoaderError(
+            f"{p}: {len(no_rank)} of the 256 single bytes have no rank ({shown}"
+            f"{', ...' if len(no_rank) > 32 else ''}); a tiktoken rank file must give every byte a "
+            "rank, or text holding those bytes cannot be encoded"
+        )
     known = None
     if name is None and pattern is None:
         name = _guess_name(p, len(ranks))
@@ -227,26 +256,39 @@ def spec_from_tiktoken(
     except UnsupportedTokenizer as e:
         raise UnsupportedTokenizer(f"{p}: tiktoken encoding {name or 'pattern'!r}: {e}") from None
 
+    for text, sid in specials.items():
+        if not isinstance(text, str) or not text:
+            raise LoaderError(f"{p}: special token {text!r} is not a non-empty string")
+        if not isinstance(sid, int) or isinstance(sid, bool) or not 0 <= sid <= MAX_ID:
+            raise LoaderError(f"{p}: special token {text!r} has id {sid!r}; ids are ints in 0..{MAX_ID}")
+
     # ids: ranks, then specials; every id below the top must be a rank or a special, except
-    # ids above the last rank (cl100k leaves 100256 unused), which become placeholders.
+    # ids above the last rank (cl100k leaves 100256 unused), which become placeholders. Checked
+    # on the sets of ids, never by walking the id range a file claims.
     by_id: dict[int, str] = {}
     b2u = bytes_to_unicode()
     for tok, rank in ranks.items():
         by_id[rank] = "".join(b2u[b] for b in tok)
     max_rank = max(by_id)
     if len(by_id) != max_rank + 1:
-        missing = [i for i in range(max_rank + 1) if i not in by_id and i not in specials.values()]
-        if missing:
-            first = missing[0]
+        covered = set(by_id) | set(specials.values())
+        first = next(i for i in range(len(covered) + 1) if i not in covered)
+        if first < max_rank:
             nxt = min(r for r in by_id if r > first)
             raise LoaderError(
                 f"{p}: line {line_of_rank[nxt]}: rank {nxt} leaves rank {first} unused; a rank file must "
                 "number its tokens without gaps (gaps filled by special tokens are allowed)"
             )
+    top = max([max_rank, *specials.values()])
+    n_unused = top + 1 - len(set(by_id).union(specials.values()))
+    if special_tokens is not None and n_unused > MAX_UNUSED_IDS:  # a known encoding's ids are ours
+        raise LoaderError(
+            f"{p}: the special token ids reach {top} but the ranks end at {max_rank}: {n_unused} unused "
+            f"ids in between, more than the {MAX_UNUSED_IDS} rmlprep fills with placeholders; give the "
+            "specials ids right after the ranks"
+        )
     types: dict[int, int] = {i: int(TokenType.NORMAL) for i in by_id}
     for text, sid in specials.items():
-        if not isinstance(sid, int) or sid < 0:
-            raise LoaderError(f"{p}: special token {text!r} has id {sid!r}; ids are non-negative ints")
         if sid in by_id:
             raise LoaderError(f"{p}: special token {text!r} id {sid} is already the rank of {by_id[sid]!r}")
         by_id[sid] = text

@@ -92,9 +92,10 @@ def test_unsupported_json_passes_through(tmp_path):
 
 def test_tiktoken_file_with_explicit_pattern(tmp_path):
     p = tmp_path / "my.tiktoken"
-    p.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate([b"a", b"b", b"ab"])))
-    tok = load_tokenizer(p, pattern=r"\S+|\s+", special_tokens={"<|e|>": 3}, eos_id=3)
-    assert tok.encode("ab<|e|>") == [2, 3] and tok.eos_id == 3
+    tokens = [bytes([b]) for b in range(256)] + [b"ab"]  # every byte has a rank (rank = byte)
+    p.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens)))
+    tok = load_tokenizer(p, pattern=r"\S+|\s+", special_tokens={"<|e|>": 257}, eos_id=257)
+    assert tok.encode("ab<|e|>") == [256, 257] and tok.eos_id == 257
 
 
 def test_real_tiktoken_files_by_content():

@@ -28,47 +28,63 @@ def _write(tmp_path, tokens: list[bytes], ranks=None, name="ranks.tiktoken") -> 
     return p
 
 
+_BYTES = [bytes([b]) for b in range(256)]
+
+
+def _with_bytes(tmp_path, tokens: list[bytes], ranks=None) -> Path:
+    """A rank file of the 256 single bytes (rank = byte value) followed by ``tokens`` (ranks
+    256, 257, ... unless given)."""
+    ranks = list(range(256, 256 + len(tokens))) if ranks is None else ranks
+    return _write(tmp_path, [*_BYTES, *tokens], [*range(256), *ranks])
+
+
 def test_lowest_rank_merges_first(tmp_path):
-    """Ranks a=0 b=1 c=2 bc=3 ab=4: in "abc" the pair b+c (rank 3) beats a+b (rank 4), so the
-    result is [a, bc] = [0, 3]; "ab" is a token and is taken whole: [4]; "ba" cannot merge: [1, 0]."""
-    p = _write(tmp_path, [b"a", b"b", b"c", b"bc", b"ab"])
+    """Ranks: the single bytes (a=97 b=98 c=99), bc=256, ab=257. In "abc" the pair b+c (rank 256)
+    beats a+b (rank 257), so the result is [a, bc] = [97, 256]; "ab" is a token and is taken
+    whole: [257]; "ba" cannot merge: [98, 97]."""
+    p = _with_bytes(tmp_path, [b"bc", b"ab"])
     tok = Tokenizer.create(spec_from_tiktoken(p, pattern=WORDS))
-    assert tok.encode("abc") == [0, 3]
-    assert tok.encode("ab") == [4]
-    assert tok.encode("ba") == [1, 0]
-    assert tok.decode([0, 3]) == "abc"
+    assert tok.encode("abc") == [97, 256]
+    assert tok.encode("ab") == [257]
+    assert tok.encode("ba") == [98, 97]
+    assert tok.decode([97, 256]) == "abc"
 
 
 def test_whole_piece_wins_over_merges(tmp_path):
-    """"abc" is a token (rank 5) though no merge builds it from [a, bc]: tiktoken takes it whole."""
-    p = _write(tmp_path, [b"a", b"b", b"c", b"bc", b"ab", b"abc"])
+    """"abc" is a token (rank 258) though no merge builds it from [a, bc]: tiktoken takes it whole."""
+    p = _with_bytes(tmp_path, [b"bc", b"ab", b"abc"])
     spec = spec_from_tiktoken(p, pattern=WORDS)
-    assert spec.ignore_merges and spec.scores[5] == -5.0
-    assert Tokenizer.create(spec).encode("abc") == [5]
+    assert spec.ignore_merges and spec.scores[258] == -258.0
+    assert Tokenizer.create(spec).encode("abc") == [258]
 
 
 def test_specials_and_gaps_filled_by_specials(tmp_path):
-    """p50k-style: rank 2 is missing from the file and filled by a special token."""
-    p = _write(tmp_path, [b"a", b"b", b"ab"], ranks=[0, 1, 3])
-    spec = spec_from_tiktoken(p, pattern=WORDS, special_tokens={"<|x|>": 2, "<|y|>": 6})
-    assert spec.vocab[2] == "<|x|>" and spec.token_types[2] == TokenType.CONTROL
-    assert spec.token_types[4] == spec.token_types[5] == TokenType.UNUSED  # placeholders
+    """p50k-style: rank 256 is missing from the file and filled by a special token; ids 258 and
+    259, between the last rank (257) and the special 260, become placeholders."""
+    p = _with_bytes(tmp_path, [b"ab"], ranks=[257])
+    spec = spec_from_tiktoken(p, pattern=WORDS, special_tokens={"<|x|>": 256, "<|y|>": 260})
+    assert spec.vocab[256] == "<|x|>" and spec.token_types[256] == TokenType.CONTROL
+    assert spec.token_types[258] == spec.token_types[259] == TokenType.UNUSED  # placeholders
     tok = Tokenizer.create(spec)
-    assert tok.encode("ab<|x|>b<|y|>") == [3, 2, 1, 6]
-    assert tok.encode_ordinary("a <|z|>") == [0]  # no byte of " <|z|>" is a token: dropped
+    assert tok.encode("ab<|x|>b<|y|>") == [257, 256, 98, 260]
+    assert tok.encode_ordinary("a <|z|>") == list(b"a <|z|>")  # single bytes, no special id
 
 
 def test_ordinary_text_never_becomes_a_special_id(tmp_path):
-    p = _write(tmp_path, [b"a", b"b"])
-    tok = Tokenizer.create(spec_from_tiktoken(p, pattern=WORDS, special_tokens={"<|x|>": 2}))
-    assert tok.encode_ordinary("<|x|>") == []  # tiktoken: no rank for any of its bytes
+    p = _with_bytes(tmp_path, [])
+    tok = Tokenizer.create(spec_from_tiktoken(p, pattern=WORDS, special_tokens={"<|x|>": 256}))
+    assert tok.encode_ordinary("<|x|>") == list(b"<|x|>")  # tiktoken: the bytes' own ranks
 
 
 def test_byte_alphabet_spelling(tmp_path):
-    p = _write(tmp_path, [b" ", b"\n", b"a", b" a"])
+    """Tokens are spelled in the GPT-2 byte alphabet: " " is "Ġ" (U+0120), "\\n" is "Ċ" (U+010A)."""
+    p = _with_bytes(tmp_path, [b" a"])
     spec = spec_from_tiktoken(p, pattern=r" ?\S+|\s+")
-    assert spec.vocab[:4] == ("\u0120", "\u010a", "a", "\u0120a")
-    assert Tokenizer.create(spec).encode(" a\n") == [3, 1]
+    assert (spec.vocab[32], spec.vocab[10], spec.vocab[97], spec.vocab[256]) == ("\u0120", "\u010a", "a", "\u0120a")
+    assert Tokenizer.create(spec).encode(" a\n") == [256, 10]
+
+
+_BYTE_LINES = b"".join(base64.b64encode(bytes([b])) + b" %d\n" % b for b in range(256))
 
 
 @pytest.mark.parametrize(
@@ -78,11 +94,25 @@ def test_byte_alphabet_spelling(tmp_path):
         pytest.param(b"YQ== 0\nYg== 0\n", "line 2: rank 0 repeats (first on line 1)", id="duplicate-rank"),
         pytest.param(b"YQ== 0\n!!!! 1\n", "line 2: '!!!!' is not valid base64", id="bad-base64"),
         pytest.param(b"YQ== 0\nYg==\n", "line 2: expected '<base64 token> <rank>'", id="no-rank"),
-        pytest.param(b"YQ== 0\nYg== 1\nYw== 3\n", "line 3: rank 3 leaves rank 2 unused", id="gap"),
+        pytest.param(_BYTE_LINES + b"YWI= 257\n", "line 257: rank 257 leaves rank 256 unused", id="gap"),
+        pytest.param(_BYTE_LINES + b"YWI= 2147483647\n", "line 257: rank 2147483647 leaves rank 256 unused",
+                     id="gap-to-max-id"),
         pytest.param(b"", "has no tokens", id="empty"),
+        # the seeds of the trust issue: each once raised a traceback or exhausted memory
+        pytest.param(b"YQ== " + b"9" * 5000 + b"\n", "line 1: rank " + "9" * 24 + "... (5000 digits) is above 2147483647",
+                     id="rank-5000-digits"),
+        pytest.param(b"".join(base64.b64encode(bytes([b])) + b" %d\n" % b for b in range(20))
+                     + b"YQ== %d\n" % 2**40, "line 21: rank 1099511627776 (13 digits) is above 2147483647",
+                     id="rank-2**40"),
+        pytest.param(base64.b64encode("\u201c".encode()) + b" 0\nYQ== 1\n",
+                     "255 of the 256 single bytes have no rank (0x00, 0x01,", id="missing-single-bytes"),
+        pytest.param(_BYTE_LINES.replace(b"AA== 0\n", b"").replace(b"/w== 255\n", b"") + b"AAA= 0\n",
+                     "2 of the 256 single bytes have no rank (0x00, 0xFF)", id="two-bytes-missing"),
     ],
 )
 def test_malformed_rank_files(tmp_path, content, message):
+    """Each file is refused with LoaderError naming the line (or the bytes) before any id range
+    it claims is walked or allocated."""
     p = tmp_path / "bad.tiktoken"
     p.write_bytes(content)
     with pytest.raises(LoaderError) as e:
@@ -91,7 +121,7 @@ def test_malformed_rank_files(tmp_path, content, message):
 
 
 def test_unknown_name_and_nothing_to_guess(tmp_path):
-    p = _write(tmp_path, [b"a", b"b"])
+    p = _with_bytes(tmp_path, [b"ab"])
     with pytest.raises(LoaderError, match="unknown tiktoken encoding name 'nope'"):
         spec_from_tiktoken(p, name="nope")
     with pytest.raises(LoaderError, match="cannot tell which tiktoken encoding"):
@@ -101,9 +131,6 @@ def test_unknown_name_and_nothing_to_guess(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(LoaderError, match="cannot read"):
         spec_from_tiktoken(tmp_path / "nope.tiktoken", name="gpt2")
-
-
-_BYTES = [bytes([b]) for b in range(256)]
 
 
 @pytest.mark.parametrize(
