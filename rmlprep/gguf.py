@@ -17,8 +17,19 @@ is used, so a corrupt length raises :class:`LoaderError` with its byte offset an
 allocates.
 
 The tokenizer keys are mapped to a :class:`TokenizerSpec` as llama.cpp's ``llama_vocab::load``
-does (``src/llama-vocab.cpp``): ``tokenizer.ggml.model`` ``"gpt2"`` -> byte-level BPE with the
-pre-split patterns of ``tokenizer.ggml.pre``; ``"llama"`` -> SentencePiece BPE merged by score.
+does (``src/llama-vocab.cpp``): ``tokenizer.ggml.model`` ``"gpt2"`` -> BPE with merges and the
+pre-split patterns of ``tokenizer.ggml.pre`` (byte-level, or SentencePiece-style for the
+pre-tokenizers llama.cpp runs on raw UTF-8); ``"gemma4"`` -> the same with pre ``"gemma4"``;
+``"llama"`` -> SentencePiece BPE merged by score. WordPiece (``"bert"``), Unigram (``"t5"``),
+RWKV and PLaMo-2 vocabularies are refused by name.
+
+The pre-tokenizer table is generated from llama.cpp's own source by
+``tools/make_gguf_pre_table.py`` (:mod:`rmlprep._gguf_pre_table`, :data:`LLAMA_CPP` names the
+llama.cpp it was read from); a name that table does not know is refused naming that llama.cpp.
+Where llama.cpp runs an adapted regex and states the tokenizer.json original beside it, the
+original runs (see :func:`_build_table`): the ids then follow the model's Hugging Face tokenizer,
+which llama.cpp's test vectors come from, where llama.cpp's own engine may differ (case folding
+of ``'ſ``-like contractions, o200k's letter classes outside ASCII).
 
 Source: ggml ``docs/gguf.md`` (file format); llama.cpp ``src/llama-vocab.cpp`` (defaults,
 pre-tokenizer table, special-token handling).
@@ -28,6 +39,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,11 +48,11 @@ from typing import Any
 
 import numpy as np
 
+from ._gguf_pre_table import LLAMA_CPP, PRE_NAMES, PRE_TYPES
 from .errors import LoaderError, UnsupportedTokenizer
-from .pretokenize import GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN
 from .spec import BYTE_LEVEL, SENTENCEPIECE, AddedTokenFlags, TokenizerSpec, TokenType
 
-__all__ = ["GGUF_PRE_SPLIT", "GGUFPre", "read_gguf_metadata", "spec_from_gguf"]
+__all__ = ["GGUF_PRE_SPLIT", "GGUF_PRE_REFUSED", "GGUFPre", "LLAMA_CPP", "read_gguf_metadata", "spec_from_gguf"]
 
 _MAGIC = b"GGUF"
 
@@ -60,6 +72,7 @@ _NUMERIC: dict[int, tuple[str, str]] = {
     11: ("int64", "<i8"),
     12: ("float64", "<f8"),
 }
+_BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 #: Arrays of arrays deeper than this are refused (ggml's own reader refuses any nesting; the
@@ -73,18 +86,25 @@ MAX_ARRAY_DEPTH = 8
 
 @dataclass(frozen=True, slots=True)
 class GGUFPre:
-    """What one ``tokenizer.ggml.pre`` name means in llama.cpp.
+    """What one ``tokenizer.ggml.pre`` name means in llama.cpp, and what rmlprep runs for it.
 
     Attributes:
+        pre_type: llama.cpp's ``LLAMA_VOCAB_PRE_TYPE_*`` without the prefix.
         patterns: split regexes, applied in order with Hugging Face ``Isolated`` behaviour
             (llama.cpp ``unicode_regex_split`` keeps matches and the gaps between them).
         ignore_merges: a piece that is a token as a whole is taken whole (Llama 3).
         add_bos: llama.cpp's default for ``add_bos_token`` when the key is absent.
+        byte_encode: False: tokens are raw UTF-8 with spaces as "▁" and ``<0xXX>`` byte
+            tokens (Gemma 4), not the GPT-2 byte alphabet.
+        no_bos: llama.cpp sets no bos id by default (GLM).
     """
 
+    pre_type: str
     patterns: tuple[str, ...]
     ignore_merges: bool = False
     add_bos: bool = False
+    byte_encode: bool = True
+    no_bos: bool = False
 
 
 # llama.cpp writes the GPT-2 regex without its last alternative "|\s+". Under Isolated splitting
@@ -94,74 +114,80 @@ class GGUFPre:
 # known-pattern fast path applies (tests/test_gguf.py checks the equivalence on real text).
 _GPT2_LLAMA_CPP = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"""
 
-_DEFAULT = GGUFPre((
-    r"[\p{P}\$\+<=>\^~\|]+",
-    _GPT2_LLAMA_CPP,
-    r"\p{N}+",
-    r"[0-9][0-9][0-9]",
-))
-# llama.cpp rewrites "(?i:'s|...)" as "(?:'[sS]|...)" for its own engine and keeps the original
-# regex from tokenizer.json in a comment; the original is what the model's Hugging Face
-# tokenizer (and so its training data) used, and is what rmlprep runs.
-_LLAMA3 = GGUFPre((LLAMA3_PATTERN,), ignore_merges=True, add_bos=True)
-_LLAMA3_KEEP_MERGES = GGUFPre((LLAMA3_PATTERN,))  # dbrx, smaug-bpe: same regex, merges kept
-_QWEN2 = GGUFPre((QWEN2_PATTERN,))
-_GPT2 = GGUFPre((GPT2_PATTERN,))
-_STARCODER = GGUFPre((r"\p{N}", GPT2_PATTERN))
-_FALCON = GGUFPre((
-    r"[\p{P}\$\+<=>\^~\|`]+",
-    _GPT2_LLAMA_CPP,
-    r"[0-9][0-9][0-9]",
-))
-# Code points that Unicode normalization would change (U+1F7D, U+1FBE, U+1FD3, U+1FDB, U+2126
-# Ohm, U+212A Kelvin) are written as escapes so no editor or tool can rewrite them; the class is
-# exactly the cased letters (Lu, Ll, Lt) of the ranges llama.cpp lists.
-_DEEPSEEK_LLM = GGUFPre((
-    "[\r\n]",
-    r"\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\u1F7Dᾀ-ᾴᾶ-ᾼ\u1FBEῂ-ῄῆ-ῌῐ-\u1FD3ῖ-\u1FDBῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\u2126ℨ\u212A-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
-    r"\s?[!-/:-~！-／：-～‘-‟　-。]+",
-    r"\s+$",
-    r"[一-龥ࠀ-一가-퟿]+",
-    r"\p{N}+",
-))
-_DEEPSEEK_CODER = GGUFPre((
-    "[\r\n]",
-    r"\s?\p{L}+",
-    r"\s?\p{P}+",
-    r"[一-龥ࠀ-一가-퟿]+",
-    r"\p{N}",
-))
+# llama.cpp splits "\p{AFMoE_digits}" with custom code (unicode_regex_split_custom_afmoe): a
+# run of numbers (\p{N}) is cut into its first len % 3 characters (when not 0) and then groups
+# of three ("1234567" -> "1", "234", "567"). This regex makes the same cuts under Isolated
+# splitting. llama.cpp also glues the text before a run onto the run's first group, but the
+# patterns after it never match a number followed by more text, so their pieces are the same.
+_AFMOE_DIGITS = r"\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N}))"
 
-#: ``tokenizer.ggml.pre`` name -> meaning, for the names rmlprep supports.
-#: Source: llama.cpp ``src/llama-vocab.cpp``: ``llama_vocab::impl::load`` (name -> pre type,
-#: ignore_merges, add_bos) and the ``llm_tokenizer_bpe`` constructor (pre type -> regexes).
-GGUF_PRE_SPLIT: Mapping[str, GGUFPre] = MappingProxyType({
-    "default": _DEFAULT,
-    **dict.fromkeys(
-        ("llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
-         "jina-v5-nano"),
-        _LLAMA3,
-    ),
-    **dict.fromkeys(("dbrx", "smaug-bpe"), _LLAMA3_KEEP_MERGES),
-    "deepseek-llm": _DEEPSEEK_LLM,
-    "deepseek-coder": _DEEPSEEK_CODER,
-    "falcon": _FALCON,
-    **dict.fromkeys(
-        ("starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b",
-         "mellum2"),
-        _STARCODER,
-    ),
-    **dict.fromkeys(
-        ("gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
-         "mellum", "modern-bert", "mpt", "olmo", "jais", "trillion", "granite-docling", "exaone4"),
-        _GPT2,
-    ),
-    **dict.fromkeys(
-        ("qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan",
-         "solar-open"),
-        _QWEN2,
-    ),
-})
+
+def _original_of_adapted() -> dict[str, str]:
+    """llama.cpp regex -> the tokenizer.json original that llama.cpp states beside it."""
+    out: dict[str, str] = {}
+    for d in PRE_TYPES.values():
+        for r, o in zip(d["regexes"], d["originals"]):
+            if o is not None and o != r:
+                out[r] = o
+    return out
+
+
+#: Pre types rmlprep refuses, with the reason (named in the error).
+_REFUSED_TYPES = {
+    "KIMI_K2": "llama.cpp splits it with custom code standing for tiktoken's regex with the "
+               "\\p{Han} script class and class intersection (&&), which rmlprep's pre-tokenizer "
+               "does not implement",
+    "TINY_AYA": "its digit regex \\d{1,3}(?=(?:\\d{3})*\\b) needs the word boundary \\b, which "
+                "rmlprep's pre-tokenizer does not implement (engines disagree on word characters)",
+    "WHITESPACE": "it splits raw UTF-8 on whitespace without escaping spaces, a tokenizer kind "
+                  "rmlprep does not implement",
+}
+
+
+def _build_table() -> tuple[dict[str, GGUFPre], dict[str, str]]:
+    """Every name of the generated llama.cpp table -> GGUFPre, or -> the refusal reason.
+
+    The regexes are llama.cpp's, with three rewrites: where llama.cpp gives the original
+    tokenizer.json regex beside an adapted one (its "(?i:...)" rewritten as "[sS]" classes for
+    its own engine, or o200k's classes emulated with lookaheads), the original runs, since it
+    is what the model's Hugging Face tokenizer and so its training data used; the same adapted
+    regex in another type (DBRX, GLM) maps to the same original; the GPT-2 regex and the AFMoE
+    digit split are replaced by provably equal regexes (see above).
+    """
+    from .pretokenize import GPT2_PATTERN
+
+    originals = _original_of_adapted()
+    equal = {_GPT2_LLAMA_CPP: GPT2_PATTERN, "\\p{AFMoE_digits}": _AFMOE_DIGITS}
+    table: dict[str, GGUFPre] = {}
+    refused: dict[str, str] = {}
+    for name, (pre_type, flags) in PRE_NAMES.items():
+        if pre_type in _REFUSED_TYPES:
+            refused[name] = f"pre-tokenizer type {pre_type}: {_REFUSED_TYPES[pre_type]}"
+            continue
+        d = PRE_TYPES[pre_type]
+        patterns = []
+        for r, o in zip(d["regexes"], d["originals"]):
+            p = o if o is not None else originals.get(r, r)
+            patterns.append(equal.get(p, p))
+        table[name] = GGUFPre(
+            pre_type=pre_type,
+            patterns=tuple(patterns),
+            ignore_merges=bool(flags.get("ignore_merges", False)),
+            add_bos=bool(flags.get("add_bos", False)),
+            byte_encode=bool(d["byte_encode"]),
+            no_bos="special_bos_id" in flags and flags["special_bos_id"] is None,
+        )
+    return table, refused
+
+
+_TABLE, _REFUSED = _build_table()
+
+#: ``tokenizer.ggml.pre`` name -> meaning, for every name of llama.cpp's table rmlprep loads.
+#: Source: the generated :mod:`rmlprep._gguf_pre_table` (llama.cpp ``src/llama-vocab.cpp``:
+#: ``llama_vocab::impl::load`` and the ``llm_tokenizer_bpe`` constructor).
+GGUF_PRE_SPLIT: Mapping[str, GGUFPre] = MappingProxyType(_TABLE)
+#: ``tokenizer.ggml.pre`` names of llama.cpp's table that rmlprep refuses -> the reason.
+GGUF_PRE_REFUSED: Mapping[str, str] = MappingProxyType(_REFUSED)
 
 # Token texts llama.cpp takes as end-of-turn / end-of-message when the id keys are absent.
 # Source: llama-vocab.cpp "auto-detect special tokens by text".
@@ -441,7 +467,10 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
 
     - ``tokenizer.ggml.model = "gpt2"``: byte-level BPE; ``merges`` (``"a b"`` strings, ranked
       by position); ``tokenizer.ggml.pre`` -> pre-split patterns, ``ignore_merges`` and the
-      ``add_bos`` default from :data:`GGUF_PRE_SPLIT`; no prefix space.
+      ``add_bos`` default from :data:`GGUF_PRE_SPLIT`; no prefix space. Pre types that llama.cpp
+      runs without GPT-2 byte encoding (``gemma4``, ``sarvam-moe``; also model ``"gemma4"``)
+      give a SentencePiece-kind spec with merges: spaces are ``"▁"``, a symbol without a token
+      becomes its ``<0xXX>`` byte tokens.
     - ``"llama"``: SentencePiece BPE merged by ``scores``; ``add_space_prefix`` (default true)
       prepends a space to the text and to every fragment that follows a special token
       (``prefix_scheme="always"``, unconditional); byte fallback to ``<0xXX>`` byte tokens;
@@ -466,18 +495,22 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
     Raises:
         LoaderError: a corrupt or truncated file (with the byte offset); a missing or mistyped
             tokenizer key; arrays of the wrong length.
-        UnsupportedTokenizer: ``tokenizer.ggml.model`` other than "gpt2"/"llama", an unknown
-            ``tokenizer.ggml.pre``, an unsupported GGUF version, a token type outside 1..6.
+        UnsupportedTokenizer: ``tokenizer.ggml.model`` other than "gpt2"/"gemma4"/"llama"; a
+            ``tokenizer.ggml.pre`` outside llama.cpp's table (the message names the llama.cpp
+            version) or in :data:`GGUF_PRE_REFUSED` (the message says why); an unsupported GGUF
+            version; a token type outside 1..6.
     """
     p = os.fspath(path)
     meta = read_gguf_metadata(p)
     model = _get(meta, "tokenizer.ggml.model", str, p)
     if model is None:
         raise LoaderError(f"{p}: tokenizer.ggml.model is missing; the GGUF file has no tokenizer")
-    if model not in ("gpt2", "llama"):
+    if model not in ("gpt2", "llama", "gemma4"):
         raise UnsupportedTokenizer(
             f"{p}: tokenizer.ggml.model = {model!r} is not supported; rmlprep supports 'gpt2' "
-            "(byte-level BPE) and 'llama' (SentencePiece BPE)"
+            "(BPE with merges), 'gemma4' and 'llama' (SentencePiece BPE)"
+            + (" (WordPiece, Unigram and RWKV vocabularies are not BPE)"
+               if model in ("bert", "t5", "rwkv", "plamo2") else "")
         )
     tokens = _strings(meta, "tokenizer.ggml.tokens", p)
     if not tokens:
@@ -519,32 +552,46 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
 
     name = os.path.basename(p)
     common: dict[str, Any] = {}
-    if model == "gpt2":
+    if model in ("gpt2", "gemma4"):
         pre_name = _get(meta, "tokenizer.ggml.pre", str, p)
         pre_name = "default" if not pre_name else pre_name
+        if model == "gemma4":
+            pre_name = "gemma4"  # llama.cpp sets it for this model whatever the key says
         pre = GGUF_PRE_SPLIT.get(pre_name)
         if pre is None:
+            if pre_name in GGUF_PRE_REFUSED:
+                raise UnsupportedTokenizer(
+                    f"{p}: tokenizer.ggml.pre = {pre_name!r} is not supported: {GGUF_PRE_REFUSED[pre_name]}"
+                )
             raise UnsupportedTokenizer(
-                f"{p}: tokenizer.ggml.pre = {pre_name!r} is not supported; rmlprep knows "
-                f"{sorted(GGUF_PRE_SPLIT)}"
+                f"{p}: tokenizer.ggml.pre = {pre_name!r} is not in the pre-tokenizer table of {LLAMA_CPP}, "
+                f"which rmlprep follows (a conversion by a newer llama.cpp?); known names: "
+                f"{', '.join(sorted(GGUF_PRE_SPLIT))}"
             )
         merges_raw = _strings(meta, "tokenizer.ggml.merges", p)
         if merges_raw is None:
-            raise LoaderError(f"{p}: tokenizer.ggml.merges is missing; a 'gpt2' tokenizer needs merges")
+            raise LoaderError(f"{p}: tokenizer.ggml.merges is missing; a {model!r} tokenizer needs merges")
         merges = []
         for r, m in enumerate(merges_raw):
             k = m.find(" ", 1)  # llama.cpp: word.find(' ', 1)
             if k < 0:
                 raise LoaderError(f"{p}: tokenizer.ggml.merges[{r}] = {m!r} has no space between its halves")
             merges.append((m[:k], m[k + 1 :]))
-        bos_default, eos_default, unk_default = 11, 11, None
+        # llama.cpp's BPE defaults: bos = eos = 11, no bos for GLM, none at all for gemma4
+        bos_default, eos_default, unk_default = (None if pre.no_bos else 11), 11, None
+        if model == "gemma4":
+            bos_default = eos_default = None
         add_bos_default = pre.add_bos
-        common.update(
-            kind=BYTE_LEVEL,
-            merges=tuple(merges),
-            pre_split=pre.patterns,
-            ignore_merges=pre.ignore_merges,
-        )
+        common.update(merges=tuple(merges), pre_split=pre.patterns, ignore_merges=pre.ignore_merges)
+        if pre.byte_encode:
+            common.update(kind=BYTE_LEVEL)
+        else:
+            # raw UTF-8 tokens with "▁" for space (llama_escape_whitespace) and <0xXX> byte
+            # tokens for a symbol without a token: SentencePiece-style BPE with merges
+            common.update(
+                kind=SENTENCEPIECE,
+                byte_fallback=any(_BYTE_TOKEN.fullmatch(t) for t in vocab),
+            )
         add_prefix = False
     else:
         scores_arr = _numbers(meta, "tokenizer.ggml.scores", p, "iuf")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rmlprep.errors import LoaderError, UnsupportedTokenizer
-from rmlprep.gguf import GGUF_PRE_SPLIT, read_gguf_metadata, spec_from_gguf
+from rmlprep.gguf import GGUF_PRE_REFUSED, GGUF_PRE_SPLIT, LLAMA_CPP, read_gguf_metadata, spec_from_gguf
 from rmlprep.pretokenize import GPT2_PATTERN, compile_pre_split
 from rmlprep.spec import BYTE_LEVEL, SENTENCEPIECE, TokenType
 from rmlprep.tokenizer import Tokenizer
@@ -77,7 +77,153 @@ def read_vocab_tests(gguf_path: Path) -> dict[str, list[int]]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Real files: llama.cpp vectors.
+# llama.cpp's own test vocabularies: every ggml-vocab-*.gguf of the vendored llama.cpp.
+
+# ggml-vocab-*.gguf files shipped with .inp/.out vectors in the llama-cpp-python sdist; bert-bge is
+# a WordPiece vocabulary (tokenizer.ggml.model "bert"), which rmlprep refuses by name.
+SDIST_VECTORS = ["command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4", "gpt-2", "llama-bpe",
+                 "llama-spm", "mpt", "phi-3", "qwen2", "qwen35", "refact", "starcoder"]
+SDIST_REFUSED = {"bert-bge": r"tokenizer\.ggml\.model = 'bert' is not supported"}
+SDIST_NO_VECTORS = ["aquila", "baichuan", "gpt-neox", "nomic-bert-moe"]
+
+
+def _sdist_models() -> Path:
+    """llama.cpp's models/ folder from the llama-cpp-python sdist (fetched once with pip into
+    ~/.cache/rmlprep/); skips when it cannot be fetched (no network to PyPI)."""
+    from tools.make_gguf_pre_table import llama_cpp_source
+
+    try:
+        return llama_cpp_source() / "vendor" / "llama.cpp" / "models"
+    except RuntimeError as e:
+        pytest.skip(f"llama-cpp-python sdist not available: {e}")
+
+
+def test_sdist_vocab_list_is_complete():
+    """The lists above name every ggml-vocab-*.gguf of the sdist, and the vectors are beside
+    exactly the ones said to have them."""
+    models = _sdist_models()
+    names = {p.name[len("ggml-vocab-"):-len(".gguf")] for p in models.glob("ggml-vocab-*.gguf")}
+    assert names == set(SDIST_VECTORS) | set(SDIST_REFUSED) | set(SDIST_NO_VECTORS)
+    with_vectors = {p.name[len("ggml-vocab-"):-len(".gguf.inp")] for p in models.glob("ggml-vocab-*.gguf.inp")}
+    assert with_vectors == set(SDIST_VECTORS) | set(SDIST_REFUSED)
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in SDIST_VECTORS])
+def test_every_sdist_vocab_matches_its_vectors(name):
+    """Every input of ggml-vocab-<name>.gguf.inp gives exactly the ids of its .out line (made
+    with the model's Hugging Face tokenizer), with add_special=false, parse_special=false."""
+    path = _sdist_models() / f"ggml-vocab-{name}.gguf"
+    tok = _load(path)
+    tests = read_vocab_tests(path)
+    assert len(tests) >= 40
+    bad = []
+    for text, expected in tests.items():
+        got = tok.encode(text, add_special_tokens=False, parse_special=False)
+        if got != expected:
+            bad.append((text, expected, got))
+    assert not bad, f"{len(bad)}/{len(tests)} mismatches, first: {bad[0]!r}"
+
+
+@pytest.mark.parametrize("name, match", [pytest.param(n, m, id=n) for n, m in SDIST_REFUSED.items()])
+def test_sdist_vocab_refused_by_name(name, match):
+    with pytest.raises(UnsupportedTokenizer, match=match):
+        spec_from_gguf(_sdist_models() / f"ggml-vocab-{name}.gguf")
+
+
+@pytest.mark.parametrize("name", SDIST_NO_VECTORS)
+def test_sdist_vocab_without_vectors_loads_or_is_refused(name):
+    """aquila, gpt-neox (no tokenizer.ggml.pre: llama.cpp's "default"), baichuan (SentencePiece)
+    load and round-trip text; nomic-bert-moe is a Unigram ("t5") vocabulary, refused by name."""
+    path = _sdist_models() / f"ggml-vocab-{name}.gguf"
+    if name == "nomic-bert-moe":
+        with pytest.raises(UnsupportedTokenizer, match=r"tokenizer\.ggml\.model = 't5' is not supported"):
+            spec_from_gguf(path)
+        return
+    tok = _load(path)
+    text = "Hello world, 1234 times!\n  tabs\tand   spaces"
+    assert tok.decode(tok.encode(text)).strip() == text.strip()
+
+
+# ----------------------------------------------------------------------------------------------
+# The pre-tokenizer table: generated from llama.cpp's source, every name loads or is refused.
+
+
+def test_pre_table_is_current(tmp_path):
+    """Drift test: tools/make_gguf_pre_table.py regenerates rmlprep/_gguf_pre_table.py from the
+    sdist's llama-vocab.cpp byte for byte."""
+    from tools.make_gguf_pre_table import OUT, generate, llama_cpp_source
+
+    try:
+        source = llama_cpp_source()
+    except RuntimeError as e:
+        pytest.skip(f"llama-cpp-python sdist not available: {e}")
+    assert generate(source) == OUT.read_text(encoding="utf-8")
+
+
+def test_pre_table_covers_every_name():
+    """Every tokenizer.ggml.pre name of llama.cpp's table either loads (GGUF_PRE_SPLIT) or is
+    refused with a reason (GGUF_PRE_REFUSED); the refused ones are few and named."""
+    from rmlprep._gguf_pre_table import PRE_NAMES
+
+    assert set(PRE_NAMES) == set(GGUF_PRE_SPLIT) | set(GGUF_PRE_REFUSED)
+    assert not set(GGUF_PRE_SPLIT) & set(GGUF_PRE_REFUSED)
+    assert sorted(GGUF_PRE_REFUSED) == ["cohere2moe", "kimi-k2", "tiny_aya", "whitespace"]
+    assert len(GGUF_PRE_SPLIT) >= 87
+
+
+def _tiny_bpe_kvs(pre: str) -> list[tuple[str, str, object]]:
+    """A byte-level vocabulary (the 256 byte characters, <0xXX> byte tokens, a few merges)."""
+    from rmlprep.unicode import bytes_to_unicode
+
+    b2u = bytes_to_unicode()
+    tokens = [b2u[b] for b in range(256)] + [f"<0x{b:02X}>" for b in range(256)]
+    merges = ["h e", "l l", "he ll", "hell o", "\u0120 w", "\u0120w o"]
+    tokens += ["he", "ll", "hell", "hello", "\u0120w", "\u0120wo"]
+    types = [1] * 256 + [6] * 256 + [1] * 6
+    return [("tokenizer.ggml.model", "str", "gpt2"), ("tokenizer.ggml.pre", "str", pre),
+            ("tokenizer.ggml.tokens", "arr:str", tokens), ("tokenizer.ggml.token_type", "arr:i32", types),
+            ("tokenizer.ggml.merges", "arr:str", merges)]
+
+
+@pytest.mark.parametrize("pre", sorted(GGUF_PRE_SPLIT))
+def test_every_pre_name_loads(tmp_path, pre):
+    """A GGUF with this tokenizer.ggml.pre loads, encodes mixed text and decodes it back."""
+    spec, _ = spec_from_gguf(write_gguf(tmp_path / "t.gguf", _tiny_bpe_kvs(pre)))
+    tok = Tokenizer.create(spec)
+    text = "hello world 1234567, y'all! 天気 ΑΩ\r\n  x\t"
+    ids = tok.encode(text)
+    assert ids and tok.decode(ids).replace("\u2581", " ") == text
+
+
+@pytest.mark.parametrize("pre", sorted(GGUF_PRE_REFUSED))
+def test_refused_pre_names_say_why(tmp_path, pre):
+    with pytest.raises(UnsupportedTokenizer, match=rf"tokenizer\.ggml\.pre = '{pre}' is not supported: "
+                                                   r"pre-tokenizer type \w+: "):
+        spec_from_gguf(write_gguf(tmp_path / "t.gguf", _tiny_bpe_kvs(pre)))
+
+
+def test_unknown_pre_names_the_llama_cpp_version(tmp_path):
+    """A name newer than the vendored llama.cpp is refused, naming that llama.cpp."""
+    with pytest.raises(UnsupportedTokenizer, match=r"'brand-new-2027' is not in the pre-tokenizer table of "
+                                                   r"llama\.cpp [0-9a-f]{7} \(vendored in llama-cpp-python 0\.3\.36\)"):
+        spec_from_gguf(write_gguf(tmp_path / "t.gguf", _tiny_bpe_kvs("brand-new-2027")))
+    assert LLAMA_CPP.startswith("llama.cpp ")
+
+
+def test_afmoe_digit_split():
+    """llama.cpp's custom AFMoE split: a run of numbers gives its first len % 3 characters (when
+    not 0), then groups of three: "1234567" -> "1", "234", "567"; "123456" -> "123", "456";
+    "12" -> "12"; text around the runs stays in its own pieces (the later patterns split it)."""
+    split = compile_pre_split([GGUF_PRE_SPLIT["afmoe"].patterns[0]])
+    assert split("1234567") == ["1", "234", "567"]
+    assert split("123456") == ["123", "456"]
+    assert split("ab12 x9876") == ["ab", "12", " x", "9", "876"]
+    assert split("\u0663\u0664\u0665\u0666") == ["\u0663", "\u0664\u0665\u0666"]  # Arabic-Indic digits are \p{N}
+
+
+# ----------------------------------------------------------------------------------------------
+# Real files: llama.cpp vectors (the five of get.sh, without fetching the sdist).
 
 
 @pytest.mark.parity
@@ -410,7 +556,7 @@ def test_unknown_pre_is_refused_by_name(tmp_path):
         ("tokenizer.ggml.tokens", "arr:str", ["a", "b", "ab"]),
         ("tokenizer.ggml.merges", "arr:str", ["a b"]),
     ]
-    with pytest.raises(UnsupportedTokenizer, match=r"tokenizer\.ggml\.pre = 'my-new-pre' is not supported"):
+    with pytest.raises(UnsupportedTokenizer, match=r"tokenizer\.ggml\.pre = 'my-new-pre' is not in the "):
         spec_from_gguf(write_gguf(tmp_path / "pre.gguf", kvs))
 
 
