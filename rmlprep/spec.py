@@ -57,6 +57,10 @@ class AddedTokenFlags:
     normalized: bool = False
 
 
+#: Fields added after fingerprints were first written into shards: ``to_dict`` leaves them out
+#: while they hold their default, so a spec that does not use them keeps its fingerprint.
+_OMITTED_AT_DEFAULT = frozenset({"decoder", "unk_surface"})
+
 #: id(spec) -> (spec, fingerprint): specs are immutable and hashing a 256k vocab takes ~25 ms
 _FINGERPRINTS: dict[int, tuple["TokenizerSpec", str]] = {}
 
@@ -104,6 +108,12 @@ class TokenizerSpec:
         decode_strip_prefix: ``"none"``; ``"first_token"``: remove one leading space from the
             first token decoded (HF Metaspace decoder); ``"text"``: from the start of the
             decoded text (HF ``Strip`` decoder, sentencepiece).
+        decoder: ``"bytes"``: decode concatenates the tokens' bytes (Hugging Face
+            ``tokenizers``, tiktoken, llama.cpp); ``"sentencepiece"``: SentencePiece's rule
+            (control pieces are empty, the unknown piece is ``unk_surface``, byte runs are read
+            as UTF-8 with U+FFFD per bad byte; see :mod:`rmlprep.sp_decode`).
+        unk_surface: the text of the unknown piece with ``decoder="sentencepiece"``
+            (sentencepiece ``trainer_spec.unk_surface``).
         name: a human label (file name, encoding name); not part of the fingerprint.
     """
 
@@ -131,6 +141,8 @@ class TokenizerSpec:
     added_token_flags: tuple[AddedTokenFlags, ...] = ()
     parse_user_defined_always: bool = False
     decode_strip_prefix: str = "none"
+    decoder: str = "bytes"
+    unk_surface: str = " \u2047 "
     name: str = field(default="", compare=False)
 
     # -- canonical form ---------------------------------------------------------------
@@ -151,6 +163,8 @@ class TokenizerSpec:
                 ]
             elif isinstance(v, tuple):
                 v = list(v)
+            if f.name in _OMITTED_AT_DEFAULT and v == f.default:
+                continue
             out[f.name] = v
         return out
 

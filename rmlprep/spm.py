@@ -28,7 +28,14 @@ How the spec mirrors sentencepiece's ``SentencePieceProcessor::Encode``:
   piece, leftmost on ties (``scores`` mode);
 - a leftover character becomes ``<0xXX>`` byte pieces with ``byte_fallback``, else ``unk``,
   consecutive unknowns fused into one (``fuse_unk``);
-- decoding removes the first piece's leading ``"▁"`` (``decode_strip_prefix="text"``).
+- decoding follows ``SentencePieceProcessor.DecodeIds`` for every id (``decoder=
+  "sentencepiece"``, :mod:`rmlprep.sp_decode`), not the Hugging Face rules a tokenizer.json
+  gets: control pieces (``<s>``, ``</s>``) decode to nothing, the unknown piece to
+  ``trainer_spec.unk_surface`` (``" \u2047 "`` by default), a run of byte pieces to its UTF-8
+  characters with U+FFFD for each byte that starts none, other pieces to their text with
+  ``"▁"`` as a space; the first piece that starts with ``"▁"`` before any text loses it
+  (``add_dummy_prefix``). ``skip_special_tokens=True`` leaves out control and unknown ids
+  first.
 
 Source: sentencepiece ``src/sentencepiece_model.proto``, ``normalizer.cc``
 (``Normalizer::Normalize``), ``bpe_model.cc`` (``Model::SampleEncode``),
@@ -411,5 +418,7 @@ def spec_from_sentencepiece_model(
         fuse_unk=not m.byte_fallback,
         parse_user_defined_always=True,
         decode_strip_prefix="text" if dummy else "none",
+        decoder="sentencepiece",
+        unk_surface=m.unk_surface,
         name=os.path.basename(p),
     )

@@ -31,6 +31,7 @@ from .errors import SpecError, TokenIdError, TokenizeError
 from .pretokenize import compile_pre_split, pattern_name
 from .segment import SPACE as _SPACE
 from .segment import fuse_unk, make_normalizer, prefix_spaces
+from .sp_decode import SentencePieceDecoder
 from .spec import BYTE_LEVEL, SENTENCEPIECE, TokenizerSpec, TokenType
 from .unicode import bytes_to_unicode, unicode_to_bytes
 
@@ -93,6 +94,8 @@ def _validate(spec: TokenizerSpec) -> None:
         raise SpecError(f"{where}: add_eos is set but eos_id is None; set eos_id or add_eos=False")
     if spec.prefix_scheme not in ("first", "always", "whole_text"):
         raise SpecError(f"{where}: prefix_scheme {spec.prefix_scheme!r} is not 'first', 'always' or 'whole_text'")
+    if spec.decoder not in ("bytes", "sentencepiece"):
+        raise SpecError(f"{where}: decoder {spec.decoder!r} is not 'bytes' or 'sentencepiece'")
     if spec.decode_strip_prefix not in ("none", "first_token", "text"):
         raise SpecError(
             f"{where}: decode_strip_prefix {spec.decode_strip_prefix!r} is not 'none', 'first_token' or 'text'"
@@ -697,7 +700,9 @@ class Tokenizer:
         SentencePiece's own prefix space is removed as the spec's ``decode_strip_prefix`` says
         (``"text"``: from the start of the text, Hugging Face ``Strip`` decoder and
         sentencepiece; ``"first_token"``: only if the first decoded token starts with it,
-        Hugging Face ``Metaspace`` decoder).
+        Hugging Face ``Metaspace`` decoder). A spec with ``decoder="sentencepiece"`` (loaded
+        from a SentencePiece ``.model``) follows ``SentencePieceProcessor.DecodeIds`` instead
+        (:mod:`rmlprep.sp_decode`).
 
         Raises:
             TokenIdError: an id outside ``range(vocab_size)``.
@@ -706,6 +711,8 @@ class Tokenizer:
         if skip_special_tokens:
             ids = [i for i in ids if i not in self._skip_ids]
         data = self.decode_bytes(ids)
+        if self.spec.decoder == "sentencepiece":  # ids checked by decode_bytes
+            return SentencePieceDecoder(self.spec, self._bytes).decode(ids)
         text = data.decode("utf-8", "replace")
         mode = self.spec.decode_strip_prefix
         if mode == "text" or (mode == "first_token" and ids and self._bytes[ids[0]][:1] == b" "):
@@ -734,6 +741,10 @@ class StreamDecoder:
         self._started = False
         self._strip_mode = tokenizer.spec.decode_strip_prefix
         self._pending_strip = False
+        self._sp = (
+            SentencePieceDecoder(tokenizer.spec, tokenizer._bytes)
+            if tokenizer.spec.decoder == "sentencepiece" else None
+        )
 
     def push(self, token_id: int) -> str:
         """Decode one more id; returns the text it completes (possibly "")."""
@@ -741,6 +752,8 @@ class StreamDecoder:
         tok._check_id(token_id)
         if self._skip and token_id in tok._skip_ids:
             return ""
+        if self._sp is not None:
+            return self._sp.push(token_id)
         raw = tok._bytes[token_id]
         if not self._started:
             self._started = True
@@ -750,6 +763,8 @@ class StreamDecoder:
 
     def flush(self) -> str:
         """Return the held-back tail (U+FFFD for an incomplete character) and reset."""
+        if self._sp is not None:
+            return self._sp.flush()
         return self._strip(self._dec.decode(b"", final=True))
 
     def _strip(self, text: str) -> str:

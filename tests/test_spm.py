@@ -241,8 +241,90 @@ def test_tiny_models_match_sentencepiece(tiny, kind):
     for text in texts:
         expected = sp.encode(text)
         assert tok.encode(text, parse_special=False) == expected, text
-        if kind != "unk":  # sentencepiece decodes unk as " ⁇ ", rmlprep as the unk piece
-            assert tok.decode(expected, skip_special_tokens=True) == sp.decode(expected), text
+        assert tok.decode(expected) == sp.decode(expected), text  # unk decodes as " \u2047 "
+
+
+def _decode_cases(spec, n_random: int = 3000) -> list[list[int]]:
+    """Every id alone, then random short id lists biased to the ids whose decoding has rules:
+    byte pieces (runs, invalid UTF-8), control and unknown pieces, pieces starting with "▁"."""
+    import random
+
+    rng = random.Random(1234)
+    n = len(spec.vocab)
+    special = [i for i, t in enumerate(spec.token_types) if t != TokenType.NORMAL]
+    spaced = [i for i, p in enumerate(spec.vocab) if p.startswith("\u2581")][:500]
+    cases = [[i] for i in range(n)]
+    for _ in range(n_random):
+        k = rng.randint(1, 8)
+        cases.append([rng.choice(special if rng.random() < 0.5 else spaced if rng.random() < 0.5 else range(n))
+                      for _ in range(k)])
+    return cases
+
+
+def _assert_decodes_like(tok, sp, cases):
+    bad = []
+    for ids in cases:
+        expected = sp.decode_ids(ids)
+        got = tok.decode(ids)
+        stream = tok.stream_decoder()
+        streamed = "".join(stream.push(i) for i in ids) + stream.flush()
+        if got != expected or streamed != expected:
+            bad.append((ids, expected, got, streamed))
+    assert not bad, f"{len(bad)}/{len(cases)} differ, first: {bad[0]!r}"
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in MODELS])
+def test_decode_every_id_like_sentencepiece(name):
+    """decode(ids) == SentencePieceProcessor.decode_ids(ids) for every id of the real model alone
+    (control pieces empty, <unk> as " \u2047 ", a lone byte piece as U+FFFD or its ASCII
+    character, "▁x" as "x" at the start) and for 3,000 random id lists; the stream decoder too."""
+    spm = pytest.importorskip("sentencepiece")
+    path = _real(name)
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    tok = _load(path)
+    assert tok.spec.decoder == "sentencepiece"
+    _assert_decodes_like(tok, sp, _decode_cases(tok.spec))
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("kind", ["fallback", "unk", "nodummy"])
+def test_decode_every_id_like_sentencepiece_tiny(tiny, kind):
+    """The same on the tiny models: user-defined and control pieces, no byte fallback (unk
+    surface), no dummy prefix (no leading "▁" is dropped)."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(tiny[kind]))
+    tok = Tokenizer.create(spec_from_sentencepiece_model(tiny[kind]))
+    _assert_decodes_like(tok, sp, _decode_cases(tok.spec))
+
+
+def test_decode_rule_worked_examples():
+    """sentencepiece's rule on a hand-made vocabulary (ids: 0 <unk>, 1 <s>, 2 ▁, 3 ▁a, 4 b,
+    5 <0xE3>, 6 <0x81>, 7 <0x82>, 8 <0x41>):
+
+    - [1, 3] -> "a": the control piece is empty and "▁a" is still the first text, so it loses "▁";
+    - [2, 3] -> " a": the lone "▁" took the strip (it output ""), "▁a" keeps its space;
+    - [4, 3] -> "b a": text came first;
+    - [0, 3] -> " \u2047  a": the unknown piece's surface is text;
+    - [5, 6, 7] -> "\u3042" (E3 81 82); [5, 3, 6] -> "\ufffd a\ufffd": two separate byte runs;
+    - [5, 6, 8] -> "\ufffd\ufffdA": E3 81 does not finish a character, one U+FFFD per byte.
+    """
+    from rmlprep.spec import TokenizerSpec
+
+    vocab = ("<unk>", "<s>", "\u2581", "\u2581a", "b", "<0xE3>", "<0x81>", "<0x82>", "<0x41>")
+    types = (2, 3, 1, 1, 1, 6, 6, 6, 6)
+    spec = TokenizerSpec(kind=SENTENCEPIECE, vocab=vocab, token_types=types, scores=(0.0,) * 9, unk_id=0,
+                         byte_fallback=True, decode_strip_prefix="text", decoder="sentencepiece")
+    tok = Tokenizer.create(spec)
+    assert tok.decode([1, 3]) == "a"
+    assert tok.decode([2, 3]) == " a"
+    assert tok.decode([4, 3]) == "b a"
+    assert tok.decode([0, 3]) == " \u2047  a"
+    assert tok.decode([5, 6, 7]) == "\u3042"
+    assert tok.decode([5, 3, 6]) == "\ufffd a\ufffd"
+    assert tok.decode([5, 6, 8]) == "\ufffd\ufffdA"
+    assert tok.decode([0, 3], skip_special_tokens=True) == "a"
 
 
 def test_tiny_unk_is_fused(tiny):
