@@ -97,6 +97,8 @@ class GGUFPre:
         byte_encode: False: tokens are raw UTF-8 with spaces as "▁" and ``<0xXX>`` byte
             tokens (Gemma 4), not the GPT-2 byte alphabet.
         no_bos: llama.cpp sets no bos id by default (GLM).
+        normalizers: applied before splitting, as the family's tokenizer.json does (Qwen: NFC);
+            llama.cpp applies none (see :data:`_HF_NORMALIZERS`).
     """
 
     pre_type: str
@@ -105,6 +107,7 @@ class GGUFPre:
     add_bos: bool = False
     byte_encode: bool = True
     no_bos: bool = False
+    normalizers: tuple[tuple[str, ...], ...] = ()
 
 
 # llama.cpp writes the GPT-2 regex without its last alternative "|\s+". Under Isolated splitting
@@ -131,6 +134,15 @@ def _original_of_adapted() -> dict[str, str]:
                 out[r] = o
     return out
 
+
+#: Names whose family's tokenizer.json normalizes text before splitting, which llama.cpp skips:
+#: Qwen2, Qwen2.5 and Qwen3 ship ``"normalizer": {"type": "NFC"}``, so a decomposed accent
+#: ("e" + U+0301) is one token "é" in the model's training data but two in llama.cpp. rmlprep
+#: follows the tokenizer.json here (departing from llama.cpp) since the model was trained on
+#: its ids. Only families whose tokenizer.json was checked are listed.
+#: (Qwen3.5's, pre "qwen35", does not normalize: its llama.cpp vectors keep "e" + U+0301 as two
+#: tokens.)
+_HF_NORMALIZERS: dict[str, tuple[tuple[str, ...], ...]] = {"qwen2": (("nfc",),)}
 
 #: Pre types rmlprep refuses, with the reason (named in the error).
 _REFUSED_TYPES = {
@@ -176,6 +188,7 @@ def _build_table() -> tuple[dict[str, GGUFPre], dict[str, str]]:
             add_bos=bool(flags.get("add_bos", False)),
             byte_encode=bool(d["byte_encode"]),
             no_bos="special_bos_id" in flags and flags["special_bos_id"] is None,
+            normalizers=_HF_NORMALIZERS.get(name, ()),
         )
     return table, refused
 
@@ -487,6 +500,10 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
       ``"row1\\x1drow2"`` is ``[720, 33, 720, 34]`` in llama.cpp and ``tokenizers``).
     - Phi-3 (``general.name`` contains "phi-3"/"phi3"): special tokens swallow whitespace on
       their right, as llama.cpp sets ``LLAMA_TOKEN_ATTR_RSTRIP``.
+    - Departure from llama.cpp: pre ``"qwen2"`` normalizes each text segment to NFC before
+      splitting, as the Qwen2/2.5/3 tokenizer.json does and llama.cpp does not, so a GGUF
+      gives the ids the model was trained on for decomposed text (``"e\u0301"`` -> the one
+      token of ``"é"``); see ``_HF_NORMALIZERS``.
 
     Args:
         path: a ``.gguf`` file.
@@ -582,7 +599,8 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
         if model == "gemma4":
             bos_default = eos_default = None
         add_bos_default = pre.add_bos
-        common.update(merges=tuple(merges), pre_split=pre.patterns, ignore_merges=pre.ignore_merges)
+        common.update(merges=tuple(merges), pre_split=pre.patterns, ignore_merges=pre.ignore_merges,
+                      normalizers=pre.normalizers)
         if pre.byte_encode:
             common.update(kind=BYTE_LEVEL)
         else:

@@ -222,6 +222,30 @@ def test_afmoe_digit_split():
     assert split("\u0663\u0664\u0665\u0666") == ["\u0663", "\u0664\u0665\u0666"]  # Arabic-Indic digits are \p{N}
 
 
+@pytest.mark.parity
+def test_qwen2_gguf_normalizes_like_its_tokenizer_json():
+    """Qwen2.5's tokenizer.json normalizes to NFC before splitting; llama.cpp does not. The
+    Qwen2 GGUF gives the tokenizer.json's ids on decomposed text (each corpus text in NFD, plus
+    "e\u0301" alone): e.g. "Cafe\u0301" -> the ids of "Café". Qwen3.5 ("qwen35") does not
+    normalize (its vectors keep "e\u0301" as two tokens) and is left alone."""
+    import unicodedata
+
+    tk = pytest.importorskip("tokenizers")
+    hf_path = REAL / "hf" / "qwen2.5" / "tokenizer.json"
+    if not hf_path.exists():
+        pytest.skip(f"{hf_path}: {_MISSING}")
+    tok = _load(GGUF_DIR / "ggml-vocab-qwen2.gguf")
+    assert tok.spec.normalizers == (("nfc",),)
+    hf = tk.Tokenizer.from_file(str(hf_path))
+    texts = ["Cafe\u0301", "e\u0301", "n\u0303o\u0308 A\u030a", "\u1100\u1161\u11a8"]  # Hangul jamo compose
+    texts += [unicodedata.normalize("NFD", t) for t in _corpus_texts(600)]
+    changed = [t for t in texts if unicodedata.normalize("NFC", t) != t]
+    assert len(changed) >= 100
+    for t in changed:
+        assert tok.encode(t, parse_special=False) == hf.encode(t, add_special_tokens=False).ids, t[:120]
+    assert tok.encode("Cafe\u0301") == tok.encode("Caf\u00e9")
+
+
 # ----------------------------------------------------------------------------------------------
 # Real files: llama.cpp vectors (the five of get.sh, without fetching the sdist).
 
