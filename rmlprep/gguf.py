@@ -434,7 +434,8 @@ def _strings(meta: Mapping[str, Any], key: str, path: str) -> list[str] | None:
     v = meta.get(key)
     if v is None:
         return None
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+    # a GGUF array has one element type, so the first element tells the type of all
+    if not isinstance(v, list) or (v and not isinstance(v[0], str)):
         raise LoaderError(f"{path}: {key} is {_describe(v)}, expected an array of strings")
     return v
 
@@ -558,11 +559,12 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
     eot_key = _id(meta, "tokenizer.ggml.eot_token_id", None, n)
     eom_key = _id(meta, "tokenizer.ggml.eom_token_id", None, n)
     eot_ids: set[int] = {i for i in (eot_key, eom_key) if i is not None}
-    for i, t in enumerate(vocab):
-        if t in _EOG_TEXTS or t in _EOT_TEXTS:
-            if (t in _EOT_TEXTS and eot_key is None) or (t in _EOM_TEXTS and eom_key is None):
-                eot_ids.add(i)
-            types[i] = int(TokenType.CONTROL)
+    eog_or_eot = _EOG_TEXTS | _EOT_TEXTS
+    for i in [i for i, t in enumerate(vocab) if t in eog_or_eot]:
+        t = vocab[i]
+        if (t in _EOT_TEXTS and eot_key is None) or (t in _EOM_TEXTS and eom_key is None):
+            eot_ids.add(i)
+        types[i] = int(TokenType.CONTROL)
     for i in eot_ids:
         if types[i] not in (TokenType.CONTROL, TokenType.USER_DEFINED):
             types[i] = int(TokenType.CONTROL)
@@ -588,12 +590,17 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
         merges_raw = _strings(meta, "tokenizer.ggml.merges", p)
         if merges_raw is None:
             raise LoaderError(f"{p}: tokenizer.ggml.merges is missing; a {model!r} tokenizer needs merges")
-        merges = []
-        for r, m in enumerate(merges_raw):
-            k = m.find(" ", 1)  # llama.cpp: word.find(' ', 1)
-            if k < 0:
-                raise LoaderError(f"{p}: tokenizer.ggml.merges[{r}] = {m!r} has no space between its halves")
-            merges.append((m[:k], m[k + 1 :]))
+        # llama.cpp splits at word.find(' ', 1); str.partition does the same unless the merge
+        # starts with a space (then the slow path below)
+        merges = [m.partition(" ") for m in merges_raw]
+        for r, (a, sep, _) in enumerate(merges):
+            if not a or not sep:
+                m = merges_raw[r]
+                k = m.find(" ", 1)
+                if k < 0:
+                    raise LoaderError(f"{p}: tokenizer.ggml.merges[{r}] = {m!r} has no space between its halves")
+                merges[r] = (m[:k], " ", m[k + 1 :])
+        merges = [(a, b) for a, _, b in merges]
         # llama.cpp's BPE defaults: bos = eos = 11, no bos for GLM, none at all for gemma4
         bos_default, eos_default, unk_default = (None if pre.no_bos else 11), 11, None
         if model == "gemma4":
