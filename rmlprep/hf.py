@@ -244,6 +244,8 @@ class _Reader:
                 raise self.bad(f"model.merges[{r}]", f"= {mg!r} is not 'left right' or [left, right]")
             merges.append((parts[0], parts[1]))
         unk = m.get("unk_token")
+        if unk is not None and not isinstance(unk, str):
+            raise self.bad("model.unk_token", f"is {type(unk).__name__}, expected a string or null")
         return {
             "tokens": tokens,
             "merges": merges,

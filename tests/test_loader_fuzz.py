@@ -94,6 +94,9 @@ def _seed_files(tmp: Path) -> dict[str, tuple[Path, str]]:
                  "special-str": r"single\[0\]\.SpecialToken is str, expected a JSON object",
                  "special-ids": r"special_tokens\['<s>'\]\.ids\[0\] = '258' is not a token id"}[name]
         put(f"post-processor-{name}.json", json.dumps(_json_tokenizer(post_processor=pp)), match)
+    bad_unk = _json_tokenizer()
+    bad_unk["model"]["unk_token"] = {"content": "<unk>"}  # found by test_fuzz_tokenizer_json
+    put("unk-token-object.json", json.dumps(bad_unk), r"model\.unk_token is dict, expected a string or null")
     put("huge-int.json", '{"model": {"type": "BPE", "vocab": {"a": ' + "9" * 5000 + '}}}', r"not valid JSON")
     put("rank-5000-digits.tiktoken", b"YQ== " + b"9" * 5000 + b"\n", r"line 1: rank 9+\.\.\. \(5000 digits\) is above")
     put("rank-2-40.tiktoken", b"".join(b"%s %d\n" % (__import__("base64").b64encode(bytes([b])), b) for b in range(20))
@@ -105,7 +108,7 @@ def _seed_files(tmp: Path) -> dict[str, tuple[Path, str]]:
 
 _SEEDS = ["nested-arrays.gguf", "u32-tokens.gguf", "f32-types.gguf", "nan-score.gguf", "truncated.gguf",
           "deep-normalizer.json", "nested-normalizer.json", "post-processor-sequence-str.json",
-          "post-processor-special-str.json", "post-processor-special-ids.json", "huge-int.json",
+          "post-processor-special-str.json", "post-processor-special-ids.json", "unk-token-object.json", "huge-int.json",
           "rank-5000-digits.tiktoken", "rank-2-40.tiktoken", "missing-bytes.tiktoken", "garbage.model"]
 
 
