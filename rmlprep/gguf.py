@@ -52,7 +52,8 @@ from ._gguf_pre_table import LLAMA_CPP, PRE_NAMES, PRE_TYPES
 from .errors import LoaderError, UnsupportedTokenizer
 from .spec import BYTE_LEVEL, SENTENCEPIECE, AddedTokenFlags, TokenizerSpec, TokenType
 
-__all__ = ["GGUF_PRE_SPLIT", "GGUF_PRE_REFUSED", "GGUFPre", "LLAMA_CPP", "read_gguf_metadata", "spec_from_gguf"]
+__all__ = ["GGUF_PRE_SPLIT", "GGUF_PRE_REFUSED", "GGUFPre", "LLAMA_CPP", "metadata_sha256", "read_gguf_metadata",
+           "spec_from_gguf"]
 
 _MAGIC = b"GGUF"
 
@@ -342,6 +343,90 @@ class _Reader:
             self.pos += itemsize
             return bool(v) if vtype == 7 else v.item()
         raise self.fail(f"{key} has unknown value type {vtype}", self.pos - 4)
+
+
+def metadata_sha256(path: str | os.PathLike) -> str:
+    """sha256 hex of a GGUF file's header and key-values (bytes ``[0, GGUF.metadata_end)``).
+
+    The tokenizer depends on these bytes only, so this is a sound cache key for a spec built
+    from the file, and far cheaper than hashing a multi-GB model: the key-values are walked by
+    their lengths without decoding anything (every length checked as in
+    :func:`read_gguf_metadata`).
+
+    Raises:
+        LoaderError: as :func:`read_gguf_metadata` for a file it cannot walk.
+    """
+    import hashlib
+
+    p = os.fspath(path)
+    try:
+        f = open(p, "rb")
+    except OSError as e:
+        raise LoaderError(f"{p}: cannot open GGUF file: {e.strerror or e}") from None
+    with f:
+        if os.fstat(f.fileno()).st_size == 0:
+            raise LoaderError(f"{p}: corrupt or truncated GGUF at byte 0: the file is empty")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            end = _metadata_end(mm, p)
+            return hashlib.sha256(mm[:end]).hexdigest()
+
+
+def _metadata_end(buf, path: str) -> int:
+    """Offset where the key-values end, found by skipping over every value."""
+    r = _Reader(buf, path)
+    r.need(24, "the header")
+    if bytes(buf[0:4]) != _MAGIC:
+        raise LoaderError(f"{path}: not a GGUF file (magic {bytes(buf[0:4])!r} at byte 0, expected b'GGUF')")
+    r.pos = 16
+    n_kv = r.u64("the key-value count")
+    for i in range(n_kv):
+        n = r.u64(f"length of key {i}")
+        r.need(n, f"key {i}")
+        r.pos += n
+        _skip_value(r, r.u32(f"value type of key {i}"), f"key {i}", 0)
+    return r.pos
+
+
+def _skip_value(r: "_Reader", vtype: int, what: str, depth: int) -> None:
+    if vtype == _T_STRING:
+        n = r.u64(f"length of {what}")
+        r.need(n, what)
+        r.pos += n
+    elif vtype in _NUMERIC:
+        size = np.dtype(_NUMERIC[vtype][1]).itemsize
+        r.need(size, what)
+        r.pos += size
+    elif vtype == _T_ARRAY:
+        etype = r.u32(f"element type of {what}")
+        count = r.u64(f"element count of {what}")
+        if etype in _NUMERIC:
+            size = np.dtype(_NUMERIC[etype][1]).itemsize
+            if count > (r.size - r.pos) // size:
+                raise r.fail(f"{what} claims {count} values, more than the file can hold")
+            r.pos += count * size
+        elif etype == _T_STRING:
+            if count > (r.size - r.pos) // 8:
+                raise r.fail(f"{what} claims {count} strings, more than the file can hold")
+            buf, size, unpack, pos = r.buf, r.size, _U64.unpack_from, r.pos
+            for _ in range(count):
+                if pos + 8 > size:
+                    r.pos = pos
+                    raise r.fail(f"a string length of {what} runs past the end of the file")
+                pos += 8 + unpack(buf, pos)[0]
+            if pos > size:
+                raise r.fail(f"a string of {what} runs past the end of the file")
+            r.pos = pos
+        elif etype == _T_ARRAY:
+            if depth + 1 >= MAX_ARRAY_DEPTH:
+                raise r.fail(f"{what} nests arrays more than {MAX_ARRAY_DEPTH} deep")
+            if count > (r.size - r.pos) // 12:
+                raise r.fail(f"{what} claims {count} arrays, more than the file can hold")
+            for _ in range(count):
+                _skip_value(r, _T_ARRAY, what, depth + 1)
+        else:
+            raise r.fail(f"{what} has unknown array element type {etype}")
+    else:
+        raise r.fail(f"{what} has unknown value type {vtype}")
 
 
 def read_gguf_metadata(path: str | os.PathLike) -> dict[str, Any]:

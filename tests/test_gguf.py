@@ -661,6 +661,31 @@ def test_corrupt_headers(tmp_path, blob, match):
         spec_from_gguf(path)
 
 
+def test_metadata_sha256_covers_exactly_the_metadata(tmp_path):
+    """metadata_sha256 == sha256 of the bytes before GGUF.metadata_end, on real files (SmolLM2:
+    98 MB, of which the tokenizer reads < 2 MB); a changed tensor byte keeps it, a changed
+    token changes it; a corrupt file raises LoaderError like read_gguf_metadata."""
+    import hashlib
+
+    from rmlprep.gguf import metadata_sha256
+
+    for path in [SMOLLM, GGUF_DIR / "ggml-vocab-qwen2.gguf"]:
+        path = _need(path)
+        end = read_gguf_metadata(path)["GGUF.metadata_end"]
+        with open(path, "rb") as f:
+            assert metadata_sha256(path) == hashlib.sha256(f.read(end)).hexdigest()
+    data = bytearray(write_gguf(tmp_path / "a.gguf", _tiny_llama_kvs()).read_bytes())
+    digest = metadata_sha256(tmp_path / "a.gguf")
+    (tmp_path / "b.gguf").write_bytes(bytes(data) + b"tensor data")
+    assert metadata_sha256(tmp_path / "b.gguf") == digest
+    data[data.index(b"\xe2\x96\x81ab")] = ord("x")
+    (tmp_path / "c.gguf").write_bytes(bytes(data))
+    assert metadata_sha256(tmp_path / "c.gguf") != digest
+    (tmp_path / "d.gguf").write_bytes(bytes(data[:200]))
+    with pytest.raises(LoaderError, match=r"corrupt or truncated GGUF at byte \d+"):
+        metadata_sha256(tmp_path / "d.gguf")
+
+
 def test_truncated_real_file(tmp_path):
     """The SmolLM2 file cut at offsets inside its metadata raises LoaderError with an offset;
     cut after the metadata it still loads."""
