@@ -1,20 +1,33 @@
-"""Benchmark rmlprep's encoder against its peers on the same real corpus, in the same run.
+"""Encode throughput of rmlprep and the exact peers on the same real corpora, in one run.
 
-    python -m bench                 # or: python bench/run.py
-    python -m bench --mb 10 --reps 3 --only gpt2,llama2
+    python -m bench                    # everything: this table, the main job, the README section
+    python -m bench encode             # this table only
+    python -m bench encode --tokenizers gpt2,llama3 --corpora multilingual --reps 3
 
-For each tokenizer (GPT-2, Llama 3, Qwen2.5, Llama 2, Mistral, Gemma) it runs rmlprep (``encode``
-per document / ``encode_batch`` returning lists, like the peers, and ``encode_batch_flat``
-returning the flat uint32 arrays the pipeline uses) and the reference libraries (tiktoken, tokenizers, sentencepiece) over the same texts, several
-repetitions each in a fresh subprocess (so thread settings do not leak), single core and 2
-workers, checks that the ids agree, and prints MB/s, tokens/s and rmlprep's ratio to each peer
-(min and median over repetitions). Results go to ``bench/results/encode-<time>.json`` and a
-bar chart PNG (matplotlib, when installed).
+Peers: tiktoken, Hugging Face ``tokenizers``, sentencepiece (the references), and the fast
+exact tokenizers fastokens and gigatoken (``pip install -e .[bench]``). A peer that is not
+installed, or cannot load a tokenizer, is reported as such and left out.
 
-Corpus: ``~/.cache/rmlprep-corpus/pretrain.jsonl`` when ``make_text_corpus.sh`` has built it
-(the Debian-built corpus: handbook in 26 languages, man pages, Python docs, code), else the
-texts of ``../shared/corpora/text-multilingual.jsonl`` and the chat sets' message contents;
-cut to ``--mb`` megabytes, documents in file order. Speed is measured here, never asserted.
+Protocol (the one of issue 14): a fresh process per (corpus, tokenizer, library, mode); the
+texts are read before the clock starts; the tokenizer load is timed apart. Single thread: one
+``encode`` call per document (rmlprep ``encode(t, parse_special=False)``, tiktoken
+``encode_ordinary``, ``tokenizers`` / fastokens ``encode(t, add_special_tokens=False)``,
+gigatoken ``encode``, sentencepiece ``encode``). Batch on 2 threads: rmlprep
+``encode_batch_flat(num_threads=2)``, tiktoken ``encode_ordinary_batch(num_threads=2)``,
+``tokenizers`` ``encode_batch`` / fastokens ``encode_batch_flat`` / gigatoken ``encode_batch`` on a
+2-thread rayon pool (``RAYON_NUM_THREADS=2``), sentencepiece ``encode(num_threads=2)``; rmlprep's
+batch is also run on 1 thread (its scaling). Cold = the first pass over text the process has
+never seen; warm = the best of the passes after it. MB/s of UTF-8.
+
+Same ids: every library's ids are hashed per document and compared with rmlprep's (in the same
+special-token mode: tiktoken and sentencepiece with ``parse_special=False``; ``tokenizers``,
+fastokens and gigatoken parse special-token text, like ``parse_special=True``); a difference is
+printed with the number of documents that differ.
+
+Corpora (:mod:`bench.corpora`): 16.5 MB sampled from the Debian-built corpus
+(``~/.cache/rmlprep-corpus/pretrain.jsonl``) and ``../shared/corpora/text-multilingual.jsonl``.
+Results go to ``bench/results/encode-<time>.json``; :mod:`bench.report` turns them into the
+README tables. Speed is measured here, never asserted in tests.
 """
 
 from __future__ import annotations
@@ -22,148 +35,127 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.corpora import CORPORA, corpus_file, read_texts  # noqa: E402
+
 REAL = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS", Path.home() / ".cache" / "rmlprep-real-tokenizers"))
-CORPUS_CACHE = Path.home() / ".cache" / "rmlprep-bench"
+RESULTS = ROOT / "bench" / "results"
 
-#: name -> (rmlprep load_tokenizer args, peers: list of (library, how to build))
-TOKENIZERS = {
-    "gpt2": {"path": "gpt2/gpt2.tiktoken", "kw": {"name": "gpt2"},
-             "peers": [("tiktoken", "gpt2/gpt2.tiktoken"), ("tokenizers", "hf/gpt2/tokenizer.json")]},
-    "llama3": {"path": "llama3/llama3.tiktoken", "kw": {"name": "llama3"},
-               "peers": [("tiktoken", "llama3/llama3.tiktoken"), ("tokenizers", "hf/llama3/tokenizer.json")]},
-    "qwen2.5": {"path": "hf/qwen2.5/tokenizer.json", "kw": {},
-                "peers": [("tokenizers", "hf/qwen2.5/tokenizer.json")]},
-    "llama2": {"path": "llama2/tokenizer.model", "kw": {},
-               "peers": [("sentencepiece", "llama2/tokenizer.model")]},
-    "mistral": {"path": "mistral/tokenizer.model.v1", "kw": {},
-                "peers": [("sentencepiece", "mistral/tokenizer.model.v1"),
-                          ("tokenizers", "hf/mistral-7b-v0.1/tokenizer.json")]},
-    "gemma": {"path": "hf/gemma/tokenizer.json", "kw": {},
-              "peers": [("tokenizers", "hf/gemma/tokenizer.json")]},
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+LLAMA3_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"""
+                  r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+
+#: name -> rmlprep's file (and load_tokenizer kwargs), then each peer's source
+TOKENIZERS: dict[str, dict] = {
+    "gpt2": {"label": "GPT-2", "rmlprep": ("gpt2/gpt2.tiktoken", {"name": "gpt2"}),
+             "tiktoken": ("gpt2/gpt2.tiktoken", GPT2_PATTERN, {"<|endoftext|>": 50256}),
+             "hf": "hf/gpt2"},
+    "llama3": {"label": "Llama 3", "rmlprep": ("llama3/llama3.tiktoken", {"name": "llama3"}),
+               "tiktoken": ("llama3/llama3.tiktoken", LLAMA3_PATTERN, {"<|begin_of_text|>": 128000}),
+               "hf": "hf/llama3"},
+    "qwen2.5": {"label": "Qwen2.5", "rmlprep": ("hf/qwen2.5/tokenizer.json", {}), "hf": "hf/qwen2.5"},
+    "o200k": {"label": "o200k (GPT-4o)", "rmlprep": ("hf/gpt-4o/tokenizer.json", {}), "hf": "hf/gpt-4o"},
+    "llama2": {"label": "Llama 2 (SentencePiece)", "rmlprep": ("llama2/tokenizer.model", {}),
+               "sentencepiece": "llama2/tokenizer.model"},
+    "gemma": {"label": "Gemma (SentencePiece, 256k)", "rmlprep": ("hf/gemma/tokenizer.json", {}),
+              "hf": "hf/gemma"},
 }
 
-TIKTOKEN_PATTERNS = {
-    "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
-    "llama3": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
-}
+#: display order of the columns
+LIBS = ("rmlprep", "tiktoken", "fastokens", "gigatoken", "tokenizers", "sentencepiece")
+#: libraries that parse special-token text in their plain encode (compared with parse_special=True)
+PARSES_SPECIALS = {"tokenizers", "fastokens", "gigatoken"}
 
 
-# -- corpus ------------------------------------------------------------------------------------
-def build_corpus(mb: float) -> Path:
-    """Write the benchmark texts (a JSON list of str) once; returns its path."""
-    CORPUS_CACHE.mkdir(parents=True, exist_ok=True)
-    debian = Path.home() / ".cache" / "rmlprep-corpus" / "pretrain.jsonl"
-    src = debian if debian.exists() else None
-    out = CORPUS_CACHE / f"texts-{'debian' if src else 'shared'}-{mb:g}MB.json"
-    if out.exists():
-        return out
-    limit = int(mb * 1e6)
-    texts: list[str] = []
-    size = 0
-
-    def take(text):
-        nonlocal size
-        if isinstance(text, str) and text and size < limit:
-            texts.append(text)
-            size += len(text.encode("utf-8", "surrogatepass"))
-
-    files = [src] if src else [SHARED / "corpora" / "text-multilingual.jsonl",
-                               *sorted((SHARED / "corpora" / "chat").glob("*.jsonl"))]
-    for path in files:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            for line in f.read().split("\n"):
-                if not line.strip() or size >= limit:
-                    continue
-                row = json.loads(line)
-                if "text" in row:
-                    take(row["text"])
-                for m in row.get("messages") or []:
-                    take(m.get("content"))
-    out.write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+def libs_for(tok: str) -> list[str]:
+    spec = TOKENIZERS[tok]
+    out = ["rmlprep"]
+    if "tiktoken" in spec:
+        out.append("tiktoken")
+    if "hf" in spec:
+        out += ["fastokens", "gigatoken", "tokenizers"]
+    if "sentencepiece" in spec:
+        out += ["gigatoken", "sentencepiece"]
     return out
 
 
-# -- one measurement, in a subprocess --------------------------------------------------------
-def _measure(args) -> dict:
-    """Run inside a fresh process: encode all texts with one library, return timings."""
-    texts = json.loads(Path(args.texts).read_text(encoding="utf-8"))
-    nbytes = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
-    lib, workers, real = args.lib, args.workers, REAL
-    spec = TOKENIZERS[args.tok]
+# -- one measurement, in a fresh process ----------------------------------------------------------
+
+
+def _load(lib: str, tok: str, threads: int):
+    """(encode_one, encode_batch) for a library and tokenizer; each returns id sequences."""
+    spec = TOKENIZERS[tok]
     if lib == "rmlprep":
-        sys.path.insert(0, str(ROOT))
         import rmlprep
 
-        tok = rmlprep.load_tokenizer(real / spec["path"], **spec["kw"])
-        if workers == 1:
-            def run():
-                return [tok.encode(t, parse_special=False) for t in texts]
-        else:
-            batch = getattr(tok, "encode_batch", None)
-
-            def run():
-                return batch(texts, parse_special=False, num_threads=workers) if _takes_threads(batch) else \
-                    _pool_encode(tok, texts, workers)
-    elif lib == "rmlprep-flat":
-        sys.path.insert(0, str(ROOT))
-        import rmlprep
-
-        tok = rmlprep.load_tokenizer(real / spec["path"], **spec["kw"])
-
-        def run():  # Arrow-ready uint32 ids + int64 offsets, what the pipeline and arrow.py use
-            flat, offsets = tok.encode_batch_flat(texts, parse_special=False, num_threads=workers)
-            return _Rows(flat, offsets)
-    elif lib == "tiktoken":
+        path, kw = spec["rmlprep"]
+        t = rmlprep.load_tokenizer(REAL / path, **kw)
+        return ((lambda s: t.encode(s, parse_special=False)),
+                (lambda texts: _Rows(*t.encode_batch_flat(texts, parse_special=False, num_threads=threads))),
+                t)
+    if lib == "tiktoken":
         import tiktoken
         from tiktoken.load import load_tiktoken_bpe
 
-        path = real / dict(spec["peers"])["tiktoken"]
-        ranks = load_tiktoken_bpe(str(path))
-        specials = {"<|endoftext|>": 50256} if args.tok == "gpt2" else {"<|begin_of_text|>": 128000}
-        enc = tiktoken.Encoding(args.tok, pat_str=TIKTOKEN_PATTERNS[args.tok], mergeable_ranks=ranks,
+        path, pattern, specials = spec["tiktoken"]
+        enc = tiktoken.Encoding(tok, pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(str(REAL / path)),
                                 special_tokens=specials)
+        return enc.encode_ordinary, (lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads)), None
+    if lib == "tokenizers":
+        from tokenizers import Tokenizer
 
-        def run():
-            if workers == 1:
-                return [enc.encode_ordinary(t) for t in texts]
-            return enc.encode_ordinary_batch(texts, num_threads=workers)
-    elif lib == "tokenizers":
-        from tokenizers import Tokenizer as HFTokenizer
+        hf = Tokenizer.from_file(str(REAL / spec["hf"] / "tokenizer.json"))
+        return ((lambda s: hf.encode(s, add_special_tokens=False).ids),
+                (lambda texts: [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]), None)
+    if lib == "fastokens":
+        import fastokens
+        import numpy as np
 
-        hf = HFTokenizer.from_file(str(real / dict(spec["peers"])["tokenizers"]))
+        ft = fastokens.Tokenizer.from_file(str(REAL / spec["hf"] / "tokenizer.json"))
 
-        def run():
-            return [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
-    elif lib == "sentencepiece":
+        def batch(texts):
+            ids, off = ft.encode_batch_flat(texts)
+            return _Rows(np.frombuffer(ids, np.uint32), np.frombuffer(off, np.uint64).astype(np.int64))
+
+        return (lambda s: ft.encode(s).ids), batch, None
+    if lib == "gigatoken":
+        import gigatoken as gt
+        import numpy as np
+
+        if "hf" in spec:
+            g = gt.Tokenizer(str(REAL / spec["hf"]))
+        else:
+            g = gt.Tokenizer.from_sentencepiece(REAL / spec["sentencepiece"])
+
+        def batch(texts):
+            import awkward as ak
+
+            arr = g.encode_batch(texts, parallel=threads > 1)
+            counts = ak.num(arr).to_numpy().astype(np.int64)
+            offsets = np.zeros(len(counts) + 1, np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            return _Rows(ak.flatten(arr).to_numpy(), offsets)
+
+        return g.encode, batch, None
+    if lib == "sentencepiece":
         import sentencepiece as spm
 
-        sp = spm.SentencePieceProcessor(model_file=str(real / dict(spec["peers"])["sentencepiece"]))
-
-        def run():
-            return sp.encode(texts, num_threads=workers)
-    else:
-        raise SystemExit(f"unknown library {lib}")
-    times = []
-    ids = None
-    for _ in range(args.reps):
-        t0 = time.perf_counter()
-        ids = run()
-        times.append(time.perf_counter() - t0)
-    digest = _digest(ids)
-    return {"tok": args.tok, "lib": lib, "workers": workers, "bytes": nbytes,
-            "tokens": sum(len(x) for x in ids), "times": times, "ids_sha": digest}
+        sp = spm.SentencePieceProcessor(model_file=str(REAL / spec["sentencepiece"]))
+        return sp.encode, (lambda texts: sp.encode(texts, num_threads=threads)), None
+    raise SystemExit(f"unknown library {lib}")
 
 
 class _Rows:
-    """Rows of a flat id array, iterable like a list of lists (for the digest and counts)."""
+    """Rows of a flat id array, iterable like a list of lists."""
 
     def __init__(self, flat, offsets):
         self.flat, self.offsets = flat, offsets
@@ -177,149 +169,150 @@ class _Rows:
             yield self.flat[o[i]:o[i + 1]]
 
 
-def _takes_threads(fn) -> bool:
-    import inspect
+def _digests(rows) -> list[str]:
+    """Per-document 64-bit blake2b of the ids as little-endian uint32."""
+    import hashlib
 
-    try:
-        return fn is not None and "num_threads" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
+    import numpy as np
+
+    return [hashlib.blake2b(np.asarray(r, dtype="<u4").tobytes(), digest_size=8).hexdigest() for r in rows]
 
 
-def _pool_encode(tok, texts, workers):
-    from multiprocess import Pool
-
-    chunks = [texts[i::workers] for i in range(workers)]
-    with Pool(workers) as pool:
-        parts = pool.map(lambda ch: [tok.encode(t, parse_special=False) for t in ch], chunks)
-    out = [None] * len(texts)
-    for w, part in enumerate(parts):
-        out[w::workers] = part
+def _measure(args) -> dict:
+    texts = read_texts(Path(args.corpus))
+    nbytes = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+    t0 = time.perf_counter()
+    one, batch, rml = _load(args.lib, args.tok, args.threads)
+    load_s = time.perf_counter() - t0
+    if args.mode == "doc":
+        def run():
+            return [one(t) for t in texts]
+    else:
+        def run():
+            return batch(texts)
+    times, first = [], None
+    for _ in range(args.reps):
+        t0 = time.perf_counter()
+        ids = run()
+        times.append(time.perf_counter() - t0)
+        if first is None:
+            first = ids
+    out = {"lib": args.lib, "tok": args.tok, "mode": args.mode, "threads": args.threads, "bytes": nbytes,
+           "docs": len(texts), "tokens": int(sum(len(r) for r in first)), "load_s": load_s, "times": times,
+           "digests": _digests(first)}
+    if rml is not None:  # rmlprep's ids in the peers' special-token mode, untimed
+        out["digests_specials"] = _digests(rml.encode(t) for t in texts)
     return out
 
 
-def _digest(ids) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    for row in ids:
-        h.update(len(row).to_bytes(4, "little"))
-        h.update(_as_u32(row))
-    return h.hexdigest()
-
-
-def _as_u32(row) -> bytes:
-    import numpy as np
-
-    return np.asarray(row, dtype="<u4").tobytes()
+def measure(lib: str, tok: str, corpus: Path, mode: str, threads: int, reps: int) -> dict:
+    """Run one measurement in a fresh process; {"error": ...} when the library cannot run it."""
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
+               OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        cmd = [sys.executable, "-m", "bench.run", "--_measure", f.name, "--lib", lib, "--tok", tok,
+               "--corpus", str(corpus), "--mode", mode, "--threads", str(threads), "--reps", str(reps)]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+        if p.returncode != 0:
+            lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
+            return {"lib": lib, "tok": tok, "mode": mode, "threads": threads, "error": (lines or ["?"])[-1][:300]}
+        return json.loads(Path(f.name).read_text())
 
 
-def measure(tok, lib, workers, texts_path, reps) -> dict | None:
-    env = dict(os.environ)
-    env["RAYON_NUM_THREADS"] = str(workers)  # tokenizers' thread pool
-    env["TOKENIZERS_PARALLELISM"] = "true" if workers > 1 else "false"
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_measure", "--tok", tok, "--lib", lib,
-           "--workers", str(workers), "--texts", str(texts_path), "--reps", str(reps)]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if p.returncode != 0:
-        print(f"  {tok}/{lib}/{workers}: failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
-        return None
-    return json.loads(p.stdout.strip().splitlines()[-1])
+# -- the whole table ------------------------------------------------------------------------------
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("tiktoken", "tokenizers", "sentencepiece", "fastokens", "gigatoken", "numpy", "pyarrow"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip()
+    except OSError:
+        rev = ""
+    out["rmlprep"] = rev or "?"
+    out["python"] = sys.version.split()[0]
+    return out
+
+
+def machine() -> str:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu or 'unknown CPU'}, {os.cpu_count()} cores"
+
+
+def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: list[int], log=print) -> dict:
+    results = []
+    files = {c: corpus_file(c) for c in corpora}
+    for c in corpora:
+        log(f"corpus {c}: {files[c]}")
+    for c in corpora:
+        for tok in tokenizers:
+            src = TOKENIZERS[tok]["rmlprep"][0]
+            if not (REAL / src).exists():
+                log(f"  {tok}: {REAL / src} missing (run ../shared/real-tokenizers/get.sh)")
+                continue
+            for n in threads:
+                modes = [("doc", 1)] if n == 1 else [("batch", n)]
+                if n > 1:
+                    modes.insert(0, ("batch", 1))  # rmlprep's own 1-thread batch: its scaling
+                for mode, k in modes:
+                    for lib in libs_for(tok):
+                        if mode == "batch" and k == 1 and lib != "rmlprep":
+                            continue
+                        r = measure(lib, tok, files[c], mode, k, reps)
+                        r["corpus"] = c
+                        results.append(r)
+                        log("  " + _line(r))
+    return {"machine": machine(), "versions": versions(), "reps": reps,
+            "corpora": {c: {"path": str(files[c]), "label": CORPORA[c]["label"]} for c in corpora},
+            "results": results}
+
+
+def _line(r: dict) -> str:
+    head = f"{r['corpus']:12s} {r['tok']:8s} {r['lib']:13s} {r['mode']:5s} t={r['threads']}"
+    if "error" in r:
+        return f"{head} failed: {r['error']}"
+    mb = r["bytes"] / 1e6
+    cold = mb / r["times"][0]
+    warm = mb / min(r["times"][1:]) if len(r["times"]) > 1 else float("nan")
+    return f"{head} cold {cold:7.1f} warm {warm:7.1f} MB/s  load {r['load_s']:.2f} s"
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="rmlprep vs tiktoken / tokenizers / sentencepiece")
-    ap.add_argument("--mb", type=float, default=20.0, help="corpus size in MB (default 20)")
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--only", default="", help="comma-separated tokenizer names")
-    ap.add_argument("--workers", default="1,2")
-    ap.add_argument("--_measure", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--tok"), ap.add_argument("--lib"), ap.add_argument("--texts")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokenizers", default=",".join(TOKENIZERS))
+    ap.add_argument("--corpora", default=",".join(CORPORA))
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=3, help="passes per process: 1 cold + warm ones (default 3)")
+    ap.add_argument("--_measure", help=argparse.SUPPRESS)
+    ap.add_argument("--lib"), ap.add_argument("--tok"), ap.add_argument("--corpus"), ap.add_argument("--mode")
     args = ap.parse_args(argv)
     if args._measure:
-        args.workers = int(args.workers)
-        print(json.dumps(_measure(args)))
+        args.threads = int(args.threads)
+        Path(args._measure).write_text(json.dumps(_measure(args)))
         return
-    names = [n for n in (args.only.split(",") if args.only else TOKENIZERS) if n]
-    texts_path = build_corpus(args.mb)
-    print(f"corpus: {texts_path}")
-    results = []
-    for name in names:
-        spec = TOKENIZERS[name]
-        if not (REAL / spec["path"]).exists():
-            print(f"{name}: {REAL / spec['path']} missing (run ../shared/real-tokenizers/get.sh)")
-            continue
-        for workers in [int(w) for w in args.workers.split(",")]:
-            row = {"tok": name, "workers": workers}
-            ours = measure(name, "rmlprep", workers, texts_path, args.reps)
-            if ours is None:
-                continue
-            row["rmlprep"] = ours
-            flat = measure(name, "rmlprep-flat", workers, texts_path, args.reps)
-            if flat is not None:
-                row["rmlprep-flat"] = flat
-            for lib, _path in spec["peers"]:
-                peer = measure(name, lib, workers, texts_path, args.reps)
-                if peer is not None:
-                    row[lib] = peer
-            results.append(row)
-            report(row)
-    out_dir = ROOT / "bench" / "results"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = out_dir / f"encode-{stamp}.json"
-    out.write_text(json.dumps({"corpus": str(texts_path), "results": results}, indent=1))
+    doc = run_encode([t for t in args.tokenizers.split(",") if t], [c for c in args.corpora.split(",") if c],
+                     args.reps, [int(t) for t in args.threads.split(",")])
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"encode-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(doc, indent=1))
+    from bench.report import encode_tables
+
+    print(encode_tables(doc))
     print(f"wrote {out}")
-    chart(results, out.with_suffix(".png"))
-
-
-def _mbps(m):
-    return [m["bytes"] / 1e6 / t for t in m["times"]]
-
-
-def report(row) -> None:
-    ours = row["rmlprep"]
-    o = _mbps(ours)
-    line = (f"{row['tok']:8s} w={row['workers']} rmlprep {max(o):6.2f} MB/s "
-            f"{ours['tokens'] / min(ours['times']) / 1e6:5.2f} Mtok/s")
-    if "rmlprep-flat" in row:
-        f = row["rmlprep-flat"]
-        same = "same ids" if f["ids_sha"] == ours["ids_sha"] else "IDS DIFFER"
-        line += f" (flat arrays {max(_mbps(f)):6.2f} MB/s, {same})"
-    for lib in ("tiktoken", "tokenizers", "sentencepiece"):
-        if lib in row:
-            p = _mbps(row[lib])
-            same = "same ids" if row[lib]["ids_sha"] == ours["ids_sha"] else "IDS DIFFER"
-            line += (f" | {lib} {max(p):6.2f} MB/s x{max(o) / max(p):4.2f} (median "
-                     f"x{statistics.median(o) / statistics.median(p):4.2f}, {same})")
-    print(line, flush=True)
-
-
-def chart(results, path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no chart")
-        return
-    labels, series = [], {}
-    for row in results:
-        labels.append(f"{row['tok']}\nw={row['workers']}")
-        for lib in ("rmlprep", "rmlprep-flat", "tiktoken", "tokenizers", "sentencepiece"):
-            series.setdefault(lib, []).append(max(_mbps(row[lib])) if lib in row else 0)
-    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 1.2), 4))
-    width = 0.16
-    for k, (lib, vals) in enumerate(series.items()):
-        ax.bar([i + k * width for i in range(len(labels))], vals, width, label=lib)
-    ax.set_xticks([i + 2 * width for i in range(len(labels))], labels, fontsize=8)
-    ax.set_ylabel("MB/s (best of reps)")
-    ax.set_title("encode throughput, same corpus, same run")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,194 @@
+"""Markdown tables from bench results, and the README's speed section rewritten from them.
+
+    python -m bench readme     # the latest bench/results/{encode,job}-*.json into README.md
+
+The README section lies between ``<!-- bench:start -->`` and ``<!-- bench:end -->``; nothing
+else of the README is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+LIB_LABEL = {"rmlprep": "rmlprep", "tiktoken": "tiktoken", "fastokens": "fastokens", "gigatoken": "gigatoken",
+             "tokenizers": "HF tokenizers", "sentencepiece": "sentencepiece"}
+
+
+def _speeds(r: dict) -> tuple[float, float]:
+    mb = r["bytes"] / 1e6
+    warm = mb / min(r["times"][1:]) if len(r["times"]) > 1 else float("nan")
+    return mb / r["times"][0], warm
+
+
+def _same(r: dict, ours: dict | None) -> str:
+    """'' when r's ids equal rmlprep's in r's special-token mode, else a note."""
+    if ours is None or r["lib"] == "rmlprep":
+        return ""
+    from bench.run import PARSES_SPECIALS
+
+    ref = ours.get("digests_specials") if r["lib"] in PARSES_SPECIALS else ours.get("digests")
+    if ref is None:
+        return ""
+    diff = sum(a != b for a, b in zip(r["digests"], ref)) + abs(len(r["digests"]) - len(ref))
+    return f" (ids differ in {diff} docs)" if diff else ""
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.0f}" if x >= 20 else f"{x:.1f}"
+
+
+def encode_tables(doc: dict) -> str:
+    from bench.run import LIBS, TOKENIZERS
+
+    res = [r for r in doc["results"]]
+    by = {}
+    for r in res:
+        by[(r["corpus"], r["tok"], r["lib"], r["mode"], r["threads"])] = r
+    corpora = list(doc["corpora"])
+    toks = [t for t in TOKENIZERS if any(r["tok"] == t for r in res)]
+    libs = [lib for lib in LIBS if any(r["lib"] == lib for r in res)]
+    out = [f"Machine: {doc['machine']}. Versions: "
+           + ", ".join(f"{k} {v}" for k, v in doc["versions"].items()) + "."]
+    for c in corpora:
+        out.append(f"- `{c}`: {doc['corpora'][c]['label']} ({doc['corpora'][c]['path'].split('/')[-1]})")
+    out.append("")
+    out.append("Single thread, one `encode` call per document, MB/s cold / warm (ids equal to rmlprep's "
+               "unless noted):")
+    out.append("")
+    out.append("| corpus, tokenizer | " + " | ".join(LIB_LABEL[lib] for lib in libs)
+               + " | rmlprep ÷ fastest peer, cold / warm |")
+    out.append("|---|" + "---:|" * (len(libs) + 1))
+    notes = []
+    for c in corpora:
+        for t in toks:
+            ours = by.get((c, t, "rmlprep", "doc", 1))
+            if ours is None:
+                continue
+            cells, peers_c, peers_w = [], [], []
+            for lib in libs:
+                r = by.get((c, t, lib, "doc", 1))
+                if r is None:
+                    cells.append("")
+                elif "error" in r:
+                    cells.append("fails")
+                    notes.append(f"{LIB_LABEL[lib]} on {TOKENIZERS[t]['label']}: {r['error']}")
+                else:
+                    cold, warm = _speeds(r)
+                    cells.append(f"{_fmt(cold)} / {_fmt(warm)}{_same(r, ours)}")
+                    if lib != "rmlprep":
+                        peers_c.append(cold)
+                        peers_w.append(warm)
+            ratio = ""
+            if "error" not in ours and peers_c:
+                oc, ow = _speeds(ours)
+                ratio = f"{oc / max(peers_c):.2f}× / {ow / max(peers_w):.2f}×"
+            out.append(f"| {c}, {TOKENIZERS[t]['label']} | " + " | ".join(cells) + f" | {ratio} |")
+    threads = sorted({r["threads"] for r in res if r["mode"] == "batch" and r["threads"] > 1})
+    for n in threads:
+        out.append("")
+        out.append(f"Batch on {n} threads (rmlprep `encode_batch_flat`; each peer's batch call), MB/s cold / warm; "
+                   f"rmlprep's 1-thread batch and its scaling:")
+        out.append("")
+        peer_libs = [lib for lib in libs if lib != "rmlprep"]
+        out.append(f"| corpus, tokenizer | rmlprep, 1 thread | rmlprep, {n} threads | scaling | "
+                   + " | ".join(LIB_LABEL[lib] for lib in peer_libs) + " | rmlprep ÷ fastest peer, cold |")
+        out.append("|---|" + "---:|" * (len(peer_libs) + 4))
+        for c in corpora:
+            for t in toks:
+                one, two = by.get((c, t, "rmlprep", "batch", 1)), by.get((c, t, "rmlprep", "batch", n))
+                if one is None or two is None or "error" in one or "error" in two:
+                    continue
+                c1, w1 = _speeds(one)
+                c2, w2 = _speeds(two)
+                cells, peers = [], []
+                for lib in peer_libs:
+                    r = by.get((c, t, lib, "batch", n))
+                    if r is None:
+                        cells.append("")
+                    elif "error" in r:
+                        cells.append("fails")
+                    else:
+                        pc, pw = _speeds(r)
+                        cells.append(f"{_fmt(pc)} / {_fmt(pw)}{_same(r, by.get((c, t, 'rmlprep', 'doc', 1)))}")
+                        peers.append(pc)
+                ratio = f"{c2 / max(peers):.2f}×" if peers else ""
+                out.append(f"| {c}, {TOKENIZERS[t]['label']} | {_fmt(c1)} / {_fmt(w1)} | {_fmt(c2)} / {_fmt(w2)} "
+                           f"| {c2 / c1:.2f}× | " + " | ".join(cells) + f" | {ratio} |")
+    loads = {}
+    for r in res:
+        if "error" not in r and r["mode"] == "doc":
+            loads.setdefault((r["tok"], r["lib"]), []).append(r["load_s"])
+    if loads:
+        out.append("")
+        out.append("Tokenizer load, seconds (median): " + "; ".join(
+            f"{TOKENIZERS[t]['label']}: " + ", ".join(
+                f"{LIB_LABEL[lib]} {statistics.median(loads[(t, lib)]):.2f}" for lib in libs if (t, lib) in loads)
+            for t in toks) + ".")
+    if notes:
+        out.append("")
+        out.extend(f"- {n}" for n in dict.fromkeys(notes))
+    return "\n".join(out)
+
+
+def job_table(doc: dict) -> str:
+    rows = doc["rows"]
+    mb = doc["bytes"] / 1e6
+    out = [f"Main job: {mb:.1f} MB of JSONL in {len(doc['files'])} files "
+           f"({', '.join(Path(f).name for f in doc['files'])}), GPT-2, seq_len {doc['seq_len']}, "
+           f"{doc['workers']} workers, Parquet (zstd); whole command from a fresh process, median of "
+           f"{doc['reps']} interleaved runs:", "",
+           "| what | wall s | MB/s | peak RSS MB |", "|---|---:|---:|---:|"]
+    for name, r in rows.items():
+        out.append(f"| {name} | {r['wall']:.2f} | {mb / r['wall']:.1f} | {r.get('rss_mb', 0):.0f} |")
+    ph = doc.get("rmlprep_phases")
+    if ph:
+        out.append("")
+        out.append("rmlprep run, inside the command (median): " + ", ".join(f"{k} {v:.2f} s" for k, v in ph.items())
+                   + ".")
+    if doc.get("startup"):
+        s = doc["startup"]
+        out.append(f"Start-up (import + tokenizer load + parity with the fixture check): {s:.2f} s.")
+    if doc.get("processing_vs_flat"):
+        p = doc["processing_vs_flat"]
+        out.append(f"Processing throughput {p['processing_mbps']:.1f} MB/s = {p['ratio']:.0%} of "
+                   f"`encode_batch_flat` on the same texts and {doc['workers']} threads "
+                   f"({p['flat_mbps']:.1f} MB/s).")
+    return "\n".join(out)
+
+
+def latest(kind: str) -> dict | None:
+    files = sorted(RESULTS.glob(f"{kind}-*.json"))
+    return json.loads(files[-1].read_text()) if files else None
+
+
+def write_readme(readme: Path = ROOT / "README.md") -> None:
+    enc, job = latest("encode"), latest("job")
+    if enc is None and job is None:
+        raise SystemExit("no results in bench/results: run `python -m bench` first")
+    parts = [START, "", "Generated by `python -m bench` (bench/report.py); rows where rmlprep is not "
+             "first are kept.", ""]
+    if enc:
+        parts += [encode_tables(enc), ""]
+    if job:
+        parts += [job_table(job), ""]
+    parts.append(END)
+    text = readme.read_text(encoding="utf-8")
+    block = "\n".join(parts)
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        marker = "## Speed\n"
+        if marker not in text:
+            raise SystemExit("README.md has no '## Speed' section to put the tables in")
+        head, rest = text.split(marker, 1)
+        para_end = rest.find("\n\n") + 2
+        text = head + marker + rest[:para_end] + block + "\n\n" + rest[para_end:]
+    readme.write_text(text, encoding="utf-8")
+    print(f"wrote the speed section of {readme}")
