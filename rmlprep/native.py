@@ -43,7 +43,6 @@ import os
 import warnings
 from array import array
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -145,8 +144,9 @@ class NativeEncoder:
 
         Args:
             texts: the segments.
-            num_threads: threads to split the batch over (contiguous chunks of about equal
-                character count); each releases the GIL, so 2 threads use 2 cores.
+            num_threads: threads to share the batch (native threads, the GIL released): each
+                owns a contiguous run of the texts and, when done, takes texts from the end of
+                another's run, so 2 threads keep 2 cores busy to the end.
         Returns:
             ``(ids, offsets)``: ``ids`` uint32, shape (total tokens,); ``offsets`` int64, shape
             (len(texts) + 1,), text ``i`` is ``ids[offsets[i]:offsets[i + 1]]`` (the layout of
@@ -158,22 +158,25 @@ class NativeEncoder:
         if num_threads < 1:
             raise ValueError(f"num_threads = {num_threads}; give 1 or more")
         texts = texts if isinstance(texts, (list, tuple)) else list(texts)
-        if num_threads == 1 or len(texts) < 2:
-            return _as_arrays(self._enc.encode_batch(texts))
-        chunks = _chunks(texts, num_threads)
-        with ThreadPoolExecutor(len(chunks)) as pool:
-            parts = list(pool.map(self._enc.encode_batch, chunks))
-        arrays = [_as_arrays(p) for p in parts]
-        ids = np.concatenate([a[0] for a in arrays])
-        offsets = np.empty(len(texts) + 1, dtype=np.int64)
-        base = pos = 0
-        for a_ids, a_off in arrays:
-            k = len(a_off) - 1
-            offsets[pos:pos + k] = a_off[:-1] + base
-            pos += k
-            base += len(a_ids)
-        offsets[-1] = base
-        return ids, offsets
+        return _as_arrays(self._enc.encode_batch(texts, num_threads))
+
+    def encode_utf8(self, data, offsets, *, num_threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`encode_batch` for texts given as UTF-8 bytes, the layout of an Arrow string column.
+
+        Args:
+            data: a buffer of UTF-8 bytes (e.g. ``pyarrow.StringArray.buffers()[2]``).
+            offsets: int64 buffer of ``n + 1`` byte offsets: text ``i`` is
+                ``data[offsets[i]:offsets[i + 1]]``.
+            num_threads: as for :meth:`encode_batch`.
+        Returns:
+            ``(ids, offsets)`` as :meth:`encode_batch`.
+        Raises:
+            ValueError: an offset outside ``data`` or decreasing; a text that is not
+                well-formed UTF-8 (it is named); num_threads < 1.
+        """
+        if num_threads < 1:
+            raise ValueError(f"num_threads = {num_threads}; give 1 or more")
+        return _as_arrays(self._enc.encode_utf8(data, np.ascontiguousarray(offsets, dtype=np.int64), num_threads))
 
     def clear_cache(self) -> None:
         """Free the piece caches and scratch buffers (they refill as text is encoded)."""
@@ -190,20 +193,6 @@ class NativeEncoder:
 def _as_arrays(pair) -> tuple[np.ndarray, np.ndarray]:
     ids, offsets = pair
     return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(offsets, dtype=np.int64)
-
-
-def _chunks(texts: Sequence[str], k: int) -> list[Sequence[str]]:
-    total = sum(map(len, texts))
-    out = []
-    start = acc = 0
-    target = total / k
-    for i, t in enumerate(texts):
-        acc += len(t)
-        if acc >= target * (len(out) + 1) and len(out) < k - 1 and i + 1 < len(texts):
-            out.append(texts[start:i + 1])
-            start = i + 1
-    out.append(texts[start:])
-    return [c for c in out if len(c)]
 
 
 _PATTERN_CODES = {

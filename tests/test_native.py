@@ -292,6 +292,63 @@ def test_encode_batch_rejects_non_str():
         tok._native.encode_batch(["a"], num_threads=0)
 
 
+def _mixed_docs(n: int, seed: int = 7) -> list[str]:
+    """n documents of 0 to ~6k characters mixing scripts, sizes and the hostile shapes."""
+    import random
+
+    rng = random.Random(seed)
+    parts = ["The quick brown fox's den. ", "Ça coûte 12€ — naïve ", "Привет, мир! ", "中文分词测试。",
+             "  \t\n\n  ", "def f(x):\n    return x ** 2\n", "\U0001F600\u200d\U0001F600 ", "7" * 40, "\ud800x"]
+    return ["".join(rng.choice(parts) for _ in range(rng.randrange(0, 250))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", ["bl_gpt2_digits", "bl_llama3", "spm_bpe", "sp_hf_bytefallback"])
+@pytest.mark.parametrize("num_threads", [2, 3, 8])
+def test_threaded_batch_equals_one_thread(name, num_threads):
+    """Hundreds of documents (several units per thread, so threads take units from each other's
+    runs): the same ids and offsets as one thread, for byte-level and SentencePiece."""
+    tok, _, _ = fixture_pair(name)
+    docs = _mixed_docs(400)
+    if tok.spec.kind != BYTE_LEVEL:
+        docs = [d.replace(" ", SPACE) for d in docs]
+    assert sum(map(len, docs)) > 8 * 64 * 1024  # more units than threads
+    ids1, off1 = tok._native.encode_batch(docs, num_threads=1)
+    idsn, offn = tok._native.encode_batch(docs, num_threads=num_threads)
+    assert np.array_equal(off1, offn) and np.array_equal(ids1, idsn)
+    for i in (0, 1, 199, 399):
+        assert ids1[off1[i]:off1[i + 1]].tolist() == tok._native.encode_text(docs[i])
+
+
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_encode_utf8_equals_encode_batch(num_threads):
+    """UTF-8 bytes + offsets (an Arrow string column's buffers) give encode_batch's ids."""
+    import pyarrow as pa
+
+    tok, _, _ = fixture_pair("bl_gpt2_digits")
+    docs = [d for d in _mixed_docs(300) if "\ud800" not in d]  # Arrow strings are valid UTF-8
+    arr = pa.array(docs, pa.string())
+    _, offsets, data = arr.buffers()
+    offs = np.frombuffer(offsets, np.int32)[arr.offset:arr.offset + len(arr) + 1].astype(np.int64)
+    got = tok._native.encode_utf8(data, offs, num_threads=num_threads)
+    want = tok._native.encode_batch(docs, num_threads=num_threads)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_encode_utf8_refuses_bad_input():
+    tok, _, _ = fixture_pair("bl_gpt2_digits")
+    good, bad = "héllo".encode(), b"\xed\xa0\x80"  # a UTF-8-encoded surrogate is not UTF-8
+    data = good + bad + good
+    with pytest.raises(ValueError, match=r"texts\[1\] is not well-formed UTF-8"):
+        tok._native.encode_utf8(data, np.array([0, 6, 9, 15]))
+    with pytest.raises(ValueError, match="out of the 15-byte data"):
+        tok._native.encode_utf8(data, np.array([0, 6, 16]))
+    with pytest.raises(ValueError, match="out of"):
+        tok._native.encode_utf8(data, np.array([6, 0]))
+    ids, off = tok._native.encode_utf8(good + good, np.array([0, 6, 6, 12]))  # an empty text too
+    n = len(tok._native.encode_text("héllo"))
+    assert off.tolist() == [0, n, n, 2 * n] and ids.tolist() == 2 * tok._native.encode_text("héllo")
+
+
 def test_threads_share_one_encoder():
     """Concurrent encode_text / encode_batch calls (GIL released) give the single-thread ids."""
     tok, _, doc = fixture_pair("bl_gpt2_digits")

@@ -78,6 +78,7 @@
 #define SMALL_WORD 48              /* symbols; up to this the merge loop scans instead of a heap */
 #define GIL_RELEASE_BYTES 4096
 #define SCRATCH_KEEP (1u << 20)    /* scratch above this many bytes is freed after a call */
+#define OUT_KEEP (32u << 20)       /* a slot keeps an id vector up to this many bytes between calls */
 #define PAD 16                     /* readable bytes after a converted text (whole-word key loads) */
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1197,7 +1198,7 @@ static void ctx_end(Slot *sl, Ctx *x)
 {
     if (sl) {
         ctx_trim(x);
-        if (sl->out.cap > SCRATCH_KEEP / 4) {
+        if (sl->out.cap * 4 > OUT_KEEP) {
             free(sl->out.v);
             sl->out.v = NULL;
             sl->out.cap = 0;
@@ -1283,18 +1284,317 @@ static PyObject *Encoder_encode_text(Encoder *E, PyObject *text)
     return res;
 }
 
-static PyObject *Encoder_encode_batch(Encoder *E, PyObject *texts)
+/* ---------------------------------------------------------------------------------------- */
+/* batches: documents in units of about UNIT_BYTES, each worker owning a contiguous range of units
+ * (so its piece cache sees related text) and, once done, taking units from the back of the other
+ * ranges (so no worker idles while another has work left). Workers append to their own id
+ * vectors; the ids are copied into one array in document order at the end. */
+
+#define UNIT_MIN_BYTES (64u << 10)
+#define UNIT_MAX_BYTES (1u << 20)
+#define MAX_THREADS 64
+
+typedef struct {
+    const void *data;
+    Py_ssize_t len; /* code units (str) or bytes (UTF-8) */
+    int kind;       /* PyUnicode kind; 1 with ascii = 1 for UTF-8 bytes */
+    int ascii;      /* read in place: ASCII str or UTF-8 bytes */
+    int utf8;       /* UTF-8 bytes: validated before use */
+} DocRef;
+
+typedef struct Batch {
+    Encoder *E;
+    const DocRef *docs;
+    Py_ssize_t nt;
+    int64_t *doc_n;          /* ids of each document */
+    Py_ssize_t *unit_first;  /* first document of each unit, nunits + 1 entries */
+    int *unit_thr;           /* the worker that encoded each unit */
+    size_t *unit_pos;        /* where its ids start in that worker's vector */
+    size_t nunits;
+    uint64_t ranges[MAX_THREADS]; /* per worker: next unit << 32 | end unit (taken with CAS) */
+    int nworkers;
+    Ctx *ctx[MAX_THREADS];
+    int failed;              /* set once: -1 out of memory, -2 text too long, -3 invalid UTF-8 */
+    Py_ssize_t bad_doc;
+} Batch;
+
+static long take_unit(uint64_t *r, int front)
 {
+    uint64_t v = __atomic_load_n(r, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint32_t f = (uint32_t)(v >> 32), b = (uint32_t)v;
+        if (f >= b)
+            return -1;
+        uint64_t nv = front ? ((uint64_t)(f + 1) << 32 | b) : ((uint64_t)f << 32 | (b - 1));
+        if (__atomic_compare_exchange_n(r, &v, nv, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return front ? (long)f : (long)(b - 1);
+    }
+}
+
+/* Well-formed UTF-8 (no surrogates, no overlongs, nothing above U+10FFFF). */
+static int utf8_valid(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t v;
+            memcpy(&v, s + i, 8);
+            if (!(v & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t b = s[i];
+        if (b < 0x80) {
+            i++;
+            continue;
+        }
+        size_t l;
+        uint32_t lo = 0x80, hi = 0xBF, c;
+        if (b >= 0xC2 && b <= 0xDF) {
+            l = 2;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+            l = 3;
+            if (b == 0xE0)
+                lo = 0xA0;
+            else if (b == 0xED)
+                hi = 0x9F;
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            l = 4;
+            if (b == 0xF0)
+                lo = 0x90;
+            else if (b == 0xF4)
+                hi = 0x8F;
+        } else {
+            return 0;
+        }
+        if (i + l > n)
+            return 0;
+        c = s[i + 1];
+        if (c < lo || c > hi)
+            return 0;
+        for (size_t q = 2; q < l; q++)
+            if ((s[i + q] & 0xC0) != 0x80)
+                return 0;
+        i += l;
+    }
+    return 1;
+}
+
+static void batch_fail(Batch *B, int rc, Py_ssize_t doc)
+{
+    int zero = 0;
+    if (__atomic_compare_exchange_n(&B->failed, &zero, rc, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        B->bad_doc = doc;
+}
+
+static void batch_unit(Batch *B, int t, size_t u)
+{
+    Ctx *x = B->ctx[t];
+    B->unit_thr[u] = t;
+    B->unit_pos[u] = x->out->n;
+    for (Py_ssize_t i = B->unit_first[u]; i < B->unit_first[u + 1]; i++) {
+        if (__atomic_load_n(&B->failed, __ATOMIC_RELAXED))
+            return;
+        const DocRef *d = &B->docs[i];
+        size_t before = x->out->n;
+        if (d->utf8 && !utf8_valid(d->data, (size_t)d->len)) {
+            batch_fail(B, -3, i);
+            return;
+        }
+        int rc = run_str(x, d->data, d->kind, d->ascii, d->len);
+        if (rc < 0) {
+            batch_fail(B, rc, i);
+            return;
+        }
+        B->doc_n[i] = (int64_t)(x->out->n - before);
+    }
+}
+
+typedef struct {
+    Batch *B;
+    int t;
+} WorkerArg;
+
+static void *batch_worker(void *arg)
+{
+    Batch *B = ((WorkerArg *)arg)->B;
+    int t = ((WorkerArg *)arg)->t;
+    long u;
+    while ((u = take_unit(&B->ranges[t], 1)) >= 0)
+        batch_unit(B, t, (size_t)u);
+    for (int k = 1; k < B->nworkers; k++) { /* then help the others, from the back of their ranges */
+        int o = (t + k) % B->nworkers;
+        while ((u = take_unit(&B->ranges[o], 0)) >= 0)
+            batch_unit(B, t, (size_t)u);
+    }
+    return NULL;
+}
+
+/* Encode docs[0, nt) on up to num_threads workers (GIL released); returns (ids, offsets) bytes. */
+static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int num_threads)
+{
+    Batch *B = PyMem_Calloc(1, sizeof(Batch));
+    PyObject *offs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(8 * (nt + 1)));
+    PyObject *res = NULL;
+    Slot *slots[MAX_THREADS] = {0};
+    IdVec *priv = NULL;
+    if (B == NULL || offs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    B->E = E;
+    B->docs = docs;
+    B->nt = nt;
+    /* units of whole documents, about total / (8 * threads) bytes each */
+    uint64_t total = 0;
+    for (Py_ssize_t i = 0; i < nt; i++)
+        total += (uint64_t)docs[i].len * (uint64_t)(docs[i].utf8 ? 1 : docs[i].kind);
+    uint64_t target = total / (8 * (uint64_t)num_threads);
+    target = target < UNIT_MIN_BYTES ? UNIT_MIN_BYTES : target > UNIT_MAX_BYTES ? UNIT_MAX_BYTES : target;
+    B->unit_first = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(nt + 2));
+    uint64_t *unit_bytes = PyMem_Malloc(sizeof(uint64_t) * (size_t)(nt + 1));
+    B->doc_n = PyMem_Calloc((size_t)nt + 1, sizeof(int64_t));
+    if (!B->unit_first || !unit_bytes || !B->doc_n) {
+        PyMem_Free(unit_bytes);
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t nu = 0;
+    uint64_t acc = 0;
+    B->unit_first[0] = 0;
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        acc += (uint64_t)docs[i].len * (uint64_t)(docs[i].utf8 ? 1 : docs[i].kind);
+        if (acc >= target || i + 1 == nt) {
+            unit_bytes[nu] = acc;
+            B->unit_first[++nu] = i + 1;
+            acc = 0;
+        }
+    }
+    B->nunits = nu;
+    B->unit_thr = PyMem_Calloc(nu + 1, sizeof(int));
+    B->unit_pos = PyMem_Calloc(nu + 1, sizeof(size_t));
+    if (!B->unit_thr || !B->unit_pos) {
+        PyMem_Free(unit_bytes);
+        PyErr_NoMemory();
+        goto done;
+    }
+    int nw = num_threads < 1 ? 1 : num_threads > MAX_THREADS ? MAX_THREADS : num_threads;
+    if ((size_t)nw > nu)
+        nw = nu ? (int)nu : 1;
+    B->nworkers = nw;
+    /* contiguous ranges of about equal bytes */
+    {
+        size_t u = 0;
+        uint64_t done_bytes = 0;
+        for (int t = 0; t < nw; t++) {
+            size_t start = u;
+            uint64_t goal = total * (uint64_t)(t + 1) / (uint64_t)nw;
+            while (u < nu && (t == nw - 1 || done_bytes + unit_bytes[u] / 2 < goal)) {
+                done_bytes += unit_bytes[u];
+                u++;
+            }
+            B->ranges[t] = ((uint64_t)start << 32) | u;
+        }
+    }
+    PyMem_Free(unit_bytes);
+    priv = PyMem_Calloc((size_t)nw, sizeof(IdVec));
+    if (priv == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int t = 0; t < nw; t++) {
+        slots[t] = slot_acquire(E);
+        B->ctx[t] = ctx_begin(E, slots[t], &priv[t]);
+        if (B->ctx[t] == NULL) {
+            if (slots[t])
+                pthread_mutex_unlock(&slots[t]->lock);
+            slots[t] = NULL;
+            for (int k = 0; k < t; k++)
+                ctx_end(slots[k], B->ctx[k]);
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    int64_t *off = (int64_t *)PyBytes_AS_STRING(offs);
+    uint64_t ntok = 0;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_t th[MAX_THREADS];
+    WorkerArg args[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int t = 1; t < nw; t++) {
+        args[t] = (WorkerArg){B, t};
+        started[t] = pthread_create(&th[t], NULL, batch_worker, &args[t]) == 0;
+    }
+    args[0] = (WorkerArg){B, 0};
+    batch_worker(&args[0]);
+    for (int t = 1; t < nw; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+    }
+    for (int t = 1; t < nw; t++) /* a worker that could not start: its range is done here */
+        if (!started[t]) {
+            long u;
+            while ((u = take_unit(&B->ranges[t], 1)) >= 0)
+                batch_unit(B, 0, (size_t)u);
+        }
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        off[i] = (int64_t)ntok;
+        ntok += (uint64_t)B->doc_n[i];
+    }
+    off[nt] = (int64_t)ntok;
+    Py_END_ALLOW_THREADS
+    if (B->failed) {
+        if (B->failed == -3)
+            PyErr_Format(PyExc_ValueError, "texts[%zd] is not well-formed UTF-8", B->bad_doc);
+        else
+            run_error(B->failed);
+    } else {
+        PyObject *ids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * ntok));
+        if (ids) {
+            uint32_t *dst = (uint32_t *)PyBytes_AS_STRING(ids);
+            Py_BEGIN_ALLOW_THREADS
+            for (size_t u = 0; u < B->nunits; u++) {
+                Py_ssize_t first = B->unit_first[u], last = B->unit_first[u + 1];
+                size_t n = (size_t)(off[last] - off[first]);
+                memcpy(dst + off[first], B->ctx[B->unit_thr[u]]->out->v + B->unit_pos[u], n * 4);
+            }
+            Py_END_ALLOW_THREADS
+            res = PyTuple_Pack(2, ids, offs);
+            Py_DECREF(ids);
+        }
+    }
+    for (int t = 0; t < nw; t++)
+        ctx_end(slots[t], B->ctx[t]);
+done:
+    if (B) {
+        PyMem_Free(B->unit_first);
+        PyMem_Free(B->doc_n);
+        PyMem_Free(B->unit_thr);
+        PyMem_Free(B->unit_pos);
+        PyMem_Free(B);
+    }
+    PyMem_Free(priv);
+    Py_XDECREF(offs);
+    return res;
+}
+
+static PyObject *Encoder_encode_batch(Encoder *E, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"texts", "num_threads", NULL};
+    PyObject *texts;
+    int num_threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i", kwlist, &texts, &num_threads))
+        return NULL;
+    if (num_threads < 1)
+        return PyErr_Format(PyExc_ValueError, "num_threads = %d; give 1 or more", num_threads);
     PyObject *tup = PySequence_Tuple(texts); /* holds the strs while the GIL is released */
     if (tup == NULL)
         return NULL;
     Py_ssize_t nt = PyTuple_GET_SIZE(tup);
-    const void **data = PyMem_Malloc(sizeof(void *) * (size_t)(nt + 1));
-    int *kinds = PyMem_Malloc(sizeof(int) * (size_t)(nt + 1));
-    Py_ssize_t *lens = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(nt + 1));
-    PyObject *offs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(8 * (nt + 1)));
+    DocRef *docs = PyMem_Malloc(sizeof(DocRef) * (size_t)(nt + 1));
     PyObject *res = NULL;
-    if (!data || !kinds || !lens || !offs) {
+    if (docs == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1304,44 +1604,59 @@ static PyObject *Encoder_encode_batch(Encoder *E, PyObject *texts)
             PyErr_Format(PyExc_TypeError, "texts[%zd] is %.100s, expected str", i, Py_TYPE(s)->tp_name);
             goto done;
         }
-        data[i] = PyUnicode_DATA(s);
-        kinds[i] = PyUnicode_KIND(s) | (PyUnicode_IS_ASCII(s) ? 0x100 : 0);
-        lens[i] = PyUnicode_GET_LENGTH(s);
+        docs[i] = (DocRef){PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s), PyUnicode_KIND(s), PyUnicode_IS_ASCII(s), 0};
     }
-    int64_t *off = (int64_t *)PyBytes_AS_STRING(offs);
-    Slot *sl = slot_acquire(E);
-    IdVec tmp_out;
-    Ctx *x = ctx_begin(E, sl, &tmp_out);
-    if (x == NULL) {
-        if (sl)
-            pthread_mutex_unlock(&sl->lock);
+    res = encode_docs(E, docs, nt, num_threads);
+done:
+    PyMem_Free(docs);
+    Py_DECREF(tup);
+    return res;
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view, size_t itemsize, const char *what);
+
+static PyObject *Encoder_encode_utf8(Encoder *E, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"data", "offsets", "num_threads", NULL};
+    PyObject *data_obj, *off_obj;
+    int num_threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|i", kwlist, &data_obj, &off_obj, &num_threads))
+        return NULL;
+    if (num_threads < 1)
+        return PyErr_Format(PyExc_ValueError, "num_threads = %d; give 1 or more", num_threads);
+    Py_buffer dv, ov;
+    if (PyObject_GetBuffer(data_obj, &dv, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (get_buffer(off_obj, &ov, 8, "offsets") < 0) {
+        PyBuffer_Release(&dv);
+        return NULL;
+    }
+    PyObject *res = NULL;
+    const int64_t *o = ov.buf;
+    Py_ssize_t nt = ov.len / 8 - 1;
+    DocRef *docs = NULL;
+    if (nt < 0) {
+        PyErr_SetString(PyExc_ValueError, "offsets: need at least one entry");
+        goto done;
+    }
+    docs = PyMem_Malloc(sizeof(DocRef) * (size_t)(nt + 1));
+    if (docs == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    int rc = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < nt && rc == 0; i++) {
-        off[i] = (int64_t)x->out->n;
-        rc = run_str(x, data[i], kinds[i] & 0xFF, kinds[i] >> 8, lens[i]);
-    }
-    off[nt] = (int64_t)x->out->n;
-    Py_END_ALLOW_THREADS
-    if (rc < 0) {
-        run_error(rc);
-    } else {
-        PyObject *ids = PyBytes_FromStringAndSize((const char *)x->out->v, (Py_ssize_t)(4 * x->out->n));
-        if (ids) {
-            res = PyTuple_Pack(2, ids, offs);
-            Py_DECREF(ids);
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        if (o[i] < 0 || o[i + 1] < o[i] || o[i + 1] > dv.len) {
+            PyErr_Format(PyExc_ValueError, "offsets[%zd:%zd] = (%lld, %lld) out of the %zd-byte data", i, i + 2,
+                         (long long)o[i], (long long)o[i + 1], dv.len);
+            goto done;
         }
+        docs[i] = (DocRef){(const uint8_t *)dv.buf + o[i], (Py_ssize_t)(o[i + 1] - o[i]), 1, 1, 1};
     }
-    ctx_end(sl, x);
+    res = encode_docs(E, docs, nt, num_threads);
 done:
-    PyMem_Free(data);
-    PyMem_Free(kinds);
-    PyMem_Free(lens);
-    Py_XDECREF(offs);
-    Py_DECREF(tup);
+    PyMem_Free(docs);
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&ov);
     return res;
 }
 
@@ -1772,10 +2087,15 @@ static void Encoder_dealloc(Encoder *E)
 static PyMethodDef Encoder_methods[] = {
     {"encode_text", (PyCFunction)Encoder_encode_text, METH_O,
      "encode_text(text: str) -> list[int]: ids of one prepared text segment."},
-    {"encode_batch", (PyCFunction)Encoder_encode_batch, METH_O,
-     "encode_batch(texts: Sequence[str]) -> (ids: bytes, offsets: bytes)\n\n"
+    {"encode_batch", (PyCFunction)(void (*)(void))Encoder_encode_batch, METH_VARARGS | METH_KEYWORDS,
+     "encode_batch(texts: Sequence[str], num_threads=1) -> (ids: bytes, offsets: bytes)\n\n"
      "ids: uint32 native-endian, all texts' ids back to back; offsets: int64, len(texts) + 1\n"
-     "entries, text i is ids[offsets[i]:offsets[i+1]]. Releases the GIL while encoding."},
+     "entries, text i is ids[offsets[i]:offsets[i+1]]. Releases the GIL while encoding; with\n"
+     "num_threads > 1 the texts are shared among that many threads."},
+    {"encode_utf8", (PyCFunction)(void (*)(void))Encoder_encode_utf8, METH_VARARGS | METH_KEYWORDS,
+     "encode_utf8(data: buffer, offsets: buffer of int64, num_threads=1) -> (ids: bytes, offsets: bytes)\n\n"
+     "encode_batch for texts given as UTF-8 bytes: text i is data[offsets[i]:offsets[i+1]] (the\n"
+     "layout of an Arrow string column). ValueError names a text that is not well-formed UTF-8."},
     {"split_text", (PyCFunction)Encoder_split_text, METH_O,
      "split_text(text: str) -> list[(start, end)]: the pieces (byte-level) or words\n"
      "(SentencePiece) as code-point offsets, without encoding them."},
