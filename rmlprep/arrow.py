@@ -71,6 +71,7 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import ChatFormatError, ConfigError, RmlprepError, RowError
+from .packing import from_numpy
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
 
@@ -145,10 +146,10 @@ def _flatten(id_lists: list) -> np.ndarray:
 
 def _list_array(flat: np.ndarray, offsets: np.ndarray) -> pa.Array:
     """``list<flat.dtype>`` from one flat array and int64 offsets (large_list past int32)."""
-    values = pa.array(flat)
+    values = from_numpy(flat)
     if offsets[-1] <= _INT32_MAX:
-        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
-    return pa.LargeListArray.from_arrays(pa.array(offsets), values)
+        return pa.ListArray.from_arrays(from_numpy(offsets.astype(np.int32)), values)
+    return pa.LargeListArray.from_arrays(from_numpy(offsets.astype(np.int64)), values)
 
 
 def _row_views(flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -335,7 +336,7 @@ class _MapFunction:
             for name, flat, off in columns:
                 out[name] = _list_array(flat, off)
             if self.length_column:
-                out[self.length_column] = pa.array(np.diff(offsets).astype(np.int32))
+                out[self.length_column] = from_numpy(np.diff(offsets).astype(np.int32))
             if self.on_error == "record":
                 err = [None] * n
                 for i, reason in errors.items():

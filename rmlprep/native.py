@@ -58,6 +58,8 @@ __all__ = [
     "native_available",
     "native_pattern_names",
     "plain_encoder",
+    "encode_arrow_flat",
+    "surrogate_rows",
 ]
 
 _BUILD_HINT = "run `pip install -e .` in the rmlprep checkout (needs a C compiler) to build it"
@@ -455,7 +457,16 @@ def encode_batch_flat(
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum(lens, out=offsets[1:])
         ids = np.concatenate(rows) if rows else np.zeros(0, np.uint32)
-    if fast_ok and s.fuse_unk and s.unk_id is not None and len(ids) > 1:
+    return _finish(tokenizer, ids, offsets, fuse=fast_ok, add_special_tokens=add_special_tokens)
+
+
+def _finish(tokenizer, ids: np.ndarray, offsets: np.ndarray, *, fuse: bool,
+            add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
+    """What ``encode`` does after the native encoder, on flat rows: unk runs fused (``fuse``:
+    the rows came from the native encoder, which does not fuse), then BOS/EOS added."""
+    s = tokenizer.spec
+    n = len(offsets) - 1
+    if fuse and s.fuse_unk and s.unk_id is not None and len(ids) > 1:
         repeat = np.zeros(len(ids), dtype=bool)  # an unk right after an unk in the same row
         repeat[1:] = (ids[1:] == s.unk_id) & (ids[:-1] == s.unk_id)
         repeat[offsets[:-1][offsets[:-1] < len(ids)]] = False
@@ -477,3 +488,55 @@ def encode_batch_flat(
             out[new_off[1:] - 1] = s.eos_id
         ids, offsets = out, new_off
     return ids, offsets
+
+
+def encode_arrow_flat(
+    tokenizer,
+    values,
+    *,
+    add_special_tokens: bool = False,
+    parse_special: bool = True,
+    num_threads: int = 1,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`encode_batch_flat` for a pyarrow ``string`` / ``large_string`` array, read from its
+    UTF-8 buffer with no Python str made, or None when that path does not apply.
+
+    It applies when the tokenizer has the native fast path, the array has no nulls, no special
+    token can be cut out of a text (``parse_special=False`` or no special tokens; no
+    user-defined tokens parsed always), and a text reaches BPE as it is (byte-level, no
+    normalizers, no prefix space): GPT-2, Llama 3, Qwen2, tiktoken files. Otherwise the caller
+    takes :func:`encode_batch_flat` on ``values.to_pylist()``.
+
+    Returns:
+        ``(ids, offsets)`` as :func:`encode_batch_flat`, or None.
+    """
+    import pyarrow as pa
+
+    s = tokenizer.spec
+    nat = tokenizer._native
+    if nat is None or plain_encoder(tokenizer) is None or values.null_count:
+        return None
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return None
+    if s.kind != BYTE_LEVEL or tokenizer._normalize is not None or s.add_prefix_space:
+        return None
+    if _special_prefix_filter(tokenizer, parse_special):
+        return None
+    _, off_buf, data = values.buffers()
+    off_type = np.int32 if pa.types.is_string(values.type) else np.int64
+    offsets = np.frombuffer(off_buf, off_type)[values.offset:values.offset + len(values) + 1]
+    ids, offsets = nat.encode_utf8(data if data is not None else b"", offsets, num_threads=num_threads)
+    return _finish(tokenizer, ids, offsets, fuse=True, add_special_tokens=add_special_tokens)
+
+
+def surrogate_rows(texts: Sequence) -> list[int]:
+    """Indices of the strs in ``texts`` that hold a surrogate code point (a lone surrogate, or a
+    pair written as two code points): text no UTF-8 encoder accepts. Natively when built (a
+    scan of the str's code units), else a regex. Items that are not str are skipped."""
+    mod = _load_quiet()
+    if mod is not None:
+        return mod.surrogate_rows(texts)
+    import re
+
+    pat = re.compile("[\ud800-\udfff]")
+    return [i for i, t in enumerate(texts) if isinstance(t, str) and not t.isascii() and pat.search(t)]

@@ -264,14 +264,14 @@ def flat_offsets(documents: Any, *, name: str = "input_ids") -> tuple[np.ndarray
             raise PackingError(
                 f"{name}[{bad}] is null; fill or filter null rows before packing"
             )
-        offsets = arr.offsets.to_numpy().astype(np.int64)
+        offsets = to_numpy(arr.offsets).astype(np.int64)
         offsets = offsets - offsets[0]
         flat = arr.flatten()  # honours slicing, unlike .values
         if flat.null_count:
             pos = int(np.flatnonzero(np.asarray(flat.is_null()))[0])
             row = int(np.searchsorted(offsets, pos, side="right") - 1)
             raise PackingError(f"{name}[{row}] contains a null value; ids must all be set")
-        values = flat.to_numpy(zero_copy_only=False)
+        values = to_numpy(flat)
         if len(values) != offsets[-1]:  # pragma: no cover - arrow guarantees this
             raise PackingError(f"{name}: {len(values)} values for offsets ending at {offsets[-1]}")
     if values.dtype == np.bool_:
@@ -390,12 +390,48 @@ def _cumsum0(lengths: np.ndarray) -> np.ndarray:
     return out
 
 
+def from_numpy(values: np.ndarray, value_type: pa.DataType | None = None) -> pa.Array:
+    """A primitive Arrow array over a 1-D numpy array's buffer (no copy when contiguous), cast
+    to ``value_type`` when given and different (a value out of its range raises, as
+    ``pa.array`` does).
+
+    ``pa.array(ndarray)`` imports pandas on its first call (0.3-0.5 s in every worker process
+    that writes a shard); ``pa.Array.from_buffers`` does not.
+    """
+    arr = np.ascontiguousarray(values)
+    if arr.dtype == np.bool_ or arr.ndim != 1:
+        return pa.array(arr, type=value_type)
+    t = pa.from_numpy_dtype(arr.dtype)
+    out = pa.Array.from_buffers(t, len(arr), [None, pa.py_buffer(arr)])
+    return out if value_type is None or value_type == t else out.cast(value_type)
+
+
+_NUMPY_OF = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+             pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
+             pa.float32(): np.float32, pa.float64(): np.float64}
+
+
+def to_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A numpy view of an integer or float Arrow array without nulls (a copy for anything else,
+    by ``to_numpy(zero_copy_only=False)``). ``Array.to_numpy`` imports pandas on its first call
+    (0.3-0.5 s in every worker process); a view of the data buffer does not."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    dtype = _NUMPY_OF.get(arr.type)
+    if dtype is None or arr.null_count:
+        return arr.to_numpy(zero_copy_only=False)
+    buf = arr.buffers()[1]
+    if buf is None:
+        return np.zeros(0, dtype)
+    return np.frombuffer(buf, dtype)[arr.offset:arr.offset + len(arr)]
+
+
 def _list(values: np.ndarray, offsets: np.ndarray, value_type: pa.DataType) -> pa.Array:
     """Arrow list column from flat values and int64 offsets (large_list past 2**31 - 1)."""
-    child = pa.array(values, type=value_type)
+    child = from_numpy(values, value_type)
     if offsets[-1] > _INT32_MAX:
-        return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), child)
-    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32), pa.int32()), child)
+        return pa.LargeListArray.from_arrays(from_numpy(offsets.astype(np.int64)), child)
+    return pa.ListArray.from_arrays(from_numpy(offsets.astype(np.int32)), child)
 
 
 _TYPES = {

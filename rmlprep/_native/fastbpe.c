@@ -2084,6 +2084,50 @@ static void Encoder_dealloc(Encoder *E)
     Py_TYPE(E)->tp_free((PyObject *)E);
 }
 
+/* Module function: indices of the strs that hold a surrogate code point (kinds 2 and 4). */
+static PyObject *surrogate_rows(PyObject *Py_UNUSED(mod), PyObject *texts)
+{
+    PyObject *seq = PySequence_Fast(texts, "surrogate_rows expects a sequence of str");
+    if (seq == NULL)
+        return NULL;
+    PyObject *out = PyList_New(0);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *s = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyUnicode_Check(s) || PyUnicode_READY(s) < 0)
+            continue; /* not a str: the caller's validation reports it */
+        int kind = PyUnicode_KIND(s), found = 0;
+        Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+        if (kind == PyUnicode_2BYTE_KIND) {
+            const uint16_t *d = (const uint16_t *)PyUnicode_DATA(s);
+            uint16_t acc = 0;
+            for (Py_ssize_t j = 0; j < len; j++)
+                acc |= (uint16_t)((uint16_t)(d[j] - 0xD800) < 0x800);
+            found = acc != 0;
+        } else if (kind == PyUnicode_4BYTE_KIND) {
+            const uint32_t *d = (const uint32_t *)PyUnicode_DATA(s);
+            uint32_t acc = 0;
+            for (Py_ssize_t j = 0; j < len; j++)
+                acc |= (uint32_t)(d[j] - 0xD800u < 0x800u);
+            found = acc != 0;
+        }
+        if (found) {
+            PyObject *k = PyLong_FromSsize_t(i);
+            if (k == NULL || PyList_Append(out, k) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(k);
+        }
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"surrogate_rows", surrogate_rows, METH_O,
+     "surrogate_rows(texts: Sequence[str]) -> list[int]: indices of the strs holding a surrogate code point."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef Encoder_methods[] = {
     {"encode_text", (PyCFunction)Encoder_encode_text, METH_O,
      "encode_text(text: str) -> list[int]: ids of one prepared text segment."},
@@ -2117,7 +2161,7 @@ static PyTypeObject EncoderType = {
 
 static struct PyModuleDef fastbpe_module = {
     PyModuleDef_HEAD_INIT, "rmlprep._fastbpe",
-    "Compiled hot path of rmlprep's BPE encoder (see rmlprep/native.py).", -1, NULL,
+    "Compiled hot path of rmlprep's BPE encoder (see rmlprep/native.py).", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__fastbpe(void)

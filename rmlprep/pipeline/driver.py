@@ -126,6 +126,10 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
             prog.close()
         timings.setdefault("process", time.perf_counter() - t)
         if errors:
+            # a unit still writing when the run stopped was killed with its pool: its temporaries
+            # go (the lock is held, so they are this run's)
+            for name in out.list("*.tmp-*") + out.list("rejects/*.tmp-*"):
+                out.remove(name)
             raise _unit_errors(errors)
         timings["total"] = time.perf_counter() - t_start
         return write_reports(cfg, tokenizer, units, records, parity, timings, workers, len(todo), log)

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from ..config import RunConfig
 from ..errors import ConfigError
-from ..packing import pack_bfd, pack_concat
+from ..packing import from_numpy, pack_bfd, pack_concat, to_numpy
 from .stages import Docs
 
 __all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table"]
@@ -124,11 +124,11 @@ def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packed:
 
 def _remap_example_index(rb: pa.RecordBatch, mapping: np.ndarray) -> pa.RecordBatch:
     col = rb.column(rb.schema.get_field_index("example_index"))
-    flat = col.flatten().to_numpy(zero_copy_only=False)
+    flat = to_numpy(col.flatten())
     mapped = np.where(flat >= 0, mapping[np.maximum(flat, 0)], flat).astype(np.int64)
-    offsets = col.offsets.to_numpy()
+    offsets = to_numpy(col.offsets)
     offsets = offsets - offsets[0]
-    new = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(mapped))
+    new = pa.ListArray.from_arrays(from_numpy(offsets.astype(np.int32)), from_numpy(mapped))
     cols = [new if n == "example_index" else rb.column(i) for i, n in enumerate(rb.schema.names)]
     return pa.RecordBatch.from_arrays(cols, names=rb.schema.names)
 
@@ -191,9 +191,9 @@ class _ConcatPacker:
             self._no_carry()
             return
         if tail.num_rows:
-            tv = tail.column(0).flatten().to_numpy(zero_copy_only=False).astype(np.uint32)
-            sl = tail.column(tail.schema.get_field_index("seq_lengths")).flatten().to_numpy().astype(np.int64)
-            ei = tail.column(tail.schema.get_field_index("example_index")).flatten().to_numpy()
+            tv = to_numpy(tail.column(0).flatten()).astype(np.uint32)
+            sl = to_numpy(tail.column(tail.schema.get_field_index("seq_lengths")).flatten()).astype(np.int64)
+            ei = to_numpy(tail.column(tail.schema.get_field_index("example_index")).flatten())
             self.carry_vals = tv
             self.carry_offs = np.concatenate([[0], np.cumsum(sl)]).astype(np.int64)
             self.carry_idx = mapping[ei]

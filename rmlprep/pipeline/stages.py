@@ -43,6 +43,8 @@ import pyarrow as pa
 from ..arrow import tokenize_chat, tokenize_text
 from ..chat import schema_error
 from ..config import RunConfig
+from ..errors import RmlprepError
+from ..native import encode_arrow_flat, surrogate_rows
 from ..readers import Batch, Unit, read_unit
 
 __all__ = ["Tally", "Rows", "Docs", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
@@ -100,7 +102,8 @@ class Rows:
     """Valid rows of one batch and their int64 source rows.
 
     Attributes:
-        values: texts as a ``pa.StringArray`` (pretrain), or conversations as a list (sft).
+        values: texts as an Arrow string array or a list of str (pretrain), or conversations
+            as a list (sft).
         rows: int64 [len(values)], the rows' source row numbers.
         tools: sft with ``chat.tools_column``: each conversation's tools (or None).
     """
@@ -142,13 +145,15 @@ def read(unit: Unit, cfg: RunConfig, tally: Tally) -> Iterator[Batch]:
 # -- validate -----------------------------------------------------------------------------------
 def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> Iterator[Rows]:
     """Keep the rows whose value is a string (lone surrogates replaced, see the module
-    docstring); a null or any other type → rejects."""
+    docstring); a null or any other type → rejects. Texts stay what the reader made (an Arrow
+    string array, or a list of str: the tokenizer reads either without a conversion)."""
     column = cfg["input"]["column"]
     for batch in batches:
         vals = batch.values
         if isinstance(vals, pa.Array):  # Arrow strings are UTF-8 already
             if vals.null_count == 0:
-                yield Rows(vals.cast(pa.string()) if vals.type != pa.string() else vals, batch.rows)
+                yield Rows(vals.cast(pa.string()) if vals.type not in (pa.string(), pa.large_string()) else vals,
+                           batch.rows)
                 continue
             vals = vals.to_pylist()
         keep_t: list[str] = []
@@ -161,20 +166,10 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
                 tally.reject(r, f"{column} is null")
             else:
                 tally.reject(r, f"{column} is a {type(v).__name__}, not a string", v)
-        yield Rows(_string_array(keep_t, tally), np.asarray(keep_r, dtype=np.int64))
-
-
-def _string_array(texts: list[str], tally: Tally) -> pa.Array:
-    try:
-        return pa.array(texts, type=pa.string())
-    except UnicodeEncodeError:  # lone surrogates somewhere in the batch: rare, so found only now
-        fixed = []
-        for t in texts:
-            if _SURROGATE.search(t):
-                t = replace_lone_surrogates(t)
-                tally.surrogate_rows += 1
-            fixed.append(t)
-        return pa.array(fixed, type=pa.string())
+        for i in surrogate_rows(keep_t):  # rare: found by a scan of the code units
+            keep_t[i] = replace_lone_surrogates(keep_t[i])
+            tally.surrogate_rows += 1
+        yield Rows(keep_t, np.asarray(keep_r, dtype=np.int64))
 
 
 def _replace_surrogates_in(value: Any) -> tuple[Any, bool]:
@@ -242,15 +237,26 @@ def _cat(chunks: list[np.ndarray], dtype) -> np.ndarray:
 
 def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Tally) -> Iterator[Docs]:
     """Encode each text (``tokenizer.add_special_tokens`` / ``parse_special``); a text the
-    tokenizer refuses → rejects, and has no document."""
+    tokenizer refuses → rejects, and has no document.
+
+    A batch is one native call (:func:`rmlprep.native.encode_arrow_flat` on an Arrow string
+    array's UTF-8 buffer, else ``Tokenizer.encode_batch_flat`` on the strs); only when that
+    raises is it encoded row by row (:func:`rmlprep.arrow.tokenize_text`) to find the rows."""
     tok = cfg["tokenizer"]
-    fn = tokenize_text(tokenizer, column="text", add_special_tokens=tok["add_special_tokens"],
-                       parse_special=tok["parse_special"], on_error="record", keep_columns=False, id_column=None)
+    kw = {"add_special_tokens": tok["add_special_tokens"], "parse_special": tok["parse_special"]}
+    fn = None
     for b in batches:
         if not len(b.values):
             yield Docs(np.zeros(0, np.uint32), np.zeros(0, np.int64))
             continue
-        res = fn(pa.RecordBatch.from_arrays([b.values], names=["text"]))
+        flat = _encode_flat(tokenizer, b.values, kw)
+        if flat is not None:
+            yield Docs(flat[0].astype(np.uint32, copy=False), np.diff(flat[1]))
+            continue
+        if fn is None:
+            fn = tokenize_text(tokenizer, column="text", on_error="record", keep_columns=False, id_column=None, **kw)
+        values = b.values if isinstance(b.values, pa.Array) else pa.array(b.values, type=pa.string())
+        res = fn(pa.RecordBatch.from_arrays([values], names=["text"]))
         failed = np.flatnonzero(res.column("error").is_valid().to_numpy(zero_copy_only=False))
         for i in failed:
             tally.reject(int(b.rows[i]), res.column("error")[int(i)].as_py())
@@ -259,6 +265,23 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
         if len(failed):
             lengths = np.delete(lengths, failed)  # failed rows have no ids
         yield Docs(ids, lengths.astype(np.int64, copy=False))
+
+
+def _encode_flat(tokenizer, values, kw: dict[str, bool]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(ids, offsets) of a batch of texts in one call, or None when a text fails (then the
+    caller goes row by row to name it)."""
+    try:
+        if isinstance(values, pa.Array):
+            try:
+                got = encode_arrow_flat(tokenizer, values, **kw)
+            except ValueError:  # bytes that are not UTF-8: the str path names the row
+                got = None
+            if got is not None:
+                return got
+            values = values.to_pylist()
+        return tokenizer.encode_batch_flat(values, **kw)
+    except RmlprepError:
+        return None
 
 
 def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Tally) -> Iterator[Docs]:

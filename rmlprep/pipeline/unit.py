@@ -18,6 +18,7 @@ import numpy as np
 from .._version import __version__
 from ..config import RunConfig
 from ..errors import OutputError, RmlprepError
+from ..packing import to_numpy
 from ..readers import Unit
 from ..shards import rejects_name
 from .output import OutputFolder
@@ -107,12 +108,12 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
     seq_len = cfg["pack"]["seq_len"]
     sft = cfg.pipeline == "sft"
     tokens = int(lengths.sum())
-    row_lens = (np.diff(table.column("input_ids").combine_chunks().offsets.to_numpy()) if table.num_rows
+    row_lens = (np.diff(to_numpy(table.column("input_ids").combine_chunks().offsets)) if table.num_rows
                 else np.zeros(0, np.int64))
     real = int(row_lens.sum())
     if sft and cfg["pack"]["pad"] and table.num_rows:
-        e_f = table.column("example_index").combine_chunks().flatten().to_numpy()
-        s_f = table.column("seq_lengths").combine_chunks().flatten().to_numpy()
+        e_f = to_numpy(table.column("example_index").combine_chunks().flatten())
+        s_f = to_numpy(table.column("seq_lengths").combine_chunks().flatten())
         real = int(s_f[e_f >= 0].sum())
     pad_tokens = int(table.num_rows * seq_len - real) if sft else 0
     shard, digest = next(iter(files.items()))  # the shard is the writer's first file
