@@ -68,8 +68,6 @@ _module = None
 _module_error: str | None = None
 
 _MAX_VOCAB = (1 << 21) - 1  # ids and priorities the native tables can hold
-_MERGEABLE_TYPES = (int(TokenType.NORMAL), int(TokenType.USER_DEFINED))
-_NOT_A_SYMBOL = (int(TokenType.CONTROL), int(TokenType.UNUSED))
 
 
 def _load():
@@ -237,7 +235,6 @@ def make_native(tokenizer) -> NativeEncoder | None:
     n = len(vocab)
     if n >= _MAX_VOCAB:
         return None  # the native pair table packs ids in 21 bits
-    t2i = tokenizer._tok2id
     byte_level = spec.kind == BYTE_LEVEL
 
     stages: list[int] = []
@@ -250,52 +247,38 @@ def make_native(tokenizer) -> NativeEncoder | None:
         if len(stages) > 8:
             return None
 
-    pairs = _pair_table(tokenizer)
-    if pairs is None:
-        return None
-
+    scores = None
+    pairs = None
+    if spec.merges:
+        pairs = array("I")  # merges: priority = rank (tokenizer._merges keeps a repeated merge's first)
+        for (a, b), (rank, merged) in tokenizer._merges.items():
+            pairs.extend((a, b, rank, merged))
+    elif spec.scores is not None:
+        if any(math.isnan(x) for x in spec.scores):
+            return None
+        scores = array("d", spec.scores)  # every split of a token into two tokens: built natively
     byte_ids = array("i", [-1] * 256)
     fallback_ids = array("i", [-1] * 256)
-    cps = array("I")
-    whole_keys: list[bytes] | None = None
-    whole_ids = array("i")
+    u2b = None
     if byte_level:
         for b, t in enumerate(tokenizer._byte_ids):
             if t is not None:
                 byte_ids[b] = t
-        if spec.ignore_merges:
-            u2b = unicode_to_bytes()
-            whole_keys = []
-            for i, tok in enumerate(vocab):
-                if types[i] not in _MERGEABLE_TYPES:
-                    continue  # the whole-piece lookup takes only normal / user-defined tokens
-                try:
-                    key = bytes([u2b[c] for c in tok])
-                except KeyError:
-                    continue  # not spelled in the byte alphabet: no piece can equal it
-                whole_keys.append(key)
-                whole_ids.append(i)
+        u2b = array("h", [-1] * 512)
+        for c, b in unicode_to_bytes().items():
+            if ord(c) < 512:
+                u2b[ord(c)] = b
         sp_split = mod.SP_WHOLE
     else:
         for b, t in enumerate(tokenizer._fallback_ids):
             if t is not None:
                 fallback_ids[b] = t
-        for i, tok in enumerate(vocab):
-            if len(tok) == 1 and types[i] not in _NOT_A_SYMBOL:
-                cps.extend((ord(tok), i))
-        if spec.ignore_merges:
-            whole_keys = []
-            for i, tok in enumerate(vocab):
-                if types[i] in _MERGEABLE_TYPES:
-                    whole_keys.append(tok.encode("utf-8", "surrogatepass"))
-                    whole_ids.append(i)
         if spec.split_on_space:
             sp_split = mod.SP_SPACE_SPLIT
         elif tokenizer._sp_split_ok:
             sp_split = mod.SP_WORDS
         else:
             sp_split = mod.SP_WHOLE
-    del t2i
     enc = mod.Encoder(
         kind=0 if byte_level else 1,
         stages=stages,
@@ -305,49 +288,13 @@ def make_native(tokenizer) -> NativeEncoder | None:
         ignore_merges=bool(spec.ignore_merges),
         byte_fallback=bool(spec.byte_fallback),
         sp_split=sp_split,
+        vocab_keys=[t.encode("utf-8", "surrogatepass") for t in vocab],
+        types=bytes(types),
         pairs=pairs,
-        whole_keys=whole_keys,
-        whole_ids=whole_ids,
-        cps=cps,
-        vocab_size=n,
+        scores=scores,
+        u2b=u2b,
     )
     return NativeEncoder(enc, spec.name)
-
-
-def _pair_table(tokenizer) -> array | None:
-    """uint32 quadruples (left id, right id, priority, merged id), or None to decline.
-
-    Merges: priority = rank (``tokenizer._merges`` already keeps the first rank of a repeated
-    merge). Scores: every split of a NORMAL or USER_DEFINED token into two tokens is a pair whose
-    priority is the dense rank of ``-score`` (what ``Tokenizer._pair_from_scores`` computes on
-    demand); no pairs for a spec with neither merges nor scores. None for NaN scores.
-    """
-    out = array("I")
-    if tokenizer.spec.merges:
-        for (a, b), (rank, merged) in tokenizer._merges.items():
-            out.extend((a, b, rank, merged))
-        return out
-    scores = tokenizer.spec.scores
-    if scores is None:
-        return out  # neither merges nor scores: nothing merges
-    if any(math.isnan(s) for s in scores):
-        return None
-    vocab = tokenizer.spec.vocab
-    types = tokenizer.spec.token_types
-    t2i = tokenizer._tok2id
-    prio = {p: r for r, p in enumerate(sorted({-s for s in scores or ()}))}
-    for j, tok in enumerate(vocab):
-        if len(tok) < 2 or types[j] not in _MERGEABLE_TYPES:
-            continue
-        rank = prio[-scores[j]]
-        for k in range(1, len(tok)):
-            a = t2i.get(tok[:k])
-            if a is None:
-                continue
-            b = t2i.get(tok[k:])
-            if b is not None:
-                out.extend((a, b, rank, j))
-    return out
 
 
 # ----------------------------------------------------------------------------------------------

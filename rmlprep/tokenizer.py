@@ -217,14 +217,14 @@ class Tokenizer:
         self.special_tokens: dict[str, int] = dict(control + user)
         self._special_all = self._special_regex(control + user)
         self._special_user = self._special_regex(user) if spec.parse_user_defined_always else None
-        self._splitter = None
-        if self._byte_level and spec.pre_split:
-            self._splitter = compile_pre_split(spec.pre_split)
+        self._splitter_fn = None  # the pure-Python pre-splitter, compiled on first use (see _splitter)
         self._normalize = make_normalizer(spec.normalizers)
         self._cache: dict[str, tuple[int, ...]] = {}
         self._native = None
         if _USE_NATIVE:
             self._native = native.make_native(self)  # None when the extension is absent or declines
+        if self._native is None:
+            self._splitter  # compiled now: a pattern re cannot take fails here, at create
         self._fast_encode = None  # whole-text native path for text without special-token text
         if self._native is not None:
             self._fast_encode = native.plain_encoder(self)
@@ -564,6 +564,15 @@ class Tokenizer:
         else:
             ids = self._encode_sentencepiece(text.replace(" ", _SPACE))
         return (ids, prefix) if want_prefix else ids
+
+    @property
+    def _splitter(self):
+        """The pure-Python pre-splitter (None without pre-split patterns), compiled on first use:
+        with the native encoder (whose matchers accepted the patterns) it is rarely needed, and
+        compiling it costs start-up time."""
+        if self._splitter_fn is None and self._byte_level and self.spec.pre_split:
+            self._splitter_fn = compile_pre_split(self.spec.pre_split)
+        return self._splitter_fn
 
     def _encode_byte_level(self, text: str) -> list[int]:
         if not text:

@@ -1756,23 +1756,19 @@ static int get_buffer(PyObject *obj, Py_buffer *view, size_t itemsize, const cha
     return 0;
 }
 
-static int build_pairs(Encoder *E, PyObject *pairs_obj, Py_ssize_t vocab_size)
+static int build_cps(Encoder *E, const uint32_t *q, size_t n);
+
+/* The pair table from uint32 quadruples (left, right, priority, merged). */
+static int build_pair_table(Encoder *E, const uint32_t *q, size_t n, Py_ssize_t vocab_size)
 {
-    /* pairs: buffer of uint32 quadruples (left, right, priority, merged) */
-    Py_buffer v;
-    if (get_buffer(pairs_obj, &v, 16, "pairs") < 0)
-        return -1;
-    size_t n = (size_t)v.len / 16;
-    const uint32_t *q = v.buf;
     PairMap *P = &E->pairs;
-    int rc = -1;
     uint32_t max_prio = 0;
     for (size_t r = 0; r < n; r++) {
         const uint32_t *e = q + 4 * r;
         if (e[0] >= (uint32_t)vocab_size || e[1] >= (uint32_t)vocab_size || e[3] >= (uint32_t)vocab_size ||
             e[2] >= PK_LIMIT) {
             PyErr_Format(PyExc_ValueError, "pairs[%zu]: id or priority out of range", r);
-            goto out;
+            return -1;
         }
         if (e[2] > max_prio)
             max_prio = e[2];
@@ -1783,7 +1779,7 @@ static int build_pairs(Encoder *E, PyObject *pairs_obj, Py_ssize_t vocab_size)
     if (seen == NULL || P->prio_of == NULL) {
         free(seen);
         PyErr_NoMemory();
-        goto out;
+        return -1;
     }
     memset(P->prio_of, 0xFF, (size_t)vocab_size * 4);
     int distinct = 1, consistent = 1;
@@ -1807,14 +1803,14 @@ static int build_pairs(Encoder *E, PyObject *pairs_obj, Py_ssize_t vocab_size)
         free(seen);
         if (!consistent) {
             PyErr_SetString(PyExc_ValueError, "pairs: a merged id with two priorities while priorities repeat");
-            goto out;
+            return -1;
         }
     }
     size_t size = pow2_at_least(n + n / 3 + 2); /* load <= 3/4 */
     P->tab = big_alloc(size * sizeof(uint64_t));
     if (P->tab == NULL) {
         PyErr_NoMemory();
-        goto out;
+        return -1;
     }
     P->mask = size - 1;
     memset(P->tab, 0xFF, size * sizeof(uint64_t));
@@ -1829,96 +1825,303 @@ static int build_pairs(Encoder *E, PyObject *pairs_obj, Py_ssize_t vocab_size)
             continue; /* first (lowest) priority wins for a repeated pair */
         P->tab[i] = key | (val << (2 * PK_BITS));
     }
-    rc = 0;
-out:
-    PyBuffer_Release(&v);
-    return rc;
+    return 0;
 }
 
-static int build_whole(Encoder *E, PyObject *keys, PyObject *ids_obj, Py_ssize_t vocab_size)
+#define T_NORMAL 1
+#define T_CONTROL 3
+#define T_USER_DEFINED 4
+#define T_UNUSED 5
+
+/* The vocabulary's strings as UTF-8, each once (token strings are unique), with an index. */
+typedef struct {
+    uint8_t *blob;
+    uint32_t *off, *len;
+    WholeMap index; /* every token: UTF-8 -> id (fingerprinted slots, as the whole-token map) */
+} Vocab;
+
+static void vocab_free(Vocab *v)
 {
-    /* keys: list of bytes; ids: buffer of int32, same length. A repeated key keeps its first id. */
-    if (keys == Py_None)
-        return 0;
-    PyObject *seq = PySequence_Fast(keys, "whole_keys must be a sequence of bytes");
-    if (seq == NULL)
-        return -1;
-    Py_buffer v;
-    if (get_buffer(ids_obj, &v, 4, "whole_ids") < 0) {
-        Py_DECREF(seq);
-        return -1;
-    }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    const int32_t *ids = v.buf;
-    WholeMap *W = &E->whole;
-    int rc = -1;
-    if ((Py_ssize_t)(v.len / 4) != n) {
-        PyErr_SetString(PyExc_ValueError, "whole_keys and whole_ids differ in length");
-        goto out;
-    }
-    size_t total = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyBytes_Check(k)) {
-            PyErr_SetString(PyExc_TypeError, "whole_keys must hold bytes");
-            goto out;
-        }
-        if (ids[i] < 0 || ids[i] >= vocab_size) {
-            PyErr_Format(PyExc_ValueError, "whole_ids[%zd] out of range", i);
-            goto out;
-        }
-        total += (size_t)PyBytes_GET_SIZE(k);
-    }
-    if (total > 0xFFFFFFF0u) {
-        PyErr_SetString(PyExc_ValueError, "whole_keys: more than 4 GB of token bytes");
-        goto out;
-    }
-    size_t size = pow2_at_least((size_t)n * 2 + 2);
-    W->blob = malloc(total + 1);
-    W->off = calloc((size_t)vocab_size, 4);
-    W->len = calloc((size_t)vocab_size, 4);
+    free(v->blob);
+    free(v->off);
+    free(v->len);
+    free(v->index.tab);
+    memset(v, 0, sizeof(*v));
+}
+
+/* A WholeMap over the entries of `ids` (keys in blob/off/len, which it borrows). */
+static int index_ids(WholeMap *W, uint8_t *blob, uint32_t *off, uint32_t *len, const uint32_t *ids, size_t n)
+{
+    size_t size = pow2_at_least(n * 2 + 2);
     W->tab = big_calloc(size * sizeof(uint64_t));
-    if (!W->blob || !W->off || !W->len || !W->tab) {
-        PyErr_NoMemory();
-        goto out;
-    }
+    if (W->tab == NULL)
+        return -1;
     W->mask = size - 1;
-    size_t off = 0;
-    for (Py_ssize_t r = 0; r < n; r++) {
-        PyObject *k = PySequence_Fast_GET_ITEM(seq, r);
-        const uint8_t *kb = (const uint8_t *)PyBytes_AS_STRING(k);
-        size_t kn = (size_t)PyBytes_GET_SIZE(k);
-        uint32_t id = (uint32_t)ids[r];
-        if (kn == 0 || W->len[id] != 0)
-            continue; /* no empty keys; an id listed twice keeps its first key */
-        uint64_t k0, k1;
-        uint64_t h = hash_key(kb, kn, 0, &k0, &k1);
-        if (whole_get(W, kb, kn, h) >= 0)
-            continue;
-        memcpy(W->blob + off, kb, kn);
-        W->off[id] = (uint32_t)off;
-        W->len[id] = (uint32_t)kn;
-        off += kn;
+    W->blob = blob;
+    W->off = off;
+    W->len = len;
+    for (size_t r = 0; r < n; r++) {
+        uint32_t id = ids[r];
+        const uint8_t *k = blob + off[id];
+        uint64_t k0, k1, h = hash_key(k, len[id], 0, &k0, &k1);
+        if (len[id] == 0 || whole_get(W, k, len[id], h) >= 0)
+            continue; /* no empty keys; a repeated key keeps its first id */
         size_t i = (size_t)h & W->mask;
         while (W->tab[i] != 0)
             i = (i + 1) & W->mask;
         W->tab[i] = ((uint64_t)whole_fp(h) << 32) | id;
     }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Scores mode: every split of a NORMAL / USER_DEFINED token (at code-point boundaries) into two
+ * tokens is a pair whose priority is the dense rank of -score (tokenizer._pair_from_scores). */
+static int build_score_pairs(Encoder *E, const Vocab *V, const uint8_t *types, const double *scores,
+                             Py_ssize_t nv)
+{
+    double *neg = malloc((size_t)nv * sizeof(double));
+    uint32_t *prio = malloc((size_t)nv * 4);
+    size_t cap = 1024, n = 0;
+    uint32_t *q = malloc(cap * 16);
+    int rc = -1;
+    if (!neg || !prio || !q) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < nv; i++)
+        neg[i] = -scores[i] + 0.0; /* -0.0 and 0.0 are one score */
+    qsort(neg, (size_t)nv, sizeof(double), cmp_double);
+    size_t nd = 0;
+    for (Py_ssize_t i = 0; i < nv; i++)
+        if (nd == 0 || neg[nd - 1] != neg[i])
+            neg[nd++] = neg[i];
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        double x = -scores[i] + 0.0;
+        size_t lo = 0, hi = nd; /* dense rank: position among the distinct values */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (neg[mid] < x)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        prio[i] = (uint32_t)lo;
+    }
+    for (Py_ssize_t j = 0; j < nv; j++) {
+        if (types[j] != T_NORMAL && types[j] != T_USER_DEFINED)
+            continue;
+        const uint8_t *k = V->blob + V->off[j];
+        size_t len = V->len[j];
+        for (size_t c = u8len(k[0]); c < len; c += u8len(k[c])) {
+            uint64_t k0, k1;
+            int32_t a = whole_get(&V->index, k, c, hash_key(k, c, 0, &k0, &k1));
+            if (a < 0)
+                continue;
+            int32_t b = whole_get(&V->index, k + c, len - c, hash_key(k + c, len - c, 0, &k0, &k1));
+            if (b < 0)
+                continue;
+            if (n == cap) {
+                uint32_t *nq = realloc(q, cap * 2 * 16);
+                if (nq == NULL) {
+                    PyErr_NoMemory();
+                    goto out;
+                }
+                q = nq;
+                cap *= 2;
+            }
+            uint32_t *e = q + 4 * n++;
+            e[0] = (uint32_t)a;
+            e[1] = (uint32_t)b;
+            e[2] = prio[j];
+            e[3] = (uint32_t)j;
+        }
+    }
+    rc = build_pair_table(E, q, n, nv);
+out:
+    free(neg);
+    free(prio);
+    free(q);
+    return rc;
+}
+
+/* Everything read from the vocabulary: the pair table (given, or from the scores), the
+ * whole-token map (ignore_merges: byte-level tokens spelled in the byte alphabet, as raw bytes;
+ * SentencePiece tokens as UTF-8), the single-character symbols of SentencePiece. */
+static int build_vocab(Encoder *E, PyObject *keys_obj, PyObject *types_obj, PyObject *scores_obj,
+                       PyObject *u2b_obj, PyObject *pairs_obj, Py_ssize_t nv)
+{
+    PyObject *seq = PySequence_Fast(keys_obj, "vocab_keys must be a sequence of bytes");
+    if (seq == NULL)
+        return -1;
+    Py_buffer tv = {0}, sv = {0}, uv = {0}, pv = {0};
+    Vocab V = {0};
+    uint32_t *ids = NULL, *cps = NULL;
+    int rc = -1;
+    if (PySequence_Fast_GET_SIZE(seq) != nv) {
+        PyErr_Format(PyExc_ValueError, "vocab_keys: %zd keys for a vocab of %zd", PySequence_Fast_GET_SIZE(seq), nv);
+        goto out;
+    }
+    if (get_buffer(types_obj, &tv, 1, "types") < 0)
+        goto out;
+    if (tv.len != nv) {
+        PyErr_SetString(PyExc_ValueError, "types: one byte per token expected");
+        goto out;
+    }
+    const uint8_t *types = tv.buf;
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        PyObject *k = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyBytes_Check(k)) {
+            PyErr_SetString(PyExc_TypeError, "vocab_keys must hold bytes");
+            goto out;
+        }
+        total += (size_t)PyBytes_GET_SIZE(k);
+    }
+    if (total > 0xFFFFFFF0u) {
+        PyErr_SetString(PyExc_ValueError, "vocab_keys: more than 4 GB of token text");
+        goto out;
+    }
+    V.blob = malloc(total + 1);
+    V.off = malloc((size_t)nv * 4);
+    V.len = malloc((size_t)nv * 4);
+    ids = malloc((size_t)nv * 4);
+    if (!V.blob || !V.off || !V.len || !ids) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    size_t off = 0;
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        PyObject *k = PySequence_Fast_GET_ITEM(seq, i);
+        size_t kn = (size_t)PyBytes_GET_SIZE(k);
+        memcpy(V.blob + off, PyBytes_AS_STRING(k), kn);
+        V.off[i] = (uint32_t)off;
+        V.len[i] = (uint32_t)kn;
+        off += kn;
+        ids[i] = (uint32_t)i;
+    }
+    /* pairs */
+    if (pairs_obj != Py_None) {
+        if (get_buffer(pairs_obj, &pv, 16, "pairs") < 0 ||
+            build_pair_table(E, pv.buf, (size_t)pv.len / 16, nv) < 0)
+            goto out;
+    } else if (scores_obj != Py_None) {
+        if (get_buffer(scores_obj, &sv, 8, "scores") < 0)
+            goto out;
+        if (sv.len != nv * 8) {
+            PyErr_SetString(PyExc_ValueError, "scores: one double per token expected");
+            goto out;
+        }
+        if (index_ids(&V.index, V.blob, V.off, V.len, ids, (size_t)nv) < 0) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        if (build_score_pairs(E, &V, types, sv.buf, nv) < 0)
+            goto out;
+    }
+    /* whole-token map */
+    if (E->ignore_merges) {
+        WholeMap *W = &E->whole;
+        W->blob = malloc(total + 1);
+        W->off = calloc((size_t)nv, 4);
+        W->len = calloc((size_t)nv, 4);
+        if (!W->blob || !W->off || !W->len) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        const int16_t *u2b = NULL;
+        if (E->kind == KIND_BYTE_LEVEL) {
+            if (get_buffer(u2b_obj, &uv, 2, "u2b") < 0)
+                goto out;
+            if (uv.len != 512 * 2) {
+                PyErr_SetString(PyExc_ValueError, "u2b: 512 int16 entries expected");
+                goto out;
+            }
+            u2b = uv.buf;
+        }
+        size_t wo = 0, nw = 0;
+        for (Py_ssize_t i = 0; i < nv; i++) {
+            if (types[i] != T_NORMAL && types[i] != T_USER_DEFINED)
+                continue; /* the whole-piece lookup takes only normal / user-defined tokens */
+            const uint8_t *k = V.blob + V.off[i];
+            size_t kn = V.len[i], m = 0;
+            if (u2b) { /* spelled in the byte alphabet: one byte per character, else no piece equals it */
+                int ok = 1;
+                for (size_t c = 0; c < kn;) {
+                    size_t l;
+                    uint32_t cp = dec_at(k + c, &l);
+                    c += l;
+                    if (cp >= 512 || u2b[cp] < 0) {
+                        ok = 0;
+                        break;
+                    }
+                    W->blob[wo + m++] = (uint8_t)u2b[cp];
+                }
+                if (!ok)
+                    continue;
+            } else {
+                memcpy(W->blob + wo, k, kn);
+                m = kn;
+            }
+            W->off[i] = (uint32_t)wo;
+            W->len[i] = (uint32_t)m;
+            wo += m;
+            ids[nw++] = (uint32_t)i;
+        }
+        uint8_t *blob = W->blob;
+        uint32_t *woff = W->off, *wlen = W->len;
+        if (index_ids(W, blob, woff, wlen, ids, nw) < 0) {
+            PyErr_NoMemory();
+            goto out;
+        }
+    }
+    /* SentencePiece symbols: single-character tokens other than control / unused ones */
+    if (E->kind == KIND_SENTENCEPIECE) {
+        cps = malloc((size_t)nv * 8);
+        if (cps == NULL) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        size_t nc = 0;
+        for (Py_ssize_t i = 0; i < nv; i++) {
+            if (types[i] == T_CONTROL || types[i] == T_UNUSED || V.len[i] == 0)
+                continue;
+            size_t l;
+            uint32_t cp = dec_at(V.blob + V.off[i], &l);
+            if (l != V.len[i])
+                continue;
+            cps[2 * nc] = cp;
+            cps[2 * nc + 1] = (uint32_t)i;
+            nc++;
+        }
+        if (build_cps(E, cps, nc) < 0)
+            goto out;
+    }
     rc = 0;
 out:
-    PyBuffer_Release(&v);
+    vocab_free(&V);
+    free(ids);
+    free(cps);
+    if (tv.obj)
+        PyBuffer_Release(&tv);
+    if (sv.obj)
+        PyBuffer_Release(&sv);
+    if (uv.obj)
+        PyBuffer_Release(&uv);
+    if (pv.obj)
+        PyBuffer_Release(&pv);
     Py_DECREF(seq);
     return rc;
 }
 
-static int build_cps(Encoder *E, PyObject *cps_obj)
+static int build_cps(Encoder *E, const uint32_t *q, size_t n)
 {
-    /* cps: buffer of (code point, id) uint32 pairs */
-    Py_buffer v;
-    if (get_buffer(cps_obj, &v, 8, "cps") < 0)
-        return -1;
-    size_t n = (size_t)v.len / 8;
-    const uint32_t *q = v.buf;
+    /* (code point, id) pairs; a repeated code point keeps its last id */
     E->cps.bmp = malloc(0x10000 * sizeof(int32_t));
     size_t astral = 0;
     for (size_t r = 0; r < n; r++)
@@ -1926,7 +2129,6 @@ static int build_cps(Encoder *E, PyObject *cps_obj)
     size_t size = pow2_at_least(astral * 2 + 2);
     E->cps.tab = malloc(size * sizeof(CpEntry));
     if (!E->cps.bmp || !E->cps.tab) {
-        PyBuffer_Release(&v);
         PyErr_NoMemory();
         return -1;
     }
@@ -1939,7 +2141,6 @@ static int build_cps(Encoder *E, PyObject *cps_obj)
         uint32_t c = q[2 * r];
         int32_t id = (int32_t)q[2 * r + 1];
         if (c > 0x10FFFF || id < 0) {
-            PyBuffer_Release(&v);
             PyErr_Format(PyExc_ValueError, "cps[%zu]: code point or id out of range", r);
             return -1;
         }
@@ -1952,7 +2153,6 @@ static int build_cps(Encoder *E, PyObject *cps_obj)
             i = (i + 1) & E->cps.mask;
         E->cps.tab[i] = (CpEntry){c, id};
     }
-    PyBuffer_Release(&v);
     return 0;
 }
 
@@ -1974,14 +2174,15 @@ static int copy_ids256(int32_t *dst, PyObject *obj, const char *what)
 static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"kind", "stages", "byte_ids", "fallback_ids", "unk_id", "ignore_merges",
-                             "byte_fallback", "sp_split", "pairs", "whole_keys", "whole_ids", "cps",
-                             "vocab_size", NULL};
+                             "byte_fallback", "sp_split", "vocab_keys", "types", "pairs", "scores", "u2b", NULL};
     int kind, unk_id, ignore_merges, byte_fallback, sp_split;
-    Py_ssize_t vocab_size;
-    PyObject *stages, *byte_ids, *fallback_ids, *pairs, *whole_keys, *whole_ids, *cps;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iOOOipiiOOOOn", kwlist, &kind, &stages, &byte_ids,
+    PyObject *stages, *byte_ids, *fallback_ids, *vocab_keys, *types, *pairs, *scores, *u2b;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iOOOipiiOOOOO", kwlist, &kind, &stages, &byte_ids,
                                      &fallback_ids, &unk_id, &ignore_merges, &byte_fallback, &sp_split,
-                                     &pairs, &whole_keys, &whole_ids, &cps, &vocab_size))
+                                     &vocab_keys, &types, &pairs, &scores, &u2b))
+        return NULL;
+    Py_ssize_t vocab_size = PyObject_Length(vocab_keys);
+    if (vocab_size < 0)
         return NULL;
     if (kind != KIND_BYTE_LEVEL && kind != KIND_SENTENCEPIECE) {
         PyErr_Format(PyExc_ValueError, "kind %d is not 0 (byte-level) or 1 (SentencePiece)", kind);
@@ -2026,8 +2227,8 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     }
     Py_DECREF(st);
     if (copy_ids256(E->byte_ids, byte_ids, "byte_ids") < 0 ||
-        copy_ids256(E->fallback_ids, fallback_ids, "fallback_ids") < 0 || build_pairs(E, pairs, vocab_size) < 0 ||
-        build_whole(E, whole_keys, whole_ids, vocab_size) < 0 || build_cps(E, cps) < 0)
+        copy_ids256(E->fallback_ids, fallback_ids, "fallback_ids") < 0 ||
+        build_vocab(E, vocab_keys, types, scores, u2b, pairs, vocab_size) < 0)
         goto fail;
     if (kind == KIND_BYTE_LEVEL) {
         E->bytepair = malloc(65536 * sizeof(uint32_t));
