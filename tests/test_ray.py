@@ -192,3 +192,55 @@ def test_missing_ray_names_the_pip_line(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match=r"pip install 'rmlprep\[ray\]'"):
         require_ray()
     assert not (tmp_path / "o").exists()
+
+
+def _free_port() -> int:
+    """A port nothing listens on (bound, then closed again)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("how", ["host:port", "auto after the head died"])
+def test_unreachable_cluster_fails_fast(corpus, tmp_path, how):
+    """Nothing listening at ray_address (or at the RAY_ADDRESS that "auto" resolves to, as after the
+    head died): exit 2 with one error line, in well under 30 s (ray.init alone retries > 10 minutes)."""
+    import time
+
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'rmlprep[ray]')")
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if how == "host:port":
+        address = f"127.0.0.1:{port}"
+        env.pop("RAY_ADDRESS", None)
+    else:
+        address = "auto"
+        env["RAY_ADDRESS"] = f"127.0.0.1:{port}"
+    toml = tmp_path / "c.toml"
+    toml.write_text(f'[input]\npaths = ["{corpus}"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 256\n'
+                    f'[output]\ndir = "{tmp_path / "o"}"\n[run]\nprogress = "none"\nengine = "ray"\n'
+                    f'ray_address = "{address}"\n')
+    t = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", str(toml)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    took = time.monotonic() - t
+    assert p.returncode == 2, p.stderr
+    errors = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(errors) == 1, p.stderr
+    assert errors[0].startswith(f"rmlprep: error: run.ray_address = {address!r}: cannot connect to a Ray cluster (")
+    assert f":{port}" in errors[0] and "connection refused" in errors[0] and "ray start --head" in errors[0]
+    assert took < 30, f"took {took:.1f} s"
+    assert not (tmp_path / "o").exists()  # refused before any work
+
+
+def test_probe_names_what_it_cannot_resolve(monkeypatch):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'rmlprep[ray]')")
+    from rmlprep.pipeline.ray_engine import probe_ray_address
+
+    with pytest.raises(ConfigError, match=r"run.ray_address = 'ray://127.0.0.1:1': cannot connect .*127.0.0.1:1: "
+                                          r"connection refused"):
+        probe_ray_address("ray://127.0.0.1:1")
+    with pytest.raises(ConfigError, match="not a Ray address"):
+        probe_ray_address("ray://nohost:port")

@@ -14,7 +14,7 @@ from ..parity import run_parity_stage
 from .engines import cores, open_engine
 from .output import OutputFolder
 from .plan import PlannedUnit, plan
-from .ray_engine import require_ray
+from .ray_engine import probe_ray_address, require_ray
 from .reports import Progress, write_reports
 from .unit import work_unit
 
@@ -62,6 +62,8 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     engine_name = cfg["run"]["engine"]
     if engine_name == "ray":
         require_ray()  # before any work: a missing Ray fails with the pip line
+        if cfg["run"]["ray_address"]:
+            probe_ray_address(cfg["run"]["ray_address"])  # and a cluster out of reach in seconds, not minutes
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     tok_file = None

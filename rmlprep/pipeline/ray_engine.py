@@ -26,7 +26,15 @@ cache keyed by the run (:data:`_CONTEXTS`).
 unit still returns its error or traceback), and shuts it down at the end. ``"auto"`` or
 ``"ray://host:10001"``: the run connects to that cluster, uses all its CPUs, and only
 disconnects at the end. A Ray already initialized in this process (a notebook, a test) is used
-as it is and left running. Every node needs the same rmlprep installed and must see the input
+as it is and left running.
+
+**A cluster out of reach fails fast.** ``ray.init`` retries an unreachable GCS for more than ten
+minutes (printing its connect warnings), so before calling it the engine resolves the address
+the way Ray does (``"auto"``: ``RAY_ADDRESS``, else the address the last ``ray start`` wrote) and
+opens a TCP connection to the GCS (or Ray Client) port, for at most
+:data:`CONNECT_TIMEOUT_S` seconds; a refused or timed-out connection is a one-line
+:class:`~rmlprep.errors.ConfigError` (exit 2). Past the probe, Ray's own GCS wait is cut to one
+attempt (``RAY_gcs_server_port_wait_time_s=1``, about 35 s at worst, unless the user set it). Every node needs the same rmlprep installed and must see the input
 files and the output directory at the same paths (a shared filesystem).
 """
 
@@ -34,17 +42,22 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from .._version import __version__
 from ..errors import ConfigError, RmlprepError
 
-__all__ = ["RAY_INSTALL", "require_ray", "RayEngine"]
+__all__ = ["RAY_INSTALL", "CONNECT_TIMEOUT_S", "require_ray", "probe_ray_address", "RayEngine"]
 
 RAY_INSTALL = "pip install 'rmlprep[ray]'"
+#: seconds the TCP probe of a cluster's GCS (or Ray Client) port may take before the run fails
+CONNECT_TIMEOUT_S = 5.0
+_START_FIX = "start one with `ray start --head`, or leave ray_address out to start a local Ray"
 _OBJECT_STORE_BYTES = 256 * 1024 * 1024  # local Ray: run contexts and done records only
 _QUIET_LOGGERS = ("ray._private.authentication.authentication_token_setup",)
 
@@ -85,6 +98,66 @@ def _unit_task(fn, unit, key: str, box: tuple, driver_version: str) -> dict[str,
     return fn(unit, *_worker_context(key, box))
 
 
+def _bootstrap_address(address: str) -> tuple[str, int]:
+    """The ``(host, port)`` that ``ray.init(address)`` would connect to first.
+
+    ``ray://host[:port]`` is Ray Client (port 10001 by default); anything else is resolved by
+    Ray's own ``canonicalize_bootstrap_address`` (``"auto"`` → ``RAY_ADDRESS`` or the address
+    file of the last ``ray start``; ``localhost`` → this node's address).
+
+    Raises:
+        ConfigError: no cluster can be found for ``"auto"``, or the address is not host:port.
+    """
+    where = f"run.ray_address = {address!r}"
+    if address.startswith("ray://"):
+        hostport = address[len("ray://"):].split("/", 1)[0]
+        host, sep, port = hostport.rpartition(":")
+        if not sep:
+            host, port = hostport, "10001"
+    else:
+        try:
+            from ray._private.services import canonicalize_bootstrap_address  # Ray's own resolution
+        except ImportError:  # pragma: no cover - a Ray without it: parse host:port ourselves
+            resolved = (os.environ.get("RAY_ADDRESS") or address) if address == "auto" else address
+        else:
+            try:
+                resolved = canonicalize_bootstrap_address(address)
+            except (ConnectionError, ValueError) as e:
+                raise ConfigError(f"{where}: no Ray cluster to connect to ({_one_line(e)}); {_START_FIX}") from None
+        if not resolved or resolved == "auto":
+            raise ConfigError(f"{where}: no Ray cluster to connect to (RAY_ADDRESS is not set and no `ray start` "
+                              f"address was found); {_START_FIX}")
+        host, sep, port = resolved.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"{where}: not a Ray address; give \"auto\", \"host:6379\" or \"ray://host:10001\"")
+    return host.strip("[]"), int(port)
+
+
+def probe_ray_address(address: str, *, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail fast when nothing answers at a Ray cluster's address (``ray.init`` would retry for minutes).
+
+    Args:
+        address: ``run.ray_address`` (``"auto"``, ``"host:port"`` or ``"ray://host:port"``).
+        timeout: seconds to wait for the TCP connection.
+    Raises:
+        ConfigError: the address cannot be resolved, or its port refuses or does not answer
+            within ``timeout`` (the message names the address Ray resolved it to).
+    """
+    host, port = _bootstrap_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as e:
+        why = "no answer" if isinstance(e, TimeoutError) else (e.strerror or type(e).__name__).lower()
+        shown = f"{host}:{port}" if f"{host}:{port}" in address else f"{host}:{port}, resolved by Ray"
+        raise ConfigError(f"run.ray_address = {address!r}: cannot connect to a Ray cluster ({shown}: "
+                          f"{why}{f' within {timeout:g} s' if why == 'no answer' else ''}); {_START_FIX}") from None
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())[:200] or type(e).__name__
+
+
 def _auth_failure(e: BaseException | None, ray) -> bool:
     """Whether a failed ``ray.init`` comes from token authentication (anywhere in the chain)."""
     seen = 0
@@ -93,6 +166,21 @@ def _auth_failure(e: BaseException | None, ray) -> bool:
             return True
         e, seen = e.__cause__ or e.__context__, seen + 1
     return False
+
+
+@contextmanager
+def _env(**values: str) -> Iterator[None]:
+    """Set environment variables for the block (Ray reads some of its settings from them)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class RayEngine:
@@ -141,16 +229,18 @@ class RayEngine:
                 self._owns = True
                 where = "a local Ray started for this run"
             else:
+                probe_ray_address(self.address)
                 try:
-                    ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+                    with _env(RAY_gcs_server_port_wait_time_s=os.environ.get("RAY_gcs_server_port_wait_time_s", "1")):
+                        ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
                 except (ConnectionError, RuntimeError, ValueError) as e:
                     if _auth_failure(e, ray):
                         fix = ("the cluster wants its token: export RAY_AUTH_MODE=token, with the token in "
                                "~/.ray/auth_token or RAY_AUTH_TOKEN")
                     else:
-                        fix = "start one with `ray start --head`, or leave ray_address out to start a local Ray"
+                        fix = _START_FIX
                     raise ConfigError(f"run.ray_address = {self.address!r}: cannot connect to a Ray cluster "
-                                      f"({e}); {fix}") from None
+                                      f"({_one_line(e)}); {fix}") from None
                 self._owns = True  # our connection; shutting it down leaves the cluster running
                 where = f"the Ray cluster at {self.address}"
         finally:
