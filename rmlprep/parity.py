@@ -30,6 +30,7 @@ tiktoken's), ``sentencepiece`` for ``.model`` files. GGUF files have none here.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -46,6 +47,7 @@ from .shards import sha256_file
 from .spec import TokenType
 
 __all__ = [
+    "no_live_reference_reason",
     "DEFAULT_TEXTS",
     "fixtures_dir",
     "file_sha256",
@@ -268,6 +270,28 @@ def make_fixture(tokenizer_file: str | os.PathLike, out: str | os.PathLike, *, t
     return fx
 
 
+def no_live_reference_reason(tokenizer_file: str | os.PathLike, tokenizer=None) -> str:
+    """Why :func:`reference_encoder` has no encoder for this file, in words for the log.
+
+    A tokenizer fixture or spec file of rmlprep's own (such as the offline demo's
+    ``bl_gpt2_digits.json``) and a GGUF file have no live reference at all; the other kinds
+    have one that may be missing (the reason then names ``pip install 'rmlprep[reference]'``).
+    """
+    p = str(tokenizer_file)
+    low = p.lower()
+    if low.endswith(".json") and is_spec_file(p):
+        return ("it is an rmlprep tokenizer fixture or spec, which no reference library reads (its committed "
+                "reference ids are the fixture check)")
+    if low.endswith(".gguf"):
+        return "no reference library reads GGUF files (the fixture check compares llama.cpp's ids)"
+    lib = "tokenizers" if low.endswith(".json") else "sentencepiece" if low.endswith(".model") else "tiktoken"
+    if importlib.util.find_spec(lib) is None:
+        return f"its reference library ({lib}) is not installed; pip install 'rmlprep[reference]' to compare live"
+    if lib == "tiktoken" and tokenizer is not None and len(tokenizer.spec.pre_split) != 1:
+        return "tiktoken takes a single pre-split pattern and this tokenizer has several"
+    return f"{lib} cannot read this file as a tokenizer"
+
+
 def live_check(tokenizer, tokenizer_file: str | os.PathLike, texts: Sequence[str], *,
                add_special_tokens: bool = False) -> tuple[int, str] | None:
     """Compare ``texts`` live with the reference library; None when it is not available.
@@ -337,14 +361,14 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
         log(f"parity: {n} fixture cases match ({fixture})")
     if par["live_sample"]:
         if tokenizer_file is None:
-            log("parity: live comparison skipped (the tokenizer was given in code, no file)")
+            log("parity: live comparison skipped: the tokenizer has no file a reference library could read "
+                "(given in code, or the demo's built-in byte tokenizer)")
         else:
             texts = _sample_texts(cfg, units, par["live_sample"])
             res = live_check(tokenizer, tokenizer_file, texts)
             if res is None:
-                log(f"parity: live comparison skipped for {tokenizer_file}: its reference library (tokenizers, "
-                    "tiktoken or sentencepiece, by file type; none exists for GGUF) is not installed; "
-                    "pip install 'rmlprep[reference]' to compare the corpus live")
+                log(f"parity: live comparison skipped for {tokenizer_file}: "
+                    f"{no_live_reference_reason(tokenizer_file, tokenizer)}")
             else:
                 summary["live"] = {"documents": res[0], "reference": res[1]}
                 log(f"parity: {res[0]} corpus documents match {res[1]}")

@@ -137,3 +137,27 @@ def test_chat_parity_keys_only_for_sft():
     assert config_from_dict(base)["parity"]["chat"] == "auto"
     with pytest.raises(ConfigError, match=r"parity.chat_live_sample: only the sft pipeline"):
         config_from_dict({**base, "parity": {"chat_live_sample": 2}})
+
+
+def test_live_skip_says_why(tmp_path):
+    """The offline demo's fixture tokenizer has no live reference at all: the log says that, not
+    "the reference library is not installed" (which it is, here)."""
+    pytest.importorskip("tokenizers", reason="the reference library tokenizers is not installed")
+    from rmlprep.config import config_from_dict
+    from rmlprep.parity import run_parity_stage
+    from rmlprep.pipeline import plan
+
+    inp = tmp_path / "c.jsonl"
+    inp.write_text('{"text": "Hello world"}\n{"text": "12345 tokens"}\n')
+    cfg = config_from_dict({"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(TINY)},
+                            "parity": {"live_sample": 2}, "pack": {"seq_len": 16},
+                            "output": {"dir": str(tmp_path / "o")}})
+    tok, tok_file = open_tokenizer(str(TINY))
+    logs: list[str] = []
+    run_parity_stage(cfg, tok, tok_file, plan(cfg), log=logs.append)
+    skip = [x for x in logs if "live comparison skipped" in x]
+    assert len(skip) == 1 and "rmlprep tokenizer fixture" in skip[0], logs
+    assert "not installed" not in skip[0]
+    logs.clear()
+    run_parity_stage(cfg, tok, None, plan(cfg), log=logs.append)
+    assert any("the tokenizer has no file a reference library could read" in x for x in logs), logs
