@@ -196,6 +196,25 @@ def _histogram_png(out: OutputFolder, hist: np.ndarray, log: Callable[[str], Non
         plt.close(fig)
 
 
+def _tokens_line(manifest: dict[str, Any]) -> str:
+    """The summary's tokens: the documents' own tokens, and what the rows hold when that differs
+    (the bos/eos framing the pretrain pipeline adds, less what over-long handling cut)."""
+    t = manifest["totals"]
+    docs, written = t["tokens"], t.get("written_tokens", t["tokens"])
+    if written == docs:
+        return f"{docs:,} (all in rows)"
+    cut = t.get("truncated_tokens", 0) + t.get("dropped_tokens", 0)
+    framing = written - docs + cut
+    pack = manifest["config"]["pack"]
+    names = "/".join(n for n in ("bos", "eos") if pack.get(n)) if manifest["config"]["pipeline"] == "pretrain" else ""
+    parts = [f"{docs:,} in documents"]
+    if framing:
+        parts.append(f"+ {framing:,} {names or 'framing'}")
+    if cut:
+        parts.append(f"- {cut:,} cut (over-long)")
+    return " ".join(parts) + f" = {written:,} in rows"
+
+
 def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     """A plain-text summary of a run."""
     t = manifest["totals"]
@@ -207,7 +226,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         ("rows read", f"{t['rows_read']:,}"),
         ("documents", f"{t['documents']:,}"),
         ("rejects", f"{t['rejects']:,}" + (f" (see {manifest['config']['output']['dir']}/rejects/)" if t["rejects"] else "")),
-        ("tokens", f"{t['tokens']:,}"),
+        ("tokens", _tokens_line(manifest)),
         ("packed rows", f"{t['rows']:,} x {manifest['config']['pack']['seq_len']} ({t['short_rows']} short)"),
         ("padding", f"{t['pad_tokens']:,} tokens ({100 * t['padding_ratio']:.2f}%)"),
     ]
