@@ -21,7 +21,7 @@ from .chat.detect import check_template_format
 from .chat_parity import check_chat_format
 from .config import load_config
 from .errors import ChatFormatError, ParityError, RmlprepError
-from .load import DEMO_PREFIX, open_tokenizer
+from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
 from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
 from .pipeline import run
 
@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _open(path: str, name: str | None):
     if not path.startswith(DEMO_PREFIX):
         path = str(Path(path).expanduser().absolute())
-    return open_tokenizer(path, name=name, log=_log)
+    return open_tokenizer(path, name=name, log=_log, words=CLI_WORDS)
 
 
 def _read_texts(path: str) -> list[str]:

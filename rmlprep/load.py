@@ -34,10 +34,10 @@ from .gguf import spec_from_gguf
 from .hf import read_tokenizer_config, spec_from_tokenizer_json
 from .spec import TokenizerSpec
 from .spm import spec_from_sentencepiece_model
-from .tiktoken_file import looks_like_tiktoken, spec_from_tiktoken
+from .tiktoken_file import KNOWN_ENCODINGS, looks_like_tiktoken, spec_from_tiktoken
 from .tokenizer import Tokenizer
 
-__all__ = ["load_tokenizer", "load_spec", "open_tokenizer", "is_spec_file", "DEMO_PREFIX"]
+__all__ = ["load_tokenizer", "load_spec", "open_tokenizer", "is_spec_file", "DEMO_PREFIX", "CONFIG_WORDS", "CLI_WORDS"]
 
 #: ``tokenizer.path = "demo:gpt2"`` names a demo tokenizer (see :mod:`rmlprep.demo`).
 DEMO_PREFIX = "demo:"
@@ -101,7 +101,9 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
 
 def _no_tiktoken_args(p: Path, kw: dict[str, Any]) -> None:
     if kw:
-        raise LoaderError(f"{p}: {sorted(kw)} only apply to tiktoken rank files; leave them out for this file")
+        e = LoaderError(f"{p}: {sorted(kw)} only apply to tiktoken rank files; leave them out for this file")
+        e.not_tiktoken = str(p)  # type: ignore[attr-defined]  # open_tokenizer words it for the config
+        raise e
 
 
 def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
@@ -161,8 +163,14 @@ def _stderr(msg: str) -> None:
 
 
 # -- resolution for the CLI and the pipeline ------------------------------------------------------
-def open_tokenizer(path: str, *, name: str | None = None,
-                   log: Callable[[str], None] = print) -> tuple[Tokenizer, str | None]:
+#: The words :func:`open_tokenizer` uses for the tokenizer's path and tiktoken name: the run
+#: config's keys (the CLI passes :data:`CLI_WORDS`).
+CONFIG_WORDS = ("tokenizer.path", "tokenizer.name")
+CLI_WORDS = ("", "--name")
+
+
+def open_tokenizer(path: str, *, name: str | None = None, log: Callable[[str], None] = print,
+                   words: tuple[str, str] = CONFIG_WORDS) -> tuple[Tokenizer, str | None]:
     """Open a tokenizer by path, as ``tokenizer.path`` and the CLI name it.
 
     Besides what :func:`load_tokenizer` reads, ``demo:gpt2`` (:mod:`rmlprep.demo`) and a JSON
@@ -174,6 +182,9 @@ def open_tokenizer(path: str, *, name: str | None = None,
         path: the tokenizer's path (a directory, a file, or ``demo:NAME``).
         name: the tiktoken encoding name, for rank files only.
         log: where the demo says which tokenizer it uses.
+        words: how the caller names the path and the tiktoken name in its messages:
+            :data:`CONFIG_WORDS` (``tokenizer.path``, ``tokenizer.name``) or :data:`CLI_WORDS`
+            (the path alone, ``--name``).
     Returns:
         (tokenizer, the file whose sha256 identifies it for parity fixtures, or None for the
         demo's byte tokenizer).
@@ -183,11 +194,23 @@ def open_tokenizer(path: str, *, name: str | None = None,
     """
     if path.startswith(DEMO_PREFIX):
         return _open_demo(path[len(DEMO_PREFIX):], log)
+    path_word, name_word = words
     if not os.path.exists(path):
-        raise ConfigError(f"tokenizer.path: {path} does not exist")
+        raise ConfigError(f"{path_word}: {path} does not exist" if path_word else f"{path}: no such file or directory")
     if path.endswith(".json") and os.path.isfile(path) and is_spec_file(path):
+        if name:
+            raise ConfigError(f"{name_word}: only tiktoken rank files take an encoding name; {path} is a "
+                              "tokenizer spec file, leave the name out")
         return _open_spec_file(path), path
-    t = load_tokenizer(path, **({"name": name} if name else {}))
+    try:
+        t = load_tokenizer(path, **({"name": name} if name else {}))
+    except LoaderError as e:
+        if getattr(e, "needs_name", None):
+            raise LoaderError(f"{e.needs_name}; set {name_word} to one of {sorted(KNOWN_ENCODINGS)}") from None
+        if getattr(e, "not_tiktoken", None):
+            raise ConfigError(f"{name_word}: only tiktoken rank files take an encoding name; {e.not_tiktoken} is "
+                              "not one, leave the name out") from None
+        raise
     ident = path
     if os.path.isdir(path):
         for cand in ("tokenizer.json", "tokenizer.model"):

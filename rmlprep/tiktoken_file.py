@@ -186,6 +186,16 @@ def _guess_name(p: Path, n_ranks: int) -> str | None:
     return by_size[0] if len(by_size) == 1 else None
 
 
+def _needs_name(what: str) -> LoaderError:
+    """The error for a rank file whose encoding is not known: ``what``, then how to name it from
+    Python. ``e.needs_name`` holds ``what`` alone, so a caller with other words for the name (the
+    config's ``tokenizer.name``, the CLI's ``--name``) can say it its way
+    (:func:`rmlprep.load.open_tokenizer`)."""
+    e = LoaderError(f"{what}; pass name= (one of {sorted(KNOWN_ENCODINGS)}) or pattern= and special_tokens=")
+    e.needs_name = what  # type: ignore[attr-defined]
+    return e
+
+
 def spec_from_tiktoken(
     path: str | os.PathLike,
     *,
@@ -233,17 +243,11 @@ def spec_from_tiktoken(
     if name is None and pattern is None:
         name = _guess_name(p, len(ranks))
         if name is None:
-            raise LoaderError(
-                f"{p}: cannot tell which tiktoken encoding this is ({len(ranks)} ranks); pass "
-                f"name= (one of {sorted(KNOWN_ENCODINGS)}) or pattern= and special_tokens="
-            )
+            raise _needs_name(f"{p}: cannot tell which tiktoken encoding this is ({len(ranks)} ranks)")
     if name is not None:
         known = KNOWN_ENCODINGS.get(name)
         if known is None and pattern is None:
-            raise LoaderError(
-                f"{p}: unknown tiktoken encoding name {name!r}; known: {sorted(KNOWN_ENCODINGS)} "
-                "(or pass pattern= and special_tokens=)"
-            )
+            raise _needs_name(f"{p}: unknown tiktoken encoding name {name!r}")
     from .pretokenize import compile_pre_split, text_anchors
 
     # Known patterns are stored verbatim: their only `$` is in `\s++$`, where end-of-text,

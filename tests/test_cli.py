@@ -283,3 +283,8 @@ def test_unusable_output_folder_is_one_line(tmp_path, capsys, where):
     out = tmp_path / "f" / "o" if where == "under-a-file" else tmp_path / "f"
     rc, err = _run_cli(capsys, _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out))
     assert rc == 2 and err.count("\n") == 1 and "output.dir" in err and "Traceback" not in err, err
+
+
+def test_inspect_missing_path_in_plain_words(tmp_path):
+    r = cli("inspect", str(tmp_path / "nope.json"))
+    assert r.returncode == 2 and r.stderr == f"rmlprep: error: {tmp_path / 'nope.json'}: no such file or directory\n"

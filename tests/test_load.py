@@ -175,3 +175,28 @@ def test_demo_offline_falls_back_to_the_committed_tokenizer(monkeypatch, capsys)
     assert load_tokenizer("demo:gpt2").fingerprint == tok.fingerprint
     with pytest.raises(LoaderError, match="demo:gpt3: unknown demo tokenizer; the demo tokenizers are: demo:gpt2"):
         load_tokenizer("demo:gpt3")
+
+
+def test_open_tokenizer_words_its_errors_for_the_caller(tmp_path):
+    """The config names tokenizer.path / tokenizer.name, the command line the path / --name; the
+    Python-only tiktoken arguments (pattern=, special_tokens=) are offered from Python only."""
+    from rmlprep.errors import ConfigError
+    from rmlprep.load import CLI_WORDS, open_tokenizer
+
+    ranks = tmp_path / "x.tiktoken"
+    ranks.write_text("YWJj 0\n")  # one rank: no known encoding has that many
+    with pytest.raises(LoaderError, match=r"pass name= \(one of .*\) or pattern= and special_tokens="):
+        load_tokenizer(ranks)
+    with pytest.raises(LoaderError, match=r"cannot tell which tiktoken encoding .*; set tokenizer.name to one of \[") as e:
+        open_tokenizer(str(ranks))
+    assert "pattern" not in str(e.value)
+    with pytest.raises(LoaderError, match=r"unknown tiktoken encoding name 'foo'; set --name to one of \[") as e:
+        open_tokenizer(str(ranks), name="foo", words=CLI_WORDS)
+    assert "pattern" not in str(e.value)
+    with pytest.raises(ConfigError, match=r"^tokenizer.path: .*nope does not exist$"):
+        open_tokenizer(str(tmp_path / "nope"))
+    with pytest.raises(ConfigError, match=r"^[^:]*nope: no such file or directory$"):
+        open_tokenizer(str(tmp_path / "nope"), words=CLI_WORDS)
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    with pytest.raises(ConfigError, match=r"^tokenizer.name: only tiktoken rank files take an encoding name"):
+        open_tokenizer(str(tmp_path / "tokenizer.json"), name="gpt2")
