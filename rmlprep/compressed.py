@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from . import fs
 from .errors import ConfigError, InputError
 
 __all__ = [
@@ -245,7 +246,7 @@ def zstd_chunks(path: str, start: int = 0, stop: int | None = None, *, size: int
     """
     zstandard = _zstandard()
     dctx = zstandard.ZstdDecompressor(max_window_size=_WINDOW_MAX)
-    with open(path, "rb") as f:
+    with fs.open(path, "rb") as f:
         for frame in (frames if frames is not None else zstd_frames(f, path, start, stop)):
             if not frame.skippable:
                 for chunk in _frame_chunks(zstandard, dctx, f, path, frame, size):
@@ -287,7 +288,7 @@ class _Checked(io.RawIOBase):
     def __init__(self, path: str, kind: str):
         super().__init__()
         self.path, self.kind = path, kind
-        self._raw = open(path, "rb")
+        self._raw = fs.open(path, "rb")
         self._size = os.fstat(self._raw.fileno()).st_size
         if kind == "gzip":
             self._inner = gzip.GzipFile(fileobj=self._raw, mode="rb")
@@ -334,7 +335,7 @@ def open_decompressed(path: str, *, start: int = 0, stop: int | None = None) -> 
     """
     kind = compression_of(path)
     if kind is None:
-        return open(path, "rb", buffering=_BUFFER)
+        return fs.open(path, "rb", buffering=_BUFFER)
     if kind == "zstd":
         return io.BufferedReader(ZstdReader(path, start, stop), _BUFFER)
     if start or stop is not None:  # pragma: no cover - the planner only cuts zstd

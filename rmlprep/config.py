@@ -5,7 +5,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     pipeline = "pretrain"            # "pretrain" (text → concat packing) | "sft" (messages → BFD)
 
     [input]
-    paths = ["data/*.jsonl.gz"]      # REQUIRED (or path = "..."): files, globs, dataset dirs
+    paths = ["data/*.jsonl.gz"]      # REQUIRED (or path = "..."): files, globs, dataset dirs;
+                                     # local or object-store URIs ("s3://bucket/corpus/*.jsonl.zst")
     format = "auto"                  # auto | jsonl | parquet | csv | hf | stdlib
     column = "text"                  # default "text" (pretrain) / "messages" (sft)
     split = "train"                  # hf DatasetDict split (default: the only or "train")
@@ -52,7 +53,7 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     pad = false                      # sft: pad every row to seq_len with the spec's pad (or eos)
 
     [output]
-    dir = "out/run"                  # REQUIRED; relative → current directory
+    dir = "out/run"                  # REQUIRED; relative → current directory; or "s3://bucket/prefix"
     compression = "zstd"             # parquet codec
     row_group_rows = 4096
 
@@ -90,6 +91,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import fs
 from .chat import detect_chat_format
 from .chat.registry import get_format, resolve_options
 from .errors import ChatFormatError, ConfigError
@@ -189,8 +191,11 @@ class RunConfig:
         return self.data["pipeline"]
 
     @property
-    def output_dir(self) -> Path:
-        return Path(self.data["output"]["dir"])
+    def output_dir(self) -> Path | str:
+        """``output.dir``: a local :class:`~pathlib.Path`, or an object-store URI string
+        (``s3://bucket/prefix``; see :mod:`rmlprep.fs`)."""
+        d = self.data["output"]["dir"]
+        return d if fs.is_remote(d) else Path(d)
 
     def hashed_part(self) -> dict[str, Any]:
         """The part of the config that decides the output bytes (no workers, engine or output dir)."""
@@ -226,7 +231,11 @@ class RunConfig:
 
 
 def _abs(p: str) -> str:
-    return str(Path(os.path.expanduser(p)).absolute()) if not p.startswith("demo:") else p
+    """An absolute local path; ``demo:NAME`` and object-store URIs (``s3://...``, see
+    :mod:`rmlprep.fs`) as they are."""
+    if p.startswith("demo:") or fs.is_remote(p):
+        return p
+    return str(Path(os.path.expanduser(p)).absolute())
 
 
 def _check_engine(engine: str, where: str) -> None:

@@ -68,7 +68,6 @@ the largest single row, whatever the file size.
 
 from __future__ import annotations
 
-import glob as _glob
 import io
 import json
 import os
@@ -83,6 +82,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import fs
 from .compressed import COMPRESSED_SUFFIXES, compression_of, open_decompressed, zstd_chunks, zstd_frames
 from .errors import ConfigError, InputError
 
@@ -180,15 +180,14 @@ def detect_format(path: str) -> str:
     Raises:
         ConfigError: the kind cannot be told; set ``input.format``.
     """
-    p = Path(path)
-    if p.is_dir():
-        if _is_hf_dir(p):
+    if fs.isdir(path):
+        if _is_hf_dir(path):
             return "hf"
         raise ConfigError(
             f"input.paths: {path} is a directory but not a datasets save_to_disk folder "
             "(no dataset_dict.json or state.json); give files or a glob like 'dir/*.jsonl'"
         )
-    name = p.name.lower()
+    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
     for c in _COMPRESSED:
         if name.endswith(c):
             name = name[: -len(c)]
@@ -199,7 +198,7 @@ def detect_format(path: str) -> str:
         return "parquet"
     if name.endswith((".csv", ".tsv")):
         return "csv"
-    if name.endswith(".arrow") and not p.name.lower().endswith(_COMPRESSED):
+    if name.endswith(".arrow") and not path.rstrip("/").rsplit("/", 1)[-1].lower().endswith(_COMPRESSED):
         return "hf"  # one Arrow file of a datasets cache or save_to_disk folder
     raise ConfigError(
         f"input.paths: cannot tell the format of {path}; set input.format to one of "
@@ -208,12 +207,12 @@ def detect_format(path: str) -> str:
     )
 
 
-def _is_hf_dir(p: Path) -> bool:
-    return (p / "dataset_dict.json").is_file() or (p / "state.json").is_file()
+def _is_hf_dir(p: str) -> bool:
+    return fs.isfile(fs.join(p, "dataset_dict.json")) or fs.isfile(fs.join(p, "state.json"))
 
 
 def _inside(path: str, dirs: list[str]) -> bool:
-    rp = os.path.realpath(path)
+    rp = fs.realpath(path)
     return any(rp == d or rp.startswith(d.rstrip(os.sep) + os.sep) for d in dirs)
 
 
@@ -224,23 +223,23 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
     the glob itself), files inside a ``datasets`` folder (the folder is the input), and anything
     under ``exclude``. An explicit path under ``exclude`` is an error.
     """
-    ex = [os.path.realpath(str(d)) for d in exclude]
+    ex = [fs.realpath(str(d)) for d in exclude]
     out: list[str] = []
     for pat in paths:
         if any(ch in pat for ch in "*?["):
-            hits = sorted(_glob.glob(pat, recursive=True))
+            hits = fs.glob(pat, recursive=True)
             if not hits:
                 raise ConfigError(f"input.paths: the glob {pat!r} matches no file")
-            hf_dirs = [os.path.realpath(h) for h in hits if os.path.isdir(h) and _is_hf_dir(Path(h))]
+            hf_dirs = [fs.realpath(h) for h in hits if fs.isdir(h) and _is_hf_dir(h)]
             kept = []
             for h in hits:
                 if ex and _inside(h, ex):
                     continue  # the run's own output folder is never input
-                if os.path.isdir(h):
-                    if os.path.realpath(h) in hf_dirs:
+                if fs.isdir(h):
+                    if fs.realpath(h) in hf_dirs:
                         kept.append(h)
                     continue
-                if _inside(os.path.dirname(h), hf_dirs) or _is_hf_dir(Path(h).parent):
+                if _inside(fs.dirname(h), hf_dirs) or _is_hf_dir(fs.dirname(h)):
                     continue  # state.json, data-*.arrow of a datasets folder
                 kept.append(h)
             if not kept:
@@ -248,7 +247,7 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
                                   f"({len(hits)} matches: directories, datasets metadata or the output folder)")
             out.extend(kept)
         else:
-            if not os.path.exists(pat):
+            if not fs.exists(pat):
                 raise ConfigError(f"input.paths: {pat} does not exist")
             if ex and _inside(pat, ex):
                 raise ConfigError(f"input.paths: {pat} is inside the output folder {exclude[0]}; "
@@ -257,7 +256,7 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
     seen: set[str] = set()
     uniq = []
     for p in out:
-        key = os.path.realpath(p)
+        key = fs.realpath(p)
         if key not in seen:
             seen.add(key)
             uniq.append(p)
@@ -292,9 +291,9 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
     else:
         for path in _expand(inp["paths"], exclude):
             fmt = inp["format"] if inp["format"] != "auto" else detect_format(path)
-            if fmt != "hf" and os.path.isdir(path):
+            if fmt != "hf" and fs.isdir(path):
                 raise ConfigError(f"input.paths: {path} is a directory; input.format = {fmt!r} reads files")
-            if os.path.isfile(path):
+            if fs.isfile(path):
                 _sniff(path, fmt)
             if fmt == "jsonl":
                 specs.extend(_plan_jsonl(path, inp["unit_bytes"]))
@@ -311,16 +310,16 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
 
 def _decoded_size_estimate(path: str) -> int:
     """Bytes after decompression, for progress only (never sizes an allocation)."""
-    size = os.path.getsize(path)
+    size = fs.getsize(path)
     kind = compression_of(path)
     if kind == "gzip" and size >= 18:
-        with open(path, "rb") as f:  # ISIZE: the last member's size mod 2**32 (RFC 1952)
+        with fs.open(path, "rb") as f:  # ISIZE: the last member's size mod 2**32 (RFC 1952)
             f.seek(-4, os.SEEK_END)
             isize = int.from_bytes(f.read(4), "little")
         return max(isize, size)
     if kind == "zstd":
         try:
-            with open(path, "rb") as f:
+            with fs.open(path, "rb") as f:
                 sizes = [fr.content_size for fr in zstd_frames(f, path) if not fr.skippable]
             if sizes and None not in sizes:
                 return sum(sizes)
@@ -343,7 +342,7 @@ def _sniff(path: str, fmt: str) -> None:
             is in fact compressed (a download saved without its suffix).
     """
     try:
-        with open(path, "rb") as f:
+        with fs.open(path, "rb") as f:
             head = f.read(64)
     except OSError as e:
         raise InputError(f"{path}: cannot be read ({e.strerror or e})", path=path) from None
@@ -388,18 +387,18 @@ def _check_jsonl_head(path: str, head: bytes) -> None:
 
 
 def _plan_jsonl(path: str, unit_bytes: int) -> list[dict[str, Any]]:
-    size = os.path.getsize(path)
+    size = fs.getsize(path)
     kind = compression_of(path)
     if kind == "zstd":
         return _plan_zstd_jsonl(path, unit_bytes)
     if kind is not None:
         return [dict(format="jsonl", path=path, nbytes=_decoded_size_estimate(path))]
-    with open(path, "rb") as f:
+    with fs.open(path, "rb") as f:
         _check_jsonl_head(path, f.read(1 << 16))
     if size <= unit_bytes:
         return [dict(format="jsonl", path=path, nbytes=size)]
     out = []
-    with open(path, "rb") as f:
+    with fs.open(path, "rb") as f:
         start, line = 0, 0
         while start < size:
             cut = start + unit_bytes
@@ -433,9 +432,9 @@ def _plan_zstd_jsonl(path: str, unit_bytes: int) -> list[dict[str, Any]]:
     its decoded length, its newline count, the offset of its first newline and whether it ends
     with one; then gather frames and compute each unit's first line number and ``dstart``.
     """
-    with open(path, "rb") as f:
+    with fs.open(path, "rb") as f:
         frames = [fr for fr in zstd_frames(f, path) if not fr.skippable]
-    size = os.path.getsize(path)
+    size = fs.getsize(path)
     declared = [fr.content_size for fr in frames]
     if len(frames) <= 1 or (None not in declared and sum(declared) <= unit_bytes):
         return [dict(format="jsonl", path=path,
@@ -501,14 +500,14 @@ def _plan_parquet(path: str, unit_rows: int) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     try:
-        md = pq.ParquetFile(path).metadata
+        md = pq.ParquetFile(fs.arrow_source(path)).metadata
         groups = [md.row_group(g).num_rows for g in range(md.num_row_groups)]
     except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
         raise InputError(f"{path}: not a readable Parquet file (damaged or truncated footer?): "
                          f"{_one_line(e)}", path=path) from None
     out = []
     g, row = 0, 0
-    size = os.path.getsize(path)
+    size = fs.getsize(path)
     total = sum(groups) or 1
     while g < len(groups):
         first, rows = g, 0
@@ -523,9 +522,9 @@ def _plan_parquet(path: str, unit_rows: int) -> list[dict[str, Any]]:
     return out
 
 
-def _read_json_file(path: Path, what: str) -> Any:
+def _read_json_file(path: str, what: str) -> Any:
     try:
-        with open(path, "rb") as f:
+        with fs.open(path, "rb") as f:
             data = f.read(1 << 24)
             if f.read(1):
                 raise InputError(f"{path}: {what} is over 16 MB; this is not a datasets file", path=str(path))
@@ -540,45 +539,45 @@ def _read_json_file(path: Path, what: str) -> Any:
 
 
 def _hf_files(path: str, split: str | None) -> list[str]:
-    p = Path(path)
-    if (p / "dataset_dict.json").exists():
-        dd = _read_json_file(p / "dataset_dict.json", "dataset_dict.json")
+    p = path
+    if fs.exists(fs.join(p, "dataset_dict.json")):
+        dd = _read_json_file(fs.join(p, "dataset_dict.json"), "dataset_dict.json")
         splits = dd.get("splits") if isinstance(dd, dict) else None
         if not isinstance(splits, list) or not splits or not all(isinstance(s, str) for s in splits):
-            raise InputError(f"{p / 'dataset_dict.json'}: no \"splits\" list of names; the datasets folder "
-                             "is damaged: save it again with save_to_disk", path=str(p / "dataset_dict.json"))
+            raise InputError(f"{fs.join(p, 'dataset_dict.json')}: no \"splits\" list of names; the datasets folder "
+                             "is damaged: save it again with save_to_disk", path=fs.join(p, "dataset_dict.json"))
         if split is None:
             split = splits[0] if len(splits) == 1 else ("train" if "train" in splits else None)
             if split is None:
                 raise ConfigError(f"input.split: {path} is a DatasetDict with splits {splits}; name one")
         if split not in splits:
             raise ConfigError(f"input.split: {split!r} is not a split of {path}; splits: {splits}")
-        if "/" in split or "\\" in split or split in (".", "..") or not (p / split).is_dir():
-            raise InputError(f"{p / 'dataset_dict.json'}: split {split!r} has no folder {p / split}",
-                             path=str(p / "dataset_dict.json"))
-        p = p / split
-    state = _read_json_file(p / "state.json", "state.json")
+        if "/" in split or "\\" in split or split in (".", "..") or not fs.isdir(fs.join(p, split)):
+            raise InputError(f"{fs.join(p, 'dataset_dict.json')}: split {split!r} has no folder {fs.join(p, split)}",
+                             path=fs.join(p, "dataset_dict.json"))
+        p = fs.join(p, split)
+    state = _read_json_file(fs.join(p, "state.json"), "state.json")
     files = state.get("_data_files") if isinstance(state, dict) else None
     if not isinstance(files, list):
-        raise InputError(f"{p / 'state.json'}: no \"_data_files\" list; the datasets folder is damaged: "
-                         "save it again with save_to_disk", path=str(p / "state.json"))
+        raise InputError(f"{fs.join(p, 'state.json')}: no \"_data_files\" list; the datasets folder is damaged: "
+                         "save it again with save_to_disk", path=fs.join(p, "state.json"))
     out = []
     for i, d in enumerate(files):
         name = d.get("filename") if isinstance(d, dict) else None
         if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
-            raise InputError(f"{p / 'state.json'}: _data_files[{i}] has no plain \"filename\" ({d!r:.80}); "
-                             "the datasets folder is damaged", path=str(p / "state.json"))
-        if not (p / name).is_file():
-            raise InputError(f"{p / 'state.json'}: _data_files[{i}] names {name}, which is not in {p}",
-                             path=str(p / "state.json"))
-        _sniff(str(p / name), "hf")
-        out.append(str(p / name))
+            raise InputError(f"{fs.join(p, 'state.json')}: _data_files[{i}] has no plain \"filename\" ({d!r:.80}); "
+                             "the datasets folder is damaged", path=fs.join(p, "state.json"))
+        if not fs.isfile(fs.join(p, name)):
+            raise InputError(f"{fs.join(p, 'state.json')}: _data_files[{i}] names {name}, which is not in {p}",
+                             path=fs.join(p, "state.json"))
+        _sniff(fs.join(p, name), "hf")
+        out.append(fs.join(p, name))
     return out
 
 
 def _open_arrow(path: str):
     try:
-        src = pa.memory_map(path)
+        src = fs.open_arrow(path)
     except (OSError, pa.ArrowException) as e:
         raise InputError(f"{path}: cannot open: {_one_line(e)}", path=path) from None
     try:
@@ -607,10 +606,10 @@ def _arrow_rows(path: str) -> int:
 
 def _plan_hf(path: str, split: str | None, unit_rows: int) -> list[dict[str, Any]]:
     out = []
-    files = [path] if os.path.isfile(path) else _hf_files(path, split)
+    files = [path] if fs.isfile(path) else _hf_files(path, split)
     for f in files:
         n = _arrow_rows(f)
-        size = os.path.getsize(f)
+        size = fs.getsize(f)
         for a in range(0, max(n, 1), unit_rows):
             b = min(n, a + unit_rows)
             out.append(dict(format="hf", path=f, start=a, stop=b, first_row=a,
@@ -708,7 +707,7 @@ def _parse_row(line: bytes, column: str) -> tuple[bool, Any]:
 def _read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     kind = compression_of(unit.path)
     if kind is None:
-        f = open(unit.path, "rb", buffering=1 << 20)
+        f = fs.open(unit.path, "rb", buffering=1 << 20)
         if unit.start:
             f.seek(unit.start)
         pos, stop = unit.start, unit.stop
@@ -824,7 +823,7 @@ def _read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(unit.path)
+        pf = pq.ParquetFile(fs.arrow_source(unit.path))
         names = pf.schema_arrow.names
     except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
         raise InputError(f"{unit.path}: not a readable Parquet file (damaged or truncated footer?): "

@@ -9,6 +9,7 @@ Stages, and the module that owns each::
       output.OutputFolder.lock     one run per folder (flock), writable: before any corpus work
       parity.run_parity_stage      tokenizer (and chat format) vs references; stop on a mismatch
       output.OutputFolder.check    refuse another config's shards, remove a killed run's temporaries
+                                   (store.ObjectStoreFolder: the same folder on s3:// and other stores)
       output.verify_done           skip the units whose done marker, input identity and shard verify
       output.OutputFolder.sweep    remove files of units not in the plan, and stale markers/rejects
       engines / ray_engine         run unit.work_unit on every unit left (process pool or Ray);
@@ -50,10 +51,12 @@ from .engines import Engine, LocalEngine
 from .output import OutputFolder
 from .pack import SCHEMAS
 from .plan import plan
+from .store import ObjectStoreFolder  # registers itself: OutputFolder("s3://...") is one
 from .reports import HIST_BINS_PER_OCTAVE, hist_edges, summary_table
 from .unit import process_unit, work_unit
 from .writers import ParquetWriter, Writer
 
 __all__ = ["run", "process_unit", "work_unit", "load_run_tokenizer", "open_tokenizer", "plan", "OutputFolder",
+           "ObjectStoreFolder",
            "Writer", "ParquetWriter", "Engine", "LocalEngine", "SCHEMAS", "HIST_BINS_PER_OCTAVE", "hist_edges",
            "summary_table"]

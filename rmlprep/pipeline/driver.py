@@ -76,6 +76,8 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     timings["plan"] = time.perf_counter() - t
     out = OutputFolder(cfg.output_dir)
     with out.lock():  # one run per folder, writable: checked before any corpus work
+        if getattr(out, "lock_note", ""):  # an object store's lock (see store.py)
+            log(f"output: {out.lock_note}")
         t = time.perf_counter()
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t

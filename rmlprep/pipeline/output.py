@@ -30,8 +30,8 @@ before any work.
 
 File-system access is kept to a few primitives (:meth:`~OutputFolder.commit`,
 :meth:`~OutputFolder.exists`, :meth:`~OutputFolder.list`, :meth:`~OutputFolder.remove`,
-:meth:`~OutputFolder.read_bytes`, :meth:`~OutputFolder.sha256`), so another filesystem can be
-slotted in behind them.
+:meth:`~OutputFolder.read_bytes`, :meth:`~OutputFolder.sha256`, :meth:`~OutputFolder.lock`);
+:mod:`.store` implements them on an object store (``output.dir = "s3://..."``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from .. import fs
 from ..errors import ConfigError, OutputError
 from ..shards import marker_name, rejects_name, sha256_file, shard_name
 
@@ -76,11 +77,24 @@ def _output_error(what: str, e: OSError) -> OutputError:
 
 
 class OutputFolder:
-    """One run's output folder (``output.dir``), local for now.
+    """One run's output folder (``output.dir``).
+
+    ``OutputFolder(uri)`` for an object-store URI (``s3://bucket/prefix``, see :mod:`rmlprep.fs`)
+    gives an :class:`~rmlprep.pipeline.store.ObjectStoreFolder`: the same folder, its primitives
+    over ``pyarrow.fs``.
 
     Args:
         path: the folder; created by :meth:`create`.
     """
+
+    #: the class of a folder under a URI (:class:`~rmlprep.pipeline.store.ObjectStoreFolder`,
+    #: which registers itself here when ``rmlprep.pipeline`` is imported)
+    remote_class: type | None = None
+
+    def __new__(cls, path: str | os.PathLike):
+        if cls is OutputFolder and fs.is_remote(os.fspath(path)) and OutputFolder.remote_class is not None:
+            return super().__new__(OutputFolder.remote_class)
+        return super().__new__(cls)
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)

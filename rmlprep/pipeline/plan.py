@@ -30,6 +30,7 @@ from typing import Any
 
 import xxhash
 
+from .. import fs
 from ..compressed import compression_of
 from ..config import RunConfig
 from ..errors import ConfigError, InputError
@@ -82,12 +83,12 @@ def _files(unit: Unit) -> list[str]:
 
 
 def _stat(path: str) -> list[Any]:
-    st = os.stat(path)
+    st = fs.stat(path)
     return [path, st.st_size, st.st_mtime_ns]
 
 
 def _hash_range(h, path: str, start: int, stop: int) -> None:
-    with open(path, "rb") as f:
+    with fs.open(path, "rb") as f:
         f.seek(start)
         left = stop - start
         while left > 0:
@@ -109,7 +110,7 @@ def input_identity(unit: Unit, file_hashes: dict[str, str] | None = None) -> dic
     """
     cache = {} if file_hashes is None else file_hashes
     try:
-        files = [[p, os.path.getsize(p)] for p in _files(unit)]
+        files = [[p, fs.getsize(p)] for p in _files(unit)]
         if unit.format == "jsonl" and compression_of(unit.path) is None:  # plain: the unit's own bytes
             stop = unit.stop if unit.stop >= 0 else files[0][1]
             h = xxhash.xxh3_128()

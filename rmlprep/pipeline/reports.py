@@ -220,7 +220,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     t = manifest["totals"]
     th = stats["throughput"]
     lines = [
-        ("output", str(Path(manifest["config"]["output"]["dir"]))),
+        ("output", manifest["config"]["output"]["dir"]),
         ("shards", f"{len(manifest['shards'])} ({manifest['units_processed']} written, "
                    f"{manifest['units_skipped']} skipped as done)"),
         ("rows read", f"{t['rows_read']:,}"),
