@@ -184,7 +184,10 @@ def test_open_tokenizer_words_its_errors_for_the_caller(tmp_path):
     from rmlprep.load import CLI_WORDS, open_tokenizer
 
     ranks = tmp_path / "x.tiktoken"
-    ranks.write_text("YWJj 0\n")  # one rank: no known encoding has that many
+    import base64
+
+    # the 256 single bytes and nothing else: no known encoding has 256 ranks
+    ranks.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
     with pytest.raises(LoaderError, match=r"pass name= \(one of .*\) or pattern= and special_tokens="):
         load_tokenizer(ranks)
     with pytest.raises(LoaderError, match=r"cannot tell which tiktoken encoding .*; set tokenizer.name to one of \[") as e:
