@@ -54,6 +54,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
 
     [output]
     dir = "out/run"                  # REQUIRED; relative → current directory; or "s3://bucket/prefix"
+    format = "parquet"               # parquet: packed rows | megatron: documents as Megatron-LM
+                                     # indexed .bin/.idx pairs (pretrain only; see pipeline/megatron.py)
     compression = "zstd"             # parquet codec
     row_group_rows = 4096
 
@@ -145,6 +147,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
     },
     "output": {
         "dir": ((str,), _REQ),
+        "format": ((str,), "parquet"),
         "compression": ((str,), "zstd"),
         "row_group_rows": ((int,), 4096),
     },
@@ -160,6 +163,9 @@ _TOP = {"pipeline": ((str,), "pretrain")}
 _FORMATS = ("auto", "jsonl", "parquet", "csv", "hf", "stdlib")
 _PIPELINES = ("pretrain", "sft")
 _PROGRESS = ("auto", "bar", "log", "none")
+_OUTPUT_FORMATS = ("parquet", "megatron")
+# keys left out of the hash while at their default (added after configs were hashed without them)
+_HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet"}
 ENGINES = ("local", "ray")
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
 # keys that change how a run goes but never its output bytes: left out of the config hash
@@ -202,6 +208,9 @@ class RunConfig:
         d = copy.deepcopy(self.data)
         for sec, key in _NOT_HASHED:
             d.get(sec, {}).pop(key, None)
+        for (sec, key), default in _HASHED_UNLESS_DEFAULT.items():
+            if d.get(sec, {}).get(key) == default:
+                d[sec].pop(key)  # keys added later: the hashes of configs without them stay the same
         return d
 
     @property
@@ -387,6 +396,11 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
         raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
     out = data["output"]
     out["dir"] = _abs(out["dir"])
+    if out["format"] not in _OUTPUT_FORMATS:
+        raise ConfigError(f"{w}output.format: must be one of {list(_OUTPUT_FORMATS)}, got {out['format']!r}")
+    if out["format"] == "megatron" and pipeline != "pretrain":
+        raise ConfigError(f"{w}output.format = \"megatron\": Megatron indexed datasets hold pretraining documents; "
+                          f"the {pipeline} pipeline writes parquet")
     if out["row_group_rows"] < 1:
         raise ConfigError(f"{w}output.row_group_rows: must be >= 1, got {out['row_group_rows']}")
     run = data["run"]

@@ -50,3 +50,20 @@ def test_summary_tokens_without_framing_and_with_cuts(tmp_path):
     cut = m["totals"]["truncated_tokens"]
     assert cut > 0 and line.split(None, 1)[1] == (f"{m['totals']['tokens']:,} in documents + 5 eos - {cut:,} cut "
                                                   f"(over-long) = {in_rows:,} in rows")
+
+
+def test_output_folder_loads_with_datasets_and_has_a_card(tmp_path):
+    """The Hub's conventions: the card's YAML names the shards and their features, so
+    load_dataset(OUTPUT) reads exactly the shards, with the packed schema's types."""
+    datasets = pytest.importorskip("datasets")
+    m, _, in_rows = _run(tmp_path)
+    out = tmp_path / "o"
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: shard-*.parquet\n")
+    assert f"config hash: `{m['config_hash']}`" in card and m["tokenizer"]["fingerprint"] in card
+    for ds in (datasets.load_dataset(str(out), split="train"),
+               datasets.load_dataset("parquet", data_dir=str(out), data_files="shard-*.parquet", split="train")):
+        assert ds.num_rows == m["totals"]["rows"]
+        assert ds.features["input_ids"] == datasets.List(datasets.Value("uint32"))
+        assert ds.features["example_index"] == datasets.List(datasets.Value("int64"))
+        assert sum(len(r) for r in ds["input_ids"]) == in_rows

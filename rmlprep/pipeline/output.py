@@ -54,7 +54,7 @@ from ..shards import marker_name, rejects_name, sha256_file, shard_name
 __all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME"]
 
 #: The run's report files (rewritten at the end of every run).
-REPORT_FILES = ("manifest.json", "stats.json", "lengths.png")
+REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "megatron-data-args.txt")
 #: The lock file: holds the pid and host of the run that has the folder.
 LOCK_NAME = ".rmlprep.lock"
 _UNIT_FILE = re.compile(r"(?:rejects/rejects|shard)-(\d+)\.")  # the unit number in a unit file's name
@@ -258,11 +258,12 @@ class OutputFolder:
             return None, "done marker is for another config"
         if input_identity is not None and m.get("input") != input_identity:
             return None, "input changed since the unit was done"
-        shard = shard_name(index)
-        if not self.exists(shard):
-            return None, "shard file missing"
-        if self.sha256(shard) != m.get("sha256"):
-            return None, "shard sha256 differs from its done marker"
+        files = m.get("files") or {m.get("shard") or shard_name(index): m.get("sha256")}
+        for shard, digest in files.items():  # a writer's files (Parquet: one; Megatron: .bin, .idx)
+            if not self.exists(shard):
+                return None, "shard file missing"
+            if self.sha256(shard) != digest:
+                return None, "shard sha256 differs from its done marker"
         if m.get("rejects") and not self.exists(rejects_name(index)):
             return None, "rejects file missing"
         return m, ""

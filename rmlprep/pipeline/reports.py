@@ -21,6 +21,7 @@ from ..config import RunConfig
 from ..readers import Unit
 from ..shards import rejects_name
 from .stages import CHAT_COUNTS
+from .megatron import data_args
 from .output import OutputFolder
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
@@ -159,6 +160,12 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
         },
     }
     out.write_json("stats.json", stats)
+    if cfg["output"].get("format") == "megatron":
+        text = data_args(str(cfg.output_dir), recs).encode()
+        out.commit("megatron-data-args.txt", lambda f: f.write(text))
+    else:
+        card = dataset_card(manifest, cfg.pipeline)
+        out.commit("README.md", lambda f: f.write(card))
     if cfg["run"]["histogram"]:
         _histogram_png(out, hist, log)
     log(summary_table(manifest, stats))
@@ -213,6 +220,37 @@ def _tokens_line(manifest: dict[str, Any]) -> str:
     if cut:
         parts.append(f"- {cut:,} cut (over-long)")
     return " ".join(parts) + f" = {written:,} in rows"
+
+
+def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
+    """The output folder's ``README.md``, a Hugging Face dataset card: YAML front matter with the
+    data files (``shard-*.parquet``, one ``train`` split) and the features, as the Hub writes them
+    (so ``datasets.load_dataset(OUTPUT)`` reads exactly the shards), then the tokenizer, the config
+    hash and the counts."""
+    from .pack import SCHEMAS
+
+    t = manifest["totals"]
+    feats = [f"  - name: {f.name}\n    list: {f.type.value_type}" for f in SCHEMAS[pipeline]]
+    tok = manifest["tokenizer"]
+    seq_len = manifest["config"]["pack"]["seq_len"]
+    text = (
+        "---\n"
+        "configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: shard-*.parquet\n"
+        "dataset_info:\n  features:\n" + "\n".join(feats) + "\n"
+        f"  splits:\n  - name: train\n    num_examples: {t['rows']}\n"
+        "tags:\n- rmlprep\n- tokenized\n"
+        "---\n\n"
+        f"# Tokenized {pipeline} data (rmlprep {manifest['rmlprep_version']})\n\n"
+        f"Packed rows of up to {seq_len} token ids, written by rmlprep from the config in `manifest.json`.\n\n"
+        f"- tokenizer: `{tok['name']}`, vocab size {tok['vocab_size']}, fingerprint `{tok['fingerprint']}`\n"
+        f"- config hash: `{manifest['config_hash']}`\n"
+        f"- {len(manifest['shards'])} shards, {t['rows']:,} rows, {t['documents']:,} documents, "
+        f"{t['written_tokens']:,} tokens in rows ({t['tokens']:,} in documents), {t['rejects']:,} rejected rows "
+        "(in `rejects/`)\n\n"
+        "Load it with `datasets.load_dataset(\"OUTPUT\")` (this card names the shards), or\n"
+        "`datasets.load_dataset(\"parquet\", data_dir=\"OUTPUT\", data_files=\"shard-*.parquet\")`.\n"
+    )
+    return text.encode("utf-8")
 
 
 def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:

@@ -66,7 +66,7 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
         packed = pack(docs, cfg, tokenizer)
     check_unchanged(unit)  # what was read is what was planned
     with clock.stage("write"):
-        files = writer_for(cfg).write(out, unit.index, packed.table, shard_metadata(unit, cfg, tokenizer))
+        files = writer_for(cfg, tokenizer).write(out, unit.index, packed.table, shard_metadata(unit, cfg, tokenizer))
         if tally.rejects:
             out.write_lines(rejects_name(unit.index), tally.sorted_rejects())
     record = unit_record(unit, cfg, packed, tally, files, identity, clock.seconds())
@@ -122,6 +122,7 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "source": unit.describe(),
         "shard": shard,
         "sha256": digest,
+        **({"files": files} if len(files) > 1 else {}),  # every file the marker vouches for
         "config_hash": cfg.config_hash,
         "input": identity,
         "rows": table.num_rows,

@@ -11,6 +11,8 @@ for them.
 writer             files of unit N                    notes
 =================  =================================  ======================================
 ``ParquetWriter``  ``shard-NNNNN.parquet``            metadata in the Parquet footer
+``MegatronWriter`` ``shard-NNNNN.bin``, ``.idx``      documents, Megatron-LM's indexed dataset
+                                                      (:mod:`.megatron`)
 =================  =================================  ======================================
 """
 
@@ -23,6 +25,7 @@ import pyarrow.parquet as pq
 
 from ..config import RunConfig
 from ..shards import shard_name
+from .megatron import MegatronWriter
 from .output import OutputFolder
 
 __all__ = ["Writer", "ParquetWriter", "writer_for"]
@@ -76,7 +79,10 @@ class ParquetWriter:
         return {name: out.commit(name, write, digest=True)}
 
 
-def writer_for(cfg: RunConfig) -> Writer:
-    """The writer ``[output]`` asks for (Parquet is the only one so far)."""
+def writer_for(cfg: RunConfig, tokenizer=None) -> Writer:
+    """The writer ``output.format`` asks for: Parquet, or Megatron's indexed dataset (which needs
+    the tokenizer's vocab size for its dtype)."""
     out = cfg["output"]
+    if out.get("format") == "megatron":
+        return MegatronWriter(tokenizer.vocab_size)
     return ParquetWriter(compression=out["compression"], row_group_rows=out["row_group_rows"])
