@@ -11,7 +11,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     column = "text"                  # default "text" (pretrain) / "messages" (sft)
     split = "train"                  # hf DatasetDict split (default: the only or "train")
     unit_bytes = 16_000_000          # plain JSONL / stdlib: cut files into units of ~this size
-    unit_rows = 50_000               # parquet / hf: rows per unit (row groups kept whole)
+    unit_rows = 50_000               # parquet / hf: rows per unit (row groups kept whole);
+                                     # sft: BFD packs windows of this many conversations
     batch_rows = 1024                # rows per streamed record batch
     max_bytes = 4_000_000            # stdlib only: stop collecting source files past this
 

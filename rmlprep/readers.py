@@ -62,8 +62,9 @@ detects it (it appends a sentinel record after the file's last byte: if the sent
 back as its own record, the file ended inside quotes) and raises :class:`InputError`. ``.tsv``
 uses a tab delimiter; quoting is the same as CSV (RFC 4180, like ``pandas.read_csv``).
 
-Every batch holds at most ``batch_rows`` rows, so memory per worker is bounded by the batch and
-the largest single row, whatever the file size.
+Every batch holds at most ``batch_rows`` rows, so a reader's memory is bounded by the batch and
+the largest single row, whatever the file size; the pipeline after it streams too (a worker's
+peak RSS is measured in :mod:`rmlprep.pipeline`).
 """
 
 from __future__ import annotations
@@ -761,7 +762,7 @@ def _read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
             else:
                 pos += len(line)
                 nbytes += len(line)
-                if not line.strip():
+                if line.isspace():  # (no copy of a long line, as strip() would make)
                     blank += 1
                     continue
                 if first:  # a JSON document (array, pretty-printed object) is a file fault
@@ -774,10 +775,13 @@ def _read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                 else:
                     errors.append((r, v))
             if len(values) + len(errors) >= batch_rows:
-                yield Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank)
-                values, rows, errors, nbytes, blank = [], [], [], 0, 0
+                out = [Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank)]
+                values, rows, errors, nbytes, blank, line = [], [], [], 0, 0, b""
+                yield out.pop()  # the suspended frame keeps no reference to the batch or its last line
         if values or errors or blank or nbytes:
-            yield Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank)
+            out = [Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank)]
+            values = []
+            yield out.pop()
 
 
 def _column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: int, where: str,

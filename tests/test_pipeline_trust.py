@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -259,8 +260,11 @@ def test_read_only_output_is_refused_before_parity(tmp_path, monkeypatch, capsys
 
 
 def half_then_fail(exc: OSError):
-    def write_table(table, where, **kw):
-        where.write(b"PAR1" + b"\0" * 1000)  # half a shard on disk
+    """A Parquet writer that writes a row group to disk, then fails: half a shard on disk."""
+    real = writers_mod.pq.ParquetWriter.write_table
+
+    def write_table(self, table, row_group_size=None):
+        real(self, table, row_group_size=row_group_size)
         raise exc
 
     return write_table
@@ -271,11 +275,12 @@ def test_simulated_disk_full_exit_2_and_nothing_looks_done(tmp_path, monkeypatch
     inp.write_bytes(b"".join(lines(200)))
     out = tmp_path / "o"
     toml = write_toml(tmp_path / "c.toml", inp, out)
-    monkeypatch.setattr(writers_mod.pq, "write_table", half_then_fail(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
+    monkeypatch.setattr(writers_mod.pq.ParquetWriter, "write_table",
+                        half_then_fail(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
     assert cli.main(["run", str(toml)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len([x for x in err if x.startswith("rmlprep: error")]) == 1
-    assert "No space left on device; the disk is full" in err[-1] and "shard-0000" in err[-1]
+    assert "No space left on device; the disk is full" in err[-1] and re.search(r"shard-\d{5}\.parquet", err[-1])
     assert not list(out.glob("shard-*")) and not list(out.rglob("*.tmp-*")) and not (out / "manifest.json").exists()
     monkeypatch.undo()
     m = run(make_cfg(inp, out), log=quiet)  # space back: the rerun completes
@@ -369,30 +374,28 @@ def test_real_read_only_output(tmp_path):
 
 # -- the commit order (fault injection) -----------------------------------------------------------
 def test_a_stalled_writer_never_shows_a_shard_under_its_final_name(tmp_path, monkeypatch):
-    """The writer is stopped midway through every shard and the folder is looked at: no shard
-    is under its final name and no marker exists for it until the writer is done."""
+    """The writer is stopped at every row group of every shard and the folder is looked at: no
+    shard is under its final name and no marker exists for it until the writer is done."""
     inp = tmp_path / "c.jsonl"
     inp.write_bytes(b"".join(lines(200)))
     out = tmp_path / "o"
-    real = writers_mod.pq.write_table
-    seen: list[tuple[str, bool, bool]] = []
+    real = writers_mod.pq.ParquetWriter.write_table
+    seen: list[tuple[str, bool, bool, bool]] = []
 
-    def stalling(table, where, **kw):
-        where.write(b"PAR1")
-        where.flush()
-        unit = int(table.schema.metadata[b"rmlprep.unit"])
-        seen.append((f"shard-{unit:05d}", (out / f"shard-{unit:05d}.parquet").exists(),
-                     (out / f"shard-{unit:05d}.done.json").exists()))
-        where.seek(0)
-        where.truncate()
-        real(table, where, **kw)
+    def stalling(self, table, row_group_size=None):
+        unit = int(self.schema.metadata[b"rmlprep.unit"])
+        name = f"shard-{unit:05d}"
+        seen.append((name, (out / f"{name}.parquet").exists(), (out / f"{name}.done.json").exists(),
+                     bool(list(out.glob(f"{name}.parquet.tmp-*")))))
+        real(self, table, row_group_size=row_group_size)
 
-    monkeypatch.setattr(writers_mod.pq, "write_table", stalling)
-    m = run(make_cfg(inp, out), log=quiet)
-    assert len(seen) == len(m["shards"]) >= 3
-    assert all(not shard and not marker for _, shard, marker in seen), seen
+    monkeypatch.setattr(writers_mod.pq.ParquetWriter, "write_table", stalling)
+    m = run(make_cfg(inp, out, output={"row_group_rows": 4}), log=quiet)
+    assert len({name for name, *_ in seen}) == len(m["shards"]) >= 3
+    assert len(seen) > len(m["shards"])  # several row groups per shard, each stalled on
+    assert all(not shard and not marker and tmp for _, shard, marker, tmp in seen), seen
     monkeypatch.undo()
-    assert folder(out) == fresh(inp, tmp_path, "fresh")
+    assert folder(out) == fresh(inp, tmp_path, "fresh", output={"row_group_rows": 4})
 
 
 def test_a_failed_rename_leaves_no_done_marker(tmp_path, monkeypatch):

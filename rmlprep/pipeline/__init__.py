@@ -15,15 +15,17 @@ Stages, and the module that owns each::
       engines / ray_engine         run unit.work_unit on every unit left (process pool or Ray);
                                    an OutputError (disk full, ...) stops the run
       │
-      │  unit.process_unit ─ one unit, every stage a generator over the one before:
+      │  unit.process_unit ─ one unit, every stage a generator over the one before, pulled
+      │  by the writer as it writes (nothing of the unit is held whole):
       │    stages.read               readers.read_unit: bounded batches; unreadable rows → rejects
       │    stages.validate_*         a string per row (pretrain) / a list of messages (sft)
       │    stages.tokenize_texts     arrow.tokenize_text
       │    stages.format_and_tokenize  sft: arrow.tokenize_chat (chat format + ids + assistant mask)
       │    pack.pack_documents       pretrain: concat packing, the unit's tail is its last short row
-      │    pack.pack_conversations   sft: best-fit-decreasing over the unit
-      │    writers.ParquetWriter     shard-NNNNN.parquet (tmp + rename), metadata in the footer
-      │    output.write_lines        rejects/rejects-NNNNN.jsonl (tmp + rename)
+      │    pack.pack_conversations   sft: best-fit-decreasing over windows of unit_rows conversations
+      │    writers.ParquetWriter     shard-NNNNN.parquet, one row group at a time into the
+      │                              temporary, renamed when the last row is in; metadata in the footer
+      │    stages.Tally.write_rejects  rejects/rejects-NNNNN.jsonl (tmp + rename), spooled per batch
       │    output.write_done         shard-NNNNN.done.json: the commit, always last
       ▼
       reports.write_reports        manifest.json, stats.json, lengths.png, the summary table
@@ -41,6 +43,39 @@ the other units finish and the run exits 2 naming it; an **environment** fault (
 folder held, read-only, disk full) stops the run at once. No file is ever half-written under
 its final name, and a done marker is only written after the files it vouches for. The tail rule and the
 SFT packing are described in :mod:`rmlprep.pipeline.pack`.
+
+**Memory per worker** does not grow with the unit. The writer pulls the stages: a batch of
+``input.batch_rows`` rows is read, validated and tokenized; its documents are concat-packed
+every ~1M tokens (:data:`.pack.CHUNK_TOKENS`) and the rows cut into row groups of
+``output.row_group_rows`` that go into the shard's temporary file at once; a suspended stage
+keeps no reference to a batch it has handed on; reject records leave memory batch by batch. A
+pretrain worker holds the batch, one packing chunk, one row group (``row_group_rows x seq_len``
+tokens, 8 bytes each) and the tokenizer with its piece cache. SFT holds one window of
+``input.unit_rows`` conversations (BFD must see a whole window before its first row): its
+tokens (13 bytes each), their packed rows (17 bytes each) and the packer's scratch, about 80
+bytes per token of the window at the peak (measured: 12.2M tokens in 50,000 conversations →
+~970 MB over the tokenizer); lower ``unit_rows`` to lower it.
+
+Peak RSS of one worker (``VmHWM``; pretrain: ``bench/bench_unit_memory.py``, GPT-2, seq_len
+2048, row groups of 1024 rows, batches of 512 rows; sft: the chat corpora of ``../shared`` x8
+in one ``.jsonl.gz``, Qwen2.5, seq_len 2048, the default row groups and windows; the tokenizer
+alone is ~100 MB for GPT-2, ~185 MB for Qwen2.5, ~400 MB for Gemma):
+
+==================================  ==============  ===========================
+one unit                            before          streaming
+==================================  ==============  ===========================
+.jsonl.gz, 60 MB of text            545 MB          405 MB
+.jsonl.gz, 240 MB of text           1917 MB         436 MB
+.csv.gz, 60 / 240 MB                559 / 2237 MB   328 / 396 MB
+.jsonl.zst (1 frame), 60 / 240 MB   549 / 2174 MB   415 / 428 MB
+one 50 MB document, Gemma (256k)    1010 MB         1021 MB (the tokenizer's encode)
+sft .jsonl.gz, 187 / 374 MB         2394 MB / -     1157 / 1162 MB (unit_rows 50,000)
+==================================  ==============  ===========================
+
+The growth left between 60 and 240 MB is the tokenizer's bounded piece cache. A single
+document is held whole by the reader (its UTF-8 line, then the str: 4 bytes per character when
+it holds one character past U+FFFF) and by the encoder, so its peak is about 10x its size plus
+the tokenizer; a JSONL line over :data:`rmlprep.readers.MAX_ROW_BYTES` is a reject.
 """
 
 from __future__ import annotations

@@ -42,16 +42,18 @@ import json
 import os
 import re
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from .. import fs
 from ..errors import ConfigError, OutputError
 from ..shards import marker_name, rejects_name, sha256_file, shard_name
 
-__all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME"]
+__all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME", "json_line", "StreamError", "from_stream", "committing"]
+
+T = TypeVar("T")
 
 #: The run's report files (rewritten at the end of every run).
 REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "megatron-data-args.txt")
@@ -69,6 +71,44 @@ def _utf8(text: str) -> bytes:
     """JSON text as UTF-8; a lone surrogate (from a rejected row's value or reason) is written as
     its JSON escape ``\\udXXX``, so the file stays valid UTF-8 and valid JSON."""
     return text.encode("utf-8", "backslashreplace")
+
+
+class StreamError(Exception):
+    """An error raised by the stream a commit's write function consumes (reading, tokenizing,
+    packing: not the output's fault), carried through :meth:`OutputFolder.commit` so that it is
+    not taken for a write error; the writer raises :attr:`error` again (:func:`committing`)."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+
+def from_stream(items: Iterable[T]) -> Iterator[T]:
+    """``items`` for a commit's write function: an error raised while producing one becomes a
+    :class:`StreamError`; no reference to an item is kept once the next is asked for."""
+    it = iter(items)
+    while True:
+        try:
+            box = [next(it)]
+        except StopIteration:
+            return
+        except Exception as e:  # noqa: BLE001 - any upstream error, raised as itself by committing()
+            raise StreamError(e) from e
+        yield box.pop()
+
+
+@contextmanager
+def committing() -> Iterator[None]:
+    """Around a writer's commits: a :class:`StreamError` is raised as the error it carries."""
+    try:
+        yield
+    except StreamError as e:
+        raise e.error from None
+
+
+def json_line(record: dict[str, Any]) -> bytes:
+    """One JSON line (UTF-8, ``\n``-terminated) as the folder's ``.jsonl`` files hold it."""
+    return _utf8(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def _output_error(what: str, e: OSError) -> OutputError:
@@ -216,10 +256,10 @@ class OutputFolder:
         self.commit(name, lambda f: f.write(data))
 
     def write_lines(self, name: str, records: list[dict[str, Any]]) -> None:
-        """Commit JSON lines (one object per line)."""
+        """Commit JSON lines (one object per line, :func:`json_line`)."""
         def write(f: IO[bytes]) -> None:
             for r in records:
-                f.write(_utf8(json.dumps(r, ensure_ascii=False) + "\n"))
+                f.write(json_line(r))
 
         self.commit(name, write)
 

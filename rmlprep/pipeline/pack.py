@@ -1,4 +1,4 @@
-"""The pack stage of one unit: tokenized documents → the unit's table of packed rows.
+"""The pack stage of one unit: tokenized documents → the unit's packed rows, as a stream.
 
 **Tail rule (pretrain / concat packing).** Each unit is packed on its own, as one stream of
 framed documents (``[bos] ids [eos]``) cut every ``seq_len`` tokens. The leftover of a unit —
@@ -10,9 +10,14 @@ counts them (``short_rows``). Inside a unit, documents are packed in chunks of a
 :data:`CHUNK_TOKENS` with the partial fragments carried over, which gives exactly the rows of
 one pack over the whole unit while holding one chunk in memory.
 
-**SFT (BFD packing).** Best-fit-decreasing runs over all examples of a unit at once (a unit
-holds at most ``input.unit_rows`` rows), so rows are not full-length; padding is counted
-(and written only with ``pack.pad = true``).
+**SFT (BFD packing).** Best-fit-decreasing runs over windows of ``input.unit_rows``
+consecutive conversations of a unit, one window after the other (a Parquet or ``datasets``
+unit is one window; a JSONL byte range, a compressed file or a CSV may hold several), so
+rows are not full-length; padding is counted (and written only with ``pack.pad = true``).
+
+**Streaming.** A pack function returns a :class:`Packed`: the rows as a stream of tables that
+the writer pulls (and with them every stage before), and the counts of the done marker, which
+are final once the stream is spent.
 
 Output columns: :data:`SCHEMAS` (``example_index`` numbers the unit's documents from 0).
 """
@@ -20,8 +25,6 @@ Output columns: :data:`SCHEMAS` (``example_index`` numbers the unit's documents 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +32,7 @@ import pyarrow as pa
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..packing import from_numpy, pack_bfd, pack_concat, to_numpy
+from .reports import length_hist
 from .stages import Docs
 
 __all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table"]
@@ -51,32 +55,70 @@ SCHEMAS = {
 }
 
 
-@dataclass(slots=True)
 class Packed:
-    """A unit's packed rows and what packing did.
+    """A unit's packed rows as a stream, and what packing did, counted as the rows go by.
+
+    Iterate it once: it yields ``pa.Table`` pieces of :data:`SCHEMAS` ``[pipeline]`` in row
+    order (the writer cuts them into row groups); only the piece being made is in memory. The
+    counts are final once the iteration has ended.
 
     Attributes:
-        table: the rows, :data:`SCHEMAS` ``[pipeline]``.
-        lengths: int64 [documents], tokens of each document packed (before framing).
+        schema: the rows' schema.
+        documents: documents packed (after the tokenize stage's rejects).
+        tokens: their tokens, before framing.
+        max_document_tokens: tokens of the longest document.
+        length_hist: int64 [bins], documents per length bin (:func:`.reports.length_hist`).
+        rows: rows yielded.
+        short_rows: rows shorter than ``seq_len``.
+        written_tokens: real tokens in the rows (pad runs of ``pack.pad`` not counted).
         stats: ``dropped_documents``, ``dropped_tokens``, ``truncated_tokens``, ``over_long``
             (and ``split_examples`` for sft).
     """
 
-    table: pa.Table
-    lengths: np.ndarray
-    stats: dict[str, int] = field(default_factory=dict)
+    def __init__(self, pipeline: str, seq_len: int):
+        self.schema = SCHEMAS[pipeline]
+        self.seq_len = seq_len
+        self.source: Iterator[pa.Table] = iter(())  # the packer's pieces, set by the pack function
+        self._padded_rows = pipeline == "sft"  # rows may hold a pad run (example_index -1)
+        self.documents = self.tokens = self.max_document_tokens = 0
+        self.length_hist = length_hist(np.zeros(0, np.int64))
+        self.rows = self.short_rows = self.written_tokens = 0
+        self.stats: dict[str, int] = {}
+
+    def add_lengths(self, lengths: np.ndarray) -> None:
+        """Count a batch of documents (int64 [n] tokens each)."""
+        if len(lengths):
+            self.documents += len(lengths)
+            self.tokens += int(lengths.sum())
+            self.max_document_tokens = max(self.max_document_tokens, int(lengths.max()))
+            self.length_hist += length_hist(lengths)
+
+    def _add_rows(self, piece: pa.Table) -> None:
+        self.rows += piece.num_rows
+        for chunk in piece.column("input_ids").chunks:
+            row_lens = np.diff(to_numpy(chunk.offsets))
+            self.short_rows += int(np.sum(row_lens < self.seq_len))
+            self.written_tokens += int(row_lens.sum())
+        if self._padded_rows:  # pad runs are not written tokens
+            for s, e in zip(piece.column("seq_lengths").chunks, piece.column("example_index").chunks):
+                s_f, e_f = to_numpy(s.flatten()), to_numpy(e.flatten())
+                self.written_tokens -= int(s_f[e_f < 0].sum())
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        while (box := [next(self.source, None)])[0] is not None:
+            if box[0].num_rows:
+                self._add_rows(box[0])
+                yield box.pop()  # no name keeps the piece once the writer asks for the next
 
 
 def empty_table(pipeline: str) -> pa.Table:
     return SCHEMAS[pipeline].empty_table()
 
 
-def _to_table(batches: list[pa.RecordBatch], pipeline: str) -> pa.Table:
+def _piece(batch: pa.RecordBatch, pipeline: str) -> pa.Table:
+    """One packer batch as a table of the pipeline's schema (columns in order, 32-bit lists)."""
     schema = SCHEMAS[pipeline]
-    if not batches:
-        return empty_table(pipeline)
-    t = pa.Table.from_batches([b.select(schema.names) for b in batches])
-    return t.cast(schema).combine_chunks()
+    return pa.Table.from_batches([batch.select(schema.names)]).cast(schema)
 
 
 def _cat(chunks: list[np.ndarray], dtype) -> np.ndarray:
@@ -88,9 +130,13 @@ def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packed:
     """Concat-pack a unit's documents (each framed with bos/eos as ``pack.bos``/``pack.eos``
     say) into rows of ``pack.seq_len``; the unit's leftover is the last, short row.
 
+    The rows stream out as they are cut: about :data:`CHUNK_TOKENS` tokens of documents are
+    gathered, packed, and their full rows handed on, the partial last row carried into the next
+    chunk. Memory: one chunk of ids and its rows, whatever the unit's size.
+
     Raises:
         ConfigError: ``pack.bos``/``pack.eos`` asked for and the tokenizer has no such id
-            (checked before any document is read).
+            (checked here, before any document is read).
     """
     pack = cfg["pack"]
     bos = tokenizer.bos_id if pack["bos"] else None
@@ -100,26 +146,33 @@ def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packed:
     if pack["eos"] and eos is None:
         raise ConfigError("pack.eos: the tokenizer has no eos id; set pack.eos = false")
     packer = _ConcatPacker(pack["seq_len"], bos, eos, pack["overflow"])
-    ids: list[np.ndarray] = []
-    lengths: list[np.ndarray] = []
-    all_lengths: list[np.ndarray] = []
-    n_tokens = first = 0
-    for d in docs:
-        ids.append(d.ids)
-        lengths.append(d.lengths)
-        n_tokens += len(d.ids)
-        if n_tokens >= CHUNK_TOKENS:
-            lens = _cat(lengths, np.int64)
-            packer.add(_cat(ids, np.uint32), lens, first)
-            all_lengths.append(lens)
-            first += len(lens)
-            ids, lengths, n_tokens = [], [], 0
-    lens = _cat(lengths, np.int64)
-    packer.add(_cat(ids, np.uint32), lens, first, final=True)
-    all_lengths.append(lens)
-    stats = {"dropped_documents": packer.dropped, "dropped_tokens": packer.dropped_tokens,
-             "truncated_tokens": packer.truncated_tokens, "over_long": packer.over_long}
-    return Packed(_to_table(packer.rows, "pretrain"), np.concatenate(all_lengths), stats)
+    packed = Packed("pretrain", pack["seq_len"])
+
+    def pieces() -> Iterator[pa.Table]:
+        ids: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        n_tokens = first = 0
+        for d in docs:
+            ids.append(d.ids)
+            lengths.append(d.lengths)
+            n_tokens += len(d.ids)
+            if n_tokens >= CHUNK_TOKENS:
+                lens = _cat(lengths, np.int64)
+                packed.add_lengths(lens)
+                ids_cat = _cat(ids, np.uint32)
+                ids, lengths, n_tokens = [], [], 0
+                for rb in packer.add(ids_cat, lens, first):
+                    yield _piece(rb, "pretrain")
+                first += len(lens)
+        lens = _cat(lengths, np.int64)
+        packed.add_lengths(lens)
+        for rb in packer.add(_cat(ids, np.uint32), lens, first, final=True):
+            yield _piece(rb, "pretrain")
+        packed.stats = {"dropped_documents": packer.dropped, "dropped_tokens": packer.dropped_tokens,
+                        "truncated_tokens": packer.truncated_tokens, "over_long": packer.over_long}
+
+    packed.source = pieces()
+    return packed
 
 
 def _remap_example_index(rb: pa.RecordBatch, mapping: np.ndarray) -> pa.RecordBatch:
@@ -138,7 +191,6 @@ class _ConcatPacker:
 
     def __init__(self, seq_len: int, bos: int | None, eos: int | None, overflow: str):
         self.seq_len, self.bos, self.eos, self.overflow = seq_len, bos, eos, overflow
-        self.rows: list[pa.RecordBatch] = []
         self._no_carry()
         self.dropped = 0
         self.dropped_tokens = 0
@@ -150,7 +202,10 @@ class _ConcatPacker:
         self.carry_offs = np.zeros(1, dtype=np.int64)
         self.carry_idx = np.zeros(0, dtype=np.int64)
 
-    def add(self, vals: np.ndarray, lengths: np.ndarray, first_doc: int, final: bool = False) -> None:
+    def add(self, vals: np.ndarray, lengths: np.ndarray, first_doc: int, final: bool = False) -> list[pa.RecordBatch]:
+        """Pack one chunk of documents (after the fragments carried from the previous chunk);
+        return its full rows (and, when ``final``, the short last row)."""
+        out: list[pa.RecordBatch] = []
         n = len(lengths)
         b = int(self.bos is not None)
         e = int(self.eos is not None)
@@ -176,20 +231,20 @@ class _ConcatPacker:
         all_offs = np.concatenate([self.carry_offs, offs[1:] + self.carry_offs[-1]])
         mapping = np.concatenate([self.carry_idx, np.arange(first_doc, first_doc + n, dtype=np.int64)])
         if len(mapping) == 0:
-            return
+            return out
         res = pack_concat((all_vals, all_offs), seq_len=self.seq_len, overflow=self.overflow)
         self.dropped += res.stats.dropped_documents
         self.dropped_tokens += res.stats.dropped_tokens
         self.truncated_tokens += res.stats.truncated_tokens
         self.over_long += int(np.sum(res.over_long >= k))
         if res.rows.num_rows:
-            self.rows.append(_remap_example_index(res.rows, mapping))
+            out.append(_remap_example_index(res.rows, mapping))
         tail = res.tail
         if final:
             if tail.num_rows:
-                self.rows.append(_remap_example_index(tail, mapping))
+                out.append(_remap_example_index(tail, mapping))
             self._no_carry()
-            return
+            return out
         if tail.num_rows:
             tv = to_numpy(tail.column(0).flatten()).astype(np.uint32)
             sl = to_numpy(tail.column(tail.schema.get_field_index("seq_lengths")).flatten()).astype(np.int64)
@@ -199,40 +254,82 @@ class _ConcatPacker:
             self.carry_idx = mapping[ei]
         else:
             self._no_carry()
+        return out
 
 
 # -- sft: best-fit-decreasing -------------------------------------------------------------------
+_BFD_STATS = ("dropped_documents", "dropped_tokens", "truncated_tokens", "over_long", "split_examples")
+
+
+def _split_docs(d: Docs, k: int) -> tuple[Docs, Docs]:
+    """The first ``k`` documents of ``d`` and the rest."""
+    t = int(d.lengths[:k].sum())
+    return (Docs(d.ids[:t], d.lengths[:k], d.labels[:t], d.masks[:t]),
+            Docs(d.ids[t:], d.lengths[k:], d.labels[t:], d.masks[t:]))
+
+
 def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packed:
     """Best-fit-decreasing packing of a unit's encoded conversations into rows of at most
     ``pack.seq_len`` tokens, padded with the pad (else eos) id when ``pack.pad = true``.
 
+    BFD places every conversation of a group before the first row is known, so it runs over
+    **windows of** ``input.unit_rows`` **consecutive conversations** of the unit (the last one
+    shorter), one after the other: a window's rows are written before the next window is read.
+    A Parquet or ``datasets`` unit holds at most ``unit_rows`` rows, so it is one window; a
+    JSONL byte range, a compressed file or a CSV file may hold more. ``example_index`` counts the
+    unit's conversations across windows. Memory: one window's tokens and rows, whatever the unit
+    size (see :mod:`rmlprep.pipeline`).
+
     Raises:
-        ConfigError: ``pack.pad`` and the tokenizer has neither a pad nor an eos id.
+        ConfigError: ``pack.pad`` and the tokenizer has neither a pad nor an eos id (checked
+            here, before any conversation is read).
     """
     pack = cfg["pack"]
+    window = cfg["input"]["unit_rows"]
     pad_id = None
     if pack["pad"]:
         pad_id = tokenizer.spec.pad_id if tokenizer.spec.pad_id is not None else tokenizer.eos_id
         if pad_id is None:
             raise ConfigError("pack.pad: the tokenizer has neither a pad nor an eos id; set pack.pad = false")
-    parts: dict[str, list[np.ndarray]] = {"ids": [], "labels": [], "masks": [], "lengths": []}
-    for d in docs:
-        parts["ids"].append(d.ids)
-        parts["labels"].append(d.labels)
-        parts["masks"].append(d.masks)
-        parts["lengths"].append(d.lengths)
-    lens = _cat(parts["lengths"], np.int64)
-    if not len(lens):
-        stats = {"dropped_documents": 0, "dropped_tokens": 0, "truncated_tokens": 0, "over_long": 0,
-                 "split_examples": 0}
-        return Packed(empty_table("sft"), lens, stats)
-    offs = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens, out=offs[1:])
-    res = pack_bfd((_cat(parts["ids"], np.uint32), offs), (_cat(parts["labels"], np.int64), offs),
-                   seq_len=pack["seq_len"], overflow=pack["overflow"], pad_id=pad_id,
-                   assistant_masks=(_cat(parts["masks"], np.uint8), offs))
-    st = res.stats
-    stats: dict[str, Any] = {"dropped_documents": st.dropped_documents, "dropped_tokens": st.dropped_tokens,
-                             "truncated_tokens": st.truncated_tokens, "over_long": st.over_long,
-                             "split_examples": st.split_examples}
-    return Packed(_to_table([res.rows], "sft"), lens, stats)
+    packed = Packed("sft", pack["seq_len"])
+    packed.stats = dict.fromkeys(_BFD_STATS, 0)
+
+    def pack_window(held: list[Docs], first: int) -> Iterator[pa.Table]:
+        lens = _cat([d.lengths for d in held], np.int64)
+        packed.add_lengths(lens)
+        if not len(lens):
+            return
+        offs = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offs[1:])
+        ids = _cat([d.ids for d in held], np.uint32)
+        labels = _cat([d.labels for d in held], np.int64)
+        masks = _cat([d.masks for d in held], np.uint8)
+        held.clear()
+        res = pack_bfd((ids, offs), (labels, offs), seq_len=pack["seq_len"], overflow=pack["overflow"],
+                       pad_id=pad_id, assistant_masks=(masks, offs))
+        del ids, labels, masks
+        for k in _BFD_STATS:
+            packed.stats[k] += getattr(res.stats, k)
+        rows = res.rows if not first else _remap_example_index(res.rows, np.arange(first, first + len(lens)))
+        yield _piece(rows, "sft")
+        del res, rows
+        pa.default_memory_pool().release_unused()  # the allocator keeps freed pages otherwise
+
+    def pieces() -> Iterator[pa.Table]:
+        held: list[Docs] = []
+        n = first = 0
+        for d in docs:
+            while n + len(d.lengths) >= window:  # a window is full: pack it before reading on
+                head, d = _split_docs(d, window - n)
+                held.append(head)
+                yield from pack_window(held, first)
+                first += window
+                n = 0
+            held.append(d)
+            n += len(d.lengths)
+            d = None
+        if n:
+            yield from pack_window(held, first)
+
+    packed.source = pieces()
+    return packed

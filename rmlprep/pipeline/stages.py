@@ -33,9 +33,11 @@ tokenize       :func:`tokenize_texts`: :func:`rmlprep.arrow.tokenize_text`;
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -46,11 +48,15 @@ from ..config import RunConfig
 from ..errors import RmlprepError
 from ..native import encode_arrow_flat, surrogate_rows
 from ..readers import Batch, Unit, read_unit
+from .output import json_line
 
 __all__ = ["Tally", "Rows", "Docs", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
            "format_and_tokenize"]
+T = TypeVar("T")
 CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls")
 
+#: Reject records spooled in memory up to this many bytes, then in a temporary file.
+REJECT_SPOOL_BYTES = 8 << 20
 _REJECT_VALUE_CHARS = 300  # a rejected value is kept as its repr, cut to this many characters
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -65,13 +71,20 @@ def replace_lone_surrogates(text: str) -> str:
 class Tally:
     """What one unit's stages saw: input bytes, blank lines, and the rejected rows.
 
+    Reject records are kept in memory only until every stage is done with their batch (the
+    reader is asked for the next one, :meth:`flush`); they are then written, in source-row
+    order, to a spool that stays in memory up to :data:`REJECT_SPOOL_BYTES` and goes to a
+    temporary file past it, so a unit whose every row is bad holds no more than a batch of
+    records.
+
     Attributes:
         unit: the unit.
         nbytes: input bytes read (JSON line lengths, or Arrow buffer sizes).
         blank: blank lines skipped (jsonl).
         surrogate_rows: rows kept with their lone surrogates replaced by U+FFFD.
-        rejects: one record per rejected row: ``unit``, ``source`` (file), ``row`` (0-based
-            row of the source file), ``reason`` and, where useful, ``value`` (its repr).
+        rejects: the rejected rows of the batch in flight: ``unit``, ``source`` (file), ``row``
+            (0-based row of the source file), ``reason`` and, where useful, ``value`` (its repr).
+        n_rejects: rejected rows so far (flushed or not).
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
             ``json_tool_calls``; see :class:`rmlprep.arrow.TokenizeChat`).
     """
@@ -81,7 +94,10 @@ class Tally:
     blank: int = 0
     surrogate_rows: int = 0
     rejects: list[dict[str, Any]] = field(default_factory=list)
+    n_rejects: int = 0
     counts: dict[str, int] = field(default_factory=dict)
+    _spool: Any = None
+    _last_row: int = -1
 
     def reject(self, row: int, reason: str, value: Any = None) -> None:
         u = self.unit
@@ -91,10 +107,38 @@ class Tally:
             r = repr(value)
             rec["value"] = r if len(r) <= _REJECT_VALUE_CHARS else r[:_REJECT_VALUE_CHARS] + "..."
         self.rejects.append(rec)
+        self.n_rejects += 1
 
-    def sorted_rejects(self) -> list[dict[str, Any]]:
-        """The reject records in source-row order (the order of ``rejects/rejects-NNNNN.jsonl``)."""
-        return sorted(self.rejects, key=lambda r: r["row"])
+    def flush(self) -> None:
+        """Spool the records of the batches every stage is done with, in source-row order.
+
+        Batches cover increasing, disjoint row ranges, so sorting each flush sorts the whole.
+        """
+        if not self.rejects:
+            return
+        recs = sorted(self.rejects, key=lambda r: r["row"])
+        if recs[0]["row"] < self._last_row:  # pragma: no cover - a reader broke the batch order
+            raise RuntimeError(f"rejects out of order: row {recs[0]['row']} after row {self._last_row}")
+        if self._spool is None:
+            self._spool = tempfile.SpooledTemporaryFile(max_size=REJECT_SPOOL_BYTES)
+        for r in recs:
+            self._spool.write(json_line(r))
+        self._last_row = recs[-1]["row"]
+        self.rejects = []
+
+    def write_rejects(self, f: IO[bytes]) -> None:
+        """Copy every reject record, one JSON line each in source-row order, to ``f``
+        (the content of ``rejects/rejects-NNNNN.jsonl``)."""
+        self.flush()
+        if self._spool is not None:
+            self._spool.seek(0)
+            shutil.copyfileobj(self._spool, f, 1 << 20)
+
+    def close(self) -> None:
+        """Drop the spool (its temporary file, if it went to disk)."""
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
 
 
 @dataclass(slots=True)
@@ -134,12 +178,27 @@ class Docs:
 def read(unit: Unit, cfg: RunConfig, tally: Tally) -> Iterator[Batch]:
     """Stream the unit's ``input.column`` in batches of at most ``input.batch_rows`` rows;
     count bytes and blank lines, and send the rows the reader could not parse to rejects."""
-    for batch in read_unit(unit, cfg["input"]["column"], cfg["input"]["batch_rows"]):
+    for batch in _handed_on(read_unit(unit, cfg["input"]["column"], cfg["input"]["batch_rows"])):
+        tally.flush()  # every stage is done with the previous batch
         tally.nbytes += batch.nbytes
         tally.blank += batch.blank
         for r, why in batch.errors:
             tally.reject(r, why)
-        yield batch
+        out = [batch]
+        del batch
+        yield out.pop()  # (see _handed_on)
+
+
+def _handed_on(items: Iterator[T]) -> Iterator[T]:
+    """``items``, with no reference kept to the one handed out once the consumer asks for the
+    next. The stages are generators, and a suspended generator keeps its locals: without this,
+    a batch's texts (and the line they came from) would stay alive while the next stages pack
+    and write it. ``yield box.pop()`` hands an item on without a name in the frame."""
+    while (box := [next(items, _END)])[0] is not _END:
+        yield box.pop()
+
+
+_END: Any = object()
 
 
 # -- validate -----------------------------------------------------------------------------------
@@ -148,12 +207,14 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
     docstring); a null or any other type → rejects. Texts stay what the reader made (an Arrow
     string array, or a list of str: the tokenizer reads either without a conversion)."""
     column = cfg["input"]["column"]
-    for batch in batches:
+    for batch in _handed_on(batches):
         vals = batch.values
         if isinstance(vals, pa.Array):  # Arrow strings are UTF-8 already
             if vals.null_count == 0:
-                yield Rows(vals.cast(pa.string()) if vals.type not in (pa.string(), pa.large_string()) else vals,
-                           batch.rows)
+                out = [Rows(vals.cast(pa.string()) if vals.type not in (pa.string(), pa.large_string()) else vals,
+                            batch.rows)]
+                del batch, vals
+                yield out.pop()
                 continue
             vals = vals.to_pylist()
         keep_t: list[str] = []
@@ -169,7 +230,9 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
         for i in surrogate_rows(keep_t):  # rare: found by a scan of the code units
             keep_t[i] = replace_lone_surrogates(keep_t[i])
             tally.surrogate_rows += 1
-        yield Rows(keep_t, np.asarray(keep_r, dtype=np.int64))
+        out = [Rows(keep_t, np.asarray(keep_r, dtype=np.int64))]
+        batch = vals = keep_t = v = None
+        yield out.pop()
 
 
 def _replace_surrogates_in(value: Any) -> tuple[Any, bool]:
@@ -245,13 +308,15 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
     tok = cfg["tokenizer"]
     kw = {"add_special_tokens": tok["add_special_tokens"], "parse_special": tok["parse_special"]}
     fn = None
-    for b in batches:
+    for b in _handed_on(batches):
         if not len(b.values):
             yield Docs(np.zeros(0, np.uint32), np.zeros(0, np.int64))
             continue
         flat = _encode_flat(tokenizer, b.values, kw)
         if flat is not None:
-            yield Docs(flat[0].astype(np.uint32, copy=False), np.diff(flat[1]))
+            out = [Docs(flat[0].astype(np.uint32, copy=False), np.diff(flat[1]))]
+            del b, flat  # the texts can go while the ids are packed
+            yield out.pop()
             continue
         if fn is None:
             fn = tokenize_text(tokenizer, column="text", on_error="record", keep_columns=False, id_column=None, **kw)
@@ -264,7 +329,9 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
         lengths = res.column("length").to_numpy(zero_copy_only=False)
         if len(failed):
             lengths = np.delete(lengths, failed)  # failed rows have no ids
-        yield Docs(ids, lengths.astype(np.int64, copy=False))
+        out = [Docs(ids, lengths.astype(np.int64, copy=False))]
+        del b, values, res, ids
+        yield out.pop()
 
 
 def _encode_flat(tokenizer, values, kw: dict[str, bool]) -> tuple[np.ndarray, np.ndarray] | None:

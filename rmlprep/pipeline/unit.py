@@ -13,18 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import numpy as np
 
 from .._version import __version__
 from ..config import RunConfig
 from ..errors import OutputError, RmlprepError
-from ..packing import to_numpy
 from ..readers import Unit
 from ..shards import rejects_name
 from .output import OutputFolder
 from .pack import Packed, pack_conversations, pack_documents
 from .plan import check_unchanged, input_identity
-from .reports import length_hist
 from .stages import Tally, format_and_tokenize, read, tokenize_texts, validate_conversations, validate_texts
 from .writers import writer_for
 
@@ -59,19 +56,27 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
     tally = Tally(unit)
     identity = getattr(unit, "identity", None) or input_identity(unit)
     check_unchanged(unit)
-    batches = clock.timed("read", read(unit, cfg, tally))
-    rows = clock.timed("validate", validate(batches, cfg, tally))
-    docs = clock.timed("tokenize", tokenize(rows, cfg, tokenizer, tally))
-    with clock.stage("pack"):
+    try:
+        batches = clock.timed("read", read(unit, cfg, tally))
+        rows = clock.timed("validate", validate(batches, cfg, tally))
+        docs = clock.timed("tokenize", tokenize(rows, cfg, tokenizer, tally))
         packed = pack(docs, cfg, tokenizer)
-    check_unchanged(unit)  # what was read is what was planned
-    with clock.stage("write"):
-        files = writer_for(cfg, tokenizer).write(out, unit.index, packed.table, shard_metadata(unit, cfg, tokenizer))
-        if tally.rejects:
-            out.write_lines(rejects_name(unit.index), tally.sorted_rejects())
+        with clock.stage("write"):  # the writer pulls the rows through every stage as it writes them
+            files = writer_for(cfg, tokenizer).write(out, unit.index, _then_unchanged(clock.timed("pack", packed), unit),
+                                          shard_metadata(unit, cfg, tokenizer), schema=packed.schema)
+            if tally.n_rejects:
+                out.commit(rejects_name(unit.index), tally.write_rejects)
+    finally:
+        tally.close()
     record = unit_record(unit, cfg, packed, tally, files, identity, clock.seconds())
     out.write_done(unit.index, record)  # commit: last, after every file it vouches for
     return record
+
+
+def _then_unchanged(pieces: Iterator[T], unit: Unit) -> Iterator[T]:
+    """``pieces``, then a check that what was read is what was planned (before the commit)."""
+    yield from pieces
+    check_unchanged(unit)
 
 
 def work_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
@@ -103,19 +108,12 @@ def shard_metadata(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, str]:
 
 def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files: dict[str, str],
                 identity: dict[str, Any], seconds: dict[str, float]) -> dict[str, Any]:
-    """The done-marker record of a unit: what was read, rejected, tokenized, packed and written."""
-    table, lengths = packed.table, packed.lengths
+    """The done-marker record of a unit: what was read, rejected, tokenized, packed and written
+    (``packed`` after its rows were written)."""
     seq_len = cfg["pack"]["seq_len"]
     sft = cfg.pipeline == "sft"
-    tokens = int(lengths.sum())
-    row_lens = (np.diff(to_numpy(table.column("input_ids").combine_chunks().offsets)) if table.num_rows
-                else np.zeros(0, np.int64))
-    real = int(row_lens.sum())
-    if sft and cfg["pack"]["pad"] and table.num_rows:
-        e_f = to_numpy(table.column("example_index").combine_chunks().flatten())
-        s_f = to_numpy(table.column("seq_lengths").combine_chunks().flatten())
-        real = int(s_f[e_f >= 0].sum())
-    pad_tokens = int(table.num_rows * seq_len - real) if sft else 0
+    rows, real = packed.rows, packed.written_tokens
+    pad_tokens = int(rows * seq_len - real) if sft else 0
     shard, digest = next(iter(files.items()))  # the shard is the writer's first file
     return {
         "unit": unit.index,
@@ -125,21 +123,21 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         **({"files": files} if len(files) > 1 else {}),  # every file the marker vouches for
         "config_hash": cfg.config_hash,
         "input": identity,
-        "rows": table.num_rows,
-        "short_rows": int(np.sum(row_lens < seq_len)),
-        "documents": len(lengths),
-        "rejects": len(tally.rejects),
+        "rows": rows,
+        "short_rows": packed.short_rows,
+        "documents": packed.documents,
+        "rejects": tally.n_rejects,
         "blank_lines": tally.blank,
         "lone_surrogate_rows": tally.surrogate_rows,
-        "tokens": tokens,
+        "tokens": packed.tokens,
         "written_tokens": real,
         "pad_tokens": pad_tokens,
-        "padding_ratio": pad_tokens / (table.num_rows * seq_len) if table.num_rows else 0.0,
+        "padding_ratio": pad_tokens / (rows * seq_len) if rows else 0.0,
         "bytes": tally.nbytes,
-        "max_document_tokens": int(lengths.max()) if len(lengths) else 0,
+        "max_document_tokens": packed.max_document_tokens,
         **packed.stats,
         **tally.counts,
-        "length_hist": length_hist(lengths).tolist(),
+        "length_hist": packed.length_hist.tolist(),
         "seconds": seconds,
     }
 
@@ -176,10 +174,10 @@ class StageClock:
         while True:
             with self.stage(name):
                 try:
-                    item = next(it)
+                    box = [next(it)]
                 except StopIteration:
                     return
-            yield item
+            yield box.pop()  # not kept here while the consumer works on it (a batch can be large)
 
     def seconds(self) -> dict[str, float]:
         """``total`` and each stage's seconds, rounded to 0.1 ms."""

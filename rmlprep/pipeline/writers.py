@@ -1,11 +1,18 @@
-"""Writers: a unit's packed table → its output file(s) in the output folder, committed atomically.
+"""Writers: a unit's packed rows → its output file(s) in the output folder, committed atomically.
 
-A writer is anything with :class:`Writer`'s two members. It gets the unit's packed table
-(:data:`rmlprep.pipeline.pack.SCHEMAS`; a format that stores documents rather than rows gets
-them back with :func:`rmlprep.packing.unpack`) and the shard metadata, and commits every file it
-writes through :meth:`OutputFolder.commit`, so no file ever exists under its final name half
-written. It returns each committed file's sha256; the done marker, committed after it, vouches
-for them.
+A writer is anything with :class:`Writer`'s two members. It gets the unit's packed rows as a
+stream of ``pa.Table`` pieces (:data:`rmlprep.pipeline.pack.SCHEMAS`; a format that stores
+documents rather than rows gets them back with :func:`rmlprep.packing.unpack`) and the shard
+metadata, and commits every file it writes through :meth:`OutputFolder.commit`, so no file ever
+exists under its final name half written. It returns each committed file's sha256; the done
+marker, committed after it, vouches for them.
+
+**Streaming.** The rows are written as they arrive: the writer pulls pieces from the pack
+stage (which pulls from tokenize, validate and read) inside the commit's write, so a unit's
+memory is a few row groups and one batch, whatever the unit's size; the file is renamed to its
+name only once the last row is written. A fault upstream (an input file that turns out
+truncated, a file changed since the plan) is raised as itself, never as an
+:class:`~rmlprep.errors.OutputError`, and leaves no file under the shard's name.
 
 =================  =================================  ======================================
 writer             files of unit N                    notes
@@ -18,33 +25,74 @@ writer             files of unit N                    notes
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import IO, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..config import RunConfig
 from ..shards import shard_name
 from .megatron import MegatronWriter
-from .output import OutputFolder
+from .output import OutputFolder, committing, from_stream
 
-__all__ = ["Writer", "ParquetWriter", "writer_for"]
+__all__ = ["Writer", "ParquetWriter", "writer_for", "row_groups"]
+
+#: What a writer is given: one table, or the unit's rows as a stream of tables in row order.
+Rows = pa.Table | Iterable[pa.Table]
 
 
 class Writer(Protocol):
     def files(self, index: int) -> list[str]:
         """The names of unit ``index``'s files, the first being its shard."""
 
-    def write(self, out: OutputFolder, index: int, table: pa.Table, metadata: dict[str, str]) -> dict[str, str]:
+    def write(self, out: OutputFolder, index: int, rows: Rows, metadata: dict[str, str], *,
+              schema: pa.Schema | None = None) -> dict[str, str]:
         """Commit unit ``index``'s files; return ``{name: sha256 hex}`` in :meth:`files` order.
 
+        Args:
+            rows: a table, or the rows as tables in order (each with ``schema``), iterated once.
+            schema: the rows' schema (needed when ``rows`` is not a table: a unit may have none).
         Raises:
             OutputError: a file could not be written or renamed (nothing is left under its name).
+            Any error of the stream ``rows`` (InputError, ...), as itself.
         """
+
+
+def row_groups(pieces: Iterable[pa.Table], rows_per_group: int) -> Iterator[pa.Table]:
+    """The rows of ``pieces`` regrouped into contiguous tables of exactly ``rows_per_group`` rows
+    (the last one shorter): the row groups ``pq.write_table(whole, row_group_size=n)`` would cut
+    from the whole table, while holding at most one group and the piece being cut (the rows a
+    piece leaves for the next group are copied out, so the piece itself can go)."""
+    held: list[pa.Table] = []
+    n = 0
+    it = iter(pieces)
+    while (box := [next(it, None)])[0] is not None:
+        piece = box.pop()
+        at = 0
+        while at < piece.num_rows:
+            take = min(rows_per_group - n, piece.num_rows - at)
+            held.append(piece.slice(at, take))
+            n += take
+            at += take
+            if n == rows_per_group:
+                group = [pa.concat_tables(held).combine_chunks()]
+                held, n = [], 0
+                yield group.pop()
+        if held and at:  # a partial group from this piece: a copy of its rows only
+            held[-1] = held[-1].take(np.arange(held[-1].num_rows))
+        piece = None
+    if n:
+        yield pa.concat_tables(held).combine_chunks()
 
 
 class ParquetWriter:
     """One Parquet file per unit: no dictionary encoding, no statistics, the schema stored.
+
+    Rows are written one row group at a time as they arrive (``pyarrow.parquet.ParquetWriter``
+    on the commit's temporary file), cut every ``row_group_rows`` rows of the unit: the bytes are
+    those of ``pq.write_table`` over the unit's whole table.
 
     A unit without rows (every row rejected or blank) still gets its shard, with the schema and
     metadata and **no row group**: ``datasets.load_dataset("parquet")``, ``pyarrow.dataset`` and
@@ -62,21 +110,34 @@ class ParquetWriter:
     def files(self, index: int) -> list[str]:
         return [shard_name(index)]
 
-    def write(self, out: OutputFolder, index: int, table: pa.Table, metadata: dict[str, str]) -> dict[str, str]:
-        meta = dict(table.schema.metadata or {})
+    def write(self, out: OutputFolder, index: int, rows: Rows, metadata: dict[str, str], *,
+              schema: pa.Schema | None = None) -> dict[str, str]:
+        if isinstance(rows, pa.Table):
+            schema = schema or rows.schema
+            rows = [rows]
+        if schema is None:
+            raise TypeError("ParquetWriter.write: give the schema of a stream of rows")
+        meta = dict(schema.metadata or {})
         meta.update({k.encode(): v.encode() for k, v in metadata.items()})
-        table = table.replace_schema_metadata(meta)
+        schema = schema.with_metadata(meta)
 
         def write(f: IO[bytes]) -> None:
-            if table.num_rows:
-                pq.write_table(table, f, compression=self.compression, row_group_size=self.row_group_rows,
-                               use_dictionary=False, write_statistics=False, store_schema=True)
-            else:
-                pq.ParquetWriter(f, table.schema, compression=self.compression, use_dictionary=False,
-                                 write_statistics=False, store_schema=True).close()
+            w = pq.ParquetWriter(f, schema, compression=self.compression, use_dictionary=False,
+                                 write_statistics=False, store_schema=True)
+            try:
+                for group in row_groups(from_stream(rows), self.row_group_rows):
+                    w.write_table(group, row_group_size=self.row_group_rows)
+            except BaseException:
+                try:
+                    w.close()  # the temporary is removed by the commit; the first error is the one raised
+                except Exception:  # noqa: BLE001
+                    pass
+                raise
+            w.close()
 
         name = shard_name(index)
-        return {name: out.commit(name, write, digest=True)}
+        with committing():
+            return {name: out.commit(name, write, digest=True)}
 
 
 def writer_for(cfg: RunConfig, tokenizer=None) -> Writer:
