@@ -219,3 +219,26 @@ def test_sft_packs_windows_of_unit_rows_conversations(tmp_path, n, pad):
     for c in ("input_ids", "labels", "assistant_masks", "position_ids", "seq_lengths", "example_index"):
         assert got.column(c).to_pylist() == want.column(c).to_pylist(), c
     assert m["totals"]["documents"] == n and m["shards"][0]["rows"] == want.num_rows
+
+
+def test_megatron_documents_across_pieces(tmp_path, monkeypatch):
+    """output.format = "megatron" from a stream: documents that run over many packing chunks
+    (~256 tokens here) give the .bin/.idx bytes of packing the unit in one chunk."""
+    body = b"".join(json.dumps({"text": f"doc {i} " + "long text " * (600 if i % 5 == 0 else i)}).encode() + b"\n"
+                    for i in range(60))
+    inp = tmp_path / "c.jsonl.gz"
+    inp.write_bytes(gzip.compress(body))
+    kw = {"output": {"format": "megatron"}, "pack": {"seq_len": 128}}
+    run(make_cfg(inp, tmp_path / "one", **kw), log=quiet)
+    monkeypatch.setattr(pack_mod, "CHUNK_TOKENS", 256)
+    m = run(make_cfg(inp, tmp_path / "many", **kw), log=quiet)
+    for name in ("shard-00000.bin", "shard-00000.idx"):
+        assert (tmp_path / "many" / name).read_bytes() == (tmp_path / "one" / name).read_bytes(), name
+    assert m["totals"]["documents"] == 60
+    idx = (tmp_path / "many" / "shard-00000.idx").read_bytes()
+    n = int.from_bytes(idx[18:26], "little")  # sequence count, after magic (9), version (8), dtype (1)
+    lengths = np.frombuffer(idx, "<i4", n, 34)
+    data = np.frombuffer((tmp_path / "many" / "shard-00000.bin").read_bytes(), "<u2")
+    tok = open_tokenizer(str(TINY), log=quiet)[0]
+    expected = [tok.encode(json.loads(x)["text"]) + [tok.eos_id] for x in body.splitlines()]
+    assert [len(d) for d in expected] == lengths.tolist() and data.tolist() == sum(expected, [])
