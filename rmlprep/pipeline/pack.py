@@ -32,12 +32,28 @@ import pyarrow as pa
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..packing import from_numpy, pack_bfd, pack_concat, to_numpy
-from .reports import length_hist
 from .stages import Docs
 
-__all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table"]
+__all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table",
+           "HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist"]
 
 CHUNK_TOKENS = 1 << 20  # concat packing: pack every ~1M tokens, carrying the partial tail
+
+HIST_BINS_PER_OCTAVE = 4
+_HIST_BINS = HIST_BINS_PER_OCTAVE * 26  # up to ~67M tokens per document
+
+
+def hist_edges() -> np.ndarray:
+    """Left edges (in tokens) of the document-length histogram bins: bin b holds lengths L
+    with ``floor(4 * log2(L + 1)) == b``."""
+    return 2.0 ** (np.arange(_HIST_BINS + 1) / HIST_BINS_PER_OCTAVE) - 1
+
+
+def length_hist(lengths: np.ndarray) -> np.ndarray:
+    """int64 [_HIST_BINS]: documents per length bin (see :func:`hist_edges`)."""
+    b = np.floor(HIST_BINS_PER_OCTAVE * np.log2(lengths.astype(np.float64) + 1)).astype(np.int64)
+    return np.bincount(np.minimum(b, _HIST_BINS - 1), minlength=_HIST_BINS)
+
 
 _LIST = {
     "input_ids": pa.list_(pa.uint32()),
@@ -67,7 +83,7 @@ class Packed:
         documents: documents packed (after the tokenize stage's rejects).
         tokens: their tokens, before framing.
         max_document_tokens: tokens of the longest document.
-        length_hist: int64 [bins], documents per length bin (:func:`.reports.length_hist`).
+        length_hist: int64 [bins], documents per length bin (:func:`length_hist`).
         rows: rows yielded.
         short_rows: rows shorter than ``seq_len``.
         written_tokens: real tokens in the rows (pad runs of ``pack.pad`` not counted).

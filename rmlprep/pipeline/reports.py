@@ -23,28 +23,15 @@ from ..shards import rejects_name
 from .stages import CHAT_COUNTS
 from .megatron import data_args
 from .output import OutputFolder
+from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
 
-HIST_BINS_PER_OCTAVE = 4
-_HIST_BINS = HIST_BINS_PER_OCTAVE * 26  # up to ~67M tokens per document
 _TOTAL_KEYS = ("rows", "short_rows", "documents", "rejects", "blank_lines", "lone_surrogate_rows", "tokens",
                "written_tokens", "pad_tokens", "bytes", "dropped_documents", "dropped_tokens", "truncated_tokens",
                "over_long")
 _SHARD_KEYS = ("shard", "source", "sha256", "rows", "short_rows", "documents", "tokens", "pad_tokens",
                "padding_ratio", "rejects", "bytes")
-
-
-def hist_edges() -> np.ndarray:
-    """Left edges (in tokens) of the document-length histogram bins: bin b holds lengths L
-    with ``floor(4 * log2(L + 1)) == b``."""
-    return 2.0 ** (np.arange(_HIST_BINS + 1) / HIST_BINS_PER_OCTAVE) - 1
-
-
-def length_hist(lengths: np.ndarray) -> np.ndarray:
-    """int64 [_HIST_BINS]: documents per length bin (see :func:`hist_edges`)."""
-    b = np.floor(HIST_BINS_PER_OCTAVE * np.log2(lengths.astype(np.float64) + 1)).astype(np.int64)
-    return np.bincount(np.minimum(b, _HIST_BINS - 1), minlength=_HIST_BINS)
 
 
 # -- while running ------------------------------------------------------------------------------
@@ -227,7 +214,6 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     data files (``shard-*.parquet``, one ``train`` split) and the features, as the Hub writes them
     (so ``datasets.load_dataset(OUTPUT)`` reads exactly the shards), then the tokenizer, the config
     hash and the counts."""
-    from .pack import SCHEMAS
 
     t = manifest["totals"]
     feats = [f"  - name: {f.name}\n    list: {f.type.value_type}" for f in SCHEMAS[pipeline]]
