@@ -1,6 +1,7 @@
 """Readers alone: peak resident memory and time to plan and read every unit, by format and size.
 
     python bench/bench_readers.py [--sizes 15,60,240] [--batch-rows 1024]
+    python bench/bench_readers.py --csv [--sizes 50]
 
 Corpus: the first N MB of ``~/.cache/rmlprep-corpus/pretrain.jsonl`` (or
 ``../shared/corpora/text-multilingual.jsonl`` repeated), written as plain JSONL, ``.jsonl.gz``,
@@ -11,6 +12,10 @@ with ``read_unit``; it reports the peak RSS (``VmHWM``: unlike ``ru_maxrss``, it
 from the parent across fork + exec) minus the RSS after imports. A
 bounded reader shows the same growth for every size. Memory and speed are measured here, never
 asserted in a test.
+
+``--csv``: CPU seconds to read the text column of an N MB CSV (one process, best of 3), as MB/s:
+rmlprep's CSV reader (the standard library's ``csv``, strict), ``csv.reader(strict=True)``
+alone, and ``pyarrow.csv.open_csv`` alone (not strict: the reader it replaced).
 """
 
 from __future__ import annotations
@@ -84,12 +89,60 @@ def write_inputs(d: Path, mb: int) -> dict[str, Path]:
     return files
 
 
+CSV_CHILD = r"""
+import csv, io, json, sys, time
+import pyarrow as pa, pyarrow.csv as pcsv
+from rmlprep.readers import plan_units, read_unit
+path = sys.argv[1]
+def rmlprep_reader():
+    inp = {"paths": [path], "format": "auto", "split": None, "unit_bytes": 1 << 30, "unit_rows": 50_000,
+           "batch_rows": 1024, "max_bytes": 1}
+    return sum(len(b.rows) for u in plan_units(inp) for b in read_unit(u, "text", 1024))
+def stdlib_csv():
+    csv.field_size_limit(1 << 26)
+    with open(path, newline="", encoding="utf-8") as f:
+        r = csv.reader(f, strict=True)
+        next(r)
+        return sum(1 for row in r if row)
+def pyarrow_csv():
+    r = pcsv.open_csv(path, read_options=pcsv.ReadOptions(block_size=1 << 20, use_threads=False),
+                      parse_options=pcsv.ParseOptions(newlines_in_values=True),
+                      convert_options=pcsv.ConvertOptions(include_columns=["text"], column_types={"text": pa.binary()}))
+    return sum(b.column(0).cast(pa.string()).__len__() for b in r)
+out = {}
+for fn in (rmlprep_reader, stdlib_csv, pyarrow_csv):
+    best = 1e9
+    for _ in range(3):
+        t = time.process_time()
+        rows = fn()
+        best = min(best, time.process_time() - t)
+    out[fn.__name__] = {"seconds": best, "rows": rows}
+print(json.dumps(out))
+"""
+
+
+def csv_speed(sizes: list[int], env: dict[str, str]) -> None:
+    print(f"{'CSV reader (CPU time, best of 3)':34} {'MB':>5} {'rows':>8} {'MB/s':>7}")
+    for mb in sizes:
+        with tempfile.TemporaryDirectory() as td:
+            path = write_inputs(Path(td), mb)["csv"]
+            size = path.stat().st_size / 1e6
+            out = subprocess.run([sys.executable, "-c", CSV_CHILD, str(path)], env=env, capture_output=True,
+                                 text=True, check=True)
+            for name, r in json.loads(out.stdout).items():
+                print(f"{name:34} {size:5.0f} {r['rows']:8d} {size / r['seconds']:7.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="15,60,240", help="MB of text per input")
     ap.add_argument("--batch-rows", type=int, default=1024)
+    ap.add_argument("--csv", action="store_true", help="CSV reading speed: rmlprep vs csv vs pyarrow.csv")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if args.csv:
+        csv_speed([int(x) for x in args.sizes.split(",")], env)
+        return
     print(f"{'input':26} {'MB':>5} {'units':>5} {'rows':>8} {'s':>6} {'MB/s':>6} {'RSS growth MB':>14}")
     for mb in (int(x) for x in args.sizes.split(",")):
         with tempfile.TemporaryDirectory() as td:

@@ -349,9 +349,43 @@ def test_csv_unterminated_quote_is_not_merged_silently(tmp_path):
     assert alone == ["good", "unterminated\n3,good\n"]  # the silent merge the reader must catch
     p = tmp_path / "u.csv"
     p.write_bytes(body)
-    with pytest.raises(InputError, match="record 1 opens a quoted value that is never closed") as ei:
+    with pytest.raises(InputError, match=r"record 1 \(from line 3\) opens a quoted value that is never closed") as ei:
         read_path(p)
     one_line_error(ei, p)
+
+
+@pytest.mark.parametrize("body,record,line,closes", [
+    pytest.param(b'text\n"good"\n"unterminated\n"good again"\n', 1, 3, 4, id="closed-by-a-later-quote"),
+    pytest.param(b'id,text\n1,good\n2,"unterminated\n3,"good"\n4,x\n', 1, 3, 4, id="issue-file-closed-later"),
+    pytest.param(b'id,text\n1,"x" y\n2,z\n', 0, 2, 2, id="text-after-a-closing-quote"),
+    pytest.param(b'id,text\n1,a\n2,"b"\r\n3,"c" \n', 2, 4, 4, id="space-after-a-closing-quote"),
+])
+def test_csv_stray_quote_is_not_merged_silently(tmp_path, body, record, line, closes):
+    """A quote opened on one line and closed by the next quote, which is followed by more text:
+    in RFC 4180 a closing quote is followed by a delimiter, a line break or the end of the file,
+    so the file is malformed. pyarrow alone reads the first example's lines 3-4 as one value
+    ('unterminated\ngood again"') and no error; the reader names the record and its first line."""
+    import pyarrow.csv as pcsv
+
+    if record == 1 and body.startswith(b"text"):
+        alone = pcsv.read_csv(io.BytesIO(body), parse_options=pcsv.ParseOptions(newlines_in_values=True))
+        merged = alone.column("text").to_pylist()
+        assert len(merged) == 2 and merged[1].startswith("unterminated\ngood again")  # the silent merge
+    p = tmp_path / "s.csv"
+    p.write_bytes(body)
+    with pytest.raises(InputError, match=rf"CSV record {record} \(from line {line}\) has a quoted value that "
+                                         rf"closes on line {closes} and goes on with more text") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+def test_csv_quotes_that_are_fine(tmp_path):
+    """Quoted line breaks and delimiters, "" inside quotes, an empty quoted value, a quote inside
+    an unquoted value (literal, as in Python's csv and pyarrow), CRLF after a closing quote."""
+    p = tmp_path / "q.csv"
+    p.write_bytes(b'id,text\r\n1,"a\r\nb, ""c"""\r\n2,""\r\n3,5" floppy\r\n4,"x"\r\n5,"""q"""\n')
+    values, rows, errors, _ = read_path(p)
+    assert values == ['a\r\nb, "c"', "", '5" floppy', "x", '"q"'] and rows == [0, 1, 2, 3, 4] and not errors
 
 
 @pytest.mark.parametrize("body", [
@@ -417,10 +451,15 @@ def test_csv_unterminated_quote_in_a_big_file(tmp_path):
 
 
 def test_csv_record_over_the_row_limit(tmp_path, monkeypatch):
+    """Neither a line nor a value may make the reader hold more than MAX_ROW_BYTES (here 2 MB)."""
     monkeypatch.setattr(readers, "MAX_ROW_BYTES", 1 << 21)
     p = tmp_path / "big.csv"
-    p.write_bytes(b'id,text\n0,a\n1,"' + b"x" * (5 << 20) + b'"\n')  # over two 2 MB blocks
-    with pytest.raises(InputError, match="does not end within 2 MB") as ei:
+    p.write_bytes(b'id,text\n0,a\n1,"' + b"x" * (5 << 20) + b'"\n')  # one 5 MB line
+    with pytest.raises(InputError, match="byte 12: more than 2 MB without a line break") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+    p.write_bytes(b'id,text\n0,a\n1,"' + b"x\n" * (3 << 20) + b'"\n')  # a 6 MB value on short lines
+    with pytest.raises(InputError, match=r"record 1 \(from line 3\) holds a value over the 2 MB limit") as ei:
         read_path(p)
     one_line_error(ei, p)
 
