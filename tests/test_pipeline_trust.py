@@ -487,3 +487,31 @@ def test_rejected_values_with_surrogates_stay_valid_json(tmp_path):
     rec = json.loads((out / "rejects" / "rejects-00000.jsonl").read_bytes().decode("utf-8"))
     assert "list" in rec["reason"]
     np.testing.assert_equal(m["totals"]["documents"], 1)
+
+
+# -- [pack] against the tokenizer, up front ---------------------------------------------------------
+@pytest.mark.parametrize("field,pack,pipeline,message", [
+    pytest.param("bos_id", "bos = true", "pretrain", "pack.bos: the tokenizer has no bos id", id="bos"),
+    pytest.param("eos_id", "eos = true", "pretrain", "pack.eos: the tokenizer has no eos id", id="eos"),
+    pytest.param("eos_id", "pad = true\noverflow = \"truncate\"", "sft",
+                 "pack.pad: the tokenizer has neither a pad nor an eos id", id="pad"),
+])
+def test_pack_ids_the_tokenizer_lacks_are_refused_before_any_work(tmp_path, field, pack, pipeline, message):
+    """A tokenizer without the id [pack] asks for: exit 2 and one line, before the plan (the
+    input glob matches nothing, which the plan would report), parity and the output folder."""
+    spec = open_tokenizer(str(TINY))[0].spec
+    d = spec.to_dict()
+    d[field] = None
+    d["add_bos"] = d["add_eos"] = False  # (a spec that adds an id it lacks is refused when loaded)
+    tok = tmp_path / "t.spec.json"
+    tok.write_text(json.dumps(d))
+    out = tmp_path / "o"
+    toml = tmp_path / "c.toml"
+    chat = '[chat]\nformat = "chatml"\n' if pipeline == "sft" else ""
+    toml.write_text(f'pipeline = "{pipeline}"\n[input]\npaths = ["{tmp_path}/nothing-*.jsonl"]\n'
+                    f'[tokenizer]\npath = "{tok}"\n{chat}[pack]\nseq_len = 64\n{pack}\n[output]\ndir = "{out}"\n')
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", str(toml)], env=cli_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and message in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()

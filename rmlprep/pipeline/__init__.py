@@ -4,6 +4,7 @@ Stages, and the module that owns each::
 
     driver.run ─ the whole run, in this order:
       load.open_tokenizer          tokenizer.path → Tokenizer (+ the file that finds its fixture)
+      pack.framing                 [pack] against the tokenizer (bos/eos/pad ids): one ConfigError line
       plan.plan                    [input] → units, each with its input identity (files, byte
                                    range, xxh3); per-format planning: readers.plan_units
       output.OutputFolder.lock     one run per folder (flock), writable: before any corpus work

@@ -13,6 +13,7 @@ from ..load import open_tokenizer
 from ..parity import run_parity_stage
 from .engines import cores, open_engine
 from .output import OutputFolder
+from .pack import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
 from .reports import Progress, write_reports
@@ -70,6 +71,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     if tokenizer is None:
         tokenizer, tok_file = load_run_tokenizer(cfg, log=log)
     timings["load_tokenizer"] = time.perf_counter() - t_start
+    framing(cfg, tokenizer)  # [pack] against the tokenizer: before the plan, parity and any corpus work
     cfg = resolve_chat_config(cfg, tokenizer, log=log)  # sft: chat.format "auto" → the proved format
     t = time.perf_counter()
     units = plan(cfg)

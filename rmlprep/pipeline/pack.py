@@ -25,6 +25,7 @@ Output columns: :data:`SCHEMAS` (``example_index`` numbers the unit's documents 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +36,7 @@ from ..packing import from_numpy, pack_bfd, pack_concat, to_numpy
 from .stages import Docs
 
 __all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table",
-           "HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist"]
+           "HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Framing", "framing"]
 
 CHUNK_TOKENS = 1 << 20  # concat packing: pack every ~1M tokens, carrying the partial tail
 
@@ -127,6 +128,50 @@ class Packed:
                 yield box.pop()  # no name keeps the piece once the writer asks for the next
 
 
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """The ids the pack stage adds, as ``[pack]`` asks with this tokenizer.
+
+    Attributes:
+        bos, eos: pretrain: put before / after every document (``pack.bos`` / ``pack.eos``).
+        pad: sft with ``pack.pad``: the id rows are padded with (the spec's pad id, else eos).
+    """
+
+    bos: int | None = None
+    eos: int | None = None
+    pad: int | None = None
+
+
+def framing(cfg: RunConfig, tokenizer) -> Framing:
+    """Check ``[pack]`` against the tokenizer and return the ids it adds.
+
+    Every check of the config against the tokenizer that the pack stage needs is here, so that
+    :func:`rmlprep.pipeline.run` makes them once, right after loading the tokenizer — before
+    the plan, the parity stage and any corpus work — and a worker makes the same ones. A new
+    config x tokenizer refusal belongs here (e.g. ``pack.bos`` with a tokenizer that already
+    adds its own BOS through ``tokenizer.add_special_tokens``).
+
+    Raises:
+        ConfigError: ``pack.bos`` / ``pack.eos`` and the tokenizer has no bos / eos id;
+            ``pack.pad`` and it has neither a pad nor an eos id.
+    """
+    pack = cfg["pack"]
+    if cfg.pipeline == "sft":
+        if not pack["pad"]:
+            return Framing()
+        pad = tokenizer.spec.pad_id if tokenizer.spec.pad_id is not None else tokenizer.eos_id
+        if pad is None:
+            raise ConfigError("pack.pad: the tokenizer has neither a pad nor an eos id; set pack.pad = false")
+        return Framing(pad=pad)
+    bos = tokenizer.bos_id if pack["bos"] else None
+    eos = tokenizer.eos_id if pack["eos"] else None
+    if pack["bos"] and bos is None:
+        raise ConfigError("pack.bos: the tokenizer has no bos id; set pack.bos = false")
+    if pack["eos"] and eos is None:
+        raise ConfigError("pack.eos: the tokenizer has no eos id; set pack.eos = false")
+    return Framing(bos=bos, eos=eos)
+
+
 def empty_table(pipeline: str) -> pa.Table:
     return SCHEMAS[pipeline].empty_table()
 
@@ -151,17 +196,11 @@ def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packed:
     chunk. Memory: one chunk of ids and its rows, whatever the unit's size.
 
     Raises:
-        ConfigError: ``pack.bos``/``pack.eos`` asked for and the tokenizer has no such id
-            (checked here, before any document is read).
+        ConfigError: see :func:`framing` (checked here, before any document is read).
     """
     pack = cfg["pack"]
-    bos = tokenizer.bos_id if pack["bos"] else None
-    eos = tokenizer.eos_id if pack["eos"] else None
-    if pack["bos"] and bos is None:
-        raise ConfigError("pack.bos: the tokenizer has no bos id; set pack.bos = false")
-    if pack["eos"] and eos is None:
-        raise ConfigError("pack.eos: the tokenizer has no eos id; set pack.eos = false")
-    packer = _ConcatPacker(pack["seq_len"], bos, eos, pack["overflow"])
+    ids = framing(cfg, tokenizer)
+    packer = _ConcatPacker(pack["seq_len"], ids.bos, ids.eos, pack["overflow"])
     packed = Packed("pretrain", pack["seq_len"])
 
     def pieces() -> Iterator[pa.Table]:
@@ -297,16 +336,11 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packe
     size (see :mod:`rmlprep.pipeline`).
 
     Raises:
-        ConfigError: ``pack.pad`` and the tokenizer has neither a pad nor an eos id (checked
-            here, before any conversation is read).
+        ConfigError: see :func:`framing` (checked here, before any conversation is read).
     """
     pack = cfg["pack"]
     window = cfg["input"]["unit_rows"]
-    pad_id = None
-    if pack["pad"]:
-        pad_id = tokenizer.spec.pad_id if tokenizer.spec.pad_id is not None else tokenizer.eos_id
-        if pad_id is None:
-            raise ConfigError("pack.pad: the tokenizer has neither a pad nor an eos id; set pack.pad = false")
+    pad_id = framing(cfg, tokenizer).pad
     packed = Packed("sft", pack["seq_len"])
     packed.stats = dict.fromkeys(_BFD_STATS, 0)
 
