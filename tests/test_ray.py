@@ -137,15 +137,19 @@ def test_ray_resume_and_engine_switch(ray_local, corpus, tmp_path):
 
 
 def test_unit_errors_come_back_from_tasks(ray_local, corpus, tmp_path):
-    """A unit that fails on purpose inside a task (here: no bos id) is reported by unit, as with the pool."""
-    from rmlprep.load import open_tokenizer
+    """A unit that fails on purpose inside a task (here: a .jsonl.gz cut short, found only when
+    it is read) is reported by unit, as with the pool; the other units are done."""
+    import gzip
 
-    spec = open_tokenizer(str(TINY))[0].spec
-    no_bos = tmp_path / "no_bos.spec.json"
-    no_bos.write_text(json.dumps(spec.replace(bos_id=None, add_bos=False).to_dict()))
-    cfg = make_cfg(corpus, tmp_path / "o", tokenizer=no_bos, engine="ray", pack={"bos": True})
-    with pytest.raises(RmlprepError, match=r"unit \d+: ConfigError: pack.bos"):
+    bad = tmp_path / "in" / "cut.jsonl.gz"
+    bad.parent.mkdir()
+    data = gzip.compress(corpus.read_bytes())
+    bad.write_bytes(data[: len(data) // 2])
+    (tmp_path / "in" / "c.jsonl").write_bytes(corpus.read_bytes())
+    cfg = make_cfg(tmp_path / "in" / "*", tmp_path / "o", engine="ray")
+    with pytest.raises(RmlprepError, match=r"unit \d+: InputError: .*cut\.jsonl\.gz: truncated gzip data"):
         run(cfg, log=quiet)
+    assert len(list((tmp_path / "o").glob("shard-*.done.json"))) >= 2
 
 
 def test_cli_starts_and_stops_its_own_ray(corpus, tmp_path):
