@@ -213,10 +213,14 @@ static void *big_calloc(size_t bytes)
 #define PAIR_EMPTY 0xFFFFFFFFFFFFFFFFULL
 #define NO_VALUE 0xFFFFFFFFu
 
+#define PAIR_FILTER_BITS 21 /* 2**21 bits: 256 KB, L2-resident */
+
 typedef struct {
     uint64_t *tab;
     size_t mask;
+    uint64_t *filter; /* one bit per hash of a pair: most absent pairs are known absent here */
     int by_rank;
+    int direct;          /* not by_rank, and priority rises with the merged id: the value is both */
     uint32_t *merged_of; /* by_rank: priority -> merged id */
     uint32_t *prio_of;   /* else: merged id -> priority */
 } PairMap;
@@ -232,7 +236,11 @@ static inline uint32_t pair_value(const PairMap *m, uint32_t a, uint32_t b)
     if ((a | b) & BARRIER || m->tab == NULL)
         return NO_VALUE;
     uint64_t key = pair_key(a, b);
-    size_t i = (size_t)mix64(key) & m->mask;
+    uint64_t h = mix64(key);
+    size_t fb = (size_t)(h >> 40) & ((1u << PAIR_FILTER_BITS) - 1);
+    if (!(m->filter[fb >> 6] >> (fb & 63) & 1))
+        return NO_VALUE;
+    size_t i = (size_t)h & m->mask;
     for (;;) {
         uint64_t s = m->tab[i];
         if ((s & PK_KEY) == key)
@@ -251,7 +259,7 @@ static inline void pair_prefetch(const PairMap *m, uint32_t a, uint32_t b)
 
 static inline uint32_t v_prio(const PairMap *m, uint32_t v)
 {
-    return v == NO_VALUE ? NO_RANK : m->by_rank ? v : m->prio_of[v];
+    return v == NO_VALUE ? NO_RANK : (m->by_rank || m->direct) ? v : m->prio_of[v];
 }
 
 static inline uint32_t v_merged(const PairMap *m, uint32_t v)
@@ -266,7 +274,16 @@ typedef struct {
     size_t mask;
     uint8_t *blob;
     uint32_t *off, *len; /* per id */
+    uint64_t *filter;    /* one bit per hash value's bits 40..56: most absent keys are known absent
+                            from this (L2-sized) bitmap, without touching the table */
 } WholeMap;
+
+#define FILTER_BITS 20 /* 2**20 bits: 128 KB */
+
+static inline size_t filter_bit(uint64_t h)
+{
+    return (size_t)(h >> 40) & ((1u << FILTER_BITS) - 1);
+}
 
 static inline uint32_t whole_fp(uint64_t h)
 {
@@ -276,6 +293,8 @@ static inline uint32_t whole_fp(uint64_t h)
 static inline int32_t whole_get(const WholeMap *m, const uint8_t *p, size_t n, uint64_t h)
 {
     if (m->tab == NULL || n == 0)
+        return -1;
+    if (m->filter != NULL && !(m->filter[filter_bit(h) >> 6] >> (filter_bit(h) & 63) & 1))
         return -1;
     uint32_t fp = whole_fp(h);
     size_t i = (size_t)h & m->mask;
@@ -827,11 +846,14 @@ static inline long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, u
 /* the merge loop: x->sym[0..n) -> merged ids in x->sym[0..m), returns m */
 
 /* bytes: the piece's bytes when sym[i] is byte i's symbol (no byte dropped), else NULL.
- * rk[i]: the priority of pair (i, i + 1) (NO_RANK: none), mg[i]: its pair value. */
+ * rk[i]: the priority of pair (i, i + 1) (NO_RANK: none); mg[i]: its pair value, kept only when
+ * neither the priority nor a table gives the merged id (scores with tied priorities). Arrays
+ * are shifted by hand: the runs are short, a memmove call per merge cost more than the move. */
 static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
 {
     const PairMap *P = &x->E->pairs;
     uint32_t *sym = x->sym, *rk = x->rk, *mg = x->mg;
+    const int keep_mg = !P->by_rank && !P->direct;
     if (bytes != NULL && x->E->bytepair != NULL) {
         const uint32_t *bp = x->E->bytepair;
         for (size_t i = 0; i + 1 < n; i++) {
@@ -858,12 +880,14 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
             }
         if (best == NO_RANK)
             break;
-        sym[b] = v_merged(P, mg[b]);
-        if (b + 2 < n) {
-            memmove(sym + b + 1, sym + b + 2, (n - b - 2) * 4);
-            memmove(rk + b + 1, rk + b + 2, (n - b - 2) * 4);
-            memmove(mg + b + 1, mg + b + 2, (n - b - 2) * 4);
+        sym[b] = P->by_rank ? P->merged_of[best] : P->direct ? best : mg[b];
+        for (size_t i = b + 1; i + 1 < n; i++) { /* drop symbol b + 1 and pair b + 1 */
+            sym[i] = sym[i + 1];
+            rk[i] = rk[i + 1];
         }
+        if (keep_mg)
+            for (size_t i = b + 1; i + 1 < n; i++)
+                mg[i] = mg[i + 1];
         n--;
         if (b > 0 && b + 1 < n) /* both new pairs at once: overlap their misses */
             pair_prefetch(P, sym[b - 1], sym[b]);
@@ -1236,6 +1260,11 @@ static PyObject *ids_to_list(Encoder *E, const IdVec *o)
         }
         PyList_SET_ITEM(list, (Py_ssize_t)i, v);
     }
+    /* A list of ints cannot be part of a reference cycle: keep it out of the cyclic GC, whose
+     * passes over millions of ids in live result lists cost as much as encoding them (CPython
+     * untracks tuples and dicts of atomic values the same way). Only a list later made to hold
+     * a container that refers back to it would escape collection. */
+    PyObject_GC_UnTrack(list);
     return list;
 }
 
@@ -1805,6 +1834,19 @@ static int build_pair_table(Encoder *E, const uint32_t *q, size_t n, Py_ssize_t 
             PyErr_SetString(PyExc_ValueError, "pairs: a merged id with two priorities while priorities repeat");
             return -1;
         }
+        /* tiktoken ranks: the priority rises with the merged id, so the id is the priority */
+        uint32_t last = 0;
+        int first = 1;
+        P->direct = 1;
+        for (Py_ssize_t j = 0; j < vocab_size && P->direct; j++) {
+            uint32_t pr = P->prio_of[j];
+            if (pr == NO_RANK)
+                continue;
+            if (!first && pr <= last)
+                P->direct = 0;
+            last = pr;
+            first = 0;
+        }
     }
     size_t size = pow2_at_least(n + n / 3 + 2); /* load <= 3/4 */
     P->tab = big_alloc(size * sizeof(uint64_t));
@@ -1814,14 +1856,24 @@ static int build_pair_table(Encoder *E, const uint32_t *q, size_t n, Py_ssize_t 
     }
     P->mask = size - 1;
     memset(P->tab, 0xFF, size * sizeof(uint64_t));
+    P->filter = calloc((size_t)1 << (PAIR_FILTER_BITS - 6), 8);
+    if (P->filter == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t r = 0; r < n; r++) {
+        size_t fb = (size_t)(mix64(pair_key(q[4 * r], q[4 * r + 1])) >> 40) & ((1u << PAIR_FILTER_BITS) - 1);
+        P->filter[fb >> 6] |= 1ULL << (fb & 63);
+    }
     for (size_t r = 0; r < n; r++) {
         const uint32_t *e = q + 4 * r;
         uint64_t key = pair_key(e[0], e[1]);
-        uint64_t val = P->by_rank ? e[2] : e[3];
+        uint64_t val = P->by_rank ? e[2] : e[3]; /* direct: the merged id stands for its priority */
         size_t i = (size_t)mix64(key) & P->mask;
         while (P->tab[i] != PAIR_EMPTY && (P->tab[i] & PK_KEY) != key)
             i = (i + 1) & P->mask;
-        if (P->tab[i] != PAIR_EMPTY && v_prio(P, (uint32_t)(P->tab[i] >> (2 * PK_BITS))) <= e[2])
+        uint32_t old = (uint32_t)(P->tab[i] >> (2 * PK_BITS));
+        if (P->tab[i] != PAIR_EMPTY && (P->by_rank ? old : P->prio_of[old]) <= e[2])
             continue; /* first (lowest) priority wins for a repeated pair */
         P->tab[i] = key | (val << (2 * PK_BITS));
     }
@@ -1846,6 +1898,7 @@ static void vocab_free(Vocab *v)
     free(v->off);
     free(v->len);
     free(v->index.tab);
+    free(v->index.filter);
     memset(v, 0, sizeof(*v));
 }
 
@@ -1857,6 +1910,9 @@ static int index_ids(WholeMap *W, uint8_t *blob, uint32_t *off, uint32_t *len, c
     if (W->tab == NULL)
         return -1;
     W->mask = size - 1;
+    W->filter = calloc((size_t)1 << (FILTER_BITS - 6), 8);
+    if (W->filter == NULL)
+        return -1;
     W->blob = blob;
     W->off = off;
     W->len = len;
@@ -1870,6 +1926,7 @@ static int index_ids(WholeMap *W, uint8_t *blob, uint32_t *off, uint32_t *len, c
         while (W->tab[i] != 0)
             i = (i + 1) & W->mask;
         W->tab[i] = ((uint64_t)whole_fp(h) << 32) | id;
+        W->filter[filter_bit(h) >> 6] |= 1ULL << (filter_bit(h) & 63);
     }
     return 0;
 }
@@ -2268,6 +2325,7 @@ static void Encoder_dealloc(Encoder *E)
         pthread_mutex_destroy(&sl->lock);
     }
     free(E->pairs.tab);
+    free(E->pairs.filter);
     free(E->pairs.merged_of);
     free(E->pairs.prio_of);
     free(E->bytepair);
@@ -2275,6 +2333,7 @@ static void Encoder_dealloc(Encoder *E)
     free(E->whole.blob);
     free(E->whole.off);
     free(E->whole.len);
+    free(E->whole.filter);
     free(E->cps.bmp);
     free(E->cps.tab);
     if (E->ints) {
