@@ -119,9 +119,10 @@ class NativeEncoder:
 
     Attributes:
         encode_text: ``encode_text(text: str) -> list[int]``: ids of one prepared segment (specials
-            cut out, normalizers and prefix space applied; SentencePiece text with spaces already
-            ``"▁"``). Same ids as the pure-Python ``_encode_byte_level`` /
-            ``_encode_sentencepiece``. Releases the GIL for texts of 4096+ characters.
+            cut out, normalizers and prefix space applied; SentencePiece text: each space is read
+            as ``"▁"``). Same ids as the pure-Python ``_encode_byte_level`` /
+            ``_encode_sentencepiece`` (of the text with its spaces as ``"▁"``). Releases the GIL for
+            texts of 4096+ characters.
         split_text: ``split_text(text) -> list[(start, end)]``: the pre-split pieces (byte-level)
             or words (SentencePiece) as code-point offsets, without encoding (for tests).
     """
@@ -336,7 +337,7 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
         return None
     unk = s.unk_id if s.fuse_unk else None
     enc = nat.encode_text
-    prepare = segment_preparer(s, tokenizer._normalize)
+    prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
     prefixes = {True: _special_prefix_filter(tokenizer, True), False: _special_prefix_filter(tokenizer, False)}
 
     def fast(text: str, parse_special: bool = True) -> list[int] | None:
@@ -385,7 +386,7 @@ def encode_batch_flat(
     segs: list[str] = []
     slow: list[int] = []
     pre = _special_prefix_filter(tokenizer, parse_special)
-    prepare = segment_preparer(s, tokenizer._normalize)
+    prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
     for i, t in enumerate(texts):
         if not fast_ok or type(t) is not str or any(p in t for p in pre):
             slow.append(i)

@@ -39,7 +39,8 @@ def make_normalizer(normalizers: Sequence[tuple[str, ...]]) -> Normalize | None:
             steps.append(lambda s, old=old, new=new: s.replace(old, new))
         else:
             form = norm[0].upper()
-            steps.append(lambda s, form=form: unicodedata.normalize(form, s))
+            # ASCII text is the same in every normalization form: skip the call (per document)
+            steps.append(lambda s, form=form: s if s.isascii() else unicodedata.normalize(form, s))
     if not steps:
         return None
     if len(steps) == 1:
@@ -62,13 +63,14 @@ def prefix_spaces(spec: TokenizerSpec) -> tuple[str, ...]:
     return (" ",) if spec.kind == BYTE_LEVEL else (" ", SPACE)
 
 
-def segment_preparer(spec: TokenizerSpec, normalize: Normalize | None) -> Normalize:
+def segment_preparer(spec: TokenizerSpec, normalize: Normalize | None, *, spaces: bool = True) -> Normalize:
     """``prepare(text)``: what the encoder does to a text that is one segment at the start of the
     input before BPE sees it: the normalizers, the prefix space (every ``prefix_scheme`` agrees on
     the first segment), spaces to ``"▁"`` for SentencePiece-style specs.
 
     Not valid for the ``"whole_text"`` prefix scheme with normalizers (that scheme decides the
-    prefix before normalizing); callers check.
+    prefix before normalizing); callers check. ``spaces=False`` leaves spaces as they are (the
+    native encoder writes them as ``"▁"`` itself, without a copy of the text).
     """
     add_prefix, if_missing, spaces = spec.add_prefix_space, spec.prefix_if_missing, prefix_spaces(spec)
     byte_level = spec.kind == BYTE_LEVEL
@@ -78,7 +80,7 @@ def segment_preparer(spec: TokenizerSpec, normalize: Normalize | None) -> Normal
             text = normalize(text)
         if add_prefix and text and not (if_missing and text[0] in spaces):
             text = " " + text
-        return text if byte_level else text.replace(" ", SPACE)
+        return text if byte_level or not spaces else text.replace(" ", SPACE)
 
     return prepare
 

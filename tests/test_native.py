@@ -50,10 +50,11 @@ def _pure(tok: Tokenizer) -> Tokenizer:
 
 
 def _pure_segment(tok: Tokenizer, text: str) -> list[int]:
-    """What the pure path returns for one prepared segment (``tok._native`` is None)."""
+    """What the pure path returns for one prepared segment (``tok._native`` is None); a
+    SentencePiece segment's spaces as "▁", as the native encoder reads them."""
     if tok.spec.kind == BYTE_LEVEL:
         return tok._encode_byte_level(text)
-    return tok._encode_sentencepiece(text)
+    return tok._encode_sentencepiece(text.replace(" ", SPACE))  # the native encoder reads " " as "▁"
 
 
 _TOKS: dict[str, tuple] = {}

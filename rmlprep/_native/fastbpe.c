@@ -542,10 +542,13 @@ static inline size_t utf8_bound(int kind, size_t n)
     return n * (kind == PyUnicode_1BYTE_KIND ? 2 : kind == PyUnicode_2BYTE_KIND ? 3 : 4);
 }
 
-/* One code point to UTF-8 at *o and, when *k is not NULL, its class on each of its bytes. */
-static inline void put_cp(uint8_t **o, uint8_t **k, uint32_t c)
+/* One code point to UTF-8 at *o and, when *k is not NULL, its class on each of its bytes;
+ * with sp, a space is written as U+2581 (SentencePiece text). */
+static inline void put_cp(uint8_t **o, uint8_t **k, uint32_t c, int sp)
 {
     uint8_t *o0 = *o;
+    if (sp && c == ' ')
+        c = 0x2581;
     *o = put_utf8(o0, c);
     if (*k) {
         uint8_t cl = c < 0x80 ? ASCII_CLS[c] : (uint8_t)cls_cp(c);
@@ -554,7 +557,13 @@ static inline void put_cp(uint8_t **o, uint8_t **k, uint32_t c)
     }
 }
 
-static size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k)
+static inline int has_space8(uint64_t v) /* a 0x20 byte among 8 ASCII bytes */
+{
+    uint64_t x = v ^ 0x2020202020202020ULL;
+    return ((x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL) != 0;
+}
+
+static size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k, int sp)
 {
     uint8_t *o = o0;
     size_t i = 0;
@@ -562,7 +571,7 @@ static size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k)
         if (i + 8 <= n) {
             uint64_t v;
             memcpy(&v, s + i, 8);
-            if (!(v & 0x8080808080808080ULL)) {
+            if (!(v & 0x8080808080808080ULL) && !(sp && has_space8(v))) {
                 memcpy(o, &v, 8);
                 if (k)
                     for (int q = 0; q < 8; q++)
@@ -572,12 +581,12 @@ static size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k)
                 continue;
             }
         }
-        put_cp(&o, &k, s[i++]);
+        put_cp(&o, &k, s[i++], sp);
     }
     return (size_t)(o - o0);
 }
 
-static size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k)
+static size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k, int sp)
 {
     uint8_t *o = o0;
     size_t i = 0;
@@ -585,7 +594,7 @@ static size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k)
         if (i + 4 <= n) {
             uint64_t v;
             memcpy(&v, s + i, 8);
-            if (!(v & 0xFF80FF80FF80FF80ULL)) {
+            if (!(v & 0xFF80FF80FF80FF80ULL) && !(sp && has_space8(v | 0xFF00FF00FF00FF00ULL))) {
                 for (int q = 0; q < 4; q++)
                     o[q] = (uint8_t)s[i + q];
                 if (k)
@@ -596,48 +605,70 @@ static size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k)
                 continue;
             }
         }
-        put_cp(&o, &k, s[i++]);
+        put_cp(&o, &k, s[i++], sp);
     }
     return (size_t)(o - o0);
 }
 
-static size_t to_utf8_4(const uint32_t *s, size_t n, uint8_t *o0, uint8_t *k)
+static size_t to_utf8_4(const uint32_t *s, size_t n, uint8_t *o0, uint8_t *k, int sp)
 {
     uint8_t *o = o0;
     for (size_t i = 0; i < n; i++)
-        put_cp(&o, &k, s[i]);
+        put_cp(&o, &k, s[i], sp);
     return (size_t)(o - o0);
 }
 
-/* Point x->text at the UTF-8 of a str's data (in place for ASCII) and, for byte-level, x->cls at
- * its class array. -1: out of memory. */
+/* UTF-8 with every space written as U+2581 (E2 96 81). */
+static size_t utf8_sp(const uint8_t *s, size_t n, uint8_t *o0)
+{
+    uint8_t *o = o0;
+    while (n) {
+        const uint8_t *q = memchr(s, ' ', n);
+        size_t run = q ? (size_t)(q - s) : n;
+        memcpy(o, s, run);
+        o += run;
+        if (!q)
+            break;
+        *o++ = 0xE2;
+        *o++ = 0x96;
+        *o++ = 0x81;
+        s = q + 1;
+        n -= run + 1;
+    }
+    return (size_t)(o - o0);
+}
+
+#define KIND_UTF8 0 /* set_text: the data is UTF-8 bytes */
+
+/* Point x->text at the UTF-8 of a text: a str's data (kind 1, 2, 4; an ASCII str read in place)
+ * or UTF-8 bytes (KIND_UTF8, read in place). Byte-level: x->cls gets its class array.
+ * SentencePiece: spaces become U+2581 here (the text is always copied). -1: out of memory. */
 static int set_text(Ctx *x, const void *data, int kind, int ascii, size_t n)
 {
-    int want_cls = x->E->kind == KIND_BYTE_LEVEL;
-    size_t bound = ascii ? n : utf8_bound(kind, n);
-    if (want_cls && bound + PAD > x->clscap && grow((void **)&x->cls, &x->clscap, bound + PAD, 1) < 0)
+    int byte_level = x->E->kind == KIND_BYTE_LEVEL, sp = !byte_level;
+    int in_place = byte_level && (ascii || kind == KIND_UTF8);
+    size_t bound = kind == KIND_UTF8 || ascii ? (sp ? 3 * n : n) : sp && kind == PyUnicode_1BYTE_KIND ? 3 * n
+                                                                 : utf8_bound(kind, n);
+    if (byte_level && bound + PAD > x->clscap && grow((void **)&x->cls, &x->clscap, bound + PAD, 1) < 0)
         return -1;
-    uint8_t *k = want_cls ? x->cls : NULL;
-    if (ascii) {
+    uint8_t *k = byte_level ? x->cls : NULL;
+    if (in_place) {
         x->text = data;
         x->tlen = n;
         x->readable = n;
-        if (k)
-            classify_utf8(data, n, k);
+        classify_utf8(data, n, k);
     } else {
         if (bound + PAD > x->u8cap && grow((void **)&x->u8, &x->u8cap, bound + PAD, 1) < 0)
             return -1;
         size_t m;
-        switch (kind) {
-        case PyUnicode_1BYTE_KIND:
-            m = to_utf8_1(data, n, x->u8, k);
-            break;
-        case PyUnicode_2BYTE_KIND:
-            m = to_utf8_2(data, n, x->u8, k);
-            break;
-        default:
-            m = to_utf8_4(data, n, x->u8, k);
-        }
+        if (kind == KIND_UTF8 || ascii)
+            m = utf8_sp(data, n, x->u8); /* SentencePiece (byte-level reads these in place) */
+        else if (kind == PyUnicode_1BYTE_KIND)
+            m = to_utf8_1(data, n, x->u8, k, sp);
+        else if (kind == PyUnicode_2BYTE_KIND)
+            m = to_utf8_2(data, n, x->u8, k, sp);
+        else
+            m = to_utf8_4(data, n, x->u8, k, sp);
         memset(x->u8 + m, 0, PAD);
         x->text = x->u8;
         x->tlen = m;
@@ -1314,6 +1345,89 @@ static PyObject *Encoder_encode_text(Encoder *E, PyObject *text)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* IdBuffer: a uint32 id array handed to Python without a copy (the buffer protocol; numpy reads
+ * it with frombuffer), freed with the object. */
+
+typedef struct {
+    PyObject_HEAD
+    uint32_t *v;
+    Py_ssize_t n;
+    Py_ssize_t exports;
+} IdBuffer;
+
+static int IdBuffer_getbuffer(IdBuffer *self, Py_buffer *view, int flags)
+{
+    if (PyBuffer_FillInfo(view, (PyObject *)self, self->v, self->n * 4, 1, flags) < 0)
+        return -1;
+    if (flags & PyBUF_FORMAT)
+        view->format = "I";
+    view->itemsize = 4;
+    self->exports++;
+    return 0;
+}
+
+static void IdBuffer_releasebuffer(IdBuffer *self, Py_buffer *Py_UNUSED(view))
+{
+    self->exports--;
+}
+
+static void IdBuffer_dealloc(IdBuffer *self)
+{
+    free(self->v);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t IdBuffer_len(IdBuffer *self)
+{
+    return self->n * 4;
+}
+
+static PyBufferProcs IdBuffer_as_buffer = {
+    (getbufferproc)IdBuffer_getbuffer,
+    (releasebufferproc)IdBuffer_releasebuffer,
+};
+
+static PySequenceMethods IdBuffer_as_sequence = {.sq_length = (lenfunc)IdBuffer_len};
+
+static PyTypeObject IdBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rmlprep._fastbpe.IdBuffer",
+    .tp_basicsize = sizeof(IdBuffer),
+    .tp_dealloc = (destructor)IdBuffer_dealloc,
+    .tp_as_buffer = &IdBuffer_as_buffer,
+    .tp_as_sequence = &IdBuffer_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "uint32 token ids (a read-only buffer of native-endian uint32; len() is in bytes).",
+};
+
+/* An IdBuffer owning o's ids (trimmed to size); o is left empty. */
+static PyObject *idbuf_take(IdVec *o)
+{
+    IdBuffer *b = PyObject_New(IdBuffer, &IdBufferType);
+    if (b == NULL)
+        return NULL;
+    b->v = NULL;
+    uint32_t *v = o->v;
+    if (o->n == 0) {
+        free(v);
+        v = malloc(4);
+    } else if (o->cap > o->n + o->n / 8) {
+        uint32_t *t = realloc(v, o->n * 4);
+        if (t != NULL)
+            v = t;
+    }
+    if (v == NULL) {
+        Py_DECREF(b); /* dealloc frees NULL */
+        return PyErr_NoMemory();
+    }
+    b->v = v;
+    b->n = (Py_ssize_t)o->n;
+    b->exports = 0;
+    o->v = NULL;
+    o->n = o->cap = 0;
+    return (PyObject *)b;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* batches: documents in units of about UNIT_BYTES, each worker owning a contiguous range of units
  * (so its piece cache sees related text) and, once done, taking units from the back of the other
  * ranges (so no worker idles while another has work left). Workers append to their own id
@@ -1326,7 +1440,7 @@ static PyObject *Encoder_encode_text(Encoder *E, PyObject *text)
 typedef struct {
     const void *data;
     Py_ssize_t len; /* code units (str) or bytes (UTF-8) */
-    int kind;       /* PyUnicode kind; 1 with ascii = 1 for UTF-8 bytes */
+    int kind;       /* PyUnicode kind, or KIND_UTF8 */
     int ascii;      /* read in place: ASCII str or UTF-8 bytes */
     int utf8;       /* UTF-8 bytes: validated before use */
 } DocRef;
@@ -1579,7 +1693,18 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
         else
             run_error(B->failed);
     } else {
-        PyObject *ids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * ntok));
+        PyObject *ids = NULL;
+        if (nw == 1) { /* one worker wrote the ids in order: hand its vector over, no copy */
+            IdVec *o = B->ctx[0]->out;
+            ids = idbuf_take(o);
+            if (ids != NULL) {
+                res = PyTuple_Pack(2, ids, offs);
+                Py_DECREF(ids);
+                ids = NULL;
+            }
+        } else {
+            ids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(4 * ntok));
+        }
         if (ids) {
             uint32_t *dst = (uint32_t *)PyBytes_AS_STRING(ids);
             Py_BEGIN_ALLOW_THREADS
@@ -1679,7 +1804,7 @@ static PyObject *Encoder_encode_utf8(Encoder *E, PyObject *args, PyObject *kw)
                          (long long)o[i], (long long)o[i + 1], dv.len);
             goto done;
         }
-        docs[i] = (DocRef){(const uint8_t *)dv.buf + o[i], (Py_ssize_t)(o[i + 1] - o[i]), 1, 1, 1};
+        docs[i] = (DocRef){(const uint8_t *)dv.buf + o[i], (Py_ssize_t)(o[i + 1] - o[i]), KIND_UTF8, 1, 1};
     }
     res = encode_docs(E, docs, nt, num_threads);
 done:
@@ -2392,12 +2517,12 @@ static PyMethodDef Encoder_methods[] = {
     {"encode_text", (PyCFunction)Encoder_encode_text, METH_O,
      "encode_text(text: str) -> list[int]: ids of one prepared text segment."},
     {"encode_batch", (PyCFunction)(void (*)(void))Encoder_encode_batch, METH_VARARGS | METH_KEYWORDS,
-     "encode_batch(texts: Sequence[str], num_threads=1) -> (ids: bytes, offsets: bytes)\n\n"
-     "ids: uint32 native-endian, all texts' ids back to back; offsets: int64, len(texts) + 1\n"
+     "encode_batch(texts: Sequence[str], num_threads=1) -> (ids: buffer, offsets: bytes)\n\n"
+     "ids: uint32 native-endian (bytes, or an IdBuffer handed over without a copy), all texts' ids back to back; offsets: int64, len(texts) + 1\n"
      "entries, text i is ids[offsets[i]:offsets[i+1]]. Releases the GIL while encoding; with\n"
      "num_threads > 1 the texts are shared among that many threads."},
     {"encode_utf8", (PyCFunction)(void (*)(void))Encoder_encode_utf8, METH_VARARGS | METH_KEYWORDS,
-     "encode_utf8(data: buffer, offsets: buffer of int64, num_threads=1) -> (ids: bytes, offsets: bytes)\n\n"
+     "encode_utf8(data: buffer, offsets: buffer of int64, num_threads=1) -> (ids: buffer, offsets: bytes)\n\n"
      "encode_batch for texts given as UTF-8 bytes: text i is data[offsets[i]:offsets[i+1]] (the\n"
      "layout of an Arrow string column). ValueError names a text that is not well-formed UTF-8."},
     {"split_text", (PyCFunction)Encoder_split_text, METH_O,
@@ -2438,7 +2563,7 @@ PyMODINIT_FUNC PyInit__fastbpe(void)
         simd_classes_ok = memcmp(got, ASCII_CLS, 128) == 0;
     }
 #endif
-    if (PyType_Ready(&EncoderType) < 0)
+    if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&IdBufferType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&fastbpe_module);
     if (m == NULL)
