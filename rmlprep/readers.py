@@ -117,7 +117,7 @@ class Unit:
     """One unit of work.
 
     Attributes:
-        index: position in the plan; the shard is ``shard-{index:05d}.parquet``.
+        index: position in the plan; the shard is ``train-{index:05d}.parquet``.
         format: jsonl | parquet | csv | hf | stdlib.
         path: the input file (stdlib: the stdlib directory).
         start, stop: jsonl: byte range ``[start, stop)`` of the file (plain: lines that start

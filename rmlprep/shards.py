@@ -2,10 +2,19 @@
 
 Layout of an output folder::
 
-    shard-00000.parquet          packed rows of unit 0 (metadata: see SHARD_METADATA_KEYS)
+    train-00000.parquet          packed rows of unit 0 (metadata: see SHARD_METADATA_KEYS)
     shard-00000.done.json        done marker: written last, after the shard and its rejects
     rejects/rejects-00000.jsonl  bad rows of unit 0 (only when there are any)
-    manifest.json  stats.json  lengths.png
+    manifest.json  stats.json  lengths.png  README.md (dataset card)
+
+The shards are named as the Hugging Face Hub names a ``train`` split's files (``datasets``'
+split patterns, ``datasets.data_files.DEFAULT_PATTERNS_SPLIT_IN_FILENAME``): with one file
+name matching ``train-*``, ``datasets.load_dataset("parquet", data_dir=OUTPUT)`` reads only
+the files so named, never the markers, the reports or ``rejects/``. No other file of the folder
+may match a split pattern (``train``, ``test``, ``validation``, ``dev``, ``eval``... between
+``-``/``_``/``.``/digits). Earlier versions named the shards ``shard-NNNNN.parquet``
+(:data:`LEGACY_SHARD_GLOB`): such a folder is refused, not resumed (see
+:meth:`rmlprep.pipeline.output.OutputFolder.check`).
 
 Writing them (atomically, in that order) is :mod:`rmlprep.pipeline.output` and
 :mod:`rmlprep.pipeline.writers`. The bytes of a shard depend only on (unit, config,
@@ -21,6 +30,7 @@ import pyarrow.parquet as pq
 
 __all__ = [
     "SHARD_METADATA_KEYS",
+    "LEGACY_SHARD_GLOB",
     "shard_name",
     "marker_name",
     "rejects_name",
@@ -33,8 +43,13 @@ SHARD_METADATA_KEYS = ("rmlprep.version", "rmlprep.tokenizer_fingerprint", "rmlp
                        "rmlprep.unit", "rmlprep.pipeline", "rmlprep.seq_len")
 
 
+#: The Parquet shards of an output folder written before the ``train-NNNNN.parquet`` names.
+LEGACY_SHARD_GLOB = "shard-*.parquet"
+
+
 def shard_name(index: int) -> str:
-    return f"shard-{index:05d}.parquet"
+    """Unit ``index``'s Parquet shard: ``train-{index:05d}.parquet`` (the Hub's split name)."""
+    return f"train-{index:05d}.parquet"
 
 
 def marker_name(index: int) -> str:

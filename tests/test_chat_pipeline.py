@@ -94,7 +94,7 @@ def test_doctored_render_stops_the_run(tmp_path):
     err = e.value
     assert err.expected[err.position] == "a" and err.actual[err.position] == "e"
     assert "chatml-openhermes" in str(err) and "chat text differs" in str(err)
-    assert not (out.exists() and list(out.glob("shard-*")))
+    assert not (out.exists() and list(out.glob("train-*")) + list(out.glob("shard-*")))
 
 
 def test_chat_check_off_and_required(tmp_path):
@@ -221,7 +221,7 @@ def test_tools_column_and_reasoning_in_qwen3(tmp_path):
     from rmlprep.pipeline import open_tokenizer
 
     tok = open_tokenizer(str(TINY), log=quiet)[0]
-    t = pq.read_table(next((tmp_path / "o").glob("shard-*.parquet")))
+    t = pq.read_table(next((tmp_path / "o").glob("train-*.parquet")))
     texts = [tok.decode(r) for r in t.column("input_ids").to_pylist()]
     assert any("<tools>" in x and '{"name": "f", "arguments": {"x": 1}}' in x for x in texts)
     masked = [tok.decode([i for i, k in zip(r, mk) if k]) for r, mk in

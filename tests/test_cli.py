@@ -63,7 +63,7 @@ def test_parity_failure_exit_3(tmp_path):
     r = cli("run", "c.toml", cwd=tmp_path)
     assert r.returncode == 3, r.stderr
     assert "parity failure" in r.stderr and "position" in r.stderr and "Traceback" not in r.stderr
-    assert not (tmp_path / "out" / "shard-00000.parquet").exists()
+    assert not (tmp_path / "out" / "train-00000.parquet").exists()
 
 
 @needs_tiny
@@ -73,7 +73,7 @@ def test_run_relative_output_under_cwd(tmp_path):
                                      '[pack]\nseq_len=8\n[output]\ndir="out/x"\n[run]\nworkers=1\n')
     r = cli("run", "c.toml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "out" / "x" / "shard-00000.parquet").exists()
+    assert (tmp_path / "out" / "x" / "train-00000.parquet").exists()
     assert "summary" in r.stderr and str(tmp_path / "out" / "x") in r.stdout
 
 
@@ -152,11 +152,11 @@ def test_sft_run_doctored_chat_render_exit_3(tmp_path):
     r = cli("run", "c.toml", cwd=tmp_path)
     assert r.returncode == 3, r.stderr
     assert "parity failure" in r.stderr and "chatml-openhermes" in r.stderr and "Traceback" not in r.stderr
-    assert not (tmp_path / "out" / "shard-00000.parquet").exists()
+    assert not (tmp_path / "out" / "train-00000.parquet").exists()
     c.write_text(c.read_text().replace(f'chat_renders="{renders.name}"', "chat = false"))
     r = cli("run", "c.toml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "out" / "shard-00000.parquet").exists()
+    assert (tmp_path / "out" / "train-00000.parquet").exists()
 
 
 # -- rmlprep run never exits 1 ---------------------------------------------------------------------

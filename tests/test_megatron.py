@@ -113,6 +113,37 @@ def test_megatron_same_bytes_any_workers_and_resume(corpus, tmp_path):
     assert m["units_processed"] == 2 and files(tmp_path / "b") == ref
 
 
+def test_a_megatron_folder_is_not_mistaken(corpus, tmp_path):
+    """A Megatron folder keeps its shard-NNNNN.bin/.idx names (the --data-path prefixes): a rerun
+    resumes it (they are not taken for Parquet shards of an earlier version, which are refused),
+    a Parquet run into it is refused as another config, and datasets finds no split-named data
+    file in it (its patterns fall back to every file), so load_dataset fails rather than reading
+    the done markers or the manifest as rows."""
+    datasets = pytest.importorskip("datasets")
+    from datasets.data_files import get_data_patterns
+
+    inp, _ = corpus
+    out = tmp_path / "o"
+    m0 = run(make_cfg(inp, out), log=quiet)
+    logs: list[str] = []
+    m = run(make_cfg(inp, out), log=logs.append)
+    assert m["units_processed"] == 0 and m["units_skipped"] == len(m0["shards"]) >= 4
+    assert any(x.startswith(f"resume: {len(m0['shards'])} of {len(m0['shards'])} units already done") for x in logs)
+    parquet = config_from_dict({"input": {"paths": [str(inp)], "unit_bytes": 50_000}, "tokenizer": {"path": str(TINY)},
+                               "pack": {"seq_len": 128}, "output": {"dir": str(out)},
+                               "run": {"workers": 2, "progress": "none", "histogram": False}})
+    with pytest.raises(ConfigError, match="holds shards of a different config"):
+        run(parquet, log=quiet)
+    assert get_data_patterns(str(out)) == {"train": ["**"]}
+    run(parquet.with_overrides(output=str(tmp_path / "p")), log=quiet)  # beside it, the Parquet folder's patterns
+    patterns = get_data_patterns(str(tmp_path / "p"))
+    assert list(patterns) == ["train"] and patterns["train"][0] == "**/train[-._ 0-9]*"
+    for load in (lambda: datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf")),
+                 lambda: datasets.load_dataset("parquet", data_dir=str(out), cache_dir=str(tmp_path / "hf"))):
+        with pytest.raises(Exception):  # noqa: B017 - datasets' own error; what matters is that nothing loads
+            load()
+
+
 def test_megatron_int32_for_a_large_vocab(tmp_path):
     """A vocab of 65,500 ids or more is written as int32 (dtype code 4), as megatron-core does."""
     import pyarrow as pa

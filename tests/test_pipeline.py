@@ -62,7 +62,7 @@ def make_cfg(inp: Path, out: Path, *, workers=1, seq_len=128, **extra):
 
 
 def shard_bytes(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.glob("shard-*.parquet"))}
+    return {p.name: p.read_bytes() for p in sorted(out.glob("train-*.parquet"))}
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_every_token_kept_and_tail_rule(corpus, tmp_path):
     tok = open_tokenizer(str(TINY))[0]
     eos = tok.eos_id
     got: list[list[int]] = []
-    for p in sorted(out.glob("shard-*.parquet")):
+    for p in sorted(out.glob("train-*.parquet")):
         t = pq.read_table(p)
         lens = [len(r) for r in t.column("input_ids").to_pylist()]
         assert all(n == 128 for n in lens[:-1]) and 0 < lens[-1] <= 128  # only the last row may be short
@@ -129,7 +129,7 @@ def test_sft_rejects_and_bfd(tmp_path):
     assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 4
     recs = [json.loads(x) for x in (out / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
     assert [r["row"] for r in recs] == [1, 2, 3, 4]
-    t = pq.read_table(out / "shard-00000.parquet")
+    t = pq.read_table(out / "train-00000.parquet")
     assert set(t.column_names) >= {"input_ids", "labels", "assistant_masks", "seq_lengths"}
     labels = t.column("labels").to_pylist()[0]
     assert -100 in labels and any(x != -100 for x in labels)
@@ -154,7 +154,7 @@ def test_parity_failure_stops_the_run(corpus, tmp_path):
     with pytest.raises(ParityError) as e:
         run(make_cfg(inp, out, parity={"fixture": str(bad)}), log=quiet)
     assert e.value.position == 1
-    assert not list(out.glob("shard-*")) if out.exists() else True
+    assert not list(out.glob("train-*")) + list(out.glob("shard-*")) if out.exists() else True
 
 
 def test_parity_required_without_fixture(corpus, tmp_path):
@@ -171,7 +171,7 @@ def test_resume_skips_and_redoes(corpus, tmp_path):
     out = tmp_path / "o"
     run(make_cfg(inp, out), log=quiet)
     ref = shard_bytes(out)
-    (out / "shard-00001.parquet").write_bytes(b"garbage")
+    (out / "train-00001.parquet").write_bytes(b"garbage")
     (out / "shard-00002.done.json").unlink()
     logs: list[str] = []
     m = run(make_cfg(inp, out, workers=2), resume=True, log=logs.append)

@@ -20,7 +20,7 @@ def test_parquet_writer_commits_atomically_with_metadata(tmp_path):
     out = OutputFolder(tmp_path)
     files = ParquetWriter().write(out, 3, _table(), {"rmlprep.config_hash": "abc", "rmlprep.version": "0.1.0"})
     p = tmp_path / shard_name(3)
-    assert files == {"shard-00003.parquet": sha256_file(p)}
+    assert files == {"train-00003.parquet": sha256_file(p)}
     assert [x.name for x in tmp_path.iterdir()] == [p.name]  # no temporary left behind
     assert read_shard_metadata(p) == {"rmlprep.config_hash": "abc", "rmlprep.version": "0.1.0"}
     assert pq.read_table(p).column("input_ids").to_pylist() == [[1, 2, 3], [4]]
@@ -40,7 +40,7 @@ def test_failed_write_leaves_nothing(tmp_path):
         raise OSError(28, "No space left on device")
 
     with pytest.raises(OutputError, match="No space left on device; the disk is full"):
-        out.commit("shard-00000.parquet", half)
+        out.commit("train-00000.parquet", half)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -67,10 +67,10 @@ def test_check_refuses_another_config_and_overwrite_clears(tmp_path):
     ParquetWriter().write(out, 0, _table(), {})
     out.write_done(0, {"config_hash": "old"})
     out.write_lines("rejects/rejects-00000.jsonl", [{"row": 1}])
-    (tmp_path / "shard-00001.parquet.tmp-999").write_bytes(b"left by a killed run")
+    (tmp_path / "train-00001.parquet.tmp-999").write_bytes(b"left by a killed run")
     with pytest.raises(ConfigError, match="--overwrite"):
         out.check("new", overwrite=False)
     out.check("old", overwrite=False)
-    assert not (tmp_path / "shard-00001.parquet.tmp-999").exists()
+    assert not (tmp_path / "train-00001.parquet.tmp-999").exists()
     out.check("new", overwrite=True)
-    assert out.list("shard-*") == [] and out.list("rejects/*") == []
+    assert out.list("train-*") == out.list("shard-*") == out.list("rejects/*") == []

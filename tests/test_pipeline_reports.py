@@ -28,7 +28,7 @@ def _run(tmp_path: Path, **pack) -> tuple[dict, str, int]:
     logs: list[str] = []
     m = run(cfg, log=logs.append)
     line = next(x for x in logs[-1].splitlines() if x.startswith("tokens "))
-    in_rows = sum(len(r) for r in pq.read_table(out / "shard-00000.parquet")["input_ids"].to_pylist())
+    in_rows = sum(len(r) for r in pq.read_table(out / "train-00000.parquet")["input_ids"].to_pylist())
     return m, line, in_rows
 
 
@@ -52,18 +52,62 @@ def test_summary_tokens_without_framing_and_with_cuts(tmp_path):
                                                   f"(over-long) = {in_rows:,} in rows")
 
 
-def test_output_folder_loads_with_datasets_and_has_a_card(tmp_path):
-    """The Hub's conventions: the card's YAML names the shards and their features, so
-    load_dataset(OUTPUT) reads exactly the shards, with the packed schema's types."""
-    datasets = pytest.importorskip("datasets")
-    m, _, in_rows = _run(tmp_path)
+def _folder_with_rejects(tmp_path: Path, pipeline: str) -> tuple[Path, dict]:
+    """A real output folder of three units: one with good and bad rows, one with bad rows only
+    (its shard has no row group), one with good rows; rejects/ holds the bad ones."""
+    good = ({"text": "word " * n} for n in (3, 50, 7, 200, 1)) if pipeline == "pretrain" else (
+        {"messages": [{"role": "user", "content": f"q{i} " * i}, {"role": "assistant", "content": f"a{i} " * i}]}
+        for i in range(1, 6))
+    good = [json.dumps(r) for r in good]
+    inp = tmp_path / "in"
+    inp.mkdir(parents=True)
+    (inp / "a.jsonl").write_text("\n".join([good[0], "not json", good[1], '{"other": 1}']) + "\n")
+    (inp / "b.jsonl").write_text("not json either\n{}\n")
+    (inp / "c.jsonl").write_text("\n".join(good[2:]) + "\n")
     out = tmp_path / "o"
+    d = {"pipeline": pipeline, "input": {"paths": [str(inp / f"{n}.jsonl") for n in "abc"]},
+         "tokenizer": {"path": str(TINY)}, "pack": {"seq_len": 32}, "output": {"dir": str(out)},
+         "run": {"progress": "none", "histogram": False, "workers": 1}}
+    if pipeline == "sft":
+        d.update(chat={"format": "chatml"}, parity={"chat": False}, pack={"seq_len": 64, "overflow": "truncate"})
+    m = run(config_from_dict(d), log=lambda _: None)
+    assert len(m["shards"]) == 3 and m["totals"]["rejects"] == 4 and list((out / "rejects").iterdir())
+    return out, m
+
+
+@pytest.mark.parametrize("pipeline", ["pretrain", "sft"])
+def test_output_folder_loads_with_datasets(tmp_path, pipeline):
+    """The Hub's conventions: the shards are train-NNNNN.parquet, so load_dataset("parquet",
+    data_dir=OUTPUT) reads them and nothing else (not the done markers, manifest.json,
+    stats.json or rejects/*.jsonl beside them), and the card's YAML names the same files for
+    load_dataset(OUTPUT); with or without the card, every row of every shard (pyarrow's count),
+    with the packed schema's types: input_ids list<uint32>, position_ids and seq_lengths
+    list<int32>, example_index list<int64> (sft: labels list<int32>, assistant_masks list<int8>)."""
+    datasets = pytest.importorskip("datasets")
+    from rmlprep.pipeline.pack import SCHEMAS
+
+    out, m = _folder_with_rejects(tmp_path, pipeline)
+    shards = sorted(out.glob("train-*.parquet"))
+    assert [p.name for p in shards] == [s["shard"] for s in m["shards"]] == [f"train-0000{i}.parquet" for i in range(3)]
+    rows = [pq.read_metadata(p).num_rows for p in shards]
+    assert rows[1] == 0 and pq.read_metadata(shards[1]).num_row_groups == 0 and sum(rows) == m["totals"]["rows"] > 0
+    want = datasets.Features.from_arrow_schema(SCHEMAS[pipeline])
+    assert want["input_ids"] == datasets.List(datasets.Value("uint32"))
+    assert want["example_index"] == datasets.List(datasets.Value("int64"))
     card = (out / "README.md").read_text()
-    assert card.startswith("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: shard-*.parquet\n")
+    assert card.startswith("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: train-*.parquet\n")
     assert f"config hash: `{m['config_hash']}`" in card and m["tokenizer"]["fingerprint"] in card
-    for ds in (datasets.load_dataset(str(out), split="train"),
-               datasets.load_dataset("parquet", data_dir=str(out), data_files="shard-*.parquet", split="train")):
-        assert ds.num_rows == m["totals"]["rows"]
-        assert ds.features["input_ids"] == datasets.List(datasets.Value("uint32"))
-        assert ds.features["example_index"] == datasets.List(datasets.Value("int64"))
-        assert sum(len(r) for r in ds["input_ids"]) == in_rows
+    expect = pq.read_table(shards[0]).to_pylist() + pq.read_table(shards[2]).to_pylist()
+
+    def check(ds) -> None:
+        assert list(ds) == ["train"]
+        assert ds["train"].features == want
+        assert ds["train"].num_rows == m["totals"]["rows"]
+        assert ds["train"].to_list() == expect
+
+    cache = str(tmp_path / "hf")
+    check(datasets.load_dataset("parquet", data_dir=str(out), cache_dir=cache))
+    check(datasets.load_dataset(str(out), cache_dir=cache))
+    (out / "README.md").unlink()  # the names alone
+    check(datasets.load_dataset("parquet", data_dir=str(out), cache_dir=cache))
+    check(datasets.load_dataset(str(out), cache_dir=cache))

@@ -159,7 +159,7 @@ def test_a_fault_after_rows_were_written_is_the_inputs(tmp_path, monkeypatch):
     with pytest.raises(RmlprepError, match=r"^unit 0: InputError: .*c\.jsonl\.gz: truncated gzip data") as e:
         run(make_cfg(inp, out), log=quiet)
     assert type(e.value) is RmlprepError and len(groups) > 10
-    assert not list(out.glob("shard-*")) and not list(out.rglob("*.tmp-*"))
+    assert not list(out.glob("train-*")) + list(out.glob("shard-*")) and not list(out.rglob("*.tmp-*"))
 
 
 def test_rejects_spooled_to_disk_give_the_same_file(tmp_path, monkeypatch):

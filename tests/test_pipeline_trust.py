@@ -68,7 +68,7 @@ def make_cfg(inp, out: Path, *, workers: int = 1, seq_len: int = 128, **extra):
 
 def folder(out: Path) -> dict[str, bytes]:
     """Every unit file (shards, rejects) byte for byte; markers without their timings."""
-    res = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.glob("shard-*.parquet"))}
+    res = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.glob("train-*.parquet"))}
     res.update({str(p.relative_to(out)): p.read_bytes() for p in sorted(out.glob("rejects/*"))})
     for p in sorted(out.glob("shard-*.done.json")):
         m = json.loads(p.read_text())
@@ -81,8 +81,8 @@ def folder(out: Path) -> dict[str, bytes]:
 def assert_consistent(out: Path, manifest: dict) -> None:
     """The folder holds exactly the manifest's shards, markers and rejects, nothing stale."""
     names = {s["shard"] for s in manifest["shards"]}
-    assert {p.name for p in out.glob("shard-*.parquet")} == names
-    assert {p.name for p in out.glob("shard-*.done.json")} == {n.replace(".parquet", ".done.json") for n in names}
+    assert {p.name for p in out.glob("train-*.parquet")} == names
+    assert {p.name for p in out.glob("shard-*.done.json")} == {n.replace("train-", "shard-").replace(".parquet", ".done.json") for n in names}
     assert {f"rejects/{p.name}" for p in out.glob("rejects/*")} == set(manifest["rejects"]["files"])
     assert not list(out.rglob("*.tmp-*"))
 
@@ -204,7 +204,7 @@ def test_second_run_into_a_held_folder_stops_with_the_holders_pid(tmp_path):
     toml = write_toml(tmp_path / "c.toml", inp, out)
     holder = OutputFolder(out)
     with holder.lock():
-        planted = out / "shard-00000.parquet.tmp-424242"  # a live run's temporary
+        planted = out / "train-00000.parquet.tmp-424242"  # a live run's temporary
         planted.write_bytes(b"half")
         r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", str(toml)], env=cli_env(),
                            capture_output=True, text=True, timeout=120)
@@ -237,6 +237,37 @@ def test_two_runs_started_together_never_mix_configs(tmp_path):
     assert_consistent(out, manifest)
 
 
+def test_a_folder_of_an_earlier_version_is_refused_not_resumed(tmp_path, capsys):
+    """Earlier versions named the shards shard-NNNNN.parquet (their markers say so). Resuming
+    such a folder would mix the two namings and datasets would read only the new files, so a
+    rerun stops with exit 2 and one line naming the old file and --overwrite, and changes
+    nothing; --overwrite rewrites it as a fresh run, with no old-named shard left."""
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(200)))
+    out = tmp_path / "o"
+    toml = write_toml(tmp_path / "c.toml", inp, out)
+    assert cli.main(["run", str(toml)]) == 0
+    for shard in sorted(out.glob("train-*.parquet")):  # the same run, as an earlier version left it
+        old = shard.name.replace("train-", "shard-")
+        shard.rename(out / old)
+        marker = out / old.replace(".parquet", ".done.json")
+        marker.write_text(json.dumps({**json.loads(marker.read_text()), "shard": old}))
+    (out / "shard-00001.done.json").unlink()  # and it was killed before its last marker
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.name != ".rmlprep.lock"}
+    n = sum(1 for p in before if p.name.endswith(".parquet"))
+    capsys.readouterr()
+    assert cli.main(["run", str(toml)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [x for x in err if x.startswith("rmlprep: error")] == err[-1:] == [
+        f"rmlprep: error: output.dir: {out} holds {n} shards named by an earlier rmlprep (e.g. shard-00000.parquet; "
+        "shards are now train-00000.parquet, ..., the names datasets.load_dataset reads); pass --overwrite to rewrite "
+        "them or choose another --output"], err
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.name != ".rmlprep.lock"} == before
+    m = run(make_cfg(inp, out), overwrite=True, log=quiet)
+    assert not list(out.glob("shard-*.parquet")) and folder(out) == fresh(inp, tmp_path, "fresh")
+    assert_consistent(out, m)
+
+
 # -- environment faults ---------------------------------------------------------------------------
 def test_read_only_output_is_refused_before_parity(tmp_path, monkeypatch, capsys):
     """Simulated (root ignores chmod): the lock's probe cannot create a file → exit 2, one line,
@@ -256,7 +287,7 @@ def test_read_only_output_is_refused_before_parity(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     assert "Read-only file system; the file system is read-only: choose another --output" in err
     assert "parity:" not in err and "Traceback" not in err
-    assert not list((tmp_path / "o").glob("shard-*"))
+    assert not list((tmp_path / "o").glob("train-*")) + list((tmp_path / "o").glob("shard-*"))
 
 
 def half_then_fail(exc: OSError):
@@ -280,8 +311,9 @@ def test_simulated_disk_full_exit_2_and_nothing_looks_done(tmp_path, monkeypatch
     assert cli.main(["run", str(toml)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len([x for x in err if x.startswith("rmlprep: error")]) == 1
-    assert "No space left on device; the disk is full" in err[-1] and re.search(r"shard-\d{5}\.parquet", err[-1])
-    assert not list(out.glob("shard-*")) and not list(out.rglob("*.tmp-*")) and not (out / "manifest.json").exists()
+    assert "No space left on device; the disk is full" in err[-1] and re.search(r"train-\d{5}\.parquet", err[-1])
+    assert not list(out.glob("train-*")) + list(out.glob("shard-*")) and not list(out.rglob("*.tmp-*"))
+    assert not (out / "manifest.json").exists()
     monkeypatch.undo()
     m = run(make_cfg(inp, out), log=quiet)  # space back: the rerun completes
     assert folder(out) == fresh(inp, tmp_path, "fresh")
@@ -326,8 +358,8 @@ def test_real_full_disk_on_a_3mb_tmpfs(tmp_path):
         "    if not s.exists() or sha256_file(s) != rec['sha256']: res['bad'].append(m.name)\n"
         "    else: pq.read_table(s)\n"
         "res['markers'] = len(list(out.glob('shard-*.done.json')))\n"
-        "res['shards'] = len(list(out.glob('shard-*.parquet')))\n"
-        "for s in out.glob('shard-*.parquet'): pq.read_metadata(s)\n"
+        "res['shards'] = len(list(out.glob('train-*.parquet')))\n"
+        "for s in out.glob('train-*.parquet'): pq.read_metadata(s)\n"
         "print(json.dumps(res))\n")
     script = (f"mount -t tmpfs -o size=3m none {mnt} && "
               f"{sys.executable} -m rmlprep.cli run {toml} 2>{tmp_path}/err; echo $? > {tmp_path}/rc; "
@@ -384,9 +416,9 @@ def test_a_stalled_writer_never_shows_a_shard_under_its_final_name(tmp_path, mon
 
     def stalling(self, table, row_group_size=None):
         unit = int(self.schema.metadata[b"rmlprep.unit"])
-        name = f"shard-{unit:05d}"
-        seen.append((name, (out / f"{name}.parquet").exists(), (out / f"{name}.done.json").exists(),
-                     bool(list(out.glob(f"{name}.parquet.tmp-*")))))
+        name = f"train-{unit:05d}.parquet"
+        seen.append((name, (out / name).exists(), (out / f"shard-{unit:05d}.done.json").exists(),
+                     bool(list(out.glob(f"{name}.tmp-*")))))
         real(self, table, row_group_size=row_group_size)
 
     monkeypatch.setattr(writers_mod.pq.ParquetWriter, "write_table", stalling)
@@ -405,14 +437,14 @@ def test_a_failed_rename_leaves_no_done_marker(tmp_path, monkeypatch):
     real = output_mod.os.replace
 
     def failing(src, dst):
-        if str(dst).endswith("shard-00001.parquet"):
+        if str(dst).endswith("train-00001.parquet"):
             raise OSError(errno.EIO, os.strerror(errno.EIO), str(dst))
         return real(src, dst)
 
     monkeypatch.setattr(output_mod.os, "replace", failing)
-    with pytest.raises(OutputError, match=r"shard-00001.parquet: Input/output error"):
+    with pytest.raises(OutputError, match=r"train-00001.parquet: Input/output error"):
         run(make_cfg(inp, out), log=quiet)
-    assert not (out / "shard-00001.done.json").exists() and not (out / "shard-00001.parquet").exists()
+    assert not (out / "shard-00001.done.json").exists() and not (out / "train-00001.parquet").exists()
     assert not list(out.rglob("*.tmp-*"))
     monkeypatch.undo()
     m = run(make_cfg(inp, out), resume=True, log=quiet)
@@ -432,7 +464,7 @@ def test_a_unit_of_only_rejected_rows_loads_everywhere(tmp_path):
     (tmp_path / "b.jsonl").write_bytes(b'{"text": null}\n\n{"text": 5}\n')
     out = tmp_path / "o"
     m = run(make_cfg([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], out, input={"unit_bytes": 10**6}), log=quiet)
-    shards = sorted(str(p) for p in out.glob("shard-*.parquet"))
+    shards = sorted(str(p) for p in out.glob("train-*.parquet"))
     assert len(shards) == 2 and pq.ParquetFile(shards[1]).metadata.num_row_groups == 0
     rows = m["totals"]["rows"]
     cache = tmp_path / "hf-cache"
@@ -461,7 +493,7 @@ def test_lone_surrogates_are_replaced_and_counted(tmp_path, workers):
     want = [tok.encode(t, parse_special=False) + [tok.eos_id]
             for t in ["lone \ufffd surrogate", "low \ufffd end\ufffd", "pair \U0001F600 ok", "plain"] * 40]
     got = []
-    for p in sorted(out.glob("shard-*.parquet")):
+    for p in sorted(out.glob("train-*.parquet")):
         docs = unpack(pq.read_table(p))
         got.extend(docs[i].tolist() for i in range(len(docs)))
     assert got == want

@@ -79,7 +79,7 @@ def make_cfg(inp: Path, out: Path, *, tokenizer: Path = TINY, engine: str = "loc
 
 def outputs(out: Path) -> dict[str, bytes]:
     """Every shard and rejects file, byte for byte."""
-    files = sorted(out.glob("shard-*.parquet")) + sorted(out.glob("rejects/*.jsonl"))
+    files = sorted(out.glob("train-*.parquet")) + sorted(out.glob("rejects/*.jsonl"))
     return {str(p.relative_to(out)): p.read_bytes() for p in files}
 
 
@@ -104,7 +104,7 @@ def test_ray_gives_the_local_bytes(ray_local, corpus, tmp_path, tokenizer):
     logs: list[str] = []
     m_ray = run(make_cfg(corpus, tmp_path / "ray", tokenizer=tokenizer, engine="ray"), log=logs.append)
     local, ray_ = outputs(tmp_path / "local"), outputs(tmp_path / "ray")
-    assert len([k for k in local if k.startswith("shard-")]) >= 8  # several units, several tasks
+    assert len([k for k in local if k.startswith("train-")]) >= 8  # several units, several tasks
     assert "rejects/rejects-00000.jsonl" in local
     assert local == ray_
     assert markers(tmp_path / "local") == markers(tmp_path / "ray")
@@ -122,9 +122,9 @@ def test_ray_resume_and_engine_switch(ray_local, corpus, tmp_path):
     ref = outputs(ref_dir)
     out = tmp_path / "o"
     run(make_cfg(corpus, out, engine="ray"), log=quiet)
-    (out / "shard-00001.parquet").unlink()
+    (out / "train-00001.parquet").unlink()
     (out / "shard-00001.done.json").unlink()
-    (out / "shard-00003.parquet").write_bytes(b"garbage")
+    (out / "train-00003.parquet").write_bytes(b"garbage")
     m = run(make_cfg(corpus, out, engine="ray"), resume=True, log=quiet)
     assert m["units_processed"] == 2 and m["units_skipped"] == len(m["shards"]) - 2
     assert outputs(out) == ref

@@ -12,7 +12,7 @@ from rmlprep.shards import SHARD_METADATA_KEYS, marker_name, read_shard_metadata
 
 def test_names():
     assert (shard_name(3), marker_name(3), rejects_name(3)) == (
-        "shard-00003.parquet", "shard-00003.done.json", "rejects/rejects-00003.jsonl")
+        "train-00003.parquet", "shard-00003.done.json", "rejects/rejects-00003.jsonl")
     assert "rmlprep.config_hash" in SHARD_METADATA_KEYS
 
 

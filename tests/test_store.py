@@ -104,7 +104,7 @@ def make_cfg(inp, out, *, engine: str = "local", workers: int = 2):
 def outputs(out) -> dict[str, bytes]:
     """Every shard and rejects file of an output folder (local or S3), byte for byte."""
     o = OutputFolder(out)
-    return {n: o.read_bytes(n) for n in o.list("shard-*.parquet") + o.list("rejects/*")}
+    return {n: o.read_bytes(n) for n in o.list("train-*.parquet") + o.list("rejects/*")}
 
 
 def markers(out) -> dict[str, dict]:
@@ -166,9 +166,9 @@ def test_resume_on_s3(corpus, tmp_path):
     ref = outputs(out)
     o = OutputFolder(out)
     o.remove("shard-00001.done.json")
-    o.remove("shard-00003.parquet")
-    o.commit("shard-00005.parquet", lambda f: f.write(b"garbage"))
-    o.commit("shard-00002.parquet.tmp-host-999", lambda f: f.write(b"left by a killed run"))
+    o.remove("train-00003.parquet")
+    o.commit("train-00005.parquet", lambda f: f.write(b"garbage"))
+    o.commit("train-00002.parquet.tmp-host-999", lambda f: f.write(b"left by a killed run"))
     m = run(make_cfg(s3_in, out), resume=True, log=quiet)
     assert m["units_processed"] == 3 and m["units_skipped"] == len(m["shards"]) - 3
     assert outputs(out) == ref and not o.list("*.tmp-*")
@@ -245,13 +245,13 @@ def test_commit_is_atomic_on_s3(s3):
         raise OSError(28, "No space left on device")
 
     with pytest.raises(OSError, match="No space"):
-        o.commit("shard-00000.parquet", half)
+        o.commit("train-00000.parquet", half)
     assert o.list("*") == []
-    digest = o.commit("shard-00000.parquet", lambda f: f.write(b"complete"), digest=True)
+    digest = o.commit("train-00000.parquet", lambda f: f.write(b"complete"), digest=True)
     with pytest.raises(OSError):
-        o.commit("shard-00000.parquet", half)
-    assert o.read_bytes("shard-00000.parquet") == b"complete" and o.list("*") == ["shard-00000.parquet"]
-    assert digest == o.sha256("shard-00000.parquet")
+        o.commit("train-00000.parquet", half)
+    assert o.read_bytes("train-00000.parquet") == b"complete" and o.list("*") == ["train-00000.parquet"]
+    assert digest == o.sha256("train-00000.parquet")
 
 
 def test_missing_bucket_is_one_line(s3, corpus):

@@ -24,7 +24,7 @@ Stages, and the module that owns each::
       │    stages.format_and_tokenize  sft: arrow.tokenize_chat (chat format + ids + assistant mask)
       │    pack.pack_documents       pretrain: concat packing, the unit's tail is its last short row
       │    pack.pack_conversations   sft: best-fit-decreasing over windows of unit_rows conversations
-      │    writers.ParquetWriter     shard-NNNNN.parquet, one row group at a time into the
+      │    writers.ParquetWriter     train-NNNNN.parquet, one row group at a time into the
       │                              temporary, renamed when the last row is in; metadata in the footer
       │    stages.Tally.write_rejects  rejects/rejects-NNNNN.jsonl (tmp + rename), spooled per batch
       │    output.write_done         shard-NNNNN.done.json: the commit, always last

@@ -2,10 +2,11 @@
 
 Layout (names from :mod:`rmlprep.shards`)::
 
-    shard-00000.parquet          packed rows of unit 0 (a writer's files, see writers.py)
+    train-00000.parquet          packed rows of unit 0 (a writer's files, see writers.py;
+                                 Megatron: shard-00000.bin + shard-00000.idx)
     shard-00000.done.json        done marker: written last, after the shard and its rejects
     rejects/rejects-00000.jsonl  bad rows of unit 0 (only when there are any)
-    manifest.json  stats.json  lengths.png
+    manifest.json  stats.json  lengths.png  README.md
 
 **Write, then commit.** Every file is written to ``<name>.tmp-<pid>`` and renamed to its name
 (:meth:`OutputFolder.commit`), so a reader, or a rerun after SIGKILL, sees the complete file or
@@ -17,7 +18,10 @@ the same input identity (file sizes, mtimes and content hash, see :mod:`.plan`),
 shard's sha256 (and its rejects file) match the marker (:meth:`OutputFolder.verify_done`);
 anything else is redone from scratch. Files of units that are not in the run's plan (the input
 shrank) are removed (:meth:`OutputFolder.sweep`), and so are the reports of a previous run as
-soon as this one changes the folder: a manifest always describes the folder it is in.
+soon as this one changes the folder: a manifest always describes the folder it is in. A folder
+holding Parquet shards under the names of earlier versions (``shard-NNNNN.parquet``) is refused
+(:meth:`OutputFolder.check`): resuming it would mix two namings, and ``datasets`` would read
+only the new one.
 
 **One run at a time.** :meth:`OutputFolder.lock` holds an exclusive ``flock`` on
 ``.rmlprep.lock`` for the whole run (released by the kernel on any exit, SIGKILL included); a
@@ -49,7 +53,7 @@ from typing import IO, Any, TypeVar
 
 from .. import fs
 from ..errors import ConfigError, OutputError
-from ..shards import marker_name, rejects_name, sha256_file, shard_name
+from ..shards import LEGACY_SHARD_GLOB, marker_name, rejects_name, sha256_file, shard_name
 
 __all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME", "json_line", "StreamError", "from_stream", "committing"]
 
@@ -59,7 +63,10 @@ T = TypeVar("T")
 REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "megatron-data-args.txt")
 #: The lock file: holds the pid and host of the run that has the folder.
 LOCK_NAME = ".rmlprep.lock"
-_UNIT_FILE = re.compile(r"(?:rejects/rejects|shard)-(\d+)\.")  # the unit number in a unit file's name
+#: the unit number in a unit file's name (train-N.parquet, shard-N.done.json / .bin / .idx, rejects)
+_UNIT_FILE = re.compile(r"(?:rejects/rejects|shard|train)-(\d+)\.")
+#: the names a unit file may have, as globs (listing, --overwrite)
+_UNIT_GLOBS = ("train-*", "shard-*", "rejects/rejects-*")
 _FIX = {errno.ENOSPC: "the disk is full: free space (done units are kept) and rerun",
         errno.EDQUOT: "the disk quota is exhausted: free space (done units are kept) and rerun",
         errno.EROFS: "the file system is read-only: choose another --output",
@@ -309,12 +316,20 @@ class OutputFolder:
         return m, ""
 
     def check(self, config_hash: str, *, overwrite: bool) -> None:
-        """Before a run: refuse a folder holding another config's shards (or, with
-        ``overwrite``, remove them); remove the temporaries a killed run left.
+        """Before a run: refuse a folder holding another config's shards, or Parquet shards
+        under the names of earlier versions (``shard-NNNNN.parquet``, :data:`LEGACY_SHARD_GLOB`),
+        or, with ``overwrite``, remove them; remove the temporaries a killed run left.
 
         Raises:
-            ConfigError: done markers of another config and no ``overwrite``.
+            ConfigError: done markers of another config, or old-named shards, and no ``overwrite``.
         """
+        legacy = self.list(LEGACY_SHARD_GLOB)
+        if legacy and not overwrite:
+            raise ConfigError(
+                f"output.dir: {self.path} holds {len(legacy)} shards named by an earlier rmlprep (e.g. {legacy[0]}; "
+                f"shards are now {shard_name(0)}, ..., the names datasets.load_dataset reads); pass --overwrite to "
+                "rewrite them or choose another --output"
+            )
         other = []
         for name in self.list("shard-*.done.json"):
             m = self.read_json(name)
@@ -326,7 +341,7 @@ class OutputFolder:
                 f"{other[0]}); pass --overwrite to replace them or choose another --output"
             )
         if overwrite:
-            for name in self.list("shard-*") + self.list("rejects/*") + list(REPORT_FILES):
+            for name in self.list("train-*") + self.list("shard-*") + self.list("rejects/*") + list(REPORT_FILES):
                 self.remove(name)
         # temporaries of a killed run (never renamed): only under the lock, so never a live run's
         for name in self.list("*.tmp-*") + self.list("rejects/*.tmp-*"):
@@ -335,7 +350,7 @@ class OutputFolder:
     def unit_files(self) -> dict[int, list[str]]:
         """The unit files in the folder (shards, markers, rejects, whatever the writer), by unit."""
         found: dict[int, list[str]] = {}
-        for name in self.list("shard-*") + self.list("rejects/rejects-*"):
+        for name in [n for pattern in _UNIT_GLOBS for n in self.list(pattern)]:
             m = _UNIT_FILE.match(name)
             if m and ".tmp-" not in name:
                 found.setdefault(int(m.group(1)), []).append(name)

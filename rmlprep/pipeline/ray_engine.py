@@ -4,7 +4,7 @@
 function the run hands over (:func:`rmlprep.pipeline.unit.work_unit`) in a Ray task instead
 of a local process pool; the engine itself never imports the pipeline. Nothing else changes: the driver plans the units, runs the parity stage, checks done markers
 (resume), and writes the manifest, stats and histogram from the tasks' done records; each task
-reads its input range and writes ``shard-NNNNN.parquet``, its rejects and its done marker
+reads its input range and writes ``train-NNNNN.parquet``, its rejects and its done marker
 itself, exactly as a pool worker does. So the shards are byte-identical to the local engine's
 and a run started with one engine resumes with the other.
 

@@ -211,9 +211,10 @@ def _tokens_line(manifest: dict[str, Any]) -> str:
 
 def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     """The output folder's ``README.md``, a Hugging Face dataset card: YAML front matter with the
-    data files (``shard-*.parquet``, one ``train`` split) and the features, as the Hub writes them
+    data files (``train-*.parquet``, one ``train`` split) and the features, as the Hub writes them
     (so ``datasets.load_dataset(OUTPUT)`` reads exactly the shards), then the tokenizer, the config
-    hash and the counts."""
+    hash and the counts. Without the card, ``datasets``' split patterns pick the same files
+    (:mod:`rmlprep.shards`)."""
 
     t = manifest["totals"]
     feats = [f"  - name: {f.name}\n    list: {f.type.value_type}" for f in SCHEMAS[pipeline]]
@@ -221,9 +222,10 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     seq_len = manifest["config"]["pack"]["seq_len"]
     text = (
         "---\n"
-        "configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: shard-*.parquet\n"
+        "configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: train-*.parquet\n"
+        # no `splits:` (datasets wants its num_bytes, the rows' Arrow size, which no marker records;
+        # an entry without it is ignored with a warning on every load): the counts are below
         "dataset_info:\n  features:\n" + "\n".join(feats) + "\n"
-        f"  splits:\n  - name: train\n    num_examples: {t['rows']}\n"
         "tags:\n- rmlprep\n- tokenized\n"
         "---\n\n"
         f"# Tokenized {pipeline} data (rmlprep {manifest['rmlprep_version']})\n\n"
@@ -233,8 +235,8 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
         f"- {len(manifest['shards'])} shards, {t['rows']:,} rows, {t['documents']:,} documents, "
         f"{t['written_tokens']:,} tokens in rows ({t['tokens']:,} in documents), {t['rejects']:,} rejected rows "
         "(in `rejects/`)\n\n"
-        "Load it with `datasets.load_dataset(\"OUTPUT\")` (this card names the shards), or\n"
-        "`datasets.load_dataset(\"parquet\", data_dir=\"OUTPUT\", data_files=\"shard-*.parquet\")`.\n"
+        "Load it with `datasets.load_dataset(\"OUTPUT\")` (this card names the shards) or\n"
+        "`datasets.load_dataset(\"parquet\", data_dir=\"OUTPUT\")` (the shards are the `train-*` files).\n"
     )
     return text.encode("utf-8")
 

@@ -17,7 +17,7 @@ truncated, a file changed since the plan) is raised as itself, never as an
 =================  =================================  ======================================
 writer             files of unit N                    notes
 =================  =================================  ======================================
-``ParquetWriter``  ``shard-NNNNN.parquet``            metadata in the Parquet footer
+``ParquetWriter``  ``train-NNNNN.parquet``            metadata in the Parquet footer
 ``MegatronWriter`` ``shard-NNNNN.bin``, ``.idx``      documents, Megatron-LM's indexed dataset
                                                       (:mod:`.megatron`)
 =================  =================================  ======================================
