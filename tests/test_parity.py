@@ -63,6 +63,28 @@ def test_find_fixture_by_sha256(tmp_path):
     assert find_fixture(tmp_path / "missing", d) is None
 
 
+def test_find_fixture_sha256_key_anywhere(tmp_path):
+    """The fast path reads "sha256" from a fixture's first bytes when it is a top-level key before
+    any nested object; any other layout (the key after a nested object or past 4 KB, a look-alike
+    inside a nested object, escaped) falls back to parsing the whole file, so the answer is
+    json.load's."""
+    tok = tmp_path / "t.bin"
+    tok.write_bytes(b"tokenizer bytes")
+    digest = file_sha256(tok)
+    d = tmp_path / "fx"
+    d.mkdir()
+    # a look-alike: the digest inside a nested object is not the fixture's key
+    (d / "a.json").write_text(json.dumps({"meta": {"sha256": digest}, "sha256": "0" * 64, "cases": []}))
+    # the key after a nested object and past the first 4 KB
+    (d / "b.json").write_text(json.dumps({"meta": {"pad": "x" * 5000}, "cases": [], "sha256": digest}))
+    assert find_fixture(tok, d) == d / "b.json"
+    (d / "b.json").unlink()
+    assert find_fixture(tok, d) is None
+    # the digest escaped in a string value of the fast path's prefix is not a key either
+    (d / "c.json").write_text(json.dumps({"note": f'"sha256": "{digest}"', "sha256": "1" * 64}))
+    assert find_fixture(tok, d) is None
+
+
 def test_malformed_fixture(tiny, tmp_path):
     p = tmp_path / "f.json"
     p.write_text(json.dumps({"cases": [{"text": 1}]}))
