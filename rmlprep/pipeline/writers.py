@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import IO, Protocol
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -63,8 +62,10 @@ class Writer(Protocol):
 def row_groups(pieces: Iterable[pa.Table], rows_per_group: int) -> Iterator[pa.Table]:
     """The rows of ``pieces`` regrouped into contiguous tables of exactly ``rows_per_group`` rows
     (the last one shorter): the row groups ``pq.write_table(whole, row_group_size=n)`` would cut
-    from the whole table, while holding at most one group and the piece being cut (the rows a
-    piece leaves for the next group are copied out, so the piece itself can go)."""
+    from the whole table, while holding at most one group's pieces (a piece whose last rows
+    start the next group stays alive until that group is written: one piece of the pack stage,
+    ~``CHUNK_TOKENS`` tokens, more than the group itself; copying those rows out with
+    ``Table.take`` cost more than the Parquet write and imported pandas in every worker)."""
     held: list[pa.Table] = []
     n = 0
     it = iter(pieces)
@@ -80,8 +81,6 @@ def row_groups(pieces: Iterable[pa.Table], rows_per_group: int) -> Iterator[pa.T
                 group = [pa.concat_tables(held).combine_chunks()]
                 held, n = [], 0
                 yield group.pop()
-        if held and at:  # a partial group from this piece: a copy of its rows only
-            held[-1] = held[-1].take(np.arange(held[-1].num_rows))
         piece = None
     if n:
         yield pa.concat_tables(held).combine_chunks()
