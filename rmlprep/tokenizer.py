@@ -117,12 +117,15 @@ def _token_bytes(spec: TokenizerSpec) -> list[bytes]:
     out: list[bytes] = []
     types = spec.token_types
     if spec.kind == BYTE_LEVEL:
-        u2b = unicode_to_bytes()
+        # str.translate tables: alphabet character -> the latin-1 character of its byte, and
+        # alphabet character -> deleted (what is left is not in the alphabet)
+        to_byte = {ord(c): chr(b) for c, b in unicode_to_bytes().items()}
+        outside = dict.fromkeys(to_byte)
         for i, tok in enumerate(spec.vocab):
-            if types[i] in _SPECIAL_TYPES or any(c not in u2b for c in tok):
+            if types[i] in _SPECIAL_TYPES or tok.translate(outside):
                 out.append(tok.encode("utf-8", "surrogatepass"))
             else:
-                out.append(bytes(u2b[c] for c in tok))
+                out.append(tok.translate(to_byte).encode("latin-1"))
     else:
         for i, tok in enumerate(spec.vocab):
             m = _BYTE_TOKEN.fullmatch(tok) if types[i] == TokenType.BYTE else None
