@@ -40,6 +40,8 @@ def _same(r: dict, ours: dict | None) -> str:
 
 
 def _fmt(x: float) -> str:
+    if x != x:  # one pass only (a slow reference library): no warm figure
+        return "—"
     return f"{x:.0f}" if x >= 20 else f"{x:.1f}"
 
 
@@ -53,8 +55,9 @@ def encode_tables(doc: dict) -> str:
     corpora = list(doc["corpora"])
     toks = [t for t in TOKENIZERS if any(r["tok"] == t for r in res)]
     libs = [lib for lib in LIBS if any(r["lib"] == lib for r in res)]
+    took = f" The run took {doc['seconds'] / 60:.1f} minutes." if doc.get("seconds") else ""
     out = [f"Machine: {doc['machine']}. Versions: "
-           + ", ".join(f"{k} {v}" for k, v in doc["versions"].items()) + "."]
+           + ", ".join(f"{k} {v}" for k, v in doc["versions"].items()) + "." + took]
     for c in corpora:
         out.append(f"- `{c}`: {doc['corpora'][c]['label']} ({doc['corpora'][c]['path'].split('/')[-1]})")
     out.append("")
@@ -83,11 +86,12 @@ def encode_tables(doc: dict) -> str:
                     cells.append(f"{_fmt(cold)} / {_fmt(warm)}{_same(r, ours)}")
                     if lib != "rmlprep":
                         peers_c.append(cold)
-                        peers_w.append(warm)
+                        if warm == warm:
+                            peers_w.append(warm)
             ratio = ""
             if "error" not in ours and peers_c:
                 oc, ow = _speeds(ours)
-                ratio = f"{oc / max(peers_c):.2f}× / {ow / max(peers_w):.2f}×"
+                ratio = f"{oc / max(peers_c):.2f}× / " + (f"{ow / max(peers_w):.2f}×" if peers_w else "—")
             out.append(f"| {c}, {TOKENIZERS[t]['label']} | " + " | ".join(cells) + f" | {ratio} |")
     threads = sorted({r["threads"] for r in res if r["mode"] == "batch" and r["threads"] > 1})
     for n in threads:

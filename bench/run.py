@@ -14,10 +14,12 @@ texts are read before the clock starts; the tokenizer load is timed apart. Singl
 ``encode_ordinary``, ``tokenizers`` / fastokens ``encode(t, add_special_tokens=False)``,
 gigatoken ``encode``, sentencepiece ``encode``). Batch on 2 threads: rmlprep
 ``encode_batch_flat(num_threads=2)``, tiktoken ``encode_ordinary_batch(num_threads=2)``,
-``tokenizers`` ``encode_batch`` / fastokens ``encode_batch_flat`` / gigatoken ``encode_batch`` on a
-2-thread rayon pool (``RAYON_NUM_THREADS=2``), sentencepiece ``encode(num_threads=2)``; rmlprep's
-batch is also run on 1 thread (its scaling). Cold = the first pass over text the process has
-never seen; warm = the best of the passes after it. MB/s of UTF-8.
+fastokens ``encode_batch_flat`` / gigatoken ``encode_batch`` on a 2-thread rayon pool
+(``RAYON_NUM_THREADS=2``); rmlprep's batch is also run on 1 thread (its scaling). Cold = the
+first pass over text the process has never seen; warm = the best of the passes after it. MB/s
+of UTF-8. The reference libraries ``tokenizers`` and sentencepiece (0.5-5 MB/s) get one pass
+(cold) and no batch row, so the default run (GPT-2, Llama 3, Qwen2.5, o200k, Llama 2 on both
+corpora; batch rows for GPT-2 and Llama 3) takes under 10 minutes on 2 cores.
 
 Same ids: every library's ids are hashed per document and compared with rmlprep's (in the same
 special-token mode: tiktoken and sentencepiece with ``parse_special=False``; ``tokenizers``,
@@ -72,6 +74,14 @@ TOKENIZERS: dict[str, dict] = {
 
 #: display order of the columns
 LIBS = ("rmlprep", "tiktoken", "fastokens", "gigatoken", "tokenizers", "sentencepiece")
+#: the default run (the issue's table; under 10 minutes on 2 cores): Gemma's 256k vocab on request
+DEFAULT_TOKENIZERS = ("gpt2", "llama3", "qwen2.5", "o200k", "llama2")
+#: the batch rows of the default run
+DEFAULT_BATCH_TOKENIZERS = ("gpt2", "llama3")
+#: libraries in the batch rows (the references are far slower and have their own table rows)
+BATCH_LIBS = ("rmlprep", "tiktoken", "fastokens", "gigatoken")
+#: 0.5-5 MB/s: one pass (cold) only, else they alone would take most of the run
+SLOW_LIBS = ("tokenizers", "sentencepiece")
 #: libraries that parse special-token text in their plain encode (compared with parse_special=True)
 PARSES_SPECIALS = {"tokenizers", "fastokens", "gigatoken"}
 
@@ -253,7 +263,8 @@ def machine() -> str:
     return f"{cpu or 'unknown CPU'}, {os.cpu_count()} cores"
 
 
-def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: list[int], log=print) -> dict:
+def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: list[int], log=print,
+               batch_tokenizers: list[str] | None = None) -> dict:
     results = []
     files = {c: corpus_file(c) for c in corpora}
     for c in corpora:
@@ -265,14 +276,16 @@ def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: li
                 log(f"  {tok}: {REAL / src} missing (run ../shared/real-tokenizers/get.sh)")
                 continue
             for n in threads:
+                if n > 1 and batch_tokenizers is not None and tok not in batch_tokenizers:
+                    continue
                 modes = [("doc", 1)] if n == 1 else [("batch", n)]
                 if n > 1:
                     modes.insert(0, ("batch", 1))  # rmlprep's own 1-thread batch: its scaling
                 for mode, k in modes:
                     for lib in libs_for(tok):
-                        if mode == "batch" and k == 1 and lib != "rmlprep":
+                        if mode == "batch" and (lib not in BATCH_LIBS or (k == 1 and lib != "rmlprep")):
                             continue
-                        r = measure(lib, tok, files[c], mode, k, reps)
+                        r = measure(lib, tok, files[c], mode, k, 1 if lib in SLOW_LIBS else reps)
                         r["corpus"] = c
                         results.append(r)
                         log("  " + _line(r))
@@ -293,7 +306,9 @@ def _line(r: dict) -> str:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tokenizers", default=",".join(TOKENIZERS))
+    ap.add_argument("--tokenizers", default=",".join(DEFAULT_TOKENIZERS), help=f"of {', '.join(TOKENIZERS)}")
+    ap.add_argument("--batch-tokenizers", default=",".join(DEFAULT_BATCH_TOKENIZERS),
+                    help="tokenizers that get the batch rows ('all': every one of --tokenizers)")
     ap.add_argument("--corpora", default=",".join(CORPORA))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=3, help="passes per process: 1 cold + warm ones (default 3)")
@@ -304,8 +319,11 @@ def main(argv=None) -> None:
         args.threads = int(args.threads)
         Path(args._measure).write_text(json.dumps(_measure(args)))
         return
+    batch = None if args.batch_tokenizers == "all" else [t for t in args.batch_tokenizers.split(",") if t]
+    t0 = time.perf_counter()
     doc = run_encode([t for t in args.tokenizers.split(",") if t], [c for c in args.corpora.split(",") if c],
-                     args.reps, [int(t) for t in args.threads.split(",")])
+                     args.reps, [int(t) for t in args.threads.split(",")], batch_tokenizers=batch)
+    doc["seconds"] = round(time.perf_counter() - t0, 1)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"encode-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(doc, indent=1))
