@@ -134,6 +134,21 @@ def test_mistral_common(model, fmt, with_tools, options):
     assert enc.input_ids[0] == tok.bos_id and enc.input_ids.count(tok.bos_id) == 1
 
 
+@pytest.mark.parametrize("model", ["tekken_240718.json", "tekken_240911.json"])
+def test_mistral_common_tekken_text(model):
+    """Mistral-Nemo's tekken tokenizer (mistral-v3-tekken): rmlprep reads no tekken file, so the
+    text is compared: mistral-common's tokens decoded with their control tokens kept."""
+    data = _mistral_common()
+    from mistral_common.protocol.instruct.validator import ValidationMode
+    from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    mt = MistralTokenizer.from_file(os.path.join(data, model), mode=ValidationMode.finetuning)
+    tokens = mt.encode_chat_completion(_mc_request(CONV, [WEATHER])).tokens
+    want = mt.instruct_tokenizer.tokenizer.decode(tokens, special_token_policy=SpecialTokenPolicy.KEEP)
+    assert format_chat(CONV, "mistral-v3-tekken", tools=[WEATHER], options={"system_placement": "last-user"}) == want
+
+
 # -- openai-harmony -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def harmony(tmp_path_factory):
@@ -203,3 +218,45 @@ def test_openai_harmony_known_difference_developer_instructions(harmony):
                         {"role": "assistant", "content": "Hello!"}], "gpt-oss")
     assert ours == want.replace("# Instructions\n\nBe brief.<|end|>", "# Instructions\n\nBe brief.\n\n<|end|>")
     assert ours != want
+
+
+# -- every real chat set, live --------------------------------------------------------------------
+from _chat_common import EXPECTED  # noqa: E402
+
+LIVE = sorted(n for n, f in EXPECTED.items() if f and f != "hermes")  # hermes needs tools: none in the sets
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LIVE)
+def test_real_chat_sets_live(name):
+    """The first 120 conversations of every ``*.messages.jsonl`` set (the tool-call set also
+    with its JSON tool calls converted), rendered by the real template with jinja2: every
+    conversation the format writes equals the render; every one the template refuses, the
+    format refuses too."""
+    pytest.importorskip("jinja2")
+    from _chat_common import CORPORA, template_text
+    from rmlprep.chat.convert import json_tools
+    from rmlprep.chat.registry import check_conversation, get_format, template_view, write
+    from rmlprep.chat.render import render
+
+    if not CORPORA.is_dir():
+        pytest.skip(f"{CORPORA} not found")
+    f = get_format(EXPECTED[name])
+    src = template_text(name)
+    n = 0
+    for path in sorted(CORPORA.glob("*.messages.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            lines = [next(fh, None) for _ in range(120)]
+        for line in filter(None, lines):
+            msgs = json.loads(line)["messages"]
+            for m, tools in [(msgs, None), json_tools(msgs)[:2]] if "toolcall" in path.name else [(msgs, None)]:
+                try:
+                    conv = check_conversation(m, f, tools=tools)
+                    ours = write(conv, f).text()
+                except ChatFormatError:
+                    continue
+                vm, vt = template_view(conv, f)
+                ref = render(src, vm, tools=vt, bos_token=f.bos, eos_token=f.eos, now="2024-07-26")
+                assert ref.get("output") == ours, (path.name, ref.get("error"))
+                n += 1
+    assert n > 300
