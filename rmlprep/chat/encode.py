@@ -95,22 +95,6 @@ def _regexes(tokenizer):
     return out
 
 
-def _cut(text: str, tokenizer, rx) -> list[str | int]:
-    """Split text at the regex's special tokens, each becoming its id."""
-    if rx is None:
-        return [text]
-    out: list[str | int] = []
-    pos = 0
-    for m in rx.finditer(text):
-        if m.start() > pos:
-            out.append(text[pos:m.start()])
-        out.append(tokenizer.special_tokens[m.group()])
-        pos = m.end()
-    if pos < len(text):
-        out.append(text[pos:])
-    return out
-
-
 def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: bool = True
                     ) -> tuple[list[int], np.ndarray]:
     """Encode written segments: (ids, uint8 mask). See the module docstring.
@@ -119,25 +103,44 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
         TokenIdError: never for well-formed segments (ids come from the tokenizer itself).
     """
     all_rx, user_rx = _regexes(tokenizer)
+    specials = tokenizer.special_tokens
     trainable = TRAINABLE | ({"reasoning"} if train_on_reasoning else set())
-    items: list[list] = []  # [fragment, trainable]
+    frags: list = []  # text pieces and special ids, in order
+    train: list[bool] = []
     for s in segs:
-        parts = _cut(s.text, tokenizer, all_rx if s.markup else user_rx)
-        t = s.kind in trainable
-        items.extend([p, t] for p in parts)
-    _apply_strip_flags(items, tokenizer)
-    fragments: list[str | int] = []
+        text, t = s.text, s.kind in trainable
+        rx = all_rx if s.markup else user_rx
+        if rx is None or rx.search(text) is None:
+            frags.append(text)
+            train.append(t)
+            continue
+        pos = 0
+        for m in rx.finditer(text):  # special tokens (longest first) become their ids
+            if m.start() > pos:
+                frags.append(text[pos:m.start()])
+                train.append(t)
+            frags.append(specials[m.group()])
+            train.append(t)
+            pos = m.end()
+        if pos < len(text):
+            frags.append(text[pos:])
+            train.append(t)
+    _apply_strip_flags(frags, tokenizer)
     spans: list[tuple[int, int]] = []  # trainable byte spans in the fragments' concatenation
     pos = 0
-    for p, t in items:
+    token_bytes = tokenizer.token_bytes
+    for p, t in zip(frags, train):
         start = pos
-        pos += len(p.encode("utf-8", "surrogatepass")) if isinstance(p, str) else len(tokenizer.token_bytes(p))
-        fragments.append(p)
+        if isinstance(p, str):
+            pos += len(p) if p.isascii() else len(p.encode("utf-8", "surrogatepass"))
+        else:
+            pos += len(token_bytes(p))
         if t and pos > start:
             if spans and spans[-1][1] == start:
                 spans[-1] = (spans[-1][0], pos)
             else:
                 spans.append((start, pos))
+    fragments = frags
     ids, starts = tokenizer.encode_fragments(fragments, add_special_tokens=False)
     bos = tokenizer.spec.bos_id
     if (len(ids) > 1 and fragments and fragments[0] == bos and ids[0] != bos and ids[1] == bos
@@ -193,34 +196,45 @@ def _template_writer(tokenizer, options: Mapping[str, Any] | None):
                           kwargs=opts, today=today)
 
 
-def _apply_strip_flags(items: list[list], tokenizer) -> None:
+def _apply_strip_flags(frags: list, tokenizer) -> None:
     """Swallow whitespace around special ids whose Hugging Face flags say ``rstrip`` / ``lstrip``
     (Phi-3's ``<|end|>``, ``<|user|>``...), as encoding the whole string does, up to the next
     special id. The swallowed whitespace may belong to a message's content.
     """
-    flags = {a.id: a for a in tokenizer.spec.added_token_flags if a.lstrip or a.rstrip}
+    flags = _strip_flags(tokenizer)
     if not flags:
         return
-    n = len(items)
+    n = len(frags)
     for k in range(n):
-        f = items[k][0]
+        f = frags[k]
         if isinstance(f, str) or f not in flags:
             continue
         fl = flags[f]
         if fl.rstrip:
             j = k + 1
-            while j < n and isinstance(items[j][0], str):
-                items[j][0] = items[j][0].lstrip()
-                if items[j][0]:
+            while j < n and isinstance(frags[j], str):
+                frags[j] = frags[j].lstrip()
+                if frags[j]:
                     break
                 j += 1
         if fl.lstrip:
             j = k - 1
-            while j >= 0 and isinstance(items[j][0], str):
-                items[j][0] = items[j][0].rstrip()
-                if items[j][0]:
+            while j >= 0 and isinstance(frags[j], str):
+                frags[j] = frags[j].rstrip()
+                if frags[j]:
                     break
                 j -= 1
+
+
+def _strip_flags(tokenizer) -> dict:
+    spec = tokenizer.spec
+    got = _FLAGS.get(spec.fingerprint)
+    if got is None:
+        got = _FLAGS[spec.fingerprint] = {a.id: a for a in spec.added_token_flags if a.lstrip or a.rstrip}
+    return got
+
+
+_FLAGS: dict[str, dict] = {}
 
 
 def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:
