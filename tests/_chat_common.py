@@ -4,6 +4,7 @@ library's detection is checked against it, never against itself)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from pathlib import Path
@@ -52,13 +53,13 @@ EXPECTED: dict[str, str | None] = {
     "more/NousResearch-Hermes-3-Llama-3.1-8B-tool_use": "hermes",
     "more/Qwen-Qwen2.5-7B-Instruct": "qwen2.5",
     "more/Qwen-Qwen3-0.6B": "qwen3",
-    "more/Qwen3-Coder": None,  # chatml-like without tools, XML tool calls and tool turns otherwise
+    "more/Qwen3-Coder": "qwen3-coder",
     "more/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B": "deepseek-r1-llamacpp",
     "more/deepseek-ai-DeepSeek-V3.1": "deepseek-v3.1",
     "more/google-gemma-4-31B-it": "gemma4",
     "more/ibm-granite-granite-4.0": None,
     "more/meta-llama-Llama-3.1-8B-Instruct": "llama3.1",
-    "more/moonshotai-Kimi-K2": None,
+    "more/moonshotai-Kimi-K2": "kimi-k2",
     "more/openai-gpt-oss-120b": "gpt-oss",
 }
 
@@ -68,13 +69,18 @@ def template_text(name: str) -> str:
 
 
 def real_tokenizer(rel: str):
-    """A real tokenizer from the cache (``hf/qwen3``...), or skip with the reason."""
-    import rmlprep
-
+    """A real tokenizer from the cache (``hf/qwen3``...), or skip with the reason; loaded once."""
     p = REAL / rel
     if not p.exists():
         pytest.skip(f"{p} not found (bash ../shared/real-tokenizers/get.sh, or set RMLPREP_REAL_TOKENIZERS)")
-    return rmlprep.load_tokenizer(p)
+    return _load(str(p))
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path: str):
+    import rmlprep
+
+    return rmlprep.load_tokenizer(path)
 
 
 def byte_tokenizer(specials: list[str], *, bos: str | None = None, add_bos: bool = False):

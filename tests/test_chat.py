@@ -145,7 +145,7 @@ needs_fixture = pytest.mark.skipif(not FIXTURE_ROWS, reason=f"{FIXTURE} is absen
 #: a reasoning its template would lose, tool-call shapes its template loses text or ids from.
 REFUSAL = re.compile(r"cannot write|has no (tool|system|user|assistant) role|alternat|system message|"
                      r"drops the reasoning|writes reasoning only|only the (tool call|first)|one tool call|needs tool|"
-                     r"needs tools|ids of 9|no user message|parts|takes only|tool result|keeps only")
+                     r"needs tools|ids of 9|no user message|parts|takes only|tool result|keeps only|tool_call_id")
 
 
 @needs_fixture

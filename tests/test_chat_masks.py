@@ -163,6 +163,23 @@ WORKED = [
         ("<|user|>\nHi</s>\n<|assistant|>\n", 0),
         ("Hello</s>", 1),
         ("\n", 0)]),
+    ("qwen3-coder", "qwen3-coder", None, [u("Weather?"), a(None, tool_calls=[CALL]), RESULT, a("Sunny.")], None, None,
+     True, [
+        ("<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n", 0),
+        ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+         "<|im_end|>", 1),
+        ("\n<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<|im_end|>\n<|im_start|>assistant\n", 0),
+        ("Sunny.<|im_end|>", 1),
+        ("\n", 0)]),
+    ("kimi-k2", "kimi-k2", None, [u("Weather?"), a("Let me see.", tool_calls=[CALL]), RESULT, a("Sunny.")], None, None,
+     True, [
+        ("<|im_system|>system<|im_middle|>You are a helpful assistant<|im_end|><|im_user|>user<|im_middle|>Weather?"
+         "<|im_end|><|im_assistant|>assistant<|im_middle|>", 0),
+        ('Let me see.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>'
+         '{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|><|im_end|>', 1),
+        ("<|im_system|>tool<|im_middle|>## Return of call0w3x9\\nsunny<|im_end|>"
+         "<|im_assistant|>assistant<|im_middle|>", 0),
+        ("Sunny.<|im_end|>", 1)]),
     ("smollm3-no-think", "smollm3", None, [s("Be brief. /no_think"), u("Hi"), a("Hello")], None, None, True, [
         ("<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: /no_think\n\n"
          "## Custom Instructions\n\nBe brief.\n\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
@@ -179,7 +196,9 @@ MARKERS = ["<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id
            "<|END_OF_TURN_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>",
            "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<\uff5ctool\u2581call\u2581begin\uff5c>",
            "<\uff5ctool\u2581sep\uff5c>", "<\uff5ctool\u2581call\u2581end\uff5c>", "<\uff5ctool\u2581calls\u2581end\uff5c>",
-           "<\uff5ctool\u2581output\u2581begin\uff5c>", "<\uff5ctool\u2581output\u2581end\uff5c>"]
+           "<\uff5ctool\u2581output\u2581begin\uff5c>", "<\uff5ctool\u2581output\u2581end\uff5c>",
+           "<|im_system|>", "<|im_middle|>", "<|im_user|>", "<|im_assistant|>", "<|tool_calls_section_begin|>",
+           "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"]
 
 
 def _trained_chars(runs) -> list[bool]:

@@ -28,10 +28,12 @@ __all__ = ["ChatFormat", "FORMATS", "CHAT_FORMATS", "get_format", "check_convers
            "template_view", "template_kwargs", "DEFAULT_TODAY", "today"]
 
 def _registry() -> dict[str, ChatFormat]:
-    from . import fmt_chatml, fmt_deepseek, fmt_gemma, fmt_harmony, fmt_llama, fmt_mistral, fmt_other
+    from . import (fmt_chatml, fmt_deepseek, fmt_gemma, fmt_harmony, fmt_kimi, fmt_llama, fmt_mistral, fmt_other,
+                   fmt_qwen3_coder)
 
     out: dict[str, ChatFormat] = {}
-    for mod in (fmt_chatml, fmt_llama, fmt_mistral, fmt_gemma, fmt_deepseek, fmt_harmony, fmt_other):
+    for mod in (fmt_chatml, fmt_qwen3_coder, fmt_llama, fmt_mistral, fmt_gemma, fmt_deepseek, fmt_harmony, fmt_kimi,
+                fmt_other):
         for f in mod.FORMATS:
             if f.name in out:
                 raise RuntimeError(f"chat format {f.name!r} defined twice")
