@@ -208,8 +208,8 @@ def _trained_chars(runs) -> list[bool]:
     return out
 
 
-@pytest.mark.parametrize("case", WORKED, ids=[w[0] for w in WORKED])
-def test_worked_examples(case):
+def check_worked(case) -> None:
+    """Assert rmlprep's text and mask for a worked example (AssertionError on a difference)."""
     _, fmt, tok_name, msgs, tools, options, train_reasoning, runs = case
     text = "".join(t for t, _ in runs)
     assert format_chat(msgs, fmt, tools=tools, options=options) == text
@@ -232,12 +232,9 @@ def test_worked_examples(case):
     assert enc.labels == [i if m else -100 for i, m in zip(enc.input_ids, enc.assistant_masks)]
 
 
-def test_eot_untrainable_would_fail():
-    """The change the issue names: with <|eot_id|> outside the mask this example's runs differ."""
-    tok = byte_tokenizer(MARKERS)
-    enc = encode_chat(tok, [u("Hi"), a("Hello")], "llama3")
-    masked = tok.decode_bytes([i for i, m in zip(enc.input_ids, enc.assistant_masks) if m])
-    assert masked == b"Hello<|eot_id|>"
+@pytest.mark.parametrize("case", WORKED, ids=[w[0] for w in WORKED])
+def test_worked_examples(case):
+    check_worked(case)
 
 
 def test_empty_answer_trains_its_terminator_and_generation_prompt_nothing():
@@ -303,10 +300,9 @@ def _derived_spans(template: str, fmt_bos, fmt_eos, msgs, tools) -> list[tuple[i
 EXPECTED_BY_TEMPLATE = {n: f for n, f in EXPECTED.items() if f}
 
 
-@needs_shared
-@needs_jinja
-@pytest.mark.parametrize("template", sorted(n for n, t in FIXTURE_BANNER.get("templates", {}).items() if t["format"]))
-def test_masks_match_prefix_renders(template):
+def check_prefix_renders(template: str) -> int:
+    """Assert that rmlprep's trained characters are the prefix-render brackets on every fixture
+    conversation of ``template`` whose prefix renders are prefixes; returns how many were checked."""
     fmt = EXPECTED[template]
     info = FIXTURE_BANNER["templates"][template]
     convs = {}
@@ -332,5 +328,49 @@ def test_masks_match_prefix_renders(template):
             pos += len(sg.text)
         assert got == want, (cid, sorted(got ^ want)[:10])
         checked += 1
-    floor = {"hermes": 3, "gemma": 5, "gemma4": 5, "deepseek-r1": 0, "deepseek-r1-llamacpp": 0}.get(fmt, 8)
+    return checked
+
+
+@needs_shared
+@needs_jinja
+@pytest.mark.parametrize("template", sorted(n for n, t in FIXTURE_BANNER.get("templates", {}).items() if t["format"]))
+def test_masks_match_prefix_renders(template):
+    checked = check_prefix_renders(template)
+    floor = {"hermes": 3, "gemma": 5, "gemma4": 5, "deepseek-r1": 0, "deepseek-r1-llamacpp": 0}.get(EXPECTED[template], 8)
     assert checked >= floor, checked
+
+
+# -- the checks above catch a deliberate bug ----------------------------------------------------------
+def _eot_untrainable(monkeypatch):
+    """The bug of the issue: Llama 3's ``<|eot_id|>`` written as template text (untrainable)."""
+    from rmlprep.chat import segments
+
+    real_a = segments.Out.a
+    monkeypatch.setattr(segments.Out, "a", lambda self, text: self.t(text, "template") if text == "<|eot_id|>"
+                        else real_a(self, text))
+
+
+def test_eot_untrainable_fails_the_worked_examples(monkeypatch):
+    """With ``<|eot_id|>`` out of the mask, the worked examples for Llama 3 and 3.1 (real
+    tokenizer, offsets from ``tokenizers``) fail; without the bug they pass."""
+    cases = [c for c in WORKED if c[1] in ("llama3", "llama3.1")]
+    for c in cases:
+        check_worked(c)
+    _eot_untrainable(monkeypatch)
+    tok = byte_tokenizer(MARKERS)
+    enc = encode_chat(tok, [u("Hi"), a("Hello")], "llama3")
+    assert tok.decode_bytes([i for i, m in zip(enc.input_ids, enc.assistant_masks) if m]) == b"Hello"  # the bug is on
+    for c in cases:
+        with pytest.raises(AssertionError):
+            check_worked(c)
+
+
+@needs_shared
+@needs_jinja
+@pytest.mark.parametrize("template", ["llama3", "llama3.1"])
+def test_eot_untrainable_fails_the_prefix_renders(template, monkeypatch):
+    """The same bug fails the masks derived from the real Llama 3 / 3.1 templates."""
+    assert check_prefix_renders(template) >= 8
+    _eot_untrainable(monkeypatch)
+    with pytest.raises(AssertionError):
+        check_prefix_renders(template)

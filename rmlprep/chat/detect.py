@@ -8,7 +8,7 @@ rows are rejected in a run, never written wrong), a probe the template refuses a
 writes is a difference, and every format must write the core probes. Exactly the formats with
 no difference prove; none proving is a :class:`ChatTemplateError` naming the closest format's
 first differing probe with both texts. Without jinja2, the template's sha256 is looked up in
-the committed table ``_template_table.py`` (made by ``tools/make_chat_table.py`` from the same
+the committed table ``_template_table.py`` (made by ``tools/make_chat_fixtures.py`` from the same
 proof over the real templates); an unknown template is refused.
 """
 
