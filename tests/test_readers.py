@@ -137,7 +137,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import zstandard  # noqa: E402
 
-from rmlprep import readers  # noqa: E402
+from rmlprep.readers import base as readers_base  # noqa: E402
 from rmlprep.errors import InputError, RmlprepError  # noqa: E402
 
 
@@ -452,7 +452,7 @@ def test_csv_unterminated_quote_in_a_big_file(tmp_path):
 
 def test_csv_record_over_the_row_limit(tmp_path, monkeypatch):
     """Neither a line nor a value may make the reader hold more than MAX_ROW_BYTES (here 2 MB)."""
-    monkeypatch.setattr(readers, "MAX_ROW_BYTES", 1 << 21)
+    monkeypatch.setattr(readers_base, "MAX_ROW_BYTES", 1 << 21)
     p = tmp_path / "big.csv"
     p.write_bytes(b'id,text\n0,a\n1,"' + b"x" * (5 << 20) + b'"\n')  # one 5 MB line
     with pytest.raises(InputError, match="byte 12: more than 2 MB without a line break") as ei:
@@ -539,7 +539,7 @@ def test_jsonl_hostile_rows_are_rejects(tmp_path):
 
 
 def test_jsonl_line_over_the_row_limit_is_a_reject(tmp_path, monkeypatch):
-    monkeypatch.setattr(readers, "MAX_ROW_BYTES", 1000)
+    monkeypatch.setattr(readers_base, "MAX_ROW_BYTES", 1000)
     p = tmp_path / "long.jsonl"
     p.write_bytes(b'{"text": "a"}\n{"text": "' + b"y" * 5000 + b'"}\n{"text": "b"}\n')
     values, rows, errors, _ = read_path(p)

@@ -1,0 +1,102 @@
+"""From packed rows back to documents, and the padding of the one-example-per-row baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import PackingError
+from .arrays import EMPTY_I64, cumsum0, gather_index
+from .common import Unpacked, check_seq_len, flat_offsets
+
+def naive_padding_ratio(lengths: Any, seq_len: int) -> float:
+    """Padding ratio of one example per row, each truncated to ``seq_len`` (the baseline).
+
+    Args:
+        lengths: int [n], example lengths (a numpy array, a sequence, or a list array whose
+            row lengths are used).
+        seq_len: row length, >= 1.
+
+    Returns:
+        ``1 - sum(min(length, seq_len)) / (n * seq_len)``; 0.0 for no examples.
+
+    Raises:
+        PackingError: seq_len < 1 or a negative length.
+    """
+    seq_len = check_seq_len(seq_len)
+    if isinstance(lengths, (pa.Array, pa.ChunkedArray)) and (
+        pa.types.is_list(lengths.type) or pa.types.is_large_list(lengths.type)
+    ):
+        lengths = np.diff(flat_offsets(lengths)[1])
+    lens = np.asarray(lengths, dtype=np.int64)
+    if not len(lens):
+        return 0.0
+    if lens.min() < 0:
+        raise PackingError(f"lengths[{int(np.argmax(lens < 0))}] is negative")
+    return 1.0 - float(np.minimum(lens, seq_len).sum()) / (len(lens) * seq_len)
+
+
+def _table(rows: Any) -> pa.Table:
+    if isinstance(rows, pa.RecordBatch):
+        return pa.Table.from_batches([rows])
+    if isinstance(rows, pa.Table):
+        return rows
+    if isinstance(rows, Sequence) and rows and all(
+        isinstance(r, (pa.RecordBatch, pa.Table)) for r in rows
+    ):
+        return pa.concat_tables([_table(r) for r in rows])
+    raise PackingError(
+        f"unpack: expected a RecordBatch, a Table or a list of them, got {type(rows).__name__}"
+    )
+
+
+def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
+    """Rebuild the packed documents of ``column`` from ``seq_lengths`` and ``example_index``.
+
+    Fragments with the same example_index are joined in row order (the order both pack
+    functions write them in); pad runs (example_index -1) are skipped. Documents come back as
+    they were packed: with the bos/eos that :func:`pack_concat` added, truncated where the
+    overflow mode truncated; dropped and empty documents are absent.
+
+    Args:
+        rows: the ``rows`` of a :class:`PackResult`, a Table, or a list of batches/tables
+            (e.g. ``[result.rows, result.tail]``).
+        column: which token column to rebuild (input_ids, labels, assistant_masks,
+            position_ids).
+
+    Returns:
+        Unpacked with one document per distinct example_index, ascending.
+
+    Raises:
+        PackingError: a missing column, or seq_lengths that do not sum to the row lengths.
+    """
+    table = _table(rows)
+    for name in (column, "seq_lengths", "example_index"):
+        if name not in table.column_names:
+            raise PackingError(
+                f"unpack: rows have no {name!r} column (columns: {table.column_names}); "
+                "pass the rows of pack_concat / pack_bfd"
+            )
+    values, row_offsets = flat_offsets(table.column(column), name=column)
+    seq, frag_offsets = flat_offsets(table.column("seq_lengths"), name="seq_lengths")
+    ex, _ = flat_offsets(table.column("example_index"), name="example_index")
+    seq = seq.astype(np.int64)
+    row_sums = np.diff(cumsum0(seq)[frag_offsets])
+    row_lens = np.diff(row_offsets)
+    if len(row_sums) != len(row_lens) or not np.array_equal(row_sums, row_lens):
+        bad = int(np.argmax(row_sums != row_lens)) if len(row_sums) == len(row_lens) else 0
+        raise PackingError(
+            f"unpack: row {bad}: seq_lengths sum to {int(row_sums[bad])} but {column} has "
+            f"{int(row_lens[bad])} values; the rows were not made by pack_concat / pack_bfd"
+        )
+    frag_starts = cumsum0(seq)[:-1]
+    real = ex >= 0
+    frag_starts, seq, ex = frag_starts[real], seq[real], ex[real].astype(np.int64)
+    order = np.argsort(ex, kind="stable")
+    out_values = values[gather_index(frag_starts[order], seq[order])]
+    index, first = np.unique(ex[order], return_index=True)
+    doc_lens = np.add.reduceat(seq[order], first) if len(first) else EMPTY_I64
+    return Unpacked(index=index, values=out_values, offsets=cumsum0(doc_lens))

@@ -1,0 +1,125 @@
+"""``datasets`` folders (``save_to_disk``: a Dataset, or a DatasetDict and its ``split``) and lone
+``.arrow`` files (e.g. of the ``datasets`` cache): units of row ranges per Arrow file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from .. import fs
+from ..errors import ConfigError, InputError
+from .base import LFS_POINTER, Batch, Unit, column_batches, one_line, sniff
+
+def _read_json_file(path: str, what: str) -> Any:
+    try:
+        with fs.open(path, "rb") as f:
+            data = f.read(1 << 24)
+            if f.read(1):
+                raise InputError(f"{path}: {what} is over 16 MB; this is not a datasets file", path=str(path))
+        if data.startswith(LFS_POINTER):
+            sniff(str(path), "hf")
+        return json.loads(data.decode("utf-8-sig"))
+    except InputError:
+        raise
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InputError(f"{path}: {what} is not valid JSON ({one_line(e, 120)}); the datasets folder "
+                         "is damaged: save it again with save_to_disk", path=str(path)) from None
+
+
+def _hf_files(path: str, split: str | None) -> list[str]:
+    p = path
+    if fs.exists(fs.join(p, "dataset_dict.json")):
+        dd = _read_json_file(fs.join(p, "dataset_dict.json"), "dataset_dict.json")
+        splits = dd.get("splits") if isinstance(dd, dict) else None
+        if not isinstance(splits, list) or not splits or not all(isinstance(s, str) for s in splits):
+            raise InputError(f"{fs.join(p, 'dataset_dict.json')}: no \"splits\" list of names; the datasets folder "
+                             "is damaged: save it again with save_to_disk", path=fs.join(p, "dataset_dict.json"))
+        if split is None:
+            split = splits[0] if len(splits) == 1 else ("train" if "train" in splits else None)
+            if split is None:
+                raise ConfigError(f"input.split: {path} is a DatasetDict with splits {splits}; name one")
+        if split not in splits:
+            raise ConfigError(f"input.split: {split!r} is not a split of {path}; splits: {splits}")
+        if "/" in split or "\\" in split or split in (".", "..") or not fs.isdir(fs.join(p, split)):
+            raise InputError(f"{fs.join(p, 'dataset_dict.json')}: split {split!r} has no folder {fs.join(p, split)}",
+                             path=fs.join(p, "dataset_dict.json"))
+        p = fs.join(p, split)
+    state = _read_json_file(fs.join(p, "state.json"), "state.json")
+    files = state.get("_data_files") if isinstance(state, dict) else None
+    if not isinstance(files, list):
+        raise InputError(f"{fs.join(p, 'state.json')}: no \"_data_files\" list; the datasets folder is damaged: "
+                         "save it again with save_to_disk", path=fs.join(p, "state.json"))
+    out = []
+    for i, d in enumerate(files):
+        name = d.get("filename") if isinstance(d, dict) else None
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
+            raise InputError(f"{fs.join(p, 'state.json')}: _data_files[{i}] has no plain \"filename\" ({d!r:.80}); "
+                             "the datasets folder is damaged", path=fs.join(p, "state.json"))
+        if not fs.isfile(fs.join(p, name)):
+            raise InputError(f"{fs.join(p, 'state.json')}: _data_files[{i}] names {name}, which is not in {p}",
+                             path=fs.join(p, "state.json"))
+        sniff(fs.join(p, name), "hf")
+        out.append(fs.join(p, name))
+    return out
+
+
+def _open_arrow(path: str):
+    try:
+        src = fs.open_arrow(path)
+    except (OSError, pa.ArrowException) as e:
+        raise InputError(f"{path}: cannot open: {one_line(e)}", path=path) from None
+    try:
+        return pa.ipc.open_stream(src)
+    except pa.ArrowInvalid:
+        pass
+    try:
+        return pa.ipc.open_file(src)
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{path}: not a readable Arrow file (truncated or damaged?): {one_line(e)}",
+                         path=path) from None
+
+
+def _arrow_rows(path: str) -> int:
+    try:
+        r = _open_arrow(path)
+        if isinstance(r, pa.ipc.RecordBatchFileReader):
+            return sum(r.get_batch(i).num_rows for i in range(r.num_record_batches))
+        return sum(b.num_rows for b in r)
+    except InputError:
+        raise
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{path}: not a readable Arrow file (truncated or damaged?): {one_line(e)}",
+                         path=path) from None
+
+
+def plan_hf(path: str, split: str | None, unit_rows: int) -> list[dict[str, Any]]:
+    out = []
+    files = [path] if fs.isfile(path) else _hf_files(path, split)
+    for f in files:
+        n = _arrow_rows(f)
+        size = fs.getsize(f)
+        for a in range(0, max(n, 1), unit_rows):
+            b = min(n, a + unit_rows)
+            out.append(dict(format="hf", path=f, start=a, stop=b, first_row=a,
+                            nbytes=size * (b - a) // max(n, 1)))
+    return out
+
+
+def read_hf(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
+    r = _open_arrow(unit.path)
+    try:
+        table = r.read_all()  # memory-mapped: no copy of the buffers
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"{unit.path}: not a readable Arrow file (truncated or damaged?): {one_line(e)}",
+                         path=unit.path) from None
+    if column not in table.schema.names:
+        raise ConfigError(f"input.column: {unit.path} has no column {column!r}; columns: {table.schema.names}")
+    if table.num_rows < unit.stop:
+        raise InputError(f"{unit.path}: holds {table.num_rows} rows, the plan expected {unit.stop}; "
+                         "the file changed since the plan", path=unit.path)
+    part = table.select([column]).slice(unit.start, unit.stop - unit.start)
+    yield from column_batches(iter(part.to_batches(max_chunksize=batch_rows)), column, unit.first_row,
+                               unit.path, unit.nbytes, part.num_rows)

@@ -1,0 +1,193 @@
+"""What every reader shares: the :class:`Unit` and :class:`Batch` types, the row limits, the
+first-bytes check of the plan (:func:`sniff`), and the batches of an Arrow column."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .. import fs
+from ..compressed import compression_of, zstd_frames
+from ..errors import ConfigError, InputError
+
+#: A JSONL line or CSV record longer than this is a row fault (JSONL: skipped unread) or, for CSV,
+#: a file fault: no single row may make a reader hold more than this in memory.
+MAX_ROW_BYTES = 64 << 20
+
+
+#: JSON nesting deeper than this (arrays and objects) is a row fault, found before parsing.
+MAX_JSON_DEPTH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One unit of work.
+
+    Attributes:
+        index: position in the plan; the shard is ``train-{index:05d}.parquet``.
+        format: jsonl | parquet | csv | hf | stdlib.
+        path: the input file (stdlib: the stdlib directory).
+        start, stop: jsonl: byte range ``[start, stop)`` of the file (plain: lines that start
+            inside it; zstd: whole frames; stop -1 = end of file); parquet: row-group range; hf:
+            row range; csv: 0, -1.
+        first_row: the source row number (0-based line number for jsonl) of the unit's first
+            row, used in reject records.
+        nbytes: input bytes the unit covers (for progress and MB/s): decoded bytes for zstd
+            units, an estimate from the trailer for gzip, else file bytes.
+        files: stdlib: the relative paths of the files in this unit.
+        dstart, dstop: multi-frame zstd: the unit's lines are those that start at decoded byte
+            offsets ``[dstart, dstop)`` counted from the frame at ``start`` (dstop -1 = to the
+            end of the file). Bytes before ``dstart`` end a line of the previous unit; the last
+            line may run on past ``stop`` into the next frames.
+    """
+
+    index: int
+    format: str
+    path: str
+    start: int = 0
+    stop: int = -1
+    first_row: int = 0
+    nbytes: int = 0
+    files: tuple[str, ...] = ()
+    dstart: int = 0
+    dstop: int = -1
+
+    def describe(self) -> str:
+        if self.format == "stdlib":
+            return f"stdlib[{self.files[0]} .. {self.files[-1]}]" if self.files else "stdlib[]"
+        if self.format in ("jsonl",) and (self.start or self.stop != -1):
+            what = "zstd frames at bytes" if compression_of(self.path) == "zstd" else "bytes"
+            return f"{self.path} {what} [{self.start}, {self.stop if self.stop >= 0 else 'end'})"
+        if self.format in ("parquet", "hf") and (self.start or self.stop != -1):
+            what = "row groups" if self.format == "parquet" else "rows"
+            return f"{self.path} {what} [{self.start}, {self.stop})"
+        return self.path
+
+
+@dataclass(slots=True)
+class Batch:
+    """At most ``batch_rows`` rows of one unit.
+
+    Attributes:
+        values: the column's values: a ``pa.Array`` (string columns) or a Python list.
+        rows: int64 [len(values)], source row number of each value.
+        nbytes: input bytes these rows took (JSON line lengths, or Arrow buffer sizes).
+        errors: ``(row, reason)`` for rows that could not even be read (bad JSON, bad UTF-8,
+            missing field, wrong number of CSV fields); they are not in ``values``.
+        blank: blank lines skipped (jsonl).
+    """
+
+    values: Any
+    rows: np.ndarray
+    nbytes: int
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    blank: int = 0
+
+
+def one_line(e: BaseException | str, limit: int = 300) -> str:
+    s = " ".join(str(e).split()) or type(e).__name__
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"), (b"\xfd7zXZ\x00", "xz", ".xz"))
+
+
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def sniff(path: str, fmt: str) -> None:
+    """File faults visible in a file's first bytes, found at plan time.
+
+    Raises:
+        InputError: the file cannot be opened; it is a Git LFS pointer (a clone without
+            ``git lfs pull``); a compressed name on a 0-byte file (no compressor writes one: an
+            interrupted download) or on another compression's data; plain-text JSONL/CSV that
+            is in fact compressed (a download saved without its suffix).
+    """
+    try:
+        with fs.open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise InputError(f"{path}: cannot be read ({e.strerror or e})", path=path) from None
+    if head.startswith(LFS_POINTER):
+        raise InputError(f"{path}: is a Git LFS pointer, not the data (the repository was cloned without "
+                         "its LFS files); fetch them with: git lfs pull", path=path, offset=0)
+    magic = next(((name, suffix) for m, name, suffix in _MAGIC if head.startswith(m)), None)
+    if magic is None and head.startswith(b"BZh") and head[4:10] == b"1AY&SY":
+        magic = ("bzip2", ".bz2")
+    kind = compression_of(path)
+    if kind is not None:
+        if not head:
+            raise InputError(f"{path}: is empty, but a {kind} file is never 0 bytes (an interrupted download "
+                             "or copy?); fetch the file again", path=path, offset=0)
+        if magic is not None and magic[0] != kind:
+            raise InputError(f"{path}: holds {magic[0]} data, not {kind}; rename it to end in {magic[1]}",
+                             path=path, offset=0)
+    elif magic is not None and fmt in ("jsonl", "csv"):
+        raise InputError(f"{path}: is {magic[0]}-compressed but its name does not say so; rename it to "
+                         f"{Path(path).name}{magic[1]}", path=path, offset=0)
+
+
+def decoded_size_estimate(path: str) -> int:
+    """Bytes after decompression, for progress only (never sizes an allocation)."""
+    size = fs.getsize(path)
+    kind = compression_of(path)
+    if kind == "gzip" and size >= 18:
+        with fs.open(path, "rb") as f:  # ISIZE: the last member's size mod 2**32 (RFC 1952)
+            f.seek(-4, os.SEEK_END)
+            isize = int.from_bytes(f.read(4), "little")
+        return max(isize, size)
+    if kind == "zstd":
+        try:
+            with fs.open(path, "rb") as f:
+                sizes = [fr.content_size for fr in zstd_frames(f, path) if not fr.skippable]
+            if sizes and None not in sizes:
+                return sum(sizes)
+        except InputError:
+            pass  # reported when the unit is read
+    return size
+
+
+def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: int, where: str,
+                    total_bytes: int, total_rows: int) -> Iterator[Batch]:
+    """Batches of one Arrow column. Parquet and Arrow files are not UTF-8-checked when read, so
+    every column is validated in full (``Array.validate(full=True)``): a row whose strings are not
+    UTF-8 becomes a reject; a structural fault (offsets out of range) is an :class:`InputError`."""
+    row = first_row
+    for rb in batches:
+        n = rb.num_rows
+        if n == 0:
+            continue
+        rows = np.arange(row, row + n, dtype=np.int64)
+        row += n
+        nbytes = total_bytes * n // max(total_rows, 1)
+        if column not in rb.schema.names:
+            raise ConfigError(f"input.column: {where} has no column {column!r}; columns: {rb.schema.names}")
+        col = rb.column(column)
+        is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+        try:
+            col.validate(full=True)
+        except pa.ArrowInvalid as e:
+            if "utf8" not in str(e).lower() and "utf-8" not in str(e).lower():
+                raise InputError(f"{where}: corrupt Arrow data in rows [{rows[0]}, {rows[-1] + 1}): "
+                                 f"{one_line(e)}", path=where) from None
+            values, keep, errors = [], [], []
+            for i in range(n):
+                try:
+                    values.append(col.slice(i, 1).to_pylist()[0])
+                    keep.append(i)
+                except UnicodeDecodeError as u:
+                    errors.append((int(rows[i]), f"{column} is not valid UTF-8 ({u.reason} at byte {u.start})"))
+            kept = rows[keep]
+            yield Batch(pa.array(values, type=col.type) if is_str else values, kept, nbytes, errors)
+            continue
+        if is_str:
+            yield Batch(col, rows, nbytes)
+        else:
+            yield Batch(col.to_pylist(), rows, nbytes)

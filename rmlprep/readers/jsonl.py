@@ -1,0 +1,289 @@
+"""JSON Lines, plain or compressed: the plan (byte ranges, zstd frames) and the reader.
+
+**JSONL.** Lines are split on ``b"\\n"`` only (binary ``readline``): real documents contain
+U+2028, U+0085 and lone ``\\r`` inside JSON strings, which ``str.splitlines()`` would cut; a
+``\\r\\n`` ending is JSON whitespace. A UTF-8 byte-order mark at byte 0 of the (decompressed)
+file is skipped. Blank lines are counted in :attr:`Batch.blank`. Row faults: not UTF-8, not JSON,
+not an object, no such field, a number over Python's 4300-digit limit, nesting deeper than
+:data:`MAX_JSON_DEPTH` (checked before parsing, so the parser never recurses that deep), a line
+over :data:`MAX_ROW_BYTES` (skipped unread). File faults: a UTF-16/32 byte-order mark; a first line
+that is a JSON array or the ``{``/``[`` of a pretty-printed document (not JSON Lines).
+
+**Compressed files** are decoded by :mod:`rmlprep.compressed`, which checks every zstd frame's
+extent before decoding it (zstd's stream reader treats a truncated frame as a clean end) and
+turns the stdlib decoders' ``EOFError``/``OSError`` into :class:`InputError`. A file of several
+independent zstd frames (``pzstd``, the seekable format, concatenated ``.zst`` files) is cut into
+units at frame boundaries; the plan decodes it once to count lines, so every unit knows its first
+line number and where its first whole line starts (a line that crosses a frame boundary belongs to
+the unit it starts in, which reads on into the next frame to finish it). gzip, bzip2, xz and
+single-frame zstd cannot be entered mid-stream without decoding everything before the cut point,
+so such a file is **one unit**, read as a stream in 1 MB pieces: the reader's memory is bounded by
+the batch, whatever the file size (to get several units from a big file, recompress it with
+``pzstd`` or ``zstd --format=zstd -B``... or split it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .. import fs
+from ..compressed import compression_of, open_decompressed, zstd_chunks, zstd_frames
+from ..errors import InputError
+from . import base
+from .base import MAX_JSON_DEPTH, Batch, Unit, decoded_size_estimate, one_line
+
+_BOM = b"\xef\xbb\xbf"
+
+
+_WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE"),
+              (b"\xfe\xff", "UTF-16-BE"), (b"\xff\xfe", "UTF-16-LE"))
+
+
+def _check_jsonl_head(path: str, head: bytes) -> None:
+    """File faults visible in the first bytes: a UTF-16/32 byte-order mark, a JSON document."""
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            raise InputError(f"{path}: the file is {name} (byte-order mark at byte 0); rmlprep reads "
+                             f"UTF-8: convert it with iconv -f {name} -t UTF-8", path=path, offset=0)
+    if head.startswith(_BOM):
+        head = head[3:]
+    stripped = head.lstrip()
+    if not stripped:
+        return
+    first = stripped.split(b"\n", 1)[0].strip()
+    offset = len(head) - len(stripped)
+    if first.startswith(b"[") or first == b"{":
+        kind = "a JSON array" if first.startswith(b"[") else "a pretty-printed JSON object"
+        raise InputError(
+            f"{path}: byte {offset}: the file starts with {kind}, not JSON Lines (one object per line); "
+            f"convert it, e.g. jq -c '.[]' FILE > FILE.jsonl (array) or jq -c . FILE > FILE.jsonl",
+            path=path, offset=offset)
+
+
+def plan_jsonl(path: str, unit_bytes: int) -> list[dict[str, Any]]:
+    size = fs.getsize(path)
+    kind = compression_of(path)
+    if kind == "zstd":
+        return _plan_zstd_jsonl(path, unit_bytes)
+    if kind is not None:
+        return [dict(format="jsonl", path=path, nbytes=decoded_size_estimate(path))]
+    with fs.open(path, "rb") as f:
+        _check_jsonl_head(path, f.read(1 << 16))
+    if size <= unit_bytes:
+        return [dict(format="jsonl", path=path, nbytes=size)]
+    out = []
+    with fs.open(path, "rb") as f:
+        start, line = 0, 0
+        while start < size:
+            cut = start + unit_bytes
+            if cut >= size:
+                stop = size
+            else:
+                f.seek(cut)
+                f.readline()  # finish the line that straddles the cut
+                stop = min(f.tell(), size)
+            # count lines in [start, stop) so reject rows carry real line numbers
+            f.seek(start)
+            n, left = 0, stop - start
+            while left > 0:
+                chunk = f.read(min(left, 1 << 22))
+                if not chunk:
+                    raise InputError(f"{path}: the file shrank while it was planned (byte {stop - left})",
+                                     path=path, offset=stop - left)
+                n += chunk.count(b"\n")
+                left -= len(chunk)
+            out.append(dict(format="jsonl", path=path, start=start, stop=stop, first_row=line,
+                            nbytes=stop - start))
+            line += n
+            start = stop
+    return out
+
+
+def _plan_zstd_jsonl(path: str, unit_bytes: int) -> list[dict[str, Any]]:
+    """Units of whole zstd frames, ~``unit_bytes`` of decoded text each.
+
+    One frame (the ``zstd`` tool's output): one unit. Several frames: decode each once, recording
+    its decoded length, its newline count, the offset of its first newline and whether it ends
+    with one; then gather frames and compute each unit's first line number and ``dstart``.
+    """
+    with fs.open(path, "rb") as f:
+        frames = [fr for fr in zstd_frames(f, path) if not fr.skippable]
+    size = fs.getsize(path)
+    declared = [fr.content_size for fr in frames]
+    if len(frames) <= 1 or (None not in declared and sum(declared) <= unit_bytes):
+        return [dict(format="jsonl", path=path,
+                     nbytes=sum(declared) if frames and None not in declared else size)]
+    stats = _zstd_frame_lines(path, frames)
+    cum = [0]
+    for s in stats:
+        cum.append(cum[-1] + s[0])
+    out: list[dict[str, Any]] = []
+    lines_before = 0  # newlines in frames before the group
+    i = 0
+    n = len(frames)
+    while i < n:
+        a = i
+        acc = 0
+        while i < n and (acc == 0 or acc < unit_bytes):
+            acc += stats[i][0]
+            i += 1
+        # where the group's first whole line starts (relative to frame a's first decoded byte)
+        if a == 0 or stats[a - 1][3]:
+            skip = 0
+        else:
+            skip = -1
+            for j in range(a, i):
+                if stats[j][2] >= 0:
+                    skip = cum[j] - cum[a] + stats[j][2] + 1
+                    break
+        group_len = cum[i] - cum[a]
+        nl = sum(s[1] for s in stats[a:i])
+        if skip < 0 or skip >= group_len:
+            # no line starts in these frames: they finish the previous unit's last line
+            prev = out[-1]
+            prev["stop"] = frames[i - 1].end
+            prev["dstop"] = prev["dstop"] + group_len if prev["dstop"] >= 0 else -1
+            prev["nbytes"] += group_len
+        else:
+            out.append(dict(format="jsonl", path=path, start=frames[a].start, stop=frames[i - 1].end,
+                            first_row=lines_before + (1 if skip else 0), nbytes=group_len,
+                            dstart=skip, dstop=group_len))
+        lines_before += nl
+    out[-1]["dstop"] = -1  # the last unit reads to the end of the file
+    if len(out) == 1:
+        out[0].update(start=0, stop=-1, dstart=0)
+    return out
+
+
+def _zstd_frame_lines(path: str, frames) -> list[tuple[int, int, int, bool]]:
+    """Per frame: (decoded bytes, newlines, offset of the first newline or -1, ends with one)."""
+    stats = {fr.start: [0, 0, -1, False] for fr in frames}
+    for fr, chunk in zstd_chunks(path, frames=frames, size=1 << 20):
+        s = stats[fr.start]
+        if s[2] < 0:
+            k = chunk.find(b"\n")
+            if k >= 0:
+                s[2] = s[0] + k
+        s[1] += chunk.count(b"\n")
+        s[0] += len(chunk)
+        s[3] = chunk.endswith(b"\n")
+    return [tuple(stats[fr.start]) for fr in frames]
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def _json_depth(line: bytes) -> int:
+    """Deepest nesting of ``[``/``{`` in a JSON text, brackets inside strings not counted."""
+    a = np.frombuffer(_JSON_STRING.sub(b'""', line), dtype=np.uint8)
+    step = ((a == 0x5B) | (a == 0x7B)).astype(np.int32) - ((a == 0x5D) | (a == 0x7D)).astype(np.int32)
+    return int(np.cumsum(step).max(initial=0))
+
+
+def _parse_row(line: bytes, column: str) -> tuple[bool, Any]:
+    """(True, value) or (False, reason) for one non-blank JSONL line."""
+    if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH:
+        depth = _json_depth(line)
+        if depth > MAX_JSON_DEPTH:
+            return False, f"JSON nested {depth} levels deep (the limit is {MAX_JSON_DEPTH})"
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return False, f"line is not valid UTF-8 ({e.reason} at byte {e.start})"
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        return False, f"line is not valid JSON ({e.msg}, column {e.colno})"
+    except RecursionError:
+        return False, "JSON nested too deep for the parser"
+    except ValueError as e:  # e.g. an integer over sys.get_int_max_str_digits() digits
+        return False, f"line holds a value Python cannot convert ({one_line(str(e).split(';')[0], 120)})"
+    if not isinstance(obj, dict):
+        return False, f"line is a JSON {type(obj).__name__}, not an object"
+    if column not in obj:
+        return False, f"no {column!r} field (fields: {sorted(obj)[:8]})"
+    return True, obj[column]
+
+
+def read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
+    kind = compression_of(unit.path)
+    if kind is None:
+        f = fs.open(unit.path, "rb", buffering=1 << 20)
+        if unit.start:
+            f.seek(unit.start)
+        pos, stop = unit.start, unit.stop
+    elif kind == "zstd":
+        f = open_decompressed(unit.path, start=unit.start)  # runs on past unit.stop to end a line
+        pos, stop = 0, unit.dstop
+    else:
+        f = open_decompressed(unit.path)
+        pos, stop = 0, -1
+    at_file_start = unit.start == 0 and unit.dstart == 0
+    with f:
+        if unit.dstart:
+            left = unit.dstart
+            while left:
+                got = len(f.read(min(left, 1 << 20)))
+                if not got:
+                    raise InputError(f"{unit.path}: the file changed since it was planned (the frame at "
+                                     f"byte {unit.start} decodes to fewer bytes)", path=unit.path,
+                                     offset=unit.start)
+                left -= got
+            pos = unit.dstart
+        row = unit.first_row
+        values: list[Any] = []
+        rows: list[int] = []
+        errors: list[tuple[int, str]] = []
+        nbytes = 0
+        blank = 0
+        first = at_file_start  # the next non-blank line is the file's first
+        while stop < 0 or pos < stop:
+            line = f.readline(base.MAX_ROW_BYTES + 1)
+            if not line:
+                break
+            if at_file_start:
+                at_file_start = False
+                if line.startswith(_BOM):
+                    pos += 3
+                    nbytes += 3
+                    line = line[3:]
+            r = row
+            row += 1
+            if len(line) > base.MAX_ROW_BYTES and not line.endswith(b"\n"):
+                n = len(line)
+                while True:  # skip the rest of the line unread
+                    more = f.readline(1 << 20)
+                    n += len(more)
+                    if not more or more.endswith(b"\n"):
+                        break
+                pos += n
+                nbytes += n
+                errors.append((r, f"line of {n} bytes is longer than the {base.MAX_ROW_BYTES} byte limit (not read)"))
+            else:
+                pos += len(line)
+                nbytes += len(line)
+                if line.isspace():  # (no copy of a long line, as strip() would make)
+                    blank += 1
+                    continue
+                if first:  # a JSON document (array, pretty-printed object) is a file fault
+                    first = False
+                    _check_jsonl_head(unit.path, line[:4096])
+                ok, v = _parse_row(line, column)
+                if ok:
+                    values.append(v)
+                    rows.append(r)
+                else:
+                    errors.append((r, v))
+            if len(values) + len(errors) >= batch_rows:
+                out = [Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank)]
+                values, rows, errors, nbytes, blank, line = [], [], [], 0, 0, b""
+                yield out.pop()  # the suspended frame keeps no reference to the batch or its last line
+        if values or errors or blank or nbytes:
+            out = [Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank)]
+            values = []
+            yield out.pop()

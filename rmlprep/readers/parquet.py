@@ -1,0 +1,76 @@
+"""Parquet files: units of whole row groups, read a column at a time in batches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .. import fs
+from ..errors import ConfigError, InputError
+from .base import Batch, Unit, column_batches, one_line
+
+def plan_parquet(path: str, unit_rows: int) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        md = pq.ParquetFile(fs.arrow_source(path)).metadata
+        groups = [md.row_group(g).num_rows for g in range(md.num_row_groups)]
+    except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
+        raise InputError(f"{path}: not a readable Parquet file (damaged or truncated footer?): "
+                         f"{one_line(e)}", path=path) from None
+    out = []
+    g, row = 0, 0
+    size = fs.getsize(path)
+    total = sum(groups) or 1
+    while g < len(groups):
+        first, rows = g, 0
+        while g < len(groups) and (rows == 0 or rows + groups[g] <= unit_rows):
+            rows += groups[g]
+            g += 1
+        out.append(dict(format="parquet", path=path, start=first, stop=g, first_row=row,
+                        nbytes=size * rows // total))
+        row += rows
+    if not out:
+        out.append(dict(format="parquet", path=path, start=0, stop=0))
+    return out
+
+
+def read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(fs.arrow_source(unit.path))
+        names = pf.schema_arrow.names
+    except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
+        raise InputError(f"{unit.path}: not a readable Parquet file (damaged or truncated footer?): "
+                         f"{one_line(e)}", path=unit.path) from None
+    if column not in names:
+        raise ConfigError(f"input.column: {unit.path} has no column {column!r}; columns: {names[:20]}")
+    groups = list(range(unit.start, unit.stop))
+    if not groups:
+        return
+    try:
+        rows = sum(pf.metadata.row_group(g).num_rows for g in groups)
+        it = pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=[column])
+    except Exception as e:  # noqa: BLE001
+        raise InputError(f"{unit.path}: row groups [{unit.start}, {unit.stop}) cannot be read: {one_line(e)}",
+                         path=unit.path) from None
+
+    def checked():
+        while True:
+            try:
+                rb = next(it)
+            except StopIteration:
+                return
+            except Exception as e:  # noqa: BLE001 - corrupt pages: OSError, ArrowInvalid, ...
+                raise InputError(f"{unit.path}: corrupt data in row groups [{unit.start}, {unit.stop}): "
+                                 f"{one_line(e)}", path=unit.path) from None
+            yield rb
+
+    seen = 0
+    for b in column_batches(checked(), column, unit.first_row, unit.path, unit.nbytes, rows):
+        seen += len(b.rows) + len(b.errors)
+        yield b
+    if seen != rows:
+        raise InputError(f"{unit.path}: row groups [{unit.start}, {unit.stop}) hold {seen} rows, the footer "
+                         f"says {rows}", path=unit.path)

@@ -1,0 +1,175 @@
+"""The plan (the config's ``[input]`` → units, in a stable order) and the read of one unit,
+dispatched to the reader of its format."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .. import fs
+from ..compressed import COMPRESSED_SUFFIXES
+from ..errors import ConfigError
+from .arrowfiles import plan_hf, read_hf
+from .base import Batch, Unit, decoded_size_estimate, sniff
+from .csvfile import read_csv
+from .jsonl import plan_jsonl, read_jsonl
+from .parquet import plan_parquet, read_parquet
+from .stdlib import read_stdlib, stdlib_files
+
+_JSONL_EXT = (".jsonl", ".json", ".ndjson")
+
+
+def detect_format(path: str) -> str:
+    """The reader for one path, from its name (or, for a directory, its ``datasets`` files).
+
+    Raises:
+        ConfigError: the kind cannot be told; set ``input.format``.
+    """
+    if fs.isdir(path):
+        if is_hf_dir(path):
+            return "hf"
+        raise ConfigError(
+            f"input.paths: {path} is a directory but not a datasets save_to_disk folder "
+            "(no dataset_dict.json or state.json); give files or a glob like 'dir/*.jsonl'"
+        )
+    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    for c in COMPRESSED_SUFFIXES:
+        if name.endswith(c):
+            name = name[: -len(c)]
+            break
+    if name.endswith(_JSONL_EXT):
+        return "jsonl"
+    if name.endswith(".parquet"):
+        return "parquet"
+    if name.endswith((".csv", ".tsv")):
+        return "csv"
+    if name.endswith(".arrow") and not path.rstrip("/").rsplit("/", 1)[-1].lower().endswith(COMPRESSED_SUFFIXES):
+        return "hf"  # one Arrow file of a datasets cache or save_to_disk folder
+    raise ConfigError(
+        f"input.paths: cannot tell the format of {path}; set input.format to one of "
+        "jsonl, parquet, csv, hf (a datasets folder or an .arrow file; compressed: .gz, .zst, .bz2, .xz "
+        "after the format's suffix)"
+    )
+
+
+def is_hf_dir(p: str) -> bool:
+    return fs.isfile(fs.join(p, "dataset_dict.json")) or fs.isfile(fs.join(p, "state.json"))
+
+
+def _inside(path: str, dirs: list[str]) -> bool:
+    rp = fs.realpath(path)
+    return any(rp == d or rp.startswith(d.rstrip(os.sep) + os.sep) for d in dirs)
+
+
+def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list[str]:
+    """Files and ``datasets`` folders named by ``paths`` (globs expanded, sorted), deduplicated.
+
+    A glob skips directories that are not ``datasets`` folders (their files are matched or not by
+    the glob itself), files inside a ``datasets`` folder (the folder is the input), and anything
+    under ``exclude``. An explicit path under ``exclude`` is an error.
+    """
+    ex = [fs.realpath(str(d)) for d in exclude]
+    out: list[str] = []
+    for pat in paths:
+        if any(ch in pat for ch in "*?["):
+            hits = fs.glob(pat, recursive=True)
+            if not hits:
+                raise ConfigError(f"input.paths: the glob {pat!r} matches no file")
+            hf_dirs = [fs.realpath(h) for h in hits if fs.isdir(h) and is_hf_dir(h)]
+            kept = []
+            for h in hits:
+                if ex and _inside(h, ex):
+                    continue  # the run's own output folder is never input
+                if fs.isdir(h):
+                    if fs.realpath(h) in hf_dirs:
+                        kept.append(h)
+                    continue
+                if _inside(fs.dirname(h), hf_dirs) or is_hf_dir(fs.dirname(h)):
+                    continue  # state.json, data-*.arrow of a datasets folder
+                kept.append(h)
+            if not kept:
+                raise ConfigError(f"input.paths: the glob {pat!r} matches no corpus file "
+                                  f"({len(hits)} matches: directories, datasets metadata or the output folder)")
+            out.extend(kept)
+        else:
+            if not fs.exists(pat):
+                raise ConfigError(f"input.paths: {pat} does not exist")
+            if ex and _inside(pat, ex):
+                raise ConfigError(f"input.paths: {pat} is inside the output folder {exclude[0]}; "
+                                  "a run never reads its own output")
+            out.append(pat)
+    seen: set[str] = set()
+    uniq = []
+    for p in out:
+        key = fs.realpath(p)
+        if key not in seen:
+            seen.add(key)
+            uniq.append(p)
+    return uniq
+
+
+def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()) -> list[Unit]:
+    """Cut the config's ``[input]`` into units, in a stable order.
+
+    Args:
+        inp: the validated ``[input]`` section (see :mod:`rmlprep.config`).
+        exclude: directories whose files are never input (the run's output folder): glob matches
+            under them are skipped, an explicit path under them is refused.
+    Raises:
+        ConfigError: a path that does not exist, a glob matching nothing, an unknown format.
+        InputError: a file that is unreadable as a whole (a damaged Parquet footer, a truncated
+            zstd frame, broken ``datasets`` JSON, a JSON document that is not JSON Lines).
+    """
+    specs: list[dict[str, Any]] = []
+    if inp["format"] == "stdlib":
+        root, files = stdlib_files(inp["max_bytes"])
+        group: list[str] = []
+        size = 0
+        for rel, n in files:
+            group.append(rel)
+            size += n
+            if size >= inp["unit_bytes"]:
+                specs.append(dict(format="stdlib", path=root, nbytes=size, files=tuple(group)))
+                group, size = [], 0
+        if group:
+            specs.append(dict(format="stdlib", path=root, nbytes=size, files=tuple(group)))
+    else:
+        for path in _expand(inp["paths"], exclude):
+            fmt = inp["format"] if inp["format"] != "auto" else detect_format(path)
+            if fmt != "hf" and fs.isdir(path):
+                raise ConfigError(f"input.paths: {path} is a directory; input.format = {fmt!r} reads files")
+            if fs.isfile(path):
+                sniff(path, fmt)
+            if fmt == "jsonl":
+                specs.extend(plan_jsonl(path, inp["unit_bytes"]))
+            elif fmt == "parquet":
+                specs.extend(plan_parquet(path, inp["unit_rows"]))
+            elif fmt == "csv":
+                specs.append(dict(format="csv", path=path, nbytes=decoded_size_estimate(path)))
+            elif fmt == "hf":
+                specs.extend(plan_hf(path, inp.get("split"), inp["unit_rows"]))
+            else:  # pragma: no cover - config validates formats
+                raise ConfigError(f"input.format: unknown format {fmt!r}")
+    return [Unit(i, **s) for i, s in enumerate(specs)]
+
+
+def read_unit(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
+    """Stream a unit's ``column`` as :class:`Batch` objects of at most ``batch_rows`` rows.
+
+    Raises:
+        InputError: a file fault (see the module docstring); the unit must not be counted done.
+        ConfigError: the file has no ``column`` (Parquet, CSV, Arrow).
+    """
+    if unit.format == "jsonl":
+        yield from read_jsonl(unit, column, batch_rows)
+    elif unit.format == "parquet":
+        yield from read_parquet(unit, column, batch_rows)
+    elif unit.format == "csv":
+        yield from read_csv(unit, column, batch_rows)
+    elif unit.format == "hf":
+        yield from read_hf(unit, column, batch_rows)
+    elif unit.format == "stdlib":
+        yield from read_stdlib(unit, batch_rows)
+    else:  # pragma: no cover
+        raise ConfigError(f"input.format: unknown format {unit.format!r}")
