@@ -1,8 +1,8 @@
 """Build script for the optional compiled hot path (``rmlprep._fastbpe``).
 
-Metadata lives in pyproject.toml; this file only declares the C extension. The extension is
-optional: when it cannot be compiled (no C compiler, missing Python headers) the install goes on
-with a warning and rmlprep runs on its pure-Python path (see rmlprep/native.py).
+Metadata lives in pyproject.toml; this file declares the C extension and finds the packages.
+The extension is optional: when it cannot be compiled (no C compiler, missing Python headers) the
+install goes on with a warning and rmlprep runs on its pure-Python path (see rmlprep/native.py).
 
 Build in place for development: ``pip install -e .`` (or ``python setup.py build_ext --inplace``).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 NATIVE_DIR = "rmlprep/_native"
@@ -51,4 +51,9 @@ fastbpe = Extension(
     optional=True,
 )
 
-setup(ext_modules=[fastbpe], cmdclass={"build_ext": OptionalBuildExt})
+# Every package under rmlprep/ is found, so a new subpackage can never be left out of the wheel
+# (a hand-kept list once lost rmlprep.chat: `pip install .` then failed with ImportError);
+# fixtures/ ships as rmlprep._fixtures (package-dir and package-data in pyproject.toml).
+PACKAGES = find_packages(include=["rmlprep", "rmlprep.*"]) + ["rmlprep._fixtures"]
+
+setup(packages=PACKAGES, ext_modules=[fastbpe], cmdclass={"build_ext": OptionalBuildExt})
