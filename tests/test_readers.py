@@ -570,6 +570,53 @@ def test_json_documents_are_not_jsonl(tmp_path, name, body, match):
     one_line_error(ei, p)
 
 
+@pytest.mark.parametrize("name,compress", [("cut.jsonl", None), ("cut.jsonl.gz", gzip.compress),
+                                           ("cut.jsonl.zst", lambda b: zstandard.ZstdCompressor().compress(b))])
+def test_jsonl_last_line_cut_short_is_a_file_error(tmp_path, name, compress):
+    """forty_docs() cut 7 bytes before its end (a copy that stopped mid-line): the last line has
+    no newline and is not JSON. Read as a reject, the file would count as complete with its tail
+    missing; it is a file fault naming the line's first byte (plain: the file's byte; compressed:
+    the decoded byte). The same file without its final newline (complete) reads all 40 rows."""
+    data = forty_docs()
+    last = data.rstrip(b"\n").rfind(b"\n") + 1  # where line 39 starts
+    p = tmp_path / name
+    p.write_bytes(compress(data[:-7]) if compress else data[:-7])
+    with pytest.raises(InputError, match="the last line is cut short") as ei:
+        read_path(p, unit_bytes=1000)  # plain: several units; only the last one fails
+    msg = one_line_error(ei, p)
+    assert f"byte {last}:" in msg and ("decoded byte" in msg) == (compress is not None)
+    whole = tmp_path / ("whole-" + name)
+    whole.write_bytes(compress(data[:-1]) if compress else data[:-1])
+    values, rows, errors, _ = read_path(whole, unit_bytes=1000)
+    assert len(values) == 40 and rows == list(range(40)) and not errors
+
+
+def test_jsonl_with_lone_cr_line_endings_is_a_file_error(tmp_path):
+    """Classic Mac line endings: the file has no ``\\n``, so it would be one line and one reject
+    for all its documents. Refused at plan time, naming the first lone CR (byte 13 here: the
+    first line is 13 bytes)."""
+    p = tmp_path / "mac.jsonl"
+    p.write_bytes(b'{"text": "a"}\r{"text": "b"}\r{"text": "c"}\r')
+    with pytest.raises(InputError, match="lone carriage return") as ei:
+        plan_units(inp([p]))
+    assert "byte 13:" in one_line_error(ei, p)
+    g = tmp_path / "mac.jsonl.gz"  # compressed: found when the first line is read
+    g.write_bytes(gzip.compress(p.read_bytes()))
+    with pytest.raises(InputError, match="lone carriage return"):
+        read_path(g)
+
+
+def test_a_named_pipe_is_refused_not_read_forever(tmp_path):
+    """A FIFO (or /dev/stdin, or bash's <(zcat ...)) has no size and cannot be hashed or read
+    twice: refused at plan time instead of blocking on open until a writer comes."""
+    f = tmp_path / "stream.jsonl"
+    os.mkfifo(f)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        plan_units(inp([f]))
+    with pytest.raises(ConfigError, match="not a regular file"):
+        plan_units(inp([tmp_path / "*.jsonl"]))
+
+
 @pytest.mark.parametrize("body,blank", [(b"", 0), (b"\n\n  \n\r\n", 4)])
 def test_empty_and_blank_jsonl(tmp_path, body, blank):
     p = tmp_path / "e.jsonl"

@@ -7,7 +7,10 @@ file is skipped. Blank lines are counted in :attr:`Batch.blank`. Row faults: not
 not an object, no such field, a number over Python's 4300-digit limit, nesting deeper than
 :data:`MAX_JSON_DEPTH` (checked before parsing, so the parser never recurses that deep), a line
 over :data:`MAX_ROW_BYTES` (skipped unread). File faults: a UTF-16/32 byte-order mark; a first line
-that is a JSON array or the ``{``/``[`` of a pretty-printed document (not JSON Lines).
+that is a JSON array or the ``{``/``[`` of a pretty-printed document (not JSON Lines); lines ended
+by a lone ``\r`` (classic Mac: the whole file would be one bad row); a last line cut short (no
+newline at the end and not valid JSON: the file was truncated, and its last row would otherwise
+be a reject that looks like any bad row while the file is counted complete).
 
 **Compressed files** are decoded by :mod:`rmlprep.compressed`, which checks every zstd frame's
 extent before decoding it (zstd's stream reader treats a truncated frame as a clean end) and
@@ -40,6 +43,8 @@ from .base import MAX_JSON_DEPTH, Batch, Unit, decoded_size_estimate, one_line
 _BOM = b"\xef\xbb\xbf"
 
 
+_CR_ONLY = re.compile(rb"\}[ \t]*\r[ \t\r]*\{")  # one object, a lone CR, the next object
+
 _WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE"),
               (b"\xfe\xff", "UTF-16-BE"), (b"\xff\xfe", "UTF-16-LE"))
 
@@ -55,6 +60,12 @@ def _check_jsonl_head(path: str, head: bytes) -> None:
     stripped = head.lstrip()
     if not stripped:
         return
+    cr = _CR_ONLY.search(stripped) if b"\n" not in stripped else None
+    if cr:
+        at = len(head) - len(stripped) + cr.start() + 1  # the first lone CR (after a BOM)
+        raise InputError(f"{path}: byte {at}: lines end with a lone carriage return (\\r, classic Mac line "
+                         "endings), so the file is one line; convert it, e.g. tr '\\r' '\\n' < FILE > FILE.jsonl",
+                         path=path, offset=at)
     first = stripped.split(b"\n", 1)[0].strip()
     offset = len(head) - len(stripped)
     if first.startswith(b"[") or first == b"{":
@@ -265,6 +276,7 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                 nbytes += n
                 errors.append((r, f"line of {n} bytes is longer than the {base.MAX_ROW_BYTES} byte limit (not read)"))
             else:
+                line_at = pos
                 pos += len(line)
                 nbytes += len(line)
                 if line.isspace():  # (no copy of a long line, as strip() would make)
@@ -274,6 +286,12 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                     first = False
                     _check_jsonl_head(unit.path, line[:4096])
                 ok, v = _parse_row(line, column)
+                if not ok and not line.endswith(b"\n"):  # only the file's last line lacks one
+                    where = f"byte {line_at}" if kind is None else f"decoded byte {line_at}"
+                    raise InputError(f"{unit.path}: {where}: the last line is cut short (no newline at the end, and "
+                                     f"{v}): the file looks truncated (an interrupted download or copy?); fetch it "
+                                     "again, or end the file before that line to keep the rest",
+                                     path=unit.path, offset=line_at if kind is None else None)
                 if ok:
                     values.append(v)
                     rows.append(r)

@@ -136,6 +136,9 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             specs.append(dict(format="stdlib", path=root, nbytes=size, files=tuple(group)))
     else:
         for path in _expand(inp["paths"], exclude):
+            if not fs.isfile(path) and not fs.isdir(path):
+                raise ConfigError(f"input.paths: {path} is not a regular file (a named pipe, socket or device?); "
+                                  "the plan sizes and hashes every input file: save the stream to a file first")
             fmt = inp["format"] if inp["format"] != "auto" else detect_format(path)
             if fmt != "hf" and fs.isdir(path):
                 raise ConfigError(f"input.paths: {path} is a directory; input.format = {fmt!r} reads files")
