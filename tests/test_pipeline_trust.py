@@ -430,6 +430,38 @@ def test_a_stalled_writer_never_shows_a_shard_under_its_final_name(tmp_path, mon
     assert folder(out) == fresh(inp, tmp_path, "fresh", output={"row_group_rows": 4})
 
 
+def test_a_worker_stopped_mid_write_leaves_no_temporary(tmp_path, monkeypatch):
+    """2 workers: unit 0's writer stalls after its first row group (its temporary is on disk) and
+    unit 1's raises a bug (not an rmlprep error) once it sees that temporary. The pool is
+    terminated with unit 0's worker mid-write; the run raises the bug and leaves no ``*.tmp-*``
+    (the temporaries used to be removed only after failed units, not on an exception)."""
+    import time
+
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(200)))
+    out = tmp_path / "o"
+    real = writers_mod.pq.ParquetWriter.write_table
+
+    def stalling(self, table, row_group_size=None):
+        unit = int(self.schema.metadata[b"rmlprep.unit"])
+        real(self, table, row_group_size=row_group_size)
+        if unit == 0:
+            time.sleep(120)  # stopped here by the pool's terminate
+        elif unit == 1:
+            deadline = time.monotonic() + 60
+            while not list(out.glob("train-00000.parquet.tmp-*")) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            raise RuntimeError("a bug in a stage")
+
+    monkeypatch.setattr(writers_mod.pq.ParquetWriter, "write_table", stalling)
+    t = time.monotonic()
+    with pytest.raises(RuntimeError, match="a bug in a stage"):
+        run(make_cfg(inp, out, workers=2, output={"row_group_rows": 4}), log=quiet)
+    assert time.monotonic() - t < 60  # the stalled worker was stopped, not waited for
+    assert not list(out.rglob("*.tmp-*"))
+    assert not list(out.glob("shard-00000.done.json"))
+
+
 def test_a_failed_rename_leaves_no_done_marker(tmp_path, monkeypatch):
     inp = tmp_path / "c.jsonl"
     inp.write_bytes(b"".join(lines(200)))

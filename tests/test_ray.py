@@ -136,6 +136,52 @@ def test_ray_resume_and_engine_switch(ray_local, corpus, tmp_path):
     assert outputs(out) == ref and markers(out) == markers(ref_dir)
 
 
+def _dies_once_mid_write(unit, cfg, tokenizer, flag_dir):
+    """work_unit, but the first attempt at unit 2 SIGKILLs its own worker process after writing
+    one row group (as Ray's memory monitor or the kernel's OOM killer does): the temporary is on
+    disk, no marker. Runs inside the Ray worker (pickled by value)."""
+    import signal
+
+    from rmlprep.pipeline import unit as unit_mod
+    from rmlprep.pipeline import writers as writers_mod
+
+    flag = Path(flag_dir) / f"unit-{unit.index}"
+    if unit.index == 2 and not flag.exists():
+        real = writers_mod.pq.ParquetWriter.write_table
+
+        def write_then_die(self, table, row_group_size=None):
+            real(self, table, row_group_size=row_group_size)
+            flag.write_text("killed")
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        writers_mod.pq.ParquetWriter.write_table = write_then_die
+    return unit_mod.work_unit(unit, cfg, tokenizer)
+
+
+def test_a_killed_task_is_retried_and_leaves_no_temporary(ray_local, corpus, tmp_path, monkeypatch):
+    """A Ray worker killed mid-write (unit 2, after its first row group): Ray retries the task,
+    the run exits 0 with the local engine's bytes and markers, and the dead attempt's
+    ``train-00002.parquet.tmp-<pid>`` is gone (it stayed beside the finished shards)."""
+    import functools
+
+    from ray import cloudpickle
+
+    from rmlprep.pipeline import driver
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    monkeypatch.setattr(driver, "work_unit", functools.partial(_dies_once_mid_write, flag_dir=str(flags)))
+    run(make_cfg(corpus, tmp_path / "ray", engine="ray", output={"row_group_rows": 8}), log=quiet)
+    monkeypatch.undo()
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert (flags / "unit-2").read_text() == "killed"
+    assert not list((tmp_path / "ray").rglob("*.tmp-*"))
+    run(make_cfg(corpus, tmp_path / "local", output={"row_group_rows": 8}), log=quiet)
+    assert outputs(tmp_path / "ray") == outputs(tmp_path / "local")
+    assert markers(tmp_path / "ray") == markers(tmp_path / "local")
+
+
 def test_unit_errors_come_back_from_tasks(ray_local, corpus, tmp_path):
     """A unit that fails on purpose inside a task (here: a .jsonl.gz cut short, found only when
     it is read) is reported by unit, as with the pool; the other units are done."""

@@ -130,12 +130,16 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
                     timings["engine_stop"] = time.perf_counter() - t
         finally:
             prog.close()
+            # on every way out (done, a fatal error that terminated the pool, an exception, Ctrl-C):
+            # the temporaries of units whose worker was stopped or killed mid-write (a Ray worker
+            # killed by its memory monitor leaves one even when the retried task succeeds); the lock
+            # is held and the engine is closed, so each is this run's and nothing will rename it
+            try:
+                out.remove_temporaries()
+            except OutputError:
+                pass  # the folder refuses it: the next run removes them (OutputFolder.check)
         timings.setdefault("process", time.perf_counter() - t)
         if errors:
-            # a unit still writing when the run stopped was killed with its pool: its temporaries
-            # go (the lock is held, so they are this run's)
-            for name in out.list("*.tmp-*") + out.list("rejects/*.tmp-*"):
-                out.remove(name)
             raise _unit_errors(errors)
         timings["total"] = time.perf_counter() - t_start
         return write_reports(cfg, tokenizer, units, records, parity, timings, workers, len(todo), log)

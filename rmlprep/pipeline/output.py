@@ -343,9 +343,21 @@ class OutputFolder:
         if overwrite:
             for name in self.list("train-*") + self.list("shard-*") + self.list("rejects/*") + list(REPORT_FILES):
                 self.remove(name)
-        # temporaries of a killed run (never renamed): only under the lock, so never a live run's
-        for name in self.list("*.tmp-*") + self.list("rejects/*.tmp-*"):
+        self.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
+
+    def remove_temporaries(self) -> list[str]:
+        """Remove every ``*.tmp-*`` file (a commit's temporary never renamed: its writer died).
+        Only call it holding the lock, when no worker of this run is writing.
+
+        Returns:
+            the names removed.
+        Raises:
+            OutputError: one exists and cannot be removed.
+        """
+        names = self.list("*.tmp-*") + self.list("rejects/*.tmp-*")
+        for name in names:
             self.remove(name)
+        return names
 
     def unit_files(self) -> dict[int, list[str]]:
         """The unit files in the folder (shards, markers, rejects, whatever the writer), by unit."""
