@@ -462,6 +462,38 @@ def test_a_worker_stopped_mid_write_leaves_no_temporary(tmp_path, monkeypatch):
     assert not list(out.glob("shard-00000.done.json"))
 
 
+def test_rows_read_are_counted_by_the_reader_and_a_lost_row_stops_the_unit(tmp_path, monkeypatch, capsys):
+    """``rows_read`` is the readers' count (it was documents + rejects, which cannot disagree with
+    itself). 200 documents, a blank line and two bad rows: 202 rows read = 200 documents + 2
+    rejects. Then a validate stage that drops the first row of every batch without a reject:
+    the unit is refused before its shard is committed (exit 2, one line), no marker."""
+    from rmlprep.pipeline import stages, unit as unit_mod
+
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(100)) + b"\n" + b'{"text": null}\n{broken\n' + b"".join(lines(100, 100)))
+    m = run(make_cfg(inp, tmp_path / "ok"), log=quiet)
+    assert (m["totals"]["rows_read"], m["totals"]["documents"], m["totals"]["rejects"]) == (202, 200, 2)
+    marker = json.loads(next((tmp_path / "ok").glob("shard-*.done.json")).read_text())
+    assert marker["rows_read"] == marker["documents"] + marker["rejects"]
+
+    def lossy(batches, cfg, tally):
+        for rows in stages.validate_texts(batches, cfg, tally):
+            yield stages.Rows(rows.values[1:], rows.rows[1:])
+
+    _, tokenize, pack = unit_mod._STAGES["pretrain"]
+    monkeypatch.setitem(unit_mod._STAGES, "pretrain", (lossy, tokenize, pack))
+    out = tmp_path / "lossy"
+    toml = tmp_path / "c.toml"
+    toml.write_text(f'[input]\npaths = ["{inp}"]\nunit_bytes = 20000\nbatch_rows = 64\n[tokenizer]\npath = "{TINY}"\n'
+                    f'[pack]\nseq_len = 128\n[output]\ndir = "{out}"\n[run]\nworkers = 1\nprogress = "none"\n'
+                    'histogram = false\n')
+    assert cli.main(["run", str(toml)]) == 2
+    err = capsys.readouterr().err
+    assert "rows were lost between the stages" in err and "Traceback" not in err
+    assert not list(out.glob("shard-*.done.json")) and not list(out.glob("train-*.parquet"))
+    assert not list(out.rglob("*.tmp-*"))
+
+
 def test_a_failed_rename_leaves_no_done_marker(tmp_path, monkeypatch):
     inp = tmp_path / "c.jsonl"
     inp.write_bytes(b"".join(lines(200)))

@@ -102,7 +102,8 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     totals = {k: int(sum(r.get(k, 0) for r in recs)) for k in _TOTAL_KEYS}
     seq_len = cfg["pack"]["seq_len"]
     totals["padding_ratio"] = totals["pad_tokens"] / (totals["rows"] * seq_len) if totals["rows"] else 0.0
-    totals["rows_read"] = totals["documents"] + totals["rejects"]
+    # counted by the readers (markers of an older version: documents + rejects, which it checked)
+    totals["rows_read"] = int(sum(r.get("rows_read", r["documents"] + r["rejects"]) for r in recs))
     if cfg.pipeline == "sft":  # what the chat stage counted (rmlprep.arrow.TokenizeChat.stats)
         totals.update({k: int(sum(r.get(k, 0) for r in recs)) for k in CHAT_COUNTS})
     hist = np.sum([r["length_hist"] for r in recs], axis=0).astype(np.int64)

@@ -79,6 +79,8 @@ class Tally:
 
     Attributes:
         unit: the unit.
+        rows_read: rows the reader gave (values and unreadable rows; blank lines are not rows),
+            counted as they are read: every one must end as a document or a reject.
         nbytes: input bytes read (JSON line lengths, or Arrow buffer sizes).
         blank: blank lines skipped (jsonl).
         surrogate_rows: rows kept with their lone surrogates replaced by U+FFFD.
@@ -90,6 +92,7 @@ class Tally:
     """
 
     unit: Unit
+    rows_read: int = 0
     nbytes: int = 0
     blank: int = 0
     surrogate_rows: int = 0
@@ -180,6 +183,7 @@ def read(unit: Unit, cfg: RunConfig, tally: Tally) -> Iterator[Batch]:
     count bytes and blank lines, and send the rows the reader could not parse to rejects."""
     for batch in _handed_on(read_unit(unit, cfg["input"]["column"], cfg["input"]["batch_rows"])):
         tally.flush()  # every stage is done with the previous batch
+        tally.rows_read += len(batch.rows) + len(batch.errors)
         tally.nbytes += batch.nbytes
         tally.blank += batch.blank
         for r, why in batch.errors:

@@ -62,8 +62,9 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
         docs = clock.timed("tokenize", tokenize(rows, cfg, tokenizer, tally))
         packed = pack(docs, cfg, tokenizer)
         with clock.stage("write"):  # the writer pulls the rows through every stage as it writes them
-            files = writer_for(cfg, tokenizer).write(out, unit.index, _then_unchanged(clock.timed("pack", packed), unit),
-                                          shard_metadata(unit, cfg, tokenizer), schema=packed.schema)
+            files = writer_for(cfg, tokenizer).write(out, unit.index, _then_checked(clock.timed("pack", packed), unit,
+                                                                                 packed, tally),
+                                                     shard_metadata(unit, cfg, tokenizer), schema=packed.schema)
             if tally.n_rejects:
                 out.commit(rejects_name(unit.index), tally.write_rejects)
     finally:
@@ -73,10 +74,21 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
     return record
 
 
-def _then_unchanged(pieces: Iterator[T], unit: Unit) -> Iterator[T]:
-    """``pieces``, then a check that what was read is what was planned (before the commit)."""
+def _then_checked(pieces: Iterator[T], unit: Unit, packed: Packed, tally: Tally) -> Iterator[T]:
+    """``pieces``, then, before the shard is committed, checks that what was read is what was
+    planned and that every row read is a document or a reject.
+
+    Raises:
+        InputError: an input file changed since the plan.
+        RmlprepError: rows were lost between the reader and the packer (a bug; the unit is not
+            committed, so a rerun does it again).
+    """
     yield from pieces
     check_unchanged(unit)
+    if packed.documents + tally.n_rejects != tally.rows_read:
+        raise RmlprepError(f"{unit.describe()}: {tally.rows_read} rows read, but {packed.documents} documents + "
+                           f"{tally.n_rejects} rejects: rows were lost between the stages (a bug in rmlprep "
+                           f"{__version__}: please report it); the unit is not committed")
 
 
 def work_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
@@ -123,6 +135,7 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         **({"files": files} if len(files) > 1 else {}),  # every file the marker vouches for
         "config_hash": cfg.config_hash,
         "input": identity,
+        "rows_read": tally.rows_read,
         "rows": rows,
         "short_rows": packed.short_rows,
         "documents": packed.documents,
