@@ -15,6 +15,7 @@ Stages, and the module that owns each::
       output.OutputFolder.sweep    remove files of units not in the plan, and stale markers/rejects
       engines / ray_engine         run unit.work_unit on every unit left (process pool or Ray);
                                    an OutputError (disk full, ...) stops the run
+      output.remove_temporaries    on every way out: what a stopped or killed worker left
       │
       │  unit.process_unit ─ one unit, every stage a generator over the one before, pulled
       │  by the writer as it writes (nothing of the unit is held whole):
@@ -26,6 +27,9 @@ Stages, and the module that owns each::
       │    pack.pack_conversations   sft: best-fit-decreasing over windows of unit_rows conversations
       │    writers.ParquetWriter     train-NNNNN.parquet, one row group at a time into the
       │                              temporary, renamed when the last row is in; metadata in the footer
+      │                              (writers.writer_for: megatron.MegatronWriter for .bin/.idx)
+      │    unit._then_checked        before that rename: the input is unchanged since the plan, and
+      │                              rows read (the reader's count) = documents + rejects
       │    stages.Tally.write_rejects  rejects/rejects-NNNNN.jsonl (tmp + rename), spooled per batch
       │    output.write_done         shard-NNNNN.done.json: the commit, always last
       ▼
