@@ -37,6 +37,11 @@ def ray_local():
     """A local Ray with 2 CPUs for the whole module (start-up costs seconds)."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'rmlprep[ray]')")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray's memory monitor kills tasks when the whole machine's memory is over 95% (other
+    # people's test suites included) and retries them without end: these tests then hang or time
+    # out for reasons outside rmlprep. A killed task is tested on purpose below
+    # (test_a_killed_task_is_retried_and_leaves_no_temporary).
+    os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              logging_level=logging.WARNING, object_store_memory=128 * 1024 * 1024)
     yield ray
