@@ -215,6 +215,10 @@ def _hostile_files(d: Path) -> dict[str, tuple[str, int | None]]:
     cases["rows.csv"] = ("rows", 3)
     (d / "array.jsonl").write_text('[{"text": "a JSON array, not JSON Lines"}]\n')
     cases["array.jsonl"] = ("file", None)
+    (d / "cutline.jsonl").write_bytes(body[:-7])  # a copy that stopped mid-line
+    cases["cutline.jsonl"] = ("file", None)
+    (d / "mac.jsonl").write_bytes(body.replace(b"\n", b"\r"))  # lone-CR line endings: one line
+    cases["mac.jsonl"] = ("file", None)
     hf = d / "hf"
     hf.mkdir()
     (hf / "state.json").write_text("{not json")
