@@ -163,6 +163,8 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
 _TOP = {"pipeline": ((str,), "pretrain")}
 _FORMATS = ("auto", "jsonl", "parquet", "csv", "hf", "stdlib")
 _PIPELINES = ("pretrain", "sft")
+#: Pretrain-only switches that would add or parse special tokens: refused when set true in sft.
+_NOT_SFT = (("tokenizer", "add_special_tokens"), ("tokenizer", "parse_special"), ("pack", "bos"), ("pack", "eos"))
 _PROGRESS = ("auto", "bar", "log", "none")
 _OUTPUT_FORMATS = ("parquet", "megatron")
 # keys left out of the hash while at their default (added after configs were hashed without them)
@@ -379,6 +381,11 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     if pipeline == "sft":
         if chat["format"] is None:
             raise ConfigError(f"{w}chat.format: missing; the sft pipeline needs a chat format, e.g. format = \"chatml\"")
+        for sec, k in _NOT_SFT:  # BOS/EOS come from the chat template: a key sft ignores is refused, not dropped
+            if raw.get(sec, {}).get(k):
+                raise ConfigError(f"{w}{sec}.{k} = true: the sft pipeline writes BOS, EOS and control tokens exactly "
+                                  "where the chat format's template writes them (one BOS at most), and never "
+                                  f"parses them in message text; remove {sec}.{k}")
         if chat["format"] not in ("auto", "template"):
             try:
                 chat["format"] = detect_chat_format(chat["format"])

@@ -45,6 +45,13 @@ def test_defaults_filled():
         pytest.param(cfg(pack={"overflow": "split"}), "pack.overflow", id="overflow-for-pipeline"),
         pytest.param(cfg(input={"format": "xml"}), "input.format", id="unknown-format"),
         pytest.param(cfg(pipeline="sft"), "chat.format", id="sft-without-format"),
+        pytest.param(cfg(pipeline="sft", chat={"format": "llama3"}, pack={"bos": True}), "pack.bos = true: the sft",
+                     id="sft-pack-bos"),
+        pytest.param(cfg(pipeline="sft", chat={"format": "llama3"}, pack={"eos": True}), "pack.eos", id="sft-pack-eos"),
+        pytest.param(cfg(pipeline="sft", chat={"format": "llama3"}, tokenizer={"path": "t", "add_special_tokens": True}),
+                     "tokenizer.add_special_tokens", id="sft-add-special-tokens"),
+        pytest.param(cfg(pipeline="sft", chat={"format": "llama3"}, tokenizer={"path": "t", "parse_special": True}),
+                     "tokenizer.parse_special", id="sft-parse-special"),
         pytest.param(cfg(pipeline="finetune"), "pipeline", id="unknown-pipeline"),
         pytest.param(cfg(chat={"format": "chatml"}), "chat", id="chat-section-for-pretrain"),
         pytest.param(cfg(run={"progress": "fancy"}), "run.progress", id="bad-progress"),
@@ -85,7 +92,8 @@ def test_hash_ignores_workers_and_output_but_not_seq_len():
 
 
 def test_sft_format_resolved():
-    c = config_from_dict(cfg(pipeline="sft", chat={"format": "chatml"}, pack={"overflow": "split"}))
+    c = config_from_dict(cfg(pipeline="sft", chat={"format": "chatml"}, pack={"overflow": "split", "bos": False,
+                                                                              "eos": False}))
     assert c["chat"]["format"] == "chatml"
     assert c["input"]["column"] == "messages"
 
