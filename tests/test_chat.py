@@ -21,6 +21,7 @@ import pytest
 from _chat_common import (
     EXPECTED, REPO, SHARED, TEMPLATES, byte_tokenizer, needs_jinja, needs_shared, real_tokenizer, template_text,
 )
+import rmlprep
 from rmlprep import chat_parity
 from rmlprep.chat import (
     CHAT_FORMATS, KINDS, ChatTemplateError, detect_chat_format, encode_chat, format_chat, format_chat_segments,
@@ -371,3 +372,14 @@ def test_parity_error_for_a_doctored_render():
     del row["output"]
     with pytest.raises(ParityError, match="refuses this conversation"):
         chat_parity.check_render_row(row, "qwen2")
+
+
+def test_one_mask_name_assistant_masks():
+    """The encoding, the map function's column and the shards say ``assistant_masks``; the old
+    attribute name still answers, with a DeprecationWarning."""
+    tok = byte_tokenizer(["<|im_start|>", "<|im_end|>"])
+    enc = encode_chat(tok, [u("q"), a("x")], "chatml")
+    with pytest.warns(DeprecationWarning, match="assistant_masks"):
+        assert enc.assistant_mask == enc.assistant_masks
+    assert "assistant_masks" in rmlprep.tokenize_chat(tok, "chatml")(
+        {"messages": [[u("q"), a("x")]]})
