@@ -61,6 +61,10 @@ def test_template_mode_refuses_what_it_cannot_derive_or_would_drop():
     with pytest.raises(ChatFormatError, match="ignores it"):
         encode_chat(chatml, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a",
                                                                   "reasoning_content": "r"}], "template")
+    glm = _tok(template_text("more/GLM-4.6"))  # "<|assistant|>\n<think></think>\nHello" and then the next turn
+    with pytest.raises(ChatFormatError, match="message 1 .*writes nothing after the answer.*no stop token"):
+        encode_chat(glm, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "Hello"},
+                          {"role": "user", "content": "q2"}], "template")
     with pytest.raises(ChatFormatError, match="refuses this conversation"):
         encode_chat(_tok(template_text("gemma")), [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}],
                     "template")
@@ -81,3 +85,23 @@ def test_tokenize_chat_template_mode():
 
     fn = pickle.loads(pickle.dumps(tokenize_chat(tok, "template")))  # a worker has the spec, not the tokenizer
     assert fn({"messages": [conv]})["input_ids"][0].tolist() == native.input_ids
+
+
+def test_template_mode_writes_a_template_no_format_reproduces():
+    """Granite 4.0's template is refused by detection (no native format); the escape hatch
+    writes it. Worked example, read off the template: a default system prompt, each turn
+    ``<|start_of_role|>{role}<|end_of_role|>{content}<|end_of_text|>\\n``; trained are the
+    answers with their ``<|end_of_text|>``, not the newline after it."""
+    granite = ["<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"]
+    tok = byte_tokenizer(granite)
+    tok = type(tok).create(tok.spec, chat_template=template_text("more/ibm-granite-granite-4.0"))
+    msgs = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "Bye"}, {"role": "assistant", "content": "Bye!"}]
+    enc = encode_chat(tok, msgs, "template")
+    assert tok.decode(enc.input_ids) == (
+        "<|start_of_role|>system<|end_of_role|>You are a helpful assistant. Please ensure responses are professional, "
+        "accurate, and safe.<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n"
+        "<|start_of_role|>assistant<|end_of_role|>Hello<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Bye"
+        "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>Bye!<|end_of_text|>\n")
+    masked = tok.decode_bytes([i for i, m in zip(enc.input_ids, enc.assistant_masks) if m])
+    assert masked == b"Hello<|end_of_text|>Bye!<|end_of_text|>"

@@ -7,7 +7,9 @@ of ``render(messages[:i], add_generation_prompt=True)`` to the end of
 ``render(messages[:i + 1])`` less trailing whitespace (the newline a template writes after a
 turn's terminator). Both must be prefixes of the whole render; a template for which they
 are not (one that rewrites earlier turns, such as Qwen3 dropping reasoning from history) is
-refused for that conversation, naming the turn. A field the template ignores (its render is
+refused for that conversation, naming the turn; so is an answer the template ends with no
+terminator (GLM-4.6 ends a turn with the next ``<|user|>``): its mask would teach no stop
+token. A field the template ignores (its render is
 the same without it: ``reasoning_content``, ``tool_calls``, ``tools``...) is refused too,
 so nothing is dropped silently, and so are text parts a template writes as a Python list. The render is tokenized as a whole, as transformers does:
 special-token text inside a message becomes its control token (native formats never do that).
@@ -118,6 +120,11 @@ class TemplateWriter:
                                       "turn differently from the whole conversation (it rewrites earlier turns), so "
                                       "its mask cannot be derived; use a native format")
             end = len(upto.rstrip())
+            answer = m.text.strip()
+            if answer and not m.tool_calls and full[start:max(start, end)].endswith(answer):
+                raise ChatFormatError(f"message {i} (assistant): the chat template writes nothing after the answer (no "
+                                      "turn terminator such as an eos token; the next turn's header ends it), so the "
+                                      "mask would teach no stop token; use a native format")
             if start < pos:
                 raise ChatFormatError(f"message {i} (assistant): the chat template's turns overlap")
             o.t(full[pos:start])
