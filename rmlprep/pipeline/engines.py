@@ -17,6 +17,7 @@ ray         Ray tasks on a local Ray or a cluster (:mod:`.ray_engine`)
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -82,8 +83,12 @@ class LocalEngine:
                 yield fn(u, *context)
             return
         ctx = multiprocess.get_context("fork" if sys.platform != "win32" else "spawn")
-        with ctx.Pool(self.workers, initializer=_init_worker, initargs=(fn, context)) as pool:
-            yield from pool.imap_unordered(_pool_task, units)
+        gc.freeze()  # the parent's objects (the tokenizer's) out of the workers' collections: no copy-on-write by the GC
+        try:
+            with ctx.Pool(self.workers, initializer=_init_worker, initargs=(fn, context)) as pool:
+                yield from pool.imap_unordered(_pool_task, units)
+        finally:
+            gc.unfreeze()
 
 
 # worker side of the pool: the unit function and its context, set once per process
