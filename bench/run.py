@@ -219,6 +219,7 @@ def measure(lib: str, tok: str, corpus: Path, mode: str, threads: int, reps: int
     """Run one measurement in a fresh process; {"error": ...} when the library cannot run it."""
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
                OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # the load time includes the import: with bytecode caches, as installed
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         cmd = [sys.executable, "-m", "bench.run", "--_measure", f.name, "--lib", lib, "--tok", tok,
                "--corpus", str(corpus), "--mode", mode, "--threads", str(threads), "--reps", str(reps)]
