@@ -591,6 +591,18 @@ def test_jsonl_last_line_cut_short_is_a_file_error(tmp_path, name, compress):
     assert len(values) == 40 and rows == list(range(40)) and not errors
 
 
+def test_two_files_concatenated_without_a_final_newline(tmp_path):
+    """``cat a.jsonl.gz b.jsonl.gz`` where a's last line has no newline: a's last row and b's
+    first share a line. The reader cannot tell where one ends without guessing, so the line is
+    one reject, and its reason says what happened (column 14: after '{"text": "a"}')."""
+    p = tmp_path / "cat.jsonl.gz"
+    p.write_bytes(gzip.compress(b'{"text": "z"}\n{"text": "a"}') + gzip.compress(b'{"text": "b"}\n{"text": "c"}\n'))
+    values, rows, errors, _ = read_path(p)
+    assert values == ["z", "c"] and rows == [0, 2]
+    assert errors == [(1, "line holds two JSON objects, the second at column 14 (files concatenated without a "
+                          "newline at the end of the first?)")]
+
+
 def test_jsonl_with_lone_cr_line_endings_is_a_file_error(tmp_path):
     """Classic Mac line endings: the file has no ``\\n``, so it would be one line and one reject
     for all its documents. Refused at plan time, naming the first lone CR (byte 13 here: the

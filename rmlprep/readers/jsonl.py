@@ -209,6 +209,9 @@ def _parse_row(line: bytes, column: str) -> tuple[bool, Any]:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
+        if e.msg == "Extra data" and text[e.pos:].lstrip().startswith("{"):
+            return False, (f"line holds two JSON objects, the second at column {e.colno} (files concatenated "
+                           "without a newline at the end of the first?)")
         return False, f"line is not valid JSON ({e.msg}, column {e.colno})"
     except RecursionError:
         return False, "JSON nested too deep for the parser"
