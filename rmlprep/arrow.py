@@ -22,6 +22,9 @@ column              Arrow type         meaning
 ``labels``          ``list<int32>``    chat only: ``input_ids`` where the mask is 1, -100
                                        elsewhere
 ``length``          ``int32``          ``len(input_ids)`` of the row
+``surrogates``      ``bool``           text only, with ``surrogates_column=``: True where the
+                                       text held surrogate code points, replaced before
+                                       encoding (see :func:`tokenize_text`)
 ``error``           ``string``         only with ``on_error="record"``: the reason a row
                                        failed; null for good rows (``""`` in the dict output,
                                        see below)
@@ -71,7 +74,9 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import ChatFormatError, ConfigError, RmlprepError, RowError
+from .native import surrogate_rows
 from .packing import from_numpy
+from .segment import replace_lone_surrogates
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
 
@@ -79,7 +84,7 @@ __all__ = ["tokenize_text", "tokenize_chat", "TokenizeText", "TokenizeChat", "co
 
 #: Bumped whenever the output of a callable changes for the same spec and options, so that
 #: ``datasets`` fingerprints (and caches) computed by an older rmlprep are not reused.
-OUTPUT_VERSION = 1
+OUTPUT_VERSION = 2  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
 
 _ON_ERROR = ("raise", "record")
 _INT32_MAX = 2**31 - 1
@@ -217,7 +222,7 @@ class _MapFunction:
         for k, v in options.items():
             setattr(self, k, v)
         _remember(self._fingerprint, tokenizer)
-        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0}
+        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0, "surrogate_rows": 0}
 
     # -- pickling: the spec and options, never the indexes --------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -237,7 +242,7 @@ class _MapFunction:
         for k, v in self._options.items():
             setattr(self, k, v)
         self._tokenizer = None  # looked up or rebuilt on first use
-        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0}
+        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0, "surrogate_rows": 0}
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -324,7 +329,7 @@ class _MapFunction:
             v = batch.column(name).to_pylist() if is_arrow else batch[name]
             return v if isinstance(v, list) else list(v)
 
-        columns, errors = self._encode(values, where, column)
+        columns, errors, flags = self._encode(values, where, column)
         self.stats["batches"] += 1
         self.stats["rows"] += n
         self.stats["errors"] += len(errors)
@@ -337,6 +342,8 @@ class _MapFunction:
                 out[name] = _list_array(flat, off)
             if self.length_column:
                 out[self.length_column] = from_numpy(np.diff(offsets).astype(np.int32))
+            for name, values in flags.items():
+                out[name] = pa.array(values.tolist(), type=pa.bool_())  # no pandas import
             if self.on_error == "record":
                 err = [None] * n
                 for i, reason in errors.items():
@@ -347,6 +354,7 @@ class _MapFunction:
             out[name] = _row_views(flat, off)
         if self.length_column:
             out[self.length_column] = np.diff(offsets).astype(np.int32)
+        out.update(flags)
         if self.on_error == "record":
             err = [""] * n
             for i, reason in errors.items():
@@ -387,7 +395,10 @@ class _MapFunction:
 
     _what = ""
 
-    def _encode(self, values: list, where, column) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], dict[int, str]]:
+    def _encode(
+        self, values: list, where, column
+    ) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], dict[int, str], dict[str, np.ndarray]]:
+        """(list columns as (name, flat, offsets), {row: error}, {name: one value per row})."""
         raise NotImplementedError
 
 
@@ -415,6 +426,12 @@ class TokenizeText(_MapFunction):
             texts = [values[i] for i in good]
         else:
             texts = values
+        flags: dict[str, np.ndarray] = {}
+        if getattr(self, "surrogates_column", None):
+            texts, replaced = _replace_surrogates(texts)
+            flags[self.surrogates_column] = np.zeros(n, dtype=bool)
+            flags[self.surrogates_column][replaced if good is None else np.asarray(good, dtype=np.int64)[replaced]] = True
+            self.stats["surrogate_rows"] += len(replaced)
         tok = self.tokenizer
         try:  # the common case: one flat native call, Arrow-ready (see Tokenizer.encode_batch_flat)
             flat, offs = tok.encode_batch_flat(
@@ -424,10 +441,10 @@ class TokenizeText(_MapFunction):
             pass  # find the failing rows one by one below
         else:
             if good is None:
-                return [(self.output_column, flat, offs)], errors
+                return [(self.output_column, flat, offs)], errors, flags
             lengths = np.zeros(n, dtype=np.int64)
             lengths[good] = np.diff(offs)  # rows left out are empty; good is ascending
-            return [(self.output_column, flat, _offsets(lengths))], errors
+            return [(self.output_column, flat, _offsets(lengths))], errors, flags
         id_lists = self._encode_texts(texts, good, where, errors)
         if good is not None:
             full: list[Any] = [_EMPTY] * n
@@ -435,7 +452,7 @@ class TokenizeText(_MapFunction):
                 full[i] = id_lists[k]
             id_lists = full
         lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=n)
-        return [(self.output_column, _flatten(id_lists), _offsets(lengths))], errors
+        return [(self.output_column, _flatten(id_lists), _offsets(lengths))], errors, flags
 
     def _encode_texts(self, texts: list[str], good: list[int] | None, where, errors) -> list:
         """One ``encode_batch`` call for all good texts; per row only to find a failing one."""
@@ -544,7 +561,7 @@ class TokenizeChat(_MapFunction):
             (self.output_column, ids, off),
             (self.mask_column, mask, off),
             (self.labels_column, labels, off),
-        ], errors
+        ], errors, {}
 
 
 def tokenize_text(
@@ -559,6 +576,7 @@ def tokenize_text(
     error_column: str = "error",
     id_column: str | None = "id",
     keep_columns: bool | None = None,
+    surrogates_column: str | None = None,
 ) -> TokenizeText:
     """A map function that tokenizes a text column, for ``datasets.map(batched=True)`` or
     Arrow batches.
@@ -583,6 +601,13 @@ def tokenize_text(
         id_column: a column whose value is named in error messages when present.
         keep_columns: return the input columns too. None (default): yes for Arrow input, no
             for a dict (``datasets`` merges them itself and honours ``remove_columns``).
+        surrogates_column: name of a bool column, True for each row whose text held surrogate
+            code points, or None (default) for none. Every row is encoded after
+            :func:`rmlprep.segment.replace_lone_surrogates` (tiktoken's rule: a high+low pair
+            becomes its character, a lone surrogate U+FFFD), with or without this column; it
+            only reports where that changed the text (``fn.stats["surrogate_rows"]`` counts
+            them). Arrow string columns are valid UTF-8 and never hold surrogates; Python strs
+            from ``json.loads`` of ``"\\ud800"`` do.
     Returns:
         A picklable callable (see :class:`TokenizeText`); ``fn.stats`` counts rows, errors and
         tokens seen in this process.
@@ -599,7 +624,21 @@ def tokenize_text(
         "error_column": error_column,
         "id_column": id_column,
         "keep_columns": keep_columns,
+        "surrogates_column": surrogates_column,
     })
+
+
+def _replace_surrogates(texts: list[str]) -> tuple[list[str], list[int]]:
+    """(texts with surrogates replaced, indices of the rows that changed): the rows found by the
+    native scan of code units (:func:`rmlprep.native.surrogate_rows`), the rule of
+    :func:`rmlprep.segment.replace_lone_surrogates`, as the pipeline's validate stage does."""
+    changed = surrogate_rows(texts)
+    if not changed:
+        return texts, changed
+    out = list(texts)
+    for i in changed:
+        out[i] = replace_lone_surrogates(out[i])
+    return out, changed
 
 
 def tokenize_chat(

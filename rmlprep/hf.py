@@ -8,13 +8,28 @@ being ignored.
 
 Two families are supported, told apart by their *space style*:
 
-- byte-level BPE (GPT-2, Llama 3, Qwen2, SmolLM, DeepSeek): a ``ByteLevel`` pre-tokenizer,
-  optionally after ``Split`` regexes and ``Digits``;
-- SentencePiece-style BPE (Llama 2, Mistral, Gemma, Phi-3): spaces become ``"▁"``, either by a
-  ``Replace(" ", "▁")`` normalizer (optionally after ``Prepend("▁")``, the "legacy" form) or by
-  a ``Metaspace`` pre-tokenizer.
+- byte-level BPE (GPT-2, Llama 3, Qwen2/3, SmolLM, DeepSeek, GPT-4o, gpt-oss): a ``ByteLevel``
+  pre-tokenizer, optionally after ``Split`` regexes and ``Digits``;
+- SentencePiece-style BPE (Llama 2, Mistral, Gemma 1-3, Phi-3): spaces become ``"▁"``, either by
+  a ``Replace(" ", "▁")`` normalizer (optionally after ``Prepend("▁")``, the "legacy" form; then
+  ``Split``/``Digits`` may follow) or by a ``Metaspace`` pre-tokenizer.
 
 Exactly one space style must be present.
+
+``Split`` takes every behaviour (``Removed``, ``Isolated``, ``MergedWithPrevious``,
+``MergedWithNext``, ``Contiguous``) and ``invert`` (:mod:`rmlprep.split`). Two combinations are
+rewritten to what the fast (and native) path runs, each proved by a test: a known tiling pattern
+whose behaviour cannot differ from ``Isolated`` (GPT-4o: o200k with ``Removed`` + ``invert``,
+:func:`rmlprep.pretokenize.isolated_equivalent`), and a ``String`` split on ``" "`` after
+``Replace(" ", "▁")``, which never matches (Gemma 2/3) and is dropped.
+
+Added tokens: ``special: true`` ones are control tokens, the others user-defined and matched even
+with ``parse_special=False`` (tokenizers' ``encode_special_tokens``); ``normalized: true`` ones are
+matched by their normalized content on the normalized text (a second pass), and decode from it;
+``lstrip``/``rstrip`` take White_Space; ``single_word`` is refused. In a byte-level file every
+token decodes through the byte alphabet (``"<Ġx>"`` -> ``"< x>"``). An id that ``model.vocab``
+leaves without a token (GPT-4o has 19) becomes an unreachable UNUSED placeholder; tokenizers
+decodes it to nothing, rmlprep to the placeholder's text.
 
 Source: tokenizers ``tokenizer/serialization.rs``, ``normalizers/*.rs``,
 ``pre_tokenizers/{byte_level,metaspace,split,digits}.rs``, ``models/bpe/{model,serialization}.rs``,
@@ -26,12 +41,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .errors import LoaderError, UnsupportedTokenizer
+from .pretokenize import (
+    BEHAVIOR_OF_JSON,
+    DIGITS_INDIVIDUAL_PATTERN,
+    DIGITS_PATTERN,
+    GPT2_PATTERN,
+    ISOLATED,
+    isolated_equivalent,
+)
+from .segment import make_normalizer
 from .spec import BYTE_LEVEL, SENTENCEPIECE, AddedTokenFlags, TokenizerSpec, TokenType
 
 __all__ = ["spec_from_tokenizer_json", "read_tokenizer_config", "END_OF_TURN_TOKENS"]
@@ -119,7 +142,7 @@ class _Reader:
         replace_space = False
         for node, jp in self.flatten(self.data.get("normalizer"), "normalizer", "normalizers"):
             t = self.typ(node, jp)
-            if t in ("NFC", "NFKC", "NFD", "NFKD"):
+            if t in ("NFC", "NFKC", "NFD", "NFKD", "Lowercase"):
                 if replace_space or prepend:
                     raise self.unsupported(f"{jp}.type", f"= {t!r} after the space normalizers is not supported")
                 steps.append((t.lower(),))
@@ -150,16 +173,16 @@ class _Reader:
                     steps.append(("replace", old, new))
             else:
                 raise self.unsupported(f"{jp}.type", f"= {t!r} is not supported; rmlprep supports NFC, NFKC, "
-                                       "NFD, NFKD, Replace, Prepend and Sequence normalizers")
+                                       "NFD, NFKD, Lowercase, Replace, Prepend and Sequence normalizers")
         if prepend and not replace_space:
             raise self.unsupported("normalizer", "Prepend('\u2581') without Replace(' ', '\u2581') is not supported")
         return {"steps": steps, "prepend": prepend, "replace_space": replace_space}
 
     # -- pre-tokenizer ---------------------------------------------------------------------
-    def pre_tokenizer(self) -> dict[str, Any]:
-        from .pretokenize import DIGITS_INDIVIDUAL_PATTERN, DIGITS_PATTERN, GPT2_PATTERN
-
+    def pre_tokenizer(self, norm: Mapping[str, Any]) -> dict[str, Any]:
+        """Returns {"patterns", "behaviors", "byte_level", "metaspace"} (``norm``: :meth:`normalizer`)."""
         patterns: list[str] = []
+        behaviors: list[tuple[str, bool]] = []
         byte_level: dict[str, Any] | None = None
         metaspace: dict[str, Any] | None = None
         comps = self.flatten(self.data.get("pre_tokenizer"), "pre_tokenizer", "pretokenizers")
@@ -170,23 +193,37 @@ class _Reader:
                                        " pre-tokenizer is not supported; it must come last")
             if t == "Split":
                 kind, pat = self.string_pattern(node, jp)
-                beh = node.get("behavior")
-                if beh != "Isolated":
-                    raise self.unsupported(f"{jp}.behavior", f"= {beh!r} is not supported; rmlprep supports "
-                                           "'Isolated'")
-                if node.get("invert"):
-                    raise self.unsupported(f"{jp}.invert", "= true is not supported")
+                beh = BEHAVIOR_OF_JSON.get(node.get("behavior"))
+                if beh is None:
+                    raise self.bad(f"{jp}.behavior", f"= {node.get('behavior')!r} is not one of "
+                                   f"{sorted(BEHAVIOR_OF_JSON)}")
+                invert = node.get("invert", False)
+                if not isinstance(invert, bool):
+                    raise self.bad(f"{jp}.invert", f"= {invert!r} is not true or false")
                 if not pat:
                     raise self.unsupported(f"{jp}.pattern", "an empty Split pattern is not supported")
-                patterns.append(pat if kind == "Regex" else _escape(pat))
+                if kind == "String" and norm["replace_space"] and " " in pat:
+                    # Replace(' ', '▁') left no ' ' in the text, so this Split never matches: the
+                    # segment stays one piece (Gemma 2/3), unless Removed+invert drops it whole
+                    if beh == "removed" and invert:
+                        raise self.unsupported(jp, f"Split({pat!r}, Removed, invert) after Replace(' ', "
+                                               "'\u2581') removes all text; not supported")
+                    continue
+                regex = pat if kind == "Regex" else _escape(pat)
+                if isolated_equivalent(regex, beh, invert):
+                    beh, invert = ISOLATED  # e.g. GPT-4o's Removed+invert over o200k: same pieces
+                patterns.append(regex)
+                behaviors.append((beh, invert))
             elif t == "Digits":
                 patterns.append(DIGITS_INDIVIDUAL_PATTERN if node.get("individual_digits") else DIGITS_PATTERN)
+                behaviors.append(ISOLATED)
             elif t == "ByteLevel":
                 if node.get("add_prefix_space") and k > 0:
                     raise self.unsupported(f"{jp}.add_prefix_space", "= true after another pre-tokenizer (a space "
                                            "before every piece) is not supported")
                 if node.get("use_regex", True):
                     patterns.append(GPT2_PATTERN)
+                    behaviors.append(ISOLATED)
                 byte_level = {"add_prefix_space": bool(node.get("add_prefix_space", False)), "path": jp}
             elif t == "Metaspace":
                 if patterns:
@@ -204,9 +241,12 @@ class _Reader:
             else:
                 raise self.unsupported(f"{jp}.type", f"= {t!r} is not supported; rmlprep supports ByteLevel, "
                                        "Metaspace, Split, Digits and Sequence pre-tokenizers")
-        if metaspace is None and byte_level is None and patterns:
-            raise self.unsupported("pre_tokenizer", "Split/Digits without a ByteLevel pre-tokenizer are not supported")
-        return {"patterns": patterns, "byte_level": byte_level, "metaspace": metaspace}
+        if metaspace is None and byte_level is None and patterns and not norm["replace_space"]:
+            raise self.unsupported("pre_tokenizer", "Split/Digits without a ByteLevel pre-tokenizer or a "
+                                   "Replace(' ', '\u2581') normalizer are not supported")
+        if all(b == ISOLATED for b in behaviors):
+            behaviors = []
+        return {"patterns": patterns, "behaviors": behaviors, "byte_level": byte_level, "metaspace": metaspace}
 
     # -- model -----------------------------------------------------------------------------
     def model(self) -> dict[str, Any]:
@@ -222,10 +262,14 @@ class _Reader:
             raise self.unsupported("model.dropout", f"= {m['dropout']!r} is not supported (BPE dropout is random)")
         vocab = self.obj(m.get("vocab"), "model.vocab")
         n = len(vocab)
-        tokens: list[str | None] = [None] * n
+        top = n + _MAX_ID_GAPS  # ids may leave a few gaps (GPT-4o: 19), never absurd ones
         for tok, i in vocab.items():
-            if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < n:
-                raise self.bad(f"model.vocab[{tok!r}]", f"= {i!r} is not an id in range(0, {n}); ids must be 0..{n - 1}")
+            if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < top:
+                raise self.bad(f"model.vocab[{tok!r}]", f"= {i!r} is not an id in range(0, {top}) (the vocab has "
+                               f"{n} tokens; at most {_MAX_ID_GAPS} ids may be left unused)")
+        size = max(vocab.values(), default=-1) + 1
+        tokens: list[str | None] = [None] * size
+        for tok, i in vocab.items():
             if tokens[i] is not None:
                 raise self.bad(f"model.vocab[{tok!r}]", f"= {i} is also the id of {tokens[i]!r}")
             tokens[i] = tok
@@ -248,6 +292,7 @@ class _Reader:
             raise self.bad("model.unk_token", f"is {type(unk).__name__}, expected a string or null")
         return {
             "tokens": tokens,
+            "entries": n,
             "merges": merges,
             "unk_token": unk,
             "byte_fallback": bool(m.get("byte_fallback", False)),
@@ -256,17 +301,20 @@ class _Reader:
         }
 
     # -- added tokens ----------------------------------------------------------------------
-    def added_tokens(self, tokens: list[str], model_size: int) -> list[tuple[int, dict[str, Any], str]]:
-        """Assign ids as tokenizers' ``AddedVocabulary::add_tokens`` does; extends ``tokens``.
+    def added_tokens(self, tokens: list[str | None], entries: int) -> list[tuple[int, dict[str, Any], str]]:
+        """Assign ids as tokenizers' ``AddedVocabulary::add_tokens`` does; fills/extends ``tokens``.
 
         A token already in the model vocab (or added before) keeps that id; a new one gets the
-        next id after the model vocab and the added ids. The file's ``id`` field is not used.
+        next id from the model's vocab size (its number of ``entries``, which is the top id + 1
+        unless the ids leave gaps), filling a gap or extending the list. The file's ``id`` field
+        is not used.
         """
         raw = self.data.get("added_tokens") or []
         if not isinstance(raw, list):
             raise self.bad("added_tokens", "is not a list")
-        index = {t: i for i, t in enumerate(tokens)}
+        index = {t: i for i, t in enumerate(tokens) if t is not None}
         out: list[tuple[int, dict[str, Any], str]] = []
+        next_id = entries
         for k, a in enumerate(raw):
             jp = f"added_tokens[{k}]"
             a = self.obj(a, jp)
@@ -275,8 +323,12 @@ class _Reader:
                 raise self.bad(f"{jp}.content", "is missing or empty")
             tid = index.get(content)
             if tid is None:
-                tid = len(tokens)
-                tokens.append(content)
+                tid, next_id = next_id, next_id + 1
+                if tid < len(tokens) and tokens[tid] is not None:
+                    raise self.unsupported(jp, f"{content!r} would get id {tid}, which model.vocab gives "
+                                           f"{tokens[tid]!r} (the model's ids leave gaps); not supported")
+                tokens.extend([None] * (tid + 1 - len(tokens)))
+                tokens[tid] = content
                 index[content] = tid
             out.append((tid, a, jp))
         return out
@@ -369,6 +421,19 @@ class _Reader:
         return strip
 
 
+#: At most this many ids below the top id may have no token in model.vocab.
+_MAX_ID_GAPS = 65536
+
+
+def _gap_token(i: int, index: Mapping[str, int]) -> str:
+    """A placeholder for an id without a token: contains a space, so no byte-level or
+    SentencePiece-style piece ever equals it, and unique."""
+    tok = f"<unused id {i}>"
+    while tok in index:
+        tok = f"<{tok}>"
+    return tok
+
+
 def _token_content(value: Any) -> str | None:
     """tokenizer_config.json spells special tokens as a string or {"content": ...}."""
     if isinstance(value, str):
@@ -444,7 +509,7 @@ def spec_from_tokenizer_json(
     data, where, default_name = _load_json(path_or_dict)
     r = _Reader(data, where)
     norm = r.normalizer()
-    pre = r.pre_tokenizer()
+    pre = r.pre_tokenizer(norm)
     model = r.model()
 
     styles = []
@@ -483,12 +548,16 @@ def spec_from_tokenizer_json(
             kw["prefix_scheme"] = "always"
             kw["prefix_if_missing"] = False
 
-    tokens: list[str] = model["tokens"]  # type: ignore[assignment]
+    tokens: list[str | None] = model["tokens"]  # type: ignore[assignment]
     model_size = len(tokens)
-    added = r.added_tokens(tokens, model_size)
-    index = {t: i for i, t in enumerate(tokens)}
+    added = r.added_tokens(tokens, model["entries"])
+    index = {t: i for i, t in enumerate(tokens) if t is not None}
 
     types = [int(TokenType.NORMAL)] * len(tokens)
+    for i, t in enumerate(tokens):
+        if t is None:  # an id no token has (tokenizers decodes it to nothing): a placeholder
+            tokens[i] = _gap_token(i, index)
+            types[i] = int(TokenType.UNUSED)
     if kind == SENTENCEPIECE and model["byte_fallback"]:
         for i in range(model_size):
             if _BYTE_TOKEN.fullmatch(tokens[i]):
@@ -502,20 +571,23 @@ def spec_from_tokenizer_json(
 
     flags: list[AddedTokenFlags] = []
     normalize_steps = norm["steps"]
+    normalize = make_normalizer(normalize_steps)
     for tid, a, jp in added:
         content = tokens[tid]
         normalized = bool(a.get("normalized", not a.get("special", False)))
+        if a.get("single_word", False):
+            raise r.unsupported(f"{jp}.single_word", f"= true for {content!r} is not supported (no real "
+                                "tokenizer.json uses it; rmlprep does not implement it)")
         if normalized:
             if norm["prepend"]:
                 raise r.unsupported(f"{jp}.normalized", f"= true for {content!r} with a Prepend normalizer is not "
                                     "supported (the reference matches it after the prefix is added)")
-            changed = content
-            for step in normalize_steps:
-                changed = changed.replace(step[1], step[2]) if step[0] == "replace" else \
-                    unicodedata.normalize(step[0].upper(), changed)
-            if changed != content or (kind == SENTENCEPIECE and (" " in content or _SPACE in content)):
-                raise r.unsupported(f"{jp}.normalized", f"= true for {content!r}, which normalization changes, is "
-                                    "not supported")
+            if kind == SENTENCEPIECE and (" " in content or _SPACE in content):
+                raise r.unsupported(f"{jp}.normalized", f"= true for {content!r}, which holds a space, is not "
+                                    "supported in a SentencePiece-style file")
+            if normalize is not None and not normalize(content):
+                raise r.unsupported(f"{jp}.normalized", f"= true for {content!r}, which normalizes to '', is not "
+                                    "supported")
         types[tid] = int(TokenType.CONTROL if a.get("special", False) else TokenType.USER_DEFINED)
         f = AddedTokenFlags(
             id=tid,
@@ -579,6 +651,7 @@ def spec_from_tokenizer_json(
         merges=tuple(model["merges"]),
         scores=None,
         pre_split=tuple(pre["patterns"]),
+        pre_split_behaviors=tuple(pre["behaviors"]),
         normalizers=tuple(normalize_steps),
         bos_id=bos_id,
         eos_id=eos_id,
@@ -592,6 +665,9 @@ def spec_from_tokenizer_json(
         fuse_unk=model["fuse_unk"],
         added_token_flags=tuple(flags),
         decode_strip_prefix=strip,
+        parse_user_defined_always=True,  # non-special added tokens are matched with parse_special=False
+        unparsed_specials="pass_over",  # tokenizers' encode_special_tokens reads special ones as text
+        decode_added_byte_level=kind == BYTE_LEVEL,  # the ByteLevel decoder sees added tokens too
         name=default_name,
         **kw,
     )

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .pretokenize import pattern_name
-from .segment import fuse_unk, segment_preparer
+from .segment import fuse_unk, replace_lone_surrogates, segment_preparer
 from .spec import BYTE_LEVEL, TokenType
 from .unicode import unicode_to_bytes, unicode_version
 
@@ -223,7 +223,8 @@ def make_native(tokenizer) -> NativeEncoder | None:
     None when: the extension is not built (warns once with the build command), its Unicode
     tables differ from rmlprep's (warns once), ``RMLPREP_PURE_PYTHON=1``, or the spec has
     something without a native twin (a pre-split pattern without a matcher in the extension,
-    see :func:`native_pattern_names`; more than 8 patterns; a NaN score).
+    see :func:`native_pattern_names`; a ``Split`` behaviour other than Isolated; a pre-split
+    on a SentencePiece-style spec; more than 8 patterns; a NaN score).
     """
     if os.environ.get("RMLPREP_PURE_PYTHON", "") not in ("", "0"):
         return None
@@ -238,6 +239,8 @@ def make_native(tokenizer) -> NativeEncoder | None:
         return None  # the native pair table packs ids in 21 bits
     byte_level = spec.kind == BYTE_LEVEL
 
+    if spec.pre_split_behaviors or (spec.pre_split and not byte_level):
+        return None  # Split behaviours other than Isolated, or a SentencePiece pre-split: pure path
     stages: list[int] = []
     if byte_level:
         for p in spec.pre_split:
@@ -328,13 +331,16 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     ``encode`` does to a text that is a single segment at the start: the normalizers, the prefix space
     (``add_prefix_space``, ``prefix_if_missing``; every ``prefix_scheme`` agrees on the first
     segment), spaces to ``"▁"`` for SentencePiece, then the native encoder. None (no fast path)
-    when ``tokenizer._native`` is None, or the spec has normalizers and the ``"whole_text"``
-    prefix scheme (which decides the prefix before normalizing).
+    when ``tokenizer._native`` is None, the spec has normalizers and the ``"whole_text"``
+    prefix scheme (which decides the prefix before normalizing), or added tokens matched on the
+    normalized text.
     """
     nat = tokenizer._native
     s = tokenizer.spec
     if nat is None or (s.normalizers and s.add_prefix_space and s.prefix_scheme == "whole_text"):
         return None
+    if tokenizer._two_pass:
+        return None  # normalized added tokens match the normalized text: no raw-text filter proves absence
     unk = s.unk_id if s.fuse_unk else None
     enc = nat.encode_text
     prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
@@ -387,7 +393,10 @@ def encode_batch_flat(
     slow: list[int] = []
     pre = _special_prefix_filter(tokenizer, parse_special)
     prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
+    dirty = set(surrogate_rows(texts)) if fast_ok else ()  # a native scan: rare rows
     for i, t in enumerate(texts):
+        if i in dirty:
+            t = replace_lone_surrogates(t)  # first: a pair joined may spell a special token
         if not fast_ok or type(t) is not str or any(p in t for p in pre):
             slow.append(i)
             segs.append("")

@@ -17,11 +17,47 @@ from collections.abc import Callable, Sequence
 
 from .spec import BYTE_LEVEL, TokenizerSpec
 
-__all__ = ["SPACE", "fuse_unk", "make_normalizer", "prefix_spaces", "segment_preparer"]
+__all__ = [
+    "NORMALIZERS",
+    "SPACE",
+    "fuse_unk",
+    "lowercase",
+    "make_normalizer",
+    "prefix_spaces",
+    "replace_lone_surrogates",
+    "segment_preparer",
+]
 
 SPACE = "\u2581"  # "▁", SentencePiece's visible space
+#: Normalizer names a spec may use (``TokenizerSpec.normalizers``).
+NORMALIZERS = ("nfc", "nfkc", "nfd", "nfkd", "lowercase", "replace")
 
 Normalize = Callable[[str], str]
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` made encodable as UTF-8, by tiktoken's rule; the same object when it already is.
+
+    A Python str may hold surrogate code points (U+D800..U+DFFF: ``json.loads`` of ``"\\ud800"``,
+    ``os.fsdecode``), which no UTF-8 byte sequence spells. Every encode path of rmlprep first
+    does what tiktoken's ``Encoding.encode`` does for such text: a high surrogate followed by a
+    low one becomes the one astral character they stand for, and each remaining (lone)
+    surrogate becomes U+FFFD. So the ids equal tiktoken's for the same str, and no id sequence
+    rmlprep produces decodes to bytes that are not UTF-8. ``replace_lone_surrogates(t) is not t``
+    tells that a replacement happened.
+
+    Cost: ``str.isascii`` (constant time) for ASCII text, one UTF-8 encode of the text otherwise.
+
+    Source: tiktoken ``core.py`` ``Encoding.encode`` (``text.encode("utf-16", "surrogatepass")
+    .decode("utf-16", "replace")`` after a ``UnicodeEncodeError``).
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def make_normalizer(normalizers: Sequence[tuple[str, ...]]) -> Normalize | None:
@@ -29,14 +65,17 @@ def make_normalizer(normalizers: Sequence[tuple[str, ...]]) -> Normalize | None:
 
     Args:
         normalizers: ``TokenizerSpec.normalizers``: ``("nfc",)``, ``("nfkc",)``, ``("nfd",)``,
-            ``("nfkd",)`` (Unicode normalization forms, Python's ``unicodedata``) and
-            ``("replace", old, new)`` (every occurrence of ``old``), applied in order.
+            ``("nfkd",)`` (Unicode normalization forms, Python's ``unicodedata``),
+            ``("lowercase",)`` (:func:`lowercase`) and ``("replace", old, new)`` (every
+            occurrence of ``old``), applied in order.
     """
     steps: list[Normalize] = []
     for norm in normalizers:
         if norm[0] == "replace":
             old, new = norm[1], norm[2]
             steps.append(lambda s, old=old, new=new: s.replace(old, new))
+        elif norm[0] == "lowercase":
+            steps.append(lowercase)
         else:
             form = norm[0].upper()
             # ASCII text is the same in every normalization form: skip the call (per document)
@@ -52,6 +91,21 @@ def make_normalizer(normalizers: Sequence[tuple[str, ...]]) -> Normalize | None:
         return s
 
     return normalize
+
+
+def lowercase(text: str) -> str:
+    """Each character's lowercase mapping, without context (Rust's ``char::to_lowercase``).
+
+    Python's ``str.lower`` applies the one context rule of Unicode's SpecialCasing
+    (Final_Sigma: "Σ" at the end of a word becomes "ς"); the reference maps every "Σ" to "σ".
+    Everything else is the same full mapping (``"İ"`` -> ``"i̇"``), from Python's Unicode
+    tables: a character whose case mapping is newer than them stays as is.
+
+    Source: tokenizers ``normalizers/utils.rs`` ``Lowercase`` -> ``NormalizedString::lowercase``.
+    """
+    if "\u03a3" in text:
+        text = text.replace("\u03a3", "\u03c3")
+    return text.lower()
 
 
 def prefix_spaces(spec: TokenizerSpec) -> tuple[str, ...]:

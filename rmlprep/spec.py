@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from typing import Any
 
+from .errors import SpecError
+
 __all__ = ["TokenType", "BYTE_LEVEL", "SENTENCEPIECE", "TokenizerSpec", "AddedTokenFlags"]
 
 #: Model kinds.
@@ -45,9 +47,11 @@ class AddedTokenFlags:
         id: the token id.
         lstrip: the match swallows whitespace on its left.
         rstrip: the match swallows whitespace on its right.
-        single_word: only match when not inside a word (no word character next to it).
-        normalized: the token is matched against normalized text (rmlprep matches the raw
-            text and only accepts tokens whose content normalization leaves unchanged).
+        single_word: only match when not inside a word (no word character next to it). Not
+            implemented: ``Tokenizer.create`` refuses it (no real tokenizer.json uses it; the
+            reference's word characters need Unicode's Alphabetic property).
+        normalized: the token is matched, by its normalized content, on the normalized text
+            of the segments the other added tokens leave (tokenizers' second pass).
     """
 
     id: int
@@ -59,7 +63,9 @@ class AddedTokenFlags:
 
 #: Fields added after fingerprints were first written into shards: ``to_dict`` leaves them out
 #: while they hold their default, so a spec that does not use them keeps its fingerprint.
-_OMITTED_AT_DEFAULT = frozenset({"decoder", "unk_surface"})
+_OMITTED_AT_DEFAULT = frozenset({
+    "decoder", "unk_surface", "pre_split_behaviors", "unparsed_specials", "decode_added_byte_level",
+})
 
 #: id(spec) -> (spec, fingerprint): specs are immutable and hashing a 256k vocab takes ~25 ms
 _FINGERPRINTS: dict[int, tuple["TokenizerSpec", str]] = {}
@@ -81,10 +87,18 @@ class TokenizerSpec:
             user-defined token and the highest score merges first. ``None`` with merges.
         pre_split: pre-tokenizer regex patterns applied in order, each to every piece of the
             one before, with Hugging Face's ``Isolated`` behaviour (matches and the gaps between
-            them are both pieces, so pieces cover the text). The digit split is a pattern too:
-            ``\\p{N}`` (``Digits(individual_digits=true)``) or ``\\p{N}+``.
+            them are both pieces, so pieces cover the text) unless ``pre_split_behaviors`` says
+            otherwise. The digit split is a pattern too: ``\\p{N}``
+            (``Digits(individual_digits=true)``) or ``\\p{N}+``. Byte-level specs split the
+            segment after the prefix space; SentencePiece-style specs split it after the prefix
+            and spaces -> ``"▁"`` (tokenizers' normalizer runs before its pre-tokenizer).
+        pre_split_behaviors: empty (every pattern ``Isolated``), or one ``(behavior, invert)``
+            per ``pre_split`` pattern: behavior ``"isolated"``, ``"removed"``,
+            ``"merged_with_previous"``, ``"merged_with_next"`` or ``"contiguous"`` (Hugging Face
+            ``Split`` pre-tokenizer, ``SplitDelimiterBehavior`` and ``invert``).
         normalizers: applied in order to each text segment between special tokens:
-            ``("nfc",)``, ``("nfkc",)``, ``("replace", old, new)``.
+            ``("nfc",)``, ``("nfkc",)``, ``("nfd",)``, ``("nfkd",)``, ``("lowercase",)``,
+            ``("replace", old, new)``.
         bos_id, eos_id, unk_id, pad_id: special ids or ``None``.
         eot_ids: end-of-turn ids (``<|eot_id|>``, ``<|im_end|>``, ``<end_of_turn>``...).
         add_bos, add_eos: added by ``encode(..., add_special_tokens=True)``.
@@ -104,7 +118,16 @@ class TokenizerSpec:
             (Hugging Face Metaspace ``split: true``) before BPE.
         added_token_flags: HF matching flags for control/user-defined tokens that have any.
         parse_user_defined_always: user-defined tokens are cut out even with
-            ``parse_special=False`` (sentencepiece matches user-defined pieces in all text).
+            ``parse_special=False`` (sentencepiece matches user-defined pieces in all text;
+            tokenizers matches its non-special added tokens with ``encode_special_tokens``).
+        unparsed_specials: how ``parse_special=False`` treats the text of control tokens when
+            user-defined ones are still cut: ``"ignore"`` (the matcher does not know them,
+            sentencepiece) or ``"pass_over"`` (the matcher finds them and reads them as text, so
+            no user-defined token is matched inside one; tokenizers).
+        decode_added_byte_level: byte-level only: control and user-defined tokens decode like
+            the others, through the byte alphabet, when every character of theirs is in it
+            (``"<Ġx>"`` -> ``b"< x>"``; tokenizers' ByteLevel decoder sees every token); else (and
+            always when False: tiktoken, llama.cpp) as their UTF-8 text.
         decode_strip_prefix: ``"none"``; ``"first_token"``: remove one leading space from the
             first token decoded (HF Metaspace decoder); ``"text"``: from the start of the
             decoded text (HF ``Strip`` decoder, sentencepiece).
@@ -123,6 +146,7 @@ class TokenizerSpec:
     merges: tuple[tuple[str, str], ...] = ()
     scores: tuple[float, ...] | None = None
     pre_split: tuple[str, ...] = ()
+    pre_split_behaviors: tuple[tuple[str, bool], ...] = ()
     normalizers: tuple[tuple[str, ...], ...] = ()
     bos_id: int | None = None
     eos_id: int | None = None
@@ -140,6 +164,8 @@ class TokenizerSpec:
     split_on_space: bool = False
     added_token_flags: tuple[AddedTokenFlags, ...] = ()
     parse_user_defined_always: bool = False
+    unparsed_specials: str = "ignore"
+    decode_added_byte_level: bool = False
     decode_strip_prefix: str = "none"
     decoder: str = "bytes"
     unk_surface: str = " \u2047 "
@@ -153,7 +179,7 @@ class TokenizerSpec:
             v = getattr(self, f.name)
             if f.name == "merges":
                 v = [list(m) for m in v]
-            elif f.name == "normalizers":
+            elif f.name in ("normalizers", "pre_split_behaviors"):
                 v = [list(n) for n in v]
             elif f.name == "added_token_flags":
                 v = [
@@ -163,16 +189,14 @@ class TokenizerSpec:
                 ]
             elif isinstance(v, tuple):
                 v = list(v)
-            if f.name in _OMITTED_AT_DEFAULT and v == f.default:
-                continue
+            if f.name in _OMITTED_AT_DEFAULT and getattr(self, f.name) == f.default:
+                continue  # fields added later stay out at their default: old fingerprints hold
             out[f.name] = v
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TokenizerSpec":
         """Build a spec from :meth:`to_dict` output (unknown keys raise ``SpecError``)."""
-        from .errors import SpecError
-
         known = {f.name for f in fields(cls)}
         extra = set(d) - known
         if extra:
@@ -191,6 +215,8 @@ class TokenizerSpec:
                 kw[k] = tuple(kw[k])
         if "normalizers" in kw:
             kw["normalizers"] = tuple(tuple(n) for n in kw["normalizers"])
+        if "pre_split_behaviors" in kw:
+            kw["pre_split_behaviors"] = tuple((str(b), bool(inv)) for b, inv in kw["pre_split_behaviors"])
         if "added_token_flags" in kw:
             kw["added_token_flags"] = tuple(AddedTokenFlags(**a) for a in kw["added_token_flags"])
         return cls(**kw)

@@ -28,12 +28,12 @@ import numpy as np
 
 from . import bpe, native
 from .errors import SpecError, TokenIdError, TokenizeError
-from .pretokenize import compile_pre_split, pattern_name
+from .pretokenize import check_behaviors, compile_pre_split, pattern_name
 from .segment import SPACE as _SPACE
-from .segment import fuse_unk, make_normalizer, prefix_spaces
+from .segment import NORMALIZERS, fuse_unk, make_normalizer, prefix_spaces, replace_lone_surrogates
 from .sp_decode import SentencePieceDecoder
 from .spec import BYTE_LEVEL, SENTENCEPIECE, TokenizerSpec, TokenType
-from .unicode import bytes_to_unicode, unicode_to_bytes
+from .unicode import bytes_to_unicode, unicode_to_bytes, white_space_ranges
 
 __all__ = ["Tokenizer", "StreamDecoder"]
 
@@ -88,6 +88,11 @@ def _validate(spec: TokenizerSpec) -> None:
     for a in spec.added_token_flags:
         if not 0 <= a.id < n:
             raise SpecError(f"{where}: added_token_flags id {a.id} is out of range for a vocab of {n} tokens")
+        if a.single_word:
+            raise SpecError(f"{where}: added_token_flags id {a.id} ({spec.vocab[a.id]!r}) sets single_word, "
+                            "which rmlprep does not implement")
+    if spec.unparsed_specials not in ("ignore", "pass_over"):
+        raise SpecError(f"{where}: unparsed_specials {spec.unparsed_specials!r} is not 'ignore' or 'pass_over'")
     if spec.add_bos and spec.bos_id is None:
         raise SpecError(f"{where}: add_bos is set but bos_id is None; set bos_id or add_bos=False")
     if spec.add_eos and spec.eos_id is None:
@@ -100,9 +105,12 @@ def _validate(spec: TokenizerSpec) -> None:
         raise SpecError(
             f"{where}: decode_strip_prefix {spec.decode_strip_prefix!r} is not 'none', 'first_token' or 'text'"
         )
+    problem = check_behaviors(spec.pre_split, spec.pre_split_behaviors)
+    if problem:
+        raise SpecError(f"{where}: pre_split_behaviors: {problem}")
     for k, norm in enumerate(spec.normalizers):
-        if not norm or norm[0] not in ("nfc", "nfkc", "nfd", "nfkd", "replace"):
-            raise SpecError(f"{where}: normalizers[{k}] = {norm!r} is not supported (nfc, nfkc, nfd, nfkd, replace)")
+        if not norm or norm[0] not in NORMALIZERS:
+            raise SpecError(f"{where}: normalizers[{k}] = {norm!r} is not supported ({', '.join(NORMALIZERS)})")
         if norm[0] == "replace" and len(norm) != 3:
             raise SpecError(f"{where}: normalizers[{k}] = {norm!r}: replace needs (\"replace\", old, new)")
     for r, m in enumerate(spec.merges):
@@ -113,21 +121,33 @@ def _validate(spec: TokenizerSpec) -> None:
 
 
 def _token_bytes(spec: TokenizerSpec) -> list[bytes]:
-    """Raw bytes of every token (what decode_bytes concatenates)."""
+    """Raw bytes of every token (what decode_bytes concatenates).
+
+    An added token matched on normalized text decodes from its normalized content when the
+    spec normalizes (tokenizers' ``AddedVocabulary::simple_id_to_token``: ``"<Think>"`` under
+    Lowercase decodes as ``"<think>"``).
+    """
     out: list[bytes] = []
     types = spec.token_types
+    vocab = list(spec.vocab)
+    normalize = make_normalizer(spec.normalizers)
+    if normalize is not None:
+        for a in spec.added_token_flags:
+            if a.normalized:
+                vocab[a.id] = normalize(vocab[a.id])
     if spec.kind == BYTE_LEVEL:
         # str.translate tables: alphabet character -> the latin-1 character of its byte, and
         # alphabet character -> deleted (what is left is not in the alphabet)
         to_byte = {ord(c): chr(b) for c, b in unicode_to_bytes().items()}
         outside = dict.fromkeys(to_byte)
-        for i, tok in enumerate(spec.vocab):
-            if types[i] in _SPECIAL_TYPES or tok.translate(outside):
+        added_raw = () if spec.decode_added_byte_level else _SPECIAL_TYPES
+        for i, tok in enumerate(vocab):
+            if types[i] in added_raw or tok.translate(outside):
                 out.append(tok.encode("utf-8", "surrogatepass"))
             else:
                 out.append(tok.translate(to_byte).encode("latin-1"))
     else:
-        for i, tok in enumerate(spec.vocab):
+        for i, tok in enumerate(vocab):
             m = _BYTE_TOKEN.fullmatch(tok) if types[i] == TokenType.BYTE else None
             if m:
                 out.append(bytes([int(m.group(1), 16)]))
@@ -207,21 +227,9 @@ class Tokenizer:
             self._sp_split_ok = not any(
                 _SPACE in t[1:] and re.search(f"[^{_SPACE}]{_SPACE}", t) for t in spec.vocab
             )
-        # special tokens, cut out first (longest first at a shared prefix)
-        flags = {a.id: a for a in spec.added_token_flags}
-        self._flags = flags
-        # the unknown token is cut out like a control token (llama.cpp tokenizer_st_partition;
-        # Hugging Face lists "<unk>" among the special added tokens)
-        control = [
-            (t, i) for i, t in enumerate(spec.vocab)
-            if self._types[i] in (TokenType.CONTROL, TokenType.UNKNOWN) and t
-        ]
-        user = [(t, i) for i, t in enumerate(spec.vocab) if self._types[i] == TokenType.USER_DEFINED and t]
-        self.special_tokens: dict[str, int] = dict(control + user)
-        self._special_all = self._special_regex(control + user)
-        self._special_user = self._special_regex(user) if spec.parse_user_defined_always else None
-        self._splitter_fn = None  # the pure-Python pre-splitter, compiled on first use (see _splitter)
         self._normalize = make_normalizer(spec.normalizers)
+        self._build_added_tokens()
+        self._splitter_fn = None  # the pure-Python pre-splitter, compiled on first use (see _splitter)
         self._cache: dict[str, tuple[int, ...]] = {}
         self._native = None
         if _USE_NATIVE:
@@ -231,16 +239,56 @@ class Tokenizer:
         self._fast_encode = None  # whole-text native path for text without special-token text
         if self._native is not None:
             self._fast_encode = native.plain_encoder(self)
+        # skip_special_tokens drops control and unknown ids; tokenizers looks the decoded (for a
+        # normalized token: normalized) content up among the special contents, so a special
+        # token that normalization changes is kept
+        renamed = set()
+        if self._normalize is not None:
+            renamed = {a.id for a in spec.added_token_flags
+                       if a.normalized and self._normalize(spec.vocab[a.id]) != spec.vocab[a.id]}
         self._skip_ids = frozenset(
-            i for i, t in enumerate(self._types) if t in (TokenType.CONTROL, TokenType.UNKNOWN)
+            i for i, t in enumerate(self._types)
+            if t in (TokenType.CONTROL, TokenType.UNKNOWN) and i not in renamed
         )
 
-    @staticmethod
-    def _special_regex(pairs: list[tuple[str, int]]):
-        if not pairs:
-            return None
-        pairs = sorted(pairs, key=lambda p: (-len(p[0]), p[0]))
-        return re.compile("|".join(re.escape(t) for t, _ in pairs))
+    def _build_added_tokens(self) -> None:
+        """The matchers that cut added (control, unknown, user-defined) tokens out of the text.
+
+        Each matcher is ``(regex, content -> id, ids passed over)`` or None. Tokens whose flags
+        say ``normalized`` are matched, by their normalized content, on the normalized text of
+        what the others left (Hugging Face ``AddedVocabulary::extract_and_normalize``: two
+        passes); the rest on the raw text. With ``parse_special=False`` only user-defined tokens
+        are cut, and only for a spec with ``parse_user_defined_always``; for
+        ``unparsed_specials == "pass_over"`` the matcher still finds the special tokens and passes
+        over them as text (so a user-defined token inside one is not matched, as in tokenizers
+        with ``encode_special_tokens``), for ``"ignore"`` it does not know them (sentencepiece).
+        """
+        spec = self.spec
+        self._flags = {a.id: a for a in spec.added_token_flags}
+        # the unknown token is cut out like a control token (llama.cpp tokenizer_st_partition;
+        # Hugging Face lists "<unk>" among the special added tokens)
+        control = [
+            (t, i) for i, t in enumerate(spec.vocab)
+            if self._types[i] in (TokenType.CONTROL, TokenType.UNKNOWN) and t
+        ]
+        user = [(t, i) for i, t in enumerate(spec.vocab) if self._types[i] == TokenType.USER_DEFINED and t]
+        self.special_tokens: dict[str, int] = dict(control + user)
+        normalized = {a.id for a in spec.added_token_flags if a.normalized}
+        norm = self._normalize or (lambda t: t)
+        raw_c = [(t, i) for t, i in control if i not in normalized]
+        raw_u = [(t, i) for t, i in user if i not in normalized]
+        norm_c = [(norm(t), i) for t, i in control if i in normalized]
+        norm_u = [(norm(t), i) for t, i in user if i in normalized]
+        controls = frozenset(i for _, i in control)
+        self._two_pass = bool(normalized)
+        # (raw matcher, normalized matcher) for parse_special True / False
+        self._matchers = {True: (_matcher(raw_c + raw_u), _matcher(norm_c + norm_u))}
+        if not spec.parse_user_defined_always:
+            self._matchers[False] = (None, None)
+        elif spec.unparsed_specials == "pass_over":
+            self._matchers[False] = (_matcher(raw_c + raw_u, controls), _matcher(norm_c + norm_u, controls))
+        else:
+            self._matchers[False] = (_matcher(raw_u), _matcher(norm_u))
 
     def __getstate__(self) -> dict[str, Any]:
         return {"spec": self.spec, "chat_template": self.chat_template}
@@ -322,9 +370,11 @@ class Tokenizer:
         """Encode ``text`` to token ids.
 
         Args:
-            text: any Python str; lone surrogates are encoded as their ``surrogatepass`` UTF-8
-                bytes (byte-level) so ``decode_bytes(encode(s)) == s.encode("utf-8",
-                "surrogatepass")``.
+            text: any Python str. Surrogate code points are first replaced as tiktoken does
+                (:func:`rmlprep.segment.replace_lone_surrogates`: a high+low pair becomes its
+                astral character, a lone one U+FFFD), so the ids equal tiktoken's and decode to
+                valid UTF-8; for text without surrogates ``decode_bytes(encode(s)) ==
+                s.encode()`` (byte-level).
             add_special_tokens: add BOS/EOS as the spec's add_bos/add_eos say (the reference
                 libraries' ``add_special_tokens=True``).
             parse_special: cut control and user-defined token text out as their ids
@@ -334,6 +384,8 @@ class Tokenizer:
         Returns:
             list of int ids, each in ``range(vocab_size)``.
         """
+        if type(text) is str and not text.isascii():
+            text = replace_lone_surrogates(text)
         fast = self._fast_encode
         if fast is not None:
             ids = fast(text, parse_special)
@@ -341,10 +393,9 @@ class Tokenizer:
                 return self._add_special(ids) if add_special_tokens else ids
         if not isinstance(text, str):
             raise TokenizeError(f"encode expects str, got {type(text).__name__}")
-        regex = self._special_all if parse_special else self._special_user
         text = self._whole_text_prefix(text)
-        fragments = self._cut_specials(text, regex) if regex is not None else [text]
-        ids = self._encode_fragments(fragments)
+        fragments = self._cut_added(text, parse_special)
+        ids = self._encode_fragments(fragments, normalized=self._two_pass)
         if add_special_tokens:
             ids = self._add_special(ids)
         return ids
@@ -420,6 +471,7 @@ class Tokenizer:
             else:
                 self._check_id(f)
                 parts.append(int(f))
+        parts = [replace_lone_surrogates(p) if isinstance(p, str) else p for p in parts]
         whole = 0
         if parts and self._whole_text_prefix("x") != "x":
             first = parts[0]
@@ -497,43 +549,56 @@ class Tokenizer:
             ids.append(s.eos_id)
         return ids
 
-    def _cut_specials(self, text: str, regex) -> list[str | int]:
-        """Split text into plain str fragments and special ids (HF added-token matching)."""
+    def _cut_added(self, text: str, parse_special: bool) -> list[str | int]:
+        """Split text into str fragments and added-token ids (see :meth:`_build_added_tokens`).
+
+        When the spec has normalized added tokens (``self._two_pass``), every str fragment
+        returned is already normalized.
+        """
+        raw, normed = self._matchers[parse_special]
+        fragments = self._cut(text, raw) if raw is not None else [text]
+        if not self._two_pass:
+            return fragments
+        normalize = self._normalize
+        out: list[str | int] = []
+        for f in fragments:
+            if isinstance(f, int):
+                out.append(f)
+                continue
+            f = normalize(f) if normalize is not None else f
+            out.extend(self._cut(f, normed) if normed is not None else [f])
+        return out
+
+    def _cut(self, text: str, matcher) -> list[str | int]:
+        """One pass of Hugging Face ``AddedVocabulary::find_matches``: leftmost-longest matches,
+        non-overlapping; ``lstrip`` / ``rstrip`` take the White_Space beside a token."""
+        regex, ids, passed_over = matcher
         out: list[str | int] = []
         flags = self._flags
-        t2i = self._tok2id
         pos = 0
-        search_from = 0
         n = len(text)
-        while search_from <= n:
-            m = regex.search(text, search_from)
-            if m is None:
-                break
+        for m in regex.finditer(text):
             start, end = m.span()
-            tid = t2i[m.group()]
+            tid = ids[m.group()]
+            if tid in passed_over:
+                continue  # special token text read as text (encode_special_tokens)
             fl = flags.get(tid)
-            if fl is not None and fl.single_word:
-                before = text[start - 1] if start > 0 else ""
-                after = text[end] if end < n else ""
-                if (before and _is_word_char(before)) or (after and _is_word_char(after)):
-                    search_from = start + 1
-                    continue
-            if fl is not None and fl.lstrip:
-                while start > pos and text[start - 1].isspace():
-                    start -= 1
+            if fl is not None:
+                if fl.lstrip:
+                    while start > pos and text[start - 1] in _WHITE_SPACE:
+                        start -= 1
+                if fl.rstrip:
+                    while end < n and text[end] in _WHITE_SPACE:
+                        end += 1
             if start > pos:
                 out.append(text[pos:start])
             out.append(tid)
-            if fl is not None and fl.rstrip:
-                while end < n and text[end].isspace():
-                    end += 1
-            pos = end
-            search_from = end if end > start else end + 1
+            pos = max(pos, end)
         if pos < n:
             out.append(text[pos:])
         return out
 
-    def _encode_fragments(self, fragments: list[str | int]) -> list[int]:
+    def _encode_fragments(self, fragments: list[str | int], *, normalized: bool = False) -> list[int]:
         ids: list[int] = []
         prev_special = True
         for k, f in enumerate(fragments):
@@ -541,15 +606,18 @@ class Tokenizer:
                 ids.append(f)
                 prev_special = True
             else:
-                ids.extend(self._encode_text(f, at_start=(k == 0), after_special=prev_special))
+                ids.extend(self._encode_text(f, at_start=(k == 0), after_special=prev_special,
+                                             normalized=normalized))
                 prev_special = False
         if self.spec.fuse_unk and self.spec.unk_id is not None:
             ids = fuse_unk(ids, self.spec.unk_id)
         return ids
 
-    def _encode_text(self, text: str, *, at_start: bool, after_special: bool, want_prefix: bool = False):
-        """Encode one text segment (no special tokens in it)."""
-        if self._normalize is not None:
+    def _encode_text(
+        self, text: str, *, at_start: bool, after_special: bool, want_prefix: bool = False, normalized: bool = False
+    ):
+        """Encode one text segment (no special tokens in it; already normalized if ``normalized``)."""
+        if self._normalize is not None and not normalized:
             text = self._normalize(text)
         prefix = 0
         s = self.spec
@@ -573,8 +641,8 @@ class Tokenizer:
         """The pure-Python pre-splitter (None without pre-split patterns), compiled on first use:
         with the native encoder (whose matchers accepted the patterns) it is rarely needed, and
         compiling it costs start-up time."""
-        if self._splitter_fn is None and self._byte_level and self.spec.pre_split:
-            self._splitter_fn = compile_pre_split(self.spec.pre_split)
+        if self._splitter_fn is None and self.spec.pre_split:
+            self._splitter_fn = compile_pre_split(self.spec.pre_split, self.spec.pre_split_behaviors)
         return self._splitter_fn
 
     def _encode_byte_level(self, text: str) -> list[int]:
@@ -625,11 +693,16 @@ class Tokenizer:
             return self._native.encode_text(text)
         s = self.spec
         if s.split_on_space:
-            words = _split_before_space(text)
+            split = _split_before_space
         elif self._sp_split_ok:
-            words = _split_words(text)
+            split = _split_words
         else:
-            words = [text]
+            split = None
+        if self._splitter is not None:  # pre-tokenizer pieces, each split into words
+            pieces = self._splitter(text)
+            words = [w for p in pieces for w in split(p)] if split is not None else pieces
+        else:
+            words = split(text) if split is not None else [text]
         return self._encode_pieces(words, self._bpe_sentencepiece)
 
     def _bpe_sentencepiece(self, word: str) -> tuple[int, ...]:
@@ -794,8 +867,45 @@ _CREATE = object()
 _USE_NATIVE = os.environ.get("RMLPREP_PURE_PYTHON", "") in ("", "0")
 
 
-def _is_word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"
+#: White_Space (the Rust ``regex`` crate's ``\s``, which tokenizers' lstrip / rstrip use).
+_WHITE_SPACE = frozenset(chr(c) for lo, hi in white_space_ranges() for c in range(lo, hi + 1))
+
+
+def _matcher(pairs: list[tuple[str, int]], passed_over: frozenset[int] = frozenset()):
+    """``(regex, content -> id, passed_over)`` finding ``pairs``' contents leftmost-longest, or None."""
+    pairs = [(t, i) for t, i in pairs if t]
+    if not pairs:
+        return None
+    return re.compile(_literal_trie(t for t, _ in pairs)), dict(pairs), passed_over
+
+
+def _literal_trie(strings: Iterable[str]) -> str:
+    """A regex matching any of ``strings``, the longest one at the leftmost position first
+    (a trie: each branch point is an alternation on distinct characters, each token end a greedy
+    ``?``), so 6,000 added tokens cost a few steps per character instead of one per token."""
+    trie: dict = {}
+    for s in strings:
+        node = trie
+        for c in s:
+            node = node.setdefault(c, {})
+        node[""] = True
+
+    def emit(node: dict) -> str:
+        parts = []
+        while True:  # a chain of single children without a token end: one literal run
+            kids = [c for c in node if c]
+            if len(kids) != 1 or "" in node:
+                break
+            parts.append(re.escape(kids[0]))
+            node = node[kids[0]]
+        kids = sorted(c for c in node if c)
+        alts = [re.escape(c) + emit(node[c]) for c in kids]
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")" if alts else ""
+        if "" in node and body:
+            body = f"(?:{body})?"
+        return "".join(parts) + body
+
+    return emit(trie)
 
 
 _WORD_BOUNDARY = re.compile(f"(?<=[^{_SPACE}])(?={_SPACE})")

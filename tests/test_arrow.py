@@ -468,3 +468,25 @@ def test_spawned_worker_rebuilds_from_pickle(tok, tmp_path):
                        text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == [enc(tok, t) for t in TEXTS]
+
+
+@pytest.mark.parametrize("kind", ["dict", "list"])
+def test_surrogates_replaced_and_flagged(tok, kind):
+    """Python strs may hold surrogates (json.loads of "\\ud800"): every row is encoded after
+    tiktoken's replacement, and surrogates_column flags the rows it changed."""
+    texts = ["ok", "a\ud800b", "\ud83d\ude00", "caf\u00e9"]
+    fn = tokenize_text(tok, surrogates_column="surrogates", add_special_tokens=False)
+    out = fn({"text": texts} if kind == "dict" else texts)
+    assert [list(r) for r in out["input_ids"]] == [
+        tok.encode(t) for t in ["ok", "a\ufffdb", "\U0001F600", "caf\u00e9"]]
+    assert out["surrogates"].tolist() == [False, True, True, False]
+    assert fn.stats["surrogate_rows"] == 2
+    plain = tokenize_text(tok, add_special_tokens=False)({"text": texts})  # same ids without the column
+    assert [list(r) for r in plain["input_ids"]] == [list(r) for r in out["input_ids"]]
+    assert "surrogates" not in plain
+
+
+def test_surrogates_column_on_arrow_input_is_all_false(tok):
+    batch = pa.record_batch([pa.array(["x", "\u00e9"])], names=["text"])
+    out = tokenize_text(tok, surrogates_column="surrogates")(batch)
+    assert out.column("surrogates").type == pa.bool_() and out.column("surrogates").to_pylist() == [False, False]

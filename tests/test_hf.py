@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from rmlprep import LoaderError, UnsupportedTokenizer
 from rmlprep.hf import spec_from_tokenizer_json
 from rmlprep.load import load_tokenizer
+from rmlprep.pretokenize import O200K_PATTERN
 from rmlprep.spec import BYTE_LEVEL, SENTENCEPIECE, TokenType
 from rmlprep.tokenizer import Tokenizer
 from tools.make_parity_fixtures import HARD_STRINGS, corpus_texts, real_dir
@@ -23,7 +27,7 @@ from tools.make_parity_fixtures import HARD_STRINGS, corpus_texts, real_dir
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "parity"
 REAL = real_dir()
-HF_NAMES = ["gpt2", "llama3", "qwen2.5", "mistral-7b-v0.1", "gemma", "phi-3-mini"]
+HF_NAMES = ["gpt2", "llama3", "qwen2.5", "mistral-7b-v0.1", "gemma", "phi-3-mini", "gemma3", "gpt-4o", "gpt-oss", "qwen3"]
 SHARED_PHI3 = ROOT.parent / "shared" / "real-tokenizers" / "phi-3-mini"
 
 _loaded: dict[str, Tokenizer] = {}
@@ -57,9 +61,11 @@ def test_real_tokenizer_matches_fixture(name):
     )
     bad = []
     for case in fx["cases"]:
-        ids = tok.encode(case["text"], add_special_tokens=case["add_special_tokens"])
+        ids = tok.encode(case["text"], add_special_tokens=case["add_special_tokens"],
+                         parse_special=case.get("parse_special", True))
         if ids != case["ids"]:
-            bad.append((case["text"][:80], case["add_special_tokens"], _first_mismatch(ids, case["ids"])))
+            bad.append((case["text"][:80], case["add_special_tokens"], case.get("parse_special", True),
+                        _first_mismatch(ids, case["ids"])))
         if "decode" in case:
             assert tok.decode(case["ids"]) == case["decode"], case["text"][:80]
     assert not bad, f"{len(bad)} of {len(fx['cases'])} cases differ from {fx['reference']}; first: {bad[:3]}"
@@ -120,6 +126,10 @@ def test_parity_fixtures_do_not_drift(tmp_path):
         pytest.param("mistral-7b-v0.1", SENTENCEPIECE, 32000, 1, 2, True, [], id="mistral"),
         pytest.param("gemma", SENTENCEPIECE, 256000, 2, 1, True, [107], id="gemma"),
         pytest.param("phi-3-mini", SENTENCEPIECE, 32011, 1, 32000, False, [32000, 32007], id="phi-3-mini"),
+        pytest.param("gemma3", SENTENCEPIECE, 262145, 2, 106, True, [106], id="gemma3"),
+        pytest.param("gpt-4o", BYTE_LEVEL, 200019, 199999, 199999, False, [199999], id="gpt-4o"),
+        pytest.param("gpt-oss", BYTE_LEVEL, 200019, 199998, 200002, False, [200007], id="gpt-oss"),
+        pytest.param("qwen3", BYTE_LEVEL, 151669, None, 151645, False, [151645], id="qwen3"),
     ],
 )
 def test_real_tokenizer_metadata(name, kind, vocab_size, bos, eos, add_bos, eot):
@@ -143,6 +153,80 @@ def test_legacy_sentencepiece_form_maps_to_always_prefix():
         True, "always", False, "text")
     assert s.byte_fallback and s.fuse_unk and s.unk_id == 0
     assert s.token_types[3] == TokenType.BYTE  # <0x00>
+
+
+def test_gpt4o_removed_invert_split_runs_as_isolated_o200k():
+    """GPT-4o's Split(o200k, Removed, invert=true) keeps exactly the o200k matches, which tile
+    every text: the spec says plain o200k (tests/test_split.py proves the equivalence)."""
+    s = _real("gpt-4o").spec
+    assert s.pre_split == (O200K_PATTERN,) and s.pre_split_behaviors == ()
+    assert [i for i, t in enumerate(s.token_types) if t == TokenType.UNUSED] == [199998, *range(200000, 200018)]
+
+
+def test_gemma3_split_on_space_is_dropped_after_replace():
+    """Gemma 3: Replace(" ", "▁") then Split(" ", MergedWithPrevious). The normalized text holds
+    no " ", so the Split never matches: the spec is Gemma's, which runs natively."""
+    s = _real("gemma3").spec
+    assert s.pre_split == () and s.kind == SENTENCEPIECE and not s.add_prefix_space
+    gemma = _real("gemma").spec
+    assert (s.byte_fallback, s.fuse_unk, s.split_on_space) == (gemma.byte_fallback, gemma.fuse_unk, False)
+
+
+_SPACEY = st.lists(st.sampled_from([" ", "  ", "a", "b", "é", "\n", "\t", "\u2581", "x y", "<b>", "1", "<think>",
+                                     "<end_of_turn>", "\n\n\n", "<|endoftext|>"]), max_size=20).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_SPACEY | st.text(st.characters(codec="utf-8"), max_size=30))
+def test_gemma3_kept_split_equals_dropped_split(text):
+    """Proof of the drop on random text: the same spec with the Split kept (pure path, Split
+    run on the normalized text) gives the ids of the loaded one (native path)."""
+    tok = _real("gemma3")
+    kept = _gemma3_split_kept()
+    assert kept._native is None
+    for asp in (False, True):
+        assert tok.encode(text, add_special_tokens=asp) == kept.encode(text, add_special_tokens=asp)
+
+
+_KEPT: list = []
+
+
+def _gemma3_split_kept() -> Tokenizer:
+    """Gemma 3 with its Split(" ", MergedWithPrevious) kept in the spec (built once)."""
+    if not _KEPT:
+        spec = _real("gemma3").spec
+        _KEPT.append(Tokenizer.create(spec.replace(pre_split=(" ",),
+                                                   pre_split_behaviors=(("merged_with_previous", False),))))
+    return _KEPT[0]
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("name", ["gemma3", "gpt-4o", "qwen3"])
+@settings(max_examples=150, deadline=None)
+@given(text=_SPACEY | st.text(st.characters(codec="utf-8"), max_size=30))
+def test_live_random_text(name, text):
+    """Random text (any code point) against the reference, both add_special_tokens values and
+    both ways of reading special-token text."""
+    tok = _real(name)
+    ref, plain = _reference(name)
+    for asp in (False, True):
+        assert tok.encode(text, add_special_tokens=asp) == ref.encode(text, add_special_tokens=asp).ids
+        assert tok.encode(text, add_special_tokens=asp, parse_special=False) == \
+            plain.encode(text, add_special_tokens=asp).ids
+
+
+_REFS: dict = {}
+
+
+def _reference(name: str):
+    """(tokenizers.Tokenizer, the same with encode_special_tokens=True) for a real file."""
+    tokenizers = pytest.importorskip("tokenizers")
+    if name not in _REFS:
+        path = str(REAL / "hf" / name / "tokenizer.json")
+        ref, plain = tokenizers.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+        plain.encode_special_tokens = True
+        _REFS[name] = (ref, plain)
+    return _REFS[name]
 
 
 def test_gemma_has_no_prefix_and_no_strip():
@@ -181,7 +265,7 @@ def _doc(**parts) -> dict:
 
 
 def _spm(**parts) -> dict:
-    return _doc(
+    d = dict(
         pre_tokenizer=None,
         normalizer={"type": "Sequence", "normalizers": [
             {"type": "Prepend", "prepend": "\u2581"},
@@ -189,8 +273,9 @@ def _spm(**parts) -> dict:
         decoder={"type": "Sequence", "decoders": [
             {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
             {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
-        **parts,
     )
+    d.update(parts)
+    return _doc(**d)
 
 
 def test_merges_string_and_list_forms_agree():
@@ -204,13 +289,26 @@ def test_added_tokens_get_ids_as_tokenizers_assigns_them():
     spec, _ = spec_from_tokenizer_json(_doc(added_tokens=[
         {"id": 2, "content": "ab", "special": True},
         {"id": 5, "content": "<x>", "special": True, "rstrip": True},
-        {"id": 6, "content": "<y>", "special": False, "lstrip": True, "single_word": True},
+        {"id": 6, "content": "<y>", "special": False, "lstrip": True},
     ]))
     assert spec.vocab[5:] == ("<x>", "<y>")
     assert spec.token_types[2] == spec.token_types[5] == TokenType.CONTROL
     assert spec.token_types[6] == TokenType.USER_DEFINED
     flags = {f.id: f for f in spec.added_token_flags}
-    assert flags[5].rstrip and flags[6].lstrip and flags[6].single_word
+    assert flags[5].rstrip and flags[6].lstrip
+    assert spec.parse_user_defined_always and spec.unparsed_specials == "pass_over"
+
+
+def test_model_ids_with_gaps_get_placeholders():
+    """GPT-4o's model.vocab has 200,000 tokens with ids up to 200,018: the 19 ids no token has
+    become UNUSED placeholders (tokenizers decodes them to nothing, no piece can reach them);
+    a new added token takes the model's size (its number of tokens), filling a gap."""
+    vocab = {"a": 0, "b": 1, "ab": 2, "<e>": 5}
+    spec, _ = spec_from_tokenizer_json(_doc(model=_bpe(vocab=vocab, merges=["a b"]), added_tokens=[
+        {"id": 5, "content": "<e>", "special": True}, {"id": 4, "content": "<n>", "special": True}]))
+    assert len(spec.vocab) == 6 and spec.vocab[4] == "<n>" and spec.vocab[5] == "<e>"
+    assert spec.token_types[3] == TokenType.UNUSED and " " in spec.vocab[3]
+    assert Tokenizer.create(spec).encode("ab<e>b") == [2, 5, 1]
 
 
 def test_metaspace_first_maps_to_first_if_missing():
@@ -252,8 +350,8 @@ def test_config_chat_template_and_specials():
                      "model.type = 'WordPiece' is not supported", id="wordpiece"),
         pytest.param(_doc(normalizer={"type": "BertNormalizer"}),
                      "normalizer.type = 'BertNormalizer' is not supported", id="bert-normalizer"),
-        pytest.param(_doc(normalizer={"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]}),
-                     "normalizer.normalizers[1].type = 'Lowercase' is not supported", id="lowercase-in-sequence"),
+        pytest.param(_doc(normalizer={"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Strip"}]}),
+                     "normalizer.normalizers[1].type = 'Strip' is not supported", id="strip-in-sequence"),
         pytest.param(_doc(model=_bpe(continuing_subword_prefix="##")),
                      "model.continuing_subword_prefix = '##' is not supported", id="subword-prefix"),
         pytest.param(_doc(model=_bpe(end_of_word_suffix="</w>")),
@@ -265,13 +363,18 @@ def test_config_chat_template_and_specials():
         pytest.param(_doc(normalizer={"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}),
                      "has both ByteLevel pre-tokenizer (pre_tokenizer) and Replace", id="both-space-styles"),
         pytest.param(_doc(pre_tokenizer={"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Removed", "invert": False},
+            {"type": "Split", "pattern": {"String": ""}, "behavior": "Removed", "invert": False},
             {"type": "ByteLevel", "use_regex": False}]}),
-            "pre_tokenizer.pretokenizers[0].behavior = 'Removed' is not supported", id="split-removed"),
-        pytest.param(_doc(pre_tokenizer={"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": True},
-            {"type": "ByteLevel", "use_regex": False}]}),
-            "pre_tokenizer.pretokenizers[0].invert = true is not supported", id="split-invert"),
+            "pre_tokenizer.pretokenizers[0].pattern an empty Split pattern is not supported", id="split-empty"),
+        pytest.param(_spm(normalizer={"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+                          pre_tokenizer={"type": "Split", "pattern": {"String": " "}, "behavior": "Removed",
+                                         "invert": True}),
+                     "removes all text; not supported", id="split-removes-everything"),
+        pytest.param(_doc(added_tokens=[{"id": 5, "content": "<y>", "special": False, "single_word": True}]),
+                     "added_tokens[0].single_word = true for '<y>' is not supported", id="single-word"),
+        pytest.param(_spm(added_tokens=[{"id": 5, "content": "<y>", "special": False, "normalized": True}]),
+                     "added_tokens[0].normalized = true for '<y>' with a Prepend normalizer is not supported",
+                     id="normalized-with-prepend"),
         pytest.param(_doc(post_processor={"type": "BertProcessing"}),
                      "post_processor.type = 'BertProcessing' is not supported", id="bert-processing"),
         pytest.param(_doc(decoder={"type": "WordPiece"}), "decoder.type = 'WordPiece' is not supported",
@@ -314,7 +417,9 @@ def test_missing_file(tmp_path):
 @pytest.mark.parametrize(
     "model, message",
     [
-        pytest.param(_bpe(vocab={"a": 0, "b": 2}), "is not an id in range(0, 2)", id="vocab-gap"),
+        pytest.param(_bpe(vocab={"a": 0, "b": 70000}), "is not an id in range(0, 65538)", id="vocab-gap"),
+        pytest.param(_bpe(vocab={"a": 0, "b": -1}), "is not an id in range(0, 65538)", id="vocab-negative"),
+        pytest.param(_bpe(vocab={"a": 0, "b": 0}), "= 0 is also the id of", id="vocab-duplicate"),
         pytest.param(_bpe(merges=["a b c"]), "model.merges[0] = 'a b c' is not 'left right'", id="bad-merge"),
         pytest.param(_bpe(unk_token="<unk>"), "model.unk_token = '<unk>' is not in the vocab", id="bad-unk"),
     ],
@@ -349,17 +454,18 @@ def test_parity_with_tokenizers_on_real_documents(name):
     texts = _texts_for_parity()
     assert len(texts) >= 2000
     n_tokens = 0
-    for asp in (False, True):
-        refs = ref.encode_batch(texts, add_special_tokens=asp)
+    _, plain = _reference(name)
+    for asp, ps in ((False, True), (True, True), (False, False)):
+        refs = (ref if ps else plain).encode_batch(texts, add_special_tokens=asp)
         for text, r in zip(texts, refs):
-            ids = tok.encode(text, add_special_tokens=asp)
-            assert ids == r.ids, f"{name} add_special_tokens={asp}: first difference at " \
+            ids = tok.encode(text, add_special_tokens=asp, parse_special=ps)
+            assert ids == r.ids, f"{name} add_special_tokens={asp} parse_special={ps}: first difference at " \
                 f"{_first_mismatch(ids, r.ids)} for {text[:100]!r}"
             n_tokens += len(ids)
             if not asp:
                 assert tok.decode(ids) == ref.decode(r.ids, skip_special_tokens=False), text[:100]
                 assert tok.decode(ids, skip_special_tokens=True) == ref.decode(r.ids, skip_special_tokens=True)
-    print(f"{name}: {len(texts)} documents x 2, {n_tokens} tokens, 0 mismatches")
+    print(f"{name}: {len(texts)} documents x 3, {n_tokens} tokens, 0 mismatches")
 
 
 _VARIANTS = {
@@ -434,3 +540,127 @@ def test_byte_level_prefix_space_before_metaspace_char():
     ref = tokenizers.Tokenizer.from_str(json.dumps(d))
     tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
     assert tok.encode("\u2581a") == ref.encode("\u2581a").ids
+
+
+@pytest.mark.parity
+def test_gpt4o_matches_tiktoken_o200k_from_the_same_ranks():
+    """GPT-4o's tokenizer.json against tiktoken's o200k_base Encoding built from that file's own
+    vocab (rank = id, bytes from the byte alphabet; no download), on more than 2,000 documents:
+    encode with specials, encode_ordinary, decode."""
+    tok, enc = _real("gpt-4o"), _o200k_from_gpt4o()
+    texts = _texts_for_parity()
+    assert len(texts) >= 2000
+    for text in texts:
+        ids = tok.encode(text)
+        assert ids == enc.encode(text, allowed_special="all"), text[:100]
+        assert tok.encode(text, parse_special=False) == enc.encode_ordinary(text), text[:100]
+        assert tok.decode(ids) == enc.decode(ids)
+
+
+_ENC: list = []
+
+
+def _o200k_from_gpt4o():
+    """tiktoken's o200k_base Encoding with the ranks of GPT-4o's tokenizer.json (rank = id)."""
+    tiktoken = pytest.importorskip("tiktoken")
+    if not _ENC:
+        from rmlprep.unicode import unicode_to_bytes
+
+        _real("gpt-4o")  # skips when the file is absent
+        d = json.loads((REAL / "hf" / "gpt-4o" / "tokenizer.json").read_text(encoding="utf-8"))
+        u2b = unicode_to_bytes()
+        ranks = {bytes(u2b[c] for c in t): i for t, i in d["model"]["vocab"].items()
+                 if all(c in u2b for c in t) and not t.startswith("<|")}
+        specials = {a["content"]: a["id"] for a in d["added_tokens"]}
+        assert len(ranks) == 199998 and specials == {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+        _ENC.append(tiktoken.Encoding("o200k_base-from-gpt-4o", pat_str=O200K_PATTERN, mergeable_ranks=ranks,
+                                      special_tokens=specials))
+    return _ENC[0]
+
+
+@pytest.mark.parity
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.characters(codec=None, blacklist_categories=()) | st.integers(0xD800, 0xDFFF).map(chr),
+                    max_size=30))
+def test_surrogates_give_tiktoken_ids(text):
+    """Any str, lone and paired surrogates included: the ids equal tiktoken's (which replaces
+    them, see rmlprep.segment.replace_lone_surrogates) and decode to valid UTF-8."""
+    tok, enc = _real("gpt-4o"), _o200k_from_gpt4o()
+    ids = tok.encode(text)
+    assert ids == enc.encode(text, allowed_special="all")
+    assert tok.encode(text, parse_special=False) == enc.encode_ordinary(text)
+    tok.decode_bytes(ids).decode("utf-8")  # raises on bytes that are not UTF-8
+
+
+def _with_added(base: str, normalizer, added: list[dict]) -> dict:
+    d = json.loads((REAL / "hf" / base / "tokenizer.json").read_text(encoding="utf-8"))
+    d["normalizer"] = normalizer
+    start = max(d["model"]["vocab"].values()) + 1 + len(d["added_tokens"])
+    d["added_tokens"] = d["added_tokens"] + [
+        {"id": start + k, "single_word": False, "lstrip": False, "rstrip": False, **a} for k, a in enumerate(added)]
+    return d
+
+
+_ADDED = [
+    {"content": "<Think>", "normalized": True, "special": False},  # lowercased: matches "<THINK>", "<think>"
+    {"content": "<RAW>", "normalized": False, "special": False},  # only the raw "<RAW>"
+    {"content": "<Sys>", "normalized": True, "special": True},
+    {"content": "<End>", "normalized": False, "special": True, "rstrip": True},
+    {"content": "ab", "normalized": False, "special": False},  # inside words, before normalization
+    {"content": "<Ġx>", "normalized": False, "special": False},
+]
+_ADDED_TEXTS = [
+    "x<Think>y <THINK> <think>z", "<RAW> <raw> <Raw>", "<Sys>s<SYS> <sys>", "<End>   after <end>  x",
+    "cab ABBA abab", "<Ġx> <ġx> ĠX", "<Thi<RAW>nk>", "<Th<End>ink>", "no tokens here",
+    "<|endoftext|><Think><|endoftext|>", "<Thinkab>", "İ Σ ΑΣ ß ẞ",
+]
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("base, normalizer", [
+    pytest.param("gpt2", {"type": "Lowercase"}, id="byte-level-lowercase"),
+    pytest.param("gpt2", {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]},
+                 id="byte-level-nfkc-lowercase"),
+    pytest.param("gpt2", None, id="byte-level-no-normalizer"),
+    pytest.param("mistral-7b-v0.1", {"type": "Sequence", "normalizers": [
+        {"type": "Lowercase"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+                 id="sentencepiece-lowercase"),
+])
+def test_added_tokens_normalized_and_not_live(base, normalizer):
+    """Added tokens with normalized true match by their normalized content on the normalized
+    text, after the normalized-false ones took theirs from the raw text; both kinds, special or
+    not, with parse_special True and False; and their decoding."""
+    tokenizers = pytest.importorskip("tokenizers")
+    d = _with_added(base, normalizer, _ADDED)
+    ref = tokenizers.Tokenizer.from_str(json.dumps(d))
+    plain = tokenizers.Tokenizer.from_str(json.dumps(d))
+    plain.encode_special_tokens = True
+    tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
+    for text in _ADDED_TEXTS + HARD_STRINGS:
+        for asp in (False, True):
+            r = ref.encode(text, add_special_tokens=asp).ids
+            assert tok.encode(text, add_special_tokens=asp) == r, (text, asp)
+            assert tok.encode(text, add_special_tokens=asp, parse_special=False) == \
+                plain.encode(text, add_special_tokens=asp).ids, (text, asp)
+        assert tok.decode(r) == ref.decode(r, skip_special_tokens=False), text
+        assert tok.decode(r, skip_special_tokens=True) == ref.decode(r, skip_special_tokens=True), text
+    for a in _ADDED:
+        i = ref.token_to_id(a["content"])
+        assert tok.decode([i]) == ref.decode([i], skip_special_tokens=False), a
+
+
+@pytest.mark.parity
+def test_added_token_decoding_goes_through_byte_level_live():
+    """tokenizers' ByteLevel decoder sees added tokens too: "<Ġx>" decodes as "< x>"; a token
+    with a character outside the byte alphabet (a space) decodes as its UTF-8 text."""
+    tokenizers = pytest.importorskip("tokenizers")
+    added = [{"content": c, "normalized": False, "special": sp} for c, sp in
+             [("<Ġx>", False), ("<é s>", True), ("<éĠ>", True), ("ĠĊ", False), ("<|x|>", True)]]
+    d = _with_added("gpt2", None, added)
+    ref = tokenizers.Tokenizer.from_str(json.dumps(d))
+    tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
+    for a in added:
+        i = ref.token_to_id(a["content"])
+        for ids in ([i], [32, i, 32]):
+            assert tok.decode(ids) == ref.decode(ids, skip_special_tokens=False), a
+    assert tok.decode([ref.token_to_id("<Ġx>")]) == "< x>"

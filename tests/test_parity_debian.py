@@ -31,7 +31,7 @@ REAL = real_dir()
 CORPUS = corpus_dir()
 PER_PART = 112
 MAX_BYTES = 4096
-HF_NAMES = ["gpt2", "llama3", "qwen2.5", "mistral-7b-v0.1", "gemma", "phi-3-mini"]
+HF_NAMES = ["gpt2", "llama3", "qwen2.5", "mistral-7b-v0.1", "gemma", "phi-3-mini", "gemma3", "gpt-4o", "gpt-oss", "qwen3"]
 
 _texts: list[tuple[str, str]] | None = None
 

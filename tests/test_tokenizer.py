@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from rmlprep import SpecError, TokenIdError, TokenizerSpec
 from rmlprep.spec import BYTE_LEVEL, SENTENCEPIECE, AddedTokenFlags, TokenType
+from rmlprep.segment import replace_lone_surrogates
 from rmlprep.tokenizer import Tokenizer
 from rmlprep.unicode import bytes_to_unicode
 
@@ -257,8 +258,8 @@ def test_stream_equals_decode(name):
 
 # -- round trips (hypothesis) -----------------------------------------------------------------
 
-# Lone surrogates: byte-level encodes them as their "surrogatepass" UTF-8 bytes (ED A0 80 for
-# U+D800), so the exact property is decode_bytes(encode(s)) == s.encode("utf-8", "surrogatepass").
+# Surrogate code points are replaced first (tiktoken's rule, rmlprep.segment): a high+low pair
+# becomes its astral character, a lone one U+FFFD; the round trip holds for the replaced text.
 any_text = st.text(alphabet=st.characters(codec=None, blacklist_categories=()), max_size=60)
 
 
@@ -268,7 +269,25 @@ any_text = st.text(alphabet=st.characters(codec=None, blacklist_categories=()), 
 def test_byte_level_round_trip(name, s):
     tok, _ = fixture_tok(name)
     ids = tok.encode(s, parse_special=False)
-    assert tok.decode_bytes(ids) == s.encode("utf-8", "surrogatepass")
+    assert tok.decode_bytes(ids) == replace_lone_surrogates(s).encode("utf-8")
+
+
+def test_surrogates_replaced_as_tiktoken_does():
+    """"a\ud800b": the lone high surrogate becomes U+FFFD (bytes EF BF BD); "\ud83d\ude00" is
+    the pair for U+1F600 and becomes that one character (F0 9F 98 80), as in tiktoken."""
+    tok, _ = fixture_tok("bl_gpt2_digits")
+    assert replace_lone_surrogates("a\ud800b") == "a\ufffdb"
+    assert replace_lone_surrogates("\ud83d\ude00") == "\U0001F600"
+    assert replace_lone_surrogates("\udfff\ud800") == "\ufffd\ufffd"  # low then high: no pair
+    clean = "caf\u00e9"
+    assert replace_lone_surrogates(clean) is clean
+    assert tok.decode_bytes(tok.encode("a\ud800b")) == b"a\xef\xbf\xbdb"
+    assert tok.encode("\ud83d\ude00") == tok.encode("\U0001F600")
+    assert tok.encode_batch(["a\ud800b", "x"], num_threads=2) == [tok.encode("a\ufffdb"), tok.encode("x")]
+    ids, offs = tok.encode_batch_flat(["\ud800", "\ud83d\ude00"])
+    assert ids.tolist() == tok.encode("\ufffd") + tok.encode("\U0001F600")
+    got, _ = tok.encode_fragments(["a\ud800", "b"])
+    assert got == tok.encode("a\ufffdb", parse_special=False)
 
 
 # SentencePiece: decode(encode(s)) == s for text without control characters, surrogates and
@@ -311,7 +330,7 @@ def test_hostile_inputs_finish(name, text):
     ids = tok.encode(text)
     assert time.perf_counter() - t0 < 30
     if tok.spec.kind == BYTE_LEVEL:
-        assert tok.decode_bytes(ids) == text.encode("utf-8", "surrogatepass")
+        assert tok.decode_bytes(ids) == replace_lone_surrogates(text).encode("utf-8")
     assert (text == "") == (ids == [])
 
 

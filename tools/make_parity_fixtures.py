@@ -187,14 +187,20 @@ def sources() -> dict[str, tuple[str, str]]:
 
 
 def reference_encoder(kind: str, rel: str, name: str):
-    """(encode(text, add_special_tokens) -> ids, decode(ids) -> str, "lib version")."""
+    """(encode(text, add_special_tokens, parse_special) -> ids, decode(ids) -> str, "lib version").
+
+    ``parse_special=False`` is tokenizers' ``encode_special_tokens = True`` (special added tokens
+    read as text, the others still matched) and tiktoken's ``encode_ordinary``.
+    """
     path = real_dir() / rel
     if kind == "hf":
         import tokenizers
 
         tok = tokenizers.Tokenizer.from_file(str(path))
+        plain = tokenizers.Tokenizer.from_file(str(path))
+        plain.encode_special_tokens = True
         return (
-            lambda text, asp: tok.encode(text, add_special_tokens=asp).ids,
+            lambda text, asp, ps=True: (tok if ps else plain).encode(text, add_special_tokens=asp).ids,
             lambda ids: tok.decode(ids, skip_special_tokens=False),
             f"tokenizers {tokenizers.__version__}",
         )
@@ -211,8 +217,8 @@ def reference_encoder(kind: str, rel: str, name: str):
         mergeable_ranks=load_tiktoken_bpe(str(path)),
         special_tokens=dict(known["special_tokens"]),
     )
-    return (
-        lambda text, asp: enc.encode(text, allowed_special="all"),  # tiktoken adds no bos/eos
+    return (  # tiktoken adds no bos/eos
+        lambda text, asp, ps=True: enc.encode(text, allowed_special="all") if ps else enc.encode_ordinary(text),
         enc.decode,
         f"tiktoken {tiktoken.__version__}",
     )
@@ -266,6 +272,9 @@ def build_fixture(name: str, kind: str, rel: str, *, debian_base: Path | None = 
             if not asp and k % 8 == 0:
                 case["decode"] = decode(ids)
             cases.append(case)
+        if k < len(HARD_STRINGS):  # special-token text read as text
+            cases.append({"text": text, "add_special_tokens": False, "parse_special": False,
+                          "ids": encode(text, False, False)})
     path = real_dir() / rel
     return {
         "generator": GENERATOR,

@@ -7,10 +7,11 @@ source row and reason; the run goes on.
 
 **Lone surrogates.** JSON text may escape half of a UTF-16 pair (``"\\ud800"``), which Python
 decodes to a str that no UTF-8 encoder accepts. Validation replaces each lone surrogate with
-U+FFFD, as tiktoken does before encoding (``text.encode("utf-16", "surrogatepass").decode(
-"utf-16", "replace")``), and counts the rows where it happened (``lone_surrogate_rows`` in the
-done marker and the manifest): the row is kept, and no id sequence ever encodes bytes that are
-not UTF-8.
+U+FFFD, as tiktoken does before encoding (:func:`rmlprep.segment.replace_lone_surrogates`, the
+one rule every encode path of rmlprep applies), and counts the rows where it happened
+(``lone_surrogate_rows`` in the done marker and the manifest): the row is kept, and no id
+sequence ever encodes bytes that are not UTF-8. The tokenizer then finds nothing left to
+replace (its check is the native scan :func:`rmlprep.native.surrogate_rows`).
 
 =============  ====================================================================
 stage          what it does
@@ -48,6 +49,7 @@ from ..config import RunConfig
 from ..errors import RmlprepError
 from ..native import encode_arrow_flat, surrogate_rows
 from ..readers import Batch, Unit, read_unit
+from ..segment import replace_lone_surrogates
 from .output import json_line
 
 __all__ = ["Tally", "Rows", "Docs", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
@@ -59,12 +61,6 @@ CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls")
 REJECT_SPOOL_BYTES = 8 << 20
 _REJECT_VALUE_CHARS = 300  # a rejected value is kept as its repr, cut to this many characters
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def replace_lone_surrogates(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD (a surrogate pair written as two
-    code points becomes its character). Source: tiktoken's ``Encoding.encode`` fallback."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 @dataclass(slots=True)

@@ -1,0 +1,569 @@
+"""Translate tokenizer regexes (Oniguruma, fancy-regex, Python ``regex``) into stdlib ``re``.
+
+Tokenizer patterns use ``\\p{L}``, ``\\p{N}``, ``\\s`` as Unicode properties, possessive
+quantifiers and ``(?i:...)``. :func:`translate` parses a pattern into a small tree whose classes
+are resolved code-point ranges from the generated tables (Unicode 15.1.0, see
+``tools/make_unicode_tables.py``) and emits stdlib ``re`` syntax, optionally with every class cut
+at a code-point limit (ASCII, BMP) for speed on text below that limit. Anything it cannot
+reproduce exactly is refused with :class:`~rmlprep.errors.UnsupportedTokenizer` naming the
+construct. :mod:`rmlprep.pretokenize` compiles and runs the result.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from rmlprep.errors import LoaderError, UnsupportedTokenizer
+from rmlprep.unicode import (
+    case_fold_equivalents,
+    clip_ranges,
+    complement_ranges,
+    intersect_ranges,
+    merge_ranges,
+    property_ranges,
+    white_space_ranges,
+)
+
+__all__ = [
+    "ASCII_LIMIT",
+    "BMP_LIMIT",
+    "FULL_LIMIT",
+    "can_match_empty",
+    "text_anchors",
+    "translate",
+    "unsupported_construct",
+]
+
+ASCII_LIMIT = 0x7F
+BMP_LIMIT = 0xFFFF
+FULL_LIMIT = 0x10FFFF
+
+
+# ----------------------------------------------------------------------------------------------
+# Parsing: pattern text -> a small tree whose classes are resolved code-point ranges.
+#
+# Nodes (tuples): ("lit", cp) | ("set", ranges, negated) | ("any",) | ("raw", re_text)
+#   | ("seq", [nodes]) | ("alt", [nodes]) | ("group", opener, node)
+#   | ("rep", node, min, max_or_None, mode)   mode: "" greedy, "?" lazy, "+" possessive
+
+_SIMPLE_ESCAPES = {"n": 0x0A, "r": 0x0D, "t": 0x09, "f": 0x0C, "a": 0x07, "e": 0x1B}
+_UNSUPPORTED_ESCAPES = {
+    "w": r"\w (word characters differ between onig, regex and re)",
+    "W": r"\W (word characters differ between onig, regex and re)",
+    "b": r"\b (word boundary)",
+    "B": r"\B (word boundary)",
+    "h": r"\h (hex digit in onig, horizontal space elsewhere)",
+    "H": r"\H",
+    "v": r"\v (vertical tab in onig, vertical space in regex)",
+    "V": r"\V",
+    "R": r"\R (linebreak)",
+    "X": r"\X (grapheme cluster)",
+    "N": r"\N",
+    "K": r"\K (keep)",
+    "G": r"\G (search anchor)",
+    "Q": r"\Q..\E (quoted span)",
+    "E": r"\E",
+    "k": r"\k<name> (named backreference)",
+    "g": r"\g<name> (subroutine call)",
+    "c": r"\cX (control escape)",
+    "C": r"\C",
+    "M": r"\M",
+    "o": r"\o{..} (octal escape)",
+    "0": r"\0 (octal escape)",
+    "O": r"\O",
+    "y": r"\y",
+    "Y": r"\Y",
+}
+_CASED_CATEGORIES = ("L", "M", "Nl", "So")  # where non-ASCII case mappings can live
+
+
+def unsupported_construct(pattern: str, construct: str) -> UnsupportedTokenizer:
+    return UnsupportedTokenizer(
+        f"pre-tokenizer pattern {pattern!r}: {construct} is not supported by rmlprep's "
+        f"regex translation; supported: alternation, groups, atomic groups, (?i:..), lookaround, "
+        f"classes with \\p{{..}}/\\s/\\d, greedy, lazy and possessive quantifiers"
+    )
+
+
+class _Parser:
+    def __init__(self, pattern: str):
+        self.p = pattern
+        self.i = 0
+        self.n = len(pattern)
+
+    def unsupported(self, construct: str) -> UnsupportedTokenizer:
+        return unsupported_construct(self.p, construct)
+
+    def malformed(self, what: str) -> LoaderError:
+        return LoaderError(f"pre-tokenizer pattern {self.p!r}: {what} at offset {self.i}")
+
+    def parse(self):
+        node = self.alternation(False)
+        if self.i < self.n:  # only an unbalanced ")" stops alternation early
+            raise self.malformed("unbalanced ')'")
+        return node
+
+    def alternation(self, icase: bool):
+        branches = [self.sequence(icase)]
+        while self.i < self.n and self.p[self.i] == "|":
+            self.i += 1
+            branches.append(self.sequence(icase))
+        return branches[0] if len(branches) == 1 else ("alt", branches)
+
+    def sequence(self, icase: bool):
+        items = []
+        while self.i < self.n and self.p[self.i] not in "|)":
+            atom = self.atom(icase)
+            if atom is None:
+                continue
+            items.append(self.quantifier(atom))
+        return ("seq", items)
+
+    # -- quantifiers ---------------------------------------------------------------------
+    def _brace_quantifier(self) -> tuple[int, int | None, int] | None:
+        m = re.compile(r"\{(\d*)(,?)(\d*)\}").match(self.p, self.i)
+        if not m or (not m.group(1) and not m.group(3)):
+            return None  # "{" that is no quantifier is a literal, as in onig, regex and re
+        lo = int(m.group(1) or 0)
+        hi = lo if not m.group(2) else (int(m.group(3)) if m.group(3) else None)
+        if hi is not None and hi < lo:
+            raise self.malformed(f"quantifier {m.group(0)} with max < min")
+        return lo, hi, m.end()
+
+    def _quantifier_here(self) -> tuple[int, int | None, int] | None:
+        if self.i >= self.n:
+            return None
+        c = self.p[self.i]
+        if c == "*":
+            return 0, None, self.i + 1
+        if c == "+":
+            return 1, None, self.i + 1
+        if c == "?":
+            return 0, 1, self.i + 1
+        if c == "{":
+            return self._brace_quantifier()
+        return None
+
+    def quantifier(self, atom):
+        q = self._quantifier_here()
+        if q is None:
+            return atom
+        lo, hi, end = q
+        if atom[0] == "raw":
+            raise self.unsupported(f"a quantifier on the anchor {atom[1]!r}")
+        self.i = end
+        mode = ""  # greedy
+        if self.i < self.n and self.p[self.i] in "?+":
+            mode = self.p[self.i]  # "?" lazy, "+" possessive (greedy, never gives back)
+            self.i += 1
+        if self._quantifier_here() is not None:
+            raise self.unsupported(f"a quantifier applied to a quantifier (offset {self.i})")
+        return ("rep", atom, lo, hi, mode)
+
+    # -- atoms ---------------------------------------------------------------------------
+    def atom(self, icase: bool):
+        p = self.p
+        c = p[self.i]
+        if c == "(":
+            return self.group(icase)
+        if c == "[":
+            return self.char_class(icase)
+        if c == ".":
+            self.i += 1
+            return ("any",)
+        if c == "^":
+            self.i += 1
+            return ("raw", "(?m:^)")  # onig (tokenizer.json's engine): start of any line
+        if c == "$":
+            self.i += 1
+            return ("raw", "(?m:$)")  # onig: end of any line
+        if c == "\\":
+            return self.escape(icase)
+        if c in "*+?" or (c == "{" and self._brace_quantifier() is not None):
+            raise self.malformed(f"quantifier {c!r} with nothing to repeat")
+        self.i += 1
+        return self.literal(ord(c), icase)
+
+    def literal(self, cp: int, icase: bool):
+        if icase:
+            return ("set", self.fold(((cp, cp),)), False)
+        return ("lit", cp)
+
+    def fold(self, ranges):
+        """Close ranges under simple case folding (only ASCII letters need work, see below)."""
+        rest = complement_ranges(((0, 0x7F), (0x017F, 0x017F), (0x212A, 0x212A)))
+        for cat in _CASED_CATEGORIES:
+            hit = intersect_ranges(intersect_ranges(ranges, rest), property_ranges(cat))
+            if hit:
+                raise self.unsupported(
+                    f"(?i) on non-ASCII characters that may have case (U+{hit[0][0]:04X} ...)"
+                )
+        extra = []
+        for lo, hi in intersect_ranges(ranges, ((0x41, 0x5A), (0x61, 0x7A))):
+            for cp in range(lo, hi + 1):
+                letter = chr(cp).lower()
+                if letter == "i":
+                    raise self.unsupported(
+                        "(?i) on the letter i (engines disagree whether U+0130 matches)"
+                    )
+                extra.extend((x, x) for x in case_fold_equivalents(letter))
+        for letter, special in (("s", 0x017F), ("k", 0x212A)):
+            if intersect_ranges(ranges, ((special, special),)):
+                extra.extend((x, x) for x in case_fold_equivalents(letter))
+        return merge_ranges((*ranges, *extra))
+
+    def group(self, icase: bool):
+        p = self.p
+        start = self.i
+        self.i += 1
+        opener = "(?:"
+        if p.startswith("?", self.i):
+            rest = p[self.i + 1 : self.i + 4]
+            if rest.startswith(":"):
+                self.i += 2
+            elif rest.startswith(("=", "!")):
+                opener = "(?" + rest[0]
+                self.i += 2
+            elif rest.startswith(("<=", "<!")):
+                opener = "(?" + rest[:2]
+                self.i += 3
+            elif rest.startswith(">"):
+                opener = "(?>"  # atomic: once the body matched, its choices are never revisited
+                self.i += 2
+            elif rest.startswith("#"):
+                end = p.find(")", self.i)
+                if end < 0:
+                    raise self.malformed("unterminated comment (?#")
+                self.i = end + 1
+                return None
+            elif rest.startswith(("<", "P<", "'")):
+                close = ">" if rest[0] in "<P" else "'"
+                end = p.find(close, self.i)
+                if end < 0:
+                    raise self.malformed("unterminated group name")
+                self.i = end + 1  # a named group: the name does not matter for splitting
+            else:
+                m = re.compile(r"\?([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])").match(p, self.i)
+                if not m:
+                    raise self.unsupported(f"group syntax {p[start:start + 4]!r}... (offset {start})")
+                on, off, end = m.group(1), m.group(2) or "", m.group(3)
+                if end == ")" or set(on + off) - {"i"}:
+                    raise self.unsupported(f"inline flags {m.group(0)!r}; only (?i:...) is supported")
+                icase = (icase or "i" in on) and "i" not in off
+                self.i = m.end()
+        body = self.alternation(icase)
+        if self.i >= self.n or p[self.i] != ")":
+            raise self.malformed(f"unterminated group opened at offset {start}")
+        self.i += 1
+        return ("group", opener, body)
+
+    # -- escapes -------------------------------------------------------------------------
+    def _hex(self, start: int) -> int:
+        p = self.p
+        kind = p[start]
+        if kind == "x" and p.startswith("{", start + 1):
+            end = p.find("}", start)
+            digits = p[start + 2 : end] if end > 0 else ""
+            self.i = end + 1
+        else:
+            width = {"x": 2, "u": 4, "U": 8}[kind]
+            digits = p[start + 1 : start + 1 + width]
+            if len(digits) != width:
+                digits = ""
+            self.i = start + 1 + width
+        if not digits or not all(d in "0123456789abcdefABCDEF" for d in digits):
+            raise self.malformed(f"bad \\{kind} escape")
+        cp = int(digits, 16)
+        if cp > 0x10FFFF:
+            raise self.malformed(f"\\{kind} escape beyond U+10FFFF")
+        return cp
+
+    def class_escape(self) -> tuple[str, object]:
+        """Parse one escape at self.i; returns ("set", ranges) or ("lit", cp) or ("raw", re)."""
+        p = self.p
+        self.i += 1
+        if self.i >= self.n:
+            raise self.malformed("pattern ends with a backslash")
+        c = p[self.i]
+        if c in "pP":
+            negate = c == "P"
+            if p.startswith("{", self.i + 1):
+                end = p.find("}", self.i)
+                if end < 0:
+                    raise self.malformed("unterminated \\p{")
+                name = p[self.i + 2 : end]
+                self.i = end + 1
+            else:
+                name = p[self.i + 1 : self.i + 2]
+                self.i += 2
+            if name.startswith("^"):
+                negate, name = not negate, name[1:]
+            ranges = property_ranges(name)
+            if ranges is None:
+                raise self.unsupported(
+                    f"Unicode property \\{c}{{{name}}} (known: general categories and White_Space)"
+                )
+            return "set", (complement_ranges(ranges) if negate else ranges)
+        if c in "sSdD":
+            self.i += 1
+            ranges = white_space_ranges() if c in "sS" else property_ranges("Nd")
+            return "set", (complement_ranges(ranges) if c.isupper() else ranges)
+        if c in _SIMPLE_ESCAPES:
+            self.i += 1
+            return "lit", _SIMPLE_ESCAPES[c]
+        if c in "xuU":
+            return "lit", self._hex(self.i)
+        if c == "A":
+            self.i += 1
+            return "raw", r"\A"
+        if c == "z":
+            self.i += 1
+            return "raw", r"\Z"
+        if c == "Z":
+            self.i += 1
+            return "raw", r"(?=\n?\Z)"
+        if c in "123456789":
+            raise self.unsupported(f"backreference \\{c}")
+        if c in _UNSUPPORTED_ESCAPES:
+            raise self.unsupported(f"escape {_UNSUPPORTED_ESCAPES[c]}")
+        if c.isalnum() or c == "_":
+            raise self.unsupported(f"escape \\{c}")
+        self.i += 1
+        return "lit", ord(c)
+
+    def escape(self, icase: bool):
+        kind, value = self.class_escape()
+        if kind == "set":
+            return ("set", self.fold(value) if icase else value, False)
+        if kind == "raw":
+            return ("raw", value)
+        return self.literal(value, icase)
+
+    def char_class(self, icase: bool):
+        p = self.p
+        start = self.i
+        self.i += 1
+        negated = p.startswith("^", self.i)
+        if negated:
+            self.i += 1
+        items: list[tuple[int, int]] = []
+        first = True
+        while True:
+            if self.i >= self.n:
+                raise self.malformed(f"unterminated character class opened at offset {start}")
+            c = p[self.i]
+            if c == "]" and not first:
+                self.i += 1
+                break
+            first = False
+            if c == "[":
+                raise self.unsupported(f"nested class or POSIX bracket in a class (offset {self.i})")
+            if p.startswith("&&", self.i):
+                raise self.unsupported(f"class intersection && (offset {self.i})")
+            lo = self.class_atom()
+            if isinstance(lo, tuple):
+                items.extend(lo)
+                continue
+            if p.startswith("-", self.i) and self.i + 1 < self.n and p[self.i + 1] != "]":
+                self.i += 1
+                hi = self.class_atom()
+                if isinstance(hi, tuple):
+                    raise self.unsupported(f"a class escape as a range end (offset {self.i})")
+                if hi < lo:
+                    raise self.malformed(f"class range out of order ({lo:#x}-{hi:#x})")
+                items.append((lo, hi))
+            else:
+                items.append((lo, lo))
+        ranges = merge_ranges(items)
+        if icase:
+            ranges = self.fold(ranges)
+        return ("set", ranges, negated)
+
+    def class_atom(self):
+        """One class member: an int code point, or a tuple of ranges for a class escape."""
+        c = self.p[self.i]
+        if c != "\\":
+            self.i += 1
+            return ord(c)
+        if self.p.startswith("b", self.i + 1):
+            raise self.unsupported(r"\b inside a class (backspace in onig)")
+        kind, value = self.class_escape()
+        if kind == "raw":
+            raise self.unsupported(f"anchor {value} inside a class")
+        return value
+
+
+# ----------------------------------------------------------------------------------------------
+# Emitting stdlib re syntax, with classes cut at a code-point limit.
+
+
+def _esc(cp: int) -> str:
+    if cp < 0x80 and (chr(cp).isalnum() or chr(cp) == "_"):
+        return chr(cp)
+    if cp <= 0xFF:
+        return f"\\x{cp:02x}"
+    if cp <= 0xFFFF:
+        return f"\\u{cp:04x}"
+    return f"\\U{cp:08x}"
+
+
+def _emit_ranges(ranges) -> str:
+    out = []
+    for lo, hi in ranges:
+        if lo == hi:
+            out.append(_esc(lo))
+        elif hi == lo + 1:
+            out.append(_esc(lo) + _esc(hi))
+        else:
+            out.append(f"{_esc(lo)}-{_esc(hi)}")
+    return "".join(out)
+
+
+def _emit(node, limit: int) -> str:
+    kind = node[0]
+    if kind == "lit":
+        return _esc(node[1])
+    if kind == "set":
+        cut = clip_ranges(node[1], limit)
+        if node[2]:
+            return f"[^{_emit_ranges(cut)}]" if cut else "(?s:.)"
+        if not cut:
+            return "(?!)"
+        if len(cut) == 1 and cut[0][0] == cut[0][1]:
+            return _esc(cut[0][0])
+        return f"[{_emit_ranges(cut)}]"
+    if kind == "any":
+        return "."
+    if kind == "raw":
+        return node[1]
+    if kind == "seq":
+        return "".join(_emit(x, limit) for x in node[1])
+    if kind == "alt":
+        return "|".join(_emit(x, limit) for x in node[1])
+    if kind == "group":
+        return node[1] + _emit(node[2], limit) + ")"
+    if kind == "rep":
+        _, atom, lo, hi, mode = node
+        if (lo, hi) == (0, None):
+            q = "*"
+        elif (lo, hi) == (1, None):
+            q = "+"
+        elif (lo, hi) == (0, 1):
+            q = "?"
+        elif hi is None:
+            q = f"{{{lo},}}"
+        elif lo == hi:
+            q = f"{{{lo}}}"
+        else:
+            q = f"{{{lo},{hi}}}"
+        return _emit(atom, limit) + q + mode
+    raise AssertionError(f"unknown node {kind}")  # internal invariant, not input checking
+
+
+@lru_cache(maxsize=256)
+def _parse(pattern: str):
+    return _Parser(pattern).parse()
+
+
+def translate(pattern: str, *, limit: int = FULL_LIMIT) -> str:
+    """Rewrite a tokenizer regex into stdlib ``re`` syntax with explicit Unicode ranges.
+
+    Every ``\\p{..}``, ``\\P{..}``, ``\\pX``, ``\\s``, ``\\S``, ``\\d``, ``\\D`` becomes a class of
+    code-point ranges from the generated tables (Unicode 15.1.0); ``(?i:...)`` becomes explicit
+    classes with the simple case-folding equivalents (``'s`` also matches ``'ſ``, ``k`` the
+    Kelvin sign) instead of ``re.IGNORECASE``; capturing and named groups become ``(?:...)``.
+    ``^``/``$`` are line anchors as in Oniguruma (the engine of tokenizer.json); ``\\z`` and
+    ``\\A`` are text anchors. In fancy-regex (tiktoken's engine) a bare ``$`` is the end of the
+    text only (``Expr::EndText``, handed to the ``regex`` crate as ``$`` without ``m``), and in
+    Python's ``regex`` it also matches before a final newline: pass a tiktoken pattern through
+    :func:`text_anchors` first. In ``\\s++$`` (r50k, cl100k) the three readings agree: the
+    possessive run has taken every newline, so "before a newline" can never hold.
+    Alternation, greedy/lazy quantifiers and lookaround keep their meaning, which is the same
+    (leftmost alternative wins, backtracking) in onig, fancy-regex, ``regex`` and ``re``.
+    Possessive quantifiers (``?+ *+ ++ {m,n}+``) and atomic groups ``(?>...)`` are emitted as
+    such (stdlib ``re`` has both since Python 3.11): the quantified atom or the group matches as
+    far as it can and is never backtracked into, as in fancy-regex, onig and ``regex``.
+
+    Args:
+        pattern: the pattern as written in tokenizer.json / tiktoken.
+        limit: highest code point kept in classes (``0x7F`` for ASCII-only text, ``0xFFFF`` for
+            BMP text); the result is only valid on text whose characters are all <= limit.
+    Returns:
+        A pattern string for ``re.compile`` (ASCII only; non-ASCII code points as escapes).
+    Raises:
+        UnsupportedTokenizer: a construct the translation does not support (backreferences,
+            \\X, \\w, \\b, unknown \\p{..} names,
+            inline flags other than ``(?i:``, ``(?i)`` on non-ASCII cased characters or ``i``...),
+            named in the message.
+        LoaderError: a malformed pattern (unbalanced parentheses, bad escapes).
+
+    Source: Oniguruma (Ruby syntax) and Python ``regex`` semantics for the constructs above;
+    fancy-regex ``src/parse.rs`` (``$`` -> ``Expr::EndText`` unless the ``m`` flag is set).
+    """
+    return _emit(_parse(pattern), limit)
+
+
+def text_anchors(pattern: str) -> str:
+    """Rewrite a fancy-regex (tiktoken) pattern's bare ``^``/``$`` into ``\\A``/``\\z``.
+
+    fancy-regex without the ``m`` flag reads ``^`` as the start and ``$`` as the end of the
+    text (not "before a final newline" as Python's ``re``/``regex``, not "end of any line" as
+    Oniguruma, which :func:`translate` follows); escaped ones and those inside a class are
+    literal and stay. Example: ``text_anchors(r"a$|[$]|\\$")`` -> ``r"a\\z|[$]|\\$"``.
+
+    Source: fancy-regex ``src/parse.rs`` (``b'$' => ... Expr::EndText``).
+    """
+    out = []
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]" and not pattern[class_start:i].rstrip("^") == "":
+                in_class = False
+        elif c == "[":
+            in_class, class_start = True, i + 1
+        elif c == "$":
+            c = "\\z"
+        elif c == "^":
+            c = "\\A"
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+# ----------------------------------------------------------------------------------------------
+# Properties of a parsed pattern.
+
+_LOOKAROUND = ("(?=", "(?!", "(?<=", "(?<!")
+
+
+def _min_len(node) -> int:
+    """Fewest characters a match of ``node`` takes (0: it may match the empty string)."""
+    kind = node[0]
+    if kind in ("lit", "set", "any"):
+        return 1
+    if kind == "raw":
+        return 0
+    if kind == "seq":
+        return sum(_min_len(x) for x in node[1])
+    if kind == "alt":
+        return min(_min_len(x) for x in node[1])
+    if kind == "group":
+        return 0 if node[1] in _LOOKAROUND else _min_len(node[2])
+    return node[2] * _min_len(node[1])  # rep
+
+
+def can_match_empty(pattern: str) -> bool:
+    """True when some match of ``pattern`` may be empty (then the iteration order matters, see
+    :func:`rmlprep.split.find_iter`); False proves every match takes at least one character.
+
+    Raises:
+        UnsupportedTokenizer / LoaderError: as :func:`translate`.
+    """
+    return _min_len(_parse(pattern)) == 0
