@@ -328,7 +328,8 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     Returns ``fast(text, parse_special) -> list[int] | None``: the ids of
     ``tokenizer.encode(text, parse_special=parse_special)`` (without BOS/EOS), or None when the
     text may hold special-token text (then the caller takes the general path). It applies what
-    ``encode`` does to a text that is a single segment at the start: the normalizers, the prefix space
+    ``encode`` does to a text that is a single segment at the start: the surrogate replacement
+    (:func:`rmlprep.segment.replace_lone_surrogates`), the normalizers, the prefix space
     (``add_prefix_space``, ``prefix_if_missing``; every ``prefix_scheme`` agrees on the first
     segment), spaces to ``"▁"`` for SentencePiece, then the native encoder. None (no fast path)
     when ``tokenizer._native`` is None, the spec has normalizers and the ``"whole_text"``
@@ -349,6 +350,8 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     def fast(text: str, parse_special: bool = True) -> list[int] | None:
         if type(text) is not str:
             return None
+        if not text.isascii():
+            text = replace_lone_surrogates(text)
         for p in prefixes[parse_special]:
             if p in text:
                 return None

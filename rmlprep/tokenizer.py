@@ -384,15 +384,14 @@ class Tokenizer:
         Returns:
             list of int ids, each in ``range(vocab_size)``.
         """
-        if type(text) is str and not text.isascii():
-            text = replace_lone_surrogates(text)
         fast = self._fast_encode
         if fast is not None:
-            ids = fast(text, parse_special)
+            ids = fast(text, parse_special)  # replaces surrogates itself
             if ids is not None:
                 return self._add_special(ids) if add_special_tokens else ids
         if not isinstance(text, str):
             raise TokenizeError(f"encode expects str, got {type(text).__name__}")
+        text = replace_lone_surrogates(text)
         text = self._whole_text_prefix(text)
         fragments = self._cut_added(text, parse_special)
         ids = self._encode_fragments(fragments, normalized=self._two_pass)
