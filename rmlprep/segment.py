@@ -126,15 +126,15 @@ def segment_preparer(spec: TokenizerSpec, normalize: Normalize | None, *, spaces
     prefix before normalizing); callers check. ``spaces=False`` leaves spaces as they are (the
     native encoder writes them as ``"▁"`` itself, without a copy of the text).
     """
-    add_prefix, if_missing, spaces = spec.add_prefix_space, spec.prefix_if_missing, prefix_spaces(spec)
-    byte_level = spec.kind == BYTE_LEVEL
+    add_prefix, if_missing, starts = spec.add_prefix_space, spec.prefix_if_missing, prefix_spaces(spec)
+    keep_spaces = spec.kind == BYTE_LEVEL or not spaces
 
     def prepare(text: str) -> str:
         if normalize is not None:
             text = normalize(text)
-        if add_prefix and text and not (if_missing and text[0] in spaces):
+        if add_prefix and text and not (if_missing and text[0] in starts):
             text = " " + text
-        return text if byte_level or not spaces else text.replace(" ", SPACE)
+        return text if keep_spaces else text.replace(" ", SPACE)
 
     return prepare
 
