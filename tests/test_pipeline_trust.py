@@ -611,3 +611,55 @@ def test_pack_ids_the_tokenizer_lacks_are_refused_before_any_work(tmp_path, fiel
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and message in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("flag,adds,message", [
+    pytest.param("bos", "add_bos", "pack.bos: the tokenizer already adds its BOS (0)", id="bos"),
+    pytest.param("eos", "add_eos", "pack.eos: the tokenizer already adds its EOS (1)", id="eos"),
+])
+def test_pack_framing_twice_is_refused_before_any_work(tmp_path, flag, adds, message):
+    """pack.bos with tokenizer.add_special_tokens and a tokenizer that adds BOS itself (the tiny
+    fixture's spec: add_bos, bos_id 0) would start every document with [0, 0, ...]: exit 2 and
+    one line naming the flag to drop, before the plan and the output folder. With
+    add_special_tokens = false the same [pack] is accepted (the bos comes from [pack] once)."""
+    spec = open_tokenizer(str(TINY))[0].spec
+    d = spec.to_dict()
+    d["add_bos"] = d["add_eos"] = False
+    d[adds] = True
+    tok = tmp_path / "t.spec.json"
+    tok.write_text(json.dumps(d))
+    out = tmp_path / "o"
+    toml = tmp_path / "c.toml"
+
+    def write(add_special: str) -> None:
+        toml.write_text(f'pipeline = "pretrain"\n[input]\npaths = ["{tmp_path}/nothing-*.jsonl"]\n'
+                        f'[tokenizer]\npath = "{tok}"\nadd_special_tokens = {add_special}\n'
+                        f'[pack]\nseq_len = 64\n{flag} = true\n[output]\ndir = "{out}"\n')
+
+    write("true")
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", str(toml)], env=cli_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and message in r.stderr and f"set pack.{flag} = false" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+    write("false")
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", str(toml)], env=cli_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert "pack." not in r.stderr, r.stderr  # past the framing check (the empty glob is what stops it)
+
+
+def test_pack_bos_once_with_add_special_tokens_in_process(tmp_path):
+    """The same check in the library: framing() refuses pack.bos + add_special_tokens with a
+    tokenizer that adds BOS, and gives bos 0 to the packer when add_special_tokens is off."""
+    from rmlprep.errors import ConfigError
+    from rmlprep.pipeline.pack import framing
+
+    tok = open_tokenizer(str(TINY))[0]
+    assert tok.spec.add_bos and tok.bos_id == 0
+    cfg = make_cfg(tmp_path / "in.jsonl", tmp_path / "o", pack={"seq_len": 64, "bos": True},
+                   tokenizer={"path": str(TINY), "add_special_tokens": True})
+    with pytest.raises(ConfigError, match=r"^pack\.bos: the tokenizer already adds its BOS \(0\)"):
+        framing(cfg, tok)
+    cfg = make_cfg(tmp_path / "in.jsonl", tmp_path / "o", pack={"seq_len": 64, "bos": True},
+                   tokenizer={"path": str(TINY), "add_special_tokens": False})
+    assert framing(cfg, tok).bos == 0

@@ -148,12 +148,18 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
     Every check of the config against the tokenizer that the pack stage needs is here, so that
     :func:`rmlprep.pipeline.run` makes them once, right after loading the tokenizer — before
     the plan, the parity stage and any corpus work — and a worker makes the same ones. A new
-    config x tokenizer refusal belongs here (e.g. ``pack.bos`` with a tokenizer that already
-    adds its own BOS through ``tokenizer.add_special_tokens``).
+    config x tokenizer refusal belongs here.
+
+    ``pack.bos`` with ``tokenizer.add_special_tokens`` and a tokenizer whose encode already puts
+    its BOS first (``spec.add_bos``: the post-processor of a tokenizer.json, ``add_bos_token`` of
+    a GGUF or SentencePiece model) would give every document two BOS ids; ``pack.eos`` with
+    ``add_eos`` two EOS ids. Neither reference library nor any model's training data does that,
+    so the combination is refused with the flag to drop, rather than guessed at.
 
     Raises:
         ConfigError: ``pack.bos`` / ``pack.eos`` and the tokenizer has no bos / eos id;
-            ``pack.pad`` and it has neither a pad nor an eos id.
+            ``pack.bos`` / ``pack.eos`` and the tokenizer already adds that id (with
+            ``tokenizer.add_special_tokens``); ``pack.pad`` and it has neither a pad nor an eos id.
     """
     pack = cfg["pack"]
     if cfg.pipeline == "sft":
@@ -169,6 +175,15 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
         raise ConfigError("pack.bos: the tokenizer has no bos id; set pack.bos = false")
     if pack["eos"] and eos is None:
         raise ConfigError("pack.eos: the tokenizer has no eos id; set pack.eos = false")
+    if cfg["tokenizer"]["add_special_tokens"]:
+        spec = tokenizer.spec
+        for flag, adds, name, tid in (("bos", spec.add_bos, "BOS", bos), ("eos", spec.add_eos, "EOS", eos)):
+            if pack[flag] and adds:
+                raise ConfigError(
+                    f"pack.{flag}: the tokenizer already adds its {name} ({tid}) to every document with "
+                    f"tokenizer.add_special_tokens = true, so each would have two; set pack.{flag} = false "
+                    "(or tokenizer.add_special_tokens = false)"
+                )
     return Framing(bos=bos, eos=eos)
 
 
