@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -63,31 +64,40 @@ def _known() -> dict[str, dict]:
 
     # r50k's pattern ('(?:[sdmt]|ll|ve|re)| ?\p{L}++|...|\s++$|\s+(?!\S)|\s) splits exactly as
     # the GPT-2 pattern (checked with `regex` on 320k texts), so the GPT-2 pattern is used.
+    # sha256: of the published rank file (tiktoken_ext/openai_public.py expected_hash for the
+    # OpenAI encodings; Meta's llama3 tokenizer.model as llama-models==0.3.0 ships it).
     gpt2 = {"pattern": GPT2_PATTERN, "special_tokens": {_ENDOFTEXT: 50256}, "n_ranks": 50256,
-            "bos": _ENDOFTEXT, "eos": _ENDOFTEXT}
+            "bos": _ENDOFTEXT, "eos": _ENDOFTEXT,
+            "sha256": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"}
     return {
         "gpt2": gpt2,
         "r50k_base": gpt2,
-        "p50k_base": {**gpt2, "n_ranks": 50280},
+        "p50k_base": {**gpt2, "n_ranks": 50280,
+                      "sha256": "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"},
         "cl100k_base": {
             "pattern": CL100K_PATTERN,
             "special_tokens": {_ENDOFTEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
                                "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276},
             "n_ranks": 100256, "bos": None, "eos": _ENDOFTEXT,
+            "sha256": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
         },
         "o200k_base": {
             "pattern": O200K_PATTERN,
             "special_tokens": {_ENDOFTEXT: 199999, "<|endofprompt|>": 200018},
             "n_ranks": 199998, "bos": None, "eos": _ENDOFTEXT,
+            "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         },
         "llama3": {
             "pattern": LLAMA3_PATTERN, "special_tokens": _llama3_specials(), "n_ranks": 128000,
             "bos": "<|begin_of_text|>", "eos": "<|end_of_text|>",
+            "sha256": "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55",
         },
     }
 
 
-#: name -> {"pattern", "special_tokens", "n_ranks", "bos", "eos"} for the encodings rmlprep knows.
+#: name -> {"pattern", "special_tokens", "n_ranks", "bos", "eos", "sha256"} for the encodings
+#: rmlprep knows (``sha256``: of the published rank file, one ``<base64> <rank>\n`` line per rank
+#: in rank order).
 KNOWN_ENCODINGS: Mapping[str, Mapping] = MappingProxyType(_known())
 
 _EOT_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>")
@@ -134,8 +144,8 @@ def read_tiktoken_ranks(path: str | os.PathLike) -> dict[bytes, int]:
     return _read_ranks(Path(path))[0]
 
 
-def _read_ranks(p: Path) -> tuple[dict[bytes, int], dict[int, int]]:
-    """``({token bytes: rank}, {rank: line number})``.
+def _read_ranks(p: Path) -> tuple[dict[bytes, int], dict[int, int], str]:
+    """``({token bytes: rank}, {rank: line number}, sha256 of the file's bytes)``.
 
     Raises:
         LoaderError: missing file, a line that is not ``<base64> <rank>``, bad base64, a
@@ -175,7 +185,7 @@ def _read_ranks(p: Path) -> tuple[dict[bytes, int], dict[int, int]]:
         line_of_rank[rank] = lineno
     if not ranks:
         raise LoaderError(f"{p}: the tiktoken rank file has no tokens")
-    return ranks, line_of_rank
+    return ranks, line_of_rank, hashlib.sha256(data).hexdigest()
 
 
 def _guess_name(p: Path, n_ranks: int) -> str | None:
@@ -184,6 +194,42 @@ def _guess_name(p: Path, n_ranks: int) -> str | None:
         return stem
     by_size = [n for n, e in KNOWN_ENCODINGS.items() if e["n_ranks"] == n_ranks and n not in ("r50k_base",)]
     return by_size[0] if len(by_size) == 1 else None
+
+
+def _check_known_ranks(p: Path, name: str, ranks: dict[bytes, int], digest: str) -> None:
+    """Refuse a rank file that is not the published file of the known encoding ``name``.
+
+    A rank file cut short at a line boundary parses cleanly as a smaller vocabulary, and the file
+    of another encoding parses too: either would encode text to other ids than tiktoken's
+    ``name``, without a word. So the number of ranks must be the encoding's, and the ranks the
+    published ones: the file's sha256, or (a copy with other line endings or spacing) that of
+    the same ranks written one ``<base64> <rank>\\n`` line each in rank order, equals the
+    published sha256 (tiktoken ``openai_public.py`` ``expected_hash``, which tiktoken itself
+    checks; Meta's llama3 ``tokenizer.model``).
+
+    Raises:
+        LoaderError: the count differs (both counts given), or the ranks are not the published ones.
+    """
+    known = KNOWN_ENCODINGS[name]
+    want = known["n_ranks"]
+    if len(ranks) != want:
+        cut = "cut short" if len(ranks) < want else "longer than the published file"
+        raise LoaderError(
+            f"{p}: {len(ranks)} ranks, but the tiktoken encoding {name!r} has {want}: the file is {cut} or "
+            "another encoding; use the complete file, or give pattern= and special_tokens= for a "
+            "rank file of your own"
+        )
+    if digest == known["sha256"]:
+        return
+    canon = hashlib.sha256()
+    for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+        canon.update(base64.b64encode(tok) + b" %d\n" % rank)
+    if canon.hexdigest() != known["sha256"]:
+        raise LoaderError(
+            f"{p}: {want} ranks as {name!r} has, but not its published ranks (sha256 of the ranks "
+            f"{canon.hexdigest()[:16]}..., published {known['sha256'][:16]}...); use the published file, or "
+            "give pattern= and special_tokens= for a rank file of your own"
+        )
 
 
 def _needs_name(what: str) -> LoaderError:
@@ -202,6 +248,7 @@ def spec_from_tiktoken(
     name: str | None = None,
     pattern: str | None = None,
     special_tokens: Mapping[str, int] | None = None,
+    check_ranks: bool = True,
 ) -> TokenizerSpec:
     """Build a byte-level spec from a tiktoken rank file.
 
@@ -213,12 +260,18 @@ def spec_from_tiktoken(
         pattern: the pre-split regex in tiktoken's (fancy-regex) syntax, overriding the known one;
             its bare ``^``/``$`` are stored as ``\\A``/``\\z`` (:func:`~rmlprep.pretokenize.text_anchors`).
         special_tokens: ``{text: id}`` (overrides the known ones).
+        check_ranks: with a known ``name`` (given or guessed), the file must be that encoding's
+            published rank file, by its number of ranks and its sha256
+            (:func:`_check_known_ranks`): a file cut short at a line boundary is refused, not
+            read as a smaller vocabulary. False takes the known pattern and special tokens
+            over a rank file of your own (tests, trimmed vocabularies).
     Returns:
         A spec with ``scores = -rank`` (specials and placeholders score 0 and never merge),
         ``ignore_merges=True``, bos/eos/eot from the known encoding, ``add_bos=False`` (tiktoken
         adds nothing; pass ``add_bos=True`` to :func:`rmlprep.load_tokenizer` for Llama 3).
     Raises:
-        LoaderError: a malformed file (line number given); a rank above :data:`MAX_ID`; a
+        LoaderError: a malformed file (line number given); a known encoding's file with another
+            number of ranks or other ranks than the published one; a rank above :data:`MAX_ID`; a
             single byte without a rank (the bytes are named); ranks with a gap that no special
             token fills; more than :data:`MAX_UNUSED_IDS` unused ids before the ids of
             ``special_tokens=``; a
@@ -228,7 +281,7 @@ def spec_from_tiktoken(
             (backreferences, \\X, \\b, ...; named in the message).
     """
     p = Path(path)
-    ranks, line_of_rank = _read_ranks(p)
+    ranks, line_of_rank, digest = _read_ranks(p)
     # tiktoken encodes every byte of a piece that no merge covers by its single-byte rank; a file
     # without one cannot encode text holding that byte (tiktoken panics), so refuse it here.
     no_rank = [b for b in range(256) if bytes((b,)) not in ranks]
@@ -248,6 +301,8 @@ def spec_from_tiktoken(
         known = KNOWN_ENCODINGS.get(name)
         if known is None and pattern is None:
             raise _needs_name(f"{p}: unknown tiktoken encoding name {name!r}")
+        if known is not None and check_ranks:
+            _check_known_ranks(p, name, ranks, digest)
     from .pretokenize import compile_pre_split, text_anchors
 
     # Known patterns are stored verbatim: their only `$` is in `\s++$`, where end-of-text,

@@ -165,6 +165,7 @@ _WORKER = r"""
 import resource, sys, time, traceback
 from rmlprep import load_tokenizer
 from rmlprep.errors import LoaderError
+from rmlprep.pretokenize import GPT2_PATTERN
 vm = 0
 for line in open("/proc/self/status"):
     if line.startswith("VmSize:"):
@@ -184,7 +185,11 @@ for line in sys.stdin:
         time.sleep(300)
     cpu = time.process_time()
     try:
-        tok = load_tokenizer(line.rstrip("\n"))
+        path = line.rstrip("\n")
+        # a rank file of our own with GPT-2's pattern and <|endoftext|> id (name="gpt2" takes
+        # only the published 50256 ranks)
+        kw = {"pattern": GPT2_PATTERN, "special_tokens": {"<|endoftext|>": 50256}} if path.endswith("ranks.tiktoken") else {}
+        tok = load_tokenizer(path, **kw)
         tok.decode(tok.encode("Hello, world! 123 \u00e9\u00e8 <s>"))
         answer = "loaded"
     except LoaderError as e:  # UnsupportedTokenizer is one too
@@ -300,8 +305,8 @@ _FUZZ_SEEDS = {
     ),
     "tiktoken": b"".join(base64.b64encode(bytes([b])) + b" %d\n" % b for b in range(256)) + b"YWI= 256\n",
 }
-# file names: a tiktoken file named after a known encoding needs no name= argument
-_FILE = {"gguf-bpe": "fuzz.gguf", "gguf-llama": "fuzz.gguf", "model": "fuzz.model", "tiktoken": "gpt2.tiktoken"}
+# file names: the worker loads ranks.tiktoken with GPT-2's pattern and <|endoftext|> = 50256
+_FILE = {"gguf-bpe": "fuzz.gguf", "gguf-llama": "fuzz.gguf", "model": "fuzz.model", "tiktoken": "ranks.tiktoken"}
 
 
 def test_seeds_load(worker, tmp_path):
@@ -462,7 +467,7 @@ def test_fuzz_tiktoken_lines(worker, tmp_path):
     @_FUZZ
     @given(data=_tiktoken_mutated())
     def run(data):
-        _check(worker, tmp_path / "gpt2.tiktoken", data)
+        _check(worker, tmp_path / "ranks.tiktoken", data)
 
     run()
 

@@ -145,7 +145,7 @@ def test_openai_encodings_by_name(tmp_path, name, specials, n_vocab):
     """cl100k_base / o200k_base: tiktoken's pattern and special tokens (openai_public.py); ids
     between the last rank and the specials are unused placeholders."""
     p = _write(tmp_path, [*_BYTES, b"ab", b"abc"])
-    spec = spec_from_tiktoken(p, name=name)
+    spec = spec_from_tiktoken(p, name=name, check_ranks=False)
     assert spec.pre_split == (KNOWN_ENCODINGS[name]["pattern"],) and spec.name == name
     assert {spec.vocab[i]: i for i in specials.values()} == specials
     assert (len(spec.vocab), spec.bos_id, spec.eos_id, spec.eot_ids) == (n_vocab, None, specials["<|endoftext|>"],
@@ -162,8 +162,8 @@ def test_cl100k_splits_whitespace_before_newline_unlike_llama3(tmp_path):
     """cl100k's \\s++$|\\s*[\\r\\n] vs Llama 3's \\s*[\\r\\n]+: "\\n\\n  " at the end is one piece
     in cl100k, two in Llama 3 (token " \\n" = 256 shows the piece boundaries)."""
     p = _write(tmp_path, [*_BYTES, b"\n\n ", b"\n\n"])
-    cl = Tokenizer.create(spec_from_tiktoken(p, name="cl100k_base"))
-    ll = Tokenizer.create(spec_from_tiktoken(p, name="llama3"))
+    cl = Tokenizer.create(spec_from_tiktoken(p, name="cl100k_base", check_ranks=False))
+    ll = Tokenizer.create(spec_from_tiktoken(p, name="llama3", check_ranks=False))
     assert cl.encode("a\n\n ") == [97, 256]  # one piece "\n\n " (\s++$)
     assert ll.encode("a\n\n ") == [97, 257, 32]  # "\n\n" (\s*[\r\n]+), then " "
 
@@ -198,6 +198,43 @@ def test_llama3_specials_follow_meta():
     assert sp["<|start_header_id|>"] == 128006 and sp["<|reserved_special_token_250|>"] == 128255
 
 
+def test_known_name_refuses_a_rank_file_cut_short(tmp_path):
+    """A rank file cut at a line boundary parses as a smaller vocabulary: GPT-2's name (given, or
+    guessed from the file name gpt2.tiktoken) with 258 ranks instead of 50256 is refused, and
+    with 50256 ranks that are not the published ones too. check_ranks=False takes GPT-2's
+    pattern and <|endoftext|> over the same file (ids 258..50255 unused)."""
+    p = _write(tmp_path, [*_BYTES, b"ab", b"abc"], name="gpt2.tiktoken")
+    for kw in ({"name": "gpt2"}, {}):
+        with pytest.raises(LoaderError, match=r"gpt2.tiktoken: 258 ranks, but the tiktoken encoding 'gpt2' has "
+                                              r"50256: the file is cut short or another encoding"):
+            spec_from_tiktoken(p, **kw)
+    with pytest.raises(LoaderError, match=r"258 ranks, but the tiktoken encoding 'cl100k_base' has 100256"):
+        spec_from_tiktoken(p, name="cl100k_base")
+    spec = spec_from_tiktoken(p, name="gpt2", check_ranks=False)
+    assert len(spec.vocab) == 50257 and spec.eos_id == 50256
+    # 50256 ranks (the count is right) that are not GPT-2's: by name, and guessed by the count
+    other = _write(tmp_path, [*_BYTES, *(b"%d" % i for i in range(1000, 1000 + 50000))], name="mine.tiktoken")
+    for kw in ({"name": "gpt2"}, {}):
+        with pytest.raises(LoaderError, match=r"mine.tiktoken: 50256 ranks as 'gpt2' has, but not its published "
+                                              r"ranks \(sha256 of the ranks [0-9a-f]{16}\.\.\., published 306cd27f"):
+            spec_from_tiktoken(other, **kw)
+
+
+def test_published_sha256_are_tiktoken_s():
+    """KNOWN_ENCODINGS' sha256 of the OpenAI rank files are tiktoken's expected_hash
+    (tiktoken_ext/openai_public.py), read from its source."""
+    import inspect
+    import re
+
+    pytest.importorskip("tiktoken")
+    openai_public = pytest.importorskip("tiktoken_ext.openai_public")
+    for name in ("r50k_base", "p50k_base", "cl100k_base", "o200k_base"):
+        src = inspect.getsource(getattr(openai_public, name))
+        (want,) = re.findall(r'expected_hash="([0-9a-f]{64})"', src)
+        assert KNOWN_ENCODINGS[name]["sha256"] == want, name
+    assert KNOWN_ENCODINGS["gpt2"]["sha256"] == KNOWN_ENCODINGS["r50k_base"]["sha256"]  # the same ranks
+
+
 def test_llama3_specials_equal_hf_added_tokens():
     p = REAL / "hf" / "llama3" / "tokenizer.json"
     if not p.is_file():
@@ -227,6 +264,36 @@ def test_real_rank_file_matches_fixture(name):
     for c in fx["cases"]:
         if "decode" in c:
             assert tok.decode(c["ids"]) == c["decode"]
+
+
+@pytest.mark.parametrize("name", list(TIKTOKEN_FILES))
+def test_real_rank_file_cut_or_changed_is_refused(tmp_path, name):
+    """The real file cut at a line boundary (every single byte still has a rank) is refused by
+    its name; the same ranks with CRLF line endings load and encode as the published file; one
+    token changed (the count still right) is refused. The published sha256 is the fixture's
+    (written by tools/make_parity_fixtures.py from the file get.sh checks)."""
+    tok, path = _real(name)
+    enc = TIKTOKEN_FILES[name][1]
+    fx = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    assert KNOWN_ENCODINGS[enc]["sha256"] == fx["sha256"]
+    lines = path.read_bytes().splitlines(keepends=True)
+    cut = tmp_path / path.name
+    cut.write_bytes(b"".join(lines[:40000]))
+    with pytest.raises(LoaderError, match=rf"40000 ranks, but the tiktoken encoding '{enc}' has {len(lines)}: the "
+                                          "file is cut short"):
+        spec_from_tiktoken(cut, name=enc)
+    with pytest.raises(LoaderError, match="cut short"):
+        spec_from_tiktoken(cut)  # the name guessed from the file name
+    crlf = tmp_path / "crlf.tiktoken"
+    crlf.write_bytes(b"".join(ln.rstrip(b"\n") + b"\r\n" for ln in lines))
+    text = "Hello, world! Grüße 123 \u4f60\u597d"
+    assert Tokenizer.create(spec_from_tiktoken(crlf, name=enc)).encode(text) == tok.encode(text)
+    changed = tmp_path / "changed.tiktoken"
+    lines[30000] = base64.b64encode(b"\xff\xfe\xfd\xfc") + b" 30000\n"
+    changed.write_bytes(b"".join(lines))
+    with pytest.raises(LoaderError, match=rf"changed.tiktoken: {len(lines)} ranks as '{enc}' has, but not its "
+                                          "published ranks"):
+        spec_from_tiktoken(changed, name=enc)
 
 
 def test_name_guessed_from_file():
@@ -311,7 +378,7 @@ def test_parity_with_tiktoken_openai_pattern_synthetic_ranks(tmp_path, name):
     known = KNOWN_ENCODINGS[name]
     ref = tiktoken.Encoding(name=f"t-{name}", pat_str=known["pattern"], mergeable_ranks=ranks,
                             special_tokens=dict(known["special_tokens"]))
-    tok = Tokenizer.create(spec_from_tiktoken(path, name=name))
+    tok = Tokenizer.create(spec_from_tiktoken(path, name=name, check_ranks=False))
     n = merged = 0
     for doc in docs + HARD_STRINGS:
         for text in (doc, doc + "\n", doc + "  \n\n  ", doc + " "):
