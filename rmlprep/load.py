@@ -19,6 +19,7 @@ sha256 finds the tokenizer's parity fixture.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -28,7 +29,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from . import demo
+from . import cache, demo
 from .errors import ConfigError, LoaderError, RmlprepError, SpecError
 from .gguf import spec_from_gguf
 from .hf import read_tokenizer_config, spec_from_tokenizer_json
@@ -132,12 +133,23 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
         >>> tok = load_tokenizer("gpt2.tiktoken", name="gpt2")
         >>> tok = load_tokenizer("demo:gpt2")
     """
+    gc_was_on = gc.isenabled()
+    gc.disable()  # a load allocates ~10^6 tuples and strs that all live on: collector passes would cost more
+    try:
+        return _load_tokenizer(path, overrides)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Tokenizer:
     unknown = sorted(k for k in overrides if k not in _SPEC_FIELDS and k not in _TIKTOKEN_ARGS)
     if unknown:
         raise LoaderError(
             f"{path}: unknown override(s) {unknown}; overrides are TokenizerSpec fields "
             f"({', '.join(sorted(_SPEC_FIELDS))}) or, for tiktoken files, {', '.join(_TIKTOKEN_ARGS)}"
         )
+    hit = None
     if isinstance(path, str) and path.startswith(DEMO_PREFIX):
         _no_tiktoken_args(Path(path), {k: v for k, v in overrides.items() if k in _TIKTOKEN_ARGS})
         tok = open_tokenizer(path, log=_stderr)[0]
@@ -145,17 +157,41 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
         if not overrides:
             return tok
     else:
-        spec, template = load_spec(path, **{k: v for k, v in overrides.items() if k in _TIKTOKEN_ARGS})
+        tiktoken_kw = {k: v for k, v in overrides.items() if k in _TIKTOKEN_ARGS}
+        entry = _cache_entry(path, tiktoken_kw)
+        hit = cache.lookup(entry)
+        if hit is not None:
+            spec, template = hit.spec, hit.chat_template
+        else:
+            spec, template = load_spec(path, **tiktoken_kw)
     changes = {k: v for k, v in overrides.items() if k in _SPEC_FIELDS}
     if changes:
         for k in ("eot_ids", "pre_split"):
             if k in changes and not isinstance(changes[k], tuple):
                 changes[k] = tuple(changes[k])
         spec = spec.replace(**changes)
+    elif hit is not None:
+        return Tokenizer._from_cache(spec, template, hit.merge_table)
     try:
-        return Tokenizer.create(spec, chat_template=template)
+        tok = Tokenizer.create(spec, chat_template=template)
     except SpecError as e:
         raise LoaderError(f"{path}: {e}") from e
+    if not changes and hit is None:
+        cache.store(entry, spec, template, tok._merge_table)
+    return tok
+
+
+def _cache_entry(path: str | os.PathLike, tiktoken_kw: dict[str, Any]) -> Path | None:
+    """The load-time cache entry (:mod:`rmlprep.cache`) of the file ``path`` resolves to, with
+    the ``tokenizer_config.json`` beside it; None when the cache is off or ``path`` does not
+    resolve (``load_spec`` then says why)."""
+    if not cache.enabled():
+        return None
+    try:
+        p = _resolve(Path(path)).resolve()
+    except (LoaderError, OSError):
+        return None
+    return cache.entry_path([p, p.parent / "tokenizer_config.json"], {"path": str(p), **tiktoken_kw})
 
 
 def _stderr(msg: str) -> None:

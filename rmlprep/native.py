@@ -254,9 +254,8 @@ def make_native(tokenizer) -> NativeEncoder | None:
     scores = None
     pairs = None
     if spec.merges:
-        pairs = array("I")  # merges: priority = rank (tokenizer._merges keeps a repeated merge's first)
-        for (a, b), (rank, merged) in tokenizer._merges.items():
-            pairs.extend((a, b, rank, merged))
+        pairs = array("I")  # merges: priority = rank (a repeated merge keeps its first)
+        pairs.frombytes(tokenizer._merge_table.tobytes())  # (left, right, rank, merged) per merge
     elif spec.scores is not None:
         if any(math.isnan(x) for x in spec.scores):
             return None

@@ -19,9 +19,11 @@ sentencepiece (``bpe_model.cc``), tiktoken (``core.py``, ``src/lib.rs``).
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 import re
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -57,9 +59,10 @@ def _validate(spec: TokenizerSpec) -> None:
             "give one type per token"
         )
     valid_types = {int(t) for t in TokenType}
-    for i, t in enumerate(spec.token_types):
-        if t not in valid_types:
-            raise SpecError(f"{where}: token_types[{i}] = {t!r} is not a TokenType value {sorted(valid_types)}")
+    if not valid_types.issuperset(spec.token_types):
+        for i, t in enumerate(spec.token_types):
+            if t not in valid_types:
+                raise SpecError(f"{where}: token_types[{i}] = {t!r} is not a TokenType value {sorted(valid_types)}")
     if spec.scores is not None and len(spec.scores) != n:
         raise SpecError(
             f"{where}: scores has {len(spec.scores)} entries but the vocab has {n}; "
@@ -71,13 +74,17 @@ def _validate(spec: TokenizerSpec) -> None:
         raise SpecError(
             f"{where}: a SentencePiece BPE spec without merges needs one score per token (scores is None)"
         )
-    seen: dict[str, int] = {}
-    for i, tok in enumerate(spec.vocab):
-        if not isinstance(tok, str):
-            raise SpecError(f"{where}: vocab[{i}] is {type(tok).__name__}, expected str")
-        j = seen.setdefault(tok, i)
-        if j != i:
-            raise SpecError(f"{where}: vocab[{i}] = {tok!r} duplicates vocab[{j}]; tokens must be unique")
+    if set(map(type, spec.vocab)) != {str}:
+        for i, tok in enumerate(spec.vocab):
+            if not isinstance(tok, str):
+                raise SpecError(f"{where}: vocab[{i}] is {type(tok).__name__}, expected str")
+    seen = set(spec.vocab)
+    if len(seen) != n:  # name the first repeat
+        first: dict[str, int] = {}
+        for i, tok in enumerate(spec.vocab):
+            j = first.setdefault(tok, i)
+            if j != i:
+                raise SpecError(f"{where}: vocab[{i}] = {tok!r} duplicates vocab[{j}]; tokens must be unique")
     for field_name in ("bos_id", "eos_id", "unk_id", "pad_id"):
         v = getattr(spec, field_name)
         if v is not None and not (isinstance(v, int) and 0 <= v < n):
@@ -113,11 +120,37 @@ def _validate(spec: TokenizerSpec) -> None:
             raise SpecError(f"{where}: normalizers[{k}] = {norm!r} is not supported ({', '.join(NORMALIZERS)})")
         if norm[0] == "replace" and len(norm) != 3:
             raise SpecError(f"{where}: normalizers[{k}] = {norm!r}: replace needs (\"replace\", old, new)")
-    for r, m in enumerate(spec.merges):
-        a, b = m
-        for part in (a, b, a + b):
-            if part not in seen:
-                raise SpecError(f"{where}: merges[{r}] = {a!r} {b!r} uses {part!r}, which is not in the vocab")
+    # the merges are checked as their ids are looked up (_merge_ids, from create)
+
+
+def _merge_ids(spec: TokenizerSpec, t2i: dict[str, int]) -> np.ndarray:
+    """uint32 ``[n, 4]``: (left id, right id, rank, merged id) per distinct merge, in rank order;
+    a merge listed twice keeps its first (lowest) rank, as tokenizers' ``BPE`` does.
+
+    Raises:
+        SpecError: a merge whose halves or result are not in the vocab (the first one is named).
+    """
+    lefts = list(map(itemgetter(0), spec.merges))
+    rights = list(map(itemgetter(1), spec.merges))
+    get = t2i.get
+    cols = [list(map(get, lefts)), list(map(get, rights)), list(map(get, map(str.__add__, lefts, rights)))]
+    if any(None in c for c in cols):
+        where = f"TokenizerSpec{f' {spec.name!r}' if spec.name else ''}"
+        for r, (a, b) in enumerate(spec.merges):
+            for part in (a, b, a + b):
+                if part not in t2i:
+                    raise SpecError(f"{where}: merges[{r}] = {a!r} {b!r} uses {part!r}, which is not in the vocab")
+    n = len(lefts)
+    out = np.empty((n, 4), dtype=np.uint32)
+    out[:, 0] = cols[0]
+    out[:, 1] = cols[1]
+    out[:, 2] = np.arange(n, dtype=np.uint32)
+    out[:, 3] = cols[2]
+    keys = (out[:, 0].astype(np.uint64) << np.uint64(32)) | out[:, 1]
+    _, first = np.unique(keys, return_index=True)
+    if len(first) != n:
+        out = out[np.sort(first)]
+    return out
 
 
 def _token_bytes(spec: TokenizerSpec) -> list[bytes]:
@@ -164,12 +197,12 @@ class Tokenizer:
     cheap to send to worker processes.
     """
 
-    def __init__(self, spec: TokenizerSpec, *, chat_template: str | None = None, _token=None):
+    def __init__(self, spec: TokenizerSpec, *, chat_template: str | None = None, _token=None, _merge_table=None):
         if _token is not _CREATE:
             raise TypeError("use Tokenizer.create(spec) to build a Tokenizer")
         self.spec = spec
         self.chat_template = chat_template
-        self._build()
+        self._build(_merge_table)
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -185,32 +218,31 @@ class Tokenizer:
         _validate(spec)
         return cls(spec, chat_template=chat_template, _token=_CREATE)
 
-    def _build(self) -> None:
+    @classmethod
+    def _from_cache(cls, spec: TokenizerSpec, chat_template: str | None, merge_table: np.ndarray | None) -> "Tokenizer":
+        """A tokenizer from a load-time cache entry (:mod:`rmlprep.cache`): ``spec`` passed
+        :meth:`create` when the entry was written, and ``merge_table`` is what it built then."""
+        return cls(spec, chat_template=chat_template, _token=_CREATE, _merge_table=merge_table)
+
+    def _build(self, merge_table: np.ndarray | None = None) -> None:
         spec = self.spec
         self._byte_level = spec.kind == BYTE_LEVEL
         self._spaces = prefix_spaces(spec)  # what counts as "already starts with a space"
         self._vocab = spec.vocab
         self._types = spec.token_types
         self._n = len(spec.vocab)
-        self._tok2id: dict[str, int] = {t: i for i, t in enumerate(spec.vocab)}
-        self._bytes = _token_bytes(spec)
+        self._tok2id: dict[str, int] = dict(zip(spec.vocab, range(len(spec.vocab))))
         self._lens = None  # numpy byte lengths of the tokens, for offsets (built on first use)
         # merges: (left id, right id) -> (rank, merged id)
+        self._merge_table = None
         if spec.merges:
-            t2i = self._tok2id
-            table: dict[tuple[int, int], tuple[int, int]] = {}
-            for rank, (a, b) in enumerate(spec.merges):
-                key = (t2i[a], t2i[b])
-                if key not in table:  # first (lowest) rank wins for a repeated merge
-                    table[key] = (rank, t2i[a + b])
-            self._merges = table
+            # (left, right, rank, merged) per merge; a repeated merge keeps its first rank
+            self._merge_table = merge_table if merge_table is not None else _merge_ids(spec, self._tok2id)
             self._pair = self._pair_from_merges
         elif spec.scores is not None:
-            self._merges = {}
             self._score_pairs: dict[tuple[int, int], tuple[float, int] | None] = {}
             self._pair = self._pair_from_scores
         else:  # neither merges nor scores: symbols never merge
-            self._merges = {}
             self._pair = lambda a, b: None
         # initial symbols
         if self._byte_level:
@@ -246,10 +278,25 @@ class Tokenizer:
         if self._normalize is not None:
             renamed = {a.id for a in spec.added_token_flags
                        if a.normalized and self._normalize(spec.vocab[a.id]) != spec.vocab[a.id]}
-        self._skip_ids = frozenset(
-            i for i, t in enumerate(self._types)
-            if t in (TokenType.CONTROL, TokenType.UNKNOWN) and i not in renamed
-        )
+        self._skip_ids = frozenset(self._ids_of_types(TokenType.CONTROL, TokenType.UNKNOWN)).difference(renamed)
+
+    @functools.cached_property
+    def _bytes(self) -> list[bytes]:
+        """Every token's raw bytes (what decode concatenates); built on first use."""
+        return _token_bytes(self.spec)
+
+    @functools.cached_property
+    def _merges(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """(left id, right id) -> (rank, merged id), for the pure-Python merge loop; built on first use."""
+        if self._merge_table is None:
+            return {}
+        cols = [c.tolist() for c in self._merge_table.T]
+        return dict(zip(zip(cols[0], cols[1]), zip(cols[2], cols[3])))
+
+    def _ids_of_types(self, *types: TokenType) -> list[int]:
+        """The ids whose token type is one of ``types``, ascending."""
+        arr = np.frombuffer(bytes(self._types), dtype=np.uint8)
+        return np.flatnonzero(np.isin(arr, [int(t) for t in types])).tolist()
 
     def _build_added_tokens(self) -> None:
         """The matchers that cut added (control, unknown, user-defined) tokens out of the text.
@@ -267,11 +314,9 @@ class Tokenizer:
         self._flags = {a.id: a for a in spec.added_token_flags}
         # the unknown token is cut out like a control token (llama.cpp tokenizer_st_partition;
         # Hugging Face lists "<unk>" among the special added tokens)
-        control = [
-            (t, i) for i, t in enumerate(spec.vocab)
-            if self._types[i] in (TokenType.CONTROL, TokenType.UNKNOWN) and t
-        ]
-        user = [(t, i) for i, t in enumerate(spec.vocab) if self._types[i] == TokenType.USER_DEFINED and t]
+        vocab = spec.vocab
+        control = [(vocab[i], i) for i in self._ids_of_types(TokenType.CONTROL, TokenType.UNKNOWN) if vocab[i]]
+        user = [(vocab[i], i) for i in self._ids_of_types(TokenType.USER_DEFINED) if vocab[i]]
         self.special_tokens: dict[str, int] = dict(control + user)
         normalized = {a.id for a in spec.added_token_flags if a.normalized}
         norm = self._normalize or (lambda t: t)

@@ -1,0 +1,199 @@
+"""The load-time cache (rmlprep.cache): a cached load gives the tokenizer an uncached one gives;
+a changed file, config or argument is a new entry; a corrupt entry is ignored."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rmlprep import cache, load
+from rmlprep.load import load_tokenizer
+from rmlprep.tokenizer import Tokenizer
+from tools.make_parity_fixtures import HARD_STRINGS, real_dir
+
+REAL = real_dir()
+TEXTS = [*HARD_STRINGS, "Hello world, ça va? 你好 <s> <|endoftext|>", "  x\n\n\ty  "]
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """An empty cache directory, the cache on, and every file cached whatever its size."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("RMLPREP_CACHE", str(d))
+    monkeypatch.setenv("RMLPREP_TOKENIZER_CACHE", "1")
+    monkeypatch.setattr(cache, "MIN_BYTES", 0)
+    return d / "tokenizers"
+
+
+def _tokenizer_json(merges=("a b", "ab c"), template="{{ messages }}") -> dict:
+    vocab = {c: i for i, c in enumerate("abcdefgh ")}
+    vocab.update({"ab": 9, "abc": 10, "Ġ": 11})
+    return {
+        "model": {"type": "BPE", "vocab": vocab, "merges": list(merges)},
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+        "normalizer": None,
+        "added_tokens": [{"id": 12, "content": "<s>", "special": True}],
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel"},
+    }
+
+
+def _write(d: Path, template: str = "T1", **kw) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "tokenizer.json").write_text(json.dumps(_tokenizer_json(**kw)))
+    (d / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
+    return d / "tokenizer.json"
+
+
+def _no_parse(monkeypatch):
+    """Make any parse of a tokenizer file fail: a load that succeeds came from the cache."""
+    def boom(*a, **k):
+        raise AssertionError("the file was parsed; expected a cache hit")
+    monkeypatch.setattr(load, "load_spec", boom)
+
+
+def _same(a: Tokenizer, b: Tokenizer, texts=TEXTS) -> None:
+    assert a.spec == b.spec and a.spec.name == b.spec.name and a.chat_template == b.chat_template
+    assert a.spec.fingerprint == b.spec.fingerprint
+    for t in texts:
+        ids = a.encode(t, add_special_tokens=True)
+        assert b.encode(t, add_special_tokens=True) == ids, t
+        assert b.decode(ids) == a.decode(ids)
+
+
+def test_hit_gives_the_same_tokenizer(cache_dir, tmp_path, monkeypatch):
+    """"abc" merges a+b (rank 0) then ab+c (rank 1): id 10, from the file and from the entry."""
+    p = _write(tmp_path / "t")
+    first = load_tokenizer(p)
+    assert first.encode("abc") == [10] and first.chat_template == "T1"
+    assert len(list(cache_dir.glob("*.bin"))) == 1
+    _no_parse(monkeypatch)
+    second = load_tokenizer(p)
+    _same(first, second)
+    assert second.encode("abc") == [10]
+    np.testing.assert_array_equal(second._merge_table, first._merge_table)
+    assert second._merges == first._merges
+
+
+def test_changed_file_or_config_is_a_new_entry(cache_dir, tmp_path):
+    """Without the merge "ab c", "abc" is [ab, c] = [9, 2]; a new chat template in
+    tokenizer_config.json is seen too."""
+    p = _write(tmp_path / "t")
+    assert load_tokenizer(p).encode("abc") == [10]
+    _write(tmp_path / "t", merges=("a b",))
+    assert load_tokenizer(p).encode("abc") == [9, 2]
+    _write(tmp_path / "t", merges=("a b",), template="T2")
+    assert load_tokenizer(p).chat_template == "T2"
+    assert len(list(cache_dir.glob("*.bin"))) == 3
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "garbage", "bad-pickle"])
+def test_corrupt_entry_is_ignored_and_rewritten(cache_dir, tmp_path, monkeypatch, damage):
+    p = _write(tmp_path / "t")
+    want = load_tokenizer(p)
+    (entry,) = cache_dir.glob("*.bin")
+    data = entry.read_bytes()
+    if damage == "flip":
+        data = data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:]
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "empty":
+        data = b""
+    elif damage == "garbage":
+        data = os.urandom(200)
+    else:  # a valid checksum over a payload that is not an entry
+        import hashlib
+
+        payload = pickle.dumps({"spec": "not a spec"})
+        data = cache.MAGIC + hashlib.sha256(payload).digest() + payload
+    entry.write_bytes(data)
+    assert cache.lookup(entry) is None
+    got = load_tokenizer(p)
+    _same(want, got)
+    assert cache.lookup(entry) is not None  # rewritten by the load
+
+
+def test_arguments_and_overrides(cache_dir, tmp_path):
+    """Spec-field overrides are applied to a cached spec and never stored; tiktoken arguments
+    are part of the key."""
+    p = _write(tmp_path / "t")
+    load_tokenizer(p)
+    tok = load_tokenizer(p, bos_id=12, add_bos=True)
+    assert tok.encode("abc", add_special_tokens=True) == [12, 10]
+    assert load_tokenizer(p).encode("abc", add_special_tokens=True) == [10]
+    assert len(list(cache_dir.glob("*.bin"))) == 1
+    import base64
+
+    ranks = tmp_path / "r.tiktoken"
+    ranks.write_bytes(b"".join(base64.b64encode(bytes([b])) + b" %d\n" % b for b in range(256)))
+    a = load_tokenizer(ranks, pattern=r"\S+|\s+", special_tokens={"<|a|>": 256})
+    b = load_tokenizer(ranks, pattern=r"\S+|\s+", special_tokens={"<|b|>": 256})
+    assert a.encode("<|a|>") == [256] and b.encode("<|b|>") == [256] and b.encode("<|a|>") != [256]
+
+
+def test_off_small_or_unwritable(tmp_path, monkeypatch):
+    """RMLPREP_TOKENIZER_CACHE=0, a file under MIN_BYTES, or a cache path that is a file: the
+    load works and writes nothing."""
+    p = _write(tmp_path / "t")
+    d = tmp_path / "cache"
+    monkeypatch.setenv("RMLPREP_CACHE", str(d))
+    monkeypatch.setenv("RMLPREP_TOKENIZER_CACHE", "0")
+    assert load_tokenizer(p).encode("abc") == [10] and not d.exists()
+    monkeypatch.setenv("RMLPREP_TOKENIZER_CACHE", "1")
+    assert load_tokenizer(p).encode("abc") == [10] and not d.exists()  # the file is under MIN_BYTES
+    monkeypatch.setattr(cache, "MIN_BYTES", 0)
+    d.write_text("a file where the directory should be")
+    assert load_tokenizer(p).encode("abc") == [10]
+
+
+def test_prune_keeps_the_most_recent(cache_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 2)
+    paths = [_write(tmp_path / f"t{i}", template=f"T{i}") for i in range(4)]
+    for i, p in enumerate(paths):
+        load_tokenizer(p)
+        for e in cache_dir.glob("*.bin"):  # mtimes a second apart, oldest first
+            os.utime(e, (e.stat().st_mtime - 10, e.stat().st_mtime - 10))
+    assert len(list(cache_dir.glob("*.bin"))) == 2
+    _no_parse(monkeypatch)
+    assert load_tokenizer(paths[3]).chat_template == "T3"  # the newest is still there
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rel", ["hf/llama3/tokenizer.json", "hf/gemma3/tokenizer.json", "hf/gpt-4o/tokenizer.json",
+                                 "gguf/ggml-vocab-qwen2.gguf", "llama3/llama3.tiktoken"])
+def test_real_files_cached_equal_uncached(cache_dir, monkeypatch, rel):
+    """A real file: the tokenizer from the entry equals the one parsed, on hard strings."""
+    p = REAL / rel
+    if not p.is_file():
+        pytest.skip(f"{p} is absent: run ../shared/real-tokenizers/get.sh")
+    first = load_tokenizer(p)
+    assert len(list(cache_dir.glob("*.bin"))) == 1
+    _no_parse(monkeypatch)
+    second = load_tokenizer(p)
+    _same(first, second)
+    if first._merge_table is not None:
+        np.testing.assert_array_equal(second._merge_table, first._merge_table)
+
+
+def test_gguf_key_is_its_metadata(cache_dir, tmp_path, monkeypatch):
+    """A GGUF entry is keyed by the header and key-values (the tokenizer's bytes): bytes appended
+    after them (tensor data) find the same entry; a changed token is a new entry."""
+    from tests.test_gguf import _tiny_llama_kvs, write_gguf
+
+    (tmp_path / "a").mkdir()
+    a = write_gguf(tmp_path / "a" / "m.gguf", _tiny_llama_kvs())
+    first = load_tokenizer(a)
+    a.write_bytes(a.read_bytes() + b"\0" * 4096)
+    with monkeypatch.context() as m:
+        _no_parse(m)
+        _same(first, load_tokenizer(a), texts=["ab abc", "x"])
+    data = bytearray(a.read_bytes())
+    data[data.index("\u2581ab".encode()) + 3] = ord("x")  # the token "▁ab" becomes "▁xb"
+    a.write_bytes(bytes(data))
+    assert load_tokenizer(a).spec != first.spec
+    assert len(list(cache_dir.glob("*.bin"))) == 2
