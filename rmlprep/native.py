@@ -254,8 +254,7 @@ def make_native(tokenizer) -> NativeEncoder | None:
     scores = None
     pairs = None
     if spec.merges:
-        pairs = array("I")  # merges: priority = rank (a repeated merge keeps its first)
-        pairs.frombytes(tokenizer._merge_table.tobytes())  # (left, right, rank, merged) per merge
+        pairs = array("I", tokenizer._merge_table.tobytes())  # (left, right, rank=priority, merged) per merge
     elif spec.scores is not None:
         if any(math.isnan(x) for x in spec.scores):
             return None

@@ -27,12 +27,11 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from rmlprep.errors import LoaderError
+from rmlprep.regex_props import can_match_empty, text_anchors
 from rmlprep.regex_translate import (
     ASCII_LIMIT,
     BMP_LIMIT,
     FULL_LIMIT,
-    can_match_empty,
-    text_anchors,
     translate,
     unsupported_construct,
 )

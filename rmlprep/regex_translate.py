@@ -29,8 +29,6 @@ __all__ = [
     "ASCII_LIMIT",
     "BMP_LIMIT",
     "FULL_LIMIT",
-    "can_match_empty",
-    "text_anchors",
     "translate",
     "unsupported_construct",
 ]
@@ -394,8 +392,7 @@ class _Parser:
         return value
 
 
-# ----------------------------------------------------------------------------------------------
-# Emitting stdlib re syntax, with classes cut at a code-point limit.
+# -- Emitting stdlib re syntax, with classes cut at a code-point limit -------------------------
 
 
 def _esc(cp: int) -> str:
@@ -477,7 +474,7 @@ def translate(pattern: str, *, limit: int = FULL_LIMIT) -> str:
     ``\\A`` are text anchors. In fancy-regex (tiktoken's engine) a bare ``$`` is the end of the
     text only (``Expr::EndText``, handed to the ``regex`` crate as ``$`` without ``m``), and in
     Python's ``regex`` it also matches before a final newline: pass a tiktoken pattern through
-    :func:`text_anchors` first. In ``\\s++$`` (r50k, cl100k) the three readings agree: the
+    :func:`~rmlprep.regex_props.text_anchors` first. In ``\\s++$`` (r50k, cl100k) the readings agree: the
     possessive run has taken every newline, so "before a newline" can never hold.
     Alternation, greedy/lazy quantifiers and lookaround keep their meaning, which is the same
     (leftmost alternative wins, backtracking) in onig, fancy-regex, ``regex`` and ``re``.
@@ -493,77 +490,11 @@ def translate(pattern: str, *, limit: int = FULL_LIMIT) -> str:
         A pattern string for ``re.compile`` (ASCII only; non-ASCII code points as escapes).
     Raises:
         UnsupportedTokenizer: a construct the translation does not support (backreferences,
-            \\X, \\w, \\b, unknown \\p{..} names,
-            inline flags other than ``(?i:``, ``(?i)`` on non-ASCII cased characters or ``i``...),
-            named in the message.
+            \\X, \\w, \\b, unknown \\p{..} names, inline flags other than ``(?i:``, ``(?i)``
+            on non-ASCII cased characters or ``i``...), named in the message.
         LoaderError: a malformed pattern (unbalanced parentheses, bad escapes).
 
     Source: Oniguruma (Ruby syntax) and Python ``regex`` semantics for the constructs above;
     fancy-regex ``src/parse.rs`` (``$`` -> ``Expr::EndText`` unless the ``m`` flag is set).
     """
     return _emit(_parse(pattern), limit)
-
-
-def text_anchors(pattern: str) -> str:
-    """Rewrite a fancy-regex (tiktoken) pattern's bare ``^``/``$`` into ``\\A``/``\\z``.
-
-    fancy-regex without the ``m`` flag reads ``^`` as the start and ``$`` as the end of the
-    text (not "before a final newline" as Python's ``re``/``regex``, not "end of any line" as
-    Oniguruma, which :func:`translate` follows); escaped ones and those inside a class are
-    literal and stay. Example: ``text_anchors(r"a$|[$]|\\$")`` -> ``r"a\\z|[$]|\\$"``.
-
-    Source: fancy-regex ``src/parse.rs`` (``b'$' => ... Expr::EndText``).
-    """
-    out = []
-    i, n = 0, len(pattern)
-    in_class = False
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if in_class:
-            if c == "]" and not pattern[class_start:i].rstrip("^") == "":
-                in_class = False
-        elif c == "[":
-            in_class, class_start = True, i + 1
-        elif c == "$":
-            c = "\\z"
-        elif c == "^":
-            c = "\\A"
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-# ----------------------------------------------------------------------------------------------
-# Properties of a parsed pattern.
-
-_LOOKAROUND = ("(?=", "(?!", "(?<=", "(?<!")
-
-
-def _min_len(node) -> int:
-    """Fewest characters a match of ``node`` takes (0: it may match the empty string)."""
-    kind = node[0]
-    if kind in ("lit", "set", "any"):
-        return 1
-    if kind == "raw":
-        return 0
-    if kind == "seq":
-        return sum(_min_len(x) for x in node[1])
-    if kind == "alt":
-        return min(_min_len(x) for x in node[1])
-    if kind == "group":
-        return 0 if node[1] in _LOOKAROUND else _min_len(node[2])
-    return node[2] * _min_len(node[1])  # rep
-
-
-def can_match_empty(pattern: str) -> bool:
-    """True when some match of ``pattern`` may be empty (then the iteration order matters, see
-    :func:`rmlprep.split.find_iter`); False proves every match takes at least one character.
-
-    Raises:
-        UnsupportedTokenizer / LoaderError: as :func:`translate`.
-    """
-    return _min_len(_parse(pattern)) == 0
