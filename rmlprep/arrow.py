@@ -55,6 +55,10 @@ with empty ids and the reason in the ``error`` column. ``fn.stats`` counts the b
 errors and tokens that this object has seen; ``datasets.map`` calls pickled copies (in worker
 processes with ``num_proc > 1``), so for a total use :func:`count_errors` on the output.
 
+This module owns the two callables' encoding (:class:`TokenizeText`, :class:`TokenizeChat`) and
+their builders; the machinery they share (pickling, the per-process tokenizer cache, batch kinds,
+row errors, output assembly, :func:`count_errors`) lives in :mod:`rmlprep.arrow_base`.
+
 Source: the batched-map contract of ``datasets`` (``arrow_dataset.py`` ``map``,
 ``arrow_writer.py`` ``TypedSequence``); TRL's column names (``input_ids``,
 ``assistant_masks``, ``labels``).
@@ -62,344 +66,30 @@ Source: the batched-map contract of ``datasets`` (``arrow_dataset.py`` ``map``,
 
 from __future__ import annotations
 
-import json
-import threading
-import zlib
 from array import array
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-from .errors import ChatFormatError, ConfigError, RmlprepError, RowError
+# count_errors, OUTPUT_VERSION and the per-process tokenizer cache (_TOKENIZERS) are re-exported
+from .arrow_base import (  # noqa: F401
+    _EMPTY,
+    _TOKENIZERS,
+    _U32,
+    OUTPUT_VERSION,
+    _flatten,
+    _MapFunction,
+    _offsets,
+    count_errors,
+)
+from .errors import ChatFormatError, ConfigError, RmlprepError
 from .native import surrogate_rows
-from .packing import from_numpy
 from .segment import replace_lone_surrogates
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
 
 __all__ = ["tokenize_text", "tokenize_chat", "TokenizeText", "TokenizeChat", "count_errors"]
-
-#: Bumped whenever the output of a callable changes for the same spec and options, so that
-#: ``datasets`` fingerprints (and caches) computed by an older rmlprep are not reused.
-OUTPUT_VERSION = 2  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
-
-_ON_ERROR = ("raise", "record")
-_INT32_MAX = 2**31 - 1
-_U32 = "I" if array("I").itemsize == 4 else "L"
-_I32 = "i" if array("i").itemsize == 4 else "l"
-_EMPTY: tuple[int, ...] = ()
-
-# -- per-process tokenizer cache ------------------------------------------------------------
-_CACHE_SIZE = 4
-_TOKENIZERS: "OrderedDict[str, Tokenizer]" = OrderedDict()
-_LOCK = threading.Lock()
-
-
-def _remember(fingerprint: str, tokenizer: Tokenizer) -> None:
-    with _LOCK:
-        _TOKENIZERS[fingerprint] = tokenizer
-        _TOKENIZERS.move_to_end(fingerprint)
-        while len(_TOKENIZERS) > _CACHE_SIZE:
-            _TOKENIZERS.popitem(last=False)
-
-
-def _lookup(fingerprint: str) -> Tokenizer | None:
-    with _LOCK:
-        tok = _TOKENIZERS.get(fingerprint)
-        if tok is not None:
-            _TOKENIZERS.move_to_end(fingerprint)
-        return tok
-
-
-def _spec_blob(spec: TokenizerSpec) -> bytes:
-    """The spec as zlib-compressed canonical JSON (sorted keys; same bytes in every process)."""
-    text = json.dumps(spec.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                      allow_nan=False)
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
-
-
-def _spec_from_blob(blob: bytes) -> TokenizerSpec:
-    return TokenizerSpec.from_dict(json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass")))
-
-
-# -- Arrow helpers ----------------------------------------------------------------------------
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    """int64 offsets ``[0, l0, l0+l1, ...]`` of ``lengths`` (shape n -> n + 1)."""
-    off = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=off[1:])
-    return off
-
-
-def _flatten(id_lists: list) -> np.ndarray:
-    """All ids of ``id_lists`` in one uint32 array.
-
-    ``array.fromlist`` per row is about 4x faster than ``array(typecode, chain(...))`` or
-    ``np.fromiter`` (22 vs 99 / 76 ms for 4.8 M ids in 120 k rows); other sequences are extended.
-    """
-    buf = array(_U32)
-    fromlist = buf.fromlist
-    for ids in id_lists:
-        if type(ids) is list:
-            fromlist(ids)
-        else:
-            buf.extend(ids)
-    return np.frombuffer(buf, dtype=np.uint32)
-
-
-def _list_array(flat: np.ndarray, offsets: np.ndarray) -> pa.Array:
-    """``list<flat.dtype>`` from one flat array and int64 offsets (large_list past int32)."""
-    values = from_numpy(flat)
-    if offsets[-1] <= _INT32_MAX:
-        return pa.ListArray.from_arrays(from_numpy(offsets.astype(np.int32)), values)
-    return pa.LargeListArray.from_arrays(from_numpy(offsets.astype(np.int64)), values)
-
-
-def _row_views(flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """1-D object array of per-row views of ``flat`` (what ``datasets`` converts fastest)."""
-    off = offsets.tolist()
-    parts: list[Any] = [flat[a:b] for a, b in zip(off, off[1:])]  # 2x faster than np.split
-    # the trailing None keeps numpy from building a 2-D array when all rows are equally long
-    return np.array(parts + [None], dtype=object)[:-1]
-
-
-def count_errors(data: Any, column: str = "error") -> int:
-    """Count rows whose ``column`` holds an error (not null and not ``""``).
-
-    Args:
-        data: a ``datasets.Dataset``, ``pyarrow.Table`` / ``RecordBatch``, or a dict of columns
-            (as returned by a map function with ``on_error="record"``).
-        column: the error column's name.
-    Returns:
-        The number of failed rows; 0 when the column is absent.
-    """
-    if isinstance(data, (pa.Table, pa.RecordBatch)):
-        if column not in data.schema.names:
-            return 0
-        col = data.column(column)
-    elif isinstance(data, Mapping):
-        if column not in data:
-            return 0
-        col = data[column]
-        if not isinstance(col, (pa.Array, pa.ChunkedArray)):
-            return sum(1 for e in col if e is not None and e != "")
-    else:  # datasets.Dataset
-        if column not in data.column_names:
-            return 0
-        col = data.data.column(column)
-    if pa.types.is_null(col.type):
-        return 0
-    import pyarrow.compute as pc
-
-    return int(pc.sum(pc.and_(pc.is_valid(col), pc.not_equal(col, ""))).as_py() or 0)
-
-
-# -- the callables ------------------------------------------------------------------------
-class _MapFunction:
-    """Shared machinery: pickling, batch kinds, error handling, output assembly."""
-
-    def __init__(self, tokenizer: Tokenizer | TokenizerSpec, options: dict[str, Any]):
-        if isinstance(tokenizer, TokenizerSpec):
-            tokenizer = Tokenizer.create(tokenizer)
-        if not isinstance(tokenizer, Tokenizer):
-            raise ConfigError(
-                f"{type(self).__name__}: expected an rmlprep Tokenizer or TokenizerSpec, got "
-                f"{type(tokenizer).__name__}; build one with rmlprep.load_tokenizer(path)"
-            )
-        on_error = options.get("on_error")
-        if on_error not in _ON_ERROR:
-            raise ConfigError(f"on_error={on_error!r}: use 'raise' (the default) or 'record'")
-        names = [options[k] for k in options if k.endswith("_column") and k not in ("column", "id_column")]
-        names = [n for n in names if n is not None]
-        if len(set(names)) != len(names):
-            raise ConfigError(f"{type(self).__name__}: output column names {names} must be distinct")
-        self._fingerprint = tokenizer.spec.fingerprint
-        self._tokenizer: Tokenizer | None = tokenizer
-        self._blob: bytes | None = None
-        self._options = dict(options)
-        for k, v in options.items():
-            setattr(self, k, v)
-        _remember(self._fingerprint, tokenizer)
-        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0, "surrogate_rows": 0}
-
-    # -- pickling: the spec and options, never the indexes --------------------------------
-    def __getstate__(self) -> dict[str, Any]:
-        if self._blob is None:
-            self._blob = _spec_blob(self.tokenizer.spec)
-        return {
-            "version": OUTPUT_VERSION,
-            "fingerprint": self._fingerprint,
-            "spec": self._blob,
-            "options": dict(sorted(self._options.items())),
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._fingerprint = state["fingerprint"]
-        self._blob = state["spec"]
-        self._options = dict(state["options"])
-        for k, v in self._options.items():
-            setattr(self, k, v)
-        self._tokenizer = None  # looked up or rebuilt on first use
-        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0, "surrogate_rows": 0}
-
-    @property
-    def tokenizer(self) -> Tokenizer:
-        """The Tokenizer (rebuilt once per process after unpickling)."""
-        tok = self._tokenizer
-        if tok is None:
-            tok = _lookup(self._fingerprint)
-            if tok is None:
-                tok = Tokenizer.create(_spec_from_blob(self._blob))
-                if tok.spec.fingerprint != self._fingerprint:
-                    raise RmlprepError(
-                        f"{type(self).__name__}: the pickled spec's fingerprint {tok.spec.fingerprint[:12]} "
-                        f"differs from the recorded {self._fingerprint[:12]}; the pickle is corrupt"
-                    )
-                _remember(self._fingerprint, tok)
-            self._tokenizer = tok
-        return tok
-
-    @property
-    def fingerprint(self) -> str:
-        """The tokenizer spec's fingerprint (sha256 hex)."""
-        return self._fingerprint
-
-    def __repr__(self) -> str:
-        opts = ", ".join(f"{k}={v!r}" for k, v in self._options.items())
-        return f"{type(self).__name__}(spec={self._fingerprint[:12]}, {opts})"
-
-    # -- calling ----------------------------------------------------------------------------
-    def __call__(self, batch, indices: Sequence[int] | None = None):
-        """Tokenize one batch.
-
-        Args:
-            batch: a ``pyarrow.RecordBatch``, a ``pyarrow.Table``, a mapping of column name
-                to a list of values (``datasets.map(batched=True)``), or the list of the
-                column's values alone (``datasets.map(..., input_columns=[column])``).
-            indices: the rows' dataset indices (``datasets.map(..., with_indices=True)``);
-                only used in error messages.
-        Returns:
-            The same kind as ``batch``: a RecordBatch / Table with the input columns (unless
-            ``keep_columns=False``) followed by the new ones (an input column of the same name is
-            replaced), or a dict of the new columns (plus the input ones with
-            ``keep_columns=True``). Column types are in the module docstring.
-        Raises:
-            RowError: ``on_error="raise"`` and a row cannot be tokenized.
-            ConfigError: the batch has no column named ``column``, or is not a supported kind.
-        """
-        if isinstance(batch, list):  # datasets.map(..., input_columns=[column]) passes the values alone
-            batch = {self.column: batch}
-        is_arrow = isinstance(batch, (pa.RecordBatch, pa.Table))
-        if is_arrow:
-            names = batch.schema.names
-        elif isinstance(batch, Mapping):
-            names = list(batch.keys())
-        else:
-            raise ConfigError(
-                f"{type(self).__name__}: expected a pyarrow RecordBatch/Table or a dict of columns, "
-                f"got {type(batch).__name__}"
-            )
-        col = self.column
-        if col not in names:
-            raise ConfigError(
-                f"{type(self).__name__}: the batch has no column {col!r} (columns: {names}); "
-                f"pass column=... to name the {self._what} column"
-            )
-        values = batch.column(col).to_pylist() if is_arrow else batch[col]
-        if not isinstance(values, list):
-            values = list(values)
-        n = len(values)
-
-        def where(i: int) -> str:
-            parts = [f"row {i} of the batch"]
-            if indices is not None:
-                parts.append(f"dataset index {indices[i]}")
-            idc = self.id_column
-            if idc and idc != col and idc in names:
-                v = batch.column(idc)[i].as_py() if is_arrow else batch[idc][i]
-                parts.append(f"{idc}={v!r}")
-            return ", ".join(parts)
-
-        def column(name: str) -> list | None:
-            """Another column's values (None when the batch has none)."""
-            if name not in names:
-                return None
-            v = batch.column(name).to_pylist() if is_arrow else batch[name]
-            return v if isinstance(v, list) else list(v)
-
-        columns, errors, flags = self._encode(values, where, column)
-        self.stats["batches"] += 1
-        self.stats["rows"] += n
-        self.stats["errors"] += len(errors)
-        offsets = columns[0][2]
-        self.stats["tokens"] += int(offsets[-1])
-
-        out: dict[str, Any] = {}
-        if is_arrow:
-            for name, flat, off in columns:
-                out[name] = _list_array(flat, off)
-            if self.length_column:
-                out[self.length_column] = from_numpy(np.diff(offsets).astype(np.int32))
-            for name, values in flags.items():
-                out[name] = pa.array(values.tolist(), type=pa.bool_())  # no pandas import
-            if self.on_error == "record":
-                err = [None] * n
-                for i, reason in errors.items():
-                    err[i] = reason
-                out[self.error_column] = pa.array(err, type=pa.string())
-            return self._attach_arrow(batch, out)
-        for name, flat, off in columns:
-            out[name] = _row_views(flat, off)
-        if self.length_column:
-            out[self.length_column] = np.diff(offsets).astype(np.int32)
-        out.update(flags)
-        if self.on_error == "record":
-            err = [""] * n
-            for i, reason in errors.items():
-                err[i] = reason
-            out[self.error_column] = np.array(err, dtype=str) if n else np.array([], dtype=str)
-        if self.keep_columns:
-            return {**{k: batch[k] for k in names if k not in out}, **out}
-        return out
-
-    def _attach_arrow(self, batch, new: dict[str, pa.Array]):
-        keep = self.keep_columns is None or self.keep_columns
-        schema = batch.schema
-        arrays: list[Any] = []
-        fields: list[pa.Field] = []
-        if keep:
-            for i, f in enumerate(schema):
-                if f.name not in new:
-                    arrays.append(batch.column(i))
-                    fields.append(f)
-        for name, arr in new.items():
-            arrays.append(arr)
-            fields.append(pa.field(name, arr.type))
-        out_schema = pa.schema(fields, metadata=schema.metadata if keep else None)
-        if isinstance(batch, pa.RecordBatch):
-            return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
-        arrays = [a if isinstance(a, pa.ChunkedArray) else pa.chunked_array([a], type=a.type) for a in arrays]
-        return pa.Table.from_arrays(arrays, schema=out_schema)
-
-    def _fail(self, i: int, reason: str, where, errors: dict[int, str], cause: BaseException | None = None):
-        if self.on_error == "raise":
-            raise RowError(
-                f"{where(i)}: {reason}; fix the row, or pass on_error='record' to keep it with empty "
-                f"ids and the reason in the {self.error_column!r} column",
-                row=i,
-                reason=reason,
-            ) from cause
-        errors[i] = reason
-
-    _what = ""
-
-    def _encode(
-        self, values: list, where, column
-    ) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], dict[int, str], dict[str, np.ndarray]]:
-        """(list columns as (name, flat, offsets), {row: error}, {name: one value per row})."""
-        raise NotImplementedError
 
 
 class TokenizeText(_MapFunction):
