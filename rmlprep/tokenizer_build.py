@@ -1,0 +1,230 @@
+"""What a :class:`~rmlprep.tokenizer.Tokenizer` builds from its spec before it can encode.
+
+This module owns the spec checks (:func:`_validate`: the ``SpecError`` rules of
+:meth:`Tokenizer.create <rmlprep.tokenizer.Tokenizer.create>`), the merge-id table
+(:func:`_merge_ids`, shared by the pure merge dict, the native pair table and the load cache),
+each token's raw bytes (:func:`_token_bytes`, what decoding concatenates), the added-token
+matcher (:func:`_matcher`, a literal trie regex) and the word splitters of the pure-Python
+SentencePiece path. :mod:`rmlprep.tokenizer` owns the Tokenizer itself: indexes, encoding and
+decoding.
+
+Source: tokenizers (``models/bpe/serialization.rs``, ``added_vocabulary.rs``,
+``pre_tokenizers/metaspace.rs``), sentencepiece (``bpe_model.cc``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from operator import itemgetter
+
+import numpy as np
+
+from .errors import SpecError
+from .pretokenize import check_behaviors
+from .segment import SPACE as _SPACE
+from .segment import NORMALIZERS, make_normalizer
+from .spec import BYTE_LEVEL, SENTENCEPIECE, TokenizerSpec, TokenType
+from .unicode import unicode_to_bytes, white_space_ranges
+
+_BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+_SPECIAL_TYPES = (TokenType.CONTROL, TokenType.USER_DEFINED)
+
+
+def _validate(spec: TokenizerSpec) -> None:
+    """Raise SpecError for the first problem found in ``spec`` (see Tokenizer.create)."""
+    where = f"TokenizerSpec{f' {spec.name!r}' if spec.name else ''}"
+    if spec.kind not in (BYTE_LEVEL, SENTENCEPIECE):
+        raise SpecError(f"{where}: kind {spec.kind!r} is not one of {BYTE_LEVEL!r}, {SENTENCEPIECE!r}")
+    n = len(spec.vocab)
+    if n == 0:
+        raise SpecError(f"{where}: the vocab is empty; a tokenizer needs at least one token")
+    if len(spec.token_types) != n:
+        raise SpecError(
+            f"{where}: token_types has {len(spec.token_types)} entries but the vocab has {n}; "
+            "give one type per token"
+        )
+    valid_types = {int(t) for t in TokenType}
+    if not valid_types.issuperset(spec.token_types):
+        for i, t in enumerate(spec.token_types):
+            if t not in valid_types:
+                raise SpecError(f"{where}: token_types[{i}] = {t!r} is not a TokenType value {sorted(valid_types)}")
+    if spec.scores is not None and len(spec.scores) != n:
+        raise SpecError(
+            f"{where}: scores has {len(spec.scores)} entries but the vocab has {n}; "
+            "a score-merged tokenizer needs one score per token"
+        )
+    if spec.merges and spec.scores is not None:
+        raise SpecError(f"{where}: give merges or scores, not both")
+    if spec.kind == SENTENCEPIECE and not spec.merges and spec.scores is None:
+        raise SpecError(
+            f"{where}: a SentencePiece BPE spec without merges needs one score per token (scores is None)"
+        )
+    if set(map(type, spec.vocab)) != {str}:
+        for i, tok in enumerate(spec.vocab):
+            if not isinstance(tok, str):
+                raise SpecError(f"{where}: vocab[{i}] is {type(tok).__name__}, expected str")
+    seen = set(spec.vocab)
+    if len(seen) != n:  # name the first repeat
+        first: dict[str, int] = {}
+        for i, tok in enumerate(spec.vocab):
+            j = first.setdefault(tok, i)
+            if j != i:
+                raise SpecError(f"{where}: vocab[{i}] = {tok!r} duplicates vocab[{j}]; tokens must be unique")
+    for field_name in ("bos_id", "eos_id", "unk_id", "pad_id"):
+        v = getattr(spec, field_name)
+        if v is not None and not (isinstance(v, int) and 0 <= v < n):
+            raise SpecError(f"{where}: {field_name} = {v!r} is out of range for a vocab of {n} tokens")
+    for k, v in enumerate(spec.eot_ids):
+        if not (isinstance(v, int) and 0 <= v < n):
+            raise SpecError(f"{where}: eot_ids[{k}] = {v!r} is out of range for a vocab of {n} tokens")
+    for a in spec.added_token_flags:
+        if not 0 <= a.id < n:
+            raise SpecError(f"{where}: added_token_flags id {a.id} is out of range for a vocab of {n} tokens")
+        if a.single_word:
+            raise SpecError(f"{where}: added_token_flags id {a.id} ({spec.vocab[a.id]!r}) sets single_word, "
+                            "which rmlprep does not implement")
+    if spec.unparsed_specials not in ("ignore", "pass_over"):
+        raise SpecError(f"{where}: unparsed_specials {spec.unparsed_specials!r} is not 'ignore' or 'pass_over'")
+    if spec.add_bos and spec.bos_id is None:
+        raise SpecError(f"{where}: add_bos is set but bos_id is None; set bos_id or add_bos=False")
+    if spec.add_eos and spec.eos_id is None:
+        raise SpecError(f"{where}: add_eos is set but eos_id is None; set eos_id or add_eos=False")
+    if spec.prefix_scheme not in ("first", "always", "whole_text"):
+        raise SpecError(f"{where}: prefix_scheme {spec.prefix_scheme!r} is not 'first', 'always' or 'whole_text'")
+    if spec.decoder not in ("bytes", "sentencepiece"):
+        raise SpecError(f"{where}: decoder {spec.decoder!r} is not 'bytes' or 'sentencepiece'")
+    if spec.decode_strip_prefix not in ("none", "first_token", "text"):
+        raise SpecError(
+            f"{where}: decode_strip_prefix {spec.decode_strip_prefix!r} is not 'none', 'first_token' or 'text'"
+        )
+    problem = check_behaviors(spec.pre_split, spec.pre_split_behaviors)
+    if problem:
+        raise SpecError(f"{where}: pre_split_behaviors: {problem}")
+    for k, norm in enumerate(spec.normalizers):
+        if not norm or norm[0] not in NORMALIZERS:
+            raise SpecError(f"{where}: normalizers[{k}] = {norm!r} is not supported ({', '.join(NORMALIZERS)})")
+        if norm[0] == "replace" and len(norm) != 3:
+            raise SpecError(f"{where}: normalizers[{k}] = {norm!r}: replace needs (\"replace\", old, new)")
+    # the merges are checked as their ids are looked up (_merge_ids, from create)
+
+
+def _merge_ids(spec: TokenizerSpec, t2i: dict[str, int]) -> np.ndarray:
+    """uint32 ``[n, 4]``: (left id, right id, rank, merged id) per distinct merge, in rank order;
+    a merge listed twice keeps its first (lowest) rank, as tokenizers' ``BPE`` does.
+
+    Raises:
+        SpecError: a merge whose halves or result are not in the vocab (the first one is named).
+    """
+    lefts = list(map(itemgetter(0), spec.merges))
+    rights = list(map(itemgetter(1), spec.merges))
+    get = t2i.get
+    cols = [list(map(get, lefts)), list(map(get, rights)), list(map(get, map(str.__add__, lefts, rights)))]
+    if any(None in c for c in cols):
+        where = f"TokenizerSpec{f' {spec.name!r}' if spec.name else ''}"
+        for r, (a, b) in enumerate(spec.merges):
+            for part in (a, b, a + b):
+                if part not in t2i:
+                    raise SpecError(f"{where}: merges[{r}] = {a!r} {b!r} uses {part!r}, which is not in the vocab")
+    n = len(lefts)
+    out = np.empty((n, 4), dtype=np.uint32)
+    out[:, 0] = cols[0]
+    out[:, 1] = cols[1]
+    out[:, 2] = np.arange(n, dtype=np.uint32)
+    out[:, 3] = cols[2]
+    keys = (out[:, 0].astype(np.uint64) << np.uint64(32)) | out[:, 1]
+    _, first = np.unique(keys, return_index=True)
+    if len(first) != n:
+        out = out[np.sort(first)]
+    return out
+
+
+def _token_bytes(spec: TokenizerSpec) -> list[bytes]:
+    """Raw bytes of every token (what decode_bytes concatenates).
+
+    An added token matched on normalized text decodes from its normalized content when the
+    spec normalizes (tokenizers' ``AddedVocabulary::simple_id_to_token``: ``"<Think>"`` under
+    Lowercase decodes as ``"<think>"``).
+    """
+    out: list[bytes] = []
+    types = spec.token_types
+    vocab = list(spec.vocab)
+    normalize = make_normalizer(spec.normalizers)
+    if normalize is not None:
+        for a in spec.added_token_flags:
+            if a.normalized:
+                vocab[a.id] = normalize(vocab[a.id])
+    if spec.kind == BYTE_LEVEL:
+        # str.translate tables: alphabet character -> the latin-1 character of its byte, and
+        # alphabet character -> deleted (what is left is not in the alphabet)
+        to_byte = {ord(c): chr(b) for c, b in unicode_to_bytes().items()}
+        outside = dict.fromkeys(to_byte)
+        added_raw = () if spec.decode_added_byte_level else _SPECIAL_TYPES
+        for i, tok in enumerate(vocab):
+            if types[i] in added_raw or tok.translate(outside):
+                out.append(tok.encode("utf-8", "surrogatepass"))
+            else:
+                out.append(tok.translate(to_byte).encode("latin-1"))
+    else:
+        for i, tok in enumerate(vocab):
+            m = _BYTE_TOKEN.fullmatch(tok) if types[i] == TokenType.BYTE else None
+            if m:
+                out.append(bytes([int(m.group(1), 16)]))
+            else:
+                out.append(tok.replace(_SPACE, " ").encode("utf-8", "surrogatepass"))
+    return out
+
+
+#: White_Space (the Rust ``regex`` crate's ``\s``, which tokenizers' lstrip / rstrip use).
+_WHITE_SPACE = frozenset(chr(c) for lo, hi in white_space_ranges() for c in range(lo, hi + 1))
+
+
+def _matcher(pairs: list[tuple[str, int]], passed_over: frozenset[int] = frozenset()):
+    """``(regex, content -> id, passed_over)`` finding ``pairs``' contents leftmost-longest, or None."""
+    pairs = [(t, i) for t, i in pairs if t]
+    if not pairs:
+        return None
+    return re.compile(_literal_trie(t for t, _ in pairs)), dict(pairs), passed_over
+
+
+def _literal_trie(strings: Iterable[str]) -> str:
+    """A regex matching any of ``strings``, the longest one at the leftmost position first
+    (a trie: each branch point is an alternation on distinct characters, each token end a greedy
+    ``?``), so 6,000 added tokens cost a few steps per character instead of one per token."""
+    trie: dict = {}
+    for s in strings:
+        node = trie
+        for c in s:
+            node = node.setdefault(c, {})
+        node[""] = True
+
+    def emit(node: dict) -> str:
+        parts = []
+        while True:  # a chain of single children without a token end: one literal run
+            kids = [c for c in node if c]
+            if len(kids) != 1 or "" in node:
+                break
+            parts.append(re.escape(kids[0]))
+            node = node[kids[0]]
+        kids = sorted(c for c in node if c)
+        alts = [re.escape(c) + emit(node[c]) for c in kids]
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")" if alts else ""
+        if "" in node and body:
+            body = f"(?:{body})?"
+        return "".join(parts) + body
+
+    return emit(trie)
+
+
+_WORD_BOUNDARY = re.compile(f"(?<=[^{_SPACE}])(?={_SPACE})")
+_BEFORE_SPACE = re.compile(f"(?={_SPACE})")
+
+
+def _split_words(text: str) -> list[str]:
+    """Split before each "▁" that follows a non-"▁" character."""
+    return _WORD_BOUNDARY.split(text)
+
+
+def _split_before_space(text: str) -> list[str]:
+    """Hugging Face Metaspace ``split=True``: each "▁" starts a new piece (MergedWithNext)."""
+    return [w for w in _BEFORE_SPACE.split(text) if w]
