@@ -803,3 +803,34 @@ def test_a_lone_arrow_file_of_the_datasets_cache(tmp_path):
     assert [(u.format, u.start, u.stop) for u in units] == [("hf", 0, 10), ("hf", 10, 20), ("hf", 20, 25)]
     values, rows, errors, _ = read_full(units)
     assert values == [f"t{i}" for i in range(25)] and rows == list(range(25)) and not errors
+
+
+def test_json_reject_reasons_read_as_sentences():
+    """Worked example: json's messages end in "at" where a position follows, so the reason is
+    "Invalid control character at column 12" (a raw U+0001 inside the string: '{"text": "a'
+    is 11 characters, so it is the 12th), and a line without a value is "Expecting value at column 1" — never "at, column"."""
+    from rmlprep.readers.jsonl import _parse_row
+
+    ok, reason = _parse_row(b'{"text": "a\x01b"}', "text")
+    assert not ok and reason == "line is not valid JSON (Invalid control character at column 12)"
+    ok, reason = _parse_row(b'{"text": "cut', "text")
+    assert not ok and reason == "line is not valid JSON (Unterminated string starting at column 10)"
+    ok, reason = _parse_row(b"nope", "text")
+    assert not ok and reason == "line is not valid JSON (Expecting value at column 1)"
+
+
+def test_a_cut_gzip_does_not_claim_a_huge_size(tmp_path):
+    """A .gz cut short ends in arbitrary bytes, not its ISIZE trailer (RFC 1952): the size
+    estimate (progress only) must not believe a ratio deflate cannot reach (1032:1)."""
+    import random
+
+    rnd = random.Random(7)
+    data = "".join(json.dumps({"text": "".join(rnd.choice("abcdefgh ") for _ in range(200))}) + "\n"
+                   for _ in range(200)).encode()
+    whole = gzip.compress(data)
+    p = tmp_path / "whole.jsonl.gz"
+    p.write_bytes(whole)
+    assert readers_base.decoded_size_estimate(str(p)) == len(data)
+    for cut in range(100, len(whole) - 4, 97):
+        p.write_bytes(whole[:cut])
+        assert readers_base.decoded_size_estimate(str(p)) <= 1032 * cut

@@ -167,7 +167,7 @@ def _histogram_png(out: OutputFolder, hist: np.ndarray, log: Callable[[str], Non
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        log("histogram: matplotlib is not installed (pip install matplotlib); lengths.png skipped")
+        log("histogram: matplotlib is not installed (pip install 'rmlprep[plot]'); lengths.png skipped")
         return
     edges = hist_edges() + 1
     nz = np.flatnonzero(hist)

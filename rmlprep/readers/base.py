@@ -142,7 +142,9 @@ def decoded_size_estimate(path: str) -> int:
         with fs.open(path, "rb") as f:  # ISIZE: the last member's size mod 2**32 (RFC 1952)
             f.seek(-4, os.SEEK_END)
             isize = int.from_bytes(f.read(4), "little")
-        return max(isize, size)
+        # a cut or damaged file's last 4 bytes are not its ISIZE: deflate never expands more
+        # than 1032:1, so a larger claim is ignored (the reader reports the damage itself)
+        return max(isize, size) if isize <= 1032 * size else size
     if kind == "zstd":
         try:
             with fs.open(path, "rb") as f:

@@ -212,7 +212,9 @@ def _parse_row(line: bytes, column: str) -> tuple[bool, Any]:
         if e.msg == "Extra data" and text[e.pos:].lstrip().startswith("{"):
             return False, (f"line holds two JSON objects, the second at column {e.colno} (files concatenated "
                            "without a newline at the end of the first?)")
-        return False, f"line is not valid JSON ({e.msg}, column {e.colno})"
+        # json's messages end in "at" when a position follows ("Invalid control character at")
+        where = "column" if e.msg.endswith(" at") else "at column"
+        return False, f"line is not valid JSON ({e.msg} {where} {e.colno})"
     except RecursionError:
         return False, "JSON nested too deep for the parser"
     except ValueError as e:  # e.g. an integer over sys.get_int_max_str_digits() digits
