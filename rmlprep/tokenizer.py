@@ -13,7 +13,8 @@ Each piece is looked up whole (when the spec says a whole token wins), then in a
 piece -> ids cache; the merge loop in :mod:`rmlprep.bpe` runs only on a miss.
 
 The spec checks and the tables built from a spec (merge ids, token bytes, the added-token
-matcher) live in :mod:`rmlprep.tokenizer_build`; decoding (:meth:`Tokenizer.decode`,
+matcher) live in :mod:`rmlprep.tokenizer_build`; the per-segment BPE in
+:mod:`rmlprep.tokenizer_bpe`; decoding (:meth:`Tokenizer.decode`,
 :class:`StreamDecoder`) in :mod:`rmlprep.tokenizer_decode`.
 
 Source: tokenizers (``tokenizer/mod.rs``, ``added_vocabulary.rs``, ``models/bpe``),
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import bpe, native
+from . import native
 from .errors import TokenIdError, TokenizeError
 from .pretokenize import compile_pre_split, pattern_name
 from .segment import SPACE as _SPACE
@@ -40,21 +41,17 @@ from .tokenizer_build import (  # noqa: F401 (_merge_ids is re-exported: the loa
     _WHITE_SPACE,
     _matcher,
     _merge_ids,
-    _split_before_space,
-    _split_words,
     _token_bytes,
     _validate,
 )
+from .tokenizer_bpe import _CACHE_MAX, _MERGEABLE_TYPES, _SegmentBPE
 from .tokenizer_decode import StreamDecoder, _Decoding
 from .unicode import bytes_to_unicode
 
 __all__ = ["Tokenizer", "StreamDecoder"]
 
-_CACHE_MAX = 1 << 18  # pieces kept in the piece -> ids cache before it is cleared
-_MERGEABLE_TYPES = frozenset((TokenType.NORMAL, TokenType.USER_DEFINED))
 
-
-class Tokenizer(_Decoding):
+class Tokenizer(_SegmentBPE, _Decoding):
     """An exact BPE tokenizer built from a :class:`TokenizerSpec`.
 
     Do not call the constructor; use :meth:`Tokenizer.create` (validates and indexes once) or a
@@ -553,121 +550,6 @@ class Tokenizer(_Decoding):
         if self._splitter_fn is None and self.spec.pre_split:
             self._splitter_fn = compile_pre_split(self.spec.pre_split, self.spec.pre_split_behaviors)
         return self._splitter_fn
-
-    def _encode_byte_level(self, text: str) -> list[int]:
-        if not text:
-            return []
-        if self._native is not None:
-            return self._native.encode_text(text)
-        pieces = self._splitter(text) if self._splitter is not None else [text]
-        return self._encode_pieces(pieces, self._bpe_byte_level)
-
-    def _encode_pieces(self, pieces: list[str], bpe_piece) -> list[int]:
-        """Ids of each piece from the bounded piece cache, running ``bpe_piece`` on a miss."""
-        cache = self._cache
-        out: list[int] = []
-        for piece in pieces:
-            hit = cache.get(piece)
-            if hit is None:
-                hit = bpe_piece(piece)
-                if len(cache) >= _CACHE_MAX:
-                    cache.clear()
-                cache[piece] = hit
-            out.extend(hit)
-        return out
-
-    def _bpe_byte_level(self, piece: str) -> tuple[int, ...]:
-        raw = piece.encode("utf-8", "surrogatepass")
-        if self.spec.ignore_merges:
-            spelled = "".join([self._spelling[b] for b in raw])
-            whole = self._tok2id.get(spelled)
-            if whole is not None and self._types[whole] in _MERGEABLE_TYPES:
-                return (whole,)
-        byte_ids = self._byte_ids
-        unk = self.spec.unk_id
-        syms: list[int] = []
-        for b in raw:
-            t = byte_ids[b]
-            if t is None:
-                if unk is None:
-                    continue  # dropped, as Hugging Face BPE does without an unk token
-                t = unk
-            syms.append(t)
-        return tuple(bpe.merge_loop(syms, self._pair))
-
-    def _encode_sentencepiece(self, text: str) -> list[int]:
-        if not text:
-            return []
-        if self._native is not None:
-            return self._native.encode_text(text)
-        s = self.spec
-        if s.split_on_space:
-            split = _split_before_space
-        elif self._sp_split_ok:
-            split = _split_words
-        else:
-            split = None
-        if self._splitter is not None:  # pre-tokenizer pieces, each split into words
-            pieces = self._splitter(text)
-            words = [w for p in pieces for w in split(p)] if split is not None else pieces
-        else:
-            words = split(text) if split is not None else [text]
-        return self._encode_pieces(words, self._bpe_sentencepiece)
-
-    def _bpe_sentencepiece(self, word: str) -> tuple[int, ...]:
-        t2i = self._tok2id
-        s = self.spec
-        if s.ignore_merges:
-            whole = t2i.get(word)
-            if whole is not None and self._types[whole] in _MERGEABLE_TYPES:
-                return (whole,)
-        # symbols: a code point's id, or -1 - codepoint for a character outside the vocab
-        syms: list[int] = []
-        unknown: dict[int, str] = {}
-        for ch in word:
-            t = t2i.get(ch)
-            if t is None or self._types[t] in (TokenType.CONTROL, TokenType.UNUSED):
-                key = -1 - len(unknown)
-                unknown[key] = ch
-                syms.append(key)
-            else:
-                syms.append(t)
-        if unknown:
-            merged = self._merge_with_unknown(syms)
-        else:
-            merged = bpe.merge_loop(syms, self._pair)
-        out: list[int] = []
-        for t in merged:
-            if t >= 0:
-                out.append(t)
-                continue
-            ch = unknown[t]
-            if s.byte_fallback:
-                for b in ch.encode("utf-8", "surrogatepass"):
-                    fid = self._fallback_ids[b]
-                    if fid is not None:
-                        out.append(fid)
-                    elif s.unk_id is not None:
-                        out.append(s.unk_id)
-            elif s.unk_id is not None:
-                out.append(s.unk_id)
-        return tuple(out)
-
-    def _merge_with_unknown(self, syms: list[int]) -> list[int]:
-        """Merge the runs between unknown characters; unknown symbols never merge."""
-        out: list[int] = []
-        run: list[int] = []
-        for t in syms:
-            if t < 0:
-                if run:
-                    out.extend(bpe.merge_loop(run, self._pair))
-                    run = []
-                out.append(t)
-            else:
-                run.append(t)
-        if run:
-            out.extend(bpe.merge_loop(run, self._pair))
-        return out
 
 
 _CREATE = object()
