@@ -1,21 +1,6 @@
 """Read a tokenizer from a GGUF file's key-value metadata (never its tensor data).
 
-GGUF layout (version 2 and 3, little-endian)::
-
-    magic "GGUF" | version u32 | tensor_count u64 | kv_count u64
-    kv_count x ( key: string | value_type u32 | value )
-    tensor infos ... | padding | tensor data        <- never read here
-
-    string = length u64 + UTF-8 bytes
-    array  = element_type u32 + count u64 + count elements
-
-Only the header and the key-value section are read, through a read-only ``mmap`` so a multi-GB
-model file costs no more than its metadata. Numeric arrays become numpy arrays with one
-``np.frombuffer`` call; string arrays (lengths interleaved with the bytes) are walked in one
-tight loop over the map. Every length is checked against the bytes left in the file before it
-is used, so a corrupt length raises :class:`LoaderError` with its byte offset and never
-allocates.
-That binary reader lives in :mod:`rmlprep.gguf_reader` (:func:`read_gguf_metadata` and
+The GGUF layout and its bounds-checked reader live in :mod:`rmlprep.gguf_reader` (:func:`read_gguf_metadata` and
 :func:`metadata_sha256` are re-exported here); this module owns the pre-tokenizer table and the
 mapping of the tokenizer keys to a spec.
 

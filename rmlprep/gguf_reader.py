@@ -198,10 +198,7 @@ def metadata_sha256(path: str | os.PathLike) -> str:
     import hashlib
 
     p = os.fspath(path)
-    try:
-        f = open(p, "rb")
-    except OSError as e:
-        raise LoaderError(f"{p}: cannot open GGUF file: {e.strerror or e}") from None
+    f = _open(p)
     with f:
         if os.fstat(f.fileno()).st_size == 0:
             raise LoaderError(f"{p}: corrupt or truncated GGUF at byte 0: the file is empty")
@@ -284,10 +281,7 @@ def read_gguf_metadata(path: str | os.PathLike) -> dict[str, Any]:
             corrupt file (the message gives the byte offset), a duplicate key.
     """
     p = os.fspath(path)
-    try:
-        f = open(p, "rb")
-    except OSError as e:
-        raise LoaderError(f"{p}: cannot open GGUF file: {e.strerror or e}") from None
+    f = _open(p)
     with f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
@@ -334,3 +328,11 @@ def _read_metadata(buf, path: str) -> dict[str, Any]:
         meta[key] = r.value(vtype, key)
     meta["GGUF.metadata_end"] = r.pos
     return meta
+
+
+def _open(p: str):
+    """``open(p, "rb")``, an OSError worded as a LoaderError naming the file."""
+    try:
+        return open(p, "rb")
+    except OSError as e:
+        raise LoaderError(f"{p}: cannot open GGUF file: {e.strerror or e}") from None
