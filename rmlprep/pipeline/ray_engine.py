@@ -23,7 +23,8 @@ cache keyed by the run (:data:`_CONTEXTS`).
 
 **Where Ray runs.** ``ray_address`` absent: the run starts a private local Ray with
 ``num_cpus = workers``, no dashboard, usage stats off, worker output not forwarded (a failed
-unit still returns its error or traceback), and shuts it down at the end. ``"auto"`` or
+unit still returns its error or traceback), a unit killed by Ray's memory monitor retried
+:data:`OOM_RETRIES` times (Ray's default is without end: the run hung), and shuts it down at the end. ``"auto"`` or
 ``"ray://host:10001"``: the run connects to that cluster, uses all its CPUs, and only
 disconnects at the end. A Ray already initialized in this process (a notebook, a test) is used
 as it is and left running.
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import time
 import uuid
@@ -52,13 +54,16 @@ from typing import Any
 from .._version import __version__
 from ..errors import ConfigError, RmlprepError
 
-__all__ = ["RAY_INSTALL", "CONNECT_TIMEOUT_S", "require_ray", "probe_ray_address", "RayEngine"]
+__all__ = ["RAY_INSTALL", "CONNECT_TIMEOUT_S", "OOM_RETRIES", "require_ray", "probe_ray_address", "RayEngine"]
 
 RAY_INSTALL = "pip install 'rmlprep[ray]'"
 #: seconds the TCP probe of a cluster's GCS (or Ray Client) port may take before the run fails
 CONNECT_TIMEOUT_S = 5.0
 _START_FIX = "start one with `ray start --head`, or leave ray_address out to start a local Ray"
 _OBJECT_STORE_BYTES = 256 * 1024 * 1024  # local Ray: run contexts and done records only
+#: times a local Ray retries a unit its memory monitor killed (Ray's own default retries such a
+#: task without end, so a run that cannot fit in memory hung instead of failing)
+OOM_RETRIES = 2
 _QUIET_LOGGERS = ("ray._private.authentication.authentication_token_setup",)
 
 # worker side: run key -> the run's context (config, tokenizer), fetched once per Ray worker process
@@ -223,9 +228,11 @@ class RayEngine:
             if ray.is_initialized():
                 where = "the Ray already running in this process"
             elif self.address is None:
+                # a user's RAY_task_oom_retries wins; a cluster keeps its own setting
+                system = {} if "RAY_task_oom_retries" in os.environ else {"task_oom_retries": OOM_RETRIES}
                 ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
                          log_to_driver=False, logging_level=logging.WARNING,
-                         object_store_memory=_OBJECT_STORE_BYTES)
+                         object_store_memory=_OBJECT_STORE_BYTES, _system_config=system)
                 self._owns = True
                 where = "a local Ray started for this run"
             else:
@@ -287,6 +294,13 @@ class RayEngine:
                         yield ray.get(ref)
                     except ray.exceptions.RayTaskError as e:
                         raise e.as_instanceof_cause() from None
+                    except ray.exceptions.OutOfMemoryError as e:
+                        used = re.search(r"was (\S+ used / \S+ limit)", str(e))
+                        raise RmlprepError(
+                            f"unit {unit.index} ({unit.describe()}): Ray's memory monitor killed its worker "
+                            f"{OOM_RETRIES + 1} times (node memory {used[1] if used else 'over its threshold'}); "
+                            f"lower run.workers or free memory, then rerun the same command to resume"
+                        ) from None
                     except ray.exceptions.RayError as e:
                         raise RmlprepError(
                             f"unit {unit.index} ({unit.describe()}): Ray could not run it ({type(e).__name__}: "
