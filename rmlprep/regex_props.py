@@ -56,7 +56,7 @@ def _min_len(node) -> int:
     kind = node[0]
     if kind in ("lit", "set", "any"):
         return 1
-    if kind == "raw":
+    if kind in ("raw", "bound"):
         return 0
     if kind == "seq":
         return sum(_min_len(x) for x in node[1])

@@ -15,14 +15,15 @@ import re
 from functools import lru_cache
 
 from rmlprep.errors import LoaderError, UnsupportedTokenizer
+from rmlprep.regex_emit import emit
 from rmlprep.unicode import (
     case_fold_equivalents,
-    clip_ranges,
     complement_ranges,
     intersect_ranges,
     merge_ranges,
     property_ranges,
     white_space_ranges,
+    word_ranges,
 )
 
 __all__ = [
@@ -44,13 +45,10 @@ FULL_LIMIT = 0x10FFFF
 # Nodes (tuples): ("lit", cp) | ("set", ranges, negated) | ("any",) | ("raw", re_text)
 #   | ("seq", [nodes]) | ("alt", [nodes]) | ("group", opener, node)
 #   | ("rep", node, min, max_or_None, mode)   mode: "" greedy, "?" lazy, "+" possessive
+#   | ("bound", word_ranges, negated)          \b (\B when negated), emitted as lookarounds
 
 _SIMPLE_ESCAPES = {"n": 0x0A, "r": 0x0D, "t": 0x09, "f": 0x0C, "a": 0x07, "e": 0x1B}
 _UNSUPPORTED_ESCAPES = {
-    "w": r"\w (word characters differ between onig, regex and re)",
-    "W": r"\W (word characters differ between onig, regex and re)",
-    "b": r"\b (word boundary)",
-    "B": r"\B (word boundary)",
     "h": r"\h (hex digit in onig, horizontal space elsewhere)",
     "H": r"\H",
     "v": r"\v (vertical tab in onig, vertical space in regex)",
@@ -80,7 +78,8 @@ def unsupported_construct(pattern: str, construct: str) -> UnsupportedTokenizer:
     return UnsupportedTokenizer(
         f"pre-tokenizer pattern {pattern!r}: {construct} is not supported by rmlprep's "
         f"regex translation; supported: alternation, groups, atomic groups, (?i:..), lookaround, "
-        f"classes with \\p{{..}}/\\s/\\d, greedy, lazy and possessive quantifiers"
+        f"classes with \\p{{..}}/\\s/\\d/\\w, nested classes and &&, \\b, greedy, lazy and "
+        f"possessive quantifiers"
     )
 
 
@@ -300,12 +299,12 @@ class _Parser:
             ranges = property_ranges(name)
             if ranges is None:
                 raise self.unsupported(
-                    f"Unicode property \\{c}{{{name}}} (known: general categories and White_Space)"
+                    f"Unicode property \\{c}{{{name}}} (known: general categories, White_Space, Han)"
                 )
             return "set", (complement_ranges(ranges) if negate else ranges)
-        if c in "sSdD":
+        if c in "sSdDwW":
             self.i += 1
-            ranges = white_space_ranges() if c in "sS" else property_ranges("Nd")
+            ranges = {"s": white_space_ranges, "d": lambda: property_ranges("Nd"), "w": word_ranges}[c.lower()]()
             return "set", (complement_ranges(ranges) if c.isupper() else ranges)
         if c in _SIMPLE_ESCAPES:
             self.i += 1
@@ -331,6 +330,9 @@ class _Parser:
         return "lit", ord(c)
 
     def escape(self, icase: bool):
+        if self.p.startswith(("\\b", "\\B"), self.i):
+            self.i += 2  # Oniguruma's word boundary: its \w on one side only (\B: both or neither)
+            return ("bound", word_ranges(), self.p[self.i - 1] == "B")
         kind, value = self.class_escape()
         if kind == "set":
             return ("set", self.fold(value) if icase else value, False)
@@ -339,14 +341,27 @@ class _Parser:
         return self.literal(value, icase)
 
     def char_class(self, icase: bool):
+        start = self.i
+        ranges, negated, compound = self.class_body()
+        if icase:
+            if compound:
+                raise self.unsupported(f"(?i) on a class with a nested class or && (offset {start})")
+            ranges = self.fold(ranges)
+        return ("set", ranges, negated)
+
+    def class_body(self):
+        """Parse ``[...]`` at self.i -> (ranges, negated, compound). Members are unions; a nested
+        class ``[...]`` is one member; ``&&`` intersects the unions on its sides and binds
+        loosest, and a leading ``^`` negates the whole (Oniguruma, Rust ``regex``)."""
         p = self.p
         start = self.i
         self.i += 1
         negated = p.startswith("^", self.i)
         if negated:
             self.i += 1
+        operands: list[tuple[tuple[int, int], ...]] = []
         items: list[tuple[int, int]] = []
-        first = True
+        first, compound = True, False
         while True:
             if self.i >= self.n:
                 raise self.malformed(f"unterminated character class opened at offset {start}")
@@ -356,15 +371,27 @@ class _Parser:
                 break
             first = False
             if c == "[":
-                raise self.unsupported(f"nested class or POSIX bracket in a class (offset {self.i})")
+                if p.startswith(("[:", "[=", "[."), self.i):
+                    raise self.unsupported(f"POSIX bracket in a class (offset {self.i})")
+                sub, sub_negated, _ = self.class_body()
+                items.extend(complement_ranges(sub) if sub_negated else sub)
+                compound = True
+                continue
             if p.startswith("&&", self.i):
-                raise self.unsupported(f"class intersection && (offset {self.i})")
+                if not items or p.startswith("]", self.i + 2):
+                    raise self.unsupported(f"class intersection && with an empty side (offset {self.i})")
+                operands.append(merge_ranges(items))
+                items, compound = [], True
+                self.i += 2
+                continue
             lo = self.class_atom()
             if isinstance(lo, tuple):
                 items.extend(lo)
                 continue
             if p.startswith("-", self.i) and self.i + 1 < self.n and p[self.i + 1] != "]":
                 self.i += 1
+                if p.startswith("[", self.i):
+                    raise self.unsupported(f"a class range ending in '[' (offset {self.i})")
                 hi = self.class_atom()
                 if isinstance(hi, tuple):
                     raise self.unsupported(f"a class escape as a range end (offset {self.i})")
@@ -374,9 +401,9 @@ class _Parser:
             else:
                 items.append((lo, lo))
         ranges = merge_ranges(items)
-        if icase:
-            ranges = self.fold(ranges)
-        return ("set", ranges, negated)
+        for other in operands:
+            ranges = intersect_ranges(other, ranges)
+        return ranges, negated, compound
 
     def class_atom(self):
         """One class member: an int code point, or a tuple of ranges for a class escape."""
@@ -392,72 +419,6 @@ class _Parser:
         return value
 
 
-# -- Emitting stdlib re syntax, with classes cut at a code-point limit -------------------------
-
-
-def _esc(cp: int) -> str:
-    if cp < 0x80 and (chr(cp).isalnum() or chr(cp) == "_"):
-        return chr(cp)
-    if cp <= 0xFF:
-        return f"\\x{cp:02x}"
-    if cp <= 0xFFFF:
-        return f"\\u{cp:04x}"
-    return f"\\U{cp:08x}"
-
-
-def _emit_ranges(ranges) -> str:
-    out = []
-    for lo, hi in ranges:
-        if lo == hi:
-            out.append(_esc(lo))
-        elif hi == lo + 1:
-            out.append(_esc(lo) + _esc(hi))
-        else:
-            out.append(f"{_esc(lo)}-{_esc(hi)}")
-    return "".join(out)
-
-
-def _emit(node, limit: int) -> str:
-    kind = node[0]
-    if kind == "lit":
-        return _esc(node[1])
-    if kind == "set":
-        cut = clip_ranges(node[1], limit)
-        if node[2]:
-            return f"[^{_emit_ranges(cut)}]" if cut else "(?s:.)"
-        if not cut:
-            return "(?!)"
-        if len(cut) == 1 and cut[0][0] == cut[0][1]:
-            return _esc(cut[0][0])
-        return f"[{_emit_ranges(cut)}]"
-    if kind == "any":
-        return "."
-    if kind == "raw":
-        return node[1]
-    if kind == "seq":
-        return "".join(_emit(x, limit) for x in node[1])
-    if kind == "alt":
-        return "|".join(_emit(x, limit) for x in node[1])
-    if kind == "group":
-        return node[1] + _emit(node[2], limit) + ")"
-    if kind == "rep":
-        _, atom, lo, hi, mode = node
-        if (lo, hi) == (0, None):
-            q = "*"
-        elif (lo, hi) == (1, None):
-            q = "+"
-        elif (lo, hi) == (0, 1):
-            q = "?"
-        elif hi is None:
-            q = f"{{{lo},}}"
-        elif lo == hi:
-            q = f"{{{lo}}}"
-        else:
-            q = f"{{{lo},{hi}}}"
-        return _emit(atom, limit) + q + mode
-    raise AssertionError(f"unknown node {kind}")  # internal invariant, not input checking
-
-
 @lru_cache(maxsize=256)
 def _parse(pattern: str):
     return _Parser(pattern).parse()
@@ -466,8 +427,14 @@ def _parse(pattern: str):
 def translate(pattern: str, *, limit: int = FULL_LIMIT) -> str:
     """Rewrite a tokenizer regex into stdlib ``re`` syntax with explicit Unicode ranges.
 
-    Every ``\\p{..}``, ``\\P{..}``, ``\\pX``, ``\\s``, ``\\S``, ``\\d``, ``\\D`` becomes a class of
-    code-point ranges from the generated tables (Unicode 15.1.0); ``(?i:...)`` becomes explicit
+    Every ``\\p{..}``, ``\\P{..}``, ``\\pX``, ``\\s``, ``\\S``, ``\\d``, ``\\D``, ``\\w``, ``\\W``
+    becomes a class of code-point ranges from the generated tables (Unicode 15.1.0; ``\\p{Han}``
+    is the Script property, ``\\w`` Oniguruma's word characters, see
+    :func:`~rmlprep.unicode.word_ranges`); a nested class ``[..[..]]`` is a union member and
+    ``&&`` intersects, as in Oniguruma and Rust ``regex`` (Kimi-K2's
+    ``[\\p{L}..&&[^\\p{Han}]]``); ``\\b``/``\\B`` become lookarounds on the word class (a word
+    character on exactly one side, at the text's ends the missing side is a non-word);
+    ``(?i:...)`` becomes explicit
     classes with the simple case-folding equivalents (``'s`` also matches ``'ſ``, ``k`` the
     Kelvin sign) instead of ``re.IGNORECASE``; capturing and named groups become ``(?:...)``.
     ``^``/``$`` are line anchors as in Oniguruma (the engine of tokenizer.json); ``\\z`` and
@@ -490,11 +457,12 @@ def translate(pattern: str, *, limit: int = FULL_LIMIT) -> str:
         A pattern string for ``re.compile`` (ASCII only; non-ASCII code points as escapes).
     Raises:
         UnsupportedTokenizer: a construct the translation does not support (backreferences,
-            \\X, \\w, \\b, unknown \\p{..} names, inline flags other than ``(?i:``, ``(?i)``
-            on non-ASCII cased characters or ``i``...), named in the message.
+            \\X, POSIX brackets, unknown \\p{..} names, inline flags other than ``(?i:``,
+            ``(?i)`` on non-ASCII cased characters, ``i`` or a class with ``&&``...), named in
+            the message.
         LoaderError: a malformed pattern (unbalanced parentheses, bad escapes).
 
     Source: Oniguruma (Ruby syntax) and Python ``regex`` semantics for the constructs above;
     fancy-regex ``src/parse.rs`` (``$`` -> ``Expr::EndText`` unless the ``m`` flag is set).
     """
-    return _emit(_parse(pattern), limit)
+    return emit(_parse(pattern), limit)

@@ -1,7 +1,9 @@
 """Unicode helpers that need no ``unicodedata`` at run time.
 
 - The GPT-2 printable byte alphabet (:func:`bytes_to_unicode`, :func:`unicode_to_bytes`).
-- Code-point classes from the generated ``_unicode_tables`` (pinned Unicode version).
+- Code-point classes from the generated ``_unicode_tables`` (general categories, White_Space,
+  case folding) and ``_unicode_props`` (Script=Han, Oniguruma's word characters), both pinned to
+  one Unicode version.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ __all__ = [
     "unicode_version",
     "property_ranges",
     "white_space_ranges",
+    "word_ranges",
     "case_fold_equivalents",
     "general_category",
     "merge_ranges",
@@ -93,8 +96,11 @@ def property_ranges(name: str) -> Ranges | None:
 
     Known names: the general categories by short name (``L``, ``Lu``, ``N``, ``Nd``, ``Zs``,
     ``Cn``, ... and ``LC``) or long name (``Letter``, ``Decimal_Number``, ...), ``White_Space``
-    (also ``WSpace``) and ``Any``. Long names match loosely as in UAX #44 (case, spaces,
-    ``_`` and ``-`` ignored); short category names are case-sensitive as in Oniguruma.
+    (also ``WSpace``), ``Any`` and the script Han (``Han``, ``Hani``, ``Script=Han``,
+    ``sc=Han``: the Script property, which is what a bare ``\\p{Han}`` means in Oniguruma,
+    fancy-regex/Rust ``regex`` and Python ``regex``; ``scx=Han`` is not known). Long names
+    match loosely as in UAX #44 (case, spaces, ``_`` and ``-`` ignored); short category names
+    are case-sensitive as in Oniguruma.
 
     Args:
         name: the text between the braces of ``\\p{...}`` (without a leading ``^``).
@@ -114,6 +120,11 @@ def property_ranges(name: str) -> Ranges | None:
         return WHITE_SPACE
     if loose == "any":
         return ((0, MAX_CODE_POINT),)
+    script = loose.split("=", 1)[1] if loose.startswith(("script=", "sc=")) else loose
+    if script in ("han", "hani"):
+        from rmlprep._unicode_props import SCRIPTS
+
+        return SCRIPTS["Han"]
     return None
 
 
@@ -127,6 +138,21 @@ def white_space_ranges() -> Ranges:
     from rmlprep._unicode_tables import WHITE_SPACE
 
     return WHITE_SPACE
+
+
+def word_ranges() -> Ranges:
+    """Ranges of Oniguruma's word characters (``\\w``; ``\\b`` is a change between word and not).
+
+    L, M, Nd, Nl, Pc, the Other_Alphabetic letters outside M (circled Latin letters) and
+    U+00B2 U+00B3 U+00B9 U+00BC..U+00BE; not Join_Control. Python's ``str.isalnum()`` differs
+    (it takes every N, e.g. U+00B2 but also U+2460), as does UTS #18's ``\\w`` (Join_Control).
+
+    Source: Oniguruma ``ONIGENC_CTYPE_WORD`` as run by ``tokenizers`` (generated table
+    ``_unicode_props.py``, checked against it in tests/test_unicode.py).
+    """
+    from rmlprep._unicode_props import WORD
+
+    return WORD
 
 
 def case_fold_equivalents(letter: str) -> tuple[int, ...]:

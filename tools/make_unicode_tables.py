@@ -2,13 +2,30 @@
 
 Usage::
 
-    python tools/make_unicode_tables.py --unicode-version 15.1.0 --out rmlprep/_unicode_tables.py
+    python tools/make_unicode_tables.py --unicode-version 15.1.0 --out rmlprep/_unicode_tables.py \
+        --props-out rmlprep/_unicode_props.py
+
+Outputs: ``_unicode_tables.py`` (general categories, White_Space, case folding) and
+``_unicode_props.py`` (the Script property values rmlprep's patterns use, Han, and Oniguruma's
+word characters for ``\\w``/``\\b``). These live in a file of their own so that adding one leaves
+``_unicode_tables.py``, whose sha256 the native class table (``tools/make_native_tables.py``)
+records, byte-identical.
 
 Inputs:
 - General categories: the ``unicodedata2`` package, whose ``unidata_version`` must equal
   ``--unicode-version`` (the tables must not follow whatever Unicode the interpreter ships).
 - White_Space: Python has no property API, so the property is the fixed list of
   ``PropList.txt`` below (identical in Unicode 6.3 through 15.1; checked only for 15.1.0).
+- Script=Han: the fixed list of ``Scripts.txt`` (15.1.0) ranges below. When the ``regex``
+  module is installed the generator checks it against ``regex``'s ``\\p{Han}`` restricted to the
+  code points assigned in ``unicodedata2`` (a newer ``regex`` knows ideographs added after 15.1,
+  which are unassigned, script Unknown, in 15.1) and stops on any disagreement.
+- Word characters (Oniguruma's ``\\w``, the engine of tokenizer.json): L, M, Nd, Nl, Pc, the
+  Other_Alphabetic code points outside M (the fixed ``PropList.txt`` list below: circled and
+  squared Latin letters, category So), and U+00B2 U+00B3 U+00B9 U+00BC..U+00BE, which
+  Oniguruma's ISO-8859-1 ctype table (used for code points below 256) marks as word; not
+  Join_Control (U+200C, U+200D), unlike UTS #18. Checked against ``tokenizers``' Oniguruma in
+  ``tests/test_unicode.py`` on the code points assigned in this version.
 - Simple case folding onto ASCII letters: the fixed list of ``CaseFolding.txt`` (status C and
   S) entries below, checked for 15.1.0. When the ``regex`` module is installed the generator
   cross-checks these equivalents against ``regex``'s ``(?i)`` and stops on any disagreement
@@ -51,6 +68,44 @@ WHITE_SPACE_15_1: tuple[tuple[int, int], ...] = (
     (0x205F, 0x205F),
     (0x3000, 0x3000),
 )
+
+# Scripts.txt (Unicode 15.1.0), script Han, verbatim ranges (radicals, 々 〇 〡..〩 〸..〻, the
+# unified and compatibility ideographs with extensions A..I, U+16FE2..U+16FF1).
+HAN_15_1: tuple[tuple[int, int], ...] = (
+    (0x2E80, 0x2E99),
+    (0x2E9B, 0x2EF3),
+    (0x2F00, 0x2FD5),
+    (0x3005, 0x3005),
+    (0x3007, 0x3007),
+    (0x3021, 0x3029),
+    (0x3038, 0x303B),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFA6D),
+    (0xFA70, 0xFAD9),
+    (0x16FE2, 0x16FE3),
+    (0x16FF0, 0x16FF1),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B739),
+    (0x2B740, 0x2B81D),
+    (0x2B820, 0x2CEA1),
+    (0x2CEB0, 0x2EBE0),
+    (0x2EBF0, 0x2EE5D),
+    (0x2F800, 0x2FA1D),
+    (0x30000, 0x3134A),
+    (0x31350, 0x323AF),
+)
+
+# PropList.txt (Unicode 15.1.0), Other_Alphabetic, the ranges outside general category M.
+OTHER_ALPHABETIC_NOT_MARK_15_1: tuple[tuple[int, int], ...] = (
+    (0x24B6, 0x24E9),
+    (0x1F130, 0x1F149),
+    (0x1F150, 0x1F169),
+    (0x1F170, 0x1F189),
+)
+# Oniguruma (unicode.c) answers ctype queries below U+0100 from its ISO-8859-1 table, where the
+# superscripts and vulgar fractions (category No) are word characters.
+ONIG_LATIN1_WORD_NUMBERS: tuple[int, ...] = (0xB2, 0xB3, 0xB9, 0xBC, 0xBD, 0xBE)
 
 # CaseFolding.txt (Unicode 15.1.0), status C and S entries whose folding is an ASCII letter and
 # whose code point is not ASCII: 017F; C; 0073 (LATIN SMALL LETTER LONG S) and
@@ -116,6 +171,82 @@ def check_against_regex_module(folds: dict[str, tuple[int, ...]]) -> None:
             )
 
 
+def check_han_against_regex_module(ucd) -> None:
+    """Cross-check HAN_15_1 with ``regex``'s ``\\p{Han}`` on the code points assigned in ``ucd``.
+
+    Like the case-fold check, it does not change the output.
+    """
+    try:
+        import regex
+    except ImportError:
+        print("note: regex module not installed; Han not cross-checked", file=sys.stderr)
+        return
+    han = regex.compile(r"\p{Han}")
+    got = [cp for cp in range(MAX_CP + 1)
+           if not 0xD800 <= cp <= 0xDFFF and ucd.category(chr(cp)) != "Cn" and han.match(chr(cp))]
+    if merge(got) != HAN_15_1:
+        sys.exit(f"Script=Han: the fixed list differs from regex {regex.__version__} on the code "
+                 f"points assigned in Unicode {ucd.unidata_version}; update HAN_15_1")
+
+
+def word_ranges(cats: dict) -> tuple[tuple[int, int], ...]:
+    """Oniguruma's word characters (``\\w``) from the categories and the fixed lists above."""
+    cps = set()
+    for name in ("L", "M", "Nd", "Nl", "Pc"):
+        cps.update(cp for lo, hi in cats[name] for cp in range(lo, hi + 1))
+    cps.update(cp for lo, hi in OTHER_ALPHABETIC_NOT_MARK_15_1 for cp in range(lo, hi + 1))
+    cps.update(ONIG_LATIN1_WORD_NUMBERS)
+    return merge(sorted(cps))
+
+
+def check_alphabetic_against_regex_module(ucd, cats: dict) -> None:
+    """Alphabetic = L + Nl + Other_Alphabetic: check the fixed list's part outside M with
+    ``regex``'s ``\\p{Alphabetic}`` on the code points assigned in ``ucd`` (output unchanged)."""
+    try:
+        import regex
+    except ImportError:
+        print("note: regex module not installed; Alphabetic not cross-checked", file=sys.stderr)
+        return
+    alpha = regex.compile(r"\p{Alphabetic}")
+    got = [cp for cp in range(MAX_CP + 1)
+           if not 0xD800 <= cp <= 0xDFFF and ucd.category(chr(cp))[0] not in "LMC"
+           and ucd.category(chr(cp)) != "Nl" and alpha.match(chr(cp))]
+    if merge(got) != OTHER_ALPHABETIC_NOT_MARK_15_1:
+        sys.exit(f"Other_Alphabetic outside M: the fixed list differs from regex {regex.__version__} "
+                 f"on the code points assigned in Unicode {ucd.unidata_version}; update the list")
+
+
+def render_props(version: str, cats: dict) -> str:
+    """The text of _unicode_props.py."""
+    parts = [
+        '"""Unicode properties beyond the general categories for rmlprep (generated; do not edit).',
+        "",
+        "Generated by tools/make_unicode_tables.py",
+        f"Unicode version: {version}",
+        "Scripts: Scripts.txt (fixed lists in the generator), cross-checked with the regex",
+        "module's \\\\p{Han} on the code points assigned in this version when installed.",
+        "Word: Oniguruma's \\\\w: general categories L M Nd Nl Pc (unicodedata2), Other_Alphabetic",
+        "outside M (PropList.txt, fixed list), U+00B2 U+00B3 U+00B9 U+00BC..U+00BE (Oniguruma's",
+        "ISO-8859-1 ctype table); not Join_Control.",
+        "",
+        "Ranges are inclusive (lo, hi) code-point pairs, sorted and merged, over 0..0x10FFFF.",
+        "DO NOT EDIT: rerun the generator instead.",
+        '"""',
+        "",
+        f'UNICODE_VERSION = "{version}"',
+        "",
+        "# Script (long name) -> ranges.",
+        "SCRIPTS: dict[str, tuple[tuple[int, int], ...]] = {",
+        f'    "Han": {fmt_ranges(HAN_15_1)},',
+        "}",
+        "",
+        "# Oniguruma's word characters (\\\\w, and the sides of \\\\b).",
+        f"WORD: tuple[tuple[int, int], ...] = {fmt_ranges(word_ranges(cats), '    ')}",
+        "",
+    ]
+    return "\n".join(parts)
+
+
 def fmt_ranges(ranges: tuple[tuple[int, int], ...], indent: str = "        ") -> str:
     """Format ranges six per line as hex tuples."""
     if not ranges:
@@ -168,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--unicode-version", default="15.1.0")
     ap.add_argument("--out", type=Path, default=Path("rmlprep/_unicode_tables.py"))
+    ap.add_argument("--props-out", type=Path, default=Path("rmlprep/_unicode_props.py"))
     args = ap.parse_args(argv)
     try:
         import unicodedata2 as ucd
@@ -180,14 +312,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.unicode_version != "15.1.0":
         sys.exit(
-            f"the White_Space and case-folding lists in {__file__} are checked for 15.1.0 "
+            f"the White_Space, Han and case-folding lists in {__file__} are checked for 15.1.0 "
             f"only; verify them against Unicode {args.unicode_version} and extend the generator"
         )
     cats = category_ranges(ucd)
     folds = case_fold_equivalents()
     check_against_regex_module(folds)
+    check_han_against_regex_module(ucd)
+    check_alphabetic_against_regex_module(ucd, cats)
     text = render(args.unicode_version, "unicodedata2", cats, folds)
     args.out.write_text(text, encoding="utf-8")
+    args.props_out.write_text(render_props(args.unicode_version, cats), encoding="utf-8")
     return 0
 
 
