@@ -89,6 +89,22 @@ _GPT2_LLAMA_CPP = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}
 # patterns after it never match a number followed by more text, so their pieces are the same.
 _AFMOE_DIGITS = r"\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N}))"
 
+# llama.cpp's KIMI_K2 type lists only "\p{Han}+", a trigger for custom code
+# (unicode_regex_split_custom_kimi_k2) standing for the pat_str of Kimi-K2's tokenization_kimi.py,
+# which unicode.cpp quotes; rmlprep runs that pattern itself, as tiktoken does (Script=Han, and
+# "&&" class intersection). llama.cpp's stand-in Han test covers fewer code points (no radicals,
+# 々 〇 or extensions G..I), so this follows tiktoken where the two differ.
+_KIMI_K2 = "|".join([
+    r"""[\p{Han}]+""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+
 
 def _original_of_adapted() -> dict[str, str]:
     """llama.cpp regex -> the tokenizer.json original that llama.cpp states beside it."""
@@ -111,11 +127,6 @@ _HF_NORMALIZERS: dict[str, tuple[tuple[str, ...], ...]] = {"qwen2": (("nfc",),)}
 
 #: Pre types rmlprep refuses, with the reason (named in the error).
 _REFUSED_TYPES = {
-    "KIMI_K2": "llama.cpp splits it with custom code standing for tiktoken's regex with the "
-               "\\p{Han} script class and class intersection (&&), which rmlprep's pre-tokenizer "
-               "does not implement",
-    "TINY_AYA": "its digit regex \\d{1,3}(?=(?:\\d{3})*\\b) needs the word boundary \\b, which "
-                "rmlprep's pre-tokenizer does not implement (engines disagree on word characters)",
     "WHITESPACE": "it splits raw UTF-8 on whitespace without escaping spaces, a tokenizer kind "
                   "rmlprep does not implement",
 }
@@ -124,17 +135,21 @@ _REFUSED_TYPES = {
 def _build_table() -> tuple[dict[str, GGUFPre], dict[str, str]]:
     """Every name of the generated llama.cpp table -> GGUFPre, or -> the refusal reason.
 
-    The regexes are llama.cpp's, with three rewrites: where llama.cpp gives the original
+    The regexes are llama.cpp's, with four rewrites: where llama.cpp gives the original
     tokenizer.json regex beside an adapted one (its "(?i:...)" rewritten as "[sS]" classes for
     its own engine, or o200k's classes emulated with lookaheads), the original runs, since it
     is what the model's Hugging Face tokenizer and so its training data used; the same adapted
     regex in another type (DBRX, GLM) maps to the same original; the GPT-2 regex and the AFMoE
-    digit split are replaced by provably equal regexes (see above).
+    digit split are replaced by provably equal regexes (see above); Kimi-K2's trigger
+    ``\\p{Han}+`` by the tiktoken pattern its custom code stands for. Tiny Aya's digit split
+    ``\\d{1,3}(?=(?:\\d{3})*\\b)`` runs as written, with Oniguruma's word boundary as its
+    tokenizer.json does (llama.cpp runs the AFMoE digit split for it, which also cuts a digit
+    run that a letter follows, "12a" -> "12", where the regex does not).
     """
     from .pretokenize import GPT2_PATTERN
 
     originals = _original_of_adapted()
-    equal = {_GPT2_LLAMA_CPP: GPT2_PATTERN, "\\p{AFMoE_digits}": _AFMOE_DIGITS}
+    equal = {_GPT2_LLAMA_CPP: GPT2_PATTERN, "\\p{AFMoE_digits}": _AFMOE_DIGITS, "\\p{Han}+": _KIMI_K2}
     table: dict[str, GGUFPre] = {}
     refused: dict[str, str] = {}
     for name, (pre_type, flags) in PRE_NAMES.items():
