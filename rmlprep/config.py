@@ -10,7 +10,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     format = "auto"                  # auto | jsonl | parquet | csv | hf | stdlib
     column = "text"                  # default "text" (pretrain) / "messages" (sft)
     split = "train"                  # hf DatasetDict split (default: the only or "train")
-    unit_bytes = 16_000_000          # plain JSONL / stdlib: cut files into units of ~this size
+    unit_bytes = 4_000_000           # plain JSONL / stdlib: cut files into units of ~this size
+                                     # (small enough that a pool stays busy to the end)
     unit_rows = 50_000               # parquet / hf: rows per unit (row groups kept whole);
                                      # sft: BFD packs windows of this many conversations
     batch_rows = 1024                # rows per streamed record batch
@@ -111,7 +112,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "format": ((str,), "auto"),
         "column": ((str,), None),
         "split": ((str,), None),
-        "unit_bytes": ((int,), 16_000_000),
+        "unit_bytes": ((int,), 4_000_000),
         "unit_rows": ((int,), 50_000),
         "batch_rows": ((int,), 1024),
         "max_bytes": ((int,), 4_000_000),
