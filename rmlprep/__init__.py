@@ -1,10 +1,19 @@
-"""rmlprep: exact tokenization, chat formatting and packing of corpora into Parquet shards."""
+"""rmlprep: exact tokenization, chat formatting and packing of corpora into Parquet shards.
+
+The public names below are imported on first use (PEP 562 module ``__getattr__``): ``import
+rmlprep`` costs the error classes only, and ``from rmlprep import load_tokenizer`` loads the
+loaders and the tokenizer but not numpy's users elsewhere, pyarrow, the chat formats or packing
+(about 0.25 s of a cold process that only tokenizes). Every name in ``__all__`` stays importable
+as ``from rmlprep import NAME`` and is the same object as in its module.
+"""
 
 from __future__ import annotations
 
-from ._version import __version__  # noqa: F401
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .errors import (  # noqa: F401
+from ._version import __version__
+from .errors import (
     ChatFormatError,
     ConfigError,
     InputError,
@@ -19,21 +28,48 @@ from .errors import (  # noqa: F401
     TokenizeError,
     UnsupportedTokenizer,
 )
-from .spec import TokenizerSpec, TokenType  # noqa: F401
-from .tokenizer import Tokenizer  # noqa: F401
-from .load import load_tokenizer  # noqa: F401
-from .chat import (  # noqa: F401
-    CHAT_FORMATS,
-    ChatEncoding,
-    ChatTemplateError,
-    detect_chat_format,
-    encode_chat,
-    format_chat,
-    format_chat_segments,
-    stop_ids,
-)
-from .arrow import count_errors, tokenize_chat, tokenize_text  # noqa: F401
-from .packing import PackResult, PackStats, pack_bfd, pack_concat, unpack  # noqa: F401
+
+if TYPE_CHECKING:  # the names _LAZY resolves (also what the import-graph test reads)
+    from .arrow import count_errors, tokenize_chat, tokenize_text
+    from .chat import (
+        CHAT_FORMATS,
+        ChatEncoding,
+        ChatTemplateError,
+        detect_chat_format,
+        encode_chat,
+        format_chat,
+        format_chat_segments,
+        stop_ids,
+    )
+    from .load import load_tokenizer
+    from .packing import PackResult, PackStats, pack_bfd, pack_concat, unpack
+    from .spec import TokenizerSpec, TokenType
+    from .tokenizer import Tokenizer
+
+#: public name -> the submodule that defines it, imported on first access
+_LAZY = {
+    "TokenizerSpec": "spec", "TokenType": "spec",
+    "Tokenizer": "tokenizer",
+    "load_tokenizer": "load",
+    **dict.fromkeys(("CHAT_FORMATS", "ChatEncoding", "ChatTemplateError", "detect_chat_format", "encode_chat",
+                     "format_chat", "format_chat_segments", "stop_ids"), "chat"),
+    **dict.fromkeys(("count_errors", "tokenize_chat", "tokenize_text"), "arrow"),
+    **dict.fromkeys(("PackResult", "PackStats", "pack_bfd", "pack_concat", "unpack"), "packing"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rmlprep' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "__version__",

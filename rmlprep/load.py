@@ -29,14 +29,13 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from . import cache, demo
+from . import cache
 from .errors import ConfigError, LoaderError, RmlprepError, SpecError
-from .gguf import spec_from_gguf
-from .hf import read_tokenizer_config, spec_from_tokenizer_json
 from .spec import TokenizerSpec
-from .spm import spec_from_sentencepiece_model
-from .tiktoken_file import KNOWN_ENCODINGS, looks_like_tiktoken, spec_from_tiktoken
 from .tokenizer import Tokenizer
+
+# The format readers (hf, gguf, spm, tiktoken_file) and demo are imported where a file of theirs
+# is read: a load served by the cache (:mod:`rmlprep.cache`) never needs them.
 
 __all__ = ["load_tokenizer", "load_spec", "open_tokenizer", "is_spec_file", "DEMO_PREFIX", "CONFIG_WORDS", "CLI_WORDS"]
 
@@ -81,15 +80,25 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
             head = f.read(4)
     except OSError as e:  # a directory without a tokenizer, no permission, ...
         raise LoaderError(f"{p}: cannot read the tokenizer file ({e.strerror or e})") from None
+    from .hf import read_tokenizer_config
+
     if p.suffix == ".json":
+        from .hf import spec_from_tokenizer_json
+
         _no_tiktoken_args(p, tiktoken_kw)
         config = read_tokenizer_config(p.parent / "tokenizer_config.json")
         return spec_from_tokenizer_json(p, config=config)
     if p.suffix == ".gguf" or head == b"GGUF":
+        from .gguf import spec_from_gguf
+
         _no_tiktoken_args(p, tiktoken_kw)
         return spec_from_gguf(p)
+    from .tiktoken_file import looks_like_tiktoken, spec_from_tiktoken
+
     if tiktoken_kw or looks_like_tiktoken(p):
         return spec_from_tiktoken(p, **tiktoken_kw), None
+    from .spm import spec_from_sentencepiece_model
+
     spec = spec_from_sentencepiece_model(p)
     template = None
     config_path = p.parent / "tokenizer_config.json"
@@ -242,6 +251,8 @@ def open_tokenizer(path: str, *, name: str | None = None, log: Callable[[str], N
         t = load_tokenizer(path, **({"name": name} if name else {}))
     except LoaderError as e:
         if getattr(e, "needs_name", None):
+            from .tiktoken_file import KNOWN_ENCODINGS
+
             raise LoaderError(f"{e.needs_name}; set {name_word} to one of {sorted(KNOWN_ENCODINGS)}") from None
         if getattr(e, "not_tiktoken", None):
             raise ConfigError(f"{name_word}: only tiktoken rank files take an encoding name; {e.not_tiktoken} is "
@@ -277,6 +288,8 @@ def _open_spec_file(path: str) -> Tokenizer:
 
 def _open_demo(name: str, log: Callable[[str], None]) -> tuple[Tokenizer, str | None]:
     """``demo:NAME`` → (tokenizer, its file or None), with the fallbacks of :mod:`rmlprep.demo`."""
+    from . import demo
+
     if name not in demo.DEMO_NAMES:
         known = ", ".join(DEMO_PREFIX + n for n in demo.DEMO_NAMES)
         raise LoaderError(f"{DEMO_PREFIX}{name}: unknown demo tokenizer; the demo tokenizers are: {known}")

@@ -177,3 +177,42 @@ def test_the_wheel_holds_every_package_and_the_fixtures(tmp_path):
     fixtures = {"rmlprep/_fixtures/" + str(p.relative_to(PKG.parent / "fixtures"))
                 for p in (PKG.parent / "fixtures").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".gz")}
     assert fixtures and fixtures <= names, sorted(fixtures - names)[:5]
+
+
+def test_every_public_name_is_its_modules_object():
+    """``rmlprep/__init__`` imports its public names on first use (PEP 562): each name of
+    ``__all__`` still imports as ``from rmlprep import NAME`` and is the object its module
+    defines; an unknown name raises AttributeError as for any module."""
+    import importlib
+
+    for name in rmlprep.__all__:
+        value = getattr(rmlprep, name)
+        module = rmlprep._LAZY.get(name)
+        if module is not None:
+            assert value is getattr(importlib.import_module(f"rmlprep.{module}"), name), name
+    assert set(rmlprep._LAZY) <= set(rmlprep.__all__) <= set(dir(rmlprep))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        rmlprep.nope  # noqa: B018
+    with pytest.raises(ImportError):
+        exec("from rmlprep import nope", {})
+
+
+@pytest.mark.parametrize("code, absent", [
+    ("import rmlprep", ("numpy", "pyarrow", "rmlprep.chat", "rmlprep.tokenizer", "rmlprep.packing")),
+    # a process that only tokenizes loads neither pyarrow nor the chat formats nor packing, nor a
+    # format reader it does not read (the path does not exist: the load fails after the imports)
+    ("from rmlprep import load_tokenizer, LoaderError\ntry:\n    load_tokenizer('missing.json')\n"
+     "except LoaderError:\n    pass", ("pyarrow", "rmlprep.chat", "rmlprep.packing", "rmlprep.arrow",
+                                         "rmlprep.gguf", "rmlprep.spm", "rmlprep.demo")),
+])
+def test_import_rmlprep_stays_light(code, absent):
+    """What ``import rmlprep`` pulls in, checked in a fresh interpreter (sys.modules)."""
+    import json
+    import subprocess
+    import sys
+
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(PKG.parent)})
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert not loaded & set(absent), sorted(loaded & set(absent))
