@@ -34,6 +34,7 @@ _TOKENIZERS = "import time; t0 = time.perf_counter(); import tokenizers; " \
 
 def _time(code: str) -> float:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode caches as an installed package has them
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     return float(r.stdout.strip().splitlines()[-1])
 

@@ -12,13 +12,19 @@ Key: the sha256 of the tokenizer file (of a GGUF file: of its key-values,
 file's resolved path (the spec's name comes from it), the loader's arguments (tiktoken
 ``name=``/``pattern=``/``special_tokens=``), rmlprep's version and
 the sha256 of rmlprep's own modules (so an edited loader never reads an older entry). An entry
-is ``MAGIC``, the sha256 of its payload, then the payload (a pickle written by this module); an
+is ``MAGIC``, the sha256 of its payload, then the payload (a pickle written by this module: the
+spec with its merges, the chat template, the merge table and the spec's fingerprint); an
 entry whose checksum or contents do not match is ignored (and rewritten), so a torn write or a
 corrupt file costs a slow load, never a wrong tokenizer. Writes go to a temporary file renamed
 into place (concurrent processes never see half an entry). Nothing is cached when the cache
 directory cannot be written, for files under :data:`MIN_BYTES` (they load in milliseconds) or
 with spec-field overrides (``load_tokenizer(path, add_bos=False)``); at most
 :data:`MAX_ENTRIES` entries are kept (least recently used removed).
+
+The file's sha256 is itself remembered (:mod:`rmlprep.cache_memo`) by the file's identity and
+change time, so a cache hit reads neither the tokenizer file nor a GGUF's key-values; that
+module's docstring says when a remembered digest is trusted (an edit in place that restores
+the size and mtime is still seen: it moves the change time, which no program can set back).
 
 ``RMLPREP_CACHE`` moves the directory (as for the demo's rank file,
 :func:`rmlprep.demo.cache_dir`); ``RMLPREP_TOKENIZER_CACHE=0`` turns the cache off.
@@ -35,19 +41,19 @@ import pickle
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import cache_memo
 from ._version import __version__
 from .errors import LoaderError
-from .spec import TokenizerSpec
+from .spec import TokenizerSpec, _remember_fingerprint
 
 __all__ = ["CachedSpec", "enabled", "entry_path", "file_sha256", "lookup", "store"]
 
-MAGIC = b"rmlprep-tokenizer-cache-1\n"
+MAGIC = b"rmlprep-tokenizer-cache-2\n"
 _DIGEST = 32
 #: Files smaller than this load in milliseconds: they are not cached.
 MIN_BYTES = 1 << 20
@@ -60,7 +66,9 @@ class CachedSpec:
     """What a cache entry gives back.
 
     Attributes:
-        spec: the loaded spec (merges as ``(left, right)`` strings, as the loader made them).
+        spec: the loaded spec (merges as ``(left, right)`` strings, as the loader made them); its
+            :attr:`~rmlprep.spec.TokenizerSpec.fingerprint` is the one computed when the entry
+            was written (not recomputed: 0.3 s for Llama 3).
         chat_template: the template the loader found, or None.
         merge_table: uint32 ``[n, 4]`` (left id, right id, rank, merged id), as
             :func:`rmlprep.tokenizer._merge_ids` builds it; None without merges.
@@ -98,18 +106,33 @@ def _code_digest() -> str:
 def file_sha256(path: str | os.PathLike) -> str:
     """sha256 hex of the file; of a GGUF file, of its header and key-values only
     (:func:`rmlprep.gguf.metadata_sha256`: the tokenizer is read from them, and a model's
-    tensors are gigabytes).
+    tensors are gigabytes). Remembered by the file's identity and change time
+    (:mod:`rmlprep.cache_memo`) while the cache is on.
 
     Raises:
         OSError: the file cannot be read. LoaderError: a GGUF file whose key-values cannot be walked.
     """
+    memo = cache_memo.Memo(_dir(), _code_digest()) if enabled() else None
     with open(path, "rb") as f:
+        started = time.time_ns()
+        # fstat on the open file: on NFS the open revalidates the attributes (close-to-open)
+        before = os.fstat(f.fileno())
+        key = os.path.abspath(path)
+        if memo is not None:
+            known = memo.get(key, before)
+            if known is not None:
+                return known
         if f.read(4) == b"GGUF":
             from .gguf import metadata_sha256
 
-            return "gguf-metadata:" + metadata_sha256(path)
-        f.seek(0)
-        return hashlib.file_digest(f, "sha256").hexdigest()
+            digest = "gguf-metadata:" + metadata_sha256(path)
+        else:
+            f.seek(0)
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+    if memo is not None:
+        after = os.stat(path)  # by path: also unequal when the path was replaced meanwhile
+        memo.put(key, started, before, after, digest)
+    return digest
 
 
 def entry_path(files: Sequence[str | os.PathLike], args: Mapping[str, Any]) -> Path | None:
@@ -146,17 +169,17 @@ def lookup(entry: Path | None) -> CachedSpec | None:
     if hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
         return None
     gc_was_on = gc.isenabled()
-    gc.disable()  # ~300k new tuples, none of them garbage: the collector's passes would cost 10x the work
+    gc.disable()  # ~10^6 new tuples and strs, none of them garbage: the collector's passes would cost 10x the work
     try:
         d = pickle.loads(payload)
-        spec: TokenizerSpec = d["spec"]
-        vocab = spec.vocab
-        pairs = np.frombuffer(d["merges"], dtype=np.uint32).reshape(-1, 2)
-        merges = tuple(zip(map(vocab.__getitem__, pairs[:, 0].tolist()), map(vocab.__getitem__, pairs[:, 1].tolist())))
+        spec, fingerprint = d["spec"], d["fingerprint"]
         table = None if d["merge_table"] is None else np.frombuffer(d["merge_table"], dtype=np.uint32).reshape(-1, 4)
-        if not isinstance(spec, TokenizerSpec) or (table is None) != (not merges):
+        if not isinstance(spec, TokenizerSpec) or (table is None) != (not spec.merges) \
+                or (table is not None and len(table) > len(spec.merges)) \
+                or not (isinstance(fingerprint, str) and len(fingerprint) == 64):
             return None
-        return CachedSpec(spec.replace(merges=merges) if merges else spec, d["chat_template"], table)
+        _remember_fingerprint(spec, fingerprint)
+        return CachedSpec(spec, d["chat_template"], table)
     except Exception:  # a corrupt entry with a valid checksum cannot happen short of tampering: rebuild
         return None
     finally:
@@ -168,19 +191,18 @@ def store(entry: Path | None, spec: TokenizerSpec, chat_template: str | None, me
     """Write the entry (quietly nothing when the directory cannot be written)."""
     if entry is None:
         return
+    fingerprint = spec.fingerprint
     if spec.merges:
-        get = dict(zip(spec.vocab, range(len(spec.vocab)))).__getitem__
-        pairs = np.empty((len(spec.merges), 2), dtype=np.uint32)
-        pairs[:, 0] = list(map(get, map(itemgetter(0), spec.merges)))
-        pairs[:, 1] = list(map(get, map(itemgetter(1), spec.merges)))
-        merges = pairs.tobytes()
-    else:
-        merges = b""
+        # the spec pickles with its merges spelled by the vocab's own str objects: pickle's memo
+        # then writes each merge as two references, which load back faster than ids turned into
+        # strings again (and share the vocab's memory)
+        same = dict(zip(spec.vocab, spec.vocab)).get
+        spec = spec.replace(merges=tuple((same(a, a), same(b, b)) for a, b in spec.merges))
     payload = pickle.dumps({
-        "spec": spec.replace(merges=()),
+        "spec": spec,
         "chat_template": chat_template,
-        "merges": merges,
         "merge_table": None if merge_table is None else np.ascontiguousarray(merge_table, dtype=np.uint32).tobytes(),
+        "fingerprint": fingerprint,
     }, protocol=pickle.HIGHEST_PROTOCOL)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)

@@ -67,8 +67,24 @@ _OMITTED_AT_DEFAULT = frozenset({
     "decoder", "unk_surface", "pre_split_behaviors", "unparsed_specials", "decode_added_byte_level",
 })
 
-#: id(spec) -> (spec, fingerprint): specs are immutable and hashing a 256k vocab takes ~25 ms
+#: id(spec) -> (spec, fingerprint): specs are immutable, and the canonical JSON of a 256k vocab
+#: with 500k merges takes ~0.5 s to write
 _FINGERPRINTS: dict[int, tuple["TokenizerSpec", str]] = {}
+
+
+def _known_fingerprint(spec: "TokenizerSpec") -> str | None:
+    """The fingerprint of ``spec`` if this process already has it (computed or remembered)."""
+    hit = _FINGERPRINTS.get(id(spec))
+    return hit[1] if hit is not None and hit[0] is spec else None
+
+
+def _remember_fingerprint(spec: "TokenizerSpec", fingerprint: str) -> None:
+    """Record ``fingerprint`` as the fingerprint of ``spec`` without computing it: for a spec read
+    back with the fingerprint that was computed from it before it was written (the load cache's
+    checksummed entry, a pickled Tokenizer)."""
+    if len(_FINGERPRINTS) >= 64:
+        _FINGERPRINTS.clear()
+    _FINGERPRINTS[id(spec)] = (spec, fingerprint)  # the spec is kept alive, so its id stays its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,17 +244,15 @@ class TokenizerSpec:
         Two specs that encode and decode alike have the same fingerprint whatever file they
         came from; it is written into every shard's metadata.
         """
-        hit = _FINGERPRINTS.get(id(self))
-        if hit is not None and hit[0] is self:
-            return hit[1]
+        known = _known_fingerprint(self)
+        if known is not None:
+            return known
         d = self.to_dict()
         d.pop("name", None)
         blob = json.dumps(d, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False)
         fp = hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
-        if len(_FINGERPRINTS) >= 64:
-            _FINGERPRINTS.clear()
-        _FINGERPRINTS[id(self)] = (self, fp)  # the spec is kept alive, so its id stays its own
+        _remember_fingerprint(self, fp)
         return fp
 
     def replace(self, **changes: Any) -> "TokenizerSpec":

@@ -37,7 +37,7 @@ from .errors import TokenIdError, TokenizeError
 from .pretokenize import compile_pre_split, pattern_name
 from .segment import SPACE as _SPACE
 from .segment import fuse_unk, make_normalizer, prefix_spaces, replace_lone_surrogates
-from .spec import BYTE_LEVEL, TokenizerSpec, TokenType
+from .spec import BYTE_LEVEL, TokenizerSpec, TokenType, _known_fingerprint, _remember_fingerprint
 from .tokenizer_build import (  # noqa: F401 (_merge_ids is re-exported: the load cache names it here)
     _merge_ids,
     _token_bytes,
@@ -161,12 +161,23 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
         return np.flatnonzero(np.isin(arr, [int(t) for t in types])).tolist()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"spec": self.spec, "chat_template": self.chat_template}
+        # the merge table and a known fingerprint travel too: a worker rebuilding them from the
+        # spec paid ~0.5 s (Llama 3) to ~1.3 s (Gemma 3) of CPU
+        table = self._merge_table
+        return {"spec": self.spec, "chat_template": self.chat_template,
+                "merge_table": None if table is None else table.tobytes(),
+                "fingerprint": _known_fingerprint(self.spec)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.spec = state["spec"]
         self.chat_template = state["chat_template"]
-        self._build()
+        blob, fingerprint = state.get("merge_table"), state.get("fingerprint")
+        table = None
+        if blob is not None and self.spec.merges:
+            table = np.frombuffer(blob, dtype=np.uint32).reshape(-1, 4)
+        if fingerprint is not None:
+            _remember_fingerprint(self.spec, fingerprint)
+        self._build(table)
 
     def __repr__(self) -> str:
         s = self.spec

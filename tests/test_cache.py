@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import time
 from pathlib import Path
 
 import numpy as np
@@ -197,3 +198,102 @@ def test_gguf_key_is_its_metadata(cache_dir, tmp_path, monkeypatch):
     a.write_bytes(bytes(data))
     assert load_tokenizer(a).spec != first.spec
     assert len(list(cache_dir.glob("*.bin"))) == 2
+
+
+# -- the digest memo (rmlprep.cache_memo) ---------------------------------------------------------
+def _memo(cache_dir: Path) -> dict:
+    return json.loads((cache_dir / "index.json").read_text())["files"]
+
+
+def test_hit_seeds_the_fingerprint_written_with_the_entry(cache_dir, tmp_path):
+    """A cache hit takes the fingerprint stored in the entry (0.3 s of canonical JSON for Llama 3);
+    it equals the fingerprint computed afresh from the same spec's fields."""
+    from rmlprep.spec import TokenizerSpec, _known_fingerprint
+
+    p = _write(tmp_path / "t")
+    want = load_tokenizer(p).fingerprint
+    hit = load_tokenizer(p)
+    assert _known_fingerprint(hit.spec) == want == TokenizerSpec.from_dict(hit.spec.to_dict()).fingerprint
+
+
+def test_memo_spares_the_hash(cache_dir, tmp_path, monkeypatch):
+    """A settled file (here: settled at once) is hashed once; the next load finds its entry by the
+    remembered digest without reading it (hashing now fails, the load still hits)."""
+    monkeypatch.setattr(cache.cache_memo, "SETTLED_NS", 0)
+    p = _write(tmp_path / "t")
+    first = load_tokenizer(p)
+    assert str(p.resolve()) in _memo(cache_dir)
+
+    def no_hash(*a, **k):
+        raise AssertionError("the file was hashed; expected the memo to answer")
+    monkeypatch.setattr(cache.hashlib, "file_digest", no_hash)
+    _no_parse(monkeypatch)
+    _same(first, load_tokenizer(p))
+
+
+def test_edit_in_place_with_size_and_mtime_restored_is_seen(cache_dir, tmp_path, monkeypatch):
+    """The stale-tokenizer case the memo must not miss: the ids of "ab" and "abc" are swapped in
+    place (same size), and the mtime is set back (``os.utime``). The ctime moved (the kernel sets
+    it on the write and on the utime; nothing sets it back), so the memo's stat key no longer
+    matches, the file is hashed again and its new entry gives "abc" -> 9."""
+    monkeypatch.setattr(cache.cache_memo, "SETTLED_NS", 0)
+    p = _write(tmp_path / "t")
+    assert load_tokenizer(p).encode("abc") == [10]
+    assert load_tokenizer(p).encode("abc") == [10]  # a hit through the memo
+    before = p.stat()
+    time.sleep(0.05)  # past the file clock's tick (1-10 ms)
+    text = p.read_text()
+    edited = text.replace('"ab": 9, "abc": 10', '"ab": 10, "abc": 9')
+    assert edited != text and len(edited) == len(text)
+    with open(p, "r+") as f:  # in place: same inode
+        f.write(edited)
+    os.utime(p, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = p.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert after.st_ctime_ns != before.st_ctime_ns
+    assert load_tokenizer(p).encode("abc") == [9]
+
+
+def test_racy_file_is_not_remembered(cache_dir, tmp_path):
+    """A file changed less than SETTLED_NS (2 s) before it is read is hashed on every load: a
+    write within the same clock tick could leave its whole stat key unchanged."""
+    p = _write(tmp_path / "t")
+    assert load_tokenizer(p).encode("abc") == [10]
+    index = cache_dir / "index.json"
+    assert not index.exists() or str(p.resolve()) not in _memo(cache_dir)
+
+
+def test_memo_of_another_code_or_corrupt_is_ignored(cache_dir, tmp_path, monkeypatch):
+    """A memo written by other rmlprep code, an unreadable one, or a record whose stat key differs
+    (another inode) gives no digest: the file is hashed and the load is right."""
+    monkeypatch.setattr(cache.cache_memo, "SETTLED_NS", 0)
+    p = _write(tmp_path / "t")
+    load_tokenizer(p)
+    index = cache_dir / "index.json"
+    d = json.loads(index.read_text())
+    rec = d["files"][str(p.resolve())]
+    wrong = "0" * 64
+    for doc in ({"code": "other", "files": {str(p.resolve()): [*rec[:5], wrong]}},
+                {"code": d["code"], "files": {str(p.resolve()): [rec[0], rec[1] + 1, *rec[2:5], wrong]}}):
+        index.write_text(json.dumps(doc))
+        assert cache.file_sha256(p) == rec[5]
+    index.write_text("{not json")
+    assert cache.file_sha256(p) == rec[5]
+    assert load_tokenizer(p).encode("abc") == [10]
+
+
+def test_gguf_memo_spares_the_metadata_walk(cache_dir, tmp_path, monkeypatch):
+    """A GGUF's key-value walk (60 ms for Qwen2's 152k tokens) is remembered like a file hash."""
+    from tests.test_gguf import _tiny_llama_kvs, write_gguf
+
+    monkeypatch.setattr(cache.cache_memo, "SETTLED_NS", 0)
+    (tmp_path / "a").mkdir()
+    a = write_gguf(tmp_path / "a" / "m.gguf", _tiny_llama_kvs())
+    first = load_tokenizer(a)
+    import rmlprep.gguf
+
+    def no_walk(*a, **k):
+        raise AssertionError("the key-values were walked; expected the memo to answer")
+    monkeypatch.setattr(rmlprep.gguf, "metadata_sha256", no_walk)
+    _no_parse(monkeypatch)
+    _same(first, load_tokenizer(a), texts=["ab abc", "x"])

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -193,12 +194,32 @@ def test_fingerprint_stable_and_sensitive():
 
 
 def test_pickle_is_small_and_rebuilds():
+    """A Tokenizer pickles as its spec, its merge table (16 bytes a merge: what a worker would
+    otherwise rebuild from the spec) and its fingerprint when known, never its other indexes."""
     tok, doc = fixture_tok("bl_llama3")
     blob = pickle.dumps(tok)
-    assert len(blob) < len(pickle.dumps(tok.spec)) + 1000
+    assert len(blob) < len(pickle.dumps(tok.spec)) + 16 * len(tok._merge_table) + 1000
     tok2 = pickle.loads(blob)
     case = doc["cases"][5]
     assert tok2.encode(case["text"], add_special_tokens=case["add_special_tokens"]) == case["ids"]
+    np.testing.assert_array_equal(tok2._merge_table, tok._merge_table)
+
+
+def test_pickle_carries_the_fingerprint_and_reads_the_old_form():
+    """The fingerprint travels once computed (a worker does not write the canonical JSON again)
+    and equals a recomputation; a pickle of the older form (spec and chat template only)
+    still rebuilds the same tokenizer."""
+    from rmlprep.spec import _known_fingerprint
+
+    tok, doc = fixture_tok("bl_llama3")
+    fp = tok.fingerprint
+    again = pickle.loads(pickle.dumps(tok))
+    assert _known_fingerprint(again.spec) == fp == TokenizerSpec.from_dict(again.spec.to_dict()).fingerprint
+    old = Tokenizer.__new__(Tokenizer)
+    old.__setstate__({"spec": tok.spec, "chat_template": None})
+    np.testing.assert_array_equal(old._merge_table, tok._merge_table)
+    case = doc["cases"][5]
+    assert old.encode(case["text"], add_special_tokens=case["add_special_tokens"]) == case["ids"]
 
 
 # -- decoding --------------------------------------------------------------------------------
