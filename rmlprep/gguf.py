@@ -8,7 +8,9 @@ The tokenizer keys are mapped to a :class:`TokenizerSpec` as llama.cpp's ``llama
 does (``src/llama-vocab.cpp``): ``tokenizer.ggml.model`` ``"gpt2"`` -> BPE with merges and the
 pre-split patterns of ``tokenizer.ggml.pre`` (byte-level, or SentencePiece-style for the
 pre-tokenizers llama.cpp runs on raw UTF-8); ``"gemma4"`` -> the same with pre ``"gemma4"``;
-``"llama"`` -> SentencePiece BPE merged by score. WordPiece (``"bert"``), Unigram (``"t5"``),
+``"whitespace"`` -> BPE over raw UTF-8 tokens after tokenizers' Whitespace pre-tokenizer
+(and Lowercase when ``tokenizer.ggml.normalizer.lowercase``); ``"llama"`` -> SentencePiece BPE
+merged by score. WordPiece (``"bert"``), Unigram (``"t5"``),
 RWKV and PLaMo-2 vocabularies are refused by name.
 
 The pre-tokenizer table is generated from llama.cpp's own source by
@@ -64,6 +66,8 @@ class GGUFPre:
         no_bos: llama.cpp sets no bos id by default (GLM).
         normalizers: applied before splitting, as the family's tokenizer.json does (Qwen: NFC);
             llama.cpp applies none (see :data:`_HF_NORMALIZERS`).
+        behaviors: per pattern ``(behavior, invert)`` as ``TokenizerSpec.pre_split_behaviors``;
+            empty for llama.cpp's own splits (every pattern ``Isolated``).
     """
 
     pre_type: str
@@ -73,6 +77,7 @@ class GGUFPre:
     byte_encode: bool = True
     no_bos: bool = False
     normalizers: tuple[tuple[str, ...], ...] = ()
+    behaviors: tuple[tuple[str, bool], ...] = ()
 
 
 # llama.cpp writes the GPT-2 regex without its last alternative "|\s+". Under Isolated splitting
@@ -89,20 +94,15 @@ _GPT2_LLAMA_CPP = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}
 # patterns after it never match a number followed by more text, so their pieces are the same.
 _AFMOE_DIGITS = r"\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N}))"
 
-# llama.cpp's KIMI_K2 type lists only "\p{Han}+", a trigger for custom code
-# (unicode_regex_split_custom_kimi_k2) standing for the pat_str of Kimi-K2's tokenization_kimi.py,
-# which unicode.cpp quotes; rmlprep runs that pattern itself, as tiktoken does (Script=Han, and
-# "&&" class intersection). llama.cpp's stand-in Han test covers fewer code points (no radicals,
-# 々 〇 or extensions G..I), so this follows tiktoken where the two differ.
+# llama.cpp's KIMI_K2 type lists only "\p{Han}+", a trigger for custom code standing for the
+# pat_str of Kimi-K2's tokenization_kimi.py (quoted in unicode.cpp); rmlprep runs that pattern, as
+# tiktoken does (Script=Han, "&&"). llama.cpp's stand-in Han test misses radicals, 々 〇 and
+# extensions G..I; this follows tiktoken there.
 _KIMI_K2 = "|".join([
     r"""[\p{Han}]+""",
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-    r"""\p{N}{1,3}""",
-    r""" ?[^\s\p{L}\p{N}]+[\r\n]*""",
-    r"""\s*[\r\n]+""",
-    r"""\s+(?!\S)""",
-    r"""\s+""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
 ])
 
 
@@ -125,11 +125,18 @@ def _original_of_adapted() -> dict[str, str]:
 #: tokens.)
 _HF_NORMALIZERS: dict[str, tuple[tuple[str, ...], ...]] = {"qwen2": (("nfc",),)}
 
-#: Pre types rmlprep refuses, with the reason (named in the error).
-_REFUSED_TYPES = {
-    "WHITESPACE": "it splits raw UTF-8 on whitespace without escaping spaces, a tokenizer kind "
-                  "rmlprep does not implement",
-}
+#: Pre types rmlprep refuses, with the reason (named in the error). Empty: every type of the
+#: vendored llama.cpp loads; a type that cannot be followed exactly goes here, not into a guess.
+_REFUSED_TYPES: dict[str, str] = {}
+
+# WHITESPACE (model and pre "whitespace", jina-embeddings-v2-base-zh): BPE over raw UTF-8 tokens
+# whose tokenizer.json has the Lowercase normalizer and the Whitespace pre-tokenizer (llama.cpp
+# PR 18756), which keeps the matches of \w+|[^\w\s]+ (Oniguruma's \w): Split Removed + invert.
+# llama.cpp runs BPE on each \S+ run instead; the ids agree unless a merge joins a word and a
+# non-word character, which a vocabulary trained behind Whitespace cannot hold. Spaces become
+# tabs first (both dropped), since the raw-UTF-8 BPE path writes a space as "▁" before splitting.
+_WHITESPACE = GGUFPre(pre_type="WHITESPACE", patterns=(r"\w+|[^\w\s]+",), byte_encode=False,
+                      normalizers=(("replace", " ", "\t"),), behaviors=(("removed", True),))
 
 
 def _build_table() -> tuple[dict[str, GGUFPre], dict[str, str]]:
@@ -155,6 +162,9 @@ def _build_table() -> tuple[dict[str, GGUFPre], dict[str, str]]:
     for name, (pre_type, flags) in PRE_NAMES.items():
         if pre_type in _REFUSED_TYPES:
             refused[name] = f"pre-tokenizer type {pre_type}: {_REFUSED_TYPES[pre_type]}"
+            continue
+        if pre_type == "WHITESPACE":
+            table[name] = _WHITESPACE
             continue
         d = PRE_TYPES[pre_type]
         patterns = []
@@ -299,7 +309,8 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
     Raises:
         LoaderError: a corrupt or truncated file (with the byte offset); a missing or mistyped
             tokenizer key; arrays of the wrong length.
-        UnsupportedTokenizer: ``tokenizer.ggml.model`` other than "gpt2"/"gemma4"/"llama"; a
+        UnsupportedTokenizer: ``tokenizer.ggml.model`` other than "gpt2"/"gemma4"/"whitespace"/
+            "llama"; "whitespace" as only one of ``tokenizer.ggml.model`` and ``.pre``; a
             ``tokenizer.ggml.pre`` outside llama.cpp's table (the message names the llama.cpp
             version) or in :data:`GGUF_PRE_REFUSED` (the message says why); an unsupported GGUF
             version; a token type outside 1..6.
@@ -309,10 +320,11 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
     model = _get(meta, "tokenizer.ggml.model", str, p)
     if model is None:
         raise LoaderError(f"{p}: tokenizer.ggml.model is missing; the GGUF file has no tokenizer")
-    if model not in ("gpt2", "llama", "gemma4"):
+    if model not in ("gpt2", "llama", "gemma4", "whitespace"):
         raise UnsupportedTokenizer(
             f"{p}: tokenizer.ggml.model = {model!r} is not supported; rmlprep supports 'gpt2' "
-            "(BPE with merges), 'gemma4' and 'llama' (SentencePiece BPE)"
+            "(BPE with merges), 'gemma4', 'whitespace' (BPE over raw UTF-8 split at whitespace) and "
+            "'llama' (SentencePiece BPE)"
             + (" (WordPiece, Unigram and RWKV vocabularies are not BPE)"
                if model in ("bert", "t5", "rwkv", "plamo2") else "")
         )
@@ -357,11 +369,15 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
 
     name = os.path.basename(p)
     common: dict[str, Any] = {}
-    if model in ("gpt2", "gemma4"):
+    if model in ("gpt2", "gemma4", "whitespace"):
         pre_name = _get(meta, "tokenizer.ggml.pre", str, p)
         pre_name = "default" if not pre_name else pre_name
         if model == "gemma4":
             pre_name = "gemma4"  # llama.cpp sets it for this model whatever the key says
+        if (model == "whitespace") != (pre_name == "whitespace"):  # no converter writes a mix
+            raise UnsupportedTokenizer(
+                f"{p}: tokenizer.ggml.model = {model!r} with tokenizer.ggml.pre = {pre_name!r} is not "
+                "supported: the 'whitespace' model and pre-tokenizer only come together")
         pre = GGUF_PRE_SPLIT.get(pre_name)
         if pre is None:
             if pre_name in GGUF_PRE_REFUSED:
@@ -392,8 +408,12 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
         if model == "gemma4":
             bos_default = eos_default = None
         add_bos_default = pre.add_bos
+        normalizers = pre.normalizers
+        if model == "whitespace" and _get(meta, "tokenizer.ggml.normalizer.lowercase", bool, p, False):
+            # tokenizers' Lowercase maps fully (U+0130 -> "i" U+0307); llama.cpp per code point
+            normalizers = (("lowercase",), *normalizers)
         common.update(merges=tuple(merges), pre_split=pre.patterns, ignore_merges=pre.ignore_merges,
-                      normalizers=pre.normalizers)
+                      normalizers=normalizers, pre_split_behaviors=pre.behaviors)
         if pre.byte_encode:
             common.update(kind=BYTE_LEVEL)
         else:
@@ -437,8 +457,9 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
     eos_id = _id(meta, "tokenizer.ggml.eos_token_id", eos_default, n)
     # llama.cpp's BPE session never emits the unknown token: a byte without a token is dropped
     # (llm_tokenizer_bpe_session::tokenize), as Hugging Face BPE does without an unk_token.
-    # The key is kept for SentencePiece vocabularies only, where the unknown token is emitted.
-    unk_id = _id(meta, "tokenizer.ggml.unknown_token_id", unk_default, n) if model == "llama" else None
+    # The key is kept for SentencePiece and "whitespace" vocabularies (the latter's tokenizer.json
+    # emits its unk_token, which the converter writes here; llama.cpp drops the character).
+    unk_id = _id(meta, "tokenizer.ggml.unknown_token_id", unk_default, n) if model in ("llama", "whitespace") else None
     pad_id = _id(meta, "tokenizer.ggml.padding_token_id", None, n)
     add_bos = bool(_get(meta, "tokenizer.ggml.add_bos_token", bool, p, add_bos_default))
     add_eos = bool(_get(meta, "tokenizer.ggml.add_eos_token", bool, p, False))

@@ -6,6 +6,9 @@
 - ``tiny_aya`` / ``cohere2moe``: the digit split ``\\d{1,3}(?=(?:\\d{3})*\\b)`` needs Oniguruma's
   word boundary. Reference: ``tokenizers`` running the same two ``Split`` pre-tokenizers
   (``Isolated``) as Tiny Aya's tokenizer.json, as llama.cpp quotes it in ``unicode.cpp``.
+- ``whitespace`` (model and pre, jina-embeddings-v2-base-zh): BPE over raw UTF-8 tokens behind
+  ``tokenizers``' Whitespace pre-tokenizer and Lowercase normalizer. Reference: a ``tokenizers``
+  BPE of that shape trained on corpus text, its vocabulary and merges written into the GGUF.
 
 Both run on the pure-Python pre-splitter: the native matchers are keyed by exact known
 patterns, so a spec with these patterns must not get a native encoder.
@@ -18,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from rmlprep.errors import UnsupportedTokenizer
 from rmlprep.gguf import _KIMI_K2, GGUF_PRE_SPLIT, spec_from_gguf
 from rmlprep.pretokenize import compile_pre_split, pattern_name
 from rmlprep.tokenizer import Tokenizer
@@ -271,3 +275,70 @@ def test_aya_gguf_loads_and_stays_off_the_native_path(tmp_path, pre):
     assert make_native(tok) is None
     assert tok.decode(tok.encode("hello 1234567 world")) == "hello 1234567 world"
     _native_control(tmp_path)
+
+
+# ----------------------------------------------------------------------------------------------
+# whitespace (jina-embeddings-v2-base-zh)
+
+
+def _whitespace_kvs(tokens, merges, *, lowercase: bool | None, model: str = "whitespace", pre: str = "whitespace"):
+    kvs = [("tokenizer.ggml.model", "str", model), ("tokenizer.ggml.pre", "str", pre),
+           ("tokenizer.ggml.tokens", "arr:str", tokens), ("tokenizer.ggml.token_type", "arr:i32", [1] * len(tokens)),
+           ("tokenizer.ggml.merges", "arr:str", merges)]
+    if lowercase is not None:
+        kvs.append(("tokenizer.ggml.normalizer.lowercase", "bool", lowercase))
+    return kvs
+
+
+def test_whitespace_pre_split_example():
+    """Worked example of tokenizers' Whitespace (\\w+|[^\\w\\s]+, the rest dropped): words and
+    runs of other non-space characters are pieces, whitespace of any kind is gone."""
+    pre = GGUF_PRE_SPLIT["whitespace"]
+    split = compile_pre_split(pre.patterns, pre.behaviors)
+    assert split("Hello, world!\t天気\u3000x_1 ...") == ["Hello", ",", "world", "!", "天気", "x_1", "..."]
+
+
+def test_whitespace_model_and_pre_come_together(tmp_path):
+    """llama.cpp pins pre "whitespace" to model "whitespace"; a file with only one of them is
+    refused by name rather than read as a mix no converter writes."""
+    tokens, merges = ["a", "b", "ab"], ["a b"]
+    for model, pre in (("gpt2", "whitespace"), ("whitespace", "gpt-2")):
+        path = write_gguf(tmp_path / f"{model}-{pre}.gguf", _whitespace_kvs(tokens, merges, lowercase=None,
+                                                                         model=model, pre=pre))
+        with pytest.raises(UnsupportedTokenizer, match=r"'whitespace' model and pre-tokenizer only come together"):
+            spec_from_gguf(path)
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_whitespace_gguf_matches_tokenizers(tmp_path, lowercase):
+    """A whitespace GGUF gives the ids of the ``tokenizers`` BPE its vocabulary and merges come
+    from (Whitespace pre-tokenizer, Lowercase when the GGUF flag is set, unk_token "<unk>" written
+    as tokenizer.ggml.unknown_token_id, as the converter does), on >= 2,000 corpus texts. The BPE
+    is trained on 600 of them, so the others hold characters outside the vocabulary (checked):
+    each becomes "<unk>" and no merge crosses it, as in ``tokenizers``."""
+    tk = pytest.importorskip("tokenizers", reason="tokenizers not installed")
+    texts = _corpus_texts(2400, max_bytes=2048)
+    assert len(texts) >= 2000
+    hf = tk.Tokenizer(tk.models.BPE(unk_token="<unk>"))
+    if lowercase:
+        hf.normalizer = tk.normalizers.Lowercase()
+    hf.pre_tokenizer = tk.pre_tokenizers.Whitespace()
+    trainer = tk.trainers.BpeTrainer(vocab_size=6000, show_progress=False, special_tokens=["<unk>"])
+    hf.train_from_iterator(texts[:300] + texts[-300:], trainer)
+    model = json.loads(hf.to_str())["model"]
+    by_id = {i: t for t, i in model["vocab"].items()}
+    tokens = [by_id[i] for i in range(len(by_id))]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    unk = tokens.index("<unk>")
+    kvs = _whitespace_kvs(tokens, merges, lowercase=lowercase) + [("tokenizer.ggml.unknown_token_id", "u32", unk)]
+    spec, _ = spec_from_gguf(write_gguf(tmp_path / "ws.gguf", kvs))
+    assert spec.unk_id == unk
+    tok = Tokenizer.create(spec)
+    cases = ["Hello, World!", "İstanbul ΣΊΣΥΦΟΣ", "天気\u3000は いい", "x\u00a0y\u2028z", "tab\tand\nnewline", ""]
+    n_unk = 0
+    for text in cases + texts:
+        expected = hf.encode(text, add_special_tokens=False).ids
+        assert tok.encode(text, add_special_tokens=False) == expected, text[:200]
+        n_unk += expected.count(unk)
+    assert n_unk > 0
