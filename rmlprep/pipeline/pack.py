@@ -33,6 +33,7 @@ import pyarrow as pa
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..packing import from_numpy, pack_bfd, pack_concat, to_numpy
+from ..packing.arrays import list_values
 from .stages import Docs
 
 __all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table",
@@ -118,7 +119,7 @@ class Packed:
             self.written_tokens += int(row_lens.sum())
         if self._padded_rows:  # pad runs are not written tokens
             for s, e in zip(piece.column("seq_lengths").chunks, piece.column("example_index").chunks):
-                s_f, e_f = to_numpy(s.flatten()), to_numpy(e.flatten())
+                s_f, e_f = list_values(s), list_values(e)
                 self.written_tokens -= int(s_f[e_f < 0].sum())
 
     def __iter__(self) -> Iterator[pa.Table]:
@@ -194,7 +195,9 @@ def empty_table(pipeline: str) -> pa.Table:
 def _piece(batch: pa.RecordBatch, pipeline: str) -> pa.Table:
     """One packer batch as a table of the pipeline's schema (columns in order, 32-bit lists)."""
     schema = SCHEMAS[pipeline]
-    return pa.Table.from_batches([batch.select(schema.names)]).cast(schema)
+    table = pa.Table.from_batches([batch.select(schema.names)])
+    # the packers build these types already; a cast would import pyarrow.compute in every worker
+    return table if table.schema.equals(schema) else table.cast(schema)
 
 
 def _cat(chunks: list[np.ndarray], dtype) -> np.ndarray:
@@ -247,7 +250,7 @@ def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packed:
 
 def _remap_example_index(rb: pa.RecordBatch, mapping: np.ndarray) -> pa.RecordBatch:
     col = rb.column(rb.schema.get_field_index("example_index"))
-    flat = to_numpy(col.flatten())
+    flat = list_values(col)
     mapped = np.where(flat >= 0, mapping[np.maximum(flat, 0)], flat).astype(np.int64)
     offsets = to_numpy(col.offsets)
     offsets = offsets - offsets[0]
@@ -316,9 +319,9 @@ class _ConcatPacker:
             self._no_carry()
             return out
         if tail.num_rows:
-            tv = to_numpy(tail.column(0).flatten()).astype(np.uint32)
-            sl = to_numpy(tail.column(tail.schema.get_field_index("seq_lengths")).flatten()).astype(np.int64)
-            ei = to_numpy(tail.column(tail.schema.get_field_index("example_index")).flatten())
+            tv = list_values(tail.column(0)).astype(np.uint32)
+            sl = list_values(tail.column(tail.schema.get_field_index("seq_lengths"))).astype(np.int64)
+            ei = list_values(tail.column(tail.schema.get_field_index("example_index")))
             self.carry_vals = tv
             self.carry_offs = np.concatenate([[0], np.cumsum(sl)]).astype(np.int64)
             self.carry_idx = mapping[ei]
