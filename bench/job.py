@@ -97,6 +97,20 @@ def timed(cmd: list[str], env=None) -> tuple[float, float, str]:
     return wall, kb / 1024, p.stdout
 
 
+def unit_summary(out: Path, process_s: float, workers: int) -> dict:
+    """What the done markers of a run say: how many units, the seconds of each stage summed over
+    them (wall seconds inside the workers), and the share of ``workers x process`` the units
+    filled (1.0: every worker busy from the first unit to the last; the rest is idle tail,
+    fork and hand-over)."""
+    recs = [json.loads(p.read_text()) for p in sorted(out.glob("shard-*.done.json"))]
+    stages: dict[str, float] = {}
+    for r in recs:
+        for k, v in r["seconds"].items():
+            stages[k] = stages.get(k, 0.0) + v
+    busy = stages.get("total", 0.0) / (workers * process_s) if process_s else float("nan")
+    return {"count": len(recs), "busy": busy, "stages": stages}
+
+
 def run_job(reps: int = 3, workers: int = 2, log=print) -> dict:
     files = [corpus_file("debian"), corpus_file("multilingual")]
     text_bytes = sum(len(t.encode("utf-8", "surrogatepass")) for f in files for t in read_texts(f))
@@ -112,6 +126,7 @@ def run_job(reps: int = 3, workers: int = 2, log=print) -> dict:
     walls: dict[str, list[float]] = {"rmlprep run": [], "gigatoken script": []}
     rss: dict[str, float] = {"rmlprep run": 0.0, "gigatoken script": 0.0}
     phases: dict[str, list[float]] = {}
+    unit_runs: list[dict] = []  # per run: units, their stage seconds summed, the workers' busy share
     imports, flats = [], []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -123,8 +138,10 @@ def run_job(reps: int = 3, workers: int = 2, log=print) -> dict:
             wall, mb, _ = timed([sys.executable, "-m", "rmlprep.cli", "run", str(cfg)], env=env)
             walls["rmlprep run"].append(wall)
             rss["rmlprep run"] = max(rss["rmlprep run"], mb)
-            for k, v in json.loads((out / "manifest.json").read_text())["timings"].items():
+            timings = json.loads((out / "manifest.json").read_text())["timings"]
+            for k, v in timings.items():
                 phases.setdefault(k, []).append(v)
+            unit_runs.append(unit_summary(out, timings["process"], workers))
             wall, mb, _ = timed([sys.executable, str(ROOT / "bench" / "gigatoken_job.py"), str(REAL / "hf" / "gpt2"),
                                  str(GPT2_EOS), str(SEQ_LEN), str(tmp / f"gt-{rep}.parquet"), *map(str, files)], env=env)
             walls["gigatoken script"].append(wall)
@@ -145,6 +162,10 @@ def run_job(reps: int = 3, workers: int = 2, log=print) -> dict:
            "rows": {k: {"wall": statistics.median(v), "walls": v, "rss_mb": rss[k]} for k, v in walls.items()},
            "rmlprep_phases": {k: med[k] for k in ("load_tokenizer", "plan", "parity", "process", "total") if k in med},
            "import_s": statistics.median(imports), "startup": startup,
+           "units": {"count": unit_runs[0]["count"],
+                     "busy": statistics.median(u["busy"] for u in unit_runs),
+                     "stages": {k: statistics.median(u["stages"].get(k, 0.0) for u in unit_runs)
+                                for k in unit_runs[0]["stages"]}},
            "processing_vs_flat": {"processing_mbps": proc_mbps, "flat_mbps": flat_mbps,
                                   "ratio": proc_mbps / flat_mbps}}
     return doc

@@ -158,6 +158,13 @@ def job_table(doc: dict) -> str:
     if doc.get("startup"):
         s = doc["startup"]
         out.append(f"Start-up (import + tokenizer load + parity with the fixture check): {s:.2f} s.")
+    if doc.get("units"):
+        u = doc["units"]
+        st = u["stages"]
+        out.append(f"Units: {u['count']}; the workers were busy {u['busy']:.0%} of the processing phase; "
+                   f"unit seconds summed (inside the workers): " + ", ".join(
+                       f"{k} {st[k]:.2f}" for k in ("read", "validate", "tokenize", "pack", "write", "total")
+                       if k in st) + ".")
     if doc.get("processing_vs_flat"):
         p = doc["processing_vs_flat"]
         out.append(f"Processing throughput {p['processing_mbps']:.1f} MB/s = {p['ratio']:.0%} of "
