@@ -341,14 +341,14 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     if tokenizer._two_pass:
         return None  # normalized added tokens match the normalized text: no raw-text filter proves absence
     unk = s.unk_id if s.fuse_unk else None
-    enc = nat.encode_text
+    enc, has_surrogate = nat.encode_text, _load_quiet().has_surrogate  # a scan, no UTF-8 copy
     prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
     prefixes = {True: _special_prefix_filter(tokenizer, True), False: _special_prefix_filter(tokenizer, False)}
 
     def fast(text: str, parse_special: bool = True) -> list[int] | None:
         if type(text) is not str:
             return None
-        if not text.isascii():
+        if not text.isascii() and has_surrogate(text):
             text = replace_lone_surrogates(text)
         for p in prefixes[parse_special]:
             if p in text:

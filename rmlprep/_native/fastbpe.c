@@ -230,13 +230,12 @@ static inline uint64_t pair_key(uint32_t a, uint32_t b)
     return (uint64_t)a | ((uint64_t)b << PK_BITS);
 }
 
-/* The pair's value, or NO_VALUE (no merge; barrier symbols never merge). */
-static inline uint32_t pair_value(const PairMap *m, uint32_t a, uint32_t b)
+/* The value of pair (a, b), whose key and hash are given, or NO_VALUE (no merge; barrier symbols
+ * never merge). */
+static inline uint32_t pair_value_kh(const PairMap *m, uint32_t a, uint32_t b, uint64_t key, uint64_t h)
 {
     if ((a | b) & BARRIER || m->tab == NULL)
         return NO_VALUE;
-    uint64_t key = pair_key(a, b);
-    uint64_t h = mix64(key);
     size_t fb = (size_t)(h >> 40) & ((1u << PAIR_FILTER_BITS) - 1);
     if (!(m->filter[fb >> 6] >> (fb & 63) & 1))
         return NO_VALUE;
@@ -249,6 +248,12 @@ static inline uint32_t pair_value(const PairMap *m, uint32_t a, uint32_t b)
             return NO_VALUE;
         i = (i + 1) & m->mask;
     }
+}
+
+static inline uint32_t pair_value(const PairMap *m, uint32_t a, uint32_t b)
+{
+    uint64_t key = pair_key(a, b);
+    return pair_value_kh(m, a, b, key, mix64(key));
 }
 
 static inline void pair_prefetch(const PairMap *m, uint32_t a, uint32_t b)
@@ -550,10 +555,10 @@ static inline void put_cp(uint8_t **o, uint8_t **k, uint32_t c, int sp)
     if (sp && c == ' ')
         c = 0x2581;
     *o = put_utf8(o0, c);
-    if (*k) {
-        uint8_t cl = c < 0x80 ? ASCII_CLS[c] : (uint8_t)cls_cp(c);
-        for (uint8_t *p = o0; p < *o; p++)
-            *(*k)++ = cl;
+    if (*k) { /* one 4-byte store (the class array has PAD bytes of room past the text) */
+        uint32_t w = (c < 0x80 ? ASCII_CLS[c] : (uint8_t)cls_cp(c)) * 0x01010101u;
+        memcpy(*k, &w, 4);
+        *k += *o - o0;
     }
 }
 
@@ -568,6 +573,19 @@ static size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k, int
     uint8_t *o = o0;
     size_t i = 0;
     while (i < n) {
+#if defined(__SSE2__)
+        if (k && simd_classes_ok && i + 16 <= n) { /* byte-level: 16 ASCII characters at once */
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+            if (!_mm_movemask_epi8(v)) {
+                _mm_storeu_si128((__m128i *)o, v);
+                _mm_storeu_si128((__m128i *)k, ascii_classes16(v));
+                o += 16;
+                k += 16;
+                i += 16;
+                continue;
+            }
+        }
+#endif
         if (i + 8 <= n) {
             uint64_t v;
             memcpy(&v, s + i, 8);
@@ -591,6 +609,22 @@ static size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k, in
     uint8_t *o = o0;
     size_t i = 0;
     while (i < n) {
+#if defined(__SSE2__)
+        if (k && simd_classes_ok && i + 16 <= n) { /* byte-level: 16 ASCII characters at once */
+            __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 8));
+            __m128i hi = _mm_and_si128(_mm_or_si128(a, b), _mm_set1_epi16((short)0xFF80));
+            if (_mm_movemask_epi8(_mm_cmpeq_epi16(hi, _mm_setzero_si128())) == 0xFFFF) {
+                __m128i v = _mm_packus_epi16(a, b);
+                _mm_storeu_si128((__m128i *)o, v);
+                _mm_storeu_si128((__m128i *)k, ascii_classes16(v));
+                o += 16;
+                k += 16;
+                i += 16;
+                continue;
+            }
+        }
+#endif
         if (i + 4 <= n) {
             uint64_t v;
             memcpy(&v, s + i, 8);
@@ -877,19 +911,34 @@ static inline long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, u
 /* the merge loop: x->sym[0..n) -> merged ids in x->sym[0..m), returns m */
 
 /* bytes: the piece's bytes when sym[i] is byte i's symbol (no byte dropped), else NULL.
- * rk[i]: the priority of pair (i, i + 1) (NO_RANK: none); mg[i]: its pair value, kept only when
- * neither the priority nor a table gives the merged id (scores with tied priorities). Arrays
- * are shifted by hand: the runs are short, a memmove call per merge cost more than the move. */
+ * Up to SMALL_WORD symbols: the pairs live in small stack arrays, linked by index (a merge
+ * unlinks its right symbol: no shifting), and each pair's key is priority << 6 | position, so
+ * the lowest key is the lowest priority, leftmost on ties (positions keep the text's order),
+ * found by a branch-free scan. mg[i] keeps the pair value only when neither the priority nor a
+ * table gives the merged id (scores with tied priorities). */
+#define PR_NONE 0xFFFFFFFFu
+
+static inline uint32_t pr_key(uint32_t prio, size_t i)
+{
+    return prio == NO_RANK ? PR_NONE : prio << 6 | (uint32_t)i;
+}
+
 static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
 {
     const PairMap *P = &x->E->pairs;
-    uint32_t *sym = x->sym, *rk = x->rk, *mg = x->mg;
-    const int keep_mg = !P->by_rank && !P->direct;
+    uint32_t *sym = x->sym;
+    uint32_t pr[SMALL_WORD], mg[SMALL_WORD];
+    uint8_t nx[SMALL_WORD], pv[SMALL_WORD];
+    for (size_t i = 0; i < n; i++) {
+        nx[i] = (uint8_t)(i + 1);
+        pv[i] = (uint8_t)(i - 1); /* 0xFF before the first */
+    }
+    pr[n - 1] = PR_NONE;
     if (bytes != NULL && x->E->bytepair != NULL) {
         const uint32_t *bp = x->E->bytepair;
         for (size_t i = 0; i + 1 < n; i++) {
             uint32_t v = bp[(size_t)bytes[i] << 8 | bytes[i + 1]];
-            rk[i] = v_prio(P, v);
+            pr[i] = pr_key(v_prio(P, v), i);
             mg[i] = v;
         }
     } else {
@@ -897,43 +946,54 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
             pair_prefetch(P, sym[i], sym[i + 1]);
         for (size_t i = 0; i + 1 < n; i++) {
             uint32_t v = pair_value(P, sym[i], sym[i + 1]);
-            rk[i] = v_prio(P, v);
+            pr[i] = pr_key(v_prio(P, v), i);
             mg[i] = v;
         }
     }
-    while (n > 1) {
-        uint32_t best = NO_RANK;
-        size_t b = 0;
-        for (size_t i = 0; i + 1 < n; i++) /* strict <: leftmost on equal priority */
-            if (rk[i] < best) {
-                best = rk[i];
-                b = i;
-            }
-        if (best == NO_RANK)
+    size_t hi = n - 1; /* pairs start below hi */
+    for (;;) {
+        uint32_t best = PR_NONE;
+        for (size_t i = 0; i < hi; i++)
+            best = pr[i] < best ? pr[i] : best;
+        if (best == PR_NONE)
             break;
-        sym[b] = P->by_rank ? P->merged_of[best] : P->direct ? best : mg[b];
-        for (size_t i = b + 1; i + 1 < n; i++) { /* drop symbol b + 1 and pair b + 1 */
-            sym[i] = sym[i + 1];
-            rk[i] = rk[i + 1];
+        size_t b = best & 63, d = nx[b], r = nx[d], l = pv[b];
+        uint32_t prio = best >> 6;
+        uint32_t merged = P->by_rank ? P->merged_of[prio] : P->direct ? prio : mg[b];
+        /* both new pairs' slots requested before either is read: their misses overlap */
+        uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
+        if (r < n) {
+            kr = pair_key(merged, sym[r]);
+            hr = mix64(kr);
+            __builtin_prefetch(&P->tab[hr & P->mask]);
         }
-        if (keep_mg)
-            for (size_t i = b + 1; i + 1 < n; i++)
-                mg[i] = mg[i + 1];
-        n--;
-        if (b > 0 && b + 1 < n) /* both new pairs at once: overlap their misses */
-            pair_prefetch(P, sym[b - 1], sym[b]);
-        if (b + 1 < n) {
-            uint32_t v = pair_value(P, sym[b], sym[b + 1]);
-            rk[b] = v_prio(P, v);
+        if (l < n) {
+            kl = pair_key(sym[l], merged);
+            hl = mix64(kl);
+            __builtin_prefetch(&P->tab[hl & P->mask]);
+        }
+        sym[b] = merged;
+        nx[b] = (uint8_t)r;
+        pr[d] = PR_NONE;
+        if (r < n) {
+            pv[r] = (uint8_t)b;
+            uint32_t v = pair_value_kh(P, merged, sym[r], kr, hr);
+            pr[b] = pr_key(v_prio(P, v), b);
             mg[b] = v;
+        } else {
+            pr[b] = PR_NONE;
+            hi = b; /* b is the last symbol: no pair starts at or after it */
         }
-        if (b > 0) {
-            uint32_t v = pair_value(P, sym[b - 1], sym[b]);
-            rk[b - 1] = v_prio(P, v);
-            mg[b - 1] = v;
+        if (l < n) {
+            uint32_t v = pair_value_kh(P, sym[l], merged, kl, hl);
+            pr[l] = pr_key(v_prio(P, v), l);
+            mg[l] = v;
         }
     }
-    return n;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i = nx[i])
+        sym[m++] = sym[i];
+    return m;
 }
 
 static inline void heap_down(uint64_t *h, size_t n, size_t i)
@@ -2470,6 +2530,35 @@ static void Encoder_dealloc(Encoder *E)
 }
 
 /* Module function: indices of the strs that hold a surrogate code point (kinds 2 and 4). */
+/* Whether a ready str holds a surrogate code point (never in a 1-byte-kind str). */
+static int str_has_surrogate(PyObject *s)
+{
+    int kind = PyUnicode_KIND(s);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+    if (kind == PyUnicode_2BYTE_KIND) {
+        const uint16_t *d = (const uint16_t *)PyUnicode_DATA(s);
+        uint16_t acc = 0;
+        for (Py_ssize_t j = 0; j < len; j++)
+            acc |= (uint16_t)((uint16_t)(d[j] - 0xD800) < 0x800);
+        return acc != 0;
+    }
+    if (kind == PyUnicode_4BYTE_KIND) {
+        const uint32_t *d = (const uint32_t *)PyUnicode_DATA(s);
+        uint32_t acc = 0;
+        for (Py_ssize_t j = 0; j < len; j++)
+            acc |= (uint32_t)(d[j] - 0xD800u < 0x800u);
+        return acc != 0;
+    }
+    return 0;
+}
+
+static PyObject *has_surrogate(PyObject *Py_UNUSED(mod), PyObject *s)
+{
+    if (ready_str(s) < 0)
+        return NULL;
+    return PyBool_FromLong(str_has_surrogate(s));
+}
+
 static PyObject *surrogate_rows(PyObject *Py_UNUSED(mod), PyObject *texts)
 {
     PyObject *seq = PySequence_Fast(texts, "surrogate_rows expects a sequence of str");
@@ -2481,22 +2570,7 @@ static PyObject *surrogate_rows(PyObject *Py_UNUSED(mod), PyObject *texts)
         PyObject *s = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyUnicode_Check(s) || PyUnicode_READY(s) < 0)
             continue; /* not a str: the caller's validation reports it */
-        int kind = PyUnicode_KIND(s), found = 0;
-        Py_ssize_t len = PyUnicode_GET_LENGTH(s);
-        if (kind == PyUnicode_2BYTE_KIND) {
-            const uint16_t *d = (const uint16_t *)PyUnicode_DATA(s);
-            uint16_t acc = 0;
-            for (Py_ssize_t j = 0; j < len; j++)
-                acc |= (uint16_t)((uint16_t)(d[j] - 0xD800) < 0x800);
-            found = acc != 0;
-        } else if (kind == PyUnicode_4BYTE_KIND) {
-            const uint32_t *d = (const uint32_t *)PyUnicode_DATA(s);
-            uint32_t acc = 0;
-            for (Py_ssize_t j = 0; j < len; j++)
-                acc |= (uint32_t)(d[j] - 0xD800u < 0x800u);
-            found = acc != 0;
-        }
-        if (found) {
+        if (str_has_surrogate(s)) {
             PyObject *k = PyLong_FromSsize_t(i);
             if (k == NULL || PyList_Append(out, k) < 0)
                 Py_CLEAR(out);
@@ -2508,6 +2582,8 @@ static PyObject *surrogate_rows(PyObject *Py_UNUSED(mod), PyObject *texts)
 }
 
 static PyMethodDef module_methods[] = {
+    {"has_surrogate", has_surrogate, METH_O,
+     "has_surrogate(text: str) -> bool: whether the str holds a surrogate code point (lone or paired)."},
     {"surrogate_rows", surrogate_rows, METH_O,
      "surrogate_rows(texts: Sequence[str]) -> list[int]: indices of the strs holding a surrogate code point."},
     {NULL, NULL, 0, NULL},
