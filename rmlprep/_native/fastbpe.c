@@ -202,6 +202,38 @@ static void *big_calloc(size_t bytes)
     return p;
 }
 
+/* A zeroed table of `bytes`, freed with zfree(p, bytes). From 2 MB on it is its own mapping:
+ * the kernel's pages are already zero (no memset touching them a second time, which calloc of
+ * a reused heap block would need) and can be huge pages from the first touch. */
+static void *zalloc(size_t bytes)
+{
+    if (bytes < HUGE_PAGE)
+        return calloc(1, bytes);
+    size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    uint8_t *m = mmap(NULL, rounded + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    if (p > m)
+        munmap(m, (size_t)(p - m));
+    if (p + rounded < m + rounded + HUGE_PAGE)
+        munmap(p + rounded, (size_t)(m + rounded + HUGE_PAGE - (p + rounded)));
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static void zfree(void *p, size_t bytes)
+{
+    if (p == NULL)
+        return;
+    if (bytes < HUGE_PAGE)
+        free(p);
+    else
+        munmap(p, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+}
+
 /* (left id, right id) -> value, one 8-byte slot each: left | right << 21 | value << 42 (ids and
  * values below 2^21 - 1). When every pair has a priority of its own (merges: the rank) the value
  * is that priority and the merged id is merged_of[value]; otherwise (scores: equal scores share
@@ -719,7 +751,8 @@ static int set_text(Ctx *x, const void *data, int kind, int ascii, size_t n)
 static void cache_free(Cache *c)
 {
     free(c->front);
-    free(c->tab);
+    if (c->tab)
+        zfree(c->tab, ((size_t)c->mask + 1) * sizeof(CEntry));
     free(c->keys);
     free(c->vals);
     memset(c, 0, sizeof(*c));
@@ -741,7 +774,7 @@ static void cache_place(Cache *c, const CEntry *src)
 
 static int cache_alloc(Cache *c, size_t slots)
 {
-    CEntry *t = big_calloc(slots * sizeof(CEntry));
+    CEntry *t = zalloc(slots * sizeof(CEntry));
     if (t == NULL)
         return -1;
     c->tab = t;
@@ -798,7 +831,7 @@ static void cache_sweep(Cache *c)
             cache_place(c, &e);
         }
     }
-    free(old);
+    zfree(old, size * sizeof(CEntry));
     free(okeys);
     free(ovals);
 }
@@ -833,7 +866,7 @@ static void cache_put(Cache *c, uint64_t h, const uint8_t *p, size_t n, uint64_t
             for (size_t i = 0; i < size; i++)
                 if (old[i].klen)
                     cache_place(c, &old[i]);
-            free(old);
+            zfree(old, size * sizeof(CEntry));
         }
         if (c->tab == NULL)
             return;
@@ -1192,21 +1225,37 @@ static int flush(Ctx *x)
         return -1;
     Cache *c = x->slot ? &x->slot->cache : NULL;
     int byte_level = E->kind == KIND_BYTE_LEVEL;
-    /* phase 1: keys, hashes, prefetches */
+    /* phase 1: keys, hashes; a front hit with inline ids is copied here (fid, fn), a front miss
+     * prefetches its table slot. (Phase 2 cannot reread the front: its puts may overwrite it.) */
+    uint32_t fid[BATCH][INLINE_IDS];
+    uint8_t fn[BATCH];
     for (size_t i = 0; i < np; i++) {
         size_t a = x->span[i].a, n = x->span[i].n;
+        fn[i] = 0xFF;
         if (n == 1 && byte_level)
             continue;
         uint64_t h = hash_key(t + a, n, a + SHORT_KEY <= x->readable, &x->k0[i], &x->k1[i]);
         x->kh[i] = h;
-        if (c && c->tab && n <= CACHE_KEY_MAX && !entry_is(c, front_slot(c, h), h, t + a, n, x->k0[i], x->k1[i]))
+        if (!c || !c->tab || n > CACHE_KEY_MAX)
+            continue;
+        const CEntry *f = front_slot(c, h);
+        if (!entry_is(c, f, h, t + a, n, x->k0[i], x->k1[i])) {
             __builtin_prefetch(&c->tab[(size_t)h & c->mask]);
+        } else if ((f->nids & ~USED) <= INLINE_IDS) {
+            memcpy(fid[i], f->ids, sizeof(f->ids));
+            fn[i] = (uint8_t)(f->nids & ~USED);
+        }
     }
     /* phase 2: look up, else resolve and remember */
     uint32_t *o = x->out->v + x->out->n;
     for (size_t i = 0; i < np; i++) {
         size_t a = x->span[i].a, n = x->span[i].n;
         const uint8_t *p = t + a;
+        if (fn[i] != 0xFF) { /* a front hit of phase 1 */
+            memcpy(o, fid[i], sizeof(fid[i]));
+            o += fn[i];
+            continue;
+        }
         if (n == 1 && byte_level) { /* one byte: its symbol is the answer */
             int32_t id = E->byte_ids[p[0]];
             if (id < 0)
