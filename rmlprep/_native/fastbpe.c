@@ -950,6 +950,7 @@ static inline long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, u
  * found by a branch-free scan. mg[i] keeps the pair value only when neither the priority nor a
  * table gives the merged id (scores with tied priorities). */
 #define PR_NONE 0xFFFFFFFFu
+#define SCAN_LANES 16 /* words of up to this many symbols: every scan reads this many keys */
 
 static inline uint32_t pr_key(uint32_t prio, size_t i)
 {
@@ -966,7 +967,8 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
         nx[i] = (uint8_t)(i + 1);
         pv[i] = (uint8_t)(i - 1); /* 0xFF before the first */
     }
-    pr[n - 1] = PR_NONE;
+    for (size_t i = n - 1; i < SCAN_LANES; i++) /* short words scan all SCAN_LANES keys */
+        pr[i] = PR_NONE;
     if (bytes != NULL && x->E->bytepair != NULL) {
         const uint32_t *bp = x->E->bytepair;
         for (size_t i = 0; i + 1 < n; i++) {
@@ -986,8 +988,13 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
     size_t hi = n - 1; /* pairs start below hi */
     for (;;) {
         uint32_t best = PR_NONE;
-        for (size_t i = 0; i < hi; i++)
-            best = pr[i] < best ? pr[i] : best;
+        if (n <= SCAN_LANES) { /* a fixed trip count: no mispredicted loop exit */
+            for (size_t i = 0; i < SCAN_LANES; i++)
+                best = pr[i] < best ? pr[i] : best;
+        } else {
+            for (size_t i = 0; i < hi; i++)
+                best = pr[i] < best ? pr[i] : best;
+        }
         if (best == PR_NONE)
             break;
         size_t b = best & 63, d = nx[b], r = nx[d], l = pv[b];
