@@ -105,10 +105,11 @@ def _code_digest() -> str:
     return _CODE_DIGEST
 
 
-def file_sha256(path: str | os.PathLike) -> str:
+def file_sha256(path: str | os.PathLike, *, whole: bool = False) -> str:
     """sha256 hex of the file; of a GGUF file, of its header and key-values only
     (:func:`rmlprep.gguf.metadata_sha256`: the tokenizer is read from them, and a model's
-    tensors are gigabytes). Remembered by the file's identity and change time
+    tensors are gigabytes) unless ``whole`` (every byte: what finds a parity fixture,
+    :func:`rmlprep.parity.find_fixture`). Remembered by the file's identity and change time
     (:mod:`rmlprep.cache_memo`) while the cache is on.
 
     Raises:
@@ -119,12 +120,12 @@ def file_sha256(path: str | os.PathLike) -> str:
         started = time.time_ns()
         # fstat on the open file: on NFS the open revalidates the attributes (close-to-open)
         before = os.fstat(f.fileno())
-        key = os.path.abspath(path)
+        key = ("whole:" if whole else "") + os.path.abspath(path)
         if memo is not None:
             known = memo.get(key, before)
             if known is not None:
                 return known
-        if f.read(4) == b"GGUF":
+        if not whole and f.read(4) == b"GGUF":
             from .gguf import metadata_sha256
 
             digest = "gguf-metadata:" + metadata_sha256(path)

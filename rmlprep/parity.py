@@ -40,11 +40,11 @@ from typing import Any
 
 from ._version import __version__
 from ._paths import fixtures_root
+from .cache import file_sha256 as _cached_sha256
 from .chat_parity import run_chat_parity_stage
 from .errors import ConfigError, ParityError
 from .load import is_spec_file
 from .readers import read_unit
-from .shards import sha256_file
 from .spec import TokenType
 
 __all__ = [
@@ -96,7 +96,15 @@ def fixtures_dir() -> Path:
     return fixtures_root() / "parity"
 
 
-file_sha256 = sha256_file  # sha256 hex of a file's bytes (the key that finds its fixture)
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 hex of a file's bytes, every byte (the key that finds its fixture), remembered by
+    the file's identity and change time as the load cache remembers its keys
+    (:mod:`rmlprep.cache_memo`): a multi-GB GGUF is hashed once, not on every run.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    return _cached_sha256(path, whole=True)
 
 
 def find_fixture(tokenizer_file: str | os.PathLike | None, directory: str | os.PathLike | None = None) -> Path | None:

@@ -297,3 +297,27 @@ def test_gguf_memo_spares_the_metadata_walk(cache_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(rmlprep.gguf, "metadata_sha256", no_walk)
     _no_parse(monkeypatch)
     _same(first, load_tokenizer(a), texts=["ab abc", "x"])
+
+
+def test_parity_key_is_every_byte_and_remembered(cache_dir, tmp_path, monkeypatch):
+    """The parity stage finds a fixture by the sha256 of every byte of the tokenizer file (for a
+    GGUF: tensors too, unlike the load cache's key): computed once for a settled file, then
+    remembered apart from the load cache's key; a changed file (here a byte appended) is hashed
+    again."""
+    import hashlib
+
+    from rmlprep import parity
+    from tests.test_gguf import _tiny_llama_kvs, write_gguf
+
+    monkeypatch.setattr(cache.cache_memo, "SETTLED_NS", 0)
+    a = write_gguf(tmp_path / "m.gguf", _tiny_llama_kvs())
+    whole = hashlib.sha256(a.read_bytes()).hexdigest()
+    assert parity.file_sha256(a) == whole
+    assert cache.file_sha256(a).startswith("gguf-metadata:")
+    with monkeypatch.context() as m:
+        m.setattr(cache.hashlib, "file_digest", lambda *a, **k: 1 / 0)
+        assert parity.file_sha256(a) == whole  # the memo answered
+    time.sleep(0.05)
+    with open(a, "ab") as f:
+        f.write(b"\0")
+    assert parity.file_sha256(a) == hashlib.sha256(a.read_bytes()).hexdigest() != whole
