@@ -157,7 +157,8 @@ def job_table(doc: dict) -> str:
                    + ".")
     if doc.get("startup"):
         s = doc["startup"]
-        out.append(f"Start-up (import + tokenizer load + parity with the fixture check): {s:.2f} s.")
+        out.append(f"Start-up (import of rmlprep.cli + tokenizer load + plan + parity with the fixture check): "
+                   f"{s:.2f} s.")
     if doc.get("units"):
         u = doc["units"]
         st = u["stages"]
