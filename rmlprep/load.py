@@ -173,7 +173,9 @@ def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Token
             spec, template = hit.spec, hit.chat_template
         else:
             spec, template = load_spec(path, **tiktoken_kw)
-    changes = {k: v for k, v in overrides.items() if k in _SPEC_FIELDS}
+    # name= is the tiktoken loader's argument (it names the spec already), not a spec override:
+    # as one it kept every load of a rank file with name= out of the cache
+    changes = {k: v for k, v in overrides.items() if k in _SPEC_FIELDS and k not in _TIKTOKEN_ARGS}
     if changes:
         for k in ("eot_ids", "pre_split"):
             if k in changes and not isinstance(changes[k], tuple):

@@ -321,3 +321,17 @@ def test_parity_key_is_every_byte_and_remembered(cache_dir, tmp_path, monkeypatc
     with open(a, "ab") as f:
         f.write(b"\0")
     assert parity.file_sha256(a) == hashlib.sha256(a.read_bytes()).hexdigest() != whole
+
+
+def test_tiktoken_name_is_an_argument_not_an_override(cache_dir, monkeypatch):
+    """``name=`` is a tiktoken loader argument that is also a TokenizerSpec field: taken as an
+    override it kept every ``load_tokenizer(rank_file, name="gpt2")`` (the main job's tokenizer,
+    0.14 s to parse) out of the cache. Now it is part of the key, and the hit gives the same
+    tokenizer, named by the encoding."""
+    p = REAL / "gpt2" / "gpt2.tiktoken"
+    if not p.is_file():
+        pytest.skip(f"{p} is absent: run ../shared/real-tokenizers/get.sh")
+    first = load_tokenizer(p, name="gpt2")
+    assert first.spec.name == "gpt2" and len(list(cache_dir.glob("*.bin"))) == 1
+    _no_parse(monkeypatch)
+    _same(first, load_tokenizer(p, name="gpt2"))
