@@ -647,6 +647,18 @@ def test_bad_token_type_is_refused(tmp_path):
             r"at byte 59: t\[1\] claims \d+ bytes",
             id="string-in-array",
         ),
+        pytest.param(  # a length past any offset: the fast walk overflows, the checked one names it
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _w_str("t") + struct.pack("<IIQ", 9, 8, 3)
+            + _w_str("ok") + struct.pack("<Q", (1 << 64) - 1) + bytes(8) + _w_str("x"),
+            r"at byte 59: t\[1\] claims 18446744073709551615 bytes",
+            id="string-in-array-u64-max",
+        ),
+        pytest.param(
+            b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _w_str("t") + struct.pack("<IIQ", 9, 8, 2)
+            + _w_str("o" * 20) + b"\x01\x00\x00",
+            r"length of t\[1\] needs 8 bytes but only 3 remain",
+            id="string-length-cut",
+        ),
         pytest.param(
             b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _w_str("s") + struct.pack("<IIQ", 9, 6, 1 << 60) + bytes(8),
             r"at byte 41: s claims \d+ float32 values",
