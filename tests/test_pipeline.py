@@ -190,6 +190,42 @@ def test_other_config_refused(corpus, tmp_path):
     assert m["units_processed"] == len(m["shards"])
 
 
+def test_a_tokenizer_file_changed_under_the_same_config_is_not_resumed(corpus, tmp_path):
+    """The config names the tokenizer by path, so another tokenizer at that path keeps the config
+    hash. Found in a fresh-user trial: the second run skipped every unit as done, its shards
+    held the first tokenizer's ids while the manifest and card named the second. Done markers
+    now name the tokenizer fingerprint: a folder made with another one is refused (exit 2
+    through the CLI), --overwrite redoes it, and a marker naming no tokenizer (an earlier
+    rmlprep's) is redone rather than trusted."""
+    inp, _ = corpus
+    tk = tmp_path / "tk.json"
+    tk.write_bytes(TINY.read_bytes())
+    out = tmp_path / "o"
+    first = run(make_cfg(inp, out, tokenizer={"path": str(tk)}), log=quiet)
+    before = shard_bytes(out)
+    tk.write_bytes((ROOT / "fixtures" / "tokenizers" / "bl_qwen2.json").read_bytes())
+    with pytest.raises(ConfigError, match=r"holds shards made with another tokenizer \(\d+ done markers, e\.g\. "
+                                          rf"shard-\d+\.done\.json: tokenizer {first['tokenizer']['fingerprint'][:12]}, "):
+        run(make_cfg(inp, out, tokenizer={"path": str(tk)}), resume=True, log=quiet)
+    m = run(make_cfg(inp, out, tokenizer={"path": str(tk)}), overwrite=True, log=quiet)
+    assert m["units_processed"] == len(m["shards"]) and m["units_skipped"] == 0
+    assert m["tokenizer"]["fingerprint"] != first["tokenizer"]["fingerprint"]
+    after = shard_bytes(out)
+    assert after.keys() == before.keys() and after != before
+    for name in after:
+        meta = read_shard_metadata(out / name)
+        assert meta["rmlprep.tokenizer_fingerprint"] == m["tokenizer"]["fingerprint"]
+    # a marker of an earlier rmlprep (no "tokenizer"): the unit is redone, not trusted
+    marker = out / "shard-00000.done.json"
+    d = json.loads(marker.read_text())
+    assert d.pop("tokenizer") == m["tokenizer"]["fingerprint"]
+    marker.write_text(json.dumps(d))
+    logs: list[str] = []
+    again = run(make_cfg(inp, out, tokenizer={"path": str(tk)}), resume=True, log=logs.append)
+    assert again["units_processed"] == 1 and shard_bytes(out) == after
+    assert any("done marker is for another tokenizer" in x for x in logs)
+
+
 def test_kill_and_resume_gives_same_bytes(tmp_path):
     inp = tmp_path / "c.jsonl"
     write_corpus(inp, 600)

@@ -62,6 +62,20 @@ def test_verify_done(tmp_path):
     assert out.verify_done(0, "h")[1] == "rejects file missing"
 
 
+def test_verify_done_and_check_compare_the_tokenizer(tmp_path):
+    out = OutputFolder(tmp_path)
+    digest = ParquetWriter().write(out, 0, _table(), {})[shard_name(0)]
+    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 0, "tokenizer": "a" * 64})
+    assert out.verify_done(0, "h", None, "a" * 64)[1] == ""
+    assert out.verify_done(0, "h", None, "b" * 64)[1] == "done marker is for another tokenizer"
+    with pytest.raises(ConfigError, match=f"another tokenizer .*tokenizer {'a' * 12}, this run's {'b' * 12}"):
+        out.check("h", overwrite=False, tokenizer="b" * 64)
+    out.check("h", overwrite=False, tokenizer="a" * 64)
+    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 0})  # an earlier rmlprep's marker
+    out.check("h", overwrite=False, tokenizer="b" * 64)  # not refused: the unit is redone instead
+    assert out.verify_done(0, "h", None, "b" * 64)[1] == "done marker is for another tokenizer"
+
+
 def test_check_refuses_another_config_and_overwrite_clears(tmp_path):
     out = OutputFolder(tmp_path)
     ParquetWriter().write(out, 0, _table(), {})

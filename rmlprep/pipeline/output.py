@@ -13,8 +13,8 @@ Layout (names from :mod:`rmlprep.shards`)::
 none; a write that fails removes its temporary. A unit's files are committed in a fixed order —
 shard, rejects, done marker — so a done marker is never on disk before the files it vouches for.
 
-**Done.** A unit counts as done only when its marker exists, names the same config hash and
-the same input identity (file sizes, mtimes and content hash, see :mod:`.plan`), and the
+**Done.** A unit counts as done only when its marker exists, names the same config hash, the
+same tokenizer fingerprint (the config names the tokenizer only by path) and the same input identity (file sizes, mtimes and content hash, see :mod:`.plan`), and the
 shard's sha256 (and its rejects file) match the marker (:meth:`OutputFolder.verify_done`);
 anything else is redone from scratch. Files of units that are not in the run's plan (the input
 shrank) are removed (:meth:`OutputFolder.sweep`), and so are the reports of a previous run as
@@ -287,22 +287,30 @@ class OutputFolder:
         return m if isinstance(m, dict) else None
 
     def verify_done(self, index: int, config_hash: str,
-                    input_identity: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, str]:
-        """Whether unit ``index`` is done for this config (and this input).
+                    input_identity: dict[str, Any] | None = None,
+                    tokenizer: str | None = None) -> tuple[dict[str, Any] | None, str]:
+        """Whether unit ``index`` is done for this config (and this input and tokenizer).
 
         Args:
             input_identity: the unit's input identity in the current plan; the marker must hold
                 the same (None: not checked).
+            tokenizer: the run's tokenizer fingerprint; the marker must name the same (None: not
+                checked). The config names the tokenizer by path, so the same config over a
+                tokenizer file that changed (or a fallback tokenizer one run, the real one the
+                next) hashes the same: only the fingerprint tells the shards apart. A marker
+                written before markers named their tokenizer is not trusted.
         Returns:
-            (marker, "") when the marker exists, names ``config_hash`` and the input identity,
-            the shard's sha256 matches and its rejects file exists; else (None, the reason the
-            unit is redone).
+            (marker, "") when the marker exists, names ``config_hash``, the input identity and
+            the tokenizer, the shard's sha256 matches and its rejects file exists; else (None,
+            the reason the unit is redone).
         """
         m = self.read_done(index)
         if m is None:
             return None, "no done marker"
         if m.get("config_hash") != config_hash:
             return None, "done marker is for another config"
+        if tokenizer is not None and m.get("tokenizer") != tokenizer:
+            return None, "done marker is for another tokenizer"
         if input_identity is not None and m.get("input") != input_identity:
             return None, "input changed since the unit was done"
         files = m.get("files") or {m.get("shard") or shard_name(index): m.get("sha256")}
@@ -315,8 +323,9 @@ class OutputFolder:
             return None, "rejects file missing"
         return m, ""
 
-    def check(self, config_hash: str, *, overwrite: bool) -> None:
-        """Before a run: refuse a folder holding another config's shards, or Parquet shards
+    def check(self, config_hash: str, *, overwrite: bool, tokenizer: str | None = None) -> None:
+        """Before a run: refuse a folder holding another config's or another tokenizer's shards
+        (``tokenizer``: the run's fingerprint; markers that name none are not compared), or Parquet shards
         under the names of earlier versions (``shard-NNNNN.parquet``, :data:`LEGACY_SHARD_GLOB`),
         or, with ``overwrite``, remove them; remove the temporaries a killed run left.
 
@@ -330,11 +339,20 @@ class OutputFolder:
                 f"shards are now {shard_name(0)}, ..., the names datasets.load_dataset reads); pass --overwrite to "
                 "rewrite them or choose another --output"
             )
-        other = []
+        other, other_tok = [], []
         for name in self.list("shard-*.done.json"):
             m = self.read_json(name)
             if isinstance(m, dict) and m.get("config_hash") != config_hash:
                 other.append(name)
+            elif isinstance(m, dict) and tokenizer is not None and m.get("tokenizer") not in (None, tokenizer):
+                other_tok.append((name, m["tokenizer"]))
+        if other_tok and not overwrite:
+            name, fp = other_tok[0]
+            raise ConfigError(
+                f"output.dir: {self.path} holds shards made with another tokenizer ({len(other_tok)} done markers, "
+                f"e.g. {name}: tokenizer {str(fp)[:12]}, this run's {tokenizer[:12]}; the tokenizer files changed "
+                "under the same config); pass --overwrite to replace them or choose another --output"
+            )
         if other and not overwrite:
             raise ConfigError(
                 f"output.dir: {self.path} holds shards of a different config ({len(other)} done markers, e.g. "

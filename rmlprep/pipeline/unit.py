@@ -70,6 +70,7 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
     finally:
         tally.close()
     record = unit_record(unit, cfg, packed, tally, files, identity, clock.seconds())
+    record["tokenizer"] = tokenizer.fingerprint  # resume redoes a unit made with another tokenizer
     out.write_done(unit.index, record)  # commit: last, after every file it vouches for
     return record
 
