@@ -457,8 +457,8 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
     eos_id = _id(meta, "tokenizer.ggml.eos_token_id", eos_default, n)
     # llama.cpp's BPE session never emits the unknown token: a byte without a token is dropped
     # (llm_tokenizer_bpe_session::tokenize), as Hugging Face BPE does without an unk_token.
-    # The key is kept for SentencePiece and "whitespace" vocabularies (the latter's tokenizer.json
-    # emits its unk_token, which the converter writes here; llama.cpp drops the character).
+    # Kept for SentencePiece and "whitespace" (whose tokenizer.json emits unk_token; without the key
+    # a character outside the vocab is skipped before merging, as tokenizers does: tokenizer_bpe).
     unk_id = _id(meta, "tokenizer.ggml.unknown_token_id", unk_default, n) if model in ("llama", "whitespace") else None
     pad_id = _id(meta, "tokenizer.ggml.padding_token_id", None, n)
     add_bos = bool(_get(meta, "tokenizer.ggml.add_bos_token", bool, p, add_bos_default))

@@ -4,11 +4,16 @@ This module owns :class:`_SegmentBPE`, a base of the Tokenizer: the compiled pat
 (``self._native``), else the pure-Python one: pre-split pieces (byte-level) or words
 (SentencePiece-style), looked up whole when the spec says a whole token wins, then in the bounded
 piece -> ids cache, and merged by :func:`rmlprep.bpe.merge_loop` on a miss (characters outside
-the vocab go to byte fallback or unk). :mod:`rmlprep.tokenizer` owns building the indexes these
+the vocab go to byte fallback or unk, and without either are skipped before merging, as
+tokenizers' ``BPE::merge_word`` does). :mod:`rmlprep.tokenizer` owns building the indexes these
 methods read (``_tok2id``, ``_types``, ``_byte_ids``, ``_pair``, ``_cache``, ...), cutting out
 added tokens and normalizing.
 
-Source: tokenizers (``models/bpe/model.rs``), sentencepiece (``bpe_model.cc``).
+Without unk and byte fallback this follows ``tokenizers``, not llama.cpp, for a GGUF too (a
+"whitespace" vocabulary without ``unknown_token_id``): the model's tokenizer.json is the reference,
+and llama.cpp's BPE session instead keeps the character as a symbol and drops it after merging.
+
+Source: tokenizers (``models/bpe/model.rs``, ``BPE::merge_word``), sentencepiece (``bpe_model.cc``).
 """
 
 from __future__ import annotations
@@ -91,12 +96,17 @@ class _SegmentBPE:
             whole = t2i.get(word)
             if whole is not None and self._types[whole] in _MERGEABLE_TYPES:
                 return (whole,)
-        # symbols: a code point's id, or -1 - codepoint for a character outside the vocab
+        # symbols: a code point's id, or a negative key for a character outside the vocab; with
+        # neither unk nor byte fallback such a character is skipped before merging, so its
+        # neighbours can merge across it (tokenizers' BPE::merge_word)
+        skip_unknown = s.unk_id is None and not s.byte_fallback
         syms: list[int] = []
         unknown: dict[int, str] = {}
         for ch in word:
             t = t2i.get(ch)
             if t is None or self._types[t] in (TokenType.CONTROL, TokenType.UNUSED):
+                if skip_unknown:
+                    continue
                 key = -1 - len(unknown)
                 unknown[key] = ch
                 syms.append(key)

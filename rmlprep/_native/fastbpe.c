@@ -9,7 +9,8 @@
  *                  o200k_base, digit splits; split_utf8.h) -> per piece: the piece cache, else
  *                  the whole-token lookup when the spec says ignore_merges, else the merge loop.
  *   SentencePiece: words split as tokenizer._encode_sentencepiece does -> the piece cache, else
- *                  code-point symbols (unknown characters are barriers that never merge) -> the
+ *                  code-point symbols (unknown characters are barriers that never merge, or are
+ *                  skipped before merging without unk and byte fallback, as tokenizers does) -> the
  *                  merge loop -> byte fallback <0xXX> / unk for unknown characters.
  *
  * Pieces are handled in batches: the splitter fills a batch, then every piece's cache slot is
@@ -1185,6 +1186,8 @@ static long resolve_sentencepiece(Ctx *x, const uint8_t *p, size_t n, uint64_t h
         uint32_t c = dec_at(p + i, &l);
         i += l;
         int32_t t = cpmap_get(&E->cps, c);
+        if (t < 0 && !E->byte_fallback && E->unk_id < 0)
+            continue; /* skipped before merging, so its neighbours can merge (tokenizers' merge_word) */
         cps[ns] = c;
         sym[ns] = t >= 0 ? (uint32_t)t : (BARRIER | (uint32_t)ns);
         ns++;
