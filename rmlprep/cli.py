@@ -238,8 +238,12 @@ def _cmd_parity(a) -> int:
             print(f"live: {res[0]} texts match {res[1]}")
             ok = True
     if not ok:
-        raise RmlprepError(f"parity: nothing to compare {a.tokenizer} with: no fixture found and no reference "
-                           "library installed (pip install tokenizers tiktoken sentencepiece)")
+        if str(a.tokenizer).lower().endswith(".gguf"):
+            why = ("a GGUF file has no live reference library (llama.cpp is not one); compare the model's "
+                   "tokenizer.json instead (rmlprep parity tokenizer.json)")
+        else:
+            why = "no reference library for this file is installed (pip install tokenizers tiktoken sentencepiece)"
+        raise RmlprepError(f"parity: nothing to compare {a.tokenizer} with: no fixture found, and {why}")
     return 0
 
 

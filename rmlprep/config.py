@@ -304,7 +304,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
         out: dict[str, Any] = {}
         for k in given:
             if k not in keys:
-                raise ConfigError(f"{w}unknown key {sec}.{k!r}; known keys in [{sec}]: {sorted(keys)}")
+                raise ConfigError(f"{w}unknown key '{sec}.{k}'; known keys in [{sec}]: {sorted(keys)}")
         for k, (types, default) in keys.items():
             if k in given:
                 v = given[k]

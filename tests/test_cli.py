@@ -47,7 +47,19 @@ def test_unknown_key_named(tmp_path):
     c = tmp_path / "c.toml"
     c.write_text('[input]\npaths=["x.jsonl"]\nbatch=3\n')
     r = cli("run", str(c))
-    assert r.returncode == 2 and "input.'batch'" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "unknown key 'input.batch'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_parity_of_a_gguf_without_fixture_names_why():
+    """A GGUF without a fixture has no live reference: the message said to pip install the three
+    reference libraries, installed or not (found in a fresh-user trial)."""
+    g = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS", "~/.cache/rmlprep-real-tokenizers")).expanduser() \
+        / "gguf" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not g.exists():
+        pytest.skip(f"{g} is absent (bash ../shared/real-tokenizers/get.sh)")
+    r = cli("parity", str(g))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "a GGUF file has no live reference library" in r.stderr and "pip install" not in r.stderr
 
 
 @needs_tiny

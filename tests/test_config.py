@@ -38,7 +38,7 @@ def test_defaults_filled():
     "raw, key",
     [
         pytest.param(cfg(colour="red"), "'colour'", id="unknown-top-level"),
-        pytest.param(cfg(pack={"seq_lenn": 3}), "pack.'seq_lenn'", id="unknown-key-in-section"),
+        pytest.param(cfg(pack={"seq_lenn": 3}), "'pack.seq_lenn'", id="unknown-key-in-section"),
         pytest.param(cfg(pack={"seq_len": "16"}), "pack.seq_len", id="wrong-type"),
         pytest.param(cfg(pack={"seq_len": 0}), "pack.seq_len", id="out-of-range"),
         pytest.param(cfg(pack={"eos": 1}), "pack.eos", id="int-for-bool"),

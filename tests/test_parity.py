@@ -144,7 +144,7 @@ def test_chat_parity_config_defaults_and_hash():
     pytest.param({"chat_live_sample": -1}, "parity.chat_live_sample", id="negative"),
     pytest.param({"chat_live_sample": True}, "parity.chat_live_sample", id="bool-for-int"),
     pytest.param({"chat": False, "chat_live_sample": 3}, "parity.chat_live_sample", id="live-but-off"),
-    pytest.param({"chat_sample": 3}, "parity.'chat_sample'", id="unknown"),
+    pytest.param({"chat_sample": 3}, "'parity.chat_sample'", id="unknown"),
 ])
 def test_chat_parity_config_errors_name_the_key(parity, key):
     with pytest.raises(ConfigError) as e:

@@ -234,8 +234,8 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
         f"- tokenizer: `{tok['name']}`, vocab size {tok['vocab_size']}, fingerprint `{tok['fingerprint']}`\n"
         f"- config hash: `{manifest['config_hash']}`\n"
         f"- {len(manifest['shards'])} shards, {t['rows']:,} rows, {t['documents']:,} documents, "
-        f"{t['written_tokens']:,} tokens in rows ({t['tokens']:,} in documents), {t['rejects']:,} rejected rows "
-        "(in `rejects/`)\n\n"
+        f"{t['written_tokens']:,} tokens in rows ({t['tokens']:,} in documents), {t['rejects']:,} rejected rows"
+        + (" (in `rejects/`)" if t["rejects"] else "") + "\n\n"
         "Load it with `datasets.load_dataset(\"OUTPUT\")` (this card names the shards) or\n"
         "`datasets.load_dataset(\"parquet\", data_dir=\"OUTPUT\")` (the shards are the `train-*` files).\n"
     )

@@ -63,6 +63,11 @@ _REJECT_VALUE_CHARS = 300  # a rejected value is kept as its repr, cut to this m
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article ("an int", "a list")."""
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
 @dataclass(slots=True)
 class Tally:
     """What one unit's stages saw: input bytes, blank lines, and the rejected rows.
@@ -226,7 +231,7 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
             elif v is None:
                 tally.reject(r, f"{column} is null")
             else:
-                tally.reject(r, f"{column} is a {type(v).__name__}, not a string", v)
+                tally.reject(r, f"{column} is {_a(type(v).__name__)}, not a string", v)
         for i in surrogate_rows(keep_t):  # rare: found by a scan of the code units
             keep_t[i] = replace_lone_surrogates(keep_t[i])
             tally.surrogate_rows += 1
