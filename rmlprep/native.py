@@ -246,7 +246,7 @@ def make_native(tokenizer) -> NativeEncoder | None:
         for p in spec.pre_split:
             code = getattr(mod, _PATTERN_CODES.get(pattern_name(p), ""), None)
             if code is None:
-                return None  # no hand-written matcher (e.g. cl100k, o200k): the pure path
+                return None  # no hand-written matcher (e.g. kimi-k2, tiny_aya): the pure path
             stages.append(code)
         if len(stages) > 8:
             return None
