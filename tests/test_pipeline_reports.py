@@ -111,3 +111,17 @@ def test_output_folder_loads_with_datasets(tmp_path, pipeline):
     (out / "README.md").unlink()  # the names alone
     check(datasets.load_dataset("parquet", data_dir=str(out), cache_dir=cache))
     check(datasets.load_dataset(str(out), cache_dir=cache))
+
+
+def test_summary_says_unfilled_when_rows_are_not_padded():
+    """Worked example: 2 SFT rows of seq_len 128 holding 109 tokens leave 147 slots (57.42%).
+    With pack.pad = false nothing is padded, so the summary must not call them padding (a
+    fresh-user trial read "padding 147 tokens" for rows that were simply shorter)."""
+    from rmlprep.pipeline.reports import _padding_line
+    totals = {"pad_tokens": 147, "padding_ratio": 147 / 256}
+    label, text = _padding_line({"totals": totals, "config": {"pack": {"seq_len": 128, "pad": False}}})
+    assert label == "unfilled" and text.startswith("147 tokens (57.42%)") and "not padded" in text
+    label, text = _padding_line({"totals": totals, "config": {"pack": {"seq_len": 128, "pad": True}}})
+    assert (label, text) == ("padding", "147 tokens (57.42%)")
+    zero = {"pad_tokens": 0, "padding_ratio": 0.0}
+    assert _padding_line({"totals": zero, "config": {"pack": {"seq_len": 128}}}) == ("padding", "0 tokens (0.00%)")

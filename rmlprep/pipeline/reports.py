@@ -242,6 +242,16 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     return text.encode("utf-8")
 
 
+def _padding_line(manifest: dict[str, Any]) -> tuple[str, str]:
+    """``pad_tokens`` is the room rows leave below seq_len (the packers' padding ratio); it is
+    written as pad tokens only with ``pack.pad = true``, else the rows are just shorter."""
+    t = manifest["totals"]
+    room = f"{t['pad_tokens']:,} tokens ({100 * t['padding_ratio']:.2f}%)"
+    if t["pad_tokens"] and not manifest["config"]["pack"].get("pad", False):
+        return "unfilled", room + " left below seq_len; rows are not padded (pack.pad = false)"
+    return "padding", room
+
+
 def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     """A plain-text summary of a run."""
     t = manifest["totals"]
@@ -255,7 +265,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         ("rejects", f"{t['rejects']:,}" + (f" (see {manifest['config']['output']['dir']}/rejects/)" if t["rejects"] else "")),
         ("tokens", _tokens_line(manifest)),
         ("packed rows", f"{t['rows']:,} x {manifest['config']['pack']['seq_len']} ({t['short_rows']} short)"),
-        ("padding", f"{t['pad_tokens']:,} tokens ({100 * t['padding_ratio']:.2f}%)"),
+        _padding_line(manifest),
     ]
     if t["lone_surrogate_rows"]:
         lines.append(("surrogates", f"{t['lone_surrogate_rows']:,} rows had lone surrogates, kept with U+FFFD"))
