@@ -171,22 +171,21 @@ def check_against_regex_module(folds: dict[str, tuple[int, ...]]) -> None:
             )
 
 
-def check_han_against_regex_module(ucd) -> None:
-    """Cross-check HAN_15_1 with ``regex``'s ``\\p{Han}`` on the code points assigned in ``ucd``.
-
-    Like the case-fold check, it does not change the output.
-    """
+def check_ranges_against_regex_module(ucd, prop: str, keep, expected, what: str) -> None:
+    """Cross-check a fixed list of ranges with ``regex``'s ``\\p{prop}`` on the code points
+    assigned in ``ucd`` that ``keep(category)`` accepts (like the case-fold check, it does not
+    change the output)."""
     try:
         import regex
     except ImportError:
-        print("note: regex module not installed; Han not cross-checked", file=sys.stderr)
+        print(f"note: regex module not installed; {what} not cross-checked", file=sys.stderr)
         return
-    han = regex.compile(r"\p{Han}")
+    pat = regex.compile(rf"\p{{{prop}}}")
     got = [cp for cp in range(MAX_CP + 1)
-           if not 0xD800 <= cp <= 0xDFFF and ucd.category(chr(cp)) != "Cn" and han.match(chr(cp))]
-    if merge(got) != HAN_15_1:
-        sys.exit(f"Script=Han: the fixed list differs from regex {regex.__version__} on the code "
-                 f"points assigned in Unicode {ucd.unidata_version}; update HAN_15_1")
+           if not 0xD800 <= cp <= 0xDFFF and keep(ucd.category(chr(cp))) and pat.match(chr(cp))]
+    if merge(got) != expected:
+        sys.exit(f"{what}: the fixed list differs from regex {regex.__version__} on the code points "
+                 f"assigned in Unicode {ucd.unidata_version}; update the list")
 
 
 def word_ranges(cats: dict) -> tuple[tuple[int, int], ...]:
@@ -197,23 +196,6 @@ def word_ranges(cats: dict) -> tuple[tuple[int, int], ...]:
     cps.update(cp for lo, hi in OTHER_ALPHABETIC_NOT_MARK_15_1 for cp in range(lo, hi + 1))
     cps.update(ONIG_LATIN1_WORD_NUMBERS)
     return merge(sorted(cps))
-
-
-def check_alphabetic_against_regex_module(ucd, cats: dict) -> None:
-    """Alphabetic = L + Nl + Other_Alphabetic: check the fixed list's part outside M with
-    ``regex``'s ``\\p{Alphabetic}`` on the code points assigned in ``ucd`` (output unchanged)."""
-    try:
-        import regex
-    except ImportError:
-        print("note: regex module not installed; Alphabetic not cross-checked", file=sys.stderr)
-        return
-    alpha = regex.compile(r"\p{Alphabetic}")
-    got = [cp for cp in range(MAX_CP + 1)
-           if not 0xD800 <= cp <= 0xDFFF and ucd.category(chr(cp))[0] not in "LMC"
-           and ucd.category(chr(cp)) != "Nl" and alpha.match(chr(cp))]
-    if merge(got) != OTHER_ALPHABETIC_NOT_MARK_15_1:
-        sys.exit(f"Other_Alphabetic outside M: the fixed list differs from regex {regex.__version__} "
-                 f"on the code points assigned in Unicode {ucd.unidata_version}; update the list")
 
 
 def render_props(version: str, cats: dict) -> str:
@@ -318,8 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     cats = category_ranges(ucd)
     folds = case_fold_equivalents()
     check_against_regex_module(folds)
-    check_han_against_regex_module(ucd)
-    check_alphabetic_against_regex_module(ucd, cats)
+    check_ranges_against_regex_module(ucd, "Han", lambda cat: cat != "Cn", HAN_15_1, "Script=Han")
+    # Alphabetic = L + Nl + Other_Alphabetic: the fixed list is its part outside L, M, Nl (and C)
+    check_ranges_against_regex_module(ucd, "Alphabetic", lambda cat: cat[0] not in "LMC" and cat != "Nl",
+                                      OTHER_ALPHABETIC_NOT_MARK_15_1, "Other_Alphabetic outside M")
     text = render(args.unicode_version, "unicodedata2", cats, folds)
     args.out.write_text(text, encoding="utf-8")
     args.props_out.write_text(render_props(args.unicode_version, cats), encoding="utf-8")
