@@ -663,3 +663,96 @@ def test_pack_bos_once_with_add_special_tokens_in_process(tmp_path):
     cfg = make_cfg(tmp_path / "in.jsonl", tmp_path / "o", pack={"seq_len": 64, "bos": True},
                    tokenizer={"path": str(TINY), "add_special_tokens": False})
     assert framing(cfg, tok).bos == 0
+
+
+# -- pack.overflow = "drop": a dropped document is a reject, written aside ------------------------------
+def _digits(n: int) -> str:
+    """n digits. bl_gpt2_digits splits digits one by one (its fixture case "0123456789" is
+    ids 18..27, from tokenizers), so the text is exactly n tokens, n + 1 with its eos."""
+    return ("0123456789" * (n // 10 + 1))[:n]
+
+
+def _drop_corpus(path: Path, repeats: int = 6) -> tuple[list[int], list[int]]:
+    """Rows of short texts, bad rows and digit runs around seq_len 64 (with eos): 63 digits
+    frame to 64 tokens and are kept whole, 64 digits frame to 65 and are dropped. Returns (the
+    rows dropped, the rows rejected before packing)."""
+    block = [json.dumps({"text": "short one"}), json.dumps({"text": _digits(64)}), '{"text": null}',
+             json.dumps({"text": _digits(63)}), "{broken", json.dumps({"text": _digits(200)}),
+             json.dumps({"text": "two words"})]
+    path.write_text("".join(x + "\n" for x in block * repeats))
+    n = len(block)
+    return ([i * n + k for i in range(repeats) for k in (1, 5)], [i * n + k for i in range(repeats) for k in (2, 4)])
+
+
+def test_overflow_drop_writes_each_dropped_document_to_rejects(tmp_path):
+    tok = open_tokenizer(str(TINY))[0]
+    assert len(tok.encode(_digits(64))) == 64  # the worked example of _digits
+    inp = tmp_path / "in.jsonl"
+    dropped, bad = _drop_corpus(inp)
+    out = tmp_path / "o"
+    m = run(make_cfg(inp, out, seq_len=64, pack={"overflow": "drop"}, input={"batch_rows": 3}), log=quiet)
+    t = m["totals"]
+    assert t["rows_read"] == 42 and t["dropped_documents"] == len(dropped) == 12
+    assert t["rejects"] == len(dropped) + len(bad) and t["documents"] == 42 - t["rejects"]
+    kept = len(tok.encode("short one")) + 63 + len(tok.encode("two words"))
+    assert t["dropped_tokens"] == 6 * (64 + 200) and t["tokens"] == 6 * kept
+    recs = [json.loads(x) for x in (out / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert [r["row"] for r in recs] == sorted(dropped + bad)  # source-row order, both kinds merged
+    by_row = {r["row"]: r for r in recs}
+    assert by_row[1]["reason"] == ('document of 65 tokens with its eos is longer than pack.seq_len = 64 '
+                                   '(pack.overflow = "drop")')
+    assert by_row[5]["reason"].startswith("document of 201 tokens with its eos")
+    assert all(by_row[r]["source"] == str(inp) for r in dropped)
+    docs = [d.tolist() for p in sorted(out.glob("train-*.parquet")) for d in unpack(pq.read_table(p))]
+    assert len(docs) == t["documents"] and max(map(len, docs)) == 64  # the 63 digits + eos, whole
+    assert "written to rejects/" in cli_summary(out)
+
+
+def cli_summary(out: Path) -> str:
+    from rmlprep.pipeline.reports import summary_table
+
+    return summary_table(json.loads((out / "manifest.json").read_text()), json.loads((out / "stats.json").read_text()))
+
+
+def test_overflow_drop_rejects_same_bytes_for_workers_chunks_and_resume(tmp_path, monkeypatch):
+    inp = tmp_path / "in.jsonl"
+    _drop_corpus(inp, repeats=60)
+    kw = dict(seq_len=64, pack={"overflow": "drop"}, input={"unit_bytes": 4000, "batch_rows": 5})
+    one = fresh(inp, tmp_path, "w1", **kw)
+    assert len([k for k in one if k.startswith("rejects/")]) > 2
+    assert fresh(inp, tmp_path, "w2", workers=2, **kw) == one
+    from rmlprep.pipeline import pack as pack_mod
+
+    monkeypatch.setattr(pack_mod, "CHUNK_TOKENS", 50)  # many packing chunks per unit, in process
+    assert fresh(inp, tmp_path, "chunks", **kw) == one
+    monkeypatch.undo()
+    # resume: a unit redone beside units kept gives the same bytes
+    out = tmp_path / "w1"
+    (out / "shard-00001.done.json").unlink()
+    m = run(make_cfg(inp, out, **kw), log=quiet)
+    assert m["units_processed"] == 1 and folder(out) == one
+    # a marker of an earlier version (dropped documents counted, not in rejects/) is redone
+    marker = out / "shard-00002.done.json"
+    old = json.loads(marker.read_text())
+    del old["dropped_in_rejects"]
+    marker.write_text(json.dumps(old))
+    m = run(make_cfg(inp, out, **kw), log=quiet)
+    assert m["units_processed"] == 1 and folder(out) == one
+
+
+def test_overflow_drop_sft_conversations_are_rejects(tmp_path):
+    talk = lambda n: json.dumps({"messages": [{"role": "user", "content": _digits(n)},  # noqa: E731
+                                              {"role": "assistant", "content": "ok"}]})
+    rows = [talk(5), talk(300), '{"messages": null}', talk(10), talk(400), talk(3), talk(2)]
+    inp = tmp_path / "c.jsonl"
+    inp.write_text("".join(r + "\n" for r in rows))
+    out = tmp_path / "o"
+    m = run(make_cfg(inp, out, pipeline="sft", seq_len=64, chat={"format": "chatml"}, input={"unit_rows": 2},
+                     pack={"overflow": "drop"}, parity={"chat": False}), log=quiet)
+    t = m["totals"]
+    assert t["rows_read"] == 7 and t["dropped_documents"] == 2 and t["rejects"] == 3 and t["documents"] == 4
+    recs = [json.loads(x) for x in (out / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert [r["row"] for r in recs] == [1, 2, 4]
+    assert re.fullmatch(r'document of \d+ tokens is longer than pack\.seq_len = 64 \(pack\.overflow = "drop"\)',
+                        recs[0]["reason"])
+    assert int(recs[0]["reason"].split()[2]) > 300  # the 300 digits, one token each, and the template

@@ -301,8 +301,9 @@ class OutputFolder:
                 written before markers named their tokenizer is not trusted.
         Returns:
             (marker, "") when the marker exists, names ``config_hash``, the input identity and
-            the tokenizer, the shard's sha256 matches and its rejects file exists; else (None,
-            the reason the unit is redone).
+            the tokenizer, the shard's sha256 matches and its rejects file exists (and, when
+            ``overflow = "drop"`` left documents out, the marker says they are in it); else
+            (None, the reason the unit is redone).
         """
         m = self.read_done(index)
         if m is None:
@@ -321,6 +322,8 @@ class OutputFolder:
                 return None, "shard sha256 differs from its done marker"
         if m.get("rejects") and not self.exists(rejects_name(index)):
             return None, "rejects file missing"
+        if m.get("dropped_documents") and not m.get("dropped_in_rejects"):
+            return None, "done marker is from a version that did not write dropped documents to rejects/"
         return m, ""
 
     def check(self, config_hash: str, *, overwrite: bool, tokenizer: str | None = None) -> None:

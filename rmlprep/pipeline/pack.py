@@ -15,6 +15,16 @@ consecutive conversations of a unit, one window after the other (a Parquet or ``
 unit is one window; a JSONL byte range, a compressed file or a CSV may hold several), so
 rows are not full-length; padding is counted (and written only with ``pack.pad = true``).
 
+**Dropped documents are rejects.** With ``pack.overflow = "drop"`` a document longer than
+``seq_len`` (pretrain: with its bos/eos) is left out of the rows and written to the unit's
+``rejects/`` file with its source file, row and the reason (:func:`dropped_reason`), like a row
+an earlier stage refused (:meth:`.stages.Tally.reject_packed`); it is not counted in the
+unit's ``documents``, ``tokens`` or length histogram (``dropped_documents`` and
+``dropped_tokens`` count it), so ``rows_read = documents + rejects`` still holds. Which
+documents are dropped depends only on their lengths, so the rejects are the same for any
+number of workers and on resume; ``example_index`` keeps numbering the documents that reached
+the pack stage (a dropped one leaves its number unused), as before.
+
 **Streaming.** A pack function returns a :class:`Packed`: the rows as a stream of tables that
 the writer pulls (and with them every stage before), and the counts of the done marker, which
 are final once the stream is spent.
@@ -34,10 +44,10 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..packing import from_numpy, pack_bfd, pack_concat, to_numpy
 from ..packing.arrays import list_values
-from .stages import Docs
+from .stages import Docs, Tally
 
 __all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table",
-           "HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Framing", "framing"]
+           "HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Framing", "framing", "dropped_reason"]
 
 CHUNK_TOKENS = 1 << 20  # concat packing: pack every ~1M tokens, carrying the partial tail
 
@@ -82,7 +92,8 @@ class Packed:
 
     Attributes:
         schema: the rows' schema.
-        documents: documents packed (after the tokenize stage's rejects).
+        documents: documents packed (after the tokenize stage's rejects, without the documents
+            ``overflow = "drop"`` left out: those are rejects).
         tokens: their tokens, before framing.
         max_document_tokens: tokens of the longest document.
         length_hist: int64 [bins], documents per length bin (:func:`length_hist`).
@@ -188,6 +199,22 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
     return Framing(bos=bos, eos=eos)
 
 
+def dropped_reason(tokens: int, seq_len: int, framing: str = "") -> str:
+    """The reject reason of a document ``pack.overflow = "drop"`` leaves out.
+
+    >>> dropped_reason(70, 64, "bos/eos")
+    'document of 70 tokens with its bos/eos is longer than pack.seq_len = 64 (pack.overflow = "drop")'
+    """
+    with_ = f" with its {framing}" if framing else ""
+    return (f"document of {tokens:,} tokens{with_} is longer than pack.seq_len = {seq_len} "
+            '(pack.overflow = "drop")')
+
+
+def _reject_dropped(tally: Tally, rows: np.ndarray, framed: np.ndarray, seq_len: int, framing_names: str) -> None:
+    for r, n in zip(rows.tolist(), framed.tolist()):
+        tally.reject_packed(r, dropped_reason(n, seq_len, framing_names))
+
+
 def empty_table(pipeline: str) -> pa.Table:
     return SCHEMAS[pipeline].empty_table()
 
@@ -205,43 +232,59 @@ def _cat(chunks: list[np.ndarray], dtype) -> np.ndarray:
 
 
 # -- pretrain: concat packing -------------------------------------------------------------------
-def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packed:
+def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: Tally) -> Packed:
     """Concat-pack a unit's documents (each framed with bos/eos as ``pack.bos``/``pack.eos``
     say) into rows of ``pack.seq_len``; the unit's leftover is the last, short row.
 
     The rows stream out as they are cut: about :data:`CHUNK_TOKENS` tokens of documents are
     gathered, packed, and their full rows handed on, the partial last row carried into the next
-    chunk. Memory: one chunk of ids and its rows, whatever the unit's size.
+    chunk. Memory: one chunk of ids and its rows, whatever the unit's size. Documents that
+    ``pack.overflow = "drop"`` leaves out go to ``tally`` as rejects (module docstring).
 
     Raises:
         ConfigError: see :func:`framing` (checked here, before any document is read).
     """
     pack = cfg["pack"]
     ids = framing(cfg, tokenizer)
-    packer = _ConcatPacker(pack["seq_len"], ids.bos, ids.eos, pack["overflow"])
-    packed = Packed("pretrain", pack["seq_len"])
+    seq_len = pack["seq_len"]
+    packer = _ConcatPacker(seq_len, ids.bos, ids.eos, pack["overflow"])
+    packed = Packed("pretrain", seq_len)
+    extra = (ids.bos is not None) + (ids.eos is not None)
+    names = "/".join(n for n, i in (("bos", ids.bos), ("eos", ids.eos)) if i is not None)
+    dropped_tokens = 0  # the dropped documents' own tokens (the packer counts their framing too)
+
+    def add(ids_cat: np.ndarray, lens: np.ndarray, rows: np.ndarray, first: int, final: bool) -> list[pa.RecordBatch]:
+        out = packer.add(ids_cat, lens, first, final=final)
+        nonlocal dropped_tokens
+        gone = packer.last_dropped
+        if len(gone):
+            _reject_dropped(tally, rows[gone], lens[gone] + extra, seq_len, names)
+            dropped_tokens += int(lens[gone].sum())
+            lens = np.delete(lens, gone)
+        packed.add_lengths(lens)
+        return out
 
     def pieces() -> Iterator[pa.Table]:
         ids: list[np.ndarray] = []
         lengths: list[np.ndarray] = []
+        rows: list[np.ndarray] = []
         n_tokens = first = 0
         for d in docs:
             ids.append(d.ids)
             lengths.append(d.lengths)
+            rows.append(d.rows)
             n_tokens += len(d.ids)
             if n_tokens >= CHUNK_TOKENS:
                 lens = _cat(lengths, np.int64)
-                packed.add_lengths(lens)
                 ids_cat = _cat(ids, np.uint32)
-                ids, lengths, n_tokens = [], [], 0
-                for rb in packer.add(ids_cat, lens, first):
+                rows_cat = _cat(rows, np.int64)
+                ids, lengths, rows, n_tokens = [], [], [], 0
+                for rb in add(ids_cat, lens, rows_cat, first, False):
                     yield _piece(rb, "pretrain")
                 first += len(lens)
-        lens = _cat(lengths, np.int64)
-        packed.add_lengths(lens)
-        for rb in packer.add(_cat(ids, np.uint32), lens, first, final=True):
+        for rb in add(_cat(ids, np.uint32), _cat(lengths, np.int64), _cat(rows, np.int64), first, True):
             yield _piece(rb, "pretrain")
-        packed.stats = {"dropped_documents": packer.dropped, "dropped_tokens": packer.dropped_tokens,
+        packed.stats = {"dropped_documents": packer.dropped, "dropped_tokens": dropped_tokens,
                         "truncated_tokens": packer.truncated_tokens, "over_long": packer.over_long}
 
     packed.source = pieces()
@@ -265,8 +308,8 @@ class _ConcatPacker:
     def __init__(self, seq_len: int, bos: int | None, eos: int | None, overflow: str):
         self.seq_len, self.bos, self.eos, self.overflow = seq_len, bos, eos, overflow
         self._no_carry()
+        self.last_dropped = np.zeros(0, dtype=np.int64)  # of the last add: indices into its documents
         self.dropped = 0
-        self.dropped_tokens = 0
         self.truncated_tokens = 0
         self.over_long = 0
 
@@ -303,11 +346,12 @@ class _ConcatPacker:
         all_vals = np.concatenate([self.carry_vals, vals])
         all_offs = np.concatenate([self.carry_offs, offs[1:] + self.carry_offs[-1]])
         mapping = np.concatenate([self.carry_idx, np.arange(first_doc, first_doc + n, dtype=np.int64)])
+        self.last_dropped = np.zeros(0, dtype=np.int64)
         if len(mapping) == 0:
             return out
         res = pack_concat((all_vals, all_offs), seq_len=self.seq_len, overflow=self.overflow)
+        self.last_dropped = res.dropped - k  # carried fragments are shorter than seq_len: never dropped
         self.dropped += res.stats.dropped_documents
-        self.dropped_tokens += res.stats.dropped_tokens
         self.truncated_tokens += res.stats.truncated_tokens
         self.over_long += int(np.sum(res.over_long >= k))
         if res.rows.num_rows:
@@ -337,11 +381,11 @@ _BFD_STATS = ("dropped_documents", "dropped_tokens", "truncated_tokens", "over_l
 def _split_docs(d: Docs, k: int) -> tuple[Docs, Docs]:
     """The first ``k`` documents of ``d`` and the rest."""
     t = int(d.lengths[:k].sum())
-    return (Docs(d.ids[:t], d.lengths[:k], d.labels[:t], d.masks[:t]),
-            Docs(d.ids[t:], d.lengths[k:], d.labels[t:], d.masks[t:]))
+    return (Docs(d.ids[:t], d.lengths[:k], d.rows[:k], d.labels[:t], d.masks[:t]),
+            Docs(d.ids[t:], d.lengths[k:], d.rows[k:], d.labels[t:], d.masks[t:]))
 
 
-def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packed:
+def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: Tally) -> Packed:
     """Best-fit-decreasing packing of a unit's encoded conversations into rows of at most
     ``pack.seq_len`` tokens, padded with the pad (else eos) id when ``pack.pad = true``.
 
@@ -351,7 +395,8 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packe
     A Parquet or ``datasets`` unit holds at most ``unit_rows`` rows, so it is one window; a
     JSONL byte range, a compressed file or a CSV file may hold more. ``example_index`` counts the
     unit's conversations across windows. Memory: one window's tokens and rows, whatever the unit
-    size (see :mod:`rmlprep.pipeline`).
+    size (see :mod:`rmlprep.pipeline`). Conversations that ``pack.overflow = "drop"`` leaves out
+    go to ``tally`` as rejects (module docstring).
 
     Raises:
         ConfigError: see :func:`framing` (checked here, before any conversation is read).
@@ -364,9 +409,9 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packe
 
     def pack_window(held: list[Docs], first: int) -> Iterator[pa.Table]:
         lens = _cat([d.lengths for d in held], np.int64)
-        packed.add_lengths(lens)
         if not len(lens):
             return
+        src_rows = _cat([d.rows for d in held], np.int64)
         offs = np.zeros(len(lens) + 1, dtype=np.int64)
         np.cumsum(lens, out=offs[1:])
         ids = _cat([d.ids for d in held], np.uint32)
@@ -376,6 +421,9 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer) -> Packe
         res = pack_bfd((ids, offs), (labels, offs), seq_len=pack["seq_len"], overflow=pack["overflow"],
                        pad_id=pad_id, assistant_masks=(masks, offs))
         del ids, labels, masks
+        if len(res.dropped):
+            _reject_dropped(tally, src_rows[res.dropped], lens[res.dropped], pack["seq_len"], "")
+        packed.add_lengths(np.delete(lens, res.dropped))
         for k in _BFD_STATS:
             packed.stats[k] += getattr(res.stats, k)
         rows = res.rows if not first else _remap_example_index(res.rows, np.arange(first, first + len(lens)))

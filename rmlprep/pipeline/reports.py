@@ -193,12 +193,13 @@ def _histogram_png(out: OutputFolder, hist: np.ndarray, log: Callable[[str], Non
 
 def _tokens_line(manifest: dict[str, Any]) -> str:
     """The summary's tokens: the documents' own tokens, and what the rows hold when that differs
-    (the bos/eos framing the pretrain pipeline adds, less what over-long handling cut)."""
+    (the bos/eos framing the pretrain pipeline adds, less what ``overflow = "truncate"`` cut;
+    documents ``overflow = "drop"`` left out are rejects, not documents)."""
     t = manifest["totals"]
     docs, written = t["tokens"], t.get("written_tokens", t["tokens"])
     if written == docs:
         return f"{docs:,} (all in rows)"
-    cut = t.get("truncated_tokens", 0) + t.get("dropped_tokens", 0)
+    cut = t.get("truncated_tokens", 0)
     framing = written - docs + cut
     pack = manifest["config"]["pack"]
     names = "/".join(n for n in ("bos", "eos") if pack.get(n)) if manifest["config"]["pipeline"] == "pretrain" else ""
@@ -269,8 +270,12 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     ]
     if t["lone_surrogate_rows"]:
         lines.append(("surrogates", f"{t['lone_surrogate_rows']:,} rows had lone surrogates, kept with U+FFFD"))
-    if t["dropped_documents"] or t["truncated_tokens"]:
-        lines.append(("over-long", f"{t['dropped_documents']:,} dropped, {t['truncated_tokens']:,} tokens truncated"))
+    if t["dropped_documents"]:
+        lines.append(("over-long", f"{t['dropped_documents']:,} documents longer than seq_len dropped, "
+                                   f"written to rejects/ ({t['dropped_tokens']:,} tokens)"))
+    if t["truncated_tokens"]:
+        lines.append(("over-long", f"{t['over_long']:,} documents longer than seq_len truncated "
+                                   f"({t['truncated_tokens']:,} tokens cut)"))
     lines.append(("input", f"{t['bytes'] / 1e6:.2f} MB"))
     if th["mb_per_s"] is not None:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "

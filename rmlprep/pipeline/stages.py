@@ -33,6 +33,8 @@ tokenize       :func:`tokenize_texts`: :func:`rmlprep.arrow.tokenize_text`;
 
 from __future__ import annotations
 
+import heapq
+import json
 import re
 import shutil
 import tempfile
@@ -78,6 +80,11 @@ class Tally:
     temporary file past it, so a unit whose every row is bad holds no more than a batch of
     records.
 
+    The pack stage finds its rejects (documents ``pack.overflow = "drop"`` leaves out) after
+    the batches they came from were flushed: :meth:`reject_packed` spools them apart, in their
+    own (source-row) order, and :meth:`write_rejects` merges the two spools by row, so the
+    file is in source-row order whatever the batch or packing-chunk sizes.
+
     Attributes:
         unit: the unit.
         rows_read: rows the reader gave (values and unreadable rows; blank lines are not rows),
@@ -87,7 +94,7 @@ class Tally:
         surrogate_rows: rows kept with their lone surrogates replaced by U+FFFD.
         rejects: the rejected rows of the batch in flight: ``unit``, ``source`` (file), ``row``
             (0-based row of the source file), ``reason`` and, where useful, ``value`` (its repr).
-        n_rejects: rejected rows so far (flushed or not).
+        n_rejects: rejected rows so far (flushed or not, the pack stage's included).
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
             ``json_tool_calls``; see :class:`rmlprep.arrow.TokenizeChat`).
     """
@@ -102,15 +109,31 @@ class Tally:
     counts: dict[str, int] = field(default_factory=dict)
     _spool: Any = None
     _last_row: int = -1
+    _packed_spool: Any = None
+    _last_packed_row: int = -1
 
-    def reject(self, row: int, reason: str, value: Any = None) -> None:
+    def _record(self, row: int, reason: str, value: Any = None) -> dict[str, Any]:
         u = self.unit
         rec = {"unit": u.index, "source": u.path if u.format != "stdlib" else f"{u.path}/{u.files[row]}",
                "row": int(row), "reason": reason}
         if value is not None:
             r = repr(value)
             rec["value"] = r if len(r) <= _REJECT_VALUE_CHARS else r[:_REJECT_VALUE_CHARS] + "..."
-        self.rejects.append(rec)
+        return rec
+
+    def reject(self, row: int, reason: str, value: Any = None) -> None:
+        self.rejects.append(self._record(row, reason, value))
+        self.n_rejects += 1
+
+    def reject_packed(self, row: int, reason: str) -> None:
+        """Record a row the pack stage left out (after its batch was flushed). Rows come in
+        increasing order: the packers see the documents in source order."""
+        if row <= self._last_packed_row:  # pragma: no cover - a packer broke the document order
+            raise RuntimeError(f"packed rejects out of order: row {row} after row {self._last_packed_row}")
+        if self._packed_spool is None:
+            self._packed_spool = tempfile.SpooledTemporaryFile(max_size=REJECT_SPOOL_BYTES)
+        self._packed_spool.write(json_line(self._record(row, reason)))
+        self._last_packed_row = int(row)
         self.n_rejects += 1
 
     def flush(self) -> None:
@@ -134,15 +157,20 @@ class Tally:
         """Copy every reject record, one JSON line each in source-row order, to ``f``
         (the content of ``rejects/rejects-NNNNN.jsonl``)."""
         self.flush()
-        if self._spool is not None:
-            self._spool.seek(0)
-            shutil.copyfileobj(self._spool, f, 1 << 20)
+        spools = [s for s in (self._spool, self._packed_spool) if s is not None]
+        for s in spools:
+            s.seek(0)
+        if len(spools) == 1:
+            shutil.copyfileobj(spools[0], f, 1 << 20)
+        elif spools:  # a row is rejected once, by one stage: no two records share a row
+            f.writelines(heapq.merge(*spools, key=lambda line: json.loads(line)["row"]))
 
     def close(self) -> None:
-        """Drop the spool (its temporary file, if it went to disk)."""
-        if self._spool is not None:
-            self._spool.close()
-            self._spool = None
+        """Drop the spools (their temporary files, if they went to disk)."""
+        for name in ("_spool", "_packed_spool"):
+            if getattr(self, name) is not None:
+                getattr(self, name).close()
+                setattr(self, name, None)
 
 
 @dataclass(slots=True)
@@ -168,12 +196,14 @@ class Docs:
     Attributes:
         ids: uint32 [sum(lengths)], the documents' token ids one after another.
         lengths: int64 [documents], tokens per document.
+        rows: int64 [documents], each document's source row (for the pack stage's rejects).
         labels: sft only: int64 [sum(lengths)], ``ids`` where trained on, -100 elsewhere.
         masks: sft only: uint8 [sum(lengths)], 1 on assistant tokens.
     """
 
     ids: np.ndarray
     lengths: np.ndarray
+    rows: np.ndarray
     labels: np.ndarray | None = None
     masks: np.ndarray | None = None
 
@@ -315,11 +345,11 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
     fn = None
     for b in _handed_on(batches):
         if not len(b.values):
-            yield Docs(np.zeros(0, np.uint32), np.zeros(0, np.int64))
+            yield Docs(np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.int64))
             continue
         flat = _encode_flat(tokenizer, b.values, kw)
         if flat is not None:
-            out = [Docs(flat[0].astype(np.uint32, copy=False), np.diff(flat[1]))]
+            out = [Docs(flat[0].astype(np.uint32, copy=False), np.diff(flat[1]), b.rows)]
             del b, flat  # the texts can go while the ids are packed
             yield out.pop()
             continue
@@ -332,9 +362,11 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
             tally.reject(int(b.rows[i]), res.column("error")[int(i)].as_py())
         ids = res.column("input_ids").flatten().to_numpy(zero_copy_only=False).astype(np.uint32, copy=False)
         lengths = res.column("length").to_numpy(zero_copy_only=False)
+        rows = b.rows
         if len(failed):
             lengths = np.delete(lengths, failed)  # failed rows have no ids
-        out = [Docs(ids, lengths.astype(np.int64, copy=False))]
+            rows = np.delete(rows, failed)
+        out = [Docs(ids, lengths.astype(np.int64, copy=False), rows)]
         del b, values, res, ids
         yield out.pop()
 
@@ -371,6 +403,7 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
         labels: list[np.ndarray] = []
         masks: list[np.ndarray] = []
         lengths: list[int] = []
+        rows: list[int] = []
         if b.values:
             res = fn({"messages": b.values, **({"tools": b.tools} if b.tools is not None else {})})
             errs = res["error"]
@@ -382,7 +415,8 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
                 labels.append(res["labels"][i])
                 masks.append(res["assistant_masks"][i])
                 lengths.append(int(res["length"][i]))
+                rows.append(int(b.rows[i]))
         for k in CHAT_COUNTS:
             tally.counts[k] = fn.stats[k]
-        yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), _cat(labels, np.int64),
-                   _cat(masks, np.uint8))
+        yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), np.asarray(rows, dtype=np.int64),
+                   _cat(labels, np.int64), _cat(masks, np.uint8))

@@ -60,7 +60,7 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
         batches = clock.timed("read", read(unit, cfg, tally))
         rows = clock.timed("validate", validate(batches, cfg, tally))
         docs = clock.timed("tokenize", tokenize(rows, cfg, tokenizer, tally))
-        packed = pack(docs, cfg, tokenizer)
+        packed = pack(docs, cfg, tokenizer, tally)
         with clock.stage("write"):  # the writer pulls the rows through every stage as it writes them
             files = writer_for(cfg, tokenizer).write(out, unit.index, _then_checked(clock.timed("pack", packed), unit,
                                                                                  packed, tally),
@@ -150,6 +150,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "bytes": tally.nbytes,
         "max_document_tokens": packed.max_document_tokens,
         **packed.stats,
+        # dropped documents are in rejects/ (earlier versions only counted them: such markers are redone)
+        **({"dropped_in_rejects": True} if packed.stats.get("dropped_documents") else {}),
         **tally.counts,
         "length_hist": packed.length_hist.tolist(),
         "seconds": seconds,
