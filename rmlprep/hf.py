@@ -198,7 +198,11 @@ def spec_from_tokenizer_json(
         if t is None:  # an id no token has (tokenizers decodes it to nothing): a placeholder
             tokens[i] = _gap_token(i, index)
             types[i] = int(TokenType.UNUSED)
-    if kind == SENTENCEPIECE and model["byte_fallback"]:
+    # tokenizers (BPE::merge_word) tries byte fallback through the model's <0xXX> tokens only: with
+    # none in the vocab, every character outside it takes the unk path (or is skipped), exactly as
+    # without byte_fallback. A vocab with some of them is checked by Tokenizer.create.
+    byte_fallback = model["byte_fallback"] and any(_BYTE_TOKEN.fullmatch(tokens[i]) for i in range(model_size))
+    if kind == SENTENCEPIECE and byte_fallback:
         for i in range(model_size):
             if _BYTE_TOKEN.fullmatch(tokens[i]):
                 types[i] = int(TokenType.BYTE)
@@ -300,7 +304,7 @@ def spec_from_tokenizer_json(
         eot_ids=tuple(sorted(set(eot))),
         add_bos=add_bos,
         add_eos=add_eos,
-        byte_fallback=model["byte_fallback"],
+        byte_fallback=byte_fallback,
         ignore_merges=model["ignore_merges"],
         fuse_unk=model["fuse_unk"],
         added_token_flags=tuple(flags),

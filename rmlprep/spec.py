@@ -118,7 +118,8 @@ class TokenizerSpec:
         bos_id, eos_id, unk_id, pad_id: special ids or ``None``.
         eot_ids: end-of-turn ids (``<|eot_id|>``, ``<|im_end|>``, ``<end_of_turn>``...).
         add_bos, add_eos: added by ``encode(..., add_special_tokens=True)``.
-        byte_fallback: SentencePiece: a leftover symbol becomes ``<0xXX>`` byte tokens.
+        byte_fallback: SentencePiece: a leftover symbol becomes ``<0xXX>`` byte tokens (every
+            one a character outside the vocab can need must be in it: Tokenizer.create).
         add_prefix_space: prepend a space (byte-level: ``" "``; SentencePiece: ``"▁"``) to a
             text segment, following ``prefix_scheme``.
         prefix_scheme: ``"first"``: only the segment at the very start of the text;

@@ -75,7 +75,9 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
             SpecError: empty vocab; token_types of the wrong length or with unknown values;
                 a score-merged SentencePiece spec without one score per token; special ids out
                 of range; add_bos without bos_id (add_eos without eos_id); a merge whose halves
-                or result are not in the vocab; duplicate tokens; unknown options.
+                or result are not in the vocab; duplicate tokens; unknown options; byte fallback
+                without a ``<0xXX>`` token that a character outside the vocab needs
+                (:func:`~rmlprep.tokenizer_build.byte_fallback_gap`: no reference gives ids then).
         """
         _validate(spec)
         return cls(spec, chat_template=chat_template, _token=_CREATE)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from operator import itemgetter
 
 import numpy as np
@@ -107,7 +107,78 @@ def _validate(spec: TokenizerSpec) -> None:
             raise SpecError(f"{where}: normalizers[{k}] = {norm!r} is not supported ({', '.join(NORMALIZERS)})")
         if norm[0] == "replace" and len(norm) != 3:
             raise SpecError(f"{where}: normalizers[{k}] = {norm!r}: replace needs (\"replace\", old, new)")
+    gap = byte_fallback_gap(spec, seen)
+    if gap is not None:
+        b, ch, n_missing = gap
+        raise SpecError(
+            f"{where}: byte_fallback is on but the vocab has no <0x{b:02X}> token ({n_missing} of the 256 byte "
+            f"tokens are missing), and {ch!r} (U+{ord(ch):04X}), a character outside the vocab, needs it; "
+            "Hugging Face tokenizers then writes that character as <unk> after the byte tokens of the characters "
+            "that follow it, and llama.cpp looks the raw byte up as a token, so no reference gives ids rmlprep "
+            "could match: add the 256 <0x00>..<0xFF> tokens to the vocab"
+        )
     # the merges are checked as their ids are looked up (_merge_ids, from create)
+
+
+def _chars_with_byte(b: int) -> Iterator[str]:
+    """The characters whose UTF-8 holds byte ``b``, in code-point order (none for 0xC0, 0xC1,
+    0xF5..0xFF, which UTF-8 never uses)."""
+    if b < 0x80:
+        yield chr(b)
+        return
+    if b in (0xC0, 0xC1) or b >= 0xF5:
+        return
+    if b >= 0xC2:  # a lead byte: one block of code points
+        n = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+        bits = 6 * (n - 1)
+        lo = (b & (0x7F >> n)) << bits
+        lo, hi = max(lo, (0x80, 0x800, 0x10000)[n - 2]), min(lo + (1 << bits) - 1, 0x10FFFF)
+    else:  # a continuation byte: any multi-byte character may hold it
+        lo, hi = 0x80, 0x10FFFF
+    for cp in range(lo, hi + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        if b in ch.encode("utf-8"):
+            yield ch
+
+
+def byte_fallback_gap(spec: TokenizerSpec, tokens: Collection[str] | None = None) -> tuple[int, str, int] | None:
+    """A byte token a byte-fallback SentencePiece spec lacks and can need, or None.
+
+    A character outside the vocab (no token, or only a control or unused one: the encoder's
+    rule) becomes the ``<0xXX>`` tokens of its UTF-8 bytes. When one of them is missing the
+    references part ways, and none gives ids in the character's place: Hugging Face
+    ``tokenizers`` (``BPE::merge_word``) turns the whole character into the unk token but emits
+    it only before the next character found in the vocab, after the byte tokens of the
+    characters in between (so "é€" with ``<0xA9>`` missing is ``<0xE2> <0x82> <0xAC> <unk>``,
+    and with ``fuse_unk`` one unk stands for every such character of the run), or skips it
+    without an unk token; sentencepiece refuses to load such a model ("there are not 256 byte
+    pieces although `byte_fallback` is true"); llama.cpp (``byte_to_token``) looks up the raw
+    byte as a token and fails without one. A missing byte token that no character outside the
+    vocab can need is harmless: Gemma's tokenizer.json has no ``<0x09>`` because ``"\\t"`` is a
+    token, and 0xC0, 0xC1, 0xF5..0xFF never occur in UTF-8.
+
+    Args:
+        tokens: the vocab as a set, when the caller has one (else it is made here).
+    Returns:
+        (the byte, the first character outside the vocab that needs it, how many of the 256
+        byte tokens are missing), or None: not SentencePiece with byte fallback, or no gap.
+    """
+    if spec.kind != SENTENCEPIECE or not spec.byte_fallback:
+        return None
+    if tokens is None:
+        tokens = set(spec.vocab)
+    missing = [b for b in range(256) if f"<0x{b:02X}>" not in tokens]
+    if not missing:
+        return None
+    unknown_types = (TokenType.CONTROL, TokenType.UNUSED)  # read as characters outside the vocab
+    for b in missing:
+        for ch in _chars_with_byte(b):  # the first one outside the vocab ends the search (a load
+            # that can succeed looks up one character per missing byte below 0x80)
+            if ch not in tokens or spec.token_types[spec.vocab.index(ch)] in unknown_types:
+                return b, ch, len(missing)
+    return None
 
 
 def _merge_ids(spec: TokenizerSpec, t2i: dict[str, int]) -> np.ndarray:

@@ -22,6 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rmlprep
+from rmlprep.errors import LoaderError, SpecError
+from rmlprep.spec import SENTENCEPIECE, TokenizerSpec
 from rmlprep.tokenizer import Tokenizer
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -131,3 +133,93 @@ def test_trained_bpe_on_corpus(tmp_path, unk):
     for line, ids in zip(lines, expected):
         assert tok.encode(line) == ids, line
         assert pure.encode(line) == ids, line
+
+
+# -- byte fallback with <0xXX> tokens missing ------------------------------------------------------
+def _fallback_toy(missing: set[int], unk: str | None = "<unk>", fuse_unk: bool = True,
+                  extra: tuple[str, ...] = ()) -> "tokenizers.Tokenizer":
+    """A Llama-2-style byte-fallback BPE (built with tokenizers) whose vocab lacks the byte
+    tokens of ``missing``: vocab {<0xXX> but missing, ▁, a, b, ab, ▁ab, x, y, xy, *extra},
+    merges (a b), (▁ ab), (x y)."""
+    vocab = ([unk] if unk else []) + [f"<0x{b:02X}>" for b in range(256) if b not in missing]
+    vocab += ["\u2581", "a", "b", "ab", "\u2581ab", "x", "y", "xy", *extra]
+    model = models.BPE(vocab={t: i for i, t in enumerate(vocab)}, merges=[("a", "b"), ("\u2581", "ab"), ("x", "y")],
+                       unk_token=unk, byte_fallback=True, fuse_unk=fuse_unk)
+    ref = tokenizers.Tokenizer(model)
+    _llama2_normalizer(ref)
+    return ref
+
+
+def test_byte_fallback_with_a_byte_token_missing_is_refused(tmp_path):
+    """No reference gives ids rmlprep could match when a character outside the vocab needs a
+    missing byte token, so the tokenizer is refused at load. Worked example (the vocab lacks
+    <0xA9>; "é" is C3 A9, "€" is E2 82 AC): tokenizers writes "é€" as ▁ <0xE2> <0x82> <0xAC>
+    <unk>, the unk of "é" *after* the bytes of "€" (its pending unk is flushed only by a
+    character in the vocab), and "é€é" as the same ids (fuse_unk: one unk for both "é").
+    rmlprep used to give ▁ <0xC3> <unk> <0xE2> <0x82> <0xAC>: ids no reference produces."""
+    ref = _fallback_toy({0xA9})
+    tokens = lambda text: ref.encode(text).tokens  # noqa: E731
+    assert tokens("é€") == ["\u2581", "<0xE2>", "<0x82>", "<0xAC>", "<unk>"]
+    assert tokens("é€é") == ["\u2581", "<0xE2>", "<0x82>", "<0xAC>", "<unk>"]
+    path = tmp_path / "tokenizer.json"
+    ref.save(str(path))
+    with pytest.raises(LoaderError, match=r"byte_fallback is on but the vocab has no <0xA9> token \(1 of the 256 "
+                                          r"byte tokens are missing\), and '©' \(U\+00A9\), a character outside"):
+        rmlprep.load_tokenizer(path)
+    spec = TokenizerSpec(kind=SENTENCEPIECE, vocab=("<unk>", "<0x41>", "a"), token_types=(2, 6, 1),
+                         scores=(0.0,) * 3, unk_id=0, byte_fallback=True)
+    with pytest.raises(SpecError, match=r"no <0x00> token \(255 of the 256 byte tokens are missing\), and '\\x00'"):
+        Tokenizer.create(spec)
+
+
+def test_sentencepiece_refuses_a_model_missing_a_byte_piece_and_so_does_rmlprep(tmp_path):
+    """sentencepiece itself will not load a byte-fallback .model without all 256 byte pieces."""
+    spm = pytest.importorskip("sentencepiece")
+    pb = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(["the cat sat on the mat", "a b c abc abab the then there"] * 50))
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "m"), model_type="bpe",
+                                   vocab_size=300, byte_fallback=True, normalization_rule_name="identity",
+                                   remove_extra_whitespaces=False,
+                                   minloglevel=2)
+    m = pb.ModelProto()
+    m.ParseFromString((tmp_path / "m.model").read_bytes())
+    piece = next(p for p in m.pieces if p.piece == "<0xA9>")
+    piece.piece, piece.type = "\u00e9", pb.ModelProto.SentencePiece.NORMAL  # a normal piece instead
+    bad = tmp_path / "missing.model"
+    bad.write_bytes(m.SerializeToString())
+    with pytest.raises(RuntimeError, match="there are not 256 byte pieces although `byte_fallback` is true"):
+        spm.SentencePieceProcessor(model_file=str(bad))
+    with pytest.raises(LoaderError, match=r"byte_fallback is true but 1 byte pieces are missing \(first <0xA9>\)"):
+        rmlprep.load_tokenizer(bad)
+
+
+@pytest.mark.parametrize("unk,fuse_unk", [(None, False), ("<unk>", False), ("<unk>", True)])
+def test_a_byte_token_no_unknown_character_needs_may_be_missing(tmp_path, unk, fuse_unk):
+    """Gemma's tokenizer.json has no <0x09>: "\\t" is a token, and byte 0x09 is in no other
+    character. Such a vocab loads, and its ids are tokenizers' (0xC0 and 0xFF never occur in
+    UTF-8 at all)."""
+    ref = _fallback_toy({0x09, 0xC0, 0xFF}, unk, fuse_unk, extra=("\t",))
+    tok, pure = _both_paths(ref, tmp_path, f"tab-{unk}-{fuse_unk}")
+    assert tok.spec.byte_fallback
+    for text in ["a\tb", "\t\té\t", "x\u00e9y€ab", "☃\t☃", ""]:
+        expected = ref.encode(text).ids
+        assert tok.encode(text) == expected, (text, "native" if tok._native else "pure")
+        assert pure.encode(text) == expected, (text, "pure")
+
+
+@pytest.mark.parametrize("unk,fuse_unk", [(None, False), ("<unk>", False), ("<unk>", True)])
+def test_byte_fallback_without_any_byte_token_is_no_byte_fallback(tmp_path, unk, fuse_unk):
+    """byte_fallback = true and no <0xXX> token at all: tokenizers' fallback never succeeds, so
+    every character outside the vocab takes the unk path (one unk per character, fused with
+    fuse_unk) or, without an unk token, is skipped before merging: "aéb" is ▁ab. rmlprep read
+    the flag and wrote one unk per UTF-8 byte, and without an unk kept "é" as a barrier."""
+    ref = _fallback_toy(set(range(256)), unk, fuse_unk)
+    tok, pure = _both_paths(ref, tmp_path, f"nobytes-{unk}-{fuse_unk}")
+    assert not tok.spec.byte_fallback
+    if unk is None:
+        assert ref.encode("aéb").tokens == ["\u2581ab"]
+    for text in ["aéb", "xééy", "ab é", "é", "☃x☃y", ""]:
+        expected = ref.encode(text).ids
+        assert tok.encode(text) == expected, (text, "native" if tok._native else "pure")
+        assert pure.encode(text) == expected, (text, "pure")

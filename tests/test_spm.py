@@ -313,8 +313,10 @@ def test_decode_rule_worked_examples():
     from rmlprep.spec import TokenizerSpec
 
     vocab = ("<unk>", "<s>", "\u2581", "\u2581a", "b", "<0xE3>", "<0x81>", "<0x82>", "<0x41>")
-    types = (2, 3, 1, 1, 1, 6, 6, 6, 6)
-    spec = TokenizerSpec(kind=SENTENCEPIECE, vocab=vocab, token_types=types, scores=(0.0,) * 9, unk_id=0,
+    # the other 252 byte tokens after these (byte fallback needs all 256: Tokenizer.create)
+    vocab += tuple(f"<0x{b:02X}>" for b in range(256) if f"<0x{b:02X}>" not in vocab)
+    types = (2, 3, 1, 1, 1) + (6,) * 256
+    spec = TokenizerSpec(kind=SENTENCEPIECE, vocab=vocab, token_types=types, scores=(0.0,) * len(vocab), unk_id=0,
                          byte_fallback=True, decode_strip_prefix="text", decoder="sentencepiece")
     tok = Tokenizer.create(spec)
     assert tok.decode([1, 3]) == "a"
