@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .arrays import EMPTY_I64, cumsum0, gather_index, make_batch
+from .arrays import EMPTY_I64, cumsum0, gather_index, make_batch, sorted_union
 from .common import PackResult, PackStats, check_overflow, check_seq_len, check_token, checked_ids
 
 _CONCAT_OVERFLOW = ("wrap", "truncate", "drop")
@@ -26,7 +26,7 @@ def _cut(
     if hi == lo:
         row_bounds = row_bounds[:1]
     inner = doc_bounds[(doc_bounds > lo) & (doc_bounds < hi)]
-    breaks = np.union1d(row_bounds, inner)
+    breaks = sorted_union(row_bounds, inner)
     frag_starts = breaks[:-1]
     frag_lengths = np.diff(breaks)
     frag_offsets = np.searchsorted(frag_starts, row_bounds, side="left").astype(np.int64)
