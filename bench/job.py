@@ -101,16 +101,22 @@ def timed(cmd: list[str], env=None) -> tuple[float, float, str]:
 
 def unit_summary(out: Path, process_s: float, workers: int) -> dict:
     """What the done markers of a run say: how many units, the seconds of each stage summed over
-    them (wall seconds inside the workers), and the share of ``workers x process`` the units
+    them (wall seconds inside the workers, and the CPU seconds of the workers' threads, which do
+    not count the time a worker waited for a core), and the share of ``workers x process`` the units
     filled (1.0: every worker busy from the first unit to the last; the rest is idle tail,
     fork and hand-over)."""
     recs = [json.loads(p.read_text()) for p in sorted(out.glob("shard-*.done.json"))]
     stages: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     for r in recs:
         for k, v in r["seconds"].items():
-            stages[k] = stages.get(k, 0.0) + v
+            if k == "cpu":  # the CPU seconds of the worker's thread, stage by stage
+                for c, w in v.items():
+                    cpu[c] = cpu.get(c, 0.0) + w
+            else:
+                stages[k] = stages.get(k, 0.0) + v
     busy = stages.get("total", 0.0) / (workers * process_s) if process_s else float("nan")
-    return {"count": len(recs), "busy": busy, "stages": stages}
+    return {"count": len(recs), "busy": busy, "stages": stages, "cpu": cpu}
 
 
 def run_job(reps: int = 3, workers: int = 2, log=print) -> dict:
@@ -167,7 +173,9 @@ def run_job(reps: int = 3, workers: int = 2, log=print) -> dict:
            "units": {"count": unit_runs[0]["count"],
                      "busy": statistics.median(u["busy"] for u in unit_runs),
                      "stages": {k: statistics.median(u["stages"].get(k, 0.0) for u in unit_runs)
-                                for k in unit_runs[0]["stages"]}},
+                                for k in unit_runs[0]["stages"]},
+                     "cpu": {k: statistics.median(u["cpu"].get(k, 0.0) for u in unit_runs)
+                             for k in unit_runs[0]["cpu"]}},
            "processing_vs_flat": {"processing_mbps": proc_mbps, "flat_mbps": flat_mbps,
                                   "ratio": proc_mbps / flat_mbps}}
     return doc

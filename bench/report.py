@@ -165,7 +165,10 @@ def job_table(doc: dict) -> str:
         out.append(f"Units: {u['count']}; the workers were busy {u['busy']:.0%} of the processing phase; "
                    f"unit seconds summed (inside the workers): " + ", ".join(
                        f"{k} {st[k]:.2f}" for k in ("read", "validate", "tokenize", "pack", "write", "total")
-                       if k in st) + ".")
+                       if k in st) + (
+                       "; CPU seconds: " + ", ".join(f"{k} {u['cpu'][k]:.2f}" for k in
+                                                     ("read", "validate", "tokenize", "pack", "write", "total")
+                                                     if k in u["cpu"]) if u.get("cpu") else "") + ".")
     if doc.get("processing_vs_flat"):
         p = doc["processing_vs_flat"]
         out.append(f"Processing throughput {p['processing_mbps']:.1f} MB/s = {p['ratio']:.0%} of "
