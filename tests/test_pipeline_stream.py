@@ -242,3 +242,46 @@ def test_megatron_documents_across_pieces(tmp_path, monkeypatch):
     tok = open_tokenizer(str(TINY), log=quiet)[0]
     expected = [tok.encode(json.loads(x)["text"]) + [tok.eos_id] for x in body.splitlines()]
     assert [len(d) for d in expected] == lengths.tolist() and data.tolist() == sum(expected, [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 9), max_size=12), max_size=30), st.integers(1, 8),
+       st.sampled_from([(None, None), (7, None), (None, 8), (7, 8)]), st.sampled_from(["wrap", "truncate", "drop"]),
+       st.integers(1, 40), st.randoms(use_true_random=False))
+def test_chunked_concat_packing_is_one_pack(docs, seq_len, bos_eos, overflow, chunk, rnd):
+    """The pack stage's packer, fed the documents in batches of random sizes and packing every
+    ``chunk`` tokens (the fragments of a chunk's last row carried into the next), gives the rows
+    and tail of one ``pack_concat`` over all documents, and the same counts."""
+    from rmlprep.packing import pack_concat
+    from rmlprep.pipeline.stages import Docs
+
+    bos, eos = bos_eos
+    batches, i = [], 0
+    while i < len(docs):
+        j = i + rnd.randint(0, 5)  # empty batches too
+        part = docs[i:j]
+        batches.append(Docs(np.array([t for d in part for t in d], dtype=np.uint32),
+                            np.array([len(d) for d in part], dtype=np.int64), np.arange(i, i + len(part))))
+        i = j
+    packer = pack_mod._ConcatPacker(seq_len, bos, eos, overflow)
+    got: list[pa.RecordBatch] = []
+    held, n_tokens, first = [], 0, 0
+    for d in batches:
+        held.append(d)
+        n_tokens += len(d.ids)
+        if n_tokens >= chunk:
+            lens = np.concatenate([h.lengths for h in held])
+            got += packer.add(held, lens, first)
+            first += len(lens)
+            held, n_tokens = [], 0
+    got += packer.add(held, np.concatenate([h.lengths for h in held]) if held else np.zeros(0, np.int64), first,
+                      final=True)
+    ref = pack_concat([np.array(d, dtype=np.uint32) for d in docs] if docs else [], seq_len=seq_len, bos_id=bos,
+                      eos_id=eos, overflow=overflow)
+    names = ["input_ids", "position_ids", "seq_lengths", "example_index"]
+    want = pa.Table.from_batches([ref.rows, ref.tail]).select(names).to_pydict()
+    have = (pa.Table.from_batches([b.select(names) for b in got]).to_pydict() if got
+            else {k: [] for k in names})
+    assert have == want
+    assert (packer.dropped, packer.truncated_tokens, packer.over_long) == \
+        (ref.stats.dropped_documents, ref.stats.truncated_tokens, ref.stats.over_long)

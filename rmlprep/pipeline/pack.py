@@ -253,11 +253,13 @@ def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: Tally
     names = "/".join(n for n, i in (("bos", ids.bos), ("eos", ids.eos)) if i is not None)
     dropped_tokens = 0  # the dropped documents' own tokens (the packer counts their framing too)
 
-    def add(ids_cat: np.ndarray, lens: np.ndarray, rows: np.ndarray, first: int, final: bool) -> list[pa.RecordBatch]:
-        out = packer.add(ids_cat, lens, first, final=final)
+    def add(held: list[Docs], first: int, final: bool) -> list[pa.RecordBatch]:
+        lens = _cat([d.lengths for d in held], np.int64)
+        out = packer.add(held, lens, first, final=final)
         nonlocal dropped_tokens
         gone = packer.last_dropped
         if len(gone):
+            rows = _cat([d.rows for d in held], np.int64)
             _reject_dropped(tally, rows[gone], lens[gone] + extra, seq_len, names)
             dropped_tokens += int(lens[gone].sum())
             lens = np.delete(lens, gone)
@@ -265,24 +267,20 @@ def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: Tally
         return out
 
     def pieces() -> Iterator[pa.Table]:
-        ids: list[np.ndarray] = []
-        lengths: list[np.ndarray] = []
-        rows: list[np.ndarray] = []
+        held: list[Docs] = []  # the chunk's batches, packed as they are (no concatenation of their ids)
         n_tokens = first = 0
         for d in docs:
-            ids.append(d.ids)
-            lengths.append(d.lengths)
-            rows.append(d.rows)
+            held.append(d)
             n_tokens += len(d.ids)
+            d = None
             if n_tokens >= CHUNK_TOKENS:
-                lens = _cat(lengths, np.int64)
-                ids_cat = _cat(ids, np.uint32)
-                rows_cat = _cat(rows, np.int64)
-                ids, lengths, rows, n_tokens = [], [], [], 0
-                for rb in add(ids_cat, lens, rows_cat, first, False):
+                n_docs = sum(len(h.lengths) for h in held)
+                rbs = add(held, first, False)
+                held, n_tokens = [], 0
+                for rb in rbs:
                     yield _piece(rb, "pretrain")
-                first += len(lens)
-        for rb in add(_cat(ids, np.uint32), _cat(lengths, np.int64), _cat(rows, np.int64), first, True):
+                first += n_docs
+        for rb in add(held, first, True):
             yield _piece(rb, "pretrain")
         packed.stats = {"dropped_documents": packer.dropped, "dropped_tokens": dropped_tokens,
                         "truncated_tokens": packer.truncated_tokens, "over_long": packer.over_long}
@@ -318,33 +316,46 @@ class _ConcatPacker:
         self.carry_offs = np.zeros(1, dtype=np.int64)
         self.carry_idx = np.zeros(0, dtype=np.int64)
 
-    def add(self, vals: np.ndarray, lengths: np.ndarray, first_doc: int, final: bool = False) -> list[pa.RecordBatch]:
+    def add(self, parts: list[Docs], lengths: np.ndarray, first_doc: int, final: bool = False) -> list[pa.RecordBatch]:
         """Pack one chunk of documents (after the fragments carried from the previous chunk);
-        return its full rows (and, when ``final``, the short last row)."""
+        return its full rows (and, when ``final``, the short last row).
+
+        Args:
+            parts: the chunk's tokenized batches, in document order.
+            lengths: int64 [n], the lengths of their documents, one after another.
+        """
         out: list[pa.RecordBatch] = []
         n = len(lengths)
         b = int(self.bos is not None)
         e = int(self.eos is not None)
-        offs = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offs[1:])
-        if b or e:  # frame here so carried fragments are never framed twice
-            framed_len = lengths + b + e
-            foffs = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(framed_len, out=foffs[1:])
-            fv = np.empty(int(foffs[-1]), dtype=np.uint32)
-            mask = np.ones(len(fv), dtype=bool)
+        k, c = len(self.carry_idx), len(self.carry_vals)
+        # one buffer: the carried fragments (shorter than seq_len, so overflow never touches
+        # them), then the chunk's documents framed [bos] ids [eos] (framed here so carried
+        # fragments are never framed twice), each batch's ids written in place: no
+        # concatenation of the batches, then of the carry and the chunk
+        foffs = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths + (b + e), out=foffs[1:])
+        all_vals = np.empty(c + int(foffs[-1]), dtype=np.uint32)
+        all_vals[:c] = self.carry_vals
+        body = all_vals[c:]
+        mask = None
+        if b or e:
+            mask = np.ones(len(body), dtype=bool)
             if b:
-                fv[foffs[:-1]] = self.bos
+                body[foffs[:-1]] = self.bos
                 mask[foffs[:-1]] = False
             if e:
-                fv[foffs[1:] - 1] = self.eos
+                body[foffs[1:] - 1] = self.eos
                 mask[foffs[1:] - 1] = False
-            fv[mask] = vals
-            vals, offs = fv, foffs
-        # carried fragments first; they are < seq_len so overflow never touches them
-        k = len(self.carry_idx)
-        all_vals = np.concatenate([self.carry_vals, vals])
-        all_offs = np.concatenate([self.carry_offs, offs[1:] + self.carry_offs[-1]])
+        done = 0
+        for d in parts:
+            lo, hi = int(foffs[done]), int(foffs[done + len(d.lengths)])
+            if mask is None:
+                body[lo:hi] = d.ids
+            else:
+                body[lo:hi][mask[lo:hi]] = d.ids
+            done += len(d.lengths)
+        all_offs = np.concatenate([self.carry_offs, foffs[1:] + self.carry_offs[-1]])
         mapping = np.concatenate([self.carry_idx, np.arange(first_doc, first_doc + n, dtype=np.int64)])
         self.last_dropped = np.zeros(0, dtype=np.int64)
         if len(mapping) == 0:
