@@ -109,6 +109,28 @@ def test_encode_decode_inspect(capsys):
 
 
 @needs_tiny
+def test_entry_exits_with_mains_status_and_freezes_the_collector(monkeypatch, capsys):
+    """``entry`` (the console script, ``python -m rmlprep.cli``) exits with main's status and
+    leaves every object in the collector's permanent generation, so interpreter shutdown does
+    not walk them; ``main`` leaves the collector alone."""
+    import gc
+
+    from rmlprep.cli import entry
+
+    before = gc.get_freeze_count()
+    assert main(["encode", str(TINY), "Hello"]) == 0 and gc.get_freeze_count() == before
+    for argv, status in ((["encode", str(TINY), "Hello"], 0), (["encode", str(TINY) + ".missing", "x"], 2)):
+        monkeypatch.setattr(sys, "argv", ["rmlprep", *argv])
+        try:
+            with pytest.raises(SystemExit) as e:
+                entry()
+            assert e.value.code == status and gc.get_freeze_count() > 0
+        finally:
+            gc.unfreeze()
+    capsys.readouterr()
+
+
+@needs_tiny
 def test_chat_and_parity_commands(tmp_path, capsys):
     m = tmp_path / "m.json"
     m.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]))
