@@ -122,8 +122,10 @@ def _load_json(path_or_dict: str | os.PathLike | Mapping[str, Any]) -> tuple[Map
         raise LoaderError(f"{p}: not valid JSON ({_json_error(e)}); is this a tokenizer.json?") from None
     except OSError as e:
         raise LoaderError(f"{p}: cannot read ({e.strerror or e})") from None
-    if not isinstance(data, dict):
-        raise LoaderError(f"{p}: expected a JSON object at the top level, got {type(data).__name__}")
+    if not isinstance(data, dict) or "model" not in data:
+        what = "no \"model\" entry" if isinstance(data, dict) else f"a JSON {type(data).__name__} at the top level"
+        raise LoaderError(f"{p}: not a Hugging Face tokenizer.json ({what}); give the model's tokenizer.json, or "
+                          "its SentencePiece .model, GGUF file or tiktoken rank file")
     return data, str(p), p.parent.name
 
 

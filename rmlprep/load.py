@@ -8,7 +8,8 @@ The format is told from the path, never from a guess at the model:
 - ``*.gguf`` or a file starting with the ``GGUF`` magic: :mod:`rmlprep.gguf`;
 - a tiktoken rank file (its first lines are ``<base64> <int>``): :mod:`rmlprep.tiktoken_file`
   (Llama 3's ``tokenizer.model`` is one);
-- any other file: a SentencePiece ``ModelProto`` (:mod:`rmlprep.spm`);
+- any other file that starts as a SentencePiece ``ModelProto`` does (:mod:`rmlprep.spm`); a
+  file that is none of these is refused as not a tokenizer, with this list;
 - ``demo:gpt2``: the embedded demo's tokenizer (:mod:`rmlprep.demo`: GPT-2's rank file fetched
   once from PyPI, else a small committed tokenizer).
 
@@ -44,6 +45,21 @@ DEMO_PREFIX = "demo:"
 
 _TIKTOKEN_ARGS = ("name", "pattern", "special_tokens")
 _SPEC_FIELDS = frozenset(f.name for f in fields(TokenizerSpec))
+#: What load_tokenizer reads, as the errors about a file it does not recognise list it.
+FORMATS = ("a Hugging Face tokenizer.json (or the model folder holding it), a SentencePiece .model, a GGUF file "
+           "or a tiktoken rank file")
+
+
+def _starts_like_sentencepiece(head: bytes) -> bool:
+    """Whether ``head`` can open a SentencePiece ``ModelProto``: its first piece, field 1
+    (length-delimited: tag 0x0A, a varint length), whose own first field is the piece text
+    (tag 0x0A again). sentencepiece writes the fields in number order, pieces first."""
+    if head[:1] != b"\x0a":
+        return False
+    i = 1
+    while i < len(head) and head[i] & 0x80:  # the varint's continuation bytes
+        i += 1
+    return i + 1 < len(head) and head[i + 1] == 0x0A
 
 
 def _resolve(path: Path) -> Path:
@@ -77,7 +93,7 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
     tiktoken_kw = {k: v for k, v in kwargs.items() if k in _TIKTOKEN_ARGS}
     try:
         with open(p, "rb") as f:
-            head = f.read(4)
+            head = f.read(16)
     except OSError as e:  # a directory without a tokenizer, no permission, ...
         raise LoaderError(f"{p}: cannot read the tokenizer file ({e.strerror or e})") from None
     from .hf import read_tokenizer_config
@@ -88,7 +104,7 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
         _no_tiktoken_args(p, tiktoken_kw)
         config = read_tokenizer_config(p.parent / "tokenizer_config.json")
         return spec_from_tokenizer_json(p, config=config)
-    if p.suffix == ".gguf" or head == b"GGUF":
+    if p.suffix == ".gguf" or head[:4] == b"GGUF":
         from .gguf import spec_from_gguf
 
         _no_tiktoken_args(p, tiktoken_kw)
@@ -97,6 +113,8 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
 
     if tiktoken_kw or looks_like_tiktoken(p):
         return spec_from_tiktoken(p, **tiktoken_kw), None
+    if not _starts_like_sentencepiece(head):
+        raise LoaderError(f"{p}: not a tokenizer file rmlprep recognises; give {FORMATS}")
     from .spm import spec_from_sentencepiece_model
 
     spec = spec_from_sentencepiece_model(p)

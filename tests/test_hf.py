@@ -405,7 +405,7 @@ def test_malformed_json(tmp_path):
     with pytest.raises(LoaderError, match="not valid JSON"):
         spec_from_tokenizer_json(p)
     p.write_text("[1, 2]")
-    with pytest.raises(LoaderError, match="expected a JSON object"):
+    with pytest.raises(LoaderError, match=r"not a Hugging Face tokenizer\.json \(a JSON list at the top level\)"):
         spec_from_tokenizer_json(p)
 
 

@@ -82,6 +82,34 @@ def test_missing_paths(tmp_path):
         load_tokenizer(tmp_path)
 
 
+@pytest.mark.parametrize("name,data,message", [
+    pytest.param("notes.txt", b"hello\n", "not a tokenizer file rmlprep recognises", id="text"),
+    pytest.param("corpus.jsonl", b'{"text": "a"}\n', "not a tokenizer file rmlprep recognises", id="jsonl"),
+    pytest.param("empty.model", b"", "not a tokenizer file rmlprep recognises", id="empty"),
+    pytest.param("config.json", b'{"vocab_size": 5}', r'not a Hugging Face tokenizer\.json \(no "model" entry\)',
+                 id="json-object"),
+    pytest.param("list.json", b"[1, 2]", r"not a Hugging Face tokenizer\.json \(a JSON list at the top level\)",
+                 id="json-list"),
+])
+def test_a_file_that_is_no_tokenizer_is_named_so(tmp_path, name, data, message):
+    """A file of no format rmlprep reads is refused as such, with the formats it reads, not as
+    a corrupt SentencePiece model (what every unrecognised file used to be read as)."""
+    p = tmp_path / name
+    p.write_bytes(data)
+    with pytest.raises(LoaderError, match=message) as e:
+        load_tokenizer(p)
+    assert "SentencePiece model at byte" not in str(e.value)
+    assert "tokenizer.json" in str(e.value) and "GGUF" in str(e.value) and "tiktoken" in str(e.value)
+
+
+def test_a_truncated_sentencepiece_model_is_still_called_one(tmp_path):
+    real = _need("llama2/tokenizer.model")
+    p = tmp_path / "cut.model"
+    p.write_bytes(real.read_bytes()[:1000])
+    with pytest.raises(LoaderError, match=r"corrupt or truncated SentencePiece model at byte \d+"):
+        load_tokenizer(p)
+
+
 def test_unsupported_json_passes_through(tmp_path):
     d = _tiny_json()
     d["model"]["type"] = "Unigram"
