@@ -158,7 +158,7 @@ class TokenizeText(_MapFunction):
             try:
                 out.append(tok.encode(t, **kw))
             except RmlprepError as e:
-                self._fail(i, f"{type(e).__name__}: {e}", where, errors, e)
+                self._fail(i, str(e), where, errors, e)
                 out.append(_EMPTY)
         return out
 
@@ -235,7 +235,9 @@ class TokenizeChat(_MapFunction):
                                               "set no_assistant='keep' (chat.no_assistant = \"keep\") to keep it")
                 ids, mask = encode_segments(tok, out.segs, train_on_reasoning=self.train_on_reasoning)
             except (RmlprepError, TypeError, KeyError, AttributeError) as e:
-                self._fail(i, f"{type(e).__name__}: {e}", where, errors, e)
+                why = (str(e) if isinstance(e, RmlprepError)
+                       else f"the conversation cannot be written ({type(e).__name__}: {e})")
+                self._fail(i, why, where, errors, e)
                 continue
             self.stats["reasoning_dropped"] += out.notes.get("reasoning_dropped", 0)
             if len(mask) != len(ids):  # encode_segments' contract; checked so columns never misalign

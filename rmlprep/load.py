@@ -321,7 +321,7 @@ def _open_demo(name: str, log: Callable[[str], None]) -> tuple[Tokenizer, str | 
         try:
             return load_tokenizer(str(ranks), name="gpt2"), str(ranks)
         except RmlprepError as e:
-            log(f"demo: cannot load {ranks} with load_tokenizer(name='gpt2') ({type(e).__name__}: {e}); "
+            log(f"demo: cannot load {ranks} with load_tokenizer(name='gpt2'): {e}; "
                 "falling back to a small local tokenizer")
     fallback = demo.fallback_file(log)
     if fallback is None:

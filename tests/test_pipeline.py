@@ -161,6 +161,20 @@ def test_sft_rejects_and_bfd(tmp_path):
     assert -100 in labels and any(x != -100 for x in labels)
 
 
+def test_sft_reject_reasons_read_as_sentences(tmp_path):
+    """A conversation the chat format refuses is a reject whose reason is the format's own
+    sentence, not an exception class name ("ChatFormatError: ...")."""
+    p = tmp_path / "chat.jsonl"
+    good = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]
+    p.write_text("".join(json.dumps({"messages": r}) + "\n" for r in (good, good[::-1])))
+    out = tmp_path / "o"
+    m = run(make_cfg(p, out, pipeline="sft", chat={"format": "llama2"}, pack={"overflow": "truncate"},
+                     parity={"chat": False}), log=quiet)
+    assert m["totals"]["documents"] == 1 and m["totals"]["rejects"] == 1
+    rec = json.loads((out / "rejects" / "rejects-00000.jsonl").read_text())
+    assert rec["row"] == 1 and rec["reason"].startswith("chat format 'llama2': ") and "Error" not in rec["reason"], rec
+
+
 @pytest.mark.skipif(not FORMATS.is_dir(), reason=f"{FORMATS} is absent")
 def test_sft_real_chat_parquet(tmp_path):
     m = run(make_cfg(FORMATS / "chat_hh.parquet", tmp_path / "o", pipeline="sft", chat={"format": "chatml"},

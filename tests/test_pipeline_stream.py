@@ -156,7 +156,7 @@ def test_a_fault_after_rows_were_written_is_the_inputs(tmp_path, monkeypatch):
         real_write(self, table, row_group_size=row_group_size)
 
     monkeypatch.setattr(writers_mod.pq.ParquetWriter, "write_table", noting)
-    with pytest.raises(RmlprepError, match=r"^unit 0: InputError: .*c\.jsonl\.gz: truncated gzip data") as e:
+    with pytest.raises(RmlprepError, match=r"^unit 0 failed: .*c\.jsonl\.gz: truncated gzip data") as e:
         run(make_cfg(inp, out), log=quiet)
     assert type(e.value) is RmlprepError and len(groups) > 10
     assert not list(out.glob("train-*")) + list(out.glob("shard-*")) and not list(out.rglob("*.tmp-*"))

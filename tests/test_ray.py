@@ -198,7 +198,7 @@ def test_unit_errors_come_back_from_tasks(ray_local, corpus, tmp_path):
     bad.write_bytes(data[: len(data) // 2])
     (tmp_path / "in" / "c.jsonl").write_bytes(corpus.read_bytes())
     cfg = make_cfg(tmp_path / "in" / "*", tmp_path / "o", engine="ray")
-    with pytest.raises(RmlprepError, match=r"unit \d+: InputError: .*cut\.jsonl\.gz: truncated gzip data"):
+    with pytest.raises(RmlprepError, match=r"unit \d+ failed: .*cut\.jsonl\.gz: truncated gzip data"):
         run(cfg, log=quiet)
     assert len(list((tmp_path / "o").glob("shard-*.done.json"))) >= 2
 

@@ -151,8 +151,9 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
     if fatal:  # the one that stopped the run, as its own kind
         kind = {"OutputError": OutputError, "ConfigError": ConfigError}.get(fatal[0]["kind"], RmlprepError)
         return kind(fatal[0]["error"])
-    msgs = [f"unit {e['unit']}: {e['kind']}: {e['error']}" for e in errors]
-    return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more)" if len(msgs) > 5 else ""))
+    errors = sorted(errors, key=lambda e: e["unit"])
+    msgs = [f"unit {e['unit']} failed: {e['error']}" for e in errors]
+    return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more units)" if len(msgs) > 5 else ""))
 
 
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, resume: bool,
