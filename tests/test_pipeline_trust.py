@@ -290,6 +290,26 @@ def test_read_only_output_is_refused_before_parity(tmp_path, monkeypatch, capsys
     assert not list((tmp_path / "o").glob("train-*")) + list((tmp_path / "o").glob("shard-*"))
 
 
+@pytest.mark.parametrize("out_rel,message", [
+    pytest.param("taken", "output.dir {out} is a file, not a folder; the output is a folder of shards: choose a new "
+                          "folder (or one an earlier run wrote) with --output or output.dir", id="the-folder"),
+    pytest.param("taken/sub/o", "output.dir {out} cannot be made: {taken} is a file, not a folder", id="a-parent"),
+])
+def test_output_that_is_a_file_says_so(tmp_path, capsys, out_rel, message):
+    """--output naming an existing file (or a path under one): one line saying what is wrong and
+    what to do, not the system's bare "File exists" / "Not a directory"."""
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(5)))
+    taken = tmp_path / "taken"
+    taken.write_text("my notes\n")
+    out = tmp_path / out_rel
+    assert cli.main(["run", str(write_toml(tmp_path / "c.toml", inp, tmp_path / "o")), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.format(out=out, taken=taken) in err, err
+    assert "File exists" not in err and "Not a directory" not in err
+    assert taken.read_text() == "my notes\n"
+
+
 def half_then_fail(exc: OSError):
     """A Parquet writer that writes a row group to disk, then fails: half a shard on disk."""
     real = writers_mod.pq.ParquetWriter.write_table

@@ -154,8 +154,18 @@ class OutputFolder:
         """Create the folder (and its parents).
 
         Raises:
-            OutputError: it cannot be created (read-only file system, no permission, a file).
+            OutputError: it cannot be created (read-only file system, no permission, a file
+                where the folder or one of its parents should be).
         """
+        for p in (self.path, *self.path.parents):  # the nearest that exists must be a folder
+            if p.exists() or p.is_symlink():
+                if not p.is_dir():
+                    what = "a file" if p.exists() else "a broken symbolic link"
+                    where = f"is {what}" if p == self.path else f"cannot be made: {p} is {what}"
+                    raise OutputError(f"output.dir {self.path} {where}, not a folder; the output is a folder of "
+                                      "shards: choose a new folder (or one an earlier run wrote) with --output or "
+                                      "output.dir", path=str(self.path))
+                break
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
