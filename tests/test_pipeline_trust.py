@@ -310,6 +310,39 @@ def test_output_that_is_a_file_says_so(tmp_path, capsys, out_rel, message):
     assert taken.read_text() == "my notes\n"
 
 
+def test_a_lone_tokenizer_json_has_no_eos_and_the_error_says_why(tmp_path, capsys):
+    """A tokenizer.json names no bos/eos: Hugging Face keeps them in the tokenizer_config.json
+    beside it (tokenizers' own Tokenizer has no eos either). Copied alone, pack.eos = true (the
+    default) is refused before any work with that reason; with the config beside it, the run
+    frames every document with its eos_token."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers
+
+    ref = tokenizers.Tokenizer(models.BPE(vocab={"a": 0, "b": 1, "ab": 2, "</s>": 3}, merges=[("a", "b")]))
+    ref.pre_tokenizer = pre_tokenizers.Metaspace()
+    ref.add_special_tokens(["</s>"])
+    d = tmp_path / "model"
+    d.mkdir()
+    ref.save(str(d / "tokenizer.json"))
+    inp = tmp_path / "c.jsonl"
+    inp.write_text('{"text": "ab"}\n')
+    toml = tmp_path / "c.toml"
+    toml.write_text(f'[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{d / "tokenizer.json"}"\n[pack]\nseq_len = 8\n'
+                    f'[output]\ndir = "{tmp_path / "o"}"\n[parity]\nrequire = false\n'
+                    '[run]\nworkers = 1\nprogress = "none"\nhistogram = false\n')
+    assert cli.main(["run", str(toml)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rmlprep: error: pack.eos: the tokenizer has no eos id: ")
+    assert f"{d / 'tokenizer.json'} names none, and no tokenizer_config.json" in err
+    assert "copy the model's tokenizer_config.json there, or set pack.eos = false" in err
+    assert not (tmp_path / "o").exists()
+    (d / "tokenizer_config.json").write_text(json.dumps({"eos_token": "</s>"}))
+    assert cli.main(["run", str(toml)]) == 0
+    capsys.readouterr()
+    docs = unpack(pq.read_table(tmp_path / "o" / "train-00000.parquet"))
+    assert [x.tolist() for x in docs] == [ref.encode("ab").ids + [3]]
+
+
 def half_then_fail(exc: OSError):
     """A Parquet writer that writes a row group to disk, then fails: half a shard on disk."""
     real = writers_mod.pq.ParquetWriter.write_table

@@ -36,12 +36,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from ..config import RunConfig
 from ..errors import ConfigError
+from ..load import is_spec_file
 from ..packing import from_numpy, pack_bfd, pack_concat, to_numpy
 from ..packing.arrays import list_values
 from .stages import Docs, Tally
@@ -169,7 +171,8 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
     so the combination is refused with the flag to drop, rather than guessed at.
 
     Raises:
-        ConfigError: ``pack.bos`` / ``pack.eos`` and the tokenizer has no bos / eos id;
+        ConfigError: ``pack.bos`` / ``pack.eos`` and the tokenizer has no bos / eos id (for a
+            tokenizer.json without the ``tokenizer_config.json`` that names them, the message says so);
             ``pack.bos`` / ``pack.eos`` and the tokenizer already adds that id (with
             ``tokenizer.add_special_tokens``); ``pack.pad`` and it has neither a pad nor an eos id.
     """
@@ -183,10 +186,16 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
         return Framing(pad=pad)
     bos = tokenizer.bos_id if pack["bos"] else None
     eos = tokenizer.eos_id if pack["eos"] else None
-    if pack["bos"] and bos is None:
-        raise ConfigError("pack.bos: the tokenizer has no bos id; set pack.bos = false")
-    if pack["eos"] and eos is None:
-        raise ConfigError("pack.eos: the tokenizer has no eos id; set pack.eos = false")
+    for flag, tid in (("bos", bos), ("eos", eos)):
+        if pack[flag] and tid is None:
+            lone = _lone_tokenizer_json(cfg["tokenizer"]["path"])
+            if lone is not None:
+                raise ConfigError(
+                    f"pack.{flag}: the tokenizer has no {flag} id: {lone} names none, and no tokenizer_config.json "
+                    f"(where a Hugging Face model keeps its {flag}_token) is beside it; copy the model's "
+                    f"tokenizer_config.json there, or set pack.{flag} = false"
+                )
+            raise ConfigError(f"pack.{flag}: the tokenizer has no {flag} id; set pack.{flag} = false")
     if cfg["tokenizer"]["add_special_tokens"]:
         spec = tokenizer.spec
         for flag, adds, name, tid in (("bos", spec.add_bos, "BOS", bos), ("eos", spec.add_eos, "EOS", eos)):
@@ -213,6 +222,18 @@ def dropped_reason(tokens: int, seq_len: int, framing: str = "") -> str:
 def _reject_dropped(tally: Tally, rows: np.ndarray, framed: np.ndarray, seq_len: int, framing_names: str) -> None:
     for r, n in zip(rows.tolist(), framed.tolist()):
         tally.reject_packed(r, dropped_reason(n, seq_len, framing_names))
+
+
+def _lone_tokenizer_json(path: str) -> Path | None:
+    """The tokenizer.json ``tokenizer.path`` names (itself or in its folder) when no
+    ``tokenizer_config.json`` sits beside it, else None. Hugging Face keeps a model's bos, eos
+    and pad tokens (and its chat template) in that file, not in tokenizer.json."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "tokenizer.json"
+    if p.suffix != ".json" or not p.is_file() or (p.parent / "tokenizer_config.json").exists():
+        return None
+    return None if is_spec_file(str(p)) else p  # rmlprep's own spec files name their ids
 
 
 def empty_table(pipeline: str) -> pa.Table:
