@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("ids", nargs="*", type=int, help="ids (default: read whitespace/comma separated ids from stdin)")
     d.add_argument("--name", help="encoding name for tiktoken rank files")
     d.add_argument("--skip-special-tokens", action="store_true")
+    d.add_argument("-n", "--no-newline", action="store_true",
+                   help="write the decoded text exactly, without the newline that ends the output")
 
     i = sub.add_parser("inspect", help="describe a tokenizer (kind, vocab, special ids, fingerprint)")
     i.add_argument("tokenizer", help=TOKENIZER_HELP)
@@ -82,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--tokenizer", help="also encode with this tokenizer and print ids and the assistant mask")
     c.add_argument("--name", help="encoding name for tiktoken rank files")
     c.add_argument("--add-generation-prompt", action="store_true")
+    c.add_argument("-n", "--no-newline", action="store_true",
+                   help="write the formatted text exactly, without the newline that ends the output")
 
     q = sub.add_parser("parity", help="check a tokenizer (or a chat format) against references, or make a fixture",
                        description="Without --make-fixture: check the tokenizer against its fixture (given, or found "
@@ -143,10 +147,14 @@ def _cmd_decode(a) -> int:
             ids = [int(x) for x in raw]
         except ValueError as e:
             raise RmlprepError(f"decode: stdin must hold integer ids: {e}") from None
-    sys.stdout.write(tok.decode(ids, skip_special_tokens=a.skip_special_tokens))
-    if sys.stdout.isatty():
-        sys.stdout.write("\n")
+    _write_text(tok.decode(ids, skip_special_tokens=a.skip_special_tokens), a.no_newline)
     return 0
+
+
+def _write_text(text: str, exact: bool) -> None:
+    """``text`` and a newline that ends the output (not part of the text: ``-n`` leaves it out),
+    as ``print`` and sentencepiece's ``spm_decode`` end theirs."""
+    sys.stdout.write(text if exact else text + "\n")
 
 
 def _cmd_inspect(a) -> int:
@@ -189,7 +197,7 @@ def _cmd_chat(a) -> int:
         enc = encode_chat(tok, msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools)
         print(json.dumps({"format": fmt, "input_ids": enc.input_ids, "assistant_masks": enc.assistant_masks}))
     else:
-        sys.stdout.write(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools))
+        _write_text(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools), a.no_newline)
     return 0
 
 

@@ -95,7 +95,9 @@ def test_encode_decode_inspect(capsys):
     ids = json.loads(capsys.readouterr().out)
     assert ids and all(isinstance(i, int) for i in ids)
     assert main(["decode", str(TINY), *map(str, ids)]) == 0
-    assert capsys.readouterr().out == "Hello 123"
+    assert capsys.readouterr().out == "Hello 123\n"  # the output ends with a newline, as print's
+    assert main(["decode", "-n", str(TINY), *map(str, ids)]) == 0
+    assert capsys.readouterr().out == "Hello 123"  # the text exactly
     assert main(["inspect", str(TINY)]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["vocab_size"] == 600 and len(info["fingerprint"]) == 64
@@ -103,7 +105,7 @@ def test_encode_decode_inspect(capsys):
     assert main(["encode", str(TINY), "--json", "Hello 123"]) == 0
     assert json.loads(capsys.readouterr().out) == ids
     assert main(["decode", str(TINY), "--skip-special-tokens", *map(str, ids)]) == 0
-    assert capsys.readouterr().out == "Hello 123"
+    assert capsys.readouterr().out == "Hello 123\n"
     with pytest.raises(SystemExit):
         main(["encode", str(TINY), "Hello", "--no-such-option"])
 
@@ -134,8 +136,10 @@ def test_entry_exits_with_mains_status_and_freezes_the_collector(monkeypatch, ca
 def test_chat_and_parity_commands(tmp_path, capsys):
     m = tmp_path / "m.json"
     m.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]))
-    assert main(["chat", str(m), "--format", "chatml"]) == 0
+    assert main(["chat", str(m), "--format", "chatml", "--no-newline"]) == 0
     assert capsys.readouterr().out == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n"
+    assert main(["chat", str(m), "--format", "llama3"]) == 0  # its text ends in <|eot_id|>: a newline follows
+    assert capsys.readouterr().out.endswith("<|start_header_id|>assistant<|end_header_id|>\n\nyo<|eot_id|>\n")
     assert main(["chat", str(m), "--format", "chatml", "--tokenizer", str(TINY)]) == 0
     enc = json.loads(capsys.readouterr().out)
     assert len(enc["input_ids"]) == len(enc["assistant_masks"])
