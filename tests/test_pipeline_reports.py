@@ -97,6 +97,7 @@ def test_output_folder_loads_with_datasets(tmp_path, pipeline):
     card = (out / "README.md").read_text()
     assert card.startswith("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: train-*.parquet\n")
     assert f"config hash: `{m['config_hash']}`" in card and m["tokenizer"]["fingerprint"] in card
+    assert f'`datasets.load_dataset("{out}")`' in card and f'data_dir="{out}")`' in card  # the folder, not OUTPUT
     expect = pq.read_table(shards[0]).to_pylist() + pq.read_table(shards[2]).to_pylist()
 
     def check(ds) -> None:

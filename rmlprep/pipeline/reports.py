@@ -3,6 +3,7 @@ summary table at the end, all computed from the units' done records."""
 
 from __future__ import annotations
 
+import json
 import math
 import platform
 import sys
@@ -222,6 +223,7 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     feats = [f"  - name: {f.name}\n    list: {f.type.value_type}" for f in SCHEMAS[pipeline]]
     tok = manifest["tokenizer"]
     seq_len = manifest["config"]["pack"]["seq_len"]
+    folder = json.dumps(str(manifest["config"]["output"]["dir"]), ensure_ascii=False)  # as the config names it
     text = (
         "---\n"
         "configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: train-*.parquet\n"
@@ -237,8 +239,8 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
         f"- {len(manifest['shards'])} shards, {t['rows']:,} rows, {t['documents']:,} documents, "
         f"{t['written_tokens']:,} tokens in rows ({t['tokens']:,} in documents), {t['rejects']:,} rejected rows"
         + (" (in `rejects/`)" if t["rejects"] else "") + "\n\n"
-        "Load it with `datasets.load_dataset(\"OUTPUT\")` (this card names the shards) or\n"
-        "`datasets.load_dataset(\"parquet\", data_dir=\"OUTPUT\")` (the shards are the `train-*` files).\n"
+        f"Load it with `datasets.load_dataset({folder})` (this card names the shards) or\n"
+        f"`datasets.load_dataset(\"parquet\", data_dir={folder})` (the shards are the `train-*` files).\n"
     )
     return text.encode("utf-8")
 
