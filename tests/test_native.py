@@ -320,6 +320,26 @@ def test_threaded_batch_equals_one_thread(name, num_threads):
         assert ids1[off1[i]:off1[i + 1]].tolist() == tok._native.encode_text(docs[i])
 
 
+@pytest.mark.parametrize("name", ["bl_gpt2_digits", "sp_hf_bytefallback"])
+@pytest.mark.parametrize("num_threads", [2, 3])
+def test_threaded_batch_uneven_documents(name, num_threads):
+    """Threads on documents of very uneven size (one larger than all the others together, first,
+    last or alone) and on texts whose ids come near their bound (characters spelled as byte
+    tokens): the ids and offsets of one thread. On 2+ threads the ids are written into a mapping
+    sized by that bound, ranges 0 and 1 meeting in it, so this checks where they meet."""
+    tok, _, _ = fixture_pair(name)
+    big = "\U0001F600\u0101\u00ff\u4e2d " * 40_000
+    small = _mixed_docs(60, seed=3)
+    if tok.spec.kind != BYTE_LEVEL:
+        big, small = big.replace(" ", SPACE), [d.replace(" ", SPACE) for d in small]
+    for docs in ([big] + small, small + [big], [big], ["", big, ""], small[:3] + [big] + small[3:] + [big]):
+        ids1, off1 = tok._native.encode_batch(docs, num_threads=1)
+        idsn, offn = tok._native.encode_batch(docs, num_threads=num_threads)
+        assert np.array_equal(off1, offn) and np.array_equal(ids1, idsn)
+        i = docs.index(big)
+        assert ids1[off1[i]:off1[i + 1]].tolist() == tok._native.encode_text(big)
+
+
 @pytest.mark.parametrize("num_threads", [1, 2])
 def test_encode_utf8_equals_encode_batch(num_threads):
     """UTF-8 bytes + offsets (an Arrow string column's buffers) give encode_batch's ids."""

@@ -30,7 +30,9 @@
  *
  * Threads: tables are read-only after construction. Each call takes one of a few cache slots
  * (piece cache + scratch buffers) with a try-lock, or runs uncached if all are busy, and
- * releases the GIL for long texts and for batches, so 2 threads use 2 cores.
+ * releases the GIL for long texts and for batches, so 2 threads use 2 cores. A batch on n
+ * threads takes n slots (each worker learns its own documents' pieces) and writes its ids in
+ * document order without a copy of all of them at the end (see "batches" below).
  *
  * Source: rmlprep/bpe.py, rmlprep/tokenizer.py, rmlprep/pretokenize.py (the reference).
  */
@@ -707,6 +709,16 @@ static size_t utf8_sp(const uint8_t *s, size_t n, uint8_t *o0)
 
 #define KIND_UTF8 0 /* set_text: the data is UTF-8 bytes */
 
+/* Bytes of a text after set_text at most (SentencePiece spells a space in 3), and so its ids at
+ * most: every id covers at least one byte (a merge of byte or code-point symbols, a byte
+ * fallback, an unk for a whole character). */
+static inline size_t text_bound(int sp, int kind, int ascii, size_t n)
+{
+    if (kind == KIND_UTF8 || ascii)
+        return sp ? 3 * n : n;
+    return sp && kind == PyUnicode_1BYTE_KIND ? 3 * n : utf8_bound(kind, n);
+}
+
 /* Point x->text at the UTF-8 of a text: a str's data (kind 1, 2, 4; an ASCII str read in place)
  * or UTF-8 bytes (KIND_UTF8, read in place). Byte-level: x->cls gets its class array.
  * SentencePiece: spaces become U+2581 here (the text is always copied). -1: out of memory. */
@@ -714,8 +726,7 @@ static int set_text(Ctx *x, const void *data, int kind, int ascii, size_t n)
 {
     int byte_level = x->E->kind == KIND_BYTE_LEVEL, sp = !byte_level;
     int in_place = byte_level && (ascii || kind == KIND_UTF8);
-    size_t bound = kind == KIND_UTF8 || ascii ? (sp ? 3 * n : n) : sp && kind == PyUnicode_1BYTE_KIND ? 3 * n
-                                                                 : utf8_bound(kind, n);
+    size_t bound = text_bound(sp, kind, ascii, n);
     if (byte_level && bound + PAD > x->clscap && grow((void **)&x->cls, &x->clscap, bound + PAD, 1) < 0)
         return -1;
     uint8_t *k = byte_level ? x->cls : NULL;
@@ -1472,6 +1483,8 @@ typedef struct {
     uint32_t *v;
     Py_ssize_t n;
     Py_ssize_t exports;
+    void *map;      /* NULL: v is malloc'd; else v lies in this mapping of map_len bytes */
+    size_t map_len;
 } IdBuffer;
 
 static int IdBuffer_getbuffer(IdBuffer *self, Py_buffer *view, int flags)
@@ -1492,7 +1505,10 @@ static void IdBuffer_releasebuffer(IdBuffer *self, Py_buffer *Py_UNUSED(view))
 
 static void IdBuffer_dealloc(IdBuffer *self)
 {
-    free(self->v);
+    if (self->map)
+        munmap(self->map, self->map_len);
+    else
+        free(self->v);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1525,6 +1541,7 @@ static PyObject *idbuf_take(IdVec *o)
     if (b == NULL)
         return NULL;
     b->v = NULL;
+    b->map = NULL;
     uint32_t *v = o->v;
     if (o->n == 0) {
         free(v);
@@ -1546,15 +1563,48 @@ static PyObject *idbuf_take(IdVec *o)
     return (PyObject *)b;
 }
 
+/* An IdBuffer of the n ids at v inside the mapping [map, map + len), which it unmaps when freed;
+ * the pages before and after the ids' pages are unmapped here. The mapping is unmapped on
+ * failure too. */
+static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
+{
+    uintptr_t pg = 4096, lo = (uintptr_t)v & ~(pg - 1), hi = ((uintptr_t)(v + n) + pg - 1) & ~(pg - 1);
+    if (hi == lo)
+        hi = lo + pg; /* no ids: keep one page for v to point into */
+    if (lo > (uintptr_t)map)
+        munmap(map, lo - (uintptr_t)map);
+    if (hi < (uintptr_t)map + len)
+        munmap((void *)hi, (uintptr_t)map + len - hi);
+    IdBuffer *b = PyObject_New(IdBuffer, &IdBufferType);
+    if (b == NULL) {
+        munmap((void *)lo, hi - lo);
+        return NULL;
+    }
+    b->v = v;
+    b->n = (Py_ssize_t)n;
+    b->exports = 0;
+    b->map = (void *)lo;
+    b->map_len = hi - lo;
+    return (PyObject *)b;
+}
+
 /* ---------------------------------------------------------------------------------------- */
-/* batches: documents in units of about UNIT_BYTES, each worker owning a contiguous range of units
- * (so its piece cache sees related text) and, once done, taking units from the back of the other
- * ranges (so no worker idles while another has work left). Workers append to their own id
- * vectors. Worker 0's own range is the front of the batch, encoded in order, so its vector
- * becomes the result: it is grown to the total and the other units' ids are copied in behind its
- * own (the units it takes from other ranges go to a side vector, not into that prefix). Only the
- * other workers' ids are copied, after they are all done: a serial pass writing (and first
- * touching) 4 bytes per token, which for all ids was 10-20% of a 2-thread batch's wall time. */
+/* batches: documents in units of about total / (32 * threads) bytes, each worker owning a
+ * contiguous range of units (so its piece cache sees related text) and, once done, taking units
+ * from the other end of the other ranges (so no worker idles while another has work left; the
+ * last unit is what one worker may still be on when the other runs out, so units are small).
+ *
+ * The ids land in document order without a serial copy at the end: on 2 or more threads the
+ * result is one mapping, reserved at the ids' upper bound (text_bound) and touched only where
+ * ids are written. Worker 0 encodes its range from the back, each document's ids copied in just
+ * below the previous ones, ending at `mid`, the bound of range 0; worker 1 encodes its range from
+ * the front, its documents' ids copied in from `mid` up. So ranges 0 and 1 meet at `mid` and
+ * the result starts where range 0's ids start. Units a worker takes from another range (and
+ * every unit of workers 2 and up) go to that worker's side vector and are copied into place
+ * after the join: a few units, where a copy of all ids after the join was a serial pass writing
+ * (and first touching) 4 bytes per token, 10-20% of a 2-thread batch's wall time. The
+ * per-document copies are made while the ids are still in cache, on both cores at once. One
+ * thread (or a failed mapping) writes its units in order into side[0], handed over whole. */
 
 #define UNIT_MIN_BYTES (64u << 10)
 #define UNIT_MAX_BYTES (1u << 20)
@@ -1568,19 +1618,28 @@ typedef struct {
     int utf8;       /* UTF-8 bytes: validated before use */
 } DocRef;
 
+#define TO_SIDE 0 /* batch_unit: append to the worker's side vector */
+#define TO_BACK 1 /* worker 0, range 0 from the back: each document's ids below map[back] */
+#define TO_FWD 2  /* worker 1, range 1 from the front: each document's ids from map[fwd] on */
+
 typedef struct Batch {
     Encoder *E;
     const DocRef *docs;
     Py_ssize_t nt;
     int64_t *doc_n;          /* ids of each document */
     Py_ssize_t *unit_first;  /* first document of each unit, nunits + 1 entries */
-    IdVec **unit_vec;        /* the vector holding each unit's ids */
+    IdVec **unit_vec;        /* the side vector holding each unit's ids; NULL: in the mapping */
     size_t *unit_pos;        /* where they start in it */
-    IdVec side;              /* worker 0's units from other ranges (its own vector is the result) */
     size_t nunits;
     uint64_t ranges[MAX_THREADS]; /* per worker: next unit << 32 | end unit (taken with CAS) */
     int nworkers;
     Ctx *ctx[MAX_THREADS];
+    IdVec side[MAX_THREADS];
+    IdVec whole;             /* the result when the mapping failed on 2+ threads */
+    uint32_t *map;           /* the result on 2+ threads (NULL: side[0] is) */
+    size_t map_len;          /* bytes */
+    size_t mid, back, fwd;   /* ids: where ranges 0 and 1 meet; worker 0's and worker 1's cursors */
+    size_t bound_hi;         /* ids: the mapping's size */
     int failed;              /* set once: -1 out of memory, -2 text too long, -3 invalid UTF-8 */
     Py_ssize_t bad_doc;
 } Batch;
@@ -1655,29 +1714,61 @@ static void batch_fail(Batch *B, int rc, Py_ssize_t doc)
         B->bad_doc = doc;
 }
 
-/* Unit u on worker t, its ids appended to `dst` (the worker's vector, or worker 0's side vector). */
-static void batch_unit(Batch *B, int t, size_t u, IdVec *dst)
+/* One document on worker t, its ids appended to x->out; 0, or -1 after batch_fail. */
+static int batch_doc(Batch *B, Ctx *x, Py_ssize_t i)
+{
+    const DocRef *d = &B->docs[i];
+    size_t before = x->out->n;
+    if (d->utf8 && !utf8_valid(d->data, (size_t)d->len)) {
+        batch_fail(B, -3, i);
+        return -1;
+    }
+    int rc = run_str(x, d->data, d->kind, d->ascii, d->len);
+    if (rc < 0) {
+        batch_fail(B, rc, i);
+        return -1;
+    }
+    B->doc_n[i] = (int64_t)(x->out->n - before);
+    return 0;
+}
+
+/* Unit u on worker t (`to`: TO_SIDE, TO_BACK, TO_FWD). In the mapping, each document is encoded
+ * into the slot's vector (x->out, reused) and copied into place. */
+static void batch_unit(Batch *B, int t, size_t u, int to)
 {
     Ctx *x = B->ctx[t];
-    x->out = dst;
-    B->unit_vec[u] = dst;
-    B->unit_pos[u] = dst->n;
-    for (Py_ssize_t i = B->unit_first[u]; i < B->unit_first[u + 1]; i++) {
-        if (__atomic_load_n(&B->failed, __ATOMIC_RELAXED))
-            return;
-        const DocRef *d = &B->docs[i];
-        size_t before = x->out->n;
-        if (d->utf8 && !utf8_valid(d->data, (size_t)d->len)) {
-            batch_fail(B, -3, i);
-            return;
-        }
-        int rc = run_str(x, d->data, d->kind, d->ascii, d->len);
-        if (rc < 0) {
-            batch_fail(B, rc, i);
-            return;
-        }
-        B->doc_n[i] = (int64_t)(x->out->n - before);
+    Py_ssize_t first = B->unit_first[u], last = B->unit_first[u + 1];
+    if (to == TO_SIDE) {
+        IdVec *own = x->out;
+        x->out = &B->side[t];
+        B->unit_vec[u] = x->out;
+        B->unit_pos[u] = x->out->n;
+        for (Py_ssize_t i = first; i < last && !__atomic_load_n(&B->failed, __ATOMIC_RELAXED); i++)
+            if (batch_doc(B, x, i) < 0)
+                break;
+        x->out = own;
+        return;
     }
+    B->unit_vec[u] = NULL;
+    for (Py_ssize_t k = 0; k < last - first && !__atomic_load_n(&B->failed, __ATOMIC_RELAXED); k++) {
+        Py_ssize_t i = to == TO_BACK ? last - 1 - k : first + k;
+        x->out->n = 0;
+        if (batch_doc(B, x, i) < 0)
+            return;
+        size_t n = x->out->n;
+        if (n > (to == TO_BACK ? B->back : B->bound_hi - B->fwd)) { /* cannot happen: ids <= text_bound */
+            batch_fail(B, -1, i);
+            return;
+        }
+        if (to == TO_BACK) {
+            B->back -= n;
+            memcpy(B->map + B->back, x->out->v, n * 4);
+        } else {
+            memcpy(B->map + B->fwd, x->out->v, n * 4);
+            B->fwd += n;
+        }
+    }
+    x->out->n = 0;
 }
 
 typedef struct {
@@ -1689,20 +1780,24 @@ static void *batch_worker(void *arg)
 {
     Batch *B = ((WorkerArg *)arg)->B;
     int t = ((WorkerArg *)arg)->t;
-    IdVec *own = B->ctx[t]->out, *other = t == 0 ? &B->side : own;
+    int mapped = B->map != NULL;
+    /* range 0 is encoded from the back when mapped: its owner takes units there, others from the front */
+    int own_front = !(mapped && t == 0);
+    int own_to = !mapped || t >= 2 ? TO_SIDE : t == 0 ? TO_BACK : TO_FWD;
     long u;
-    while ((u = take_unit(&B->ranges[t], 1)) >= 0)
-        batch_unit(B, t, (size_t)u, own);
-    for (int k = 1; k < B->nworkers; k++) { /* then help the others, from the back of their ranges */
+    while ((u = take_unit(&B->ranges[t], own_front)) >= 0)
+        batch_unit(B, t, (size_t)u, own_to);
+    for (int k = 1; k < B->nworkers; k++) { /* then help the others, from the other end */
         int o = (t + k) % B->nworkers;
-        while ((u = take_unit(&B->ranges[o], 0)) >= 0)
-            batch_unit(B, t, (size_t)u, other);
+        int front = mapped && o == 0;
+        while ((u = take_unit(&B->ranges[o], front)) >= 0)
+            batch_unit(B, t, (size_t)u, TO_SIDE);
     }
-    B->ctx[t]->out = own;
     return NULL;
 }
 
-/* Encode docs[0, nt) on up to num_threads workers (GIL released); returns (ids, offsets) bytes. */
+/* Encode docs[0, nt) on up to num_threads workers (GIL released); returns (ids, offsets): an
+ * IdBuffer of uint32 ids and bytes of int64 offsets. */
 static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int num_threads)
 {
     Batch *B = PyMem_Calloc(1, sizeof(Batch));
@@ -1710,6 +1805,7 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
     PyObject *res = NULL;
     Slot *slots[MAX_THREADS] = {0};
     IdVec *priv = NULL;
+    uint64_t *unit_bytes = NULL, *unit_bound = NULL;
     if (B == NULL || offs == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -1717,36 +1813,38 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
     B->E = E;
     B->docs = docs;
     B->nt = nt;
-    /* units of whole documents, about total / (8 * threads) bytes each */
+    /* units of whole documents, about total / (32 * threads) bytes each */
     uint64_t total = 0;
     for (Py_ssize_t i = 0; i < nt; i++)
         total += (uint64_t)docs[i].len * (uint64_t)(docs[i].utf8 ? 1 : docs[i].kind);
-    uint64_t target = total / (8 * (uint64_t)num_threads);
+    uint64_t target = total / (32 * (uint64_t)num_threads);
     target = target < UNIT_MIN_BYTES ? UNIT_MIN_BYTES : target > UNIT_MAX_BYTES ? UNIT_MAX_BYTES : target;
     B->unit_first = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(nt + 2));
-    uint64_t *unit_bytes = PyMem_Malloc(sizeof(uint64_t) * (size_t)(nt + 1));
+    unit_bytes = PyMem_Malloc(sizeof(uint64_t) * (size_t)(nt + 1));
+    unit_bound = PyMem_Malloc(sizeof(uint64_t) * (size_t)(nt + 1));
     B->doc_n = PyMem_Calloc((size_t)nt + 1, sizeof(int64_t));
-    if (!B->unit_first || !unit_bytes || !B->doc_n) {
-        PyMem_Free(unit_bytes);
+    if (!B->unit_first || !unit_bytes || !unit_bound || !B->doc_n) {
         PyErr_NoMemory();
         goto done;
     }
+    int sp = E->kind != KIND_BYTE_LEVEL;
     size_t nu = 0;
-    uint64_t acc = 0;
+    uint64_t acc = 0, accb = 0;
     B->unit_first[0] = 0;
     for (Py_ssize_t i = 0; i < nt; i++) {
         acc += (uint64_t)docs[i].len * (uint64_t)(docs[i].utf8 ? 1 : docs[i].kind);
+        accb += text_bound(sp, docs[i].kind, docs[i].ascii, (size_t)docs[i].len);
         if (acc >= target || i + 1 == nt) {
             unit_bytes[nu] = acc;
+            unit_bound[nu] = accb;
             B->unit_first[++nu] = i + 1;
-            acc = 0;
+            acc = accb = 0;
         }
     }
     B->nunits = nu;
     B->unit_vec = PyMem_Calloc(nu + 1, sizeof(IdVec *));
     B->unit_pos = PyMem_Calloc(nu + 1, sizeof(size_t));
     if (!B->unit_vec || !B->unit_pos) {
-        PyMem_Free(unit_bytes);
         PyErr_NoMemory();
         goto done;
     }
@@ -1754,21 +1852,30 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
     if ((size_t)nw > nu)
         nw = nu ? (int)nu : 1;
     B->nworkers = nw;
-    /* contiguous ranges of about equal bytes */
+    /* contiguous ranges of about equal bytes; the mapping's meeting point: range 0's bound */
     {
         size_t u = 0;
-        uint64_t done_bytes = 0;
+        uint64_t done_bytes = 0, bound = 0;
         for (int t = 0; t < nw; t++) {
             size_t start = u;
             uint64_t goal = total * (uint64_t)(t + 1) / (uint64_t)nw;
             while (u < nu && (t == nw - 1 || done_bytes + unit_bytes[u] / 2 < goal)) {
                 done_bytes += unit_bytes[u];
+                bound += unit_bound[u];
                 u++;
             }
             B->ranges[t] = ((uint64_t)start << 32) | u;
+            if (t == 0)
+                B->mid = (size_t)bound;
         }
+        B->bound_hi = (size_t)bound;
     }
-    PyMem_Free(unit_bytes);
+    if (nw > 1) { /* reserved, not committed: only the pages the ids are written to are touched */
+        B->map_len = ((B->bound_hi + 1) * 4 + 4095) & ~(size_t)4095;
+        void *m = mmap(NULL, B->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        B->map = m == MAP_FAILED ? NULL : m;
+        B->back = B->fwd = B->mid;
+    }
     priv = PyMem_Calloc((size_t)nw, sizeof(IdVec));
     if (priv == NULL) {
         PyErr_NoMemory();
@@ -1789,8 +1896,9 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
     }
     int64_t *off = (int64_t *)PyBytes_AS_STRING(offs);
     uint64_t ntok = 0;
-    IdVec *out0 = B->ctx[0]->out;
-    int grown = 0;
+    uint32_t *res_v = NULL; /* the result, in the mapping */
+    IdVec *result = NULL;   /* else the result */
+    int placed = 0;
     Py_BEGIN_ALLOW_THREADS
     pthread_t th[MAX_THREADS];
     WorkerArg args[MAX_THREADS];
@@ -1809,29 +1917,35 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
         if (!started[t]) {
             long u;
             while ((u = take_unit(&B->ranges[t], 1)) >= 0)
-                batch_unit(B, 0, (size_t)u, &B->side);
-            B->ctx[0]->out = out0;
+                batch_unit(B, 0, (size_t)u, TO_SIDE);
         }
     for (Py_ssize_t i = 0; i < nt; i++) {
         off[i] = (int64_t)ntok;
         ntok += (uint64_t)B->doc_n[i];
     }
     off[nt] = (int64_t)ntok;
-    if (!B->failed) { /* worker 0's vector, grown to the total, takes the other units' ids */
-        size_t p = 0;
-        while (p < B->nunits && B->unit_vec[p] == out0)
-            p++;
-        uint32_t *v = out0->v;
-        if (ntok <= out0->cap || (v = realloc(out0->v, (size_t)ntok * 4)) != NULL) {
-            out0->v = v;
-            out0->cap = out0->cap > ntok ? out0->cap : (size_t)ntok;
-            for (size_t u = p; u < B->nunits; u++) {
-                Py_ssize_t first = B->unit_first[u], last = B->unit_first[u + 1];
-                size_t n = (size_t)(off[last] - off[first]);
-                memcpy(v + off[first], B->unit_vec[u]->v + B->unit_pos[u], n * 4);
+    if (!B->failed) { /* the units that are not in place yet, copied in */
+        uint32_t *dst = NULL;
+        if (B->map) {
+            /* the ids written in place start at `back`: those of the first unit written in place */
+            size_t a = 0;
+            while (a < B->nunits && B->unit_vec[a] != NULL)
+                a++;
+            dst = res_v = a < B->nunits ? B->map + B->back - off[B->unit_first[a]] : B->map;
+            placed = 1;
+        } else { /* one worker wrote its units in order into side[0]; else (no mapping) all are copied */
+            result = nw == 1 ? &B->side[0] : &B->whole;
+            if (ntok <= result->cap || grow((void **)&result->v, &result->cap, (size_t)ntok, 4) == 0) {
+                dst = result->v;
+                result->n = (size_t)ntok;
+                placed = 1;
             }
-            out0->n = (size_t)ntok;
-            grown = 1;
+        }
+        for (size_t u = 0; placed && u < B->nunits; u++) {
+            IdVec *src = B->unit_vec[u];
+            Py_ssize_t first = B->unit_first[u], last = B->unit_first[u + 1];
+            if (src != NULL && src->v + B->unit_pos[u] != dst + off[first])
+                memcpy(dst + off[first], src->v + B->unit_pos[u], (size_t)(off[last] - off[first]) * 4);
         }
     }
     Py_END_ALLOW_THREADS
@@ -1840,10 +1954,16 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
             PyErr_Format(PyExc_ValueError, "texts[%zd] is not well-formed UTF-8", B->bad_doc);
         else
             run_error(B->failed);
-    } else if (!grown) {
+    } else if (!placed) {
         PyErr_NoMemory();
     } else {
-        PyObject *ids = idbuf_take(out0);
+        PyObject *ids;
+        if (B->map) {
+            ids = idbuf_of_map((uint8_t *)B->map, B->map_len, res_v, (size_t)ntok);
+            B->map = NULL; /* unmapped by it */
+        } else {
+            ids = idbuf_take(result);
+        }
         if (ids != NULL) {
             res = PyTuple_Pack(2, ids, offs);
             Py_DECREF(ids);
@@ -1857,9 +1977,15 @@ done:
         PyMem_Free(B->doc_n);
         PyMem_Free(B->unit_vec);
         PyMem_Free(B->unit_pos);
-        free(B->side.v);
+        for (int t = 0; t < MAX_THREADS; t++)
+            free(B->side[t].v);
+        free(B->whole.v);
+        if (B->map)
+            munmap(B->map, B->map_len);
         PyMem_Free(B);
     }
+    PyMem_Free(unit_bytes);
+    PyMem_Free(unit_bound);
     PyMem_Free(priv);
     Py_XDECREF(offs);
     return res;
