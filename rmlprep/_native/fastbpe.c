@@ -1594,9 +1594,8 @@ static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
  * from the other end of the other ranges (so no worker idles while another has work left; the
  * last unit is what one worker may still be on when the other runs out, so units are small).
  *
- * The ids land in document order without a serial copy at the end: on 2 or more threads the
- * result is one mapping, reserved at the ids' upper bound (text_bound) and touched only where
- * ids are written. Worker 0 encodes its range from the back, each document's ids copied in just
+ * The ids land in document order without a serial copy at the end: the result is one mapping,
+ * reserved at the ids' upper bound (text_bound) and touched only where ids are written. Worker 0 encodes its range from the back, each document's ids copied in just
  * below the previous ones, ending at `mid`, the bound of range 0; worker 1 encodes its range from
  * the front, its documents' ids copied in from `mid` up. So ranges 0 and 1 meet at `mid` and
  * the result starts where range 0's ids start. Units a worker takes from another range (and
@@ -1604,11 +1603,20 @@ static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
  * after the join: a few units, where a copy of all ids after the join was a serial pass writing
  * (and first touching) 4 bytes per token, 10-20% of a 2-thread batch's wall time. The
  * per-document copies are made while the ids are still in cache, on both cores at once. One
- * thread (or a failed mapping) writes its units in order into side[0], handed over whole. */
+ * thread writes its range from the front.
+ *
+ * The mapping is taken from MAP_MIN_BYTES of bound on, on 2 MB pages (transparent huge pages on
+ * request, like the big tables): a result is fresh memory on every call (the previous one is the
+ * caller's), and first touching 14 MB of ids costs ~8 ms in 3.6 k page faults on this VM, ~0.75
+ * ms in 7 huge ones. Below that (or when the mapping fails) the workers append to their slots'
+ * vectors, kept between calls: one worker's is handed over whole, 2+ workers' units are copied
+ * into one vector after the join (a small copy at that size; a fresh mapping of 4 KB pages for
+ * 1 MB of ids cost more, ~0.5 ms of faults per call). */
 
 #define UNIT_MIN_BYTES (64u << 10)
 #define UNIT_MAX_BYTES (1u << 20)
 #define MAX_THREADS 64
+#define MAP_MIN_BYTES (4 * (size_t)HUGE_PAGE) /* ids' bound from which the result is a mapping */
 
 typedef struct {
     const void *data;
@@ -1618,7 +1626,7 @@ typedef struct {
     int utf8;       /* UTF-8 bytes: validated before use */
 } DocRef;
 
-#define TO_SIDE 0 /* batch_unit: append to the worker's side vector */
+#define TO_SIDE 0 /* batch_unit: append to the worker's side vector (its slot's without a mapping) */
 #define TO_BACK 1 /* worker 0, range 0 from the back: each document's ids below map[back] */
 #define TO_FWD 2  /* worker 1, range 1 from the front: each document's ids from map[fwd] on */
 
@@ -1634,9 +1642,9 @@ typedef struct Batch {
     uint64_t ranges[MAX_THREADS]; /* per worker: next unit << 32 | end unit (taken with CAS) */
     int nworkers;
     Ctx *ctx[MAX_THREADS];
-    IdVec side[MAX_THREADS];
-    IdVec whole;             /* the result when the mapping failed on 2+ threads */
-    uint32_t *map;           /* the result on 2+ threads (NULL: side[0] is) */
+    IdVec side[MAX_THREADS]; /* with the mapping: each worker's units from other ranges */
+    IdVec whole;             /* the result of 2+ workers without a mapping */
+    uint32_t *map;           /* the result (NULL: below MAP_MIN_BYTES, or the mapping failed) */
     size_t map_len;          /* bytes */
     size_t mid, back, fwd;   /* ids: where ranges 0 and 1 meet; worker 0's and worker 1's cursors */
     size_t bound_hi;         /* ids: the mapping's size */
@@ -1738,9 +1746,10 @@ static void batch_unit(Batch *B, int t, size_t u, int to)
 {
     Ctx *x = B->ctx[t];
     Py_ssize_t first = B->unit_first[u], last = B->unit_first[u + 1];
-    if (to == TO_SIDE) {
+    if (to == TO_SIDE) { /* without a mapping: the slot's own vector (kept between calls) */
         IdVec *own = x->out;
-        x->out = &B->side[t];
+        if (B->map)
+            x->out = &B->side[t];
         B->unit_vec[u] = x->out;
         B->unit_pos[u] = x->out->n;
         for (Py_ssize_t i = first; i < last && !__atomic_load_n(&B->failed, __ATOMIC_RELAXED); i++)
@@ -1781,15 +1790,17 @@ static void *batch_worker(void *arg)
     Batch *B = ((WorkerArg *)arg)->B;
     int t = ((WorkerArg *)arg)->t;
     int mapped = B->map != NULL;
-    /* range 0 is encoded from the back when mapped: its owner takes units there, others from the front */
-    int own_front = !(mapped && t == 0);
-    int own_to = !mapped || t >= 2 ? TO_SIDE : t == 0 ? TO_BACK : TO_FWD;
+    /* with 2+ workers range 0 is encoded from the back (ending where range 1 starts): its owner
+     * takes units there, the others from the front; a lone worker writes from the front */
+    int back = mapped && t == 0 && B->nworkers > 1;
+    int own_front = !back;
+    int own_to = !mapped || t >= 2 ? TO_SIDE : back ? TO_BACK : TO_FWD;
     long u;
     while ((u = take_unit(&B->ranges[t], own_front)) >= 0)
         batch_unit(B, t, (size_t)u, own_to);
     for (int k = 1; k < B->nworkers; k++) { /* then help the others, from the other end */
         int o = (t + k) % B->nworkers;
-        int front = mapped && o == 0;
+        int front = mapped && o == 0; /* range 0 is encoded from the back */
         while ((u = take_unit(&B->ranges[o], front)) >= 0)
             batch_unit(B, t, (size_t)u, TO_SIDE);
     }
@@ -1870,10 +1881,17 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
         }
         B->bound_hi = (size_t)bound;
     }
-    if (nw > 1) { /* reserved, not committed: only the pages the ids are written to are touched */
+    if ((B->bound_hi + 1) * 4 >= MAP_MIN_BYTES) {
+        /* reserved, not committed: only the pages the ids are written to are touched */
+        if (nw == 1)
+            B->mid = 0; /* one worker writes its range from the front */
         B->map_len = ((B->bound_hi + 1) * 4 + 4095) & ~(size_t)4095;
         void *m = mmap(NULL, B->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         B->map = m == MAP_FAILED ? NULL : m;
+#ifdef MADV_HUGEPAGE
+        if (B->map != NULL && B->map_len >= MAP_MIN_BYTES)
+            madvise(B->map, B->map_len, MADV_HUGEPAGE);
+#endif
         B->back = B->fwd = B->mid;
     }
     priv = PyMem_Calloc((size_t)nw, sizeof(IdVec));
@@ -1933,8 +1951,8 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
                 a++;
             dst = res_v = a < B->nunits ? B->map + B->back - off[B->unit_first[a]] : B->map;
             placed = 1;
-        } else { /* one worker wrote its units in order into side[0]; else (no mapping) all are copied */
-            result = nw == 1 ? &B->side[0] : &B->whole;
+        } else { /* one worker wrote its units in order into its vector; else all are copied */
+            result = nw == 1 ? B->ctx[0]->out : &B->whole;
             if (ntok <= result->cap || grow((void **)&result->v, &result->cap, (size_t)ntok, 4) == 0) {
                 dst = result->v;
                 result->n = (size_t)ntok;
