@@ -250,7 +250,11 @@ def test_sft_tools_config_end_to_end(tmp_path):
 
     m = run(RunConfig(data, c.source), log=quiet)
     t = m["totals"]
-    assert t["rows_read"] == 650 and t["documents"] == 650 and t["rejects"] == 0 and t["json_tool_calls"] == 468
+    # row 243's system and user contents alone are 5,802 tokens by Hugging Face tokenizers
+    # (Qwen3's tokenizer.json), over seq_len = 4096: truncated it would train nothing
+    assert t["rows_read"] == 650 and t["documents"] == 649 and t["rejects"] == 1 and t["json_tool_calls"] == 468
+    (rej,) = [json.loads(line) for f in (tmp_path / "o" / "rejects").iterdir() for line in f.read_text().splitlines()]
+    assert rej["row"] == 243 and "no assistant token in its first pack.seq_len = 4096 tokens" in rej["reason"]
     chat = m["parity"]["chat"]
     assert chat["format"] == "qwen3" and chat["template"]["sha256"].startswith("87a2728cb8dc9fe4")
     if importlib.util.find_spec("jinja2") is None:
@@ -267,4 +271,34 @@ def test_sft_tools_config_end_to_end(tmp_path):
     trained = "".join(tok.decode([i for i, k in zip(r, mk) if k]) for r, mk in zip(ids, masks))
     untrained = "".join(tok.decode([i for i, k in zip(r, mk) if not k]) for r, mk in zip(ids, masks))
     assert trained.count("<tool_call>") >= 468 and "<tool_response>" not in trained and "<tools>" not in trained
-    assert untrained.count("<tool_response>") >= 400 and untrained.count("<|im_start|>assistant") >= 650
+    assert untrained.count("<tool_response>") >= 400 and untrained.count("<|im_start|>assistant") >= 649
+
+
+def test_truncation_that_leaves_no_assistant_token_is_a_reject(tmp_path):
+    """A conversation whose prompt alone is longer than seq_len would be truncated to prompt
+    tokens only: a row with every label -100, nothing to train on, as a conversation without an
+    answer. With chat.no_assistant = "reject" (the default) it is a reject with its reason, never
+    a silent prompt-only row; "keep" keeps it. The prompt here is 300 words, so at least 300
+    tokens, and its answer starts past token 128 whatever the tokenizer."""
+    import pyarrow.parquet as pq
+
+    inp = tmp_path / "c.jsonl"
+    long_prompt = [{"role": "user", "content": " ".join(f"w{i}" for i in range(300))},
+                   {"role": "assistant", "content": "ok."}]
+    long_answer = [{"role": "user", "content": "q"},  # trained from its first answer token: kept
+                   {"role": "assistant", "content": " ".join(f"a{i}" for i in range(300))}]
+    write_chats(inp, n=40, extra=[long_prompt, long_answer])
+    m = run(cfg(inp, tmp_path / "o", parity={"chat": False}), log=quiet)
+    assert m["totals"]["rows_read"] == 42 and m["totals"]["documents"] == 41 and m["totals"]["rejects"] == 1
+    (rej,) = [json.loads(line) for f in (tmp_path / "o" / "rejects").iterdir() for line in f.read_text().splitlines()]
+    assert rej["row"] == 0 and "no assistant token in its first pack.seq_len = 128 tokens" in rej["reason"]
+    rows = pq.read_table(sorted((tmp_path / "o").glob("train-*.parquet"))[0]).to_pylist()
+    index = sorted(e for r in rows for e in r["example_index"] if e >= 0)
+    assert index == list(range(1, 42))  # the rejected conversation leaves its number unused
+    for r in rows:  # every piece of every row trains something
+        pos = 0
+        for n in r["seq_lengths"]:
+            assert any(r["assistant_masks"][pos:pos + n])
+            pos += n
+    m = run(cfg(inp, tmp_path / "keep", parity={"chat": False}, chat={"no_assistant": "keep"}), log=quiet)
+    assert m["totals"]["documents"] == 42 and m["totals"]["rejects"] == 0
