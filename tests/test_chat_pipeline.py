@@ -302,3 +302,27 @@ def test_truncation_that_leaves_no_assistant_token_is_a_reject(tmp_path):
             pos += n
     m = run(cfg(inp, tmp_path / "keep", parity={"chat": False}, chat={"no_assistant": "keep"}), log=quiet)
     assert m["totals"]["documents"] == 42 and m["totals"]["rejects"] == 0
+
+
+def test_markers_of_versions_that_kept_untrained_truncations_are_redone(tmp_path):
+    """A done marker of an sft run that truncated, written before truncation that trains
+    nothing became a reject (no ``untrained_rejected`` count), may vouch for a prompt-only row:
+    a rerun redoes its unit instead of reusing it. Markers of this version are reused."""
+    inp = tmp_path / "c.jsonl"
+    long_prompt = [{"role": "user", "content": " ".join(f"w{i}" for i in range(300))},
+                   {"role": "assistant", "content": "ok."}]
+    long_answer = [{"role": "user", "content": "q"},  # truncated, kept
+                   {"role": "assistant", "content": " ".join(f"a{i}" for i in range(300))}]
+    write_chats(inp, n=10, extra=[long_prompt, long_answer])
+    c = cfg(inp, tmp_path / "o", parity={"chat": False})
+    m = run(c, log=quiet)
+    assert m["units_processed"] == 1 and m["totals"]["rejects"] == 1
+    m = run(c, log=quiet)
+    assert m["units_processed"] == 0 and m["units_skipped"] == 1
+    (marker,) = (tmp_path / "o").glob("*.done.json")
+    old = json.loads(marker.read_text())
+    assert old["untrained_rejected"] == 1 and old["truncated_tokens"] > 0
+    del old["untrained_rejected"]
+    marker.write_text(json.dumps(old))
+    m = run(c, log=quiet)
+    assert m["units_processed"] == 1 and m["totals"]["rejects"] == 1

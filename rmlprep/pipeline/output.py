@@ -312,7 +312,8 @@ class OutputFolder:
         Returns:
             (marker, "") when the marker exists, names ``config_hash``, the input identity and
             the tokenizer, the shard's sha256 matches and its rejects file exists (and, when
-            ``overflow = "drop"`` left documents out, the marker says they are in it); else
+            ``overflow = "drop"`` left documents out, the marker says they are in it; an sft
+            marker of a truncating run says it rejected conversations truncation left untrained); else
             (None, the reason the unit is redone).
         """
         m = self.read_done(index)
@@ -334,6 +335,8 @@ class OutputFolder:
             return None, "rejects file missing"
         if m.get("dropped_documents") and not m.get("dropped_in_rejects"):
             return None, "done marker is from a version that did not write dropped documents to rejects/"
+        if m.get("truncated_tokens") and "no_assistant" in m and "untrained_rejected" not in m:
+            return None, "done marker is from a version that kept truncated conversations with no assistant token"
         return m, ""
 
     def check(self, config_hash: str, *, overwrite: bool, tokenizer: str | None = None) -> None:

@@ -480,6 +480,7 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
     # a conversation that truncation leaves without a trained token has nothing to train on, as
     # one without an assistant turn: chat.no_assistant = "reject" rejects both
     untrained_rejected = pack["overflow"] == "truncate" and cfg["chat"]["no_assistant"] == "reject"
+    packed.stats["untrained_rejected"] = 0  # in every sft marker: earlier versions' truncating markers lack it
 
     def pack_window(held: list[Docs], first: int) -> Iterator[pa.Table]:
         lens = _cat([d.lengths for d in held], np.int64)
@@ -498,6 +499,7 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
             if len(gone):
                 for r, n in zip(src_rows[gone].tolist(), lens[gone].tolist()):
                     tally.reject_packed(r, untrained_reason(n, pack["seq_len"]))
+                packed.stats["untrained_rejected"] += len(gone)
                 keep = np.ones(len(lens), dtype=bool)
                 keep[gone] = False
                 tok_keep = np.repeat(keep, lens)
