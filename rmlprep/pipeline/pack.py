@@ -25,11 +25,7 @@ documents are dropped depends only on their lengths, so the rejects are the same
 number of workers and on resume; ``example_index`` keeps numbering the documents that reached
 the pack stage (a dropped one leaves its number unused), as before.
 
-**Truncation that trains nothing is a reject (sft).** With ``pack.overflow = "truncate"`` and
-``chat.no_assistant = "reject"``, a conversation with no assistant token in its first
-``seq_len`` tokens (:func:`untrained_after_truncation`) would become a prompt-only row with
-every label -100: it is written to ``rejects/`` (:func:`untrained_reason`) like a conversation
-without an answer, and leaves its ``example_index`` unused.
+**Truncation that trains nothing is a reject (sft)**: see :mod:`.untrained`.
 
 **Streaming.** A pack function returns a :class:`Packed`: the rows as a stream of tables that
 the writer pulls (and with them every stage before), and the counts of the done marker, which
@@ -53,6 +49,7 @@ from ..load import is_spec_file
 from ..packing import from_numpy, pack_bfd, pack_concat, to_numpy
 from ..packing.arrays import list_values
 from .stages import Docs, Tally
+from .untrained import untrained_after_truncation, untrained_reason, without
 
 __all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table",
            "HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Framing", "framing", "dropped_reason"]
@@ -223,39 +220,6 @@ def dropped_reason(tokens: int, seq_len: int, framing: str = "") -> str:
     with_ = f" with its {framing}" if framing else ""
     return (f"document of {tokens:,} tokens{with_} is longer than pack.seq_len = {seq_len} "
             '(pack.overflow = "drop")')
-
-
-def untrained_after_truncation(masks: np.ndarray, offs: np.ndarray, seq_len: int) -> np.ndarray:
-    """Indices of the conversations that hold assistant tokens but none in their first
-    ``seq_len`` tokens: what ``pack.overflow = "truncate"`` keeps of them trains nothing.
-
-    Args:
-        masks: uint8 [total tokens], the conversations' assistant masks one after another.
-        offs: int64 [n + 1], the conversations' offsets into ``masks``.
-
-    >>> m = np.array([0, 0, 1, 1,  0, 1, 0,  0, 0], dtype=np.uint8)
-    >>> untrained_after_truncation(m, np.array([0, 4, 7, 9]), 2).tolist()
-    [0]
-    """
-    n = len(offs) - 1
-    if not n:
-        return np.zeros(0, dtype=np.int64)
-    c = np.zeros(len(masks) + 1, dtype=np.int64)
-    np.cumsum(masks != 0, out=c[1:])
-    starts = offs[:-1]
-    whole = c[offs[1:]] - c[starts]
-    head = c[np.minimum(starts + seq_len, offs[1:])] - c[starts]
-    return np.flatnonzero((whole > 0) & (head == 0))
-
-
-def untrained_reason(tokens: int, seq_len: int) -> str:
-    """The reject reason of a conversation that truncation would leave with no trained token.
-
-    >>> untrained_reason(70, 64)
-    'conversation of 70 tokens has no assistant token in its first pack.seq_len = 64 tokens: truncated (pack.overflow = "truncate") it trains nothing (chat.no_assistant = "reject")'
-    """
-    return (f"conversation of {tokens:,} tokens has no assistant token in its first pack.seq_len = {seq_len} "
-            'tokens: truncated (pack.overflow = "truncate") it trains nothing (chat.no_assistant = "reject")')
 
 
 def _reject_dropped(tally: Tally, rows: np.ndarray, framed: np.ndarray, seq_len: int, framing_names: str) -> None:
@@ -477,9 +441,7 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
     pad_id = framing(cfg, tokenizer).pad
     packed = Packed("sft", pack["seq_len"])
     packed.stats = dict.fromkeys(_BFD_STATS, 0)
-    # a conversation that truncation leaves without a trained token has nothing to train on, as
-    # one without an assistant turn: chat.no_assistant = "reject" rejects both
-    untrained_rejected = pack["overflow"] == "truncate" and cfg["chat"]["no_assistant"] == "reject"
+    untrained_rejected = pack["overflow"] == "truncate" and cfg["chat"]["no_assistant"] == "reject"  # .untrained
     packed.stats["untrained_rejected"] = 0  # in every sft marker: earlier versions' truncating markers lack it
 
     def pack_window(held: list[Docs], first: int) -> Iterator[pa.Table]:
@@ -493,21 +455,14 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
         labels = _cat([d.labels for d in held], np.int64)
         masks = _cat([d.masks for d in held], np.uint8)
         held.clear()
-        index = None  # the window's example_index of each conversation still packed
+        index = None  # the example_index of each conversation still packed
         if untrained_rejected:
             gone = untrained_after_truncation(masks, offs, pack["seq_len"])
             if len(gone):
                 for r, n in zip(src_rows[gone].tolist(), lens[gone].tolist()):
                     tally.reject_packed(r, untrained_reason(n, pack["seq_len"]))
                 packed.stats["untrained_rejected"] += len(gone)
-                keep = np.ones(len(lens), dtype=bool)
-                keep[gone] = False
-                tok_keep = np.repeat(keep, lens)
-                ids, labels, masks = ids[tok_keep], labels[tok_keep], masks[tok_keep]
-                index = np.flatnonzero(keep) + first
-                lens, src_rows = lens[keep], src_rows[keep]
-                offs = np.zeros(len(lens) + 1, dtype=np.int64)
-                np.cumsum(lens, out=offs[1:])
+                ids, labels, masks, lens, src_rows, offs, index = without(gone, ids, labels, masks, lens, src_rows, first)
                 if not len(lens):
                     return
         res = pack_bfd((ids, offs), (labels, offs), seq_len=pack["seq_len"], overflow=pack["overflow"],
@@ -518,10 +473,9 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
         packed.add_lengths(np.delete(lens, res.dropped))
         for k in _BFD_STATS:
             packed.stats[k] += getattr(res.stats, k)
-        if index is not None:
-            rows = _remap_example_index(res.rows, index)
-        else:
-            rows = res.rows if not first else _remap_example_index(res.rows, np.arange(first, first + len(lens)))
+        if index is None and first:
+            index = np.arange(first, first + len(lens))
+        rows = res.rows if index is None else _remap_example_index(res.rows, index)
         yield _piece(rows, "sft")
         del res, rows
         pa.default_memory_pool().release_unused()  # the allocator keeps freed pages otherwise
