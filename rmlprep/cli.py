@@ -125,9 +125,30 @@ def _read_texts(path: str) -> list[str]:
 
 def _cmd_run(a) -> int:
     cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output, engine=a.engine)
-    run(cfg, resume=a.resume, overwrite=a.overwrite, log=_log)
+    manifest = run(cfg, resume=a.resume, overwrite=a.overwrite, log=_log)
     print(f"shards: {cfg.output_dir}")
+    t = manifest["totals"]
+    if t["rejects"] and not t["documents"]:  # an empty dataset is no success: exit 2, not 0
+        _log(f"rmlprep: error: {_all_rejected(cfg.output_dir, manifest)}")
+        return 2
     return 0
+
+
+def _all_rejected(out_dir: str, manifest: dict) -> str:
+    """The line for a run whose every row went to rejects/ (a wrong ``input.column`` or
+    ``pipeline`` does that): the count, and the first reject's source, row and reason."""
+    from . import fs
+
+    n = manifest["totals"]["rejects"]
+    first = ""
+    try:
+        with fs.open(fs.join(out_dir, manifest["rejects"]["files"][0])) as f:
+            r = json.loads(f.readline())
+        first = f"; the first: {r['source']} row {r['row']}: {r['reason']}"
+    except (OSError, ValueError, KeyError, IndexError):  # the count is the message; the reason is a help
+        pass
+    return (f"every row was rejected ({n:,} rows, no document in the shards){first}; every row's reason is "
+            f"in {fs.join(out_dir, 'rejects')}/ (check input.column and pipeline against the data)")
 
 
 def _cmd_encode(a) -> int:
@@ -288,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # the system refused a file (missing, permission, I/O, full): environment
         where = f"{e.filename}: " if e.filename else ""
         _log(f"rmlprep: error: {where}{_one_line(e.strerror or str(e))}")
+        return 2
+    except MemoryError as e:  # numpy's "Unable to allocate ..." or a bare one: the run's sizes, not a bug to trace
+        what = _one_line(str(e)) or "an allocation failed"
+        _log(f"rmlprep: error: out of memory: {what} (a smaller pack.seq_len, input.unit_bytes or run.workers "
+             "needs less)")
         return 2
     except KeyboardInterrupt:
         _log("rmlprep: interrupted")

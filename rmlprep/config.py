@@ -48,7 +48,7 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     no_assistant = "reject"          # a conversation without an assistant turn: reject | keep
 
     [pack]
-    seq_len = 2048                   # REQUIRED (> 0)
+    seq_len = 2048                   # REQUIRED (1 to 2**24)
     eos = true                       # pretrain: append eos_id after every document
     bos = false                      # pretrain: prepend bos_id before every document
     overflow = "wrap"                # pretrain: wrap|truncate|drop; sft: truncate|split|drop
@@ -171,6 +171,10 @@ _OUTPUT_FORMATS = ("parquet", "megatron")
 # keys left out of the hash while at their default (added after configs were hashed without them)
 _HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet"}
 ENGINES = ("local", "ray")
+# pack.seq_len's ceiling: 16,777,216 tokens, above every released context length; a row (and an
+# sft row padded to it) is allocated at seq_len, so a mistyped 2_000_000_000 is refused here
+# instead of asking numpy for 15 GiB per column
+MAX_SEQ_LEN = 1 << 24
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
 # keys that change how a run goes but never its output bytes: left out of the config hash
 _NOT_HASHED = {("run", "workers"), ("run", "progress"), ("run", "histogram"), ("run", "engine"),
@@ -369,8 +373,8 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
                 raise ConfigError(f"{w}parity.{k}: set, but parity.chat = false turns the chat check off; "
                                   "remove one of them")
     pack = data["pack"]
-    if pack["seq_len"] < 1:
-        raise ConfigError(f"{w}pack.seq_len: must be >= 1, got {pack['seq_len']}")
+    if not 1 <= pack["seq_len"] <= MAX_SEQ_LEN:
+        raise ConfigError(f"{w}pack.seq_len: must be from 1 to {MAX_SEQ_LEN:,} (2**24), got {pack['seq_len']:,}")
     if pack["overflow"] is None:
         pack["overflow"] = _OVERFLOW[pipeline][0]
     if pack["overflow"] not in _OVERFLOW[pipeline]:

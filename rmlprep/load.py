@@ -144,7 +144,8 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
             ``tokenizer_config.json`` beside a tokenizer.json gives bos/eos,
             ``add_bos_token``/``add_eos_token`` and ``chat_template``.
         overrides: ``name=``, ``pattern=``, ``special_tokens=`` for tiktoken rank files
-            (``name="gpt2" | "r50k_base" | "p50k_base" | "o200k_base" | "llama3"``); any
+            (``name="gpt2" | "r50k_base" | "p50k_base" | "o200k_base" | "llama3"``; ``None``
+            is the same as not given); any
             other key is a :class:`TokenizerSpec` field replaced in the loaded spec
             (``add_bos=False``, ``eos_id=2``...).
     Returns:
@@ -170,6 +171,9 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
 
 
 def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Tokenizer:
+    # name=None (pattern=None...) is "not given", as the CLI and the run config pass it: as a given
+    # argument it made any file read as a tiktoken rank file
+    overrides = {k: v for k, v in overrides.items() if not (k in _TIKTOKEN_ARGS and v is None)}
     unknown = sorted(k for k in overrides if k not in _SPEC_FIELDS and k not in _TIKTOKEN_ARGS)
     if unknown:
         raise LoaderError(

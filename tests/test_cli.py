@@ -215,7 +215,8 @@ def _hostile_jsonl() -> tuple[bytes, int]:
 
 
 def _hostile_files(d: Path) -> dict[str, tuple[str, int | None]]:
-    """name → (expected kind: "rows" (exit 0, every row accounted) or "file" (exit 2)), rows in."""
+    """name → (expected kind: "rows" (exit 0, every row accounted), "rejected" (every row a reject,
+    accounted, exit 2) or "file" (exit 2)), rows in."""
     import gzip
 
     import pyarrow as pa
@@ -232,7 +233,7 @@ def _hostile_files(d: Path) -> dict[str, tuple[str, int | None]]:
     (d / "hostile.jsonl.gz").write_bytes(gzip.compress(data))
     cases["hostile.jsonl.gz"] = ("rows", n)
     (d / "only-bad.jsonl").write_bytes(b'{"text": null}\n\n{"text": 1}\n')
-    cases["only-bad.jsonl"] = ("rows", 2)
+    cases["only-bad.jsonl"] = ("rejected", 2)  # every row a reject: accounted, and exit 2 (nothing to train on)
     zst = zstandard.ZstdCompressor().compress(body)
     (d / "half.jsonl.zst").write_bytes(zst[: len(zst) // 2])
     cases["half.jsonl.zst"] = ("file", None)
@@ -303,18 +304,49 @@ def test_run_over_hostile_inputs_never_exits_1(tmp_path, capsys):
         out = tmp_path / f"o{i}"
         rc, err = _run_cli(capsys, _toml(tmp_path / f"c{i}.toml", [str(d / name)], out))
         assert rc == (0 if kind == "rows" else 2), (name, err)
-        if rc == 0:
+        if kind != "file":
             _check_accounting(out, {name: n})
-        else:
+        if rc != 0:
             errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
             assert len(errors) == 1 and name in errors[0] and "Traceback" not in err, (name, err)
-    rows = {k: n for k, (kind, n) in cases.items() if kind == "rows"}
+    rows = {k: n for k, (kind, n) in cases.items() if kind != "file"}
     out = tmp_path / "rows"
     rc, err = _run_cli(capsys, _toml(tmp_path / "rows.toml", [str(d / k) for k in sorted(rows)], out))
     assert rc == 0, err
     _check_accounting(out, rows)
     rc, err = _run_cli(capsys, _toml(tmp_path / "all.toml", [str(d / "*")], tmp_path / "all"))
     assert rc == 2 and err.count("rmlprep: error") == 1 and "Traceback" not in err, err
+
+
+@needs_tiny
+def test_a_run_whose_every_row_is_rejected_exits_2(tmp_path, capsys):
+    """Chat rows given to the pretrain pipeline (no "text" field): each of the 3 rows is a reject
+    and no document reaches the shards. An empty dataset is no success: exit 2, one line naming
+    the count and the first reject (d.jsonl, row 0, its reason); the rejects stay in rejects/."""
+    rows = [{"messages": [{"role": "user", "content": f"hi {i}"}]} for i in range(3)]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "o"
+    rc, err = _run_cli(capsys, _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out))
+    errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
+    assert rc == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert "every row was rejected (3 rows" in errors[0] and "d.jsonl row 0: " in errors[0], errors[0]
+    assert "text" in errors[0].split("row 0: ")[1], errors[0]  # the reason names the missing field
+    rejected = [json.loads(x) for f in sorted((out / "rejects").glob("*.jsonl")) for x in f.read_text().splitlines()]
+    assert [r["row"] for r in rejected] == [0, 1, 2]
+
+
+def test_out_of_memory_is_one_line(monkeypatch, capsys):
+    """A MemoryError out of a command (numpy's "Unable to allocate 15 GiB ...") is exit 2 with one
+    line, not a traceback."""
+    import rmlprep.cli as cli_mod
+
+    def boom(*a, **k):
+        raise MemoryError("Unable to allocate 14.9 GiB for an array with shape (2000000000,) and data type int64")
+
+    monkeypatch.setattr(cli_mod, "load_config", boom)
+    rc = main(["run", "x.toml"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "out of memory: Unable to allocate 14.9 GiB" in err, err
 
 
 @needs_tiny

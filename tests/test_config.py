@@ -66,6 +66,15 @@ def test_errors_name_the_key(raw, key):
     assert str(e.value).startswith("x.toml: ")
 
 
+def test_seq_len_is_bounded():
+    """pack.seq_len runs from 1 to 2**24 = 16,777,216: a row is allocated at seq_len, so a
+    mistyped 2_000_000_000 is a config error, not a request for 15 GiB per column."""
+    assert config_from_dict(cfg(pack={"seq_len": 1 << 24}))["pack"]["seq_len"] == 16_777_216
+    for bad in (0, (1 << 24) + 1, 2_000_000_000):
+        with pytest.raises(ConfigError, match="pack.seq_len: must be from 1 to 16,777,216"):
+            config_from_dict(cfg(pack={"seq_len": bad}))
+
+
 def test_relative_paths_resolve_against_cwd(tmp_path, monkeypatch):
     (tmp_path / "sub").mkdir()
     toml = tmp_path / "sub" / "c.toml"

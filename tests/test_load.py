@@ -75,6 +75,19 @@ def test_tiktoken_arguments_only_for_rank_files(tmp_path):
         load_tokenizer(tmp_path, name="gpt2")
 
 
+def test_tiktoken_arguments_given_as_none_are_not_given(tmp_path):
+    """name=None / pattern=None / special_tokens=None mean "not given" (as the CLI and a run
+    config pass them): a tokenizer.json loads as without them (they were refused as tiktoken
+    arguments), and a SentencePiece .model is not read as a rank file."""
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    plain = load_tokenizer(tmp_path)
+    tok = load_tokenizer(tmp_path, name=None, pattern=None, special_tokens=None)
+    assert tok.spec.fingerprint == plain.spec.fingerprint
+    assert tok.encode("hello world") == plain.encode("hello world")
+    pytest.importorskip("rmlprep.spm")
+    assert load_tokenizer(_need("llama2/tokenizer.model"), name=None).vocab_size == 32000
+
+
 def test_missing_paths(tmp_path):
     with pytest.raises(LoaderError, match="no such file or directory"):
         load_tokenizer(tmp_path / "nope")
