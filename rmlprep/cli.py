@@ -128,10 +128,16 @@ def _cmd_run(a) -> int:
     manifest = run(cfg, resume=a.resume, overwrite=a.overwrite, log=_log)
     print(f"shards: {cfg.output_dir}")
     t = manifest["totals"]
-    if t["rejects"] and not t["documents"]:  # an empty dataset is no success: exit 2, not 0
-        _log(f"rmlprep: error: {_all_rejected(cfg.output_dir, manifest)}")
+    if not t["documents"]:  # an empty dataset is no success: exit 2, not 0
+        _log(f"rmlprep: error: {_all_rejected(cfg.output_dir, manifest) if t['rejects'] else _no_rows(manifest)}")
         return 2
     return 0
+
+
+def _no_rows(manifest: dict) -> str:
+    n = len(manifest["shards"])
+    return (f"the input holds no rows ({n} unit{'s' if n != 1 else ''} read, each empty or blank lines only): "
+            "no document in the shards; check input.paths")
 
 
 def _all_rejected(out_dir: str, manifest: dict) -> str:
@@ -147,7 +153,8 @@ def _all_rejected(out_dir: str, manifest: dict) -> str:
         first = f"; the first: {r['source']} row {r['row']}: {r['reason']}"
     except (OSError, ValueError, KeyError, IndexError):  # the count is the message; the reason is a help
         pass
-    return (f"every row was rejected ({n:,} rows, no document in the shards){first}; every row's reason is "
+    return (f"every row was rejected ({n:,} row{'s' if n != 1 else ''}, no document in the shards){first}; "
+            "every row's reason is "
             f"in {fs.join(out_dir, 'rejects')}/ (check input.column and pipeline against the data)")
 
 

@@ -335,6 +335,18 @@ def test_a_run_whose_every_row_is_rejected_exits_2(tmp_path, capsys):
     assert [r["row"] for r in rejected] == [0, 1, 2]
 
 
+@needs_tiny
+@pytest.mark.parametrize("body", [b"", b"\n\n  \n"], ids=["empty", "blank-lines"])
+def test_a_run_over_no_rows_exits_2(tmp_path, capsys, body):
+    """An input file with no rows (empty, or blank lines only, which are not rows) gives an
+    empty dataset: one line, exit 2, as for a run whose every row is rejected."""
+    (tmp_path / "d.jsonl").write_bytes(body)
+    rc, err = _run_cli(capsys, _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], tmp_path / "o"))
+    errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
+    assert rc == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert "the input holds no rows (1 unit read" in errors[0], errors[0]
+
+
 def test_out_of_memory_is_one_line(monkeypatch, capsys):
     """A MemoryError out of a command (numpy's "Unable to allocate 15 GiB ...") is exit 2 with one
     line, not a traceback."""

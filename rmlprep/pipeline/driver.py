@@ -173,7 +173,8 @@ def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, r
                 redo_reasons[why] = redo_reasons.get(why, 0) + 1
     if records or redo_reasons:
         log(f"resume: {len(records)} of {len(units)} units already done and verified (input and sha256); "
-            f"{len(todo)} to process" + (f" ({redo_reasons})" if redo_reasons else ""))
+            f"{len(todo)} to process"
+            + (" (" + "; ".join(f"{why}: {k}" for why, k in redo_reasons.items()) + ")" if redo_reasons else ""))
     elif resume:
         log(f"resume: nothing done yet in {out.path}; processing all {len(units)} units")
     return records, todo

@@ -118,6 +118,10 @@ def json_line(record: dict[str, Any]) -> bytes:
     return _utf8(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+def _markers(n: int) -> str:
+    return f"{n} done marker{'s' if n != 1 else ''}"
+
+
 def _output_error(what: str, e: OSError) -> OutputError:
     fix = _FIX.get(e.errno, "check the output folder and rerun")
     return OutputError(f"{what}: {e.strerror or e}; {fix}", path=what)
@@ -365,13 +369,13 @@ class OutputFolder:
         if other_tok and not overwrite:
             name, fp = other_tok[0]
             raise ConfigError(
-                f"output.dir: {self.path} holds shards made with another tokenizer ({len(other_tok)} done markers, "
+                f"output.dir: {self.path} holds shards made with another tokenizer ({_markers(len(other_tok))}, "
                 f"e.g. {name}: tokenizer {str(fp)[:12]}, this run's {tokenizer[:12]}; the tokenizer files changed "
-                "under the same config); pass --overwrite to replace them or choose another --output"
+                "under the same config, or the demo ran on its offline fallback tokenizer); pass --overwrite to replace them or choose another --output"
             )
         if other and not overwrite:
             raise ConfigError(
-                f"output.dir: {self.path} holds shards of a different config ({len(other)} done markers, e.g. "
+                f"output.dir: {self.path} holds shards of a different config ({_markers(len(other))}, e.g. "
                 f"{other[0]}); pass --overwrite to replace them or choose another --output"
             )
         if overwrite:
