@@ -145,6 +145,88 @@ def test_rejects(tmp_path):
     assert m["rejects"]["files"] == ["rejects/rejects-00000.jsonl"]
 
 
+def _strict_json(line: str):
+    """json.loads that refuses what RFC 8259 does not allow (NaN, Infinity): what jq reads."""
+    def bad(c):
+        raise ValueError(f"not JSON: {c}")
+    return json.loads(line, parse_constant=bad)
+
+
+def test_reject_values_are_json_and_whole(tmp_path):
+    """A rejected row's ``value`` is the row's value itself as strict JSON, not a repr cut at 300
+    characters: json.loads gives it back. Worked example, line by line:
+
+        {"text": 42}                 -> value 42
+        {"text": ["a", {"b": NaN}]}  -> value ["a", {"b": "NaN"}], value_encoded {"$[1].b": "float"}
+                                        (Python's json reads the bare NaN; JSON has no NaN)
+        {"text": {"k": "x" * 1000}}  -> value {"k": "xxx...x"} whole (1000 x's)
+        {"text": {"s": "\\ud800"}}   -> value {"s": "\\ud800"} (the lone surrogate as its escape)
+    """
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"text": "good"}\n{"text": 42}\n{"text": ["a", {"b": NaN}]}\n'
+                 + json.dumps({"text": {"k": "x" * 1000}}) + '\n{"text": {"s": "\\ud800"}}\n')
+    m = run(make_cfg(p, tmp_path / "o"), log=quiet)
+    assert m["totals"]["documents"] == 1 and m["totals"]["rejects"] == 4
+    recs = [_strict_json(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert [r["row"] for r in recs] == [1, 2, 3, 4]
+    assert recs[0]["value"] == 42 and "value_encoded" not in recs[0]
+    assert recs[1]["value"] == ["a", {"b": "NaN"}] and recs[1]["value_encoded"] == {"$[1].b": "float"}
+    assert recs[2]["value"] == {"k": "x" * 1000}
+    assert recs[3]["value"] == {"s": "\ud800"}
+
+
+def test_reject_values_of_a_parquet_binary_column_are_base64(tmp_path):
+    """A Parquet binary column under the pretrain pipeline: each row is a reject ("text is a
+    bytes, not a string") whose value is the bytes in standard base64 (RFC 4648), as the proto3
+    JSON mapping writes bytes. Worked by hand: b"caf\\xc3\\xa9" = 63 61 66 c3 a9 -> 011000 110110
+    000101 100110 | 110000 111010 100100 (padded) -> "Y2Fm" + "w6k="; b"\\xff\\xfe" -> "//4="."""
+    import pyarrow as pa
+
+    p = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"text": pa.array([b"caf\xc3\xa9", b"\xff\xfe"], pa.binary())}), p)
+    m = run(make_cfg(p, tmp_path / "o"), log=quiet)
+    assert m["totals"]["documents"] == 0 and m["totals"]["rejects"] == 2
+    recs = [_strict_json(x) for f in sorted((tmp_path / "o" / "rejects").iterdir()) for x in f.read_text().splitlines()]
+    assert [(r["row"], r["value"], r["value_encoded"]) for r in recs] == [(0, "Y2Fmw6k=", {"$": "base64"}),
+                                                                        (1, "//4=", {"$": "base64"})]
+    assert "bytes, not a string" in recs[0]["reason"]
+
+
+def test_sft_reject_values_are_json(tmp_path):
+    """sft: a conversation the messages schema refuses is written whole, as JSON: a NaN content
+    becomes "NaN" (value_encoded names "$[0].content"), an unknown role stays as it is."""
+    p = tmp_path / "chat.jsonl"
+    good = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]
+    p.write_text(json.dumps({"messages": good}) + '\n{"messages": [{"role": "user", "content": NaN}]}\n'
+                 + json.dumps({"messages": [{"role": "wizard", "content": "x"}]}) + "\n")
+    m = run(make_cfg(p, tmp_path / "o", pipeline="sft", chat={"format": "chatml"}, pack={"overflow": "truncate"}),
+            log=quiet)
+    assert m["totals"]["documents"] == 1 and m["totals"]["rejects"] == 2
+    recs = [_strict_json(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert recs[0]["value"] == [{"role": "user", "content": "NaN"}]
+    assert recs[0]["value_encoded"] == {"$[0].content": "float"}
+    assert recs[1]["value"] == [{"role": "wizard", "content": "x"}] and "value_encoded" not in recs[1]
+
+
+def test_json_value_of_arrow_types():
+    """What pyarrow's to_pylist gives for non-JSON types, each written as the docstring of
+    json_value says: dates ISO 8601, a decimal as its exact digits, map entries as [key, value],
+    -inf as "-Infinity", a non-string key as str."""
+    import datetime
+    from decimal import Decimal
+
+    import pyarrow as pa
+
+    from rmlprep.pipeline.stages import json_value
+
+    row = pa.array([{"d": datetime.date(2024, 7, 26), "n": Decimal("1.10"), "m": [("a", 1)], "f": float("-inf")}],
+                   pa.struct([("d", pa.date32()), ("n", pa.decimal128(5, 2)), ("m", pa.map_(pa.string(), pa.int64())),
+                              ("f", pa.float64())])).to_pylist()[0]
+    assert json_value(row) == ({"d": "2024-07-26", "n": "1.10", "m": [["a", 1]], "f": "-Infinity"},
+                               {"$.d": "isoformat", "$.n": "str", "$.f": "float"})
+    assert json_value({1: "x", "a b": b""}) == ({"1": "x", "a b": ""}, {'$["1"]': "key", '$["a b"]': "base64"})
+
+
 def test_sft_rejects_and_bfd(tmp_path):
     p = tmp_path / "chat.jsonl"
     good = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]

@@ -33,8 +33,11 @@ tokenize       :func:`tokenize_texts`: :func:`rmlprep.arrow.tokenize_text`;
 
 from __future__ import annotations
 
+import base64
+import datetime
 import heapq
 import json
+import math
 import re
 import shutil
 import tempfile
@@ -54,20 +57,70 @@ from ..readers import Batch, Unit, read_unit
 from ..segment import replace_lone_surrogates
 from .output import json_line
 
-__all__ = ["Tally", "Rows", "Docs", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
+__all__ = ["Tally", "Rows", "Docs", "json_value", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
            "format_and_tokenize"]
 T = TypeVar("T")
 CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls")
 
 #: Reject records spooled in memory up to this many bytes, then in a temporary file.
 REJECT_SPOOL_BYTES = 8 << 20
-_REJECT_VALUE_CHARS = 300  # a rejected value is kept as its repr, cut to this many characters
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _a(noun: str) -> str:
     """``noun`` with its indefinite article ("an int", "a list")."""
     return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+def json_value(value: Any) -> tuple[Any, dict[str, str]]:
+    """A row's value as strict JSON (RFC 8259: what ``json.loads``, jq or a browser reads back),
+    and where parts of it had to be written as strings.
+
+    JSON Lines values are written as they were read. What JSON cannot hold follows the proto3
+    JSON mapping (as BigQuery's JSON export does too): bytes (a Parquet/Arrow binary column)
+    as standard base64 (RFC 4648, padded); NaN and infinite floats (Python's ``json`` reads a
+    bare ``NaN`` in a JSON line) as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``;
+    dates and times as ISO 8601 (``isoformat``); decimals and anything else as ``str``; map
+    entries (Arrow gives tuples) as ``[key, value]`` lists; non-string object keys as ``str``.
+
+    Returns:
+        (value, encoded): ``encoded`` maps a JSONPath-like location (``$``, ``$.a[0]``,
+        ``$["a b"]``) to how its part was written: ``base64``, ``float``, ``isoformat``,
+        ``str`` or ``key`` (a key written as str); empty when the value is JSON as it is.
+
+    Example: ``{"text": b"hi", "score": float("nan")}`` gives ``({"text": "aGk=", "score": "NaN"},
+    {"$.text": "base64", "$.score": "float"})``.
+    """
+    encoded: dict[str, str] = {}
+
+    def conv(v: Any, path: str) -> Any:
+        if v is None or isinstance(v, (str, bool, int)):
+            return v
+        if isinstance(v, float):
+            if math.isfinite(v):
+                return v
+            encoded[path] = "float"
+            return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    encoded[f"{path}[{json.dumps(str(k), ensure_ascii=False)}]"] = "key"
+                    k = str(k)
+                out[k] = conv(x, path + (f".{k}" if k.isidentifier() else f"[{json.dumps(k, ensure_ascii=False)}]"))
+            return out
+        if isinstance(v, (list, tuple)):
+            return [conv(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            encoded[path] = "base64"
+            return base64.b64encode(bytes(v)).decode("ascii")
+        if isinstance(v, (datetime.date, datetime.time)):
+            encoded[path] = "isoformat"
+            return v.isoformat()
+        encoded[path] = "str"
+        return str(v)
+
+    return conv(value, "$"), encoded
 
 
 @dataclass(slots=True)
@@ -93,7 +146,9 @@ class Tally:
         blank: blank lines skipped (jsonl).
         surrogate_rows: rows kept with their lone surrogates replaced by U+FFFD.
         rejects: the rejected rows of the batch in flight: ``unit``, ``source`` (file), ``row``
-            (0-based row of the source file), ``reason`` and, where useful, ``value`` (its repr).
+            (0-based row of the source file), ``reason`` and, for a row whose value was read
+            but refused by the validate stage, ``value`` (the whole value as JSON, see
+            :func:`json_value`; ``value_encoded`` when part of it is not JSON as it is).
         n_rejects: rejected rows so far (flushed or not, the pack stage's included).
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
             ``json_tool_calls``; see :class:`rmlprep.arrow.TokenizeChat`).
@@ -117,8 +172,9 @@ class Tally:
         rec = {"unit": u.index, "source": u.path if u.format != "stdlib" else f"{u.path}/{u.files[row]}",
                "row": int(row), "reason": reason}
         if value is not None:
-            r = repr(value)
-            rec["value"] = r if len(r) <= _REJECT_VALUE_CHARS else r[:_REJECT_VALUE_CHARS] + "..."
+            rec["value"], encoded = json_value(value)
+            if encoded:
+                rec["value_encoded"] = encoded
         return rec
 
     def reject(self, row: int, reason: str, value: Any = None) -> None:
