@@ -52,7 +52,7 @@ def test_summary_tokens_without_framing_and_with_cuts(tmp_path):
                                                   f"(over-long) = {in_rows:,} in rows")
 
 
-def _folder_with_rejects(tmp_path: Path, pipeline: str) -> tuple[Path, dict]:
+def _folder_with_rejects(tmp_path: Path, pipeline: str, out_name: str = "o") -> tuple[Path, dict]:
     """A real output folder of three units: one with good and bad rows, one with bad rows only
     (its shard has no row group), one with good rows; rejects/ holds the bad ones."""
     good = ({"text": "word " * n} for n in (3, 50, 7, 200, 1)) if pipeline == "pretrain" else (
@@ -60,11 +60,11 @@ def _folder_with_rejects(tmp_path: Path, pipeline: str) -> tuple[Path, dict]:
         for i in range(1, 6))
     good = [json.dumps(r) for r in good]
     inp = tmp_path / "in"
-    inp.mkdir(parents=True)
+    inp.mkdir(parents=True, exist_ok=True)
     (inp / "a.jsonl").write_text("\n".join([good[0], "not json", good[1], '{"other": 1}']) + "\n")
     (inp / "b.jsonl").write_text("not json either\n{}\n")
     (inp / "c.jsonl").write_text("\n".join(good[2:]) + "\n")
-    out = tmp_path / "o"
+    out = tmp_path / out_name
     d = {"pipeline": pipeline, "input": {"paths": [str(inp / f"{n}.jsonl") for n in "abc"]},
          "tokenizer": {"path": str(TINY)}, "pack": {"seq_len": 32}, "output": {"dir": str(out)},
          "run": {"progress": "none", "histogram": False, "workers": 1}}
@@ -97,7 +97,7 @@ def test_output_folder_loads_with_datasets(tmp_path, pipeline):
     card = (out / "README.md").read_text()
     assert card.startswith("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: train-*.parquet\n")
     assert f"config hash: `{m['config_hash']}`" in card and m["tokenizer"]["fingerprint"] in card
-    assert f'`datasets.load_dataset("{out}")`' in card and f'data_dir="{out}")`' in card  # the folder, not OUTPUT
+    assert f'`datasets.load_dataset("{out}")`' in card  # where it was written, marked as local
     expect = pq.read_table(shards[0]).to_pylist() + pq.read_table(shards[2]).to_pylist()
 
     def check(ds) -> None:
@@ -112,6 +112,37 @@ def test_output_folder_loads_with_datasets(tmp_path, pipeline):
     (out / "README.md").unlink()  # the names alone
     check(datasets.load_dataset("parquet", data_dir=str(out), cache_dir=cache))
     check(datasets.load_dataset(str(out), cache_dir=cache))
+
+
+def test_card_moves_with_the_folder(tmp_path, monkeypatch):
+    """The card's loading lines work from where the card sits: the folder is moved (as a copy
+    to another machine or an upload to the Hub would), and in it the relative
+    ``load_dataset("parquet", data_files="train-*.parquet")``, and from beside it the folder by
+    its new path, both give every row of every shard (pyarrow's count). The absolute path where
+    the run wrote it appears on one line only, the one that says it is local. (``load_dataset(".")``
+    is not offered: datasets 5.2 cannot name a dataset "." and raises.) The same config run
+    into another folder gives a card that differs in that line only."""
+    datasets = pytest.importorskip("datasets")
+    import shutil
+
+    out, m = _folder_with_rejects(tmp_path, "pretrain")
+    card = (out / "README.md").read_text()
+    assert [x for x in card.splitlines() if str(out) in x] == [
+        f'- where this run wrote it (on the machine that ran it, not a portable path): `{out}`: '
+        f'`datasets.load_dataset("{out}")`']
+    assert '- in the folder that holds this card: `datasets.load_dataset("parquet", data_files="train-*.parquet")`' in card
+    _folder_with_rejects(tmp_path, "pretrain", "o2")  # the same config, another folder
+    diff = [(x, y) for x, y in zip(card.splitlines(), (tmp_path / "o2" / "README.md").read_text().splitlines()) if x != y]
+    assert len(diff) == 1 and diff[0][0].startswith("- where this run wrote it")
+    moved = tmp_path / "elsewhere" / "copy"
+    moved.parent.mkdir()
+    shutil.move(str(out), str(moved))
+    monkeypatch.chdir(moved)
+    cache = str(tmp_path / "hf")
+    for ds in (datasets.load_dataset("parquet", data_files="train-*.parquet", cache_dir=cache),
+               datasets.load_dataset("../copy", cache_dir=cache)):
+        assert ds["train"].num_rows == m["totals"]["rows"] == sum(
+            pq.read_metadata(p).num_rows for p in moved.glob("train-*.parquet"))
 
 
 def test_summary_says_unfilled_when_rows_are_not_padded():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -17,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 from tqdm import tqdm
 
+from .. import fs
 from .._version import __version__
 from ..config import RunConfig
 from ..readers import Unit
@@ -217,13 +219,25 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     data files (``train-*.parquet``, one ``train`` split) and the features, as the Hub writes them
     (so ``datasets.load_dataset(OUTPUT)`` reads exactly the shards), then the tokenizer, the config
     hash and the counts. Without the card, ``datasets``' split patterns pick the same files
-    (:mod:`rmlprep.shards`)."""
+    (:mod:`rmlprep.shards`).
+
+    The card travels with the folder (copied, moved, uploaded to the Hub): its ``data_files``
+    and its loading lines are relative to the card, as on the Hub's dataset cards; the one line
+    that names where this run wrote the folder (an absolute path, or the object-store URI) says
+    it is local to the machine that ran it. Two runs of one config into two folders give cards
+    that differ in that line only."""
 
     t = manifest["totals"]
     feats = [f"  - name: {f.name}\n    list: {f.type.value_type}" for f in SCHEMAS[pipeline]]
     tok = manifest["tokenizer"]
     seq_len = manifest["config"]["pack"]["seq_len"]
-    folder = json.dumps(str(manifest["config"]["output"]["dir"]), ensure_ascii=False)  # as the config names it
+    where = str(manifest["config"]["output"]["dir"])
+    if fs.is_remote(where):
+        here = (f"`{where}`: `datasets.load_dataset(\"parquet\", "
+                f"data_files={json.dumps(where.rstrip('/') + '/train-*.parquet', ensure_ascii=False)})`")
+    else:
+        where = os.path.abspath(where)
+        here = f"`{where}`: `datasets.load_dataset({json.dumps(where, ensure_ascii=False)})`"
     text = (
         "---\n"
         "configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: train-*.parquet\n"
@@ -239,8 +253,13 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
         f"- {len(manifest['shards'])} shards, {t['rows']:,} rows, {t['documents']:,} documents, "
         f"{t['written_tokens']:,} tokens in rows ({t['tokens']:,} in documents), {t['rejects']:,} rejected rows"
         + (" (in `rejects/`)" if t["rejects"] else "") + "\n\n"
-        f"Load it with `datasets.load_dataset({folder})` (this card names the shards) or\n"
-        f"`datasets.load_dataset(\"parquet\", data_dir={folder})` (the shards are the `train-*` files).\n"
+        "## Loading\n\n"
+        "The `configs` above name the shards relative to this card (`train-*.parquet`), so the folder loads\n"
+        "from wherever it sits: moved, copied, or uploaded to the Hub as a dataset repository.\n\n"
+        "- in the folder that holds this card: `datasets.load_dataset(\"parquet\", data_files=\"train-*.parquet\")`\n"
+        "- by the folder's path, wherever it is now: `datasets.load_dataset(\"path/to/the/folder\")`\n"
+        "- from the Hub, once uploaded: `datasets.load_dataset(\"<user>/<dataset>\")`\n"
+        f"- where this run wrote it (on the machine that ran it, not a portable path): {here}\n"
     )
     return text.encode("utf-8")
 
