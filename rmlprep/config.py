@@ -9,7 +9,9 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # local or object-store URIs ("s3://bucket/corpus/*.jsonl.zst")
     format = "auto"                  # auto | jsonl | parquet | csv | hf | stdlib
     column = "text"                  # default "text" (pretrain) / "messages" (sft)
-    split = "train"                  # hf DatasetDict split (default: the only or "train")
+    split = "train"                  # hf DatasetDict split (default: the only or "train", logged;
+                                     # several and no "train": refused); set with no DatasetDict
+                                     # among the inputs: refused
     unit_bytes = 4_000_000           # plain JSONL / stdlib: cut files into units of ~this size
                                      # (small enough that a pool stays busy to the end)
     unit_rows = 50_000               # parquet / hf: rows per unit (row groups kept whole);

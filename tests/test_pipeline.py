@@ -227,6 +227,20 @@ def test_json_value_of_arrow_types():
     assert json_value({1: "x", "a b": b""}) == ({"1": "x", "a b": ""}, {'$["1"]': "key", '$["a b"]': "base64"})
 
 
+def test_run_logs_the_split_it_reads(tmp_path):
+    """A run on a DatasetDict with input.split unset says which split it reads (train of
+    train and test): two documents, train's."""
+    datasets = pytest.importorskip("datasets")
+    dd = tmp_path / "dd"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["one", "two"]}),
+                          "test": datasets.Dataset.from_dict({"text": ["three"]})}).save_to_disk(str(dd))
+    logs: list[str] = []
+    m = run(make_cfg(dd, tmp_path / "o"), log=logs.append)
+    assert m["totals"]["documents"] == 2
+    assert f"input: {dd} is a DatasetDict; reading split 'train' of 'train', 'test' (input.split is unset; set it " \
+           "to read another)" in logs
+
+
 def test_sft_rejects_and_bfd(tmp_path):
     p = tmp_path / "chat.jsonl"
     good = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]

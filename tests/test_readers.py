@@ -61,6 +61,52 @@ def test_datasetdict_split_errors():
         plan_units(inp([FORMATS / "chat_hh.hf_datasetdict"], split="nope"))
 
 
+def _dataset_dict(tmp_path, splits: dict[str, list[str]]):
+    datasets = pytest.importorskip("datasets")
+    p = tmp_path / "dd"
+    datasets.DatasetDict({k: datasets.Dataset.from_dict({"text": v}) for k, v in splits.items()}).save_to_disk(str(p))
+    return p
+
+
+def test_datasetdict_unset_split_is_logged(tmp_path):
+    """input.split unset: a DatasetDict with train and test reads train (its rows, not test's)
+    and says so in one line naming the splits; a one-split dict names its only split."""
+    p = _dataset_dict(tmp_path, {"train": ["a", "b"], "test": ["c"]})
+    logs: list[str] = []
+    values = read_all(plan_units(inp([p]), log=logs.append), "text")[0]
+    assert values == ["a", "b"]
+    assert logs == [f"input: {p} is a DatasetDict; reading split 'train' of 'train', 'test' "
+                    "(input.split is unset; set it to read another)"]
+    logs.clear()
+    assert read_all(plan_units(inp([p], split="test"), log=logs.append), "text")[0] == ["c"] and logs == []
+    q = _dataset_dict(tmp_path / "one", {"validation": ["v"]})
+    assert read_all(plan_units(inp([q]), log=logs.append), "text")[0] == ["v"]
+    assert logs == [f"input: {q} is a DatasetDict; reading its only split 'validation' (input.split is unset)"]
+
+
+def test_datasetdict_without_train_is_refused_with_its_splits(tmp_path):
+    p = _dataset_dict(tmp_path, {"validation": ["a"], "test": ["c"]})
+    with pytest.raises(ConfigError, match=r"^input.split: .* is a DatasetDict with splits validation, test and none "
+                                          r"is 'train'; name the one to read, e\.g\. input.split = \"validation\"$"):
+        plan_units(inp([p]))
+
+
+def test_split_with_no_datasetdict_is_refused(tmp_path):
+    """input.split would be ignored by a JSONL file or a Dataset folder (read whole): refused,
+    so a run never reads everything while the config says one split."""
+    datasets = pytest.importorskip("datasets")
+    j = tmp_path / "a.jsonl"
+    j.write_text('{"text": "x"}\n')
+    ds = tmp_path / "ds"
+    datasets.Dataset.from_dict({"text": ["y"]}).save_to_disk(str(ds))
+    with pytest.raises(ConfigError, match=r"^input.split = 'test': .* names none \(only JSONL, read whole\)"):
+        plan_units(inp([j], split="test"))
+    with pytest.raises(ConfigError, match=r"names none \(only JSONL, a Dataset folder or .arrow file, read whole\)"):
+        plan_units(inp([j, ds], split="test"))
+    dd = _dataset_dict(tmp_path, {"train": ["a"], "test": ["c"]})
+    assert read_all(plan_units(inp([dd, j], split="test")), "text")[0] == ["c", "x"]
+
+
 def test_jsonl_splits_on_newline_only(tmp_path):
     texts = ["a\u2028b", "c\u0085d\re", "f\r\n", "plain", "\x0c"]
     p = tmp_path / "t.jsonl"

@@ -74,7 +74,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     framing(cfg, tokenizer)  # [pack] against the tokenizer: before the plan, parity and any corpus work
     cfg = resolve_chat_config(cfg, tokenizer, log=log)  # sft: chat.format "auto" → the proved format
     t = time.perf_counter()
-    units = plan(cfg)
+    units = plan(cfg, log=log)
     timings["plan"] = time.perf_counter() - t
     out = OutputFolder(cfg.output_dir)
     with out.lock():  # one run per folder, writable: checked before any corpus work

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +56,7 @@ class PlannedUnit(Unit):
     stat: tuple = field(default=(), compare=False)
 
 
-def plan(cfg: RunConfig) -> list[PlannedUnit]:
+def plan(cfg: RunConfig, log: Callable[[str], None] | None = None) -> list[PlannedUnit]:
     """The run's units (``unit.index`` = position = shard number), with their identities.
 
     Raises:
@@ -64,7 +65,7 @@ def plan(cfg: RunConfig) -> list[PlannedUnit]:
         InputError: a file unreadable as a whole (see :func:`rmlprep.readers.plan_units`), or
             one that vanished while being hashed.
     """
-    units = plan_units(cfg["input"], exclude=[cfg.output_dir])
+    units = plan_units(cfg["input"], exclude=[cfg.output_dir], log=log)
     if not units:
         raise ConfigError("input.paths: no input rows to process")
     file_hashes: dict[str, str] = {}

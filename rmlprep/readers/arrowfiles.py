@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -29,7 +29,13 @@ def _read_json_file(path: str, what: str) -> Any:
                          "is damaged: save it again with save_to_disk", path=str(path)) from None
 
 
-def _hf_files(path: str, split: str | None) -> list[str]:
+def _hf_files(path: str, split: str | None, log: Callable[[str], None] | None = None) -> list[str]:
+    """The Arrow files of a ``save_to_disk`` folder: a Dataset's, or the chosen split's of a
+    DatasetDict (``split``; unset: the only split, else ``train``, else refused). The choice
+    of an unset ``split`` is logged with the splits there are, so a run never reads one split
+    of several unannounced. A Dataset folder (no ``dataset_dict.json``) is read whole: ``split``
+    applies to DatasetDicts (:func:`rmlprep.readers.plan_units` refuses a ``split`` that no input
+    can honour)."""
     p = path
     if fs.exists(fs.join(p, "dataset_dict.json")):
         dd = _read_json_file(fs.join(p, "dataset_dict.json"), "dataset_dict.json")
@@ -40,7 +46,13 @@ def _hf_files(path: str, split: str | None) -> list[str]:
         if split is None:
             split = splits[0] if len(splits) == 1 else ("train" if "train" in splits else None)
             if split is None:
-                raise ConfigError(f"input.split: {path} is a DatasetDict with splits {splits}; name one")
+                raise ConfigError(f"input.split: {path} is a DatasetDict with splits {', '.join(splits)} and none is "
+                                  "'train'; name the one to read, e.g. input.split = " + json.dumps(splits[0]))
+            if log is not None:
+                which = (f"its only split {split!r}" if len(splits) == 1 else
+                         f"split {split!r} of {', '.join(map(repr, splits))}")
+                log(f"input: {path} is a DatasetDict; reading {which} (input.split is unset"
+                    + ("" if len(splits) == 1 else "; set it to read another") + ")")
         if split not in splits:
             raise ConfigError(f"input.split: {split!r} is not a split of {path}; splits: {splits}")
         if "/" in split or "\\" in split or split in (".", "..") or not fs.isdir(fs.join(p, split)):
@@ -95,9 +107,18 @@ def _arrow_rows(path: str) -> int:
                          path=path) from None
 
 
-def plan_hf(path: str, split: str | None, unit_rows: int) -> list[dict[str, Any]]:
+def plan_hf(path: str, split: str | None, unit_rows: int,
+            log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Units of row ranges of ``unit_rows`` for a ``datasets`` folder (see :func:`_hf_files`) or
+    a lone ``.arrow`` file.
+
+    Raises:
+        ConfigError: ``split`` is not a split of the DatasetDict, or is unset with several
+            splits and no ``train``.
+        InputError: a damaged folder or Arrow file.
+    """
     out = []
-    files = [path] if fs.isfile(path) else _hf_files(path, split)
+    files = [path] if fs.isfile(path) else _hf_files(path, split, log)
     for f in files:
         n = _arrow_rows(f)
         size = fs.getsize(f)

@@ -4,7 +4,7 @@ dispatched to the reader of its format."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .. import fs
@@ -109,15 +109,20 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
     return uniq
 
 
-def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()) -> list[Unit]:
+def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = (),
+               log: Callable[[str], None] | None = None) -> list[Unit]:
     """Cut the config's ``[input]`` into units, in a stable order.
 
     Args:
         inp: the validated ``[input]`` section (see :mod:`rmlprep.config`).
         exclude: directories whose files are never input (the run's output folder): glob matches
             under them are skipped, an explicit path under them is refused.
+        log: where the split read from a DatasetDict with ``input.split`` unset is announced.
     Raises:
-        ConfigError: a path that does not exist, a glob matching nothing, an unknown format.
+        ConfigError: a path that does not exist, a glob matching nothing, an unknown format;
+            ``input.split`` set when no input is a ``datasets`` DatasetDict folder (it would be
+            ignored: a Dataset folder or ``.arrow`` file is read whole); a DatasetDict split
+            that is not there, or unset with several splits and no ``train``.
         InputError: a file that is unreadable as a whole (a damaged Parquet footer, a truncated
             zstd frame, broken ``datasets`` JSON, a JSON document that is not JSON Lines).
     """
@@ -135,11 +140,13 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
         if group:
             specs.append(dict(format="stdlib", path=root, nbytes=size, files=tuple(group)))
     else:
+        formats = set()
         for path in _expand(inp["paths"], exclude):
             if not fs.isfile(path) and not fs.isdir(path):
                 raise ConfigError(f"input.paths: {path} is not a regular file (a named pipe, socket or device?); "
                                   "the plan sizes and hashes every input file: save the stream to a file first")
             fmt = inp["format"] if inp["format"] != "auto" else detect_format(path)
+            formats.add("DatasetDict" if fmt == "hf" and fs.isfile(fs.join(path, "dataset_dict.json")) else fmt)
             if fmt != "hf" and fs.isdir(path):
                 raise ConfigError(f"input.paths: {path} is a directory; input.format = {fmt!r} reads files")
             if fs.isfile(path):
@@ -151,9 +158,14 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             elif fmt == "csv":
                 specs.append(dict(format="csv", path=path, nbytes=decoded_size_estimate(path)))
             elif fmt == "hf":
-                specs.extend(plan_hf(path, inp.get("split"), inp["unit_rows"]))
+                specs.extend(plan_hf(path, inp.get("split"), inp["unit_rows"], log))
             else:  # pragma: no cover - config validates formats
                 raise ConfigError(f"input.format: unknown format {fmt!r}")
+        if inp.get("split") is not None and "DatasetDict" not in formats:
+            names = {"hf": "a Dataset folder or .arrow file", "jsonl": "JSONL", "parquet": "Parquet", "csv": "CSV"}
+            what = ", ".join(sorted(names.get(f, f) for f in formats))
+            raise ConfigError(f"input.split = {inp['split']!r}: a split is chosen in a datasets DatasetDict folder, "
+                              f"and input.paths names none (only {what}, read whole); remove input.split")
     return [Unit(i, **s) for i, s in enumerate(specs)]
 
 
