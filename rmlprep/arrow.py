@@ -163,6 +163,14 @@ class TokenizeText(_MapFunction):
         return out
 
 
+#: The reason a conversation that ends on an assistant turn is refused under add_generation_prompt.
+_GENERATION_PROMPT_AFTER_ANSWER = (
+    "the conversation ends on an assistant turn, and add_generation_prompt would write an untrained header "
+    "opening another assistant turn after that answer (a training example that ends asking for a reply); "
+    "set add_generation_prompt=False (chat.add_generation_prompt = false) to train on it, or end it on a user "
+    "turn if it is a prompt")
+
+
 class TokenizeChat(_MapFunction):
     """Map function: a messages column -> ``input_ids`` (list<uint32>), ``assistant_masks``
     (list<uint8>), ``labels`` (list<int32>, -100 where masked) and ``length`` (int32).
@@ -233,6 +241,8 @@ class TokenizeChat(_MapFunction):
                     if self.no_assistant == "reject":
                         raise ChatFormatError("the conversation has no assistant message (nothing to train on); "
                                               "set no_assistant='keep' (chat.no_assistant = \"keep\") to keep it")
+                elif gen and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
+                    raise ChatFormatError(_GENERATION_PROMPT_AFTER_ANSWER)
                 ids, mask = encode_segments(tok, out.segs, train_on_reasoning=self.train_on_reasoning)
             except (RmlprepError, TypeError, KeyError, AttributeError) as e:
                 why = (str(e) if isinstance(e, RmlprepError)
@@ -370,7 +380,12 @@ def tokenize_chat(
         column: the messages column.
         tools_column: a column of per-conversation tool definitions (a list, or a JSON
             string), used when the batch has it; None: never.
-        add_generation_prompt: end each row with the header that opens an assistant turn.
+        add_generation_prompt: end each row with the header that opens an assistant turn: for
+            prompts (a conversation ending on a user or tool turn). A conversation that ends on
+            an assistant turn is then a row error: the header would follow its final answer,
+            untrained, so the model would learn answers that end asking for another (what
+            transformers' chat-template docs warn of: add_generation_prompt is for generation,
+            not training data).
         options: the format's options (``enable_thinking``, ``today``...).
         train_on_reasoning: reasoning in the mask (default) or not.
         json_tools: convert tool definitions and calls written as JSON text first

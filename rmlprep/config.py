@@ -41,7 +41,9 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     format = "qwen3"                 # a format name (rmlprep.CHAT_FORMATS); "auto": the format that
                                      # reproduces the tokenizer's chat_template; "template": that
                                      # template rendered with jinja2 (opt-in, slower)
-    add_generation_prompt = false
+    add_generation_prompt = false    # true: end each row with the header opening an assistant
+                                     # turn, for prompts (ending on a user or tool turn); a
+                                     # conversation ending on an assistant turn is then a reject
     options = { enable_thinking = false }  # the format's options (template variables, "today")
     train_on_reasoning = true        # reasoning in the loss mask
     tools_column = "tools"           # a column of per-conversation tool definitions (default: none;

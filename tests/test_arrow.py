@@ -280,6 +280,35 @@ def test_chat_format_rule_error_in_arrow(tok):
     assert out.column("input_ids").to_pylist() == [[]]
 
 
+def test_generation_prompt_after_a_final_answer_is_a_row_error(tok):
+    """add_generation_prompt=True is for prompts. In chatml, worked by hand:
+
+        [user "q", assistant "a"]            would end "...a<|im_end|>\\n<|im_start|>assistant\\n": an
+                                             untrained header after the final answer -> row error
+        [user "q"]                           a prompt: kept, as before (no_assistant defaults to keep
+                                             with a generation prompt), nothing trained
+        [user "q", assistant "a", user "r"]  kept: ends on the header, trains "a<|im_end|>" only
+
+    The kept rows equal encode_chat(..., add_generation_prompt=True) and their text ends with the
+    header; without add_generation_prompt the answered conversation is kept."""
+    from rmlprep.chat import encode_chat, format_chat
+
+    u, a = ({"role": r, "content": c} for r, c in (("user", "q"), ("assistant", "a")))
+    rows = [[u, a], [u], [u, a, {"role": "user", "content": "r"}]]
+    out = tokenize_chat(tok, "chatml", add_generation_prompt=True, on_error="record")({"messages": rows})
+    assert out["error"][0].startswith("the conversation ends on an assistant turn, and add_generation_prompt would")
+    assert "chat.add_generation_prompt = false" in out["error"][0] and len(out["input_ids"][0]) == 0
+    for i in (1, 2):
+        assert out["error"][i] == ""
+        enc = encode_chat(tok, rows[i], "chatml", add_generation_prompt=True)
+        assert out["input_ids"][i].tolist() == enc.input_ids and out["labels"][i].tolist() == enc.labels
+        assert format_chat(rows[i], "chatml", add_generation_prompt=True).endswith("<|im_end|>\n<|im_start|>assistant\n")
+    assert not out["assistant_masks"][1].any() and out["assistant_masks"][2].any()
+    assert tokenize_chat(tok, "chatml", on_error="record")({"messages": rows[:1]})["error"] == [""]
+    with pytest.raises(RowError, match="ends on an assistant turn"):
+        tokenize_chat(tok, "chatml", add_generation_prompt=True)({"messages": rows[:1]})
+
+
 # -- pickling and fingerprints --------------------------------------------------------------
 def test_pickle_small_and_rebuilds(tok):
     import rmlprep.arrow as arrow_mod

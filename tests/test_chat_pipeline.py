@@ -326,3 +326,20 @@ def test_markers_of_versions_that_kept_untrained_truncations_are_redone(tmp_path
     marker.write_text(json.dumps(old))
     m = run(c, log=quiet)
     assert m["units_processed"] == 1 and m["totals"]["rejects"] == 1
+
+
+def test_generation_prompt_after_an_answer_is_a_reject(tmp_path):
+    """chat.add_generation_prompt = true in an sft run: a conversation ending on an assistant
+    turn is a reject whose reason says what to set (the header after its answer would be an
+    untrained turn opener); a prompt (ending on a user turn) is kept under no_assistant = "keep"
+    as before, and a multi-turn one ending on a user turn trains its earlier answer."""
+    inp = tmp_path / "c.jsonl"
+    q = {"role": "user", "content": "q"}
+    _rows(inp, [[q, {"role": "assistant", "content": "a"}], [q],
+                [q, {"role": "assistant", "content": "a"}, {"role": "user", "content": "r"}]])
+    m = run(cfg(inp, tmp_path / "o", parity={"chat": False}, chat={"add_generation_prompt": True, "no_assistant": "keep"}),
+            log=quiet)
+    assert m["totals"]["rows_read"] == 3 and m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 1
+    (rec,) = [json.loads(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert rec["row"] == 0 and rec["reason"].startswith("chat format 'chatml': the conversation ends on an assistant turn")
+    assert "set add_generation_prompt=False (chat.add_generation_prompt = false)" in rec["reason"]
