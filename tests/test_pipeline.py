@@ -175,6 +175,28 @@ def test_reject_values_are_json_and_whole(tmp_path):
     assert recs[3]["value"] == {"s": "\ud800"}
 
 
+def test_markers_of_versions_that_wrote_repr_values_are_redone(tmp_path):
+    """A done marker with rejects written before reject values were JSON (no "reject_values")
+    vouches for a rejects file of Python reprs ('42' as a string, "b'..'" for bytes): a rerun
+    redoes its unit, and the file holds JSON again. Markers of this version are reused."""
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"text": "good"}\n{"text": 42}\n')
+    out = tmp_path / "o"
+    run(make_cfg(p, out), log=quiet)
+    assert run(make_cfg(p, out), log=quiet)["units_skipped"] == 1
+    marker = out / "shard-00000.done.json"
+    old = json.loads(marker.read_text())
+    assert old["reject_values"] == "json"
+    del old["reject_values"]
+    marker.write_text(json.dumps(old))
+    rej = out / "rejects" / "rejects-00000.jsonl"
+    rej.write_text(json.dumps({**json.loads(rej.read_text()), "value": "42"}) + "\n")  # as the repr was
+    logs: list[str] = []
+    m = run(make_cfg(p, out), log=logs.append)
+    assert m["units_processed"] == 1 and json.loads(rej.read_text())["value"] == 42
+    assert any("wrote rejected values as Python reprs, not JSON: 1" in x for x in logs)
+
+
 def test_reject_values_of_a_parquet_binary_column_are_base64(tmp_path):
     """A Parquet binary column under the pretrain pipeline: each row is a reject ("text is a
     bytes, not a string") whose value is the bytes in standard base64 (RFC 4648), as the proto3

@@ -316,7 +316,8 @@ class OutputFolder:
         Returns:
             (marker, "") when the marker exists, names ``config_hash``, the input identity and
             the tokenizer, the shard's sha256 matches and its rejects file exists (and, when
-            ``overflow = "drop"`` left documents out, the marker says they are in it; an sft
+            ``overflow = "drop"`` left documents out, the marker says they are in it; with
+            rejects, it says their values are JSON; an sft
             marker of a truncating run says it rejected conversations truncation left untrained); else
             (None, the reason the unit is redone).
         """
@@ -337,6 +338,8 @@ class OutputFolder:
                 return None, "shard sha256 differs from its done marker"
         if m.get("rejects") and not self.exists(rejects_name(index)):
             return None, "rejects file missing"
+        if m.get("rejects") and m.get("reject_values") != "json":
+            return None, "done marker is from a version that wrote rejected values as Python reprs, not JSON"
         if m.get("dropped_documents") and not m.get("dropped_in_rejects"):
             return None, "done marker is from a version that did not write dropped documents to rejects/"
         if m.get("truncated_tokens") and "no_assistant" in m and "untrained_rejected" not in m:

@@ -152,6 +152,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         **packed.stats,
         # dropped documents are in rejects/ (earlier versions only counted them: such markers are redone)
         **({"dropped_in_rejects": True} if packed.stats.get("dropped_documents") else {}),
+        # rejected values are JSON (earlier versions wrote Python reprs: their markers with rejects are redone)
+        **({"reject_values": "json"} if tally.n_rejects else {}),
         **tally.counts,
         "length_hist": packed.length_hist.tolist(),
         "seconds": seconds,
