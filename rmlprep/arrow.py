@@ -178,8 +178,10 @@ class TokenizeChat(_MapFunction):
     Build it with :func:`tokenize_chat`; see the module docstring for the output types and
     :func:`rmlprep.chat.encode_chat` for the mask rule. ``fn.stats`` also counts
     ``reasoning_dropped`` (turns whose reasoning the format's history rule left out),
-    ``no_assistant`` (conversations without an assistant message, kept or rejected) and
-    ``json_tool_calls`` (tool calls converted with ``json_tools``).
+    ``no_assistant`` (conversations without an assistant message, kept or rejected),
+    ``json_tool_calls`` (tool calls converted with ``json_tools``) and
+    ``generation_prompt_after_answer`` (conversations refused because they end on an assistant
+    turn under ``add_generation_prompt``).
     """
 
     _what = "messages"
@@ -193,7 +195,7 @@ class TokenizeChat(_MapFunction):
         self._extra_stats()
 
     def _extra_stats(self) -> None:
-        self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0)
+        self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, generation_prompt_after_answer=0)
         self._writer = None
 
     def _template_writer(self):
@@ -242,6 +244,7 @@ class TokenizeChat(_MapFunction):
                         raise ChatFormatError("the conversation has no assistant message (nothing to train on); "
                                               "set no_assistant='keep' (chat.no_assistant = \"keep\") to keep it")
                 elif gen and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
+                    self.stats["generation_prompt_after_answer"] += 1
                     raise ChatFormatError(_GENERATION_PROMPT_AFTER_ANSWER)
                 ids, mask = encode_segments(tok, out.segs, train_on_reasoning=self.train_on_reasoning)
             except (RmlprepError, TypeError, KeyError, AttributeError) as e:

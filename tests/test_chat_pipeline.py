@@ -343,3 +343,30 @@ def test_generation_prompt_after_an_answer_is_a_reject(tmp_path):
     (rec,) = [json.loads(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
     assert rec["row"] == 0 and rec["reason"].startswith("chat format 'chatml': the conversation ends on an assistant turn")
     assert "set add_generation_prompt=False (chat.add_generation_prompt = false)" in rec["reason"]
+    assert m["totals"]["generation_prompt_after_answer"] == 1
+
+
+def test_markers_of_versions_that_kept_a_generation_prompt_after_answers_are_redone(tmp_path):
+    """A done marker of an sft run with add_generation_prompt written before such rows became
+    rejects (no generation_prompt_after_answer count) may vouch for rows ending on an
+    answer and an untrained header: a rerun redoes its unit. Without add_generation_prompt
+    the same marker is reused."""
+    inp = tmp_path / "c.jsonl"
+    write_chats(inp, n=3, extra=[[{"role": "user", "content": "q"}]])
+    c = cfg(inp, tmp_path / "o", parity={"chat": False}, chat={"add_generation_prompt": True, "no_assistant": "keep"})
+    m = run(c, log=quiet)
+    assert m["totals"]["documents"] == 1 and m["totals"]["generation_prompt_after_answer"] == 3
+    (marker,) = (tmp_path / "o").glob("*.done.json")
+    old = json.loads(marker.read_text())
+    del old["generation_prompt_after_answer"]
+    marker.write_text(json.dumps(old))
+    logs: list[str] = []
+    m = run(c, log=logs.append)
+    assert m["units_processed"] == 1 and any("kept answers followed by a generation prompt: 1" in x for x in logs)
+    plain = cfg(inp, tmp_path / "p", parity={"chat": False})
+    run(plain, log=quiet)
+    (marker,) = (tmp_path / "p").glob("*.done.json")
+    old = json.loads(marker.read_text())
+    del old["generation_prompt_after_answer"]
+    marker.write_text(json.dumps(old))
+    assert run(plain, log=quiet)["units_skipped"] == 1

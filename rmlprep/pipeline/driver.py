@@ -84,7 +84,8 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
         out.check(cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint)
-        records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint)
+        records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint,
+                                    cfg.pipeline == "sft" and cfg["chat"]["add_generation_prompt"])
         planned = {u.index for u in units}
         stale = sorted(i for i in out.unit_files() if i not in planned)
         out.sweep(keep=planned, redo={u.index for u in todo})
@@ -157,14 +158,14 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
 
 
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, resume: bool,
-                log: Callable[[str], None], tokenizer: str | None = None,
+                log: Callable[[str], None], tokenizer: str | None = None, generation_prompt: bool = False,
                 ) -> tuple[dict[int, dict[str, Any]], list[PlannedUnit]]:
     """Split the plan into units already done (their verified markers) and units to process."""
     records: dict[int, dict[str, Any]] = {}
     todo: list[PlannedUnit] = []
     redo_reasons: dict[str, int] = {}
     for u in units:
-        m, why = out.verify_done(u.index, config_hash, u.identity, tokenizer)
+        m, why = out.verify_done(u.index, config_hash, u.identity, tokenizer, generation_prompt)
         if m is not None:
             records[u.index] = m
         else:

@@ -302,7 +302,8 @@ class OutputFolder:
 
     def verify_done(self, index: int, config_hash: str,
                     input_identity: dict[str, Any] | None = None,
-                    tokenizer: str | None = None) -> tuple[dict[str, Any] | None, str]:
+                    tokenizer: str | None = None,
+                    generation_prompt: bool = False) -> tuple[dict[str, Any] | None, str]:
         """Whether unit ``index`` is done for this config (and this input and tokenizer).
 
         Args:
@@ -313,6 +314,9 @@ class OutputFolder:
                 tokenizer file that changed (or a fallback tokenizer one run, the real one the
                 next) hashes the same: only the fingerprint tells the shards apart. A marker
                 written before markers named their tokenizer is not trusted.
+            generation_prompt: an sft run with ``chat.add_generation_prompt``: the marker must
+                count ``generation_prompt_after_answer`` (earlier versions wrote conversations
+                ending on an answer with a generation prompt after it).
         Returns:
             (marker, "") when the marker exists, names ``config_hash``, the input identity and
             the tokenizer, the shard's sha256 matches and its rejects file exists (and, when
@@ -342,6 +346,8 @@ class OutputFolder:
             return None, "done marker is from a version that wrote rejected values as Python reprs, not JSON"
         if m.get("dropped_documents") and not m.get("dropped_in_rejects"):
             return None, "done marker is from a version that did not write dropped documents to rejects/"
+        if generation_prompt and "generation_prompt_after_answer" not in m:
+            return None, "done marker is from a version that kept answers followed by a generation prompt"
         if m.get("truncated_tokens") and "no_assistant" in m and "untrained_rejected" not in m:
             return None, "done marker is from a version that kept truncated conversations with no assistant token"
         return m, ""

@@ -60,7 +60,7 @@ from .output import json_line
 __all__ = ["Tally", "Rows", "Docs", "json_value", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
            "format_and_tokenize"]
 T = TypeVar("T")
-CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls")
+CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls", "generation_prompt_after_answer")
 
 #: Reject records spooled in memory up to this many bytes, then in a temporary file.
 REJECT_SPOOL_BYTES = 8 << 20
