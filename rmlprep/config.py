@@ -103,6 +103,7 @@ from . import fs
 from .chat import detect_chat_format
 from .chat.registry import get_format, resolve_options
 from .errors import ChatFormatError, ConfigError
+from .packing.common import MAX_SEQ_LEN
 
 __all__ = ["RunConfig", "load_config", "config_from_dict", "SCHEMA"]
 
@@ -175,10 +176,7 @@ _OUTPUT_FORMATS = ("parquet", "megatron")
 # keys left out of the hash while at their default (added after configs were hashed without them)
 _HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet"}
 ENGINES = ("local", "ray")
-# pack.seq_len's ceiling: 16,777,216 tokens, above every released context length; a row (and an
-# sft row padded to it) is allocated at seq_len, so a mistyped 2_000_000_000 is refused here
-# instead of asking numpy for 15 GiB per column
-MAX_SEQ_LEN = 1 << 24
+# pack.seq_len's ceiling is the pack functions' own (rmlprep.packing.common.MAX_SEQ_LEN, 2**24)
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
 # keys that change how a run goes but never its output bytes: left out of the config hash
 _NOT_HASHED = {("run", "workers"), ("run", "progress"), ("run", "histogram"), ("run", "engine"),

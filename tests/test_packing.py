@@ -438,7 +438,10 @@ def test_seq_len_one():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        pytest.param(dict(seq_len=0), "seq_len must be >= 1", id="seq_len-0"),
+        pytest.param(dict(seq_len=0), r"seq_len must be from 1 to 16,777,216 \(2\*\*24\), got 0$", id="seq_len-0"),
+        pytest.param(dict(seq_len=2**24 + 1), r"from 1 to 16,777,216 \(2\*\*24\), got 16,777,217$", id="seq_len-2**24+1"),
+        pytest.param(dict(seq_len=np.int64(2_000_000_000)), "got 2,000,000,000$", id="seq_len-np-2e9"),
+        pytest.param(dict(seq_len=2048.0), "seq_len must be an int, got float", id="seq_len-float"),
         pytest.param(dict(seq_len=True), "seq_len must be an int", id="seq_len-bool"),
         pytest.param(dict(seq_len=4, overflow="split"), "unknown overflow='split'", id="split"),
         pytest.param(dict(seq_len=4, eos_id=2**32), "eos_id=4294967296", id="eos-too-big"),
@@ -453,7 +456,9 @@ def test_concat_argument_errors(kwargs, match):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        pytest.param(dict(seq_len=-3), "seq_len must be >= 1", id="seq_len-negative"),
+        pytest.param(dict(seq_len=-3), "seq_len must be from 1 to 16,777,216", id="seq_len-negative"),
+        pytest.param(dict(seq_len=2**31, pad_id=0), r"from 1 to 16,777,216 \(2\*\*24\), got 2,147,483,648$",
+                     id="seq_len-2**31-padded"),
         pytest.param(dict(seq_len=4, overflow="wrap"), "unknown overflow='wrap'", id="wrap"),
         pytest.param(dict(seq_len=4, pad_id=2**32), "pad_id", id="pad-too-big"),
         pytest.param(
@@ -496,6 +501,22 @@ def test_bad_ids(docs, match):
     for fn in (pack_concat, pack_bfd):
         with pytest.raises(PackingError, match=match):
             fn(docs, seq_len=4)
+
+
+def test_seq_len_ceiling_is_the_configs():
+    """The pack functions take what the run config takes, 1 to 2**24, and refuse one more with
+    the same bound in the message: a library caller's mistyped seq_len is a PackingError, not a
+    MemoryError from numpy. At the ceiling a one-token document packs as usual (a tail of 2:
+    the token and its eos). naive_padding_ratio takes the same range."""
+    from rmlprep.config import MAX_SEQ_LEN as CONFIG_MAX
+    from rmlprep.packing.common import MAX_SEQ_LEN
+
+    assert MAX_SEQ_LEN == CONFIG_MAX == 2**24
+    r = pack_concat([[7]], seq_len=2**24, eos_id=0)
+    assert r.stats.rows == 0 and cols(r.tail)["input_ids"] == [[7, 0]]
+    assert cols(pack_bfd([[7]], seq_len=2**24).rows)["input_ids"] == [[7]]
+    with pytest.raises(PackingError, match=r"^seq_len must be from 1 to 16,777,216 \(2\*\*24\), got 16,777,217$"):
+        naive_padding_ratio([1], 2**24 + 1)
 
 
 def test_errors_are_value_errors():

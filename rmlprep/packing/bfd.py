@@ -89,7 +89,7 @@ def pack_bfd(
         input_ids: list<uint32> per example (same input forms as :func:`pack_concat`).
         labels: optional list<int> per example, aligned token by token with input_ids
             (-100 = ignored by the loss).
-        seq_len: row capacity, >= 1.
+        seq_len: row capacity, 1 to 2**24 (:data:`~rmlprep.packing.common.MAX_SEQ_LEN`).
         overflow: what to do with an example longer than ``seq_len``:
             - ``"truncate"``: keep its first ``seq_len`` tokens (``stats.truncated_tokens``
               counts the rest);
@@ -112,9 +112,9 @@ def pack_bfd(
         Empty examples produce no fragment and are listed in :attr:`PackResult.empty`.
 
     Raises:
-        PackingError: seq_len < 1; unknown overflow; an id or pad_id outside uint32; labels or
-            assistant_masks not aligned with input_ids (the message names the first row that
-            differs); a mask value other than 0/1; a null example.
+        PackingError: seq_len not an int from 1 to 2**24; unknown overflow; an id or pad_id
+            outside uint32; labels or assistant_masks not aligned with input_ids (the message
+            names the first row that differs); a mask value other than 0/1; a null example.
 
     Source: TRL ``pack_dataset(strategy="bfd")`` (``trl/data_utils.py``): best-fit-decreasing,
     ``seq_lengths`` and per-example ``position_ids`` for padding-free training.

@@ -263,11 +263,23 @@ def aligned(column: Any, name: str, ids_offsets: np.ndarray) -> np.ndarray:
     return values
 
 
+#: The largest ``seq_len`` the pack functions (and the run config's ``pack.seq_len``) take:
+#: 16,777,216 tokens, above every released context length. A row (and an SFT row padded to it)
+#: is allocated at ``seq_len``, so a mistyped 2_000_000_000 is refused instead of asking numpy
+#: for 15 GiB per column.
+MAX_SEQ_LEN = 1 << 24
+
+
 def check_seq_len(seq_len: Any) -> int:
+    """``seq_len`` as an int.
+
+    Raises:
+        PackingError: not an int (a bool, a float), or outside 1 .. :data:`MAX_SEQ_LEN`.
+    """
     if isinstance(seq_len, bool) or not isinstance(seq_len, (int, np.integer)):
         raise PackingError(f"seq_len must be an int, got {type(seq_len).__name__}")
-    if seq_len < 1:
-        raise PackingError(f"seq_len must be >= 1, got {seq_len}")
+    if not 1 <= seq_len <= MAX_SEQ_LEN:
+        raise PackingError(f"seq_len must be from 1 to {MAX_SEQ_LEN:,} (2**24), got {int(seq_len):,}")
     return int(seq_len)
 
 

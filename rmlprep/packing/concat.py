@@ -69,7 +69,7 @@ def pack_concat(
         input_ids: list<uint32> (any integer list type; ``ListArray``/``LargeListArray``,
             sliced or not, a ChunkedArray, ``(values, offsets)`` numpy arrays or a list of
             lists), one row per document.
-        seq_len: tokens per output row, >= 1.
+        seq_len: tokens per output row, 1 to 2**24 (:data:`~rmlprep.packing.common.MAX_SEQ_LEN`).
         eos_id: appended to every document when given.
         bos_id: prepended to every document when given.
         overflow: what to do with a document whose framed length (with bos/eos) exceeds
@@ -91,8 +91,8 @@ def pack_concat(
         :attr:`PackResult.empty`.
 
     Raises:
-        PackingError: seq_len < 1; unknown overflow; an id (or bos/eos) outside uint32; a null
-            document.
+        PackingError: seq_len not an int from 1 to 2**24; unknown overflow; an id (or bos/eos)
+            outside uint32; a null document.
 
     Source: Hugging Face ``run_clm.py`` ``group_texts`` and Megatron-LM's GPT dataset
     (concatenate, cut, keep the tail); TRL ``pack_dataset(strategy="wrapped")`` for the

@@ -18,13 +18,13 @@ def naive_padding_ratio(lengths: Any, seq_len: int) -> float:
     Args:
         lengths: int [n], example lengths (a numpy array, a sequence, or a list array whose
             row lengths are used).
-        seq_len: row length, >= 1.
+        seq_len: row length, 1 to 2**24.
 
     Returns:
         ``1 - sum(min(length, seq_len)) / (n * seq_len)``; 0.0 for no examples.
 
     Raises:
-        PackingError: seq_len < 1 or a negative length.
+        PackingError: seq_len not an int from 1 to 2**24, or a negative length.
     """
     seq_len = check_seq_len(seq_len)
     if isinstance(lengths, (pa.Array, pa.ChunkedArray)) and (
