@@ -54,7 +54,7 @@ def _hf_files(path: str, split: str | None, log: Callable[[str], None] | None = 
                 log(f"input: {path} is a DatasetDict; reading {which} (input.split is unset"
                     + ("" if len(splits) == 1 else "; set it to read another") + ")")
         if split not in splits:
-            raise ConfigError(f"input.split: {split!r} is not a split of {path}; splits: {splits}")
+            raise ConfigError(f"input.split: {split!r} is not a split of {path}; its splits: {', '.join(splits)}")
         if "/" in split or "\\" in split or split in (".", "..") or not fs.isdir(fs.join(p, split)):
             raise InputError(f"{fs.join(p, 'dataset_dict.json')}: split {split!r} has no folder {fs.join(p, split)}",
                              path=fs.join(p, "dataset_dict.json"))
