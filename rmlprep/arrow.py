@@ -179,7 +179,9 @@ class TokenizeChat(_MapFunction):
     :func:`rmlprep.chat.encode_chat` for the mask rule. ``fn.stats`` also counts
     ``reasoning_dropped`` (turns whose reasoning the format's history rule left out),
     ``no_assistant`` (conversations without an assistant message, kept or rejected),
-    ``json_tool_calls`` (tool calls converted with ``json_tools``) and
+    ``json_tool_calls`` (tool calls converted with ``json_tools``), ``json_tool_calls_as_text``
+    (without ``json_tools``: conversations holding tool calls written as JSON text, which
+    ``json_tools`` would convert; they are written as the plain text they are) and
     ``generation_prompt_after_answer`` (conversations refused because they end on an assistant
     turn under ``add_generation_prompt``).
     """
@@ -195,7 +197,8 @@ class TokenizeChat(_MapFunction):
         self._extra_stats()
 
     def _extra_stats(self) -> None:
-        self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, generation_prompt_after_answer=0)
+        self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
+                          generation_prompt_after_answer=0)
         self._writer = None
 
     def _template_writer(self):
@@ -234,6 +237,8 @@ class TokenizeChat(_MapFunction):
                 if self.json_tools:
                     messages, tools, k = json_tools(messages, tools)
                     self.stats["json_tool_calls"] += k
+                elif json_tools(messages, tools)[2]:  # LLaMA-Factory's shape, kept as text: counted for a hint
+                    self.stats["json_tool_calls_as_text"] += 1
                 if fmt == "template":
                     out = self._template_writer().write(messages, add_generation_prompt=gen, tools=tools)
                 else:

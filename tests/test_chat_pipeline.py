@@ -370,3 +370,28 @@ def test_markers_of_versions_that_kept_a_generation_prompt_after_answers_are_red
     del old["generation_prompt_after_answer"]
     marker.write_text(json.dumps(old))
     assert run(plain, log=quiet)["units_skipped"] == 1
+
+
+def test_tool_calls_written_as_json_text_are_pointed_out(tmp_path):
+    """LLaMA-Factory's tool sets write a call as {"name", "arguments"} JSON in the assistant's
+    text. Without chat.json_tools it is trained as that text (faithful to the data), and the
+    run counts such conversations (json_tool_calls_as_text) and says in its summary what to
+    set; with json_tools they are converted (json_tool_calls) and the line is absent. A
+    conversation whose answer is JSON of another shape is not counted."""
+    inp = tmp_path / "c.jsonl"
+    call = json.dumps({"name": "get_time", "arguments": {"tz": "UTC"}})
+    tools = json.dumps([{"name": "get_time", "description": "now", "parameters": {"type": "object"}}])
+    _rows(inp, [[{"role": "system", "content": tools}, {"role": "user", "content": "time?"},
+                 {"role": "assistant", "content": call}, {"role": "tool", "content": "12:00"},
+                 {"role": "assistant", "content": "It is noon."}],
+                [{"role": "user", "content": "json please"}, {"role": "assistant", "content": '{"a": 1}'}]])
+    logs: list[str] = []
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", parity={"chat": False}), log=logs.append)
+    assert m["totals"]["documents"] == 2 and m["totals"]["json_tool_calls_as_text"] == 1
+    assert m["totals"]["json_tool_calls"] == 0
+    assert "tool calls   1 conversation write tool calls as JSON text" in logs[-1]
+    assert "chat.json_tools = true" in logs[-1]
+    logs.clear()
+    m = run(cfg(inp, tmp_path / "j", fmt="qwen2.5", parity={"chat": False}, chat={"json_tools": True}), log=logs.append)
+    assert m["totals"]["json_tool_calls"] == 1 and m["totals"]["json_tool_calls_as_text"] == 0
+    assert "tool calls" not in logs[-1]

@@ -297,6 +297,11 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if t["truncated_tokens"]:
         lines.append(("over-long", f"{t['over_long']:,} documents longer than seq_len truncated "
                                    f"({t['truncated_tokens']:,} tokens cut)"))
+    if t.get("json_tool_calls_as_text"):
+        n = t["json_tool_calls_as_text"]
+        lines.append(("tool calls", f"{n:,} conversation{'s' if n != 1 else ''} write tool calls as JSON text in the "
+                                    "assistant's content (LLaMA-Factory's shape), trained as that text; "
+                                    "chat.json_tools = true writes them as the format's tool calls"))
     lines.append(("input", f"{t['bytes'] / 1e6:.2f} MB"))
     if th["mb_per_s"] is not None:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "

@@ -60,7 +60,8 @@ from .output import json_line
 __all__ = ["Tally", "Rows", "Docs", "json_value", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
            "format_and_tokenize"]
 T = TypeVar("T")
-CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls", "generation_prompt_after_answer")
+CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls", "json_tool_calls_as_text",
+               "generation_prompt_after_answer")
 
 #: Reject records spooled in memory up to this many bytes, then in a temporary file.
 REJECT_SPOOL_BYTES = 8 << 20
@@ -151,7 +152,7 @@ class Tally:
             :func:`json_value`; ``value_encoded`` when part of it is not JSON as it is).
         n_rejects: rejected rows so far (flushed or not, the pack stage's included).
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
-            ``json_tool_calls``; see :class:`rmlprep.arrow.TokenizeChat`).
+            ``json_tool_calls``, ...: :data:`CHAT_COUNTS`; see :class:`rmlprep.arrow.TokenizeChat`).
     """
 
     unit: Unit
