@@ -339,10 +339,17 @@ def test_resume_skips_and_redoes(corpus, tmp_path):
 
 
 def test_other_config_refused(corpus, tmp_path):
+    """A rerun into a folder of another config is refused, and the refusal names what changed
+    (from the folder's manifest.json): pack.seq_len 128 -> 64 and pack.overflow, the keys that
+    differ; workers (not in the hash) are not named. Without the manifest it still refuses."""
     inp, _ = corpus
     out = tmp_path / "o"
     run(make_cfg(inp, out), log=quiet)
-    with pytest.raises(ConfigError, match="--overwrite"):
+    with pytest.raises(ConfigError, match=r"; this config changes pack.overflow \"wrap\" -> \"truncate\"; "
+                                          r"pack.seq_len 128 -> 64\); pass --overwrite"):
+        run(make_cfg(inp, out, seq_len=64, workers=2, pack={"overflow": "truncate"}), log=quiet)
+    (out / "manifest.json").rename(tmp_path / "manifest.json")
+    with pytest.raises(ConfigError, match=r"e\.g\. shard-00000\.done\.json\); pass --overwrite"):
         run(make_cfg(inp, out, seq_len=64), log=quiet)
     m = run(make_cfg(inp, out, seq_len=64), overwrite=True, log=quiet)
     assert m["units_processed"] == len(m["shards"])

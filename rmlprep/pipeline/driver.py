@@ -83,7 +83,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         t = time.perf_counter()
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
-        out.check(cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint)
+        out.check(cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint, config=cfg)
         records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint,
                                     cfg.pipeline == "sft" and cfg["chat"]["add_generation_prompt"])
         planned = {u.index for u in units}

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from .. import fs
+from ..config import RunConfig
 from ..errors import ConfigError, OutputError
 from ..shards import LEGACY_SHARD_GLOB, marker_name, rejects_name, sha256_file, shard_name
 
@@ -116,6 +117,25 @@ def committing() -> Iterator[None]:
 def json_line(record: dict[str, Any]) -> bytes:
     """One JSON line (UTF-8, ``\n``-terminated) as the folder's ``.jsonl`` files hold it."""
     return _utf8(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+_UNSET: Any = object()
+
+
+def _leaves(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"pack": {"seq_len": 8}}`` -> ``{"pack.seq_len": 8}``."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_leaves(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _short(v: Any) -> str:
+    s = v if v == "(unset)" else json.dumps(v, ensure_ascii=False)
+    return s if len(s) <= 80 else s[:77] + "..."
 
 
 def _markers(n: int) -> str:
@@ -352,7 +372,27 @@ class OutputFolder:
             return None, "done marker is from a version that kept truncated conversations with no assistant token"
         return m, ""
 
-    def check(self, config_hash: str, *, overwrite: bool, tokenizer: str | None = None) -> None:
+    def config_change(self, config: RunConfig, old_hash: str) -> str:
+        """What differs between ``config`` and the config of the shards in the folder, as
+        ``"pack.seq_len 2048 -> 1024; ..."`` (keys of the hashed part only: not workers or the
+        output folder), from the folder's ``manifest.json`` when it describes shards of
+        ``old_hash``; "" when it is absent or of another config."""
+        m = self.read_json("manifest.json")
+        if not isinstance(m, dict) or m.get("config_hash") != old_hash or not isinstance(m.get("config"), dict):
+            return ""
+        try:
+            old_cfg = RunConfig(m["config"])
+            if old_cfg.config_hash != old_hash:  # hashed by another version's rules: no honest diff
+                return ""
+            old, new = _leaves(old_cfg.hashed_part()), _leaves(config.hashed_part())
+        except Exception:  # noqa: BLE001 - a manifest of another shape: the refusal goes on without the detail
+            return ""
+        diffs = [f"{k} {_short(old.get(k, '(unset)'))} -> {_short(new.get(k, '(unset)'))}"
+                 for k in sorted(set(old) | set(new)) if old.get(k, _UNSET) != new.get(k, _UNSET)]
+        return "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "")
+
+    def check(self, config_hash: str, *, overwrite: bool, tokenizer: str | None = None,
+              config: RunConfig | None = None) -> None:
         """Before a run: refuse a folder holding another config's or another tokenizer's shards
         (``tokenizer``: the run's fingerprint; markers that name none are not compared), or Parquet shards
         under the names of earlier versions (``shard-NNNNN.parquet``, :data:`LEGACY_SHARD_GLOB`),
@@ -383,9 +423,12 @@ class OutputFolder:
                 "under the same config, or the demo ran on its offline fallback tokenizer); pass --overwrite to replace them or choose another --output"
             )
         if other and not overwrite:
+            m = self.read_json(other[0])
+            change = self.config_change(config, m.get("config_hash")) if config is not None and isinstance(m, dict) else ""
             raise ConfigError(
                 f"output.dir: {self.path} holds shards of a different config ({_markers(len(other))}, e.g. "
-                f"{other[0]}); pass --overwrite to replace them or choose another --output"
+                f"{other[0]}" + (f"; this config changes {change}" if change else "")
+                + "); pass --overwrite to replace them or choose another --output"
             )
         if overwrite:
             for name in self.list("train-*") + self.list("shard-*") + self.list("rejects/*") + list(REPORT_FILES):
