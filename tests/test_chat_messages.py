@@ -34,7 +34,10 @@ def test_canonical_form():
 
 
 @pytest.mark.parametrize("messages,pattern", [
-    ("hello", "must be a list"),
+    ("hello", r"must be a list of \{'role', 'content'\} dicts, got str$"),
+    ('[{"role": "user", "content": "hi"}]', r"got str holding a JSON list: the column stores conversations as JSON "
+                                           r"text; decode it first"),
+    ("[not json", r"got str$"),
     ([], "empty conversation"),
     ([{"content": "x"}], "has no 'role'"),
     ([{"role": "developer", "content": "x"}], "role 'developer'.*use role 'system'"),

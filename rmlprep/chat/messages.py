@@ -243,7 +243,16 @@ def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
         ChatFormatError: the first broken rule (see the module docstring), naming the message.
     """
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise ChatFormatError(f"messages must be a list of {{'role', 'content'}} dicts, got {type(messages).__name__}")
+        hint = ""
+        if isinstance(messages, str) and messages.lstrip()[:1] == "[":
+            try:
+                if isinstance(json.loads(messages), list):
+                    hint = (" holding a JSON list: the column stores conversations as JSON text; decode it "
+                            "first (json.loads, e.g. in datasets.map) and save the lists")
+            except ValueError:
+                pass
+        raise ChatFormatError(f"messages must be a list of {{'role', 'content'}} dicts, got {type(messages).__name__}"
+                              + hint)
     if not messages:
         raise ChatFormatError("empty conversation; give at least one message")
     out: list[Message] = []
