@@ -198,8 +198,8 @@ def test_markers_of_versions_that_wrote_repr_values_are_redone(tmp_path):
 
 
 def test_reject_values_of_a_parquet_binary_column_are_base64(tmp_path):
-    """A Parquet binary column under the pretrain pipeline: each row is a reject ("text is a
-    bytes, not a string") whose value is the bytes in standard base64 (RFC 4648), as the proto3
+    """A Parquet binary column under the pretrain pipeline: each row is a reject ("text is bytes
+    (a binary column) ...", saying how to make it a string column) whose value is the bytes in standard base64 (RFC 4648), as the proto3
     JSON mapping writes bytes. Worked by hand: b"caf\\xc3\\xa9" = 63 61 66 c3 a9 -> 011000 110110
     000101 100110 | 110000 111010 100100 (padded) -> "Y2Fm" + "w6k="; b"\\xff\\xfe" -> "//4="."""
     import pyarrow as pa
@@ -211,7 +211,8 @@ def test_reject_values_of_a_parquet_binary_column_are_base64(tmp_path):
     recs = [_strict_json(x) for f in sorted((tmp_path / "o" / "rejects").iterdir()) for x in f.read_text().splitlines()]
     assert [(r["row"], r["value"], r["value_encoded"]) for r in recs] == [(0, "Y2Fmw6k=", {"$": "base64"}),
                                                                         (1, "//4=", {"$": "base64"})]
-    assert "bytes, not a string" in recs[0]["reason"]
+    assert recs[0]["reason"].startswith("text is bytes (a binary column), not a string: if it holds UTF-8 text, write "
+                                        "the column as a string type")
 
 
 def test_sft_reject_values_are_json(tmp_path):

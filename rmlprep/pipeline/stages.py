@@ -317,6 +317,10 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
                 keep_r.append(r)
             elif v is None:
                 tally.reject(r, f"{column} is null")
+            elif isinstance(v, bytes):  # a Parquet BYTE_ARRAY without the UTF8 annotation (e.g. older Spark)
+                tally.reject(r, f"{column} is bytes (a binary column), not a string: if it holds UTF-8 text, write "
+                                "the column as a string type (pyarrow: .cast(pa.string()); Spark: "
+                                "spark.sql.parquet.binaryAsString)", v)
             else:
                 tally.reject(r, f"{column} is {_a(type(v).__name__)}, not a string", v)
         for i in surrogate_rows(keep_t):  # rare: found by a scan of the code units
