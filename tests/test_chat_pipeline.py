@@ -389,7 +389,7 @@ def test_tool_calls_written_as_json_text_are_pointed_out(tmp_path):
     m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", parity={"chat": False}), log=logs.append)
     assert m["totals"]["documents"] == 2 and m["totals"]["json_tool_calls_as_text"] == 1
     assert m["totals"]["json_tool_calls"] == 0
-    assert "tool calls   1 conversation write tool calls as JSON text" in logs[-1]
+    assert "tool calls   1 conversation writes tool calls as JSON text" in logs[-1]
     assert "chat.json_tools = true" in logs[-1]
     logs.clear()
     m = run(cfg(inp, tmp_path / "j", fmt="qwen2.5", parity={"chat": False}, chat={"json_tools": True}), log=logs.append)

@@ -157,3 +157,16 @@ def test_summary_says_unfilled_when_rows_are_not_padded():
     assert (label, text) == ("padding", "147 tokens (57.42%)")
     zero = {"pad_tokens": 0, "padding_ratio": 0.0}
     assert _padding_line({"totals": zero, "config": {"pack": {"seq_len": 128}}}) == ("padding", "0 tokens (0.00%)")
+
+
+def test_tokens_rate_never_reads_zero_millions():
+    """A small sft run of 4,300 tokens in 0.84 s read "0.01 M tokens/s" (and a smaller one
+    "0.00 M"): below 0.1 M the rate is written in tokens. Worked: 4300 / 0.84 = 5,119.05 ->
+    "5,119 tokens/s"; 99,999.4 -> "99,999 tokens/s"; 100,000 -> "0.10 M"; 1,234,567 -> "1.23 M"."""
+    from rmlprep.pipeline.reports import tokens_rate
+
+    assert tokens_rate(4300 / 0.84) == "5,119 tokens/s"
+    assert tokens_rate(99_999.4) == "99,999 tokens/s"
+    assert tokens_rate(100_000) == "0.10 M tokens/s"
+    assert tokens_rate(1_234_567) == "1.23 M tokens/s"
+    assert tokens_rate(0.0) == "0 tokens/s"

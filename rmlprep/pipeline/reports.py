@@ -68,7 +68,7 @@ class Progress:
         self.docs += rec["documents"]
         self.tokens += rec["tokens"]
         dt = max(time.perf_counter() - self.t0, 1e-9)
-        rates = f"{self.docs / dt:,.0f} docs/s, {self.bytes / dt / 1e6:.2f} MB/s, {self.tokens / dt / 1e6:.2f} M tokens/s"
+        rates = f"{self.docs / dt:,.0f} docs/s, {self.bytes / dt / 1e6:.2f} MB/s, {tokens_rate(self.tokens / dt)}"
         if self.bar is not None:
             self.bar.update(rec["bytes"])
             self.bar.set_postfix_str(f"{self.docs / dt:,.0f} docs/s, {self.tokens / dt / 1e3:,.0f}k tok/s")
@@ -274,6 +274,12 @@ def _padding_line(manifest: dict[str, Any]) -> tuple[str, str]:
     return "padding", room
 
 
+def tokens_rate(per_s: float) -> str:
+    """Tokens per second as the summary writes them: millions from 0.1 M up ("1.23 M tokens/s"),
+    plain below it ("5,120 tokens/s"), so a small sft run does not read "0.00 M tokens/s"."""
+    return f"{per_s / 1e6:.2f} M tokens/s" if per_s >= 1e5 else f"{per_s:,.0f} tokens/s"
+
+
 def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     """A plain-text summary of a run."""
     t = manifest["totals"]
@@ -299,13 +305,13 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                                    f"({t['truncated_tokens']:,} tokens cut)"))
     if t.get("json_tool_calls_as_text"):
         n = t["json_tool_calls_as_text"]
-        lines.append(("tool calls", f"{n:,} conversation{'s' if n != 1 else ''} write tool calls as JSON text in the "
+        lines.append(("tool calls", f"{n:,} conversation{'s write' if n != 1 else ' writes'} tool calls as JSON text in the "
                                     "assistant's content (LLaMA-Factory's shape), trained as that text; "
                                     "chat.json_tools = true writes them as the format's tool calls"))
     lines.append(("input", f"{t['bytes'] / 1e6:.2f} MB"))
     if th["mb_per_s"] is not None:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "
-                               f"{th['tokens_per_s'] / 1e6:.2f} M tokens/s ({th['seconds']:.2f} s, "
+                               f"{tokens_rate(th['tokens_per_s'])} ({th['seconds']:.2f} s, "
                                f"{manifest['workers']} worker{'s' if manifest['workers'] != 1 else ''}"
                                + (f", engine {manifest['engine']})" if manifest["engine"] != "local" else ")")))
     w = max(len(k) for k, _ in lines)
