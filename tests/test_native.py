@@ -246,6 +246,20 @@ def test_equal_scores_go_leftmost():
     assert tok._native.encode_text("aaaab\u00e9") == [2, 2, 3, 0] == _pure_segment(_pure(tok), "aaaab\u00e9")
 
 
+def test_merge_ranks_against_id_order():
+    """Merges ranked against their merged ids' order (rank 0 makes id 257, rank 1 id 256) are
+    applied by rank: "abc" is "ab" "c", not "a" "bc" (the real vocabularies rank merges in id
+    order, where the native table stores the merged id for the rank). Pure path agrees."""
+    b2u = bytes_to_unicode()
+    vocab = tuple(b2u[b] for b in range(256)) + ("bc", "ab")
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=vocab, token_types=(1,) * 258,
+                         merges=(("a", "b"), ("b", "c")), pre_split=(KNOWN_PATTERNS["gpt2"],))
+    tok = Tokenizer.create(spec)
+    assert tok._native is not None
+    for text, want in (("abc", [257, ord("c")]), ("xbc abcab", [ord("x"), 256, ord(" "), 257, ord("c"), 257])):
+        assert tok._native.encode_text(text) == want == _pure_segment(_pure(tok), text)
+
+
 # -- hostile shapes ----------------------------------------------------------------------------
 
 HOSTILE = [

@@ -240,8 +240,9 @@ static void zfree(void *p, size_t bytes)
 /* (left id, right id) -> value, one 8-byte slot each: left | right << 21 | value << 42 (ids and
  * values below 2^21 - 1). When every pair has a priority of its own (merges: the rank) the value
  * is that priority and the merged id is merged_of[value]; otherwise (scores: equal scores share
- * a priority) the value is the merged id and its priority is prio_of[value]. Half the bytes of a
- * (key, rank, merged) entry: GPT-2's table fits in L2. */
+ * a priority) the value is the merged id and its priority is prio_of[value]. Where priorities
+ * rise with the merged ids (direct) the value is the merged id and stands for its priority.
+ * Half the bytes of a (key, rank, merged) entry: GPT-2's table fits in L2. */
 #define PK_BITS 21
 #define PK_LIMIT ((1u << PK_BITS) - 1)
 #define PK_KEY ((1ULL << (2 * PK_BITS)) - 1)
@@ -255,7 +256,7 @@ typedef struct {
     size_t mask;
     uint64_t *filter; /* one bit per hash of a pair: most absent pairs are known absent here */
     int by_rank;
-    int direct;          /* not by_rank, and priority rises with the merged id: the value is both */
+    int direct;          /* priority rises with the merged id: the value is both (no by_rank) */
     uint32_t *merged_of; /* by_rank: priority -> merged id */
     uint32_t *prio_of;   /* else: merged id -> priority */
 } PairMap;
@@ -2298,8 +2299,30 @@ static int build_pair_table(Encoder *E, const uint32_t *q, size_t n, Py_ssize_t 
         else if (P->prio_of[e[3]] != e[2])
             consistent = 0;
     }
-    P->by_rank = distinct;
-    if (distinct) {
+    /* the priority rises with the merged id (tiktoken ranks; the merges of every Hugging Face
+     * byte-level vocabulary at hand): the merged id stands for its priority, and the merge loop
+     * reads neither merged_of nor prio_of */
+    int increasing = consistent;
+    {
+        uint32_t last = 0;
+        int first = 1;
+        for (Py_ssize_t j = 0; j < vocab_size && increasing; j++) {
+            uint32_t pr = P->prio_of[j];
+            if (pr == NO_RANK)
+                continue;
+            if (!first && pr <= last)
+                increasing = 0;
+            last = pr;
+            first = 0;
+        }
+    }
+    P->by_rank = distinct && !increasing;
+    P->direct = increasing;
+    if (increasing) {
+        free(seen);
+        free(P->prio_of);
+        P->prio_of = NULL;
+    } else if (distinct) {
         free(P->prio_of);
         P->prio_of = NULL;
         P->merged_of = (uint32_t *)seen; /* reused: priority -> merged id */
@@ -2310,19 +2333,6 @@ static int build_pair_table(Encoder *E, const uint32_t *q, size_t n, Py_ssize_t 
         if (!consistent) {
             PyErr_SetString(PyExc_ValueError, "pairs: a merged id with two priorities while priorities repeat");
             return -1;
-        }
-        /* tiktoken ranks: the priority rises with the merged id, so the id is the priority */
-        uint32_t last = 0;
-        int first = 1;
-        P->direct = 1;
-        for (Py_ssize_t j = 0; j < vocab_size && P->direct; j++) {
-            uint32_t pr = P->prio_of[j];
-            if (pr == NO_RANK)
-                continue;
-            if (!first && pr <= last)
-                P->direct = 0;
-            last = pr;
-            first = 0;
         }
     }
     size_t size = pow2_at_least(n + n / 3 + 2); /* load <= 3/4 */
@@ -2349,8 +2359,8 @@ static int build_pair_table(Encoder *E, const uint32_t *q, size_t n, Py_ssize_t 
         size_t i = (size_t)mix64(key) & P->mask;
         while (P->tab[i] != PAIR_EMPTY && (P->tab[i] & PK_KEY) != key)
             i = (i + 1) & P->mask;
-        uint32_t old = (uint32_t)(P->tab[i] >> (2 * PK_BITS));
-        if (P->tab[i] != PAIR_EMPTY && (P->by_rank ? old : P->prio_of[old]) <= e[2])
+        uint32_t old = (uint32_t)(P->tab[i] >> (2 * PK_BITS)); /* direct: both sides in merged ids */
+        if (P->tab[i] != PAIR_EMPTY && (P->by_rank || P->direct ? old : P->prio_of[old]) <= (P->direct ? e[3] : e[2]))
             continue; /* first (lowest) priority wins for a repeated pair */
         P->tab[i] = key | (val << (2 * PK_BITS));
     }
