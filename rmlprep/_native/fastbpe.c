@@ -1460,7 +1460,13 @@ static inline int holds_ref(uint32_t t, uint32_t nv)
 static PyObject *ids_to_list(Encoder *E, const IdVec *o)
 {
     Py_ssize_t n = (Py_ssize_t)o->n;
+#ifdef Py_GIL_DISABLED
+    /* The free-threaded build keeps a list's capacity in a header before its items, so the item
+     * array cannot come from PyMem_Malloc: fill a list made by PyList_New. */
+    PyObject *list = PyList_New(n);
+#else
     PyObject *list = PyList_New(0);
+#endif
     if (list == NULL)
         return NULL;
     /* A list of ints cannot be part of a reference cycle: keep it out of the cyclic GC, whose
@@ -1470,11 +1476,15 @@ static PyObject *ids_to_list(Encoder *E, const IdVec *o)
     PyObject_GC_UnTrack(list);
     if (n == 0)
         return list;
+#ifdef Py_GIL_DISABLED
+    PyObject **items = ((PyListObject *)list)->ob_item;
+#else
     PyObject **items = PyMem_Malloc((size_t)n * sizeof(PyObject *));
     if (items == NULL) {
         Py_DECREF(list);
         return PyErr_NoMemory();
     }
+#endif
     PyObject **ints = g_ints;
     const uint32_t *v = o->v;
     uint32_t nv = (uint32_t)E->n_vocab;
@@ -1490,19 +1500,25 @@ static PyObject *ids_to_list(Encoder *E, const IdVec *o)
             if (holds_ref(t, nv))
                 Py_INCREF(x);
         } else if ((x = PyLong_FromUnsignedLong(t)) == NULL) {
+#ifdef Py_GIL_DISABLED
+            Py_DECREF(list); /* its items are references or NULL */
+#else
             while (i-- > 0) /* release the references taken */
                 if (holds_ref(v[i], nv))
                     Py_DECREF(items[i]);
             PyMem_Free(items);
             Py_DECREF(list);
+#endif
             return NULL;
         }
         items[i] = x;
     }
+#ifndef Py_GIL_DISABLED
     PyListObject *l = (PyListObject *)list;
     l->ob_item = items;
     l->allocated = n;
     Py_SET_SIZE(list, n);
+#endif
     return list;
 }
 
