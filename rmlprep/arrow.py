@@ -362,6 +362,7 @@ def tokenize_chat(
     train_on_reasoning: bool = True,
     json_tools: bool = False,
     no_assistant: str | None = None,
+    text_markers: bool = False,
     on_error: str = "raise",
     output_column: str = "input_ids",
     mask_column: str = "assistant_masks",
@@ -402,6 +403,10 @@ def tokenize_chat(
             error (nothing to train on), or ``"keep"`` it (nothing in its mask); counted in
             ``fn.stats["no_assistant"]`` either way. Default: reject, keep with
             ``add_generation_prompt`` (prompts for generation have no answer).
+        text_markers: encode a format whose turn terminator is not a special token of the
+            tokenizer (ChatML on GPT-2's vocabulary), its markers as text. Default: refused,
+            since the model would learn no stop token
+            (:func:`rmlprep.chat.encode.missing_stop_token`).
         on_error: ``"raise"`` or ``"record"``; a conversation the schema or the format
             refuses is a row error with the reason.
         output_column, mask_column, labels_column: names of the list<uint32>, list<uint8> and
@@ -412,9 +417,11 @@ def tokenize_chat(
         A picklable callable (see :class:`TokenizeChat`).
     Raises:
         ChatFormatError: unknown format or option; ``"auto"`` and a template no format reproduces.
-        ConfigError: bad on_error / no_assistant or clashing output column names.
+        ConfigError: bad on_error / no_assistant or clashing output column names; the format's
+            turn terminator is not a special token of the tokenizer (see ``text_markers``).
     """
     from .chat import detect_chat_format
+    from .chat.encode import missing_stop_token
     from .chat.registry import get_format, resolve_options
 
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)
@@ -428,6 +435,11 @@ def tokenize_chat(
     elif fmt != "template":
         fmt = detect_chat_format(fmt)
         resolve_options(get_format(fmt), options)  # unknown options fail here, not per row
+    if fmt != "template" and not text_markers and (stop := missing_stop_token(tok, fmt)) is not None:
+        raise ConfigError(f"tokenize_chat(fmt={fmt!r}): the format ends each answer with {stop!r}, which is not a "
+                          "special token of this tokenizer: the model would learn no stop token; use the tokenizer "
+                          "of a model trained with this format, add the format's tokens to the tokenizer, or pass "
+                          "text_markers=True to write them as text")
     if no_assistant is None:
         no_assistant = "keep" if add_generation_prompt else "reject"
     if no_assistant not in ("keep", "reject"):

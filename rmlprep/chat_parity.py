@@ -39,6 +39,7 @@ from typing import Any
 
 from .chat import detect_chat_format, template_sha256
 from .chat.detect import check_template_format
+from .chat.encode import missing_stop_token
 from .chat.registry import check_conversation, get_format, template_view, write
 from .chat.render import jinja_available, render
 from .errors import ChatFormatError, ConfigError, ParityError
@@ -340,6 +341,33 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
             raise ConfigError(f"chat.format = \"auto\": {e}; name a format, or use chat.format = \"template\"") from None
         log(f"chat: chat.format = \"auto\" → {data['chat']['format']!r} (reproduces the tokenizer's chat template)")
     return RunConfig(data, cfg.source)
+
+
+def check_chat_markers(cfg, tokenizer) -> None:
+    """sft: the format's turn terminator (``<|im_end|>``, ``<|eot_id|>``, ``</s>``...) must be a
+    special token of the tokenizer. Format text is cut at the tokenizer's special tokens and the
+    rest is encoded as text (:mod:`rmlprep.chat.encode`), as transformers tokenizes a render, so
+    ChatML on a vocabulary without ``<|im_end|>`` (GPT-2's, Llama 2's) would train every answer
+    to end in ``<``, ``|``, ``im``, ``_``... and no single stop token: silently not what a chat
+    model is trained on. Refused unless ``chat.text_markers = true``; ``chat.format =
+    "template"`` renders the tokenizer's own template and is not checked.
+
+    Raises:
+        ConfigError: the terminator is not a special token, naming it and the three ways out.
+    """
+    chat = cfg["chat"] if cfg.pipeline == "sft" else None
+    if chat is None or chat["format"] == "template" or chat.get("text_markers"):
+        return
+    stop = missing_stop_token(tokenizer, chat["format"])
+    if stop is not None:
+        n = len(tokenizer.encode(stop, add_special_tokens=False))
+        raise ConfigError(
+            f"chat.format = {chat['format']!r} ends each answer with {stop!r}, which is not a special token of this "
+            f"tokenizer: it would be written as {n} text token{'s' if n != 1 else ''} and the model would learn no "
+            f"stop token (the tokenizer of another model?); use the tokenizer of a model trained with "
+            f"{chat['format']!r} (or chat.format = \"auto\"), add the format's tokens to the tokenizer first "
+            "(transformers: add_special_tokens, then save_pretrained), or set chat.text_markers = true to write "
+            "them as text")
 
 
 def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] = print) -> dict[str, Any] | None:

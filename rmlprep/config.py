@@ -50,6 +50,9 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # read in a second pass over each unit)
     json_tools = false               # tools / tool calls written as JSON text → tools / tool_calls
     no_assistant = "reject"          # a conversation without an assistant turn: reject | keep
+    text_markers = false             # true: run a format whose turn terminator is not a special
+                                     # token of this tokenizer, its markers written as text
+                                     # (default: refused, the model would learn no stop token)
 
     [pack]
     seq_len = 2048                   # REQUIRED (1 to 2**24)
@@ -144,6 +147,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "tools_column": ((str,), None),
         "json_tools": ((bool,), False),
         "no_assistant": ((str,), "reject"),
+        "text_markers": ((bool,), False),
     },
     "pack": {
         "seq_len": ((int,), _REQ),
@@ -174,7 +178,7 @@ _NOT_SFT = (("tokenizer", "add_special_tokens"), ("tokenizer", "parse_special"),
 _PROGRESS = ("auto", "bar", "log", "none")
 _OUTPUT_FORMATS = ("parquet", "megatron")
 # keys left out of the hash while at their default (added after configs were hashed without them)
-_HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet"}
+_HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False}
 ENGINES = ("local", "ray")
 # pack.seq_len's ceiling is the pack functions' own (rmlprep.packing.common.MAX_SEQ_LEN, 2**24)
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}

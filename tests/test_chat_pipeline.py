@@ -48,7 +48,7 @@ def cfg(inp: Path, out: Path, fmt: str = "chatml", tokenizer: str | None = None,
     d = {"pipeline": "sft",
          "input": {"paths": [str(inp)], "unit_bytes": 40_000, "batch_rows": 64},
          "tokenizer": {"path": tokenizer or str(TINY)},
-         "chat": {"format": fmt},
+         "chat": {"format": fmt, "text_markers": True},  # the tiny vocabulary has no <|im_end|>
          "pack": {"seq_len": 128, "overflow": "truncate"},
          "output": {"dir": str(out)},
          "run": {"workers": 1, "progress": "none", "histogram": False}}
@@ -395,3 +395,52 @@ def test_tool_calls_written_as_json_text_are_pointed_out(tmp_path):
     m = run(cfg(inp, tmp_path / "j", fmt="qwen2.5", parity={"chat": False}, chat={"json_tools": True}), log=logs.append)
     assert m["totals"]["json_tool_calls"] == 1 and m["totals"]["json_tool_calls_as_text"] == 0
     assert "tool calls" not in logs[-1]
+
+
+def test_a_format_whose_terminator_is_not_a_special_token_is_refused(tmp_path):
+    """ChatML on a vocabulary without <|im_end|> (the tiny test tokenizer, GPT-2's, Llama 2's)
+    would write every turn end as text pieces, as Hugging Face tokenizers encode the render.
+    Worked by hand: GPT-2's pre-split cuts "<|im_end|>" into "<|", "im", "_", "end", "|>", and
+    the tiny 600-token vocabulary has no merge for "<|" or "|>": 7 tokens "<", "|", "im", "_",
+    "end", "|", ">"; the model would learn no stop token. Refused before any corpus work (no shard), naming the way out;
+    chat.text_markers = true runs it. llama3's <|eot_id|> is a special token of this
+    vocabulary: that format runs without the key. The library's tokenize_chat refuses alike."""
+    from rmlprep.arrow import tokenize_chat
+
+    tok = tiny(None)
+    pieces = [tok.decode([i]) for i in tok.encode("<|im_end|>", add_special_tokens=False)]
+    assert pieces == ["<", "|", "im", "_", "end", "|", ">"]
+    n = len(pieces)
+    inp = tmp_path / "c.jsonl"
+    write_chats(inp, n=3)
+    c = cfg(inp, tmp_path / "o", parity={"chat": False}, chat={"text_markers": False})
+    with pytest.raises(ConfigError, match=rf"^chat.format = 'chatml' ends each answer with '<\|im_end\|>', which is not "
+                                          rf"a special token of this tokenizer: it would be written as {n} text tokens "
+                                          r"and the model would learn no stop token .*chat.text_markers = true"):
+        run(c, log=quiet)
+    assert not list((tmp_path / "o").glob("train-*"))
+    assert run(cfg(inp, tmp_path / "t", parity={"chat": False}), log=quiet)["totals"]["documents"] == 3
+    m = run(cfg(inp, tmp_path / "l", fmt="llama3", parity={"chat": False}, chat={"text_markers": False}), log=quiet)
+    assert m["totals"]["documents"] == 3
+    with pytest.raises(ConfigError, match=r"tokenize_chat\(fmt='chatml'\): .*'<\|im_end\|>'.*text_markers=True"):
+        tokenize_chat(tok, "chatml")
+    from rmlprep.chat import format_chat
+
+    conv = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    out = tokenize_chat(tok, "chatml", text_markers=True)({"messages": [conv]})
+    assert tok.decode(out["input_ids"][0].tolist()) == format_chat(conv, "chatml")
+
+
+@pytest.mark.parity
+@pytest.mark.skipif(not (REAL_HF / "gemma" / "tokenizer.json").exists(), reason=f"{REAL_HF}/gemma is absent")
+def test_gemma1_base_tokenizer_has_no_turn_tokens():
+    """Gemma 1's base tokenizer.json holds <start_of_turn> / <end_of_turn> as plain vocabulary
+    entries (ids 106, 107), not added tokens: tokenizers spells <end_of_turn> as pieces, and so
+    would an sft run of the gemma format on it (a week-two run did, silently). Refused now;
+    Gemma 3's tokenizer, whose template is gemma3's, passes."""
+    from rmlprep import load_tokenizer
+    from rmlprep.chat.encode import missing_stop_token
+
+    assert missing_stop_token(load_tokenizer(str(REAL_HF / "gemma")), "gemma") == "<end_of_turn>"
+    if (REAL_HF / "gemma3").is_dir():
+        assert missing_stop_token(load_tokenizer(str(REAL_HF / "gemma3")), "gemma3") is None

@@ -185,7 +185,7 @@ def test_sft_run_doctored_chat_render_exit_3(tmp_path):
     renders = _doctored_renders(tmp_path)
     c = tmp_path / "c.toml"
     c.write_text(f'pipeline="sft"\n[input]\npaths=["d.jsonl"]\n[tokenizer]\npath="{TINY}"\n'
-                 f'[parity]\nchat_renders="{renders.name}"\n[chat]\nformat="chatml"\n'
+                 f'[parity]\nchat_renders="{renders.name}"\n[chat]\nformat="chatml"\ntext_markers=true\n'
                  '[pack]\nseq_len=64\n[output]\ndir="out"\n')
     r = cli("run", "c.toml", cwd=tmp_path)
     assert r.returncode == 3, r.stderr

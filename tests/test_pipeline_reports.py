@@ -69,7 +69,7 @@ def _folder_with_rejects(tmp_path: Path, pipeline: str, out_name: str = "o") -> 
          "tokenizer": {"path": str(TINY)}, "pack": {"seq_len": 32}, "output": {"dir": str(out)},
          "run": {"progress": "none", "histogram": False, "workers": 1}}
     if pipeline == "sft":
-        d.update(chat={"format": "chatml"}, parity={"chat": False}, pack={"seq_len": 64, "overflow": "truncate"})
+        d.update(chat={"format": "chatml", "text_markers": True}, parity={"chat": False}, pack={"seq_len": 64, "overflow": "truncate"})
     m = run(config_from_dict(d), log=lambda _: None)
     assert len(m["shards"]) == 3 and m["totals"]["rejects"] == 4 and list((out / "rejects").iterdir())
     return out, m

@@ -197,7 +197,7 @@ def test_sft_packs_windows_of_unit_rows_conversations(tmp_path, n, pad):
     same unit packed as one window (unit_rows = 1000)."""
     inp = tmp_path / "c.jsonl.gz"
     inp.write_bytes(gzip.compress(chats(n)))
-    kw = {"pipeline": "sft", "chat": {"format": "chatml"}, "pack": {"seq_len": 96, "overflow": "truncate", "pad": pad}}
+    kw = {"pipeline": "sft", "chat": {"format": "chatml", "text_markers": True}, "pack": {"seq_len": 96, "overflow": "truncate", "pad": pad}}
     run(make_cfg(inp, tmp_path / "one", input={"unit_rows": 1000}, **kw), log=quiet)
     one = pq.read_table(tmp_path / "one" / shard_name(0))
     convs = {c: unpack(one, c) for c in ("input_ids", "labels", "assistant_masks")}

@@ -63,6 +63,8 @@ def make_cfg(inp, out: Path, *, workers: int = 1, seq_len: int = 128, **extra):
     }
     for k, v in extra.items():
         d.setdefault(k, {}).update(v) if isinstance(v, dict) else d.__setitem__(k, v)
+    if d.get("pipeline") == "sft":  # TINY's vocabulary has no <|im_end|> or </s>: markers as text
+        d.setdefault("chat", {}).setdefault("text_markers", True)
     return config_from_dict(d)
 
 

@@ -41,7 +41,7 @@ from ..spec import TokenType
 from .registry import get_format, write
 from .segments import TRAINABLE, Segment
 
-__all__ = ["ChatEncoding", "encode_chat", "encode_segments", "stop_ids"]
+__all__ = ["ChatEncoding", "encode_chat", "encode_segments", "missing_stop_token", "stop_ids"]
 
 
 @dataclass(slots=True)
@@ -253,6 +253,21 @@ def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[in
     inside = k < len(spans)
     sk = s[np.minimum(k, len(spans) - 1)]
     return (inside & np.where(b > a, sk < b, sk <= a)).astype(np.uint8)
+
+
+def missing_stop_token(tokenizer, fmt: str) -> str | None:
+    """The turn terminator of ``fmt`` (``<|im_end|>``, ``<end_of_turn>``...) when it is not a
+    special token of ``tokenizer``, else None. Such a terminator is encoded as text pieces
+    (format text is cut only at special tokens, as transformers tokenizes a render): a model
+    trained on it learns no stop token. Gemma 1's base ``tokenizer.json`` holds
+    ``<end_of_turn>`` as a normal vocabulary entry, not an added token, so both it and
+    Hugging Face tokenizers spell it ``<``, ``end``, ``_``, ``of``...
+
+    Raises:
+        ChatFormatError: unknown format.
+    """
+    stop = get_format(fmt).stop
+    return stop if stop and stop not in tokenizer.special_tokens else None
 
 
 def stop_ids(tokenizer, fmt: str) -> list[int]:

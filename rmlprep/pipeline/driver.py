@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..chat_parity import resolve_chat_config
+from ..chat_parity import check_chat_markers, resolve_chat_config
 from ..config import RunConfig
 from ..errors import ConfigError, OutputError, RmlprepError
 from ..load import open_tokenizer
@@ -83,6 +83,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         t = time.perf_counter()
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
+        check_chat_markers(cfg, tokenizer)  # sft: after parity, whose refusal names the right format
         out.check(cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint, config=cfg)
         records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint,
                                     cfg.pipeline == "sft" and cfg["chat"]["add_generation_prompt"])

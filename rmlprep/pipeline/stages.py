@@ -458,7 +458,8 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
     fn = tokenize_chat(tokenizer, fmt, column="messages", tools_column="tools" if chat["tools_column"] else None,
                        add_generation_prompt=chat["add_generation_prompt"], options=chat["options"],
                        train_on_reasoning=chat["train_on_reasoning"], json_tools=chat["json_tools"],
-                       no_assistant=chat["no_assistant"], on_error="record", keep_columns=False, id_column=None)
+                       no_assistant=chat["no_assistant"], text_markers=True,  # the driver checked them
+                       on_error="record", keep_columns=False, id_column=None)
     for b in batches:
         ids: list[np.ndarray] = []
         labels: list[np.ndarray] = []
