@@ -39,7 +39,9 @@ def test_canonical_form():
                                            r"text; decode it first"),
     ("[not json", r"got str$"),
     ([], "empty conversation"),
-    ([{"content": "x"}], "has no 'role'"),
+    ([{"content": "x"}], "has no 'role'$"),
+    ([{"from": "human", "value": "x"}], r"has no 'role' \(it has ShareGPT's 'from' and 'value': rename them to 'role' "
+                                       r"and 'content', with roles human -> user, gpt -> assistant"),
     ([{"role": "developer", "content": "x"}], "role 'developer'.*use role 'system'"),
     ([{"role": "ipython", "content": "x"}], "use role 'tool'"),
     ([{"role": "user", "content": 3}], "content must be a string or a list of text parts"),

@@ -262,7 +262,10 @@ def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
             raise _err(i, None, f"must be a dict with 'role' and 'content', got {type(m).__name__}")
         role = m.get("role")
         if role is None:
-            raise _err(i, None, "has no 'role'")
+            sharegpt = "from" in m and "value" in m
+            raise _err(i, None, "has no 'role'" + (
+                " (it has ShareGPT's 'from' and 'value': rename them to 'role' and 'content', with roles "
+                "human -> user, gpt -> assistant, function_call -> assistant, observation -> tool)" if sharegpt else ""))
         if role not in ROLES:
             hint = _ROLE_HINTS.get(role) if isinstance(role, str) else None
             raise _err(i, None, f"has role {role!r}; roles are system, user, assistant, tool" + (f" ({hint})" if hint else ""))
