@@ -45,7 +45,8 @@ class OptionalBuildExt(build_ext):
 fastbpe = Extension(
     "rmlprep._fastbpe",
     sources=[f"{NATIVE_DIR}/fastbpe.c"],
-    depends=[f"{NATIVE_DIR}/split_utf8.h", f"{NATIVE_DIR}/unicode_classes.h"],
+    depends=[f"{NATIVE_DIR}/split_utf8.h", f"{NATIVE_DIR}/unicode_classes.h",
+             f"{NATIVE_DIR}/normalize_qc.h"],
     include_dirs=[NATIVE_DIR],
     extra_compile_args=["-O3", "-g", "-std=c11", "-Wall", "-Wno-unused-function"],
     optional=True,

@@ -56,6 +56,7 @@ __all__ = [
     "encode_batch_flat",
     "make_native",
     "native_available",
+    "normalization_suspects",
     "native_pattern_names",
     "plain_encoder",
     "encode_arrow_flat",
@@ -107,6 +108,25 @@ def _load_quiet():
     except ImportError:
         return None
     return _fastbpe if _fastbpe.UNICODE_VERSION == unicode_version() else None
+
+
+def normalization_suspects() -> dict[str, Callable[[str], list[int] | None]] | None:
+    """The compiled NFC and NFKC quick checks, for :func:`rmlprep.segment.make_normalizer`.
+
+    Returns ``{"NFC": nfc_suspects, "NFKC": nfkc_suspects}``, or None (the callers then call
+    ``unicodedata.normalize`` on every non-ASCII text) when the extension is not built, its
+    quick-check table is of another Unicode version than rmlprep's tables, or
+    ``RMLPREP_PURE_PYTHON=1``. Each check scans the str's code units against a table of the code
+    points whose quick-check value is No or Maybe (``rmlprep/_native/normalize_qc.h``, generated
+    by ``tools/make_native_tables.py`` from Unicode 15.1 data) and returns None when the text
+    is in the form (the common case), else the spans that may change.
+    """
+    if os.environ.get("RMLPREP_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    mod = _load_quiet()
+    if mod is None or getattr(mod, "NORMALIZE_UNICODE_VERSION", None) != unicode_version():
+        return None
+    return {"NFC": mod.nfc_suspects, "NFKC": mod.nfkc_suspects}
 
 
 def native_available() -> bool:

@@ -13,7 +13,7 @@ sentencepiece ``normalizer.cc`` (``add_dummy_prefix``).
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .spec import BYTE_LEVEL, TokenizerSpec
 
@@ -60,7 +60,14 @@ def replace_lone_surrogates(text: str) -> str:
     return text
 
 
-def make_normalizer(normalizers: Sequence[tuple[str, ...]]) -> Normalize | None:
+#: ``suspects(text) -> None | list[int]``: None when ``text`` is in a normalization form;
+#: else flat [start, end) code-point spans, each between two normalization boundaries, outside
+#: which it is (the compiled ``nfc_suspects`` / ``nfkc_suspects`` of :mod:`rmlprep.native`).
+Suspects = Callable[[str], "list[int] | None"]
+
+
+def make_normalizer(normalizers: Sequence[tuple[str, ...]],
+                    suspects: Mapping[str, Suspects] | None = None) -> Normalize | None:
     """Compose a spec's normalizers into one ``normalize(text) -> text`` (None when there are none).
 
     Args:
@@ -68,6 +75,12 @@ def make_normalizer(normalizers: Sequence[tuple[str, ...]]) -> Normalize | None:
             ``("nfkd",)`` (Unicode normalization forms, Python's ``unicodedata``),
             ``("lowercase",)`` (:func:`lowercase`) and ``("replace", old, new)`` (every
             occurrence of ``old``), applied in order.
+        suspects: form name (``"NFC"``, ``"NFKC"``) -> a quick check (:data:`Suspects`). A form
+            with one calls ``unicodedata.normalize`` only on the spans it names (the text as a
+            whole when the check cannot tell), so text already in the form costs one scan of its
+            code units; the result is the same str as ``unicodedata.normalize`` of the whole text
+            (``tests/test_native.py``). The other forms call ``unicodedata.normalize`` on every
+            text that is not ASCII.
     """
     steps: list[Normalize] = []
     for norm in normalizers:
@@ -76,6 +89,8 @@ def make_normalizer(normalizers: Sequence[tuple[str, ...]]) -> Normalize | None:
             steps.append(lambda s, old=old, new=new: s.replace(old, new))
         elif norm[0] == "lowercase":
             steps.append(lowercase)
+        elif suspects and norm[0].upper() in suspects:
+            steps.append(_checked_normalizer(norm[0].upper(), suspects[norm[0].upper()]))
         else:
             form = norm[0].upper()
             # ASCII text is the same in every normalization form: skip the call (per document)
@@ -91,6 +106,34 @@ def make_normalizer(normalizers: Sequence[tuple[str, ...]]) -> Normalize | None:
         return s
 
     return normalize
+
+
+def _checked_normalizer(form: str, suspects: Suspects) -> Normalize:
+    """``unicodedata.normalize(form, text)``, on the spans ``suspects`` names only.
+
+    Exact because a span starts and ends at normalization boundaries (a code point that is
+    Yes for the form's quick check, with combining class 0: nothing after it combines or
+    reorders with anything before it), so the form of the text is the form of each run between
+    them put together, and the runs outside the spans are already in the form.
+    """
+    normalize = unicodedata.normalize
+
+    def checked(text: str) -> str:
+        spans = suspects(text)
+        if spans is None:
+            return text
+        if len(spans) == 2 and spans[0] == 0 and spans[1] == len(text):
+            return normalize(form, text)
+        parts, pos = [], 0
+        for k in range(0, len(spans), 2):
+            start, end = spans[k], spans[k + 1]
+            parts.append(text[pos:start])
+            parts.append(normalize(form, text[start:end]))
+            pos = end
+        parts.append(text[pos:])
+        return "".join(parts)
+
+    return checked
 
 
 def lowercase(text: str) -> str:

@@ -123,7 +123,8 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
             self._sp_split_ok = not any(
                 _SPACE in t[1:] and re.search(f"[^{_SPACE}]{_SPACE}", t) for t in spec.vocab
             )
-        self._normalize = make_normalizer(spec.normalizers)
+        # NFC/NFKC: a native quick check, unicodedata.normalize only on the spans it flags
+        self._normalize = make_normalizer(spec.normalizers, native.normalization_suspects() if _USE_NATIVE else None)
         self._build_added_tokens()
         self._splitter_fn = None  # the pure-Python pre-splitter, compiled on first use (see _splitter)
         self._cache: dict[str, tuple[int, ...]] = {}

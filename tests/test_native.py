@@ -460,8 +460,8 @@ def test_cache_is_bounded():
 def test_native_tables_generator_drift(tmp_path):
     """tools/make_native_tables.py rerun into tmp_path gives the committed header byte for byte."""
     out = tmp_path / "unicode_classes.h"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_native_tables.py"), "--out", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_native_tables.py"), "--out", str(out),
+                    "--norm-out", str(tmp_path / "normalize_qc.h")], check=True, capture_output=True)
     committed = ROOT / "rmlprep" / "_native" / "unicode_classes.h"
     assert out.read_bytes() == committed.read_bytes(), "rerun tools/make_native_tables.py and rebuild"
 
@@ -614,3 +614,139 @@ def test_plain_encoder_with_normalizers(scheme, normalizers, text):
     ids, offsets = native.encode_batch_flat(tok, [text, text[::-1]])
     assert ids[offsets[0]:offsets[1]].tolist() == pure.encode(text)
     assert ids[offsets[1]:offsets[2]].tolist() == pure.encode(text[::-1])
+
+
+# -- normalization quick check (nfc_suspects / nfkc_suspects) -----------------------------------
+
+# Code points around every branch of the check: composed and decomposed Latin (â + dot below
+# recomposes to ậ across the order of the marks), marks of several classes (U+0316 is Yes with
+# class 220, U+05B0 class 10, U+0591 class 220), No code points (U+0344, the singleton U+212B
+# Angstrom, U+0958 Devanagari qa), Hangul L/V/T jamo and LV/LVT syllables, Indic vowel signs of
+# class 0 that compose (U+09C7 + U+09BE = U+09CB), kana voicing marks, NFKC-only No (U+FB01 fi,
+# U+2460, U+00A0, U+00AA), a mark new in Unicode 15.0 (U+1E4EC, class 232; unassigned for a
+# Python whose unicodedata is 14.0), unassigned code points (U+0378, U+E0080), astral, ASCII.
+NORM_CHARS = list(
+    "aeAkx \u00e2\u00e9\u00fc\u1ea1\u0301\u0300\u0302\u0304\u0308\u0323\u0331\u0316\u05b0\u0591"
+    "\u0344\u212b\u212a\u0958\u093c\u0915\u1100\u1161\u11a8\uac00\uac01\u09c7\u09be\u0b47\u0b3e"
+    "\u304b\u3099\u309a\ufb01\u2460\u00a0\u00aa\u4e2d\U0001e4ec\u0378\U000e0080\U0001f600\u0345"
+)
+norm_texts = st.one_of(
+    st.text(st.sampled_from(NORM_CHARS), max_size=40),
+    st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=("Cs",)), max_size=40),
+    st.text(st.sampled_from(NORM_CHARS[:8] + ["\u0301", "\u0323", "\u1161", "\u09be", "\U0001e4ec"]), max_size=40),
+)
+
+
+def _checked(form: str):
+    from rmlprep.segment import make_normalizer
+
+    return make_normalizer(((form.lower(),),), native.normalization_suspects())
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFKC"])
+@settings(max_examples=400, deadline=None)
+@given(text=norm_texts)
+def test_checked_normalizer_equals_unicodedata(form, text):
+    """The span-wise normalizer gives the str unicodedata.normalize gives for the whole text, and
+    text the check passes (None) is in the form."""
+    import unicodedata
+
+    want = unicodedata.normalize(form, text)
+    assert _checked(form)(text) == want
+    for t in (text, "x" + text, text * 3):
+        if native.normalization_suspects()[form](t) is None:
+            assert unicodedata.normalize(form, t) == t
+
+
+@pytest.mark.parametrize("text,nfc,spans", [
+    pytest.param("Cafe\u0301 ok", "Caf\u00e9 ok", [3, 5], id="decomposed-acute"),  # e + U+0301 -> é
+    pytest.param("caf\u00e9 \u4e2d\u6587", "caf\u00e9 \u4e2d\u6587", None, id="already-nfc"),
+    pytest.param("\u1100\u1161\u11a8!", "\uac01!", [0, 3], id="hangul-jamo"),  # L V T -> 각 (U+AC01)
+    pytest.param("x\u0301", "x\u0301", [0, 2], id="maybe-unchanged"),  # no x-acute: a Maybe that stays
+    pytest.param("a\u09c7\u09be", "a\u09cb", [1, 3], id="bengali-o"),  # E sign + AA sign -> O sign
+    pytest.param("\u00e2\u0323", "\u1ead", [0, 2], id="reordered-compose"),  # â + dot below -> ậ
+    pytest.param("a\u0591\u05b0b", "a\u05b0\u0591b", [0, 3], id="class-order"),  # classes 220, 10
+    pytest.param("\u212b\u00e9\u0301\u00e9", "\u00c5\u00e9\u0301\u00e9", [0, 3], id="singleton-and-merge"),
+    pytest.param("\u00e9\u0378", "\u00e9\u0378", [0, 2], id="unassigned-whole-text"),
+])
+def test_nfc_suspects_worked_examples(text, nfc, spans):
+    """Spans run from the last boundary (a Yes code point of class 0) before a suspect code point
+    to the next one after it; touching spans merge; an unassigned code point flags the whole text."""
+    import unicodedata
+
+    assert unicodedata.normalize("NFC", text) == nfc
+    assert native.normalization_suspects()["NFC"](text) == spans
+    assert _checked("NFC")(text) == nfc
+
+
+def test_nfkc_suspects_compatibility():
+    """NFKC flags what NFC passes: ﬁ -> fi, NBSP -> space, ª -> a (a 1-byte-kind str)."""
+    check = native.normalization_suspects()
+    assert check["NFC"]("\ufb01 \u00a0\u00aa") is None and check["NFC"]("\u00aa\u00a0") is None
+    assert check["NFKC"]("\u00aa\u00a0") == [0, 2]
+    assert _checked("NFKC")("x \ufb01 \u00a0\u00aa") == "x fi  a"
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFKC"])
+def test_quick_check_table_agrees_with_unicodedata(form):
+    """Every code point the table passes (Yes, class 0 or not) is one that the unicodedata this
+    Python runs normalizes to itself, and no code point passes that this unicodedata would
+    compose onto a preceding one (its NFC_QC Maybe: the second part of each primary composite's
+    two-code-point decomposition, the Hangul V and T jamo). The table is Unicode 15.1
+    (unicodedata2), the normalizer is Python's unicodedata (14.0 on 3.11): code points they
+    disagree on are new ones, unassigned in the older, which must stay in the form too."""
+    import unicodedata
+
+    check = native.normalization_suspects()[form]
+    maybe = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    for cp in range(0x110000):
+        d = unicodedata.decomposition(chr(cp))
+        if d and not d.startswith("<") and len(d.split()) == 2 and unicodedata.normalize("NFC", chr(cp)) == chr(cp):
+            maybe.add(int(d.split()[1], 16))
+    passed = 0
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        if check(ch) is None:
+            passed += 1
+            assert unicodedata.normalize(form, ch) == ch, f"U+{cp:04X} passes but {form} changes it"
+            assert cp not in maybe, f"U+{cp:04X} passes but composes with a preceding code point"
+    assert passed > 280_000  # of the 287,346 code points 15.1 assigns outside the surrogates
+
+
+def test_quick_check_classes_agree_with_unicodedata():
+    """The table's combining classes are unicodedata's (two marks out of class order are flagged,
+    in order they pass) for every code point of nonzero class assigned in both versions."""
+    import unicodedata
+
+    from rmlprep import _unicode_norm
+
+    ccc = {cp: c for lo, hi, c in _unicode_norm.COMBINING_CLASS for cp in range(lo, hi + 1)}
+    for cp in range(0x110000):
+        if unicodedata.category(chr(cp)) != "Cn":
+            assert ccc.get(cp, 0) == unicodedata.combining(chr(cp)), f"U+{cp:04X}"
+    check = native.normalization_suspects()["NFC"]
+    assert check("a\u0316\u0316") is None and check("a\u05b0\u0316") is None  # 10 <= 220
+    assert check("a\u0316\u05b0") == [0, 3]  # 220 > 10
+
+
+def test_normalize_tables_generator_drift(tmp_path):
+    """tools/make_native_tables.py rerun into tmp_path gives the committed quick-check header."""
+    classes, out = tmp_path / "unicode_classes.h", tmp_path / "normalize_qc.h"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_native_tables.py"), "--out", str(classes),
+                    "--norm-out", str(out)], check=True, capture_output=True)
+    committed = ROOT / "rmlprep" / "_native" / "normalize_qc.h"
+    assert out.read_bytes() == committed.read_bytes(), "rerun tools/make_native_tables.py and rebuild"
+
+
+def test_tokenizer_normalizes_with_the_quick_check():
+    """A Tokenizer with an NFC normalizer uses the native check when built, and its ids equal
+    those of the text normalized by unicodedata (decomposed accents, jamo)."""
+    import unicodedata
+
+    tok = byte_tokenizer((KNOWN_PATTERNS["llama3"],), normalizers=(("nfc",),))
+    assert tok._normalize.__qualname__.startswith("_checked_normalizer")
+    for text in ("Cafe\u0301 \u1100\u1161\u11a8", "plain", "\u00e2\u0323 x\u0301"):
+        assert tok.encode(text) == list(unicodedata.normalize("NFC", text).encode("utf-8"))
+

@@ -200,13 +200,15 @@ def test_generator_drift(tmp_path):
         "unicodedata2", reason="unicodedata2 not installed (pip install -e '.[reference]')"
     )
     out, props = tmp_path / "_unicode_tables.py", tmp_path / "_unicode_props.py"
+    norm = tmp_path / "_unicode_norm.py"
     subprocess.run(
         [sys.executable, str(REPO / "tools" / "make_unicode_tables.py"),
-         "--unicode-version", "15.1.0", "--out", str(out), "--props-out", str(props)],
+         "--unicode-version", "15.1.0", "--out", str(out), "--props-out", str(props), "--norm-out", str(norm)],
         check=True, cwd=REPO,
     )
     assert out.read_bytes() == (REPO / "rmlprep" / "_unicode_tables.py").read_bytes()
     assert props.read_bytes() == (REPO / "rmlprep" / "_unicode_props.py").read_bytes()
+    assert norm.read_bytes() == (REPO / "rmlprep" / "_unicode_norm.py").read_bytes()
 
 
 def test_props_banner_and_version():

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "unicode_classes.h"
+#include "normalize_qc.h"
 
 #define KIND_BYTE_LEVEL 0
 #define KIND_SENTENCEPIECE 1
@@ -2888,11 +2889,152 @@ static PyObject *surrogate_rows(PyObject *Py_UNUSED(mod), PyObject *texts)
     return out;
 }
 
+/* Normalization quick check (UAX #15, "Detecting Normalization Forms") that also says where
+ * the text may change. A code point that is Yes for the form (``mask``: RML_NQC_NFC or
+ * RML_NQC_NFKC) with combining class 0 is a normalization boundary: nothing after it combines
+ * or reorders with anything before it, so the form of the text is the forms of the runs between
+ * boundaries put together. A run is "suspect" when it holds a code point that is No or Maybe,
+ * or nonzero classes out of order; every other run is already in the form.
+ *
+ * Returns 0 when no run is suspect (the text is in the form), 1 with the suspect spans written
+ * as [start, end) code-point pairs to *spans (merged where they touch; *nspans pairs; the caller
+ * frees *spans), 2 when the text holds a code point unassigned in the table's Unicode version
+ * (a newer unicodedata may make it combine with anything: normalize the whole text), -1 out of
+ * memory. ``first``: the form's RML_NQC_*_FIRST (every code point below it is Yes, class 0). */
+#define NQC_VAL(cp) RML_NQC_STAGE2[RML_NQC_STAGE1[(cp) >> RML_NQC_SHIFT]][(cp) & ((1u << RML_NQC_SHIFT) - 1)]
+#define NQC_UNASSIGNED 0xFF
+
+#define NQC_SCAN(T)                                                                              \
+    do {                                                                                         \
+        const T *d = (const T *)PyUnicode_DATA(s);                                               \
+        unsigned last = 0;                                                                       \
+        Py_ssize_t bound = 0; /* the last boundary at or before j */                            \
+        for (Py_ssize_t j = 0; j < len; j++) {                                                   \
+            uint32_t cp = d[j];                                                                  \
+            if (cp < first) {                                                                    \
+                last = 0;                                                                        \
+                bound = j;                                                                       \
+                continue;                                                                        \
+            }                                                                                    \
+            unsigned v = NQC_VAL(cp), r = v & RML_NQC_RANK;                                      \
+            if (!((v & mask) | (r != 0 && last > r))) {                                          \
+                if (r == 0)                                                                      \
+                    bound = j;                                                                   \
+                last = r;                                                                        \
+                continue;                                                                        \
+            }                                                                                    \
+            if (v == NQC_UNASSIGNED)                                                             \
+                goto whole;                                                                      \
+            Py_ssize_t k = j + 1; /* the next boundary after j, or the end */                  \
+            for (; k < len; k++) {                                                               \
+                uint32_t c2 = d[k];                                                              \
+                if (c2 < first)                                                                  \
+                    break;                                                                       \
+                unsigned v2 = NQC_VAL(c2);                                                       \
+                if (v2 == NQC_UNASSIGNED)                                                        \
+                    goto whole;                                                                  \
+                if (!(v2 & mask) && !(v2 & RML_NQC_RANK))                                        \
+                    break;                                                                       \
+            }                                                                                    \
+            if (n > 0 && out[2 * n - 1] == bound) {                                              \
+                out[2 * n - 1] = k;                                                              \
+            } else {                                                                             \
+                if (n == cap) {                                                                  \
+                    Py_ssize_t *grown = PyMem_Realloc(out, sizeof(Py_ssize_t) * 4 * (cap ? cap : 4)); \
+                    if (grown == NULL)                                                           \
+                        goto oom;                                                                \
+                    out = grown;                                                                 \
+                    cap = 2 * (cap ? cap : 4);                                                   \
+                }                                                                                \
+                out[2 * n] = bound;                                                              \
+                out[2 * n + 1] = k;                                                              \
+                n++;                                                                             \
+            }                                                                                    \
+            /* k is a boundary (or the end): go on from it */                                    \
+            bound = k;                                                                           \
+            last = 0;                                                                            \
+            j = k - 1;                                                                           \
+        }                                                                                        \
+    } while (0)
+
+static int str_nf_suspects(PyObject *s, unsigned mask, uint32_t first, Py_ssize_t **spans, Py_ssize_t *nspans)
+{
+    Py_ssize_t *out = NULL, n = 0, cap = 0;
+    *spans = NULL;
+    *nspans = 0;
+    if (PyUnicode_IS_ASCII(s))
+        return 0;
+    Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+    switch (PyUnicode_KIND(s)) {
+    case PyUnicode_1BYTE_KIND:
+        if (first > 0xFF)
+            return 0;
+        NQC_SCAN(uint8_t);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        NQC_SCAN(uint16_t);
+        break;
+    default:
+        NQC_SCAN(uint32_t);
+        break;
+    }
+    *spans = out;
+    *nspans = n;
+    return n > 0;
+whole:
+    PyMem_Free(out);
+    return 2;
+oom:
+    PyMem_Free(out);
+    return -1;
+}
+
+static PyObject *nf_suspects(PyObject *s, unsigned mask, uint32_t first)
+{
+    if (ready_str(s) < 0)
+        return NULL;
+    Py_ssize_t *spans, n;
+    int rc = str_nf_suspects(s, mask, first, &spans, &n);
+    if (rc == 0)
+        Py_RETURN_NONE;
+    if (rc < 0)
+        return PyErr_NoMemory();
+    if (rc == 2)
+        return Py_BuildValue("[nn]", (Py_ssize_t)0, PyUnicode_GET_LENGTH(s));
+    PyObject *list = PyList_New(2 * n);
+    for (Py_ssize_t i = 0; list != NULL && i < 2 * n; i++) {
+        PyObject *x = PyLong_FromSsize_t(spans[i]);
+        if (x == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, x);
+    }
+    PyMem_Free(spans);
+    return list;
+}
+
+static PyObject *nfc_suspects(PyObject *Py_UNUSED(mod), PyObject *s)
+{
+    return nf_suspects(s, RML_NQC_NFC, RML_NQC_NFC_FIRST);
+}
+
+static PyObject *nfkc_suspects(PyObject *Py_UNUSED(mod), PyObject *s)
+{
+    return nf_suspects(s, RML_NQC_NFKC, RML_NQC_NFKC_FIRST);
+}
+
 static PyMethodDef module_methods[] = {
     {"has_surrogate", has_surrogate, METH_O,
      "has_surrogate(text: str) -> bool: whether the str holds a surrogate code point (lone or paired)."},
     {"surrogate_rows", surrogate_rows, METH_O,
      "surrogate_rows(texts: Sequence[str]) -> list[int]: indices of the strs holding a surrogate code point."},
+    {"nfc_suspects", nfc_suspects, METH_O,
+     "nfc_suspects(text: str) -> None | list[int]: None when the NFC quick check proves the text\n"
+     "is in NFC; else [start0, end0, start1, end1, ...]: the code-point spans, each between two\n"
+     "normalization boundaries, outside which the text is in NFC ([0, len] when it holds a code\n"
+     "point unassigned in the table's Unicode version)."},
+    {"nfkc_suspects", nfkc_suspects, METH_O,
+     "nfkc_suspects(text: str) -> None | list[int]: nfc_suspects for NFKC."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2954,6 +3096,7 @@ PyMODINIT_FUNC PyInit__fastbpe(void)
     Py_INCREF(&EncoderType);
     if (PyModule_AddObject(m, "Encoder", (PyObject *)&EncoderType) < 0 ||
         PyModule_AddStringConstant(m, "UNICODE_VERSION", RML_UNICODE_VERSION) < 0 ||
+        PyModule_AddStringConstant(m, "NORMALIZE_UNICODE_VERSION", RML_NQC_UNICODE_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "PAT_GPT2", PAT_GPT2) < 0 ||
         PyModule_AddIntConstant(m, "PAT_LLAMA3", PAT_LLAMA3) < 0 ||
         PyModule_AddIntConstant(m, "PAT_QWEN2", PAT_QWEN2) < 0 ||
