@@ -340,6 +340,28 @@ def _special_prefix_filter(tokenizer, parse_special: bool) -> tuple[str, ...]:
     return _special_prefixes(t for t, i in specials.items() if tokenizer._types[i] == TokenType.USER_DEFINED)
 
 
+def _holds_any(prefixes: Sequence[str]) -> Callable[[str], bool]:
+    """``holds(text)``: ``any(p in text for p in prefixes)``, with one scan for each distinct
+    first character before any scan for a prefix: a 1-character ``in`` runs at memchr speed
+    (CPython's ``find_char``), a 2-character one at about 1 ns per code point. Qwen2.5's three
+    prefixes ("</", "<t", "<|", its non-special added tokens, parsed even with
+    ``parse_special=False``) cost 33 ms of CPU per pass over text-multilingual.jsonl (12.5 M
+    code points) scanned each, 0.7 ms as one scan for "<" (12 of its 855 documents hold one)."""
+    groups: dict[str, list[str]] = {}
+    for p in prefixes:
+        groups.setdefault(p[0], []).append(p)
+    # (first character, whether it is a prefix itself, the longer prefixes it starts)
+    plan = tuple((c, c in ps, tuple(p for p in ps if p != c)) for c, ps in groups.items())
+
+    def holds(text: str) -> bool:
+        for c, itself, longer in plan:
+            if c in text and (itself or any(p in text for p in longer)):
+                return True
+        return False
+
+    return holds
+
+
 def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     """A whole-text fast path for ``Tokenizer.encode``, or None when the spec needs the general one.
 
@@ -363,16 +385,16 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
     unk = s.unk_id if s.fuse_unk else None
     enc, has_surrogate = nat.encode_text, _load_quiet().has_surrogate  # a scan, no UTF-8 copy
     prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
-    prefixes = {True: _special_prefix_filter(tokenizer, True), False: _special_prefix_filter(tokenizer, False)}
+    holds = {True: _holds_any(_special_prefix_filter(tokenizer, True)),
+             False: _holds_any(_special_prefix_filter(tokenizer, False))}
 
     def fast(text: str, parse_special: bool = True) -> list[int] | None:
         if type(text) is not str:
             return None
         if not text.isascii() and has_surrogate(text):
             text = replace_lone_surrogates(text)
-        for p in prefixes[parse_special]:
-            if p in text:
-                return None
+        if holds[parse_special](text):
+            return None
         ids = enc(prepare(text))
         if unk is not None and unk in ids:
             ids = fuse_unk(ids, unk)
@@ -412,13 +434,13 @@ def encode_batch_flat(
     n = len(texts)
     segs: list[str] = []
     slow: list[int] = []
-    pre = _special_prefix_filter(tokenizer, parse_special)
+    holds = _holds_any(_special_prefix_filter(tokenizer, parse_special))
     prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
     dirty = set(surrogate_rows(texts)) if fast_ok else ()  # a native scan: rare rows
     for i, t in enumerate(texts):
         if i in dirty:
             t = replace_lone_surrogates(t)  # first: a pair joined may spell a special token
-        if not fast_ok or type(t) is not str or any(p in t for p in pre):
+        if not fast_ok or type(t) is not str or holds(t):
             slow.append(i)
             segs.append("")
             continue

@@ -750,3 +750,11 @@ def test_tokenizer_normalizes_with_the_quick_check():
     for text in ("Cafe\u0301 \u1100\u1161\u11a8", "plain", "\u00e2\u0323 x\u0301"):
         assert tok.encode(text) == list(unicodedata.normalize("NFC", text).encode("utf-8"))
 
+
+
+@pytest.mark.parametrize("prefixes", [(), ("<|",), ("</", "<t", "<|"), ("a", "ab", "<|"), ("\u2581", "\u2581x")])
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.sampled_from(list("<|/tab x\u2581\u00e9\u4e2d")), max_size=12))
+def test_holds_any_equals_any_in(prefixes, text):
+    """The special-token prefix filter answers any(p in text for p in prefixes)."""
+    assert native._holds_any(prefixes)(text) == any(p in text for p in prefixes)
