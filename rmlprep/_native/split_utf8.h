@@ -293,7 +293,8 @@ static inline size_t m_llama3(const uint8_t *s, const uint8_t *k, size_t i, size
  * to its last character that is also in the lower set (Lm, Lo, M), which then ends the match. */
 static inline size_t o200k_upper_lower(const uint8_t *s, const uint8_t *k, size_t p, size_t e)
 {
-    size_t j = run_any(k, p, e, CL_U);
+    /* most words start outside the upper set (a lowercase letter): no run to scan */
+    size_t j = (k[p] & CL_U) ? run_any(k, p + 1, e, CL_U) : p;
     if (j < e && (k[j] & CL_W))
         return run_any(k, j + 1, e, CL_W);
     while (j > p) { /* back off to the end of the run's last lower-set character */
@@ -305,6 +306,17 @@ static inline size_t o200k_upper_lower(const uint8_t *s, const uint8_t *k, size_
     return 0;
 }
 
+/* A letter match ending at m, with (?i:'s|'t|'re|'ve|'m|'ll|'d)? after it. */
+static inline size_t o200k_contraction(const uint8_t *s, size_t m, size_t e)
+{
+    if (m < e && s[m] == '\'') {
+        size_t t = contraction_ci(s, m, e);
+        if (t)
+            return t;
+    }
+    return m;
+}
+
 /* o200k_base:
  * [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
  * |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
@@ -313,10 +325,18 @@ static inline size_t m_o200k(const uint8_t *s, const uint8_t *k, size_t i, size_
 {
     uint8_t c = s[i];
     unsigned ki = k[i];
+    size_t m;
+    if (c == ' ' && i + 1 < e && (k[i + 1] & (CL_U | CL_W)) == CL_W) /* " word": the prefix, no upper run */
+        return o200k_contraction(s, run_any(k, i + 2, e, CL_W), e);
+    if (ki & CL_L) { /* a letter: no prefix; the first alternative, else [U]+[W]* (an Ll starts a
+                        match of the first, so a failure leaves an upper-set run) */
+        m = o200k_upper_lower(s, k, i, e);
+        return o200k_contraction(s, m ? m : run_any(k, i + 1, e, CL_U), e);
+    }
     size_t j = i + u8len(c);
     /* the prefix [^\r\n\p{L}\p{N}] can be taken: it is tried first, then the match without it */
-    int pre = !(ki & (CL_L | CL_N)) && c != '\r' && c != '\n' && j < e;
-    size_t m = 0;
+    int pre = !(ki & CL_N) && c != '\r' && c != '\n' && j < e;
+    m = 0;
     if (pre)
         m = o200k_upper_lower(s, k, j, e); /* first alternative, prefix taken */
     if (!m && (ki & (CL_U | CL_W)))
@@ -327,14 +347,8 @@ static inline size_t m_o200k(const uint8_t *s, const uint8_t *k, size_t i, size_
         else if (ki & CL_U)
             m = run_any(k, i, e, CL_U);
     }
-    if (m) {
-        if (m < e && s[m] == '\'') {
-            size_t t = contraction_ci(s, m, e);
-            if (t)
-                return t;
-        }
-        return m;
-    }
+    if (m)
+        return o200k_contraction(s, m, e);
     if (ki & CL_N) { /* \p{N}{1,3} */
         for (int d = 1; d < 3 && j < e && (k[j] & CL_N); d++)
             j += u8len(s[j]);
