@@ -679,6 +679,22 @@ def test_nfc_suspects_worked_examples(text, nfc, spans):
     assert _checked("NFC")(text) == nfc
 
 
+@pytest.mark.parametrize("kind", ["", "\u4e2d", "\U0001f600"], ids=["1-byte", "2-byte", "4-byte"])
+def test_suspects_across_the_vector_steps(kind):
+    """Long runs below the first suspect code point are skipped 16, 8 or 4 code units at a time:
+    a decomposed acute (NFC) or a no-break space (NFKC) at every position of a 40-unit text is
+    found, its span from the code point before it to the one after."""
+    check = native.normalization_suspects()
+    for pos in range(40):
+        nfc = "a" * pos + "e\u0301" + "b" * (38 - pos) + kind
+        assert check["NFC"](nfc) == [pos, pos + 2]
+        assert _checked("NFC")(nfc) == "a" * pos + "\u00e9" + "b" * (38 - pos) + kind
+        nfkc = "a" * pos + "\u00a0" + "b" * (39 - pos) + kind
+        assert check["NFKC"](nfkc) == [max(pos - 1, 0), pos + 1]
+        assert _checked("NFKC")(nfkc) == "a" * pos + " " + "b" * (39 - pos) + kind
+        assert check["NFC"](nfkc) is None and check["NFKC"]("a" * pos + kind) is None
+
+
 def test_nfkc_suspects_compatibility():
     """NFKC flags what NFC passes: ﬁ -> fi, NBSP -> space, ª -> a (a 1-byte-kind str)."""
     check = native.normalization_suspects()

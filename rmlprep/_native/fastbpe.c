@@ -2904,6 +2904,57 @@ static PyObject *surrogate_rows(PyObject *Py_UNUSED(mod), PyObject *texts)
 #define NQC_VAL(cp) RML_NQC_STAGE2[RML_NQC_STAGE1[(cp) >> RML_NQC_SHIFT]][(cp) & ((1u << RML_NQC_SHIFT) - 1)]
 #define NQC_UNASSIGNED 0xFF
 
+/* The last index of the run of code units below ``first`` that starts at j (d[j] < first):
+ * 16, 8 or 4 units at a time (SSE2), so mostly-ASCII text in a 2- or 4-byte str (one curly quote
+ * or dash makes it one) costs little more than its memory reads. */
+static inline Py_ssize_t nqc_skip_uint8_t(const uint8_t *d, Py_ssize_t j, Py_ssize_t len, uint32_t first)
+{
+#if defined(__SSE2__)
+    const __m128i lim = _mm_set1_epi8((char)(first - 1)), zero = _mm_setzero_si128();
+    while (j + 17 <= len) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(d + j + 1));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_subs_epu8(v, lim), zero)) != 0xFFFF)
+            break;
+        j += 16;
+    }
+#endif
+    while (j + 1 < len && d[j + 1] < first)
+        j++;
+    return j;
+}
+
+static inline Py_ssize_t nqc_skip_uint16_t(const uint16_t *d, Py_ssize_t j, Py_ssize_t len, uint32_t first)
+{
+#if defined(__SSE2__)
+    const __m128i lim = _mm_set1_epi16((short)(first - 1)), zero = _mm_setzero_si128();
+    while (j + 9 <= len) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(d + j + 1));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_subs_epu16(v, lim), zero)) != 0xFFFF)
+            break;
+        j += 8;
+    }
+#endif
+    while (j + 1 < len && d[j + 1] < first)
+        j++;
+    return j;
+}
+
+static inline Py_ssize_t nqc_skip_uint32_t(const uint32_t *d, Py_ssize_t j, Py_ssize_t len, uint32_t first)
+{
+#if defined(__SSE2__)
+    const __m128i lim = _mm_set1_epi32((int)first);
+    while (j + 5 <= len) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(d + j + 1));
+        if (_mm_movemask_epi8(_mm_cmplt_epi32(v, lim)) != 0xFFFF)
+            break;
+        j += 4;
+    }
+#endif
+    while (j + 1 < len && d[j + 1] < first)
+        j++;
+    return j;
+}
+
 #define NQC_SCAN(T)                                                                              \
     do {                                                                                         \
         const T *d = (const T *)PyUnicode_DATA(s);                                               \
@@ -2913,7 +2964,7 @@ static PyObject *surrogate_rows(PyObject *Py_UNUSED(mod), PyObject *texts)
             uint32_t cp = d[j];                                                                  \
             if (cp < first) {                                                                    \
                 last = 0;                                                                        \
-                bound = j;                                                                       \
+                bound = j = nqc_skip_##T(d, j, len, first);                                      \
                 continue;                                                                        \
             }                                                                                    \
             unsigned v = NQC_VAL(cp), r = v & RML_NQC_RANK;                                      \
