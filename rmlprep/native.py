@@ -14,7 +14,10 @@ What runs natively (see ``rmlprep/_native/fastbpe.c``):
   str's code points with a class table generated from ``_unicode_tables.py``
   (``tools/make_native_tables.py``); then per piece the whole-token lookup (``ignore_merges``), a
   bounded piece -> ids cache and the merge loop;
-- SentencePiece: the word split, code-point symbols, the merge loop, byte fallback and unk.
+- SentencePiece: the word split, code-point symbols, the merge loop, byte fallback and unk;
+- NFC / NFKC normalizers: a quick check over the str's code units against a table generated
+  from the pinned Unicode data (``rmlprep/_native/normalize_qc.h``), so ``unicodedata.normalize``
+  runs only on the spans that may change (:func:`normalization_suspects`).
 
 Merges by rank use the rank as priority; merges by score use the dense rank of ``-score`` over
 the vocab (equal scores share a rank, so ties still go leftmost).
