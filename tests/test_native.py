@@ -43,9 +43,15 @@ pytestmark = pytest.mark.skipif(
 
 
 def _pure(tok: Tokenizer) -> Tokenizer:
-    """A second tokenizer for the same spec with the native path switched off."""
+    """A second tokenizer for the same spec with the native path switched off: no native
+    encoder, no whole-text fast path (``encode`` took it even with ``_native`` None, so the
+    "pure" side of a comparison ran native too), ``unicodedata.normalize`` on every text."""
+    from rmlprep.segment import make_normalizer
+
     twin = Tokenizer.create(tok.spec)
     twin._native = None
+    twin._fast_encode = None
+    twin._normalize = make_normalizer(tok.spec.normalizers)
     return twin
 
 
