@@ -15,9 +15,8 @@ What runs natively (see ``rmlprep/_native/fastbpe.c``):
   (``tools/make_native_tables.py``); then per piece the whole-token lookup (``ignore_merges``), a
   bounded piece -> ids cache and the merge loop;
 - SentencePiece: the word split, code-point symbols, the merge loop, byte fallback and unk;
-- NFC / NFKC normalizers: a quick check over the str's code units against a table generated
-  from the pinned Unicode data (``rmlprep/_native/normalize_qc.h``), so ``unicodedata.normalize``
-  runs only on the spans that may change (:func:`normalization_suspects`).
+- NFC / NFKC: a quick check of the str's code units, so ``unicodedata.normalize`` runs only on
+  the spans that may change (:func:`normalization_suspects`).
 
 Merges by rank use the rank as priority; merges by score use the dense rank of ``-score`` over
 the vocab (equal scores share a rank, so ties still go leftmost).
@@ -51,7 +50,8 @@ import numpy as np
 
 from .pretokenize import pattern_name
 from .segment import fuse_unk, replace_lone_surrogates, segment_preparer
-from .spec import BYTE_LEVEL, TokenType
+from .special_prefix import _holds_any, _special_prefix_filter
+from .spec import BYTE_LEVEL
 from .unicode import unicode_to_bytes, unicode_version
 
 __all__ = [
@@ -114,16 +114,11 @@ def _load_quiet():
 
 
 def normalization_suspects() -> dict[str, Callable[[str], list[int] | None]] | None:
-    """The compiled NFC and NFKC quick checks, for :func:`rmlprep.segment.make_normalizer`.
-
-    Returns ``{"NFC": nfc_suspects, "NFKC": nfkc_suspects}``, or None (the callers then call
-    ``unicodedata.normalize`` on every non-ASCII text) when the extension is not built, its
-    quick-check table is of another Unicode version than rmlprep's tables, or
-    ``RMLPREP_PURE_PYTHON=1``. Each check scans the str's code units against a table of the code
-    points whose quick-check value is No or Maybe (``rmlprep/_native/normalize_qc.h``, generated
-    by ``tools/make_native_tables.py`` from Unicode 15.1 data) and returns None when the text
-    is in the form (the common case), else the spans that may change.
-    """
+    """``{"NFC": nfc_suspects, "NFKC": nfkc_suspects}`` for :func:`rmlprep.segment.make_normalizer`:
+    each scans a str's code units against ``rmlprep/_native/normalize_qc.h`` (No / Maybe code
+    points, combining classes; ``tools/make_native_tables.py``) and returns None (in the form)
+    or the spans that may change. None when the extension is not built, its table is of another
+    Unicode version than rmlprep's, or ``RMLPREP_PURE_PYTHON=1`` (unicodedata on every text)."""
     if os.environ.get("RMLPREP_PURE_PYTHON", "") not in ("", "0"):
         return None
     mod = _load_quiet()
@@ -322,71 +317,7 @@ def make_native(tokenizer) -> NativeEncoder | None:
     return NativeEncoder(enc, spec.name)
 
 
-# ----------------------------------------------------------------------------------------------
-# Whole-text fast paths (text with no special-token text in it is one segment).
-
-
-def _special_prefixes(tokens) -> tuple[str, ...]:
-    """Distinct 2-character prefixes of the tokens (1 for 1-character tokens): if none occurs in
-    a text, no token does, so cutting special tokens leaves the text whole."""
-    return tuple(sorted({t[:2] for t in tokens if t}))
-
-
-def _special_prefix_filter(tokenizer, parse_special: bool) -> tuple[str, ...]:
-    """Prefixes whose absence proves a text holds no special token that ``encode`` would cut
-    with this ``parse_special`` (user-defined ones only, for ``parse_user_defined_always``)."""
-    specials = tokenizer.special_tokens
-    if parse_special:
-        return _special_prefixes(specials)
-    if not tokenizer.spec.parse_user_defined_always:
-        return ()
-    return _special_prefixes(t for t, i in specials.items() if tokenizer._types[i] == TokenType.USER_DEFINED)
-
-
-def _holds_any(prefixes: Sequence[str]) -> Callable[[str], bool]:
-    """``holds(text)``: ``any(p in text for p in prefixes)``, as ``str.find`` of each distinct
-    first character and a look at the character after it.
-
-    A 1-character ``find`` runs at memchr speed (CPython's ``find_char``); a 2-character ``in``
-    at about 1 ns per code point. Qwen2.5's three prefixes ("</", "<t", "<|": its non-special
-    added tokens, parsed even with ``parse_special=False``) cost 33-41 ms of CPU per pass over
-    either bench corpus scanned each; this reads each "<" instead: 0.9 ms on the multilingual
-    corpus (12 of 855 documents hold a "<"), 4.6 ms on the Debian sample (852 of 11,043, the
-    e-mail addresses of changelogs). Past 8 + len(text) / 64 occurrences of a first character
-    not followed by a second one (each look costs about what scanning 64 code points for the
-    prefixes does), the prefixes are scanned for as before: the work stays linear.
-    """
-    groups: dict[str, list[str]] = {}
-    for p in prefixes:
-        groups.setdefault(p[0], []).append(p)
-    # (first character, whether it is a prefix itself, the second characters of the 2-character
-    # prefixes it starts, every longer prefix it starts, whether one is longer than 2)
-    plan = tuple((c, c in ps, frozenset(p[1] for p in ps if len(p) == 2),
-                  tuple(p for p in ps if len(p) > 1), any(len(p) > 2 for p in ps))
-                 for c, ps in groups.items())
-
-    def holds(text: str) -> bool:
-        for c, itself, seconds, longer, long3 in plan:
-            i = text.find(c)
-            if i < 0:
-                continue
-            if itself:
-                return True
-            if not long3:
-                for _ in range(8 + (len(text) >> 6)):
-                    if text[i + 1:i + 2] in seconds:
-                        return True
-                    i = text.find(c, i + 1)
-                    if i < 0:
-                        break
-                else:
-                    if any(p in text for p in longer):
-                        return True
-            elif any(p in text for p in longer):
-                return True
-        return False
-
-    return holds
+# -- whole-text fast paths (text with no special-token text in it is one segment; see special_prefix)
 
 
 def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
