@@ -328,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The ``rmlprep`` command (and ``python -m rmlprep.cli``): :func:`main` on ``sys.argv``, then
+    """The ``rmlprep`` command (through :func:`rmlprep.console.entry`, and ``python -m rmlprep.cli``):
+    :func:`main` on ``sys.argv``, then
     exit with its status.
 
     On the way out every object is moved to the collector's permanent generation

@@ -374,3 +374,64 @@ def test_unusable_output_folder_is_one_line(tmp_path, capsys, where):
 def test_inspect_missing_path_in_plain_words(tmp_path):
     r = cli("inspect", str(tmp_path / "nope.json"))
     assert r.returncode == 2 and r.stderr == f"rmlprep: error: {tmp_path / 'nope.json'}: no such file or directory\n"
+
+
+def _py(code: str, **kw) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True, **kw)
+
+
+def test_ctrl_c_during_import_is_one_line():
+    """Ctrl-C while the script loads rmlprep.cli (pyarrow, numpy: ~0.3 s) printed a traceback
+    from inside ``import pyarrow`` (a fresh-user trial, 3 of 3). The console script's module
+    imports nothing heavy and turns it into the run's line: ``rmlprep: interrupted``, exit 130
+    (128 + SIGINT). The interrupt is raised here by a finder asked for rmlprep.cli."""
+    code = (
+        "import sys\n"
+        "class F:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'rmlprep.cli': raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, F())\n"
+        "from rmlprep.console import entry\n"
+        "entry()\n")
+    p = _py(code)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130
+    assert err == "rmlprep: interrupted\n"
+
+
+def test_ctrl_c_reaches_no_worker():
+    """Ctrl-C in a terminal signals the whole process group. The pool's workers printed
+    ``Process ForkPoolWorker-N: Traceback ... KeyboardInterrupt`` from the middle of their unit
+    (a fresh-user trial, 3 of ~10 interrupts); they ignore SIGINT now, and the parent's
+    KeyboardInterrupt leaves the pool (which terminates them). Here two workers each start a
+    unit that sleeps; SIGINT goes to the group once both have started."""
+    import signal
+    import time
+
+    code = (
+        "import os, sys, time\n"
+        "from rmlprep.pipeline.engines import LocalEngine\n"
+        "def unit(u, d):\n"
+        "    open(os.path.join(d, f'started-{u}'), 'w').close()\n"
+        "    time.sleep(60)\n"
+        "    return {}\n"
+        "try:\n"
+        "    with LocalEngine(2) as e:\n"
+        "        for _ in e.imap_unordered(unit, [0, 1], (D,)):\n"
+        "            pass\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', file=sys.stderr)\n"
+        "    sys.exit(130)\n")
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        p = _py(code.replace("(D,)", f"({d!r},)"))
+        deadline = time.monotonic() + 60
+        while not all((Path(d) / f"started-{u}").exists() for u in (0, 1)):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.05)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert err == "interrupted\n"

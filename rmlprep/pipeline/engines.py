@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
@@ -96,6 +97,10 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(fn: UnitFn, context: tuple) -> None:
+    # Ctrl-C in a terminal signals the whole process group: the parent turns it into "interrupted"
+    # (exit 130) and its pool's exit terminates the workers, so a worker ignores it rather than
+    # printing a KeyboardInterrupt traceback from the middle of its unit.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER["fn"], _WORKER["context"] = fn, context
 
 
