@@ -865,6 +865,22 @@ def test_json_reject_reasons_read_as_sentences():
     assert not ok and reason == "line is not valid JSON (Expecting value at column 1)"
 
 
+def test_a_cut_line_reads_as_cut_not_as_a_control_character():
+    """A line cut inside a string, with its newline: '{"text": "cut' then "\n". The reader hands
+    json the line with its newline, and json called that newline, inside the open string, an
+    "Invalid control character at column 14" (a fresh-user trial's truncated file). Worked
+    example: the string opens at column 10 (the quote after '{"text": '), so the reason is the
+    one the line without its end gives, "Unterminated string starting at column 10"; a raw
+    control character before the end is still named."""
+    from rmlprep.readers.jsonl import _parse_row
+
+    for end in (b"\n", b"\r\n"):
+        ok, reason = _parse_row(b'{"text": "cut' + end, "text")
+        assert not ok and reason == "line is not valid JSON (Unterminated string starting at column 10)"
+    ok, reason = _parse_row(b'{"text": "a\x01b"}\n', "text")
+    assert not ok and reason == "line is not valid JSON (Invalid control character at column 12)"
+
+
 def test_a_cut_gzip_does_not_claim_a_huge_size(tmp_path):
     """A .gz cut short ends in arbitrary bytes, not its ISIZE trailer (RFC 1952): the size
     estimate (progress only) must not believe a ratio deflate cannot reach (1032:1)."""

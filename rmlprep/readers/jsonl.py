@@ -209,6 +209,13 @@ def _parse_row(line: bytes, column: str) -> tuple[bool, Any]:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
+        if text.endswith("\n"):  # the line's own end inside a string read as "Invalid control character":
+            try:                  # a cut line's error is what the text before it lacks
+                json.loads(text.rstrip("\r\n"))
+            except json.JSONDecodeError as e2:
+                e = e2
+            except (RecursionError, ValueError):
+                pass
         if e.msg == "Extra data" and text[e.pos:].lstrip().startswith("{"):
             return False, (f"line holds two JSON objects, the second at column {e.colno} (files concatenated "
                            "without a newline at the end of the first?)")
