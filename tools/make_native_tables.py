@@ -59,6 +59,33 @@ def _load_tables(path: Path):
     return mod
 
 
+def _two_stage(table: bytes | bytearray, size: int) -> tuple[list[int], dict[bytes, int]]:
+    """Split a per-code-point table into blocks of ``size``: (block index per block, the distinct
+    blocks in order of first use)."""
+    blocks: dict[bytes, int] = {}
+    stage1 = [blocks.setdefault(bytes(table[b * size:(b + 1) * size]), len(blocks))
+              for b in range((MAX_CP + 1) // size)]
+    return stage1, blocks
+
+
+def _c_two_stage(out: list[str], stage1_decl: str, stage1: list[int], per_row: int, sep: str,
+                 stage2_name: str, blocks: dict[bytes, int], size: int) -> None:
+    """Append the C arrays of a two-stage table: ``stage1_decl`` (``per_row`` values a row,
+    joined by ``sep``), then ``stage2_name[blocks][size]``, 64 values a row."""
+    out.append(f"{stage1_decl}[{len(stage1)}] = {{")
+    for i in range(0, len(stage1), per_row):
+        out.append("    " + sep.join(str(x) for x in stage1[i:i + per_row]) + ",")
+    out.append("};")
+    out.append("")
+    out.append(f"static const uint8_t {stage2_name}[{len(blocks)}][{size}] = {{")
+    for block in blocks:
+        out.append("    {")
+        for i in range(0, size, 64):
+            out.append("        " + ",".join(str(x) for x in block[i:i + 64]) + ",")
+        out.append("    },")
+    out.append("};")
+
+
 def build(path: Path = INPUT) -> str:
     """Return the header text for the tables in ``path``."""
     tables = _load_tables(path)
@@ -75,11 +102,7 @@ def build(path: Path = INPUT) -> str:
             for lo, hi in tables.CATEGORIES[cat]:
                 for cp in range(lo, hi + 1):
                     classes[cp] |= flag
-    blocks: dict[bytes, int] = {}
-    stage1: list[int] = []
-    for b in range((MAX_CP + 1) >> 8):
-        block = bytes(classes[b << 8:(b + 1) << 8])
-        stage1.append(blocks.setdefault(block, len(blocks)))
+    stage1, blocks = _two_stage(classes, 256)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     out = [
         "/* Code-point classes for the native pre-splitter (generated; do not edit).",
@@ -103,19 +126,8 @@ def build(path: Path = INPUT) -> str:
         "#define RML_UPPER 8",
         "#define RML_LOWER 16",
         "",
-        f"static const uint16_t RML_CLASS_STAGE1[{len(stage1)}] = {{",
     ]
-    for i in range(0, len(stage1), 16):
-        out.append("    " + ", ".join(str(x) for x in stage1[i:i + 16]) + ",")
-    out.append("};")
-    out.append("")
-    out.append(f"static const uint8_t RML_CLASS_STAGE2[{len(blocks)}][256] = {{")
-    for block in blocks:
-        out.append("    {")
-        for i in range(0, 256, 64):
-            out.append("        " + ",".join(str(x) for x in block[i:i + 64]) + ",")
-        out.append("    },")
-    out.append("};")
+    _c_two_stage(out, "static const uint16_t RML_CLASS_STAGE1", stage1, 16, ", ", "RML_CLASS_STAGE2", blocks, 256)
     out.append("")
     out.append("/* (?i) equivalents of the contraction letters (simple case folding). */")
     for letter in CONTRACTION_LETTERS:
@@ -150,10 +162,7 @@ def build_norm(path: Path = NORM_INPUT, tables_path: Path = INPUT) -> str:
     first_nfc = next(cp for cp in range(MAX_CP + 1) if table[cp] & ~NQC_NFKC & 0xFF)
     first_nfkc = next(cp for cp in range(MAX_CP + 1) if table[cp] & ~NQC_NFC & 0xFF)
     size = 1 << NQC_SHIFT
-    blocks: dict[bytes, int] = {}
-    stage1: list[int] = []
-    for b in range((MAX_CP + 1) >> NQC_SHIFT):
-        stage1.append(blocks.setdefault(bytes(table[b * size:(b + 1) * size]), len(blocks)))
+    stage1, blocks = _two_stage(table, size)
     if len(blocks) > 256:
         raise SystemExit(f"{len(blocks)} blocks do not fit the uint8 first stage")
     digests = ", ".join(f"{p.name} sha256 {hashlib.sha256(p.read_bytes()).hexdigest()}"
@@ -183,19 +192,8 @@ def build_norm(path: Path = NORM_INPUT, tables_path: Path = INPUT) -> str:
         f"#define RML_NQC_NFC_FIRST 0x{first_nfc:04X}",
         f"#define RML_NQC_NFKC_FIRST 0x{first_nfkc:04X}",
         "",
-        f"static const uint8_t RML_NQC_STAGE1[{len(stage1)}] = {{",
     ]
-    for i in range(0, len(stage1), 32):
-        out.append("    " + ",".join(str(x) for x in stage1[i:i + 32]) + ",")
-    out.append("};")
-    out.append("")
-    out.append(f"static const uint8_t RML_NQC_STAGE2[{len(blocks)}][{size}] = {{")
-    for block in blocks:
-        out.append("    {")
-        for i in range(0, size, 64):
-            out.append("        " + ",".join(str(x) for x in block[i:i + 64]) + ",")
-        out.append("    },")
-    out.append("};")
+    _c_two_stage(out, "static const uint8_t RML_NQC_STAGE1", stage1, 32, ",", "RML_NQC_STAGE2", blocks, size)
     out.append("")
     out.append("#endif")
     return "\n".join(out) + "\n"
