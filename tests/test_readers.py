@@ -792,6 +792,17 @@ def test_same_file_twice_is_read_once(tmp_path):
     assert len(units) == 1
 
 
+def test_a_hard_link_to_an_input_is_read_once(tmp_path):
+    """A hard link is the same file under a second name (one inode): read twice, every
+    document went into the shards twice (a careless-user trial: 'rows read 100' for a 50-row
+    file named with a symlink, './', and a hard link). Worked example: a.jsonl and its hard
+    link b.jsonl are one unit, as a.jsonl and a symlink to it are."""
+    (tmp_path / "a.jsonl").write_text('{"text": "a"}\n')
+    os.link(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    assert len(plan_units(inp([tmp_path / "a.jsonl", tmp_path / "b.jsonl"]))) == 1
+    assert len(plan_units(inp([tmp_path / "*.jsonl"]))) == 1
+
+
 def test_every_file_fault_message_is_one_line(tmp_path):
     """Each InputError above names its file; none carries a newline (pyarrow's multi-line
     messages are folded)."""

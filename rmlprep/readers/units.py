@@ -62,6 +62,18 @@ def _inside(path: str, dirs: list[str]) -> bool:
     return any(rp == d or rp.startswith(d.rstrip(os.sep) + os.sep) for d in dirs)
 
 
+def _identity(path: str) -> Any:
+    """The file ``path`` names, however it is named: (device, inode) for a local path (hard
+    links, symbolic links, ``..``: the same file reads once), the URI for a remote one."""
+    if not fs.is_remote(path):
+        try:
+            st = os.stat(path)
+            return st.st_dev, st.st_ino
+        except OSError:
+            pass
+    return fs.realpath(path)
+
+
 def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list[str]:
     """Files and ``datasets`` folders named by ``paths`` (globs expanded, sorted), deduplicated.
 
@@ -99,10 +111,10 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
                 raise ConfigError(f"input.paths: {pat} is inside the output folder {exclude[0]}; "
                                   "a run never reads its own output")
             out.append(pat)
-    seen: set[str] = set()
+    seen: set[Any] = set()
     uniq = []
     for p in out:
-        key = fs.realpath(p)
+        key = _identity(p)
         if key not in seen:
             seen.add(key)
             uniq.append(p)
