@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, help="worker processes (default: run.workers, 0 = all cores)")
     r.add_argument("--output", help="output directory (overrides output.dir)")
     r.add_argument("--resume", action="store_true", help="continue a previous run (done units are verified and skipped)")
-    r.add_argument("--overwrite", action="store_true", help="replace shards of a different config in the output directory")
+    r.add_argument("--overwrite", action="store_true", help="replace shards of a different config in the output directory; in a folder "
+                        "rmlprep did not write, write beside files it does not name (never replaced)")
     r.add_argument("--engine", choices=["local", "ray"],
                    help="local: a process pool on this machine; ray: Ray tasks on a local Ray or the cluster "
                         "in run.ray_address (pip install 'rmlprep[ray]'). Same shards either way "

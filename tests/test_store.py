@@ -254,6 +254,24 @@ def test_commit_is_atomic_on_s3(s3):
     assert digest == o.sha256("train-00000.parquet")
 
 
+def test_a_prefix_rmlprep_did_not_write_is_refused_on_s3(s3, corpus):
+    """The store's lock is removed at the end of a run, so its folder marker is what says a prefix
+    is rmlprep's; a prefix holding someone else's objects is refused and left as it was."""
+    import boto3
+
+    local_in, _ = corpus
+    boto3.client("s3").put_object(Bucket=BUCKET, Key="runs/foreign/data/README.md", Body=b"# mine\n")
+    out = f"s3://{BUCKET}/runs/foreign"
+    with pytest.raises(OutputError, match=r"was not written by rmlprep .*it holds data; .*pass --overwrite"):
+        run(make_cfg(local_in, out), log=quiet)
+    o = OutputFolder(out)
+    assert o.list("**/*") == ["data/README.md"]
+    run(make_cfg(local_in, out), overwrite=True, log=quiet)
+    assert o.exists(".rmlprep.folder.json") and not o.exists(".rmlprep.lock")
+    assert o.read_bytes("data/README.md") == b"# mine\n"
+    assert run(make_cfg(local_in, out), log=quiet)["units_skipped"] > 0  # the marker, not the lock, says it is rmlprep's
+
+
 def test_missing_bucket_is_one_line(s3, corpus):
     local_in, _ = corpus
     with pytest.raises(OutputError, match=r"the bucket 'no-such-bucket' does not exist"):

@@ -5,9 +5,11 @@ Stages, and the module that owns each::
     driver.run ─ the whole run, in this order:
       load.open_tokenizer          tokenizer.path → Tokenizer (+ the file that finds its fixture)
       pack.framing                 [pack] against the tokenizer (bos/eos/pad ids): one ConfigError line
+      owner.check_owner            a folder rmlprep did not write is refused (read only)
       plan.plan                    [input] → units, each with its input identity (files, byte
                                    range, xxh3); per-format planning: readers.plan_units
       output.OutputFolder.lock     one run per folder (flock), writable: before any corpus work
+      owner.claim                  .rmlprep.folder.json: the folder is rmlprep's from here on
       parity.run_parity_stage      tokenizer (and chat format) vs references; stop on a mismatch
       output.OutputFolder.check    refuse another config's shards, remove a killed run's temporaries
                                    (store.ObjectStoreFolder: the same folder on s3:// and other stores)

@@ -13,6 +13,7 @@ from ..load import open_tokenizer
 from ..parity import run_parity_stage
 from .engines import cores, open_engine
 from .output import OutputFolder
+from .owner import check_owner, claim
 from .pack import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
@@ -51,14 +52,17 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     Args:
         cfg: a validated :class:`RunConfig`.
         resume: say explicitly that a previous run is continued (logged; same behaviour).
-        overwrite: delete shards of a different config in the output directory first.
+        overwrite: delete shards of a different config in the output directory first; in a
+            folder rmlprep did not write, write beside files whose names rmlprep does not use
+            (:mod:`.owner`: files under its names are never replaced).
         tokenizer: use this tokenizer instead of loading ``tokenizer.path`` (tests, libraries).
     Raises:
         ConfigError, LoaderError: bad config or tokenizer; Ray missing or its cluster out of
         reach. InputError: an input file unreadable as a whole. ParityError: the parity stage
-        failed (nothing is processed). OutputError: another run holds the folder, or it cannot
-        be written (the run stops at the first such fault). RmlprepError: units failed in a way
-        that is not a bad row (every failed unit is named).
+        failed (nothing is processed). OutputError: the folder is not empty and was not written
+        by rmlprep (:mod:`.owner`), another run holds it, or it cannot be written (the run
+        stops at the first such fault). RmlprepError: units failed in a way that is not a bad
+        row (every failed unit is named).
     """
     engine_name = cfg["run"]["engine"]
     if engine_name == "ray":
@@ -73,11 +77,13 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     timings["load_tokenizer"] = time.perf_counter() - t_start
     framing(cfg, tokenizer)  # [pack] against the tokenizer: before the plan, parity and any corpus work
     cfg = resolve_chat_config(cfg, tokenizer, log=log)  # sft: chat.format "auto" → the proved format
+    out = OutputFolder(cfg.output_dir)
+    check_owner(out, overwrite=overwrite)  # a folder rmlprep did not write: refused, left as it was
     t = time.perf_counter()
     units = plan(cfg, log=log)
     timings["plan"] = time.perf_counter() - t
-    out = OutputFolder(cfg.output_dir)
     with out.lock():  # one run per folder, writable: checked before any corpus work
+        claim(out)  # the folder is rmlprep's from here on: a killed first run resumes
         if getattr(out, "lock_note", ""):  # an object store's lock (see store.py)
             log(f"output: {out.lock_note}")
         t = time.perf_counter()

@@ -7,6 +7,7 @@ Layout (names from :mod:`rmlprep.shards`)::
     shard-00000.done.json        done marker: written last, after the shard and its rejects
     rejects/rejects-00000.jsonl  bad rows of unit 0 (only when there are any)
     manifest.json  stats.json  lengths.png  README.md
+    .rmlprep.lock  .rmlprep.folder.json   the lock; the marker that the folder is rmlprep's (owner.py)
 
 **Write, then commit.** Every file is written to ``<name>.tmp-<pid>`` and renamed to its name
 (:meth:`OutputFolder.commit`), so a reader, or a rerun after SIGKILL, sees the complete file or
@@ -55,6 +56,7 @@ from .. import fs
 from ..config import RunConfig
 from ..errors import ConfigError, OutputError
 from ..shards import LEGACY_SHARD_GLOB, marker_name, rejects_name, sha256_file, shard_name
+from .config_diff import config_change
 
 __all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME", "json_line", "StreamError", "from_stream", "committing"]
 
@@ -119,25 +121,6 @@ def json_line(record: dict[str, Any]) -> bytes:
     return _utf8(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-_UNSET: Any = object()
-
-
-def _leaves(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"pack": {"seq_len": 8}}`` -> ``{"pack.seq_len": 8}``."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out.update(_leaves(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-def _short(v: Any) -> str:
-    s = v if v == "(unset)" else json.dumps(v, ensure_ascii=False)
-    return s if len(s) <= 80 else s[:77] + "..."
-
-
 def _markers(n: int) -> str:
     return f"{n} done marker{'s' if n != 1 else ''}"
 
@@ -199,6 +182,16 @@ class OutputFolder:
 
     def exists(self, name: str) -> bool:
         return (self.path / name).exists()
+
+    def entries(self) -> list[str]:
+        """The folder's top-level names (files and folders, hidden ones too), sorted; [] when
+        there is no folder."""
+        try:
+            return sorted(p.name for p in self.path.iterdir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as e:
+            raise _output_error(f"output.dir {self.path}", e) from None
 
     def list(self, pattern: str) -> list[str]:
         """Names (relative to the folder, ``/``-separated) matching a glob pattern, sorted."""
@@ -373,23 +366,9 @@ class OutputFolder:
         return m, ""
 
     def config_change(self, config: RunConfig, old_hash: str) -> str:
-        """What differs between ``config`` and the config of the shards in the folder, as
-        ``"pack.seq_len 2048 -> 1024; ..."`` (keys of the hashed part only: not workers or the
-        output folder), from the folder's ``manifest.json`` when it describes shards of
-        ``old_hash``; "" when it is absent or of another config."""
-        m = self.read_json("manifest.json")
-        if not isinstance(m, dict) or m.get("config_hash") != old_hash or not isinstance(m.get("config"), dict):
-            return ""
-        try:
-            old_cfg = RunConfig(m["config"])
-            if old_cfg.config_hash != old_hash:  # hashed by another version's rules: no honest diff
-                return ""
-            old, new = _leaves(old_cfg.hashed_part()), _leaves(config.hashed_part())
-        except Exception:  # noqa: BLE001 - a manifest of another shape: the refusal goes on without the detail
-            return ""
-        diffs = [f"{k} {_short(old.get(k, '(unset)'))} -> {_short(new.get(k, '(unset)'))}"
-                 for k in sorted(set(old) | set(new)) if old.get(k, _UNSET) != new.get(k, _UNSET)]
-        return "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "")
+        """What differs between ``config`` and the config of the shards in the folder
+        (:func:`.config_diff.config_change`, from the folder's ``manifest.json``)."""
+        return config_change(self.read_json("manifest.json"), config, old_hash)
 
     def check(self, config_hash: str, *, overwrite: bool, tokenizer: str | None = None,
               config: RunConfig | None = None) -> None:
@@ -431,7 +410,7 @@ class OutputFolder:
                 + "); pass --overwrite to replace them or choose another --output"
             )
         if overwrite:
-            for name in self.list("train-*") + self.list("shard-*") + self.list("rejects/*") + list(REPORT_FILES):
+            for name in [n for g in _UNIT_GLOBS for n in self.list(g)] + list(REPORT_FILES):
                 self.remove(name)
         self.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
 

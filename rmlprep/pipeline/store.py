@@ -115,6 +115,10 @@ class ObjectStoreFolder(OutputFolder):
         except OSError as e:
             raise _store_error(self._uri(name), e) from None
 
+    def entries(self) -> list[str]:
+        """The folder's top-level names: its objects' first ``/`` segments, sorted."""
+        return sorted({name.split("/", 1)[0] for name in self.list("**/*")})
+
     def list(self, pattern: str) -> list[str]:
         """Names (relative to the folder, ``/``-separated) matching a glob pattern, sorted
         (``*`` stays inside one ``/`` segment, as in :meth:`pathlib.Path.glob`)."""

@@ -1,0 +1,49 @@
+"""What changed between the config of the shards in an output folder and the run's config, in
+one line for the refusal that asks for ``--overwrite`` (:meth:`.output.OutputFolder.check`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..config import RunConfig
+
+__all__ = ["config_change"]
+
+_UNSET: Any = object()
+
+
+def _leaves(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"pack": {"seq_len": 8}}`` -> ``{"pack.seq_len": 8}``."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_leaves(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _short(v: Any) -> str:
+    s = v if v == "(unset)" else json.dumps(v, ensure_ascii=False)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def config_change(manifest: Any, config: RunConfig, old_hash: str) -> str:
+    """What differs between ``config`` and the config of the shards in the folder, as
+    ``"pack.seq_len 2048 -> 1024; ..."`` (keys of the hashed part only: not workers or the
+    output folder), from the folder's ``manifest`` (parsed ``manifest.json``) when it describes
+    shards of ``old_hash``; "" when it is absent, of another config or of another shape."""
+    m = manifest
+    if not isinstance(m, dict) or m.get("config_hash") != old_hash or not isinstance(m.get("config"), dict):
+        return ""
+    try:
+        old_cfg = RunConfig(m["config"])
+        if old_cfg.config_hash != old_hash:  # hashed by another version's rules: no honest diff
+            return ""
+        old, new = _leaves(old_cfg.hashed_part()), _leaves(config.hashed_part())
+    except Exception:  # noqa: BLE001 - a manifest of another shape: the refusal goes on without the detail
+        return ""
+    diffs = [f"{k} {_short(old.get(k, '(unset)'))} -> {_short(new.get(k, '(unset)'))}"
+             for k in sorted(set(old) | set(new)) if old.get(k, _UNSET) != new.get(k, _UNSET)]
+    return "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "")

@@ -1,0 +1,140 @@
+"""Whose output folder: rmlprep writes only into a new or empty folder, or one it wrote
+(rmlprep.pipeline.owner); it never replaces or deletes a file it did not write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rmlprep import cli
+from rmlprep.errors import OutputError
+from rmlprep.pipeline import run
+from rmlprep.pipeline.owner import OWNER_NAME, check_owner, rmlprep_name
+from rmlprep.pipeline.output import LOCK_NAME, OutputFolder
+
+from test_pipeline_trust import TINY, folder, lines, make_cfg, quiet, write_toml
+
+pytestmark = pytest.mark.skipif(not TINY.exists(), reason=f"{TINY} is absent")
+
+
+def snapshot(path: Path) -> dict[str, bytes]:
+    """Every file under ``path`` (hidden ones too), byte for byte."""
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def corpus(tmp_path: Path, n: int = 60) -> Path:
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(n)))
+    return inp
+
+
+def foreign(out: Path) -> dict[str, bytes]:
+    """The careless-user trial's folder: a user's README.md, stats.json and a stray shard."""
+    out.mkdir()
+    (out / "README.md").write_text("# My project\n")
+    (out / "stats.json").write_text('{"mine": 1}\n')
+    (out / "train-00007.parquet").write_bytes(b"not rmlprep's")
+    return snapshot(out)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_folder_rmlprep_did_not_write_is_refused_and_left_as_it_was(tmp_path, overwrite):
+    """Before: the reports were replaced and train-00007.parquet removed as 'not in this plan'.
+    Files under rmlprep's names are never replaced, --overwrite or not; nothing is created."""
+    out = tmp_path / "o"
+    before = foreign(out)
+    with pytest.raises(OutputError, match=rf"output.dir: {out} was not written by rmlprep .*it holds README.md, "
+                                          r"stats.json, train-00007.parquet, under names rmlprep writes; .*even "
+                                          r"with --overwrite: choose an empty or new folder"):
+        run(make_cfg(corpus(tmp_path), out), overwrite=overwrite, log=quiet)
+    assert snapshot(out) == before  # no lock file, no marker, no shard
+
+
+def test_the_cli_refusal_is_one_line_and_exit_2(tmp_path, capsys):
+    out = tmp_path / "o"
+    before = foreign(out)
+    assert cli.main(["run", str(write_toml(tmp_path / "c.toml", corpus(tmp_path), out))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"rmlprep: error: output.dir: {out} was not written by rmlprep")
+    assert "README.md" in err[-1] and "parity" not in " ".join(err)  # refused before the parity stage
+    assert snapshot(out) == before
+
+
+def test_unrelated_files_need_overwrite_and_are_kept(tmp_path):
+    """A folder holding only names rmlprep never writes: refused without --overwrite; with it the
+    run writes beside them, keeps them byte for byte, and the folder is rmlprep's from then on."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    (out / "src").mkdir()
+    (out / "src" / "x.py").write_text("print(1)\n")
+    inp = corpus(tmp_path)
+    with pytest.raises(OutputError, match=r"it holds notes.txt, src; .*pass --overwrite to write the shards beside"):
+        run(make_cfg(inp, out), log=quiet)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "src"]
+    m = run(make_cfg(inp, out), overwrite=True, log=quiet)
+    assert m["totals"]["documents"] == 60 and (out / OWNER_NAME).exists()
+    assert (out / "notes.txt").read_text() == "mine\n" and (out / "src" / "x.py").exists()
+    run(make_cfg(inp, out, seq_len=64), overwrite=True, log=quiet)  # --overwrite of its own shards: still kept
+    assert (out / "notes.txt").read_text() == "mine\n" and (out / "src" / "x.py").exists()
+    logs: list[str] = []
+    run(make_cfg(inp, out, seq_len=64), log=logs.append)  # claimed: a plain rerun resumes
+    assert any("already done and verified" in x for x in logs)
+
+
+def test_an_empty_existing_folder_is_used(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    assert run(make_cfg(corpus(tmp_path), out), log=quiet)["totals"]["documents"] == 60
+    assert json.loads((out / OWNER_NAME).read_text())["written_by"] == "rmlprep"
+
+
+def test_a_first_run_killed_early_resumes(tmp_path):
+    """The marker is committed as soon as the run holds the folder, so a first run killed after
+    its first unit (no manifest, no report: only the marker, the lock, a shard and a temporary)
+    is resumed, not refused, and gives a fresh run's bytes."""
+    inp = corpus(tmp_path, 300)
+    ref = tmp_path / "ref"
+    run(make_cfg(inp, ref), log=quiet)
+    out = tmp_path / "o"
+    m = run(make_cfg(inp, out), log=quiet)
+    assert len(m["shards"]) >= 3
+    for p in out.iterdir():  # as a SIGKILL after unit 0 leaves it
+        if p.name not in (OWNER_NAME, LOCK_NAME, "train-00000.parquet", "shard-00000.done.json"):
+            p.unlink()
+    (out / "train-00001.parquet.tmp-4242").write_bytes(b"half")
+    m = run(make_cfg(inp, out), resume=True, log=quiet)
+    assert m["units_skipped"] == 1 and folder(out) == folder(ref)
+
+
+@pytest.mark.parametrize("keep", [["shard-*.done.json", "train-*"], ["manifest.json", "train-*"], [LOCK_NAME]])
+def test_a_folder_of_an_earlier_version_without_the_marker_is_rmlprep_s(tmp_path, keep):
+    """Folders written before the marker existed are known by what earlier versions always wrote:
+    their lock file, a manifest or a done marker; the rerun claims them."""
+    inp = corpus(tmp_path)
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    for p in out.iterdir():
+        if not any(p.match(g) for g in keep):
+            p.unlink() if p.is_file() else None
+    assert not (out / OWNER_NAME).exists()
+    assert run(make_cfg(inp, out), log=quiet)["totals"]["documents"] == 60
+    assert (out / OWNER_NAME).exists()
+
+
+def test_a_manifest_or_marker_of_another_shape_does_not_make_a_folder_rmlprep_s(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"files": ["a", "b"]}\n')  # some other tool's manifest
+    (out / "shard-00000.done.json").write_text("done\n")
+    with pytest.raises(OutputError, match="it holds manifest.json, shard-00000.done.json, under names rmlprep"):
+        check_owner(OutputFolder(out), overwrite=True)
+
+
+def test_rmlprep_names():
+    assert all(rmlprep_name(n) for n in ("README.md", "stats.json", "manifest.json", "lengths.png", "rejects",
+                                         "train-00007.parquet", "shard-00000.bin", "shard-00001.done.json",
+                                         ".rmlprep.lock", OWNER_NAME, "stats.json.tmp-12"))
+    assert not any(rmlprep_name(n) for n in ("notes.txt", "src", "readme.md", "data-00000.parquet", ".git"))
