@@ -1,7 +1,7 @@
 """SFT pipeline: conversations → chat format → input_ids + labels (assistant-only) → BFD rows.
 
     python pipelines/sft.py CORPUS... --tokenizer TOKENIZER --format chatml --output DIR
-        [--seq-len 2048] [--pad] [--workers N]
+        [--seq-len 2048] [--pad] [--workers N] [--tools-column tools|false]
 
 The same job as ``rmlprep run configs/sft.toml``: rmlprep's readers → parity →
 arrow.tokenize_chat (chat.encode_chat: no Jinja, mask on assistant content and turn
@@ -20,12 +20,12 @@ from rmlprep.pipeline import run
 
 
 def config(paths, *, tokenizer, fmt, output, seq_len=2048, column="messages", workers=0, pad=False,
-           overflow="truncate"):
+           overflow="truncate", tools_column=None):
     return config_from_dict({
         "pipeline": "sft",
         "input": {"paths": list(paths), "column": column},
         "tokenizer": {"path": tokenizer},
-        "chat": {"format": fmt},
+        "chat": {"format": fmt, **({"tools_column": tools_column} if tools_column is not None else {})},
         "pack": {"seq_len": seq_len, "overflow": overflow, "pad": pad},
         "output": {"dir": output},
         "run": {"workers": workers},
@@ -42,10 +42,13 @@ def main(argv=None) -> int:
     p.add_argument("--column", default="messages")
     p.add_argument("--pad", action="store_true", help="pad rows to seq_len")
     p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--tools-column", type=lambda v: False if v == "false" else v, default=None,
+                   help="the column of tool definitions (chat.tools_column), or false to read none")
     a = p.parse_args(argv)
     try:
         run(config(a.paths, tokenizer=a.tokenizer, fmt=a.format, output=a.output, seq_len=a.seq_len,
-                   column=a.column, workers=a.workers, pad=a.pad), log=lambda m: print(m, file=sys.stderr))
+                   column=a.column, workers=a.workers, pad=a.pad, tools_column=a.tools_column),
+            log=lambda m: print(m, file=sys.stderr))
     except RmlprepError as e:
         print(f"sft: error: {e}", file=sys.stderr)
         return 2

@@ -46,8 +46,11 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # conversation ending on an assistant turn is then a reject
     options = { enable_thinking = false }  # the format's options (template variables, "today")
     train_on_reasoning = true        # reasoning in the loss mask
-    tools_column = "tools"           # a column of per-conversation tool definitions (default: none;
-                                     # read in a second pass over each unit)
+    tools_column = "tools"           # a column of per-conversation tool definitions (read in a second
+                                     # pass over each unit); false: none, on purpose. Unset (the
+                                     # default): none, and an input with a "tools" or "functions"
+                                     # column is refused before any work (a JSONL row holding one
+                                     # later is a reject): name it, or set false
     json_tools = false               # tools / tool calls written as JSON text → tools / tool_calls
     no_assistant = "reject"          # a conversation without an assistant turn: reject | keep
     text_markers = false             # true: run a format whose turn terminator is not a special
@@ -144,7 +147,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "add_generation_prompt": ((bool,), False),
         "options": ((dict,), None),
         "train_on_reasoning": ((bool,), True),
-        "tools_column": ((str,), None),
+        "tools_column": ((str, bool), None),
         "json_tools": ((bool,), False),
         "no_assistant": ((str,), "reject"),
         "text_markers": ((bool,), False),
@@ -406,6 +409,10 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
                 resolve_options(get_format(chat["format"]), chat["options"])
             except ChatFormatError as e:
                 raise ConfigError(f"{w}chat.options: {e}") from None
+        tc = chat["tools_column"]
+        if tc is True or tc == "":
+            raise ConfigError(f"{w}chat.tools_column: name the column of tool definitions, e.g. tools_column = "
+                              f"\"tools\", or set false to read none; got {tc!r}")
         if chat["no_assistant"] not in ("reject", "keep"):
             raise ConfigError(f"{w}chat.no_assistant: must be \"reject\" or \"keep\", got {chat['no_assistant']!r}")
         if chat["format"] == "template" and not chat["train_on_reasoning"]:

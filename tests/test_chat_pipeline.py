@@ -444,3 +444,59 @@ def test_gemma1_base_tokenizer_has_no_turn_tokens():
     assert missing_stop_token(load_tokenizer(str(REAL_HF / "gemma")), "gemma") == "<end_of_turn>"
     if (REAL_HF / "gemma3").is_dir():
         assert missing_stop_token(load_tokenizer(str(REAL_HF / "gemma3")), "gemma3") is None
+
+
+_TOOLS = [{"type": "function", "function": {"name": "get_time", "description": "now", "parameters": {"type": "object"}}}]
+_CALL = [{"role": "user", "content": "time?"},
+         {"role": "assistant", "content": None,
+          "tool_calls": [{"id": "call0w3x9", "type": "function", "function": {"name": "get_time", "arguments": {}}}]},
+         {"role": "tool", "tool_call_id": "call0w3x9", "name": "get_time", "content": "12:00"},
+         {"role": "assistant", "content": "Noon."}]
+_PLAIN = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+
+
+def test_a_tools_column_the_config_does_not_name_is_refused(tmp_path):
+    """chat.tools_column has no default. A conversation's tools in a column it does not name
+    would be left out of every prompt (the qwen2.5 format writes them in a <tools> block of the
+    system turn), the model trained to call tools it was never shown; a careless-user run
+    did so, exit 0. Refused before any corpus work when the file shows the column (a JSONL
+    file's first row, a Parquet schema), a reject naming the keys when a later JSONL row holds
+    one; tools_column = false leaves them out on purpose, "tools" writes them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def c(inp, out, **chat):
+        return cfg(inp, tmp_path / out, fmt="qwen2.5", parity={"chat": False}, chat=chat, pack={"seq_len": 512})
+
+    first = tmp_path / "first.jsonl"
+    _rows(first, [{"messages": _CALL, "tools": _TOOLS}, {"messages": _PLAIN}])
+    with pytest.raises(ConfigError, match=rf"^chat.tools_column is unset, but {first} has, in its first row, a field "
+                                          r"'tools' .*chat.tools_column = \"tools\" .*chat.tools_column = false"):
+        run(c(first, "a"), log=quiet)
+    assert not (tmp_path / "a").exists()
+    later = tmp_path / "later.jsonl"
+    _rows(later, [{"messages": _PLAIN}, {"messages": _PLAIN, "tools": None}, {"messages": _PLAIN, "functions": []},
+                  {"messages": _CALL, "functions": _TOOLS}])
+    m = run(c(later, "b"), log=quiet)
+    assert m["totals"]["documents"] == 3 and m["totals"]["rejects"] == 1
+    (rec,) = [json.loads(x) for x in (tmp_path / "b" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert rec["row"] == 3 and rec["value"] == _CALL
+    assert rec["reason"].startswith("the row has 'functions' (tool definitions) but chat.tools_column is unset")
+    assert run(c(first, "off", tools_column=False), log=quiet)["totals"]["documents"] == 2
+    m = run(c(first, "on", tools_column="tools"), log=quiet)
+    assert m["totals"]["documents"] == 2
+    tok = tiny(None)
+    (ids, *_) = pq.read_table(next((tmp_path / "on").glob("train-*.parquet"))).column("input_ids").to_pylist()
+    assert '{"type": "function", "function": {"name": "get_time"' in tok.decode(ids)
+    par = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"messages": [json.dumps(_PLAIN)], "tools": pa.array([None], pa.string())}), par)
+    with pytest.raises(ConfigError, match=rf"^chat.tools_column is unset, but {par} has a column 'tools'"):
+        run(c(par, "p"), log=quiet)
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"messages": [_PLAIN]}), plain)
+    with pytest.raises(ConfigError, match=rf"^chat.tools_column = 'tools': {plain} has no such column; columns: "
+                                          r"\['messages'\]"):
+        run(c(plain, "q", tools_column="tools"), log=quiet)
+    with pytest.raises(ConfigError, match="chat.tools_column: name the column"):
+        c(first, "x", tools_column=True)
+

@@ -116,8 +116,8 @@ def test_rows_are_written_before_the_unit_is_read(tmp_path, monkeypatch):
     read_so_far = []
     real_read = stages_mod.read_unit
 
-    def counting(unit, column, batch_rows):
-        for b in real_read(unit, column, batch_rows):
+    def counting(unit, column, batch_rows, watch=()):
+        for b in real_read(unit, column, batch_rows, watch):
             read_so_far.append(len(b.rows))
             yield b
 

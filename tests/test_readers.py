@@ -907,3 +907,25 @@ def test_a_cut_gzip_does_not_claim_a_huge_size(tmp_path):
     for cut in range(100, len(whole) - 4, 97):
         p.write_bytes(whole[:cut])
         assert readers_base.decoded_size_estimate(str(p)) <= 1032 * cut
+
+
+def test_column_names_without_reading_rows(tmp_path):
+    """rmlprep.readers.units.column_names: a Parquet or Arrow schema and a CSV header are every
+    column (True); a JSONL file's first object only its own keys (False: rows may differ);
+    a first line that is not an object tells nothing (None)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rmlprep.readers.units import column_names
+
+    t = pa.table({"messages": ["[]"], "tools": ["[]"]})
+    pq.write_table(t, tmp_path / "a.parquet")
+    with pa.OSFile(str(tmp_path / "a.arrow"), "wb") as f, pa.ipc.new_stream(f, t.schema) as w:
+        w.write_table(t)
+    (tmp_path / "a.tsv").write_text("\n\"messages\"\ttools\n[]\t[]\n")
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(b"\n\xef\xbb\xbf{\"messages\": [], \"id\": 1}\n{\"tools\": 1}\n"))
+    (tmp_path / "b.jsonl").write_text("1\n")
+    got = {p.name: column_names(u) for p in sorted(tmp_path.iterdir()) for u in plan_units(inp([p]))}
+    assert got == {"a.parquet": (["messages", "tools"], True), "a.arrow": (["messages", "tools"], True),
+                   "a.tsv": (["messages", "tools"], True), "a.jsonl.gz": (["messages", "id"], False),
+                   "b.jsonl": None}

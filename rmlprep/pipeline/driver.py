@@ -18,6 +18,7 @@ from .pack import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
 from .reports import Progress, write_reports
+from .tools_column import check_tools_column
 from .unit import work_unit
 
 __all__ = ["run", "load_run_tokenizer"]
@@ -82,6 +83,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     t = time.perf_counter()
     units = plan(cfg, log=log)
     timings["plan"] = time.perf_counter() - t
+    check_tools_column(cfg, units)  # sft: a tools column the config does not name is refused, not dropped
     with out.lock():  # one run per folder, writable: checked before any corpus work
         claim(out)  # the folder is rmlprep's from here on: a killed first run resumes
         if getattr(out, "lock_note", ""):  # an object store's lock (see store.py)

@@ -56,6 +56,7 @@ from ..native import encode_arrow_flat, surrogate_rows
 from ..readers import Batch, Unit, read_unit
 from ..segment import replace_lone_surrogates
 from .output import json_line
+from .tools_column import unread_tools_reason, watched_fields
 
 __all__ = ["Tally", "Rows", "Docs", "json_value", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
            "format_and_tokenize"]
@@ -269,7 +270,8 @@ class Docs:
 def read(unit: Unit, cfg: RunConfig, tally: Tally) -> Iterator[Batch]:
     """Stream the unit's ``input.column`` in batches of at most ``input.batch_rows`` rows;
     count bytes and blank lines, and send the rows the reader could not parse to rejects."""
-    for batch in _handed_on(read_unit(unit, cfg["input"]["column"], cfg["input"]["batch_rows"])):
+    watch = watched_fields(cfg)
+    for batch in _handed_on(read_unit(unit, cfg["input"]["column"], cfg["input"]["batch_rows"], watch)):
         tally.flush()  # every stage is done with the previous batch
         tally.rows_read += len(batch.rows) + len(batch.errors)
         tally.nbytes += batch.nbytes
@@ -366,14 +368,18 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
     replaced by U+FFFD (counted in ``surrogate_rows``)."""
     column = cfg["input"]["column"]
     tcol = cfg["chat"]["tools_column"]
-    tools = _tools_by_row(tally.unit, tcol, cfg["input"]["batch_rows"]) if tcol else None
+    tools = _tools_by_row(tally.unit, tcol, cfg["input"]["batch_rows"]) if isinstance(tcol, str) else None
     for batch in batches:
         vals = batch.values.to_pylist() if isinstance(batch.values, pa.Array) else batch.values
         good: list[Any] = []
         good_rows: list[int] = []
         good_tools: list[Any] | None = [] if tools is not None else None
+        watched = batch.watched
         for v, r in zip(vals, batch.rows.tolist()):
             t = tools.get(r) if tools is not None else None
+            if watched and r in watched:  # tool definitions the run would not read (see tools_column.py)
+                tally.reject(r, unread_tools_reason(watched[r]), v)
+                continue
             why = f"{column} is null" if v is None else schema_error(v, t)
             if why is not None:
                 tally.reject(r, why, v)
@@ -455,7 +461,8 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
     refuses → rejects; its counts go to ``tally.counts``."""
     chat = cfg["chat"]
     fmt = chat["format"]
-    fn = tokenize_chat(tokenizer, fmt, column="messages", tools_column="tools" if chat["tools_column"] else None,
+    fn = tokenize_chat(tokenizer, fmt, column="messages",
+                       tools_column="tools" if isinstance(chat["tools_column"], str) else None,
                        add_generation_prompt=chat["add_generation_prompt"], options=chat["options"],
                        train_on_reasoning=chat["train_on_reasoning"], json_tools=chat["json_tools"],
                        no_assistant=chat["no_assistant"], text_markers=True,  # the driver checked them

@@ -81,6 +81,8 @@ class Batch:
         errors: ``(row, reason)`` for rows that could not even be read (bad JSON, bad UTF-8,
             missing field, wrong number of CSV fields); they are not in ``values``.
         blank: blank lines skipped (jsonl).
+        watched: jsonl read with ``watch`` fields: source row -> the watched field the row holds
+            (with a value that is not null or empty); the row is in ``values`` as usual.
     """
 
     values: Any
@@ -88,6 +90,7 @@ class Batch:
     nbytes: int
     errors: list[tuple[int, str]] = field(default_factory=list)
     blank: int = 0
+    watched: dict[int, str] = field(default_factory=dict)
 
 
 def one_line(e: BaseException | str, limit: int = 300) -> str:

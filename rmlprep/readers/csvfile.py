@@ -107,14 +107,33 @@ def _csv_fault(path: str, e: csv.Error, record: int, first_line: int, line: int)
     return InputError(f"{path}: CSV record {record} (from line {first_line}) {what}", path=path)
 
 
+def _delimiter(path: str) -> str:
+    low = path.lower()
+    for c in COMPRESSED_SUFFIXES:
+        low = low.removesuffix(c)
+    return "\t" if low.endswith(".tsv") else ","
+
+
+def csv_header(path: str) -> list[str]:
+    """The column names of a CSV/TSV file (its first non-blank record); [] for an empty file.
+
+    Raises:
+        csv.Error, InputError, UnicodeDecodeError: read as :func:`read_csv` would find them.
+    """
+    csv.field_size_limit(base.MAX_ROW_BYTES)
+    with io.TextIOWrapper(io.BufferedReader(_LineBounded(open_decompressed(path), path), 1 << 20),
+                          encoding="utf-8-sig", newline="") as text:
+        for row in csv.reader(text, delimiter=_delimiter(path), quotechar='"', doublequote=True, strict=True):
+            if row:
+                return row
+    return []
+
+
 def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     """CSV through the standard library's ``csv`` module, strict (RFC 4180; see the module
     docstring for the fault rules)."""
     path = unit.path
-    low = path.lower()
-    for c in COMPRESSED_SUFFIXES:
-        low = low.removesuffix(c)
-    delim = "\t" if low.endswith(".tsv") else ","
+    delim = _delimiter(path)
     csv.field_size_limit(base.MAX_ROW_BYTES)  # the value limit (process-wide; the default is 128 KB)
     raw = _LineBounded(open_decompressed(path), path)
     bad_at_start = _BAD_UTF8[0]

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from . import base
 from .base import MAX_JSON_DEPTH, Batch, Unit, decoded_size_estimate, one_line
 
 _BOM = b"\xef\xbb\xbf"
+_EMPTY = (None, [], {}, "")  # a watched field holding one of these holds nothing
 
 
 _CR_ONLY = re.compile(rb"\}[ \t]*\r[ \t\r]*\{")  # one object, a lone CR, the next object
@@ -198,14 +199,20 @@ def _json_depth(line: bytes) -> int:
 
 def _parse_row(line: bytes, column: str) -> tuple[bool, Any]:
     """(True, value) or (False, reason) for one non-blank JSONL line."""
+    ok, v, _ = _parse_line(line, column)
+    return ok, v
+
+
+def _parse_line(line: bytes, column: str) -> tuple[bool, Any, dict | None]:
+    """(True, value, the row's object) or (False, reason, None) for one non-blank JSONL line."""
     if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH:
         depth = _json_depth(line)
         if depth > MAX_JSON_DEPTH:
-            return False, f"JSON nested {depth} levels deep (the limit is {MAX_JSON_DEPTH})"
+            return False, f"JSON nested {depth} levels deep (the limit is {MAX_JSON_DEPTH})", None
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
-        return False, f"line is not valid UTF-8 ({e.reason} at byte {e.start})"
+        return False, f"line is not valid UTF-8 ({e.reason} at byte {e.start})", None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
@@ -218,22 +225,24 @@ def _parse_row(line: bytes, column: str) -> tuple[bool, Any]:
                 pass
         if e.msg == "Extra data" and text[e.pos:].lstrip().startswith("{"):
             return False, (f"line holds two JSON objects, the second at column {e.colno} (files concatenated "
-                           "without a newline at the end of the first?)")
+                           "without a newline at the end of the first?)"), None
         # json's messages end in "at" when a position follows ("Invalid control character at")
         where = "column" if e.msg.endswith(" at") else "at column"
-        return False, f"line is not valid JSON ({e.msg} {where} {e.colno})"
+        return False, f"line is not valid JSON ({e.msg} {where} {e.colno})", None
     except RecursionError:
-        return False, "JSON nested too deep for the parser"
+        return False, "JSON nested too deep for the parser", None
     except ValueError as e:  # e.g. an integer over sys.get_int_max_str_digits() digits
-        return False, f"line holds a value Python cannot convert ({one_line(str(e).split(';')[0], 120)})"
+        return False, f"line holds a value Python cannot convert ({one_line(str(e).split(';')[0], 120)})", None
     if not isinstance(obj, dict):
-        return False, f"line is a JSON {type(obj).__name__}, not an object"
+        return False, f"line is a JSON {type(obj).__name__}, not an object", None
     if column not in obj:
-        return False, f"no {column!r} field (fields: {sorted(obj)[:8]})"
-    return True, obj[column]
+        return False, f"no {column!r} field (fields: {sorted(obj)[:8]})", None
+    return True, obj[column], obj
 
 
-def read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
+def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = ()) -> Iterator[Batch]:
+    """The unit's ``column`` in batches; a row whose object holds a ``watch`` field with a
+    value (not null, not empty) is named in :attr:`Batch.watched`."""
     kind = compression_of(unit.path)
     if kind is None:
         f = fs.open(unit.path, "rb", buffering=1 << 20)
@@ -262,6 +271,7 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
         values: list[Any] = []
         rows: list[int] = []
         errors: list[tuple[int, str]] = []
+        watched: dict[int, str] = {}
         nbytes = 0
         blank = 0
         first = at_file_start  # the next non-blank line is the file's first
@@ -297,7 +307,13 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                 if first:  # a JSON document (array, pretty-printed object) is a file fault
                     first = False
                     _check_jsonl_head(unit.path, line[:4096])
-                ok, v = _parse_row(line, column)
+                ok, v, obj = _parse_line(line, column)
+                if watch and ok:
+                    for k in watch:
+                        if obj.get(k) not in _EMPTY and k != column:
+                            watched[r] = k
+                            break
+                obj = None
                 if not ok and not line.endswith(b"\n"):  # only the file's last line lacks one
                     where = f"byte {line_at}" if kind is None else f"decoded byte {line_at}"
                     raise InputError(f"{unit.path}: {where}: the last line is cut short (no newline at the end, and "
@@ -310,10 +326,10 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                 else:
                     errors.append((r, v))
             if len(values) + len(errors) >= batch_rows:
-                out = [Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank)]
-                values, rows, errors, nbytes, blank, line = [], [], [], 0, 0, b""
+                out = [Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank, watched)]
+                values, rows, errors, watched, nbytes, blank, line = [], [], [], {}, 0, 0, b""
                 yield out.pop()  # the suspended frame keeps no reference to the batch or its last line
         if values or errors or blank or nbytes:
-            out = [Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank)]
+            out = [Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors, blank, watched)]
             values = []
             yield out.pop()

@@ -3,16 +3,20 @@ dispatched to the reader of its format."""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from .. import fs
-from ..compressed import COMPRESSED_SUFFIXES
-from ..errors import ConfigError
-from .arrowfiles import plan_hf, read_hf
-from .base import Batch, Unit, decoded_size_estimate, sniff
-from .csvfile import read_csv
+from ..compressed import COMPRESSED_SUFFIXES, open_decompressed
+from ..errors import ConfigError, RmlprepError
+from .arrowfiles import _open_arrow, plan_hf, read_hf
+from .base import MAX_ROW_BYTES, Batch, Unit, decoded_size_estimate, sniff
+from .csvfile import csv_header, read_csv
 from .jsonl import plan_jsonl, read_jsonl
 from .parquet import plan_parquet, read_parquet
 from .stdlib import read_stdlib, stdlib_files
@@ -181,15 +185,19 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
     return [Unit(i, **s) for i, s in enumerate(specs)]
 
 
-def read_unit(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
+def read_unit(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = ()) -> Iterator[Batch]:
     """Stream a unit's ``column`` as :class:`Batch` objects of at most ``batch_rows`` rows.
 
+    Args:
+        watch: JSONL only: fields whose presence in a row (a value that is not null or empty)
+            is reported in :attr:`Batch.watched`. The other formats have a schema: see
+            :func:`column_names`.
     Raises:
         InputError: a file fault (see the module docstring); the unit must not be counted done.
         ConfigError: the file has no ``column`` (Parquet, CSV, Arrow).
     """
     if unit.format == "jsonl":
-        yield from read_jsonl(unit, column, batch_rows)
+        yield from read_jsonl(unit, column, batch_rows, watch)
     elif unit.format == "parquet":
         yield from read_parquet(unit, column, batch_rows)
     elif unit.format == "csv":
@@ -200,3 +208,30 @@ def read_unit(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
         yield from read_stdlib(unit, batch_rows)
     else:  # pragma: no cover
         raise ConfigError(f"input.format: unknown format {unit.format!r}")
+
+
+def column_names(unit: Unit) -> tuple[list[str], bool] | None:
+    """The columns of a unit's file, read without reading its rows, and whether they are all
+    of them: the schema of a Parquet or Arrow file and the header of a CSV file (complete), the
+    keys of a JSONL file's first object (rows may hold other keys). None for what cannot be
+    told this way (a first line that is not a JSON object, the stdlib demo). Errors of the file
+    are left to its reader (None).
+    """
+    try:
+        if unit.format == "parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.ParquetFile(fs.arrow_source(unit.path)).schema_arrow.names), True
+        if unit.format == "hf":
+            return list(_open_arrow(unit.path).schema.names), True
+        if unit.format == "csv":
+            return csv_header(unit.path), True
+        if unit.format == "jsonl":
+            with open_decompressed(unit.path) as f:
+                while line := f.readline(MAX_ROW_BYTES + 1):
+                    if line.strip():
+                        obj = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
+                        return (list(obj), False) if isinstance(obj, dict) else None
+    except (RmlprepError, OSError, ValueError, RecursionError, pa.ArrowException, csv.Error):
+        return None
+    return None
