@@ -181,9 +181,11 @@ class TokenizeChat(_MapFunction):
     ``no_assistant`` (conversations without an assistant message, kept or rejected),
     ``json_tool_calls`` (tool calls converted with ``json_tools``), ``json_tool_calls_as_text``
     (without ``json_tools``: conversations holding tool calls written as JSON text, which
-    ``json_tools`` would convert; they are written as the plain text they are) and
+    ``json_tools`` would convert; they are written as the plain text they are),
     ``generation_prompt_after_answer`` (conversations refused because they end on an assistant
-    turn under ``add_generation_prompt``).
+    turn under ``add_generation_prompt``) and ``tool_calls_without_tools`` (written
+    conversations with tool calls or tool results but no tool definitions: the model is trained
+    to call tools its prompt never shows).
     """
 
     _what = "messages"
@@ -198,7 +200,7 @@ class TokenizeChat(_MapFunction):
 
     def _extra_stats(self) -> None:
         self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
-                          generation_prompt_after_answer=0)
+                          generation_prompt_after_answer=0, tool_calls_without_tools=0)
         self._writer = None
 
     def _template_writer(self):
@@ -258,6 +260,8 @@ class TokenizeChat(_MapFunction):
                 self._fail(i, why, where, errors, e)
                 continue
             self.stats["reasoning_dropped"] += out.notes.get("reasoning_dropped", 0)
+            if not tools and _calls_tools(messages):
+                self.stats["tool_calls_without_tools"] += 1
             if len(mask) != len(ids):  # encode_segments' contract; checked so columns never misalign
                 raise RmlprepError(f"{where(i)}: the chat encoder gave {len(ids)} ids but {len(mask)} mask values")
             ids_buf.fromlist(ids)
@@ -272,6 +276,11 @@ class TokenizeChat(_MapFunction):
             (self.mask_column, mask, off),
             (self.labels_column, labels, off),
         ], errors, {}
+
+
+def _calls_tools(messages) -> bool:
+    """Whether a (written, so well-formed) conversation holds tool calls or tool results."""
+    return any(m.get("role") == "tool" or m.get("tool_calls") for m in messages if isinstance(m, Mapping))
 
 
 def tokenize_text(

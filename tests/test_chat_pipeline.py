@@ -484,7 +484,7 @@ def test_a_tools_column_the_config_does_not_name_is_refused(tmp_path):
     assert rec["reason"].startswith("the row has 'functions' (tool definitions) but chat.tools_column is unset")
     assert run(c(first, "off", tools_column=False), log=quiet)["totals"]["documents"] == 2
     m = run(c(first, "on", tools_column="tools"), log=quiet)
-    assert m["totals"]["documents"] == 2
+    assert m["totals"]["documents"] == 2 and m["totals"]["tool_calls_without_tools"] == 0
     tok = tiny(None)
     (ids, *_) = pq.read_table(next((tmp_path / "on").glob("train-*.parquet"))).column("input_ids").to_pylist()
     assert '{"type": "function", "function": {"name": "get_time"' in tok.decode(ids)
@@ -500,3 +500,15 @@ def test_a_tools_column_the_config_does_not_name_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="chat.tools_column: name the column"):
         c(first, "x", tools_column=True)
 
+
+def test_tool_calls_without_tool_definitions_are_counted(tmp_path):
+    """A conversation that calls tools with no tool definitions beside it is written as the
+    format writes it (templates accept it), counted (tool_calls_without_tools) and named in
+    the summary, which points at chat.tools_column while it is unset."""
+    inp = tmp_path / "c.jsonl"
+    _rows(inp, [_CALL, _PLAIN, _CALL])
+    logs: list[str] = []
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", parity={"chat": False}, pack={"seq_len": 512}), log=logs.append)
+    assert m["totals"]["documents"] == 3 and m["totals"]["tool_calls_without_tools"] == 2
+    line = next(x for x in logs[-1].splitlines() if x.startswith("tool calls"))
+    assert "2 conversations call tools but carry no tool definitions" in line and "chat.tools_column" in line

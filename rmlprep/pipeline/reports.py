@@ -308,6 +308,13 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(("tool calls", f"{n:,} conversation{'s write' if n != 1 else ' writes'} tool calls as JSON text in the "
                                     "assistant's content (LLaMA-Factory's shape), trained as that text; "
                                     "chat.json_tools = true writes them as the format's tool calls"))
+    if t.get("tool_calls_without_tools"):
+        n = t["tool_calls_without_tools"]
+        unset = manifest["config"]["chat"].get("tools_column") is None
+        lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} tools but "
+                                    f"{'carry' if n != 1 else 'carries'} no tool definitions (trained to call tools "
+                                    "its prompt never shows)" + ("; if the rows hold them in a column, name it in "
+                                                                 "chat.tools_column" if unset else "")))
     lines.append(("input", f"{t['bytes'] / 1e6:.2f} MB"))
     if th["mb_per_s"] is not None:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "

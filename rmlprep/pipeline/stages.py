@@ -62,7 +62,7 @@ __all__ = ["Tally", "Rows", "Docs", "json_value", "replace_lone_surrogates", "re
            "format_and_tokenize"]
 T = TypeVar("T")
 CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls", "json_tool_calls_as_text",
-               "generation_prompt_after_answer")
+               "generation_prompt_after_answer", "tool_calls_without_tools")
 
 #: Reject records spooled in memory up to this many bytes, then in a temporary file.
 REJECT_SPOOL_BYTES = 8 << 20
