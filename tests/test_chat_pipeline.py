@@ -512,3 +512,35 @@ def test_tool_calls_without_tool_definitions_are_counted(tmp_path):
     assert m["totals"]["documents"] == 3 and m["totals"]["tool_calls_without_tools"] == 2
     line = next(x for x in logs[-1].splitlines() if x.startswith("tool calls"))
     assert "2 conversations call tools but carry no tool definitions" in line and "chat.tools_column" in line
+
+
+def test_shards_store_the_types_tokenize_chat_gives(tmp_path):
+    """An sft shard's input_ids, labels and assistant_masks have the types rmlprep.tokenize_chat
+    returns for the same conversations (list<uint32>, list<int32>, list<uint8>; the shards
+    wrote labels as int64 before), with the same values; a done marker of a version that wrote
+    int64 labels is redone, not kept beside int32 shards."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rmlprep.arrow import tokenize_chat
+    from rmlprep.packing import unpack
+
+    inp = tmp_path / "c.jsonl"
+    write_chats(inp, n=5)
+    c = cfg(inp, tmp_path / "o", parity={"chat": False})
+    run(c, log=quiet)
+    shard = pq.read_table(next((tmp_path / "o").glob("train-*.parquet")))
+    convs = [json.loads(x)["messages"] for x in inp.read_text().splitlines()]
+    ref = tokenize_chat(tiny(None), "chatml", text_markers=True)(pa.table({"messages": convs}))
+    for col, want in (("input_ids", pa.uint32()), ("labels", pa.int32()), ("assistant_masks", pa.uint8())):
+        assert shard.schema.field(col).type == ref.schema.field(col).type == pa.list_(want)
+        got = unpack(shard, col).to_dict()
+        assert [got[i] for i in range(len(convs))] == ref.column(col).to_pylist()
+    (marker,) = (tmp_path / "o").glob("*.done.json")
+    old = json.loads(marker.read_text())
+    assert old["labels"] == "int32"
+    del old["labels"]
+    marker.write_text(json.dumps(old))
+    logs: list[str] = []
+    assert run(c, log=logs.append)["units_processed"] == 1
+    assert any("wrote sft labels as int64: 1" in x for x in logs)

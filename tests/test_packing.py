@@ -151,7 +151,7 @@ def test_bfd_worked_example_padded_with_labels_and_masks():
         "example_index": [[2, 1], [0, 3, -1]],
     }
     assert r.stats.pad_tokens == 2 and r.stats.padding_ratio == pytest.approx(2 / 12)
-    assert r.rows.schema.field("labels").type == pa.list_(pa.int64())
+    assert r.rows.schema.field("labels").type == pa.list_(pa.int32())
     assert r.rows.schema.field("assistant_masks").type == pa.list_(pa.uint8())
     assert unpack(r.rows).to_dict() == dict(enumerate(docs))
     assert unpack(r.rows, "assistant_masks").to_dict() == dict(enumerate(masks))
@@ -277,7 +277,7 @@ def reference_bfd(lengths: list[int], seq_len: int) -> list[list[int]]:
 @st.composite
 def sft_batch(draw):
     docs = draw(docs_st)
-    labels = [[draw(st.sampled_from([IGNORE_INDEX, x, 2**40])) for x in d] for d in docs]
+    labels = [[draw(st.sampled_from([IGNORE_INDEX, min(x, 2**31 - 1), -(2**31)])) for x in d] for d in docs]  # int32
     masks = [[draw(st.integers(0, 1)) for _ in d] for d in docs]
     return docs, labels, masks
 
@@ -467,6 +467,8 @@ def test_concat_argument_errors(kwargs, match):
             id="labels-misaligned",
         ),
         pytest.param(dict(seq_len=4, labels=[[1]]), "labels has 1 rows", id="labels-rows"),
+        pytest.param(dict(seq_len=4, labels=[[1], [2**31], [3, 4]]),
+                     r"labels\[1\] holds 2147483648, outside \[-2147483648, 2147483647\]", id="label-past-int32"),
         pytest.param(
             dict(seq_len=4, assistant_masks=[[1], [1], [0, 1, 1]]),
             r"assistant_masks\[2\] has 3 values",

@@ -15,12 +15,17 @@ varlen, TRL ``padding_free``) never lets one document attend to another:
 column           type                meaning
 ===============  ==================  ==============================================================
 input_ids        list<uint32>        token ids; every full row has exactly ``seq_len`` values
-labels           list<int64>         (BFD, if given) aligned with input_ids; -100 = ignored
+labels           list<int32>         (BFD, if given) aligned with input_ids; -100 = ignored
 assistant_masks  list<uint8>         (BFD, if given) aligned with input_ids; 1 = assistant token
 position_ids     list<int32>         0, 1, 2, ... restarting at the start of every fragment
 seq_lengths      list<int32>         lengths of the fragments in the row; they sum to its length
 example_index    list<int64>         per fragment: which input row it came from (-1 = pad run)
 ===============  ==================  ==============================================================
+
+``labels`` are int32, as :func:`rmlprep.tokenize_chat` gives them: signed for -100, and every
+token id of a real vocabulary fits (an id past 2**31 - 1 is a :class:`PackingError`); half the
+bytes of int64, and ``datasets``' torch format hands out int64 tensors from it anyway (as it
+does from ``input_ids``' uint32), the type cross-entropy takes.
 
 A *fragment* is the part of one document that lies in one row. **position_ids restart at 0 at
 every fragment**, including a document continued from the previous row (the TRL "wrapped"

@@ -121,7 +121,7 @@ def list_array(values: np.ndarray, offsets: np.ndarray, value_type: pa.DataType)
 
 TYPES = {
     "input_ids": pa.uint32(),
-    "labels": pa.int64(),
+    "labels": pa.int32(),
     "assistant_masks": pa.uint8(),
     "position_ids": pa.int32(),
     "seq_lengths": pa.int32(),

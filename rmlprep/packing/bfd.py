@@ -88,7 +88,7 @@ def pack_bfd(
     Args:
         input_ids: list<uint32> per example (same input forms as :func:`pack_concat`).
         labels: optional list<int> per example, aligned token by token with input_ids
-            (-100 = ignored by the loss).
+            (-100 = ignored by the loss), each from -2**31 to 2**31 - 1.
         seq_len: row capacity, 1 to 2**24 (:data:`~rmlprep.packing.common.MAX_SEQ_LEN`).
         overflow: what to do with an example longer than ``seq_len``:
             - ``"truncate"``: keep its first ``seq_len`` tokens (``stats.truncated_tokens``
@@ -104,7 +104,7 @@ def pack_bfd(
         assistant_masks: optional list<0/1> per example, aligned with input_ids.
 
     Returns:
-        PackResult whose ``rows`` has columns input_ids list<uint32>, labels list<int64> (if
+        PackResult whose ``rows`` has columns input_ids list<uint32>, labels list<int32> (if
         given), assistant_masks list<uint8> (if given), position_ids list<int32> (restart at
         every example), seq_lengths list<int32>, example_index list<int64>; each row holds at
         most ``seq_len`` tokens (exactly ``seq_len`` when padded). ``tail`` has 0 rows.
@@ -113,7 +113,7 @@ def pack_bfd(
 
     Raises:
         PackingError: seq_len not an int from 1 to 2**24; unknown overflow; an id or pad_id
-            outside uint32; labels or assistant_masks not aligned with input_ids (the message
+            outside uint32; a label outside int32; labels or assistant_masks not aligned with input_ids (the message
             names the first row that differs); a mask value other than 0/1; a null example.
 
     Source: TRL ``pack_dataset(strategy="bfd")`` (``trl/data_utils.py``): best-fit-decreasing,
@@ -126,8 +126,8 @@ def pack_bfd(
     columns = {"input_ids": values}
     if labels is not None:
         lab = aligned(labels, "labels", offsets)
-        check_range(lab, offsets, "labels", -(2**63), 2**63 - 1)
-        columns["labels"] = lab.astype(np.int64, copy=False)
+        check_range(lab, offsets, "labels", -(2**31), 2**31 - 1)
+        columns["labels"] = lab.astype(np.int32, copy=False)
     if assistant_masks is not None:
         mask = aligned(assistant_masks, "assistant_masks", offsets)
         check_range(mask, offsets, "assistant_masks", 0, 1)

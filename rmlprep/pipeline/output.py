@@ -363,6 +363,8 @@ class OutputFolder:
             return None, "done marker is from a version that kept answers followed by a generation prompt"
         if m.get("truncated_tokens") and "no_assistant" in m and "untrained_rejected" not in m:
             return None, "done marker is from a version that kept truncated conversations with no assistant token"
+        if "no_assistant" in m and m.get("labels") != "int32":  # an sft marker (its chat counts)
+            return None, "done marker is from a version that wrote sft labels as int64"
         return m, ""
 
     def config_change(self, config: RunConfig, old_hash: str) -> str:

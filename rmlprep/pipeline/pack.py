@@ -74,7 +74,7 @@ def length_hist(lengths: np.ndarray) -> np.ndarray:
 
 _LIST = {
     "input_ids": pa.list_(pa.uint32()),
-    "labels": pa.list_(pa.int64()),
+    "labels": pa.list_(pa.int32()),  # as tokenize_chat and pack_bfd give them (rmlprep.packing)
     "assistant_masks": pa.list_(pa.uint8()),
     "position_ids": pa.list_(pa.int32()),
     "seq_lengths": pa.list_(pa.int32()),
@@ -452,7 +452,7 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
         offs = np.zeros(len(lens) + 1, dtype=np.int64)
         np.cumsum(lens, out=offs[1:])
         ids = _cat([d.ids for d in held], np.uint32)
-        labels = _cat([d.labels for d in held], np.int64)
+        labels = _cat([d.labels for d in held], np.int32)
         masks = _cat([d.masks for d in held], np.uint8)
         held.clear()
         index = None  # the example_index of each conversation still packed

@@ -255,7 +255,7 @@ class Docs:
         ids: uint32 [sum(lengths)], the documents' token ids one after another.
         lengths: int64 [documents], tokens per document.
         rows: int64 [documents], each document's source row (for the pack stage's rejects).
-        labels: sft only: int64 [sum(lengths)], ``ids`` where trained on, -100 elsewhere.
+        labels: sft only: int32 [sum(lengths)], ``ids`` where trained on, -100 elsewhere.
         masks: sft only: uint8 [sum(lengths)], 1 on assistant tokens.
     """
 
@@ -488,4 +488,4 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
         for k in CHAT_COUNTS:
             tally.counts[k] = fn.stats[k]
         yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), np.asarray(rows, dtype=np.int64),
-                   _cat(labels, np.int64), _cat(masks, np.uint8))
+                   _cat(labels, np.int32), _cat(masks, np.uint8))

@@ -154,6 +154,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         **({"dropped_in_rejects": True} if packed.stats.get("dropped_documents") else {}),
         # rejected values are JSON (earlier versions wrote Python reprs: their markers with rejects are redone)
         **({"reject_values": "json"} if tally.n_rejects else {}),
+        # sft labels are int32 (earlier versions wrote int64: their sft markers are redone)
+        **({"labels": "int32"} if cfg.pipeline == "sft" else {}),
         **tally.counts,
         "length_hist": packed.length_hist.tolist(),
         "seconds": seconds,
