@@ -1,7 +1,7 @@
 """SFT pipeline: conversations → chat format → input_ids + labels (assistant-only) → BFD rows.
 
     python pipelines/sft.py CORPUS... --tokenizer TOKENIZER --format chatml --output DIR
-        [--seq-len 2048] [--pad] [--workers N] [--tools-column tools|false]
+        [--seq-len 2048] [--pad] [--workers N] [--tools-column tools|false] [--text-markers]
 
 The same job as ``rmlprep run configs/sft.toml``: rmlprep's readers → parity →
 arrow.tokenize_chat (chat.encode_chat: no Jinja, mask on assistant content and turn
@@ -20,12 +20,13 @@ from rmlprep.pipeline import run
 
 
 def config(paths, *, tokenizer, fmt, output, seq_len=2048, column="messages", workers=0, pad=False,
-           overflow="truncate", tools_column=None):
+           overflow="truncate", tools_column=None, text_markers=False):
     return config_from_dict({
         "pipeline": "sft",
         "input": {"paths": list(paths), "column": column},
         "tokenizer": {"path": tokenizer},
-        "chat": {"format": fmt, **({"tools_column": tools_column} if tools_column is not None else {})},
+        "chat": {"format": fmt, "text_markers": text_markers,
+                 **({"tools_column": tools_column} if tools_column is not None else {})},
         "pack": {"seq_len": seq_len, "overflow": overflow, "pad": pad},
         "output": {"dir": output},
         "run": {"workers": workers},
@@ -44,10 +45,14 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--tools-column", type=lambda v: False if v == "false" else v, default=None,
                    help="the column of tool definitions (chat.tools_column), or false to read none")
+    p.add_argument("--text-markers", action="store_true",
+                   help="run a format whose turn terminator is not a special token of the tokenizer, its markers "
+                        "written as text (chat.text_markers)")
     a = p.parse_args(argv)
     try:
         run(config(a.paths, tokenizer=a.tokenizer, fmt=a.format, output=a.output, seq_len=a.seq_len,
-                   column=a.column, workers=a.workers, pad=a.pad, tools_column=a.tools_column),
+                   column=a.column, workers=a.workers, pad=a.pad, tools_column=a.tools_column,
+                   text_markers=a.text_markers),
             log=lambda m: print(m, file=sys.stderr))
     except RmlprepError as e:
         print(f"sft: error: {e}", file=sys.stderr)

@@ -19,6 +19,7 @@ from pathlib import Path
 from ._version import __version__
 from .chat import detect_chat_format, encode_chat, format_chat
 from .chat.detect import check_template_format
+from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat_parity import check_chat_format
 from .config import load_config
 from .errors import ChatFormatError, ParityError, RmlprepError
@@ -85,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--tokenizer", help="also encode with this tokenizer and print ids and the assistant mask")
     c.add_argument("--name", help="encoding name for tiktoken rank files")
     c.add_argument("--add-generation-prompt", action="store_true")
+    c.add_argument("--text-markers", action="store_true",
+                   help="with --tokenizer: encode a format whose turn terminator is not a special token of the "
+                        "tokenizer, its markers as text (refused by default: a model trained so learns no stop token)")
     c.add_argument("-n", "--no-newline", action="store_true",
                    help="write the formatted text exactly, without the newline that ends the output")
 
@@ -223,7 +227,11 @@ def _cmd_chat(a) -> int:
     fmt = detect_chat_format(fmt_arg)
     if a.tokenizer:
         tok, _ = _open(a.tokenizer, a.name)
-        enc = encode_chat(tok, msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools)
+        if not a.text_markers and (stop := missing_stop_token(tok, fmt)) is not None:
+            raise RmlprepError(f"chat --format {fmt}: {stop_token_refusal(tok, fmt, stop)}; or pass --text-markers "
+                               "to encode them as text (chat.text_markers = true in a run)")
+        enc = encode_chat(tok, msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools,
+                          text_markers=a.text_markers)
         print(json.dumps({"format": fmt, "input_ids": enc.input_ids, "assistant_masks": enc.assistant_masks}))
     else:
         _write_text(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools), a.no_newline)

@@ -424,11 +424,17 @@ def test_a_format_whose_terminator_is_not_a_special_token_is_refused(tmp_path):
     assert m["totals"]["documents"] == 3
     with pytest.raises(ConfigError, match=r"tokenize_chat\(fmt='chatml'\): .*'<\|im_end\|>'.*text_markers=True"):
         tokenize_chat(tok, "chatml")
-    from rmlprep.chat import format_chat
+    from rmlprep.chat import encode_chat, format_chat
+    from rmlprep.errors import ChatFormatError
 
     conv = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
     out = tokenize_chat(tok, "chatml", text_markers=True)({"messages": [conv]})
     assert tok.decode(out["input_ids"][0].tolist()) == format_chat(conv, "chatml")
+    with pytest.raises(ChatFormatError, match=rf"^encode_chat\(fmt='chatml'\): format 'chatml' ends each answer with "
+                                              rf"'<\|im_end\|>', .*written as {n} text tokens.*text_markers=True"):
+        encode_chat(tok, conv, "chatml")  # where the run, tokenize_chat and `rmlprep chat` meet
+    assert encode_chat(tok, conv, "chatml", text_markers=True).input_ids == out["input_ids"][0].tolist()
+    assert encode_chat(tok, conv, "llama3").input_ids
 
 
 @pytest.mark.parity

@@ -140,9 +140,16 @@ def test_chat_and_parity_commands(tmp_path, capsys):
     assert capsys.readouterr().out == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n"
     assert main(["chat", str(m), "--format", "llama3"]) == 0  # its text ends in <|eot_id|>: a newline follows
     assert capsys.readouterr().out.endswith("<|start_header_id|>assistant<|end_header_id|>\n\nyo<|eot_id|>\n")
-    assert main(["chat", str(m), "--format", "chatml", "--tokenizer", str(TINY)]) == 0
+    # the tiny vocabulary has no <|im_end|>: encoding ChatML with it is refused, as by a run
+    # (test_chat_pipeline.py), unless --text-markers; its <|eot_id|> is a special token
+    assert main(["chat", str(m), "--format", "chatml", "--tokenizer", str(TINY)]) == 2
+    err = capsys.readouterr().err
+    assert "'<|im_end|>', which is not a special token of this tokenizer" in err and "--text-markers" in err
+    assert main(["chat", str(m), "--format", "chatml", "--tokenizer", str(TINY), "--text-markers"]) == 0
     enc = json.loads(capsys.readouterr().out)
     assert len(enc["input_ids"]) == len(enc["assistant_masks"])
+    assert main(["chat", str(m), "--format", "llama3", "--tokenizer", str(TINY)]) == 0
+    capsys.readouterr()
     assert main(["chat", str(m), "--format", "no-such-format"]) == 2
     assert main(["parity", str(TINY)]) == 0
     assert "cases match" in capsys.readouterr().out

@@ -41,7 +41,7 @@ from ..spec import TokenType
 from .registry import get_format, write
 from .segments import TRAINABLE, Segment
 
-__all__ = ["ChatEncoding", "encode_chat", "encode_segments", "missing_stop_token", "stop_ids"]
+__all__ = ["ChatEncoding", "encode_chat", "encode_segments", "missing_stop_token", "stop_token_refusal", "stop_ids"]
 
 
 @dataclass(slots=True)
@@ -152,7 +152,8 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
 
 
 def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bool = False, tools: Any = None,
-                options: Mapping[str, Any] | None = None, train_on_reasoning: bool = True) -> ChatEncoding:
+                options: Mapping[str, Any] | None = None, train_on_reasoning: bool = True,
+                text_markers: bool = False) -> ChatEncoding:
     """Encode a conversation with its loss mask.
 
     Args:
@@ -165,11 +166,21 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
         tools: the conversation's tool definitions.
         options: the format's options (``enable_thinking``, ``today``...).
         train_on_reasoning: reasoning is in the mask (default) or not.
+        text_markers: encode a format whose turn terminator is not a special token of the
+            tokenizer (ChatML on GPT-2's vocabulary), its markers as text pieces. Default:
+            refused (:func:`missing_stop_token`), as by :func:`rmlprep.tokenize_chat` and the
+            sft run (``chat.text_markers``): the model would learn no stop token.
     Returns:
         ChatEncoding (the mask rule is in the module docstring).
     Raises:
-        ChatFormatError: unknown format or option, or a conversation the format refuses.
+        ChatFormatError: unknown format or option, a conversation the format refuses, or a
+            turn terminator that is not a special token of the tokenizer (see ``text_markers``).
     """
+    if fmt != "template" and not text_markers and (stop := missing_stop_token(tokenizer, fmt)) is not None:
+        from ..errors import ChatFormatError
+
+        raise ChatFormatError(f"encode_chat(fmt={fmt!r}): {stop_token_refusal(tokenizer, fmt, stop)}; or pass "
+                              "text_markers=True to write them as text")
     if fmt == "template":
         out = _template_writer(tokenizer, options).write(messages, add_generation_prompt=add_generation_prompt,
                                                           tools=tools)
@@ -268,6 +279,17 @@ def missing_stop_token(tokenizer, fmt: str) -> str | None:
     """
     stop = get_format(fmt).stop
     return stop if stop and stop not in tokenizer.special_tokens else None
+
+
+def stop_token_refusal(tokenizer, fmt: str, stop: str) -> str:
+    """Why a format whose terminator ``stop`` is not a special token of ``tokenizer`` is refused,
+    and the ways out that every caller shares (each adds its own opt-in: ``text_markers=True``,
+    ``chat.text_markers = true``, ``--text-markers``)."""
+    n = len(tokenizer.encode(stop, add_special_tokens=False))
+    return (f"format {fmt!r} ends each answer with {stop!r}, which is not a special token of this tokenizer: it "
+            f"would be written as {n} text token{'s' if n != 1 else ''} and the model would learn no stop token (the "
+            f"tokenizer of another model?); use the tokenizer of a model trained with {fmt!r}, or add the format's "
+            "tokens to the tokenizer first (transformers: add_special_tokens, then save_pretrained)")
 
 
 def stop_ids(tokenizer, fmt: str) -> list[int]:
