@@ -550,3 +550,19 @@ def test_shards_store_the_types_tokenize_chat_gives(tmp_path):
     logs: list[str] = []
     assert run(c, log=logs.append)["units_processed"] == 1
     assert any("wrote sft labels as int64: 1" in x for x in logs)
+
+
+def test_rows_the_chat_format_refuses_carry_their_value_as_read(tmp_path):
+    """A reject of the chat-format stage carries the row's value, as the validate stage's do:
+    the conversation as read (its lone surrogate as the \\ud800 escape json.loads reads back),
+    not the validated copy with U+FFFD, so the user can find and mend the row."""
+    inp = tmp_path / "c.jsonl"
+    call = {"id": "call0w3x9", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    bad = [{"role": "user", "content": "half a pair: \ud800"}, {"role": "assistant", "content": None, "tool_calls": [call]}]
+    inp.write_text(json.dumps({"messages": _PLAIN}) + "\n" + json.dumps({"messages": bad}) + "\n")
+    assert "\\ud800" in inp.read_text()
+    m = run(cfg(inp, tmp_path / "o", parity={"chat": False}), log=quiet)  # chatml cannot write tool calls
+    assert m["totals"]["documents"] == 1 and m["totals"]["rejects"] == 1 and m["totals"]["lone_surrogate_rows"] == 1
+    (rec,) = [json.loads(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert rec["row"] == 1 and "cannot write tool_calls" in rec["reason"]
+    assert rec["value"] == bad and "value_encoded" not in rec

@@ -149,8 +149,10 @@ class Tally:
         surrogate_rows: rows kept with their lone surrogates replaced by U+FFFD.
         rejects: the rejected rows of the batch in flight: ``unit``, ``source`` (file), ``row``
             (0-based row of the source file), ``reason`` and, for a row whose value was read
-            but refused by the validate stage, ``value`` (the whole value as JSON, see
-            :func:`json_value`; ``value_encoded`` when part of it is not JSON as it is).
+            but refused by the validate, chat-format or tokenize stage, ``value``: the whole
+            value as the reader gave it (before lone surrogates were replaced; see
+            :attr:`Rows.originals`), as JSON (:func:`json_value`; ``value_encoded`` when part
+            of it is not JSON as it is).
         n_rejects: rejected rows so far (flushed or not, the pack stage's included).
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
             ``json_tool_calls``, ...: :data:`CHAT_COUNTS`; see :class:`rmlprep.arrow.TokenizeChat`).
@@ -240,11 +242,20 @@ class Rows:
             as a list (sft).
         rows: int64 [len(values)], the rows' source row numbers.
         tools: sft with ``chat.tools_column``: each conversation's tools (or None).
+        originals: the rows whose value the validate stage changed (lone surrogates replaced),
+            by position in ``values``: their value as read, for a reject record of a later stage
+            (the others' value as read is ``values[i]``).
     """
 
     values: Any
     rows: np.ndarray
     tools: list[Any] | None = None
+    originals: dict[int, Any] = field(default_factory=dict)
+
+    def original(self, i: int) -> Any:
+        """The ``i``-th row's value as the reader gave it."""
+        got = self.originals.get(i, _END)
+        return self.values[i] if got is _END else got
 
 
 @dataclass(slots=True)
@@ -325,10 +336,12 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
                                 "spark.sql.parquet.binaryAsString)", v)
             else:
                 tally.reject(r, f"{column} is {_a(type(v).__name__)}, not a string", v)
+        originals = {}
         for i in surrogate_rows(keep_t):  # rare: found by a scan of the code units
+            originals[i] = keep_t[i]
             keep_t[i] = replace_lone_surrogates(keep_t[i])
             tally.surrogate_rows += 1
-        out = [Rows(keep_t, np.asarray(keep_r, dtype=np.int64))]
+        out = [Rows(keep_t, np.asarray(keep_r, dtype=np.int64), originals=originals)]
         batch = vals = keep_t = v = None
         yield out.pop()
 
@@ -374,6 +387,7 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
         good: list[Any] = []
         good_rows: list[int] = []
         good_tools: list[Any] | None = [] if tools is not None else None
+        originals: dict[int, Any] = {}
         watched = batch.watched
         for v, r in zip(vals, batch.rows.tolist()):
             t = tools.get(r) if tools is not None else None
@@ -384,15 +398,18 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
             if why is not None:
                 tally.reject(r, why, v)
                 continue
+            read_v = v
             v, fixed = _replace_surrogates_in(v)
             t, fixed_t = _replace_surrogates_in(t)
             if fixed or fixed_t:
                 tally.surrogate_rows += 1
+            if fixed:
+                originals[len(good)] = read_v
             good.append(v)
             good_rows.append(r)
             if good_tools is not None:
                 good_tools.append(t)
-        yield Rows(good, np.asarray(good_rows, dtype=np.int64), good_tools)
+        yield Rows(good, np.asarray(good_rows, dtype=np.int64), good_tools, originals)
 
 
 # -- tokenize -----------------------------------------------------------------------------------
@@ -426,7 +443,7 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
         res = fn(pa.RecordBatch.from_arrays([values], names=["text"]))
         failed = np.flatnonzero(res.column("error").is_valid().to_numpy(zero_copy_only=False))
         for i in failed:
-            tally.reject(int(b.rows[i]), res.column("error")[int(i)].as_py())
+            tally.reject(int(b.rows[i]), res.column("error")[int(i)].as_py(), _as_read(b, int(i)))
         ids = res.column("input_ids").flatten().to_numpy(zero_copy_only=False).astype(np.uint32, copy=False)
         lengths = res.column("length").to_numpy(zero_copy_only=False)
         rows = b.rows
@@ -436,6 +453,12 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
         out = [Docs(ids, lengths.astype(np.int64, copy=False), rows)]
         del b, values, res, ids
         yield out.pop()
+
+
+def _as_read(b: Rows, i: int) -> Any:
+    """Row ``i``'s text as read, for its reject record (an Arrow string array: its str)."""
+    v = b.original(i)
+    return v.as_py() if isinstance(v, pa.Scalar) else v
 
 
 def _encode_flat(tokenizer, values, kw: dict[str, bool]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -478,7 +501,7 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
             errs = res["error"]
             for i in range(len(b.values)):
                 if errs[i]:
-                    tally.reject(int(b.rows[i]), f"chat format {fmt!r}: {errs[i]}")
+                    tally.reject(int(b.rows[i]), f"chat format {fmt!r}: {errs[i]}", b.original(i))
                     continue
                 ids.append(res["input_ids"][i])
                 labels.append(res["labels"][i])
