@@ -22,9 +22,10 @@ Stages, and the module that owns each::
       │  unit.process_unit ─ one unit, every stage a generator over the one before, pulled
       │  by the writer as it writes (nothing of the unit is held whole):
       │    stages.read               readers.read_unit: bounded batches; unreadable rows → rejects
-      │    stages.validate_*         a string per row (pretrain) / a list of messages (sft)
+      │    stages.validate_texts     a string per row (pretrain)
+      │    chat_stages.validate_conversations  a list of messages (sft)
       │    stages.tokenize_texts     arrow.tokenize_text
-      │    stages.format_and_tokenize  sft: arrow.tokenize_chat (chat format + ids + assistant mask)
+      │    chat_stages.format_and_tokenize  sft: arrow.tokenize_chat (chat format + ids + assistant mask)
       │    pack.pack_documents       pretrain: concat packing, the unit's tail is its last short row
       │    pack.pack_conversations   sft: best-fit-decreasing over windows of unit_rows conversations
       │    writers.ParquetWriter     train-NNNNN.parquet, one row group at a time into the

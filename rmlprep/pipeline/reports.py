@@ -23,7 +23,7 @@ from .._version import __version__
 from ..config import RunConfig
 from ..readers import Unit
 from ..shards import rejects_name
-from .stages import CHAT_COUNTS
+from .chat_stages import CHAT_COUNTS
 from .megatron import data_args
 from .output import OutputFolder
 from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist

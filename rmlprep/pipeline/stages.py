@@ -19,16 +19,14 @@ stage          what it does
 :func:`read`   the unit's rows as :class:`~rmlprep.readers.Batch` objects
                (:func:`rmlprep.readers.read_unit`); rows the reader could not parse
                (bad JSON, bad UTF-8, a missing column) → rejects
-validate       :func:`validate_texts`: a string per row (pretrain);
-               :func:`validate_conversations`: a conversation in the messages
-               schema (sft, :func:`rmlprep.chat.schema_error`); anything else →
+validate       :func:`validate_texts`: a string per row (pretrain); anything else →
                rejects
-tokenize       :func:`tokenize_texts`: :func:`rmlprep.arrow.tokenize_text`;
-               :func:`format_and_tokenize`: :func:`rmlprep.arrow.tokenize_chat`
-               writes each conversation in the chat format and encodes it in one
-               call (the format's message spans give the assistant mask); a row
-               the tokenizer or the chat format refuses → rejects
+tokenize       :func:`tokenize_texts`: :func:`rmlprep.arrow.tokenize_text`; a row
+               the tokenizer refuses → rejects
 =============  ====================================================================
+
+The sft pipeline's validate and tokenize stages are in :mod:`rmlprep.pipeline.chat_stages`
+(``validate_conversations``, ``format_and_tokenize``).
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ import datetime
 import heapq
 import json
 import math
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -48,25 +45,20 @@ from typing import IO, Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from ..arrow import tokenize_chat, tokenize_text
-from ..chat import schema_error
+from ..arrow import tokenize_text
 from ..config import RunConfig
 from ..errors import RmlprepError
 from ..native import encode_arrow_flat, surrogate_rows
 from ..readers import Batch, Unit, read_unit
 from ..segment import replace_lone_surrogates
 from .output import json_line
-from .tools_column import unread_tools_reason, watched_fields
+from .tools_column import watched_fields
 
-__all__ = ["Tally", "Rows", "Docs", "json_value", "replace_lone_surrogates", "read", "validate_texts", "validate_conversations", "tokenize_texts",
-           "format_and_tokenize"]
+__all__ = ["Tally", "Rows", "Docs", "json_value", "replace_lone_surrogates", "read", "validate_texts", "tokenize_texts"]
 T = TypeVar("T")
-CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls", "json_tool_calls_as_text",
-               "generation_prompt_after_answer", "tool_calls_without_tools")
 
 #: Reject records spooled in memory up to this many bytes, then in a temporary file.
 REJECT_SPOOL_BYTES = 8 << 20
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _a(noun: str) -> str:
@@ -155,7 +147,7 @@ class Tally:
             of it is not JSON as it is).
         n_rejects: rejected rows so far (flushed or not, the pack stage's included).
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
-            ``json_tool_calls``, ...: :data:`CHAT_COUNTS`; see :class:`rmlprep.arrow.TokenizeChat`).
+            ``json_tool_calls``, ...: :data:`rmlprep.pipeline.chat_stages.CHAT_COUNTS`).
     """
 
     unit: Unit
@@ -346,72 +338,6 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
         yield out.pop()
 
 
-def _replace_surrogates_in(value: Any) -> tuple[Any, bool]:
-    """``value`` with lone surrogates replaced in every string it holds (contents, text parts,
-    reasoning, tool calls, tools), and whether any was; unchanged values are returned as they are."""
-    if isinstance(value, str):
-        return (replace_lone_surrogates(value), True) if _SURROGATE.search(value) else (value, False)
-    if isinstance(value, dict):
-        out, changed = {}, False
-        for k, x in value.items():
-            k2, ck = _replace_surrogates_in(k) if isinstance(k, str) else (k, False)
-            out[k2], cx = _replace_surrogates_in(x)
-            changed = changed or ck or cx
-        return (out, True) if changed else (value, False)
-    if isinstance(value, list):
-        pairs = [_replace_surrogates_in(x) for x in value]
-        return ([x for x, _ in pairs], True) if any(c for _, c in pairs) else (value, False)
-    return value, False
-
-
-def _tools_by_row(unit: Unit, column: str, batch_rows: int) -> dict[int, Any]:
-    """The unit's ``chat.tools_column`` values by source row (a second pass over the unit;
-    rows without it have none)."""
-    out: dict[int, Any] = {}
-    for b in read_unit(unit, column, batch_rows):
-        vals = b.values.to_pylist() if isinstance(b.values, pa.Array) else b.values
-        out.update(zip(b.rows.tolist(), vals))
-    return out
-
-
-def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> Iterator[Rows]:
-    """Keep the rows that are conversations in the messages schema
-    (:func:`rmlprep.chat.schema_error`, with the row's tools when ``chat.tools_column`` is set);
-    others → rejects with the reason. Lone surrogates in any of a kept row's strings are
-    replaced by U+FFFD (counted in ``surrogate_rows``)."""
-    column = cfg["input"]["column"]
-    tcol = cfg["chat"]["tools_column"]
-    tools = _tools_by_row(tally.unit, tcol, cfg["input"]["batch_rows"]) if isinstance(tcol, str) else None
-    for batch in batches:
-        vals = batch.values.to_pylist() if isinstance(batch.values, pa.Array) else batch.values
-        good: list[Any] = []
-        good_rows: list[int] = []
-        good_tools: list[Any] | None = [] if tools is not None else None
-        originals: dict[int, Any] = {}
-        watched = batch.watched
-        for v, r in zip(vals, batch.rows.tolist()):
-            t = tools.get(r) if tools is not None else None
-            if watched and r in watched:  # tool definitions the run would not read (see tools_column.py)
-                tally.reject(r, unread_tools_reason(watched[r]), v)
-                continue
-            why = f"{column} is null" if v is None else schema_error(v, t)
-            if why is not None:
-                tally.reject(r, why, v)
-                continue
-            read_v = v
-            v, fixed = _replace_surrogates_in(v)
-            t, fixed_t = _replace_surrogates_in(t)
-            if fixed or fixed_t:
-                tally.surrogate_rows += 1
-            if fixed:
-                originals[len(good)] = read_v
-            good.append(v)
-            good_rows.append(r)
-            if good_tools is not None:
-                good_tools.append(t)
-        yield Rows(good, np.asarray(good_rows, dtype=np.int64), good_tools, originals)
-
-
 # -- tokenize -----------------------------------------------------------------------------------
 def _cat(chunks: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(chunks).astype(dtype, copy=False) if chunks else np.zeros(0, dtype=dtype)
@@ -476,39 +402,3 @@ def _encode_flat(tokenizer, values, kw: dict[str, bool]) -> tuple[np.ndarray, np
         return tokenizer.encode_batch_flat(values, **kw)
     except RmlprepError:
         return None
-
-
-def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Tally) -> Iterator[Docs]:
-    """Write each conversation in ``chat.format`` and encode it with its assistant mask
-    (:func:`rmlprep.arrow.tokenize_chat` with the ``[chat]`` keys); a conversation the format
-    refuses → rejects; its counts go to ``tally.counts``."""
-    chat = cfg["chat"]
-    fmt = chat["format"]
-    fn = tokenize_chat(tokenizer, fmt, column="messages",
-                       tools_column="tools" if isinstance(chat["tools_column"], str) else None,
-                       add_generation_prompt=chat["add_generation_prompt"], options=chat["options"],
-                       train_on_reasoning=chat["train_on_reasoning"], json_tools=chat["json_tools"],
-                       no_assistant=chat["no_assistant"], text_markers=True,  # the driver checked them
-                       on_error="record", keep_columns=False, id_column=None)
-    for b in batches:
-        ids: list[np.ndarray] = []
-        labels: list[np.ndarray] = []
-        masks: list[np.ndarray] = []
-        lengths: list[int] = []
-        rows: list[int] = []
-        if b.values:
-            res = fn({"messages": b.values, **({"tools": b.tools} if b.tools is not None else {})})
-            errs = res["error"]
-            for i in range(len(b.values)):
-                if errs[i]:
-                    tally.reject(int(b.rows[i]), f"chat format {fmt!r}: {errs[i]}", b.original(i))
-                    continue
-                ids.append(res["input_ids"][i])
-                labels.append(res["labels"][i])
-                masks.append(res["assistant_masks"][i])
-                lengths.append(int(res["length"][i]))
-                rows.append(int(b.rows[i]))
-        for k in CHAT_COUNTS:
-            tally.counts[k] = fn.stats[k]
-        yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), np.asarray(rows, dtype=np.int64),
-                   _cat(labels, np.int32), _cat(masks, np.uint8))

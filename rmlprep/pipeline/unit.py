@@ -22,7 +22,8 @@ from ..shards import rejects_name
 from .output import OutputFolder
 from .pack import Packed, pack_conversations, pack_documents
 from .plan import check_unchanged, input_identity
-from .stages import Tally, format_and_tokenize, read, tokenize_texts, validate_conversations, validate_texts
+from .chat_stages import format_and_tokenize, validate_conversations
+from .stages import Tally, read, tokenize_texts, validate_texts
 from .writers import writer_for
 
 __all__ = ["process_unit", "work_unit", "StageClock"]

@@ -1,0 +1,147 @@
+"""One sft unit's chat stages: validate conversations → format and tokenize them.
+
+The stages of :mod:`rmlprep.pipeline.stages` for the sft pipeline, with the same contract (a
+generator over the previous stage; rows that cannot be processed → the unit's
+:class:`~rmlprep.pipeline.stages.Tally` with their source row, reason and value as read):
+
+=========================  ========================================================
+stage                      what it does
+=========================  ========================================================
+:func:`validate_conversations`  a conversation in the messages schema
+                           (:func:`rmlprep.chat.schema_error`, with the row's tools
+                           when ``chat.tools_column`` names them); a row holding tool
+                           definitions the run would not read
+                           (:mod:`rmlprep.pipeline.tools_column`) → rejects
+:func:`format_and_tokenize`  :func:`rmlprep.arrow.tokenize_chat` writes each
+                           conversation in the chat format and encodes it in one
+                           call (the format's message spans give the assistant
+                           mask); a row the chat format refuses → rejects
+=========================  ========================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..arrow import tokenize_chat
+from ..chat import schema_error
+from ..config import RunConfig
+from ..readers import Batch, Unit, read_unit
+from ..segment import replace_lone_surrogates
+from .stages import Docs, Rows, Tally, _cat
+from .tools_column import unread_tools_reason
+
+__all__ = ["CHAT_COUNTS", "validate_conversations", "format_and_tokenize"]
+
+#: What the chat stage counts per unit (done markers, the manifest's totals; see
+#: :class:`rmlprep.arrow.TokenizeChat`).
+CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls", "json_tool_calls_as_text",
+               "generation_prompt_after_answer", "tool_calls_without_tools")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_surrogates_in(value: Any) -> tuple[Any, bool]:
+    """``value`` with lone surrogates replaced in every string it holds (contents, text parts,
+    reasoning, tool calls, tools), and whether any was; unchanged values are returned as they are."""
+    if isinstance(value, str):
+        return (replace_lone_surrogates(value), True) if _SURROGATE.search(value) else (value, False)
+    if isinstance(value, dict):
+        out, changed = {}, False
+        for k, x in value.items():
+            k2, ck = _replace_surrogates_in(k) if isinstance(k, str) else (k, False)
+            out[k2], cx = _replace_surrogates_in(x)
+            changed = changed or ck or cx
+        return (out, True) if changed else (value, False)
+    if isinstance(value, list):
+        pairs = [_replace_surrogates_in(x) for x in value]
+        return ([x for x, _ in pairs], True) if any(c for _, c in pairs) else (value, False)
+    return value, False
+
+
+def _tools_by_row(unit: Unit, column: str, batch_rows: int) -> dict[int, Any]:
+    """The unit's ``chat.tools_column`` values by source row (a second pass over the unit;
+    rows without it have none)."""
+    out: dict[int, Any] = {}
+    for b in read_unit(unit, column, batch_rows):
+        vals = b.values.to_pylist() if isinstance(b.values, pa.Array) else b.values
+        out.update(zip(b.rows.tolist(), vals))
+    return out
+
+
+def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> Iterator[Rows]:
+    """Keep the rows that are conversations in the messages schema
+    (:func:`rmlprep.chat.schema_error`, with the row's tools when ``chat.tools_column`` is set);
+    others → rejects with the reason. Lone surrogates in any of a kept row's strings are
+    replaced by U+FFFD (counted in ``surrogate_rows``)."""
+    column = cfg["input"]["column"]
+    tcol = cfg["chat"]["tools_column"]
+    tools = _tools_by_row(tally.unit, tcol, cfg["input"]["batch_rows"]) if isinstance(tcol, str) else None
+    for batch in batches:
+        vals = batch.values.to_pylist() if isinstance(batch.values, pa.Array) else batch.values
+        good: list[Any] = []
+        good_rows: list[int] = []
+        good_tools: list[Any] | None = [] if tools is not None else None
+        originals: dict[int, Any] = {}
+        watched = batch.watched
+        for v, r in zip(vals, batch.rows.tolist()):
+            t = tools.get(r) if tools is not None else None
+            if watched and r in watched:  # tool definitions the run would not read (see tools_column.py)
+                tally.reject(r, unread_tools_reason(watched[r]), v)
+                continue
+            why = f"{column} is null" if v is None else schema_error(v, t)
+            if why is not None:
+                tally.reject(r, why, v)
+                continue
+            read_v = v
+            v, fixed = _replace_surrogates_in(v)
+            t, fixed_t = _replace_surrogates_in(t)
+            if fixed or fixed_t:
+                tally.surrogate_rows += 1
+            if fixed:
+                originals[len(good)] = read_v
+            good.append(v)
+            good_rows.append(r)
+            if good_tools is not None:
+                good_tools.append(t)
+        yield Rows(good, np.asarray(good_rows, dtype=np.int64), good_tools, originals)
+
+
+def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Tally) -> Iterator[Docs]:
+    """Write each conversation in ``chat.format`` and encode it with its assistant mask
+    (:func:`rmlprep.arrow.tokenize_chat` with the ``[chat]`` keys); a conversation the format
+    refuses → rejects; its counts go to ``tally.counts``."""
+    chat = cfg["chat"]
+    fmt = chat["format"]
+    fn = tokenize_chat(tokenizer, fmt, column="messages",
+                       tools_column="tools" if isinstance(chat["tools_column"], str) else None,
+                       add_generation_prompt=chat["add_generation_prompt"], options=chat["options"],
+                       train_on_reasoning=chat["train_on_reasoning"], json_tools=chat["json_tools"],
+                       no_assistant=chat["no_assistant"], text_markers=True,  # the driver checked them
+                       on_error="record", keep_columns=False, id_column=None)
+    for b in batches:
+        ids: list[np.ndarray] = []
+        labels: list[np.ndarray] = []
+        masks: list[np.ndarray] = []
+        lengths: list[int] = []
+        rows: list[int] = []
+        if b.values:
+            res = fn({"messages": b.values, **({"tools": b.tools} if b.tools is not None else {})})
+            errs = res["error"]
+            for i in range(len(b.values)):
+                if errs[i]:
+                    tally.reject(int(b.rows[i]), f"chat format {fmt!r}: {errs[i]}", b.original(i))
+                    continue
+                ids.append(res["input_ids"][i])
+                labels.append(res["labels"][i])
+                masks.append(res["assistant_masks"][i])
+                lengths.append(int(res["length"][i]))
+                rows.append(int(b.rows[i]))
+        for k in CHAT_COUNTS:
+            tally.counts[k] = fn.stats[k]
+        yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), np.asarray(rows, dtype=np.int64),
+                   _cat(labels, np.int32), _cat(masks, np.uint8))
