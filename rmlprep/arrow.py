@@ -432,6 +432,7 @@ def tokenize_chat(
     from .chat import detect_chat_format
     from .chat.encode import missing_stop_token
     from .chat.registry import get_format, resolve_options
+    from .chat.render import JINJA_PIP, jinja_available
 
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)
     if fmt == "auto":
@@ -458,6 +459,9 @@ def tokenize_chat(
                           "train_on_reasoning=False needs a native format")
     if fmt == "template" and not tok.chat_template:
         raise ConfigError("tokenize_chat(fmt='template'): the tokenizer carries no chat_template")
+    if fmt == "template" and not jinja_available():  # here, not as an error on every row
+        raise ConfigError(f"tokenize_chat(fmt='template') renders the tokenizer's template with jinja2, which is not "
+                          f"installed: {JINJA_PIP}")
     return TokenizeChat(tok, {
         "column": column,
         "tools_column": tools_column,

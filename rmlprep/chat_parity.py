@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from .chat import detect_chat_format, template_sha256
+from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.detect import check_template_format
 from .chat.encode import missing_stop_token
 from .chat.registry import check_conversation, get_format, template_view, write
-from .chat.render import jinja_available, render
+from .chat.render import JINJA_PIP, jinja_available, render
 from .errors import ChatFormatError, ConfigError, ParityError
 
 __all__ = [
@@ -331,6 +332,9 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
     if cfg["chat"]["format"] == "template":
         if not template:
             raise ConfigError("chat.format = \"template\": the tokenizer carries no chat_template")
+        if not jinja_available():  # before any corpus work: each unit would fail at its first row
+            raise ConfigError(f"chat.format = \"template\" renders the tokenizer's template with jinja2, which is not "
+                              f"installed: {JINJA_PIP}")
         data["chat"]["template_sha256"] = template_sha256(template)
         log(f"chat: conversations are rendered with the tokenizer's own template (sha256 "
             f"{data['chat']['template_sha256'][:12]}) in jinja2's sandbox")
@@ -338,7 +342,9 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
         try:
             data["chat"]["format"] = resolve_chat_format("auto", tokenizer)
         except ChatFormatError as e:
-            raise ConfigError(f"chat.format = \"auto\": {e}; name a format, or use chat.format = \"template\"") from None
+            other = ("name a format, or use chat.format = \"template\"" if jinja_available() else
+                     "or name the format and set parity.chat = false, having compared it with the template yourself")
+            raise ConfigError(f"chat.format = \"auto\": {e}; {other}") from None
         log(f"chat: chat.format = \"auto\" → {data['chat']['format']!r} (reproduces the tokenizer's chat template)")
     return RunConfig(data, cfg.source)
 
@@ -398,6 +404,12 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
         return {"format": "template", "template": {"sha256": template_sha256(template)}, "live": None}
     if template:
         by = "jinja2 probes" if jinja_available() else "sha256 table"
+        if not jinja_available() and template_sha256(template) not in PROVED_TEMPLATES:
+            # nothing was compared: a missing package, not a parity failure (exit 2, not 3)
+            raise ConfigError(f"parity.chat: proving chat.format = {fmt!r} against the tokenizer's chat template "
+                              f"(sha256 {template_sha256(template)[:16]}, not among the templates rmlprep has proved) "
+                              f"needs jinja2, which is not installed: {JINJA_PIP}; or set parity.chat = false, having "
+                              "compared the format with the template yourself")
         try:
             fmt = resolve_chat_format(fmt, tokenizer)
             check_template_format(template, fmt, bos_token=bos, eos_token=eos)
@@ -418,7 +430,7 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
             summary["live_skipped"] = "the tokenizer carries no chat template"
             log(f"parity: live chat comparison skipped: {summary['live_skipped']}")
         elif not jinja_available():
-            summary["live_skipped"] = "jinja2 is not installed (pip install jinja2)"
+            summary["live_skipped"] = f"jinja2 is not installed ({JINJA_PIP})"
             log(f"warning: parity: live chat comparison skipped: {summary['live_skipped']}")
         else:
             import jinja2

@@ -93,7 +93,7 @@ def test_unknown_template_without_jinja_is_refused(monkeypatch):
     import rmlprep.chat.detect as detect
 
     monkeypatch.setattr(detect, "jinja_available", lambda: False)
-    with pytest.raises(ChatFormatError, match="pip install jinja2"):
+    with pytest.raises(ChatFormatError, match=r"jinja2 is not installed to prove it now: pip install 'rmlprep\[chat\]'"):
         detect_chat_format("{% for m in messages %}{{ m.content }}{% endfor %}")
 
 

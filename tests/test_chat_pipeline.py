@@ -566,3 +566,35 @@ def test_rows_the_chat_format_refuses_carry_their_value_as_read(tmp_path):
     (rec,) = [json.loads(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
     assert rec["row"] == 1 and "cannot write tool_calls" in rec["reason"]
     assert rec["value"] == bad and "value_encoded" not in rec
+
+
+def test_without_jinja2_a_template_outside_the_table_names_the_extra(tmp_path, monkeypatch):
+    """Without jinja2, a tokenizer's template outside the committed sha256 table cannot be
+    proved: chat.format = "auto" is refused naming the extra to install (and not suggesting
+    chat.format = "template", which needs jinja2 too); a named format is refused as exit 2,
+    not as a parity failure (nothing was compared); "template" is refused before any corpus
+    work (each unit crashed at its first row with a traceback)."""
+    import rmlprep.chat.detect as detect
+    import rmlprep.chat_parity as chat_parity
+
+    for mod in (detect, chat_parity):
+        monkeypatch.setattr(mod, "jinja_available", lambda: False)
+    tok = tiny(CHATML.replace("'\n'}}", "'\n\n'}}"))  # a ChatML template of no model: not in the table
+    inp = tmp_path / "c.jsonl"
+    write_chats(inp, n=3)
+    pip = r"pip install 'rmlprep\[chat\]' \(it brings jinja2\)"
+    with pytest.raises(ConfigError, match=rf"^chat.format = \"auto\": .*not among the templates rmlprep has proved.*{pip}; "
+                                          r"or name the format and set parity.chat = false"):
+        run(cfg(inp, tmp_path / "a", fmt="auto"), tokenizer=tok, log=quiet)
+    with pytest.raises(ConfigError, match=rf"^parity.chat: proving chat.format = 'chatml' .*{pip}; or set parity.chat = false"):
+        run(cfg(inp, tmp_path / "n"), tokenizer=tok, log=quiet)
+    with pytest.raises(ConfigError, match=rf"^chat.format = \"template\" .*{pip}$"):
+        run(cfg(inp, tmp_path / "t", fmt="template"), tokenizer=tok, log=quiet)
+    assert not list(tmp_path.glob("[ant]/train-*"))
+    assert run(cfg(inp, tmp_path / "off", parity={"chat": False}), tokenizer=tok, log=quiet)["totals"]["documents"] == 3
+    import rmlprep.chat.render as render
+    from rmlprep.arrow import tokenize_chat
+
+    monkeypatch.setattr(render, "jinja_available", lambda: False)
+    with pytest.raises(ConfigError, match=rf"^tokenize_chat\(fmt='template'\) .*{pip}$"):
+        tokenize_chat(tok, "template")

@@ -22,7 +22,7 @@ from ..errors import ChatFormatError
 from .messages import parse_conversation
 from .probes import PROBES
 from .registry import CHAT_FORMATS, FORMATS, ChatFormat, get_format, resolve_options, template_kwargs, template_view
-from .render import jinja_available, render
+from .render import JINJA_PIP, jinja_available, render
 
 __all__ = ["ChatTemplateError", "Difference", "detect_chat_format", "prove_format", "template_sha256"]
 
@@ -193,7 +193,7 @@ def detect_chat_format(name_or_template: str, *, bos_token: str | None = None,
 
         if sha not in TEMPLATES:
             raise ChatFormatError(f"chat template sha256 {sha[:16]} is not among the templates rmlprep has proved, and "
-                                  "jinja2 is not installed to prove it now: pip install jinja2")
+                                  f"jinja2 is not installed to prove it now: {JINJA_PIP}")
         fmt, why = TEMPLATES[sha]
         if fmt is None:
             raise ChatTemplateError(f"no rmlprep chat format reproduces this template (sha256 {sha[:16]}): {why}")
@@ -225,7 +225,7 @@ def check_template_format(template: str, fmt: str, *, bos_token: str | None = No
         got = TEMPLATES.get(sha)
         if got is None:
             raise ChatFormatError(f"chat template sha256 {sha[:16]} is not among the templates rmlprep has proved, and "
-                                  "jinja2 is not installed to prove it now: pip install jinja2")
+                                  f"jinja2 is not installed to prove it now: {JINJA_PIP}")
         if got[0] != fmt:
             raise ChatTemplateError(f"chat.format {fmt!r} does not reproduce the tokenizer's chat template (sha256 "
                                     f"{sha[:16]}): " + (f"it is written by {got[0]!r}" if got[0] else got[1]))

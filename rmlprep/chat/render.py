@@ -15,7 +15,10 @@ from typing import Any
 
 from ..errors import ChatFormatError
 
-__all__ = ["jinja_available", "jinja_environment", "compile_template", "render"]
+__all__ = ["JINJA_PIP", "jinja_available", "jinja_environment", "compile_template", "render"]
+
+#: How to install what rendering a template needs (jinja2), for error messages.
+JINJA_PIP = "pip install 'rmlprep[chat]' (it brings jinja2)"
 
 
 def jinja_available() -> bool:
@@ -42,7 +45,8 @@ def jinja_environment(now: _dt.datetime | _dt.date | None = None):
         from jinja2.ext import loopcontrols
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
-        raise ChatFormatError("rendering a Jinja chat template needs jinja2: pip install jinja2") from None
+        raise ChatFormatError(f"rendering a Jinja chat template needs jinja2, which is not installed: {JINJA_PIP}"
+                              ) from None
 
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
@@ -69,9 +73,9 @@ def compile_template(template: str, now: str | None = None):
     Raises:
         ChatFormatError: jinja2 missing, or the template does not compile.
     """
+    env = jinja_environment(_dt.date.fromisoformat(now) if now else None)  # first: jinja2 missing says so
     import jinja2
 
-    env = jinja_environment(_dt.date.fromisoformat(now) if now else None)
     try:
         return env.from_string(template)
     except jinja2.exceptions.TemplateError as e:
