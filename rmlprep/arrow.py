@@ -184,8 +184,8 @@ class TokenizeChat(_MapFunction):
     ``json_tools`` would convert; they are written as the plain text they are),
     ``generation_prompt_after_answer`` (conversations refused because they end on an assistant
     turn under ``add_generation_prompt``) and ``tool_calls_without_tools`` (written
-    conversations with tool calls or tool results but no tool definitions: the model is trained
-    to call tools its prompt never shows).
+    conversations with ``tool_calls`` but no tool definitions: the model is trained to call
+    tools its prompt never shows).
     """
 
     _what = "messages"
@@ -279,8 +279,10 @@ class TokenizeChat(_MapFunction):
 
 
 def _calls_tools(messages) -> bool:
-    """Whether a (written, so well-formed) conversation holds tool calls or tool results."""
-    return any(m.get("role") == "tool" or m.get("tool_calls") for m in messages if isinstance(m, Mapping))
+    """Whether a (written, so well-formed) conversation holds tool calls (``tool_calls``; calls
+    written as JSON text in the content are counted apart, ``json_tool_calls_as_text``, and their
+    definitions are usually text of the system message, which the model does see)."""
+    return any(m.get("tool_calls") for m in messages if isinstance(m, Mapping))
 
 
 def tokenize_text(
