@@ -182,6 +182,8 @@ class TokenizeChat(_MapFunction):
     ``json_tool_calls`` (tool calls converted with ``json_tools``), ``json_tool_calls_as_text``
     (without ``json_tools``: conversations holding tool calls written as JSON text, which
     ``json_tools`` would convert; they are written as the plain text they are),
+    ``json_tool_parameters_as_text`` (without ``json_tools``: conversations whose tool
+    definitions hold ``parameters`` as a string of JSON, written as an escaped string),
     ``generation_prompt_after_answer`` (conversations refused because they end on an assistant
     turn under ``add_generation_prompt``) and ``tool_calls_without_tools`` (written
     conversations with ``tool_calls`` but no tool definitions: the model is trained to call
@@ -200,7 +202,8 @@ class TokenizeChat(_MapFunction):
 
     def _extra_stats(self) -> None:
         self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
-                          generation_prompt_after_answer=0, tool_calls_without_tools=0)
+                          generation_prompt_after_answer=0, tool_calls_without_tools=0,
+                          json_tool_parameters_as_text=0)
         self._writer = None
 
     def _template_writer(self):
@@ -217,7 +220,7 @@ class TokenizeChat(_MapFunction):
         return self._writer
 
     def _encode(self, values: list, where, column=None):
-        from .chat.convert import json_tools
+        from .chat.convert import json_tools, parameters_as_text
         from .chat.encode import encode_segments
         from .chat.registry import write
 
@@ -239,8 +242,11 @@ class TokenizeChat(_MapFunction):
                 if self.json_tools:
                     messages, tools, k = json_tools(messages, tools)
                     self.stats["json_tool_calls"] += k
-                elif json_tools(messages, tools)[2]:  # LLaMA-Factory's shape, kept as text: counted for a hint
-                    self.stats["json_tool_calls_as_text"] += 1
+                else:
+                    if json_tools(messages, tools)[2]:  # LLaMA-Factory's shape, kept as text: counted for a hint
+                        self.stats["json_tool_calls_as_text"] += 1
+                    if tools is not None and parameters_as_text(tools):  # schemas as strings: likewise
+                        self.stats["json_tool_parameters_as_text"] += 1
                 if fmt == "template":
                     out = self._template_writer().write(messages, add_generation_prompt=gen, tools=tools)
                 else:

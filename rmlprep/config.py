@@ -51,7 +51,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # default): none, and an input with a "tools" or "functions"
                                      # column is refused before any work (a JSONL row holding one
                                      # later is a reject): name it, or set false
-    json_tools = false               # tools / tool calls written as JSON text → tools / tool_calls
+    json_tools = false               # tools / tool calls written as JSON text → tools / tool_calls,
+                                     # and tool parameters stored as JSON text → the schema object
     no_assistant = "reject"          # a conversation without an assistant turn: reject | keep
     text_markers = false             # true: run a format whose turn terminator is not a special
                                      # token of this tokenizer, its markers written as text

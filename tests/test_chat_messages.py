@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rmlprep.chat import format_chat
-from rmlprep.chat.convert import json_tools
+from rmlprep.chat.convert import json_tools, parameters_as_text
 from rmlprep.chat.messages import Message, ToolCall, parse_conversation
 from rmlprep.errors import ChatFormatError
 
@@ -123,3 +125,14 @@ def test_json_tools_conversion():
     assert json_tools([{"role": "system", "content": "You help."}, u("q")])[1] is None
     # given tools win: the system message is kept as text
     assert json_tools(msgs, tools=[{"name": "g"}])[0][0] == msgs[0]
+    # parameters written as JSON text (bare or wrapped definitions, a list or a JSON string of
+    # one) become the object; parameters_as_text counts them; other strings stay
+    bare = {"name": "g", "parameters": '{"type": "object"}'}
+    wrapped = {"type": "function", "function": {"name": "h", "parameters": ' {"type": "object"}'}}
+    plain = {"name": "k", "parameters": "none"}
+    for given in ([bare, wrapped, plain], json.dumps([bare, wrapped, plain])):
+        assert parameters_as_text(given) == 2
+        got = json_tools([u("q")], given)[1]
+        assert got[0]["parameters"] == got[1]["function"]["parameters"] == {"type": "object"}
+        assert got[2] == plain and parameters_as_text(got) == 0
+    assert parameters_as_text(None) == parameters_as_text("not json") == 0

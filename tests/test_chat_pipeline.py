@@ -598,3 +598,33 @@ def test_without_jinja2_a_template_outside_the_table_names_the_extra(tmp_path, m
     monkeypatch.setattr(render, "jinja_available", lambda: False)
     with pytest.raises(ConfigError, match=rf"^tokenize_chat\(fmt='template'\) .*{pip}$"):
         tokenize_chat(tok, "template")
+
+
+def test_tool_parameters_stored_as_json_text_are_pointed_out(tmp_path):
+    """Parquet tool sets store each definition's parameters (a JSON Schema whose keys differ
+    from tool to tool) as a string of JSON. Written as given, the qwen2.5 format (as its
+    template, tojson of a str) shows the model one escaped string, not the schema: counted
+    (json_tool_parameters_as_text) and named in the summary; chat.json_tools parses them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    params = {"type": "object", "properties": {"tz": {"type": "string"}}}
+    tools = [{"type": "function", "function": {"name": "get_time", "description": "now", "parameters": json.dumps(params)}}]
+    inp = tmp_path / "t.parquet"
+    call = json.loads(json.dumps(_CALL).replace('"arguments": {}', '"arguments": {"tz": "UTC"}'))
+    pq.write_table(pa.table({"messages": [call, _PLAIN], "tools": [tools, None]}), inp)
+    tok = tiny(None)
+    texts = {}
+    for key, extra in (("text", {}), ("json", {"json_tools": True})):
+        logs: list[str] = []
+        m = run(cfg(inp, tmp_path / key, fmt="qwen2.5", parity={"chat": False}, pack={"seq_len": 512},
+                    chat={"tools_column": "tools", **extra}), log=logs.append)
+        assert m["totals"]["documents"] == 2
+        texts[key] = [tok.decode(r) for r in pq.read_table(next((tmp_path / key).glob("train-*.parquet")))
+                      .column("input_ids").to_pylist()]
+        texts[key + " summary"] = logs[-1]
+        assert m["totals"]["json_tool_parameters_as_text"] == (1 if key == "text" else 0)
+    assert any('"parameters": "{\\"type\\": \\"object\\"' in x for x in texts["text"])
+    assert "tool schemas  1 conversation has tool definitions holding parameters as a string of JSON" in texts["text summary"]
+    assert any(f'"parameters": {json.dumps(params)}' in x for x in texts["json"])
+    assert "tool schemas" not in texts["json summary"]

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["json_tools"]
+__all__ = ["json_tools", "parameters_as_text"]
 
 
 def _loads(text: Any) -> Any:
@@ -41,7 +41,10 @@ def json_tools(messages: Any, tools: Any = None) -> tuple[Any, Any, int]:
       tools) and is removed; only when ``tools`` is not given already;
     * an assistant message whose whole content is a JSON object with exactly the keys
       ``name`` (a string) and ``arguments`` (an object) becomes a message with that one tool
-      call and ``content: None``.
+      call and ``content: None``;
+    * a tool definition whose ``parameters`` is a string holding a JSON object (Parquet and
+      ``datasets`` tool sets store the schemas so, their keys differing from tool to tool)
+      gets that object (:func:`parameters_as_text` finds them).
 
     Args:
         messages: the conversation (left unchanged; anything that is not a list is returned
@@ -68,4 +71,43 @@ def json_tools(messages: Any, tools: Any = None) -> tuple[Any, Any, int]:
                 out[i] = {**m, "content": None,
                           "tool_calls": [{"type": "function", "function": {"name": v["name"], "arguments": v["arguments"]}}]}
                 n += 1
-    return out, tools, n
+    return out, _parameters_parsed(tools), n
+
+
+def _definitions(tools: Any) -> list | None:
+    """``tools`` as a list of definitions (a JSON string holding one is read), else None."""
+    if isinstance(tools, str):
+        tools = _loads(tools)
+    return tools if isinstance(tools, list) else None
+
+
+def _text_parameters(t: Any) -> dict | None:
+    """The object a definition's ``parameters`` string holds (bare or under ``function``), else None."""
+    fn = t.get("function", t) if isinstance(t, Mapping) else None
+    v = _loads(fn.get("parameters")) if isinstance(fn, Mapping) else None
+    return v if isinstance(v, dict) else None
+
+
+def parameters_as_text(tools: Any) -> int:
+    """How many of a conversation's tool definitions hold their ``parameters`` (the JSON
+    Schema of the arguments) as a string of JSON text, not an object: a format writes such a
+    schema as one escaped string, as the model's template would (``tojson`` of a str), where
+    models are shown an object (transformers passes schemas as dicts)."""
+    return sum(_text_parameters(t) is not None for t in _definitions(tools) or ())
+
+
+def _parameters_parsed(tools: Any) -> Any:
+    """``tools`` with each ``parameters`` string holding a JSON object replaced by the object."""
+    defs = _definitions(tools)
+    if not defs or not parameters_as_text(defs):
+        return tools
+    out = []
+    for t in defs:
+        v = _text_parameters(t)
+        if v is None:
+            out.append(t)
+        elif "function" in t:
+            out.append({**t, "function": {**t["function"], "parameters": v}})
+        else:
+            out.append({**t, "parameters": v})
+    return out

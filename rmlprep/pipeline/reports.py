@@ -308,6 +308,11 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(("tool calls", f"{n:,} conversation{'s write' if n != 1 else ' writes'} tool calls as JSON text in the "
                                     "assistant's content (LLaMA-Factory's shape), trained as that text; "
                                     "chat.json_tools = true writes them as the format's tool calls"))
+    if t.get("json_tool_parameters_as_text"):
+        n = t["json_tool_parameters_as_text"]
+        lines.append(("tool schemas", f"{n:,} conversation{'s have' if n != 1 else ' has'} tool definitions holding "
+                                      "parameters as a string of JSON, written as one escaped string (as the template "
+                                      "would write it), not as the schema object; chat.json_tools = true parses them"))
     if t.get("tool_calls_without_tools"):
         n = t["tool_calls_without_tools"]
         unset = manifest["config"]["chat"].get("tools_column") is None
