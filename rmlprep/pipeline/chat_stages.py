@@ -4,19 +4,13 @@ The stages of :mod:`rmlprep.pipeline.stages` for the sft pipeline, with the same
 generator over the previous stage; rows that cannot be processed → the unit's
 :class:`~rmlprep.pipeline.stages.Tally` with their source row, reason and value as read):
 
-=========================  ========================================================
-stage                      what it does
-=========================  ========================================================
-:func:`validate_conversations`  a conversation in the messages schema
-                           (:func:`rmlprep.chat.schema_error`, with the row's tools
-                           when ``chat.tools_column`` names them); a row holding tool
-                           definitions the run would not read
-                           (:mod:`rmlprep.pipeline.tools_column`) → rejects
-:func:`format_and_tokenize`  :func:`rmlprep.arrow.tokenize_chat` writes each
-                           conversation in the chat format and encodes it in one
-                           call (the format's message spans give the assistant
-                           mask); a row the chat format refuses → rejects
-=========================  ========================================================
+* :func:`validate_conversations`: a conversation in the messages schema
+  (:func:`rmlprep.chat.schema_error`, with the row's tools when ``chat.tools_column`` names
+  them); a row holding tool definitions the run would not read
+  (:mod:`rmlprep.pipeline.tools_column`) → rejects;
+* :func:`format_and_tokenize`: :func:`rmlprep.arrow.tokenize_chat` writes each conversation in
+  the chat format and encodes it in one call (the format's message spans give the assistant
+  mask); a row the chat format refuses → rejects.
 """
 
 from __future__ import annotations
