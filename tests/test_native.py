@@ -266,6 +266,53 @@ def test_merge_ranks_against_id_order():
         assert tok._native.encode_text(text) == want == _pure_segment(_pure(tok), text)
 
 
+
+@pytest.mark.parametrize("name", [n for n in FIXTURE_NAMES if n.startswith("bl_")])
+def test_joinable_pairs_are_the_merges_byte_pairs(name):
+    """A missed piece is cut between bytes no merge joins: the native table holds, for every merge
+    (left, right), the pair (left's last byte, right's first byte), counted here from the spec."""
+    from rmlprep.unicode import unicode_to_bytes
+
+    tok, _, _ = fixture_pair(name)
+    u2b = unicode_to_bytes()
+    want = {(u2b[a[-1]], u2b[b[0]]) for a, b in tok.spec.merges}
+    assert tok._native._enc.joinable_pairs() == len(want)
+
+
+def test_dense_vocabulary_is_not_cut():
+    """Merges joining over a quarter of the (continuation byte, lead byte) pairs (here 1000 of
+    3264) leave pieces uncut (joinable_pairs() None); the sparse fixture above is cut. Ids equal
+    the pure path's either way."""
+    b2u = bytes_to_unicode()
+    pairs = [(a, b) for a in range(0x80, 0xC0) for b in range(0xC2, 0xF5)][:1000]
+    vocab = tuple(b2u[b] for b in range(256)) + tuple(b2u[a] + b2u[b] for a, b in pairs)
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=vocab, token_types=(1,) * len(vocab),
+                         merges=tuple((b2u[a], b2u[b]) for a, b in pairs), pre_split=(KNOWN_PATTERNS["gpt2"],))
+    tok = Tokenizer.create(spec)
+    assert tok._native is not None and tok._native._enc.joinable_pairs() is None
+    text = "\u65e5\u672c\u8a9e \u0436\u0438\u0437\u043d\u044c \u00e9t\u00e9"
+    assert tok._native.encode_text(text) == _pure_segment(_pure(tok), text)
+    assert fixture_pair("bl_gpt2_digits")[0]._native._enc.joinable_pairs() is not None
+
+def test_cut_piece_part_that_is_a_whole_token():
+    """ignore_merges: "abc" is a token (made by the merge (ab, c)) but merging its bytes gives
+    "a" "bc" ((b, c) ranks first). The piece "abc" is taken whole; "abcd" is not a token, its
+    merge is a bc d, and c|d is a point no merge joins, so natively it is cut into "abc" + "d":
+    the part "abc" must be merged, and not remembered as the piece "abc" is."""
+    b2u = bytes_to_unicode()
+    vocab = tuple(b2u[b] for b in range(256)) + ("bc", "ab", "abc")
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=vocab, token_types=(1,) * 259,
+                         merges=(("b", "c"), ("a", "b"), ("ab", "c")), ignore_merges=True,
+                         pre_split=(KNOWN_PATTERNS["gpt2"],))
+    tok = Tokenizer.create(spec)
+    assert tok._native is not None and tok._native._enc.joinable_pairs() == 2  # (a, b), (b, c)
+    abcd, abc, comma = [97, 256, 100], [258], [44]
+    for text, want in (("abcd,abc,abcd,abc", abcd + comma + abc + comma + abcd + comma + abc),
+                       ("abc,abcd,abc", abc + comma + abcd + comma + abc)):
+        tok._native.clear_cache()
+        assert tok._native.encode_text(text) == want == _pure_segment(_pure(tok), text)
+        assert tok._native.encode_text(text) == want  # from the cache
+
 # -- hostile shapes ----------------------------------------------------------------------------
 
 HOSTILE = [
@@ -277,6 +324,7 @@ HOSTILE = [
     pytest.param("'s" * 50_000, id="contractions"),
     pytest.param("\ud800x\udfff\ud83d" * 1000, id="lone-surrogates"),
     pytest.param("\U0001f600" * 20_000, id="astral"),
+    pytest.param("\u65e5\u672c\u8a9e\u306e\u6587\u5b57\u5217" * 5000, id="cjk-run"),  # one 105 KB piece, cut
     pytest.param(SPACE * 50_000 + "a", id="sp-spaces"),
 ]
 

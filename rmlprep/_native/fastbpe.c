@@ -7,7 +7,9 @@
  *   byte-level:    the text as UTF-8 (a str is converted once; an ASCII str is read in place) ->
  *                  hand-written pre-split matchers (GPT-2, Llama 3, Qwen2, cl100k_base,
  *                  o200k_base, digit splits; split_utf8.h) -> per piece: the piece cache, else
- *                  the whole-token lookup when the spec says ignore_merges, else the merge loop.
+ *                  the whole-token lookup when the spec says ignore_merges, else the merge loop
+ *                  (a non-ASCII piece first cut where no merge joins two bytes, its parts merged
+ *                  and cached alone, when the vocabulary joins few such pairs: resolve_parts).
  *   SentencePiece: words split as tokenizer._encode_sentencepiece does -> the piece cache, else
  *                  code-point symbols (unknown characters are barriers that never merge, or are
  *                  skipped before merging without unk and byte fallback, as tokenizers does) -> the
@@ -459,6 +461,8 @@ typedef struct Encoder {
     int sp_split;
     PairMap pairs;
     uint32_t *bytepair; /* byte-level: [b1 << 8 | b2] -> the byte symbols' pair value, or NO_VALUE */
+    uint64_t *joinable; /* byte-level: bit b1 << 8 | b2 set when some merge joins a symbol ending in
+                           byte b1 to one starting with b2; NULL: pieces are never cut (resolve_parts) */
     WholeMap whole;
     CpMap cps;
     Py_ssize_t n_vocab; /* ids below this are in the int table (ints_reserve) */
@@ -854,9 +858,11 @@ static inline CEntry *front_slot(const Cache *c, uint64_t h)
     return &c->front[h >> (64 - FRONT_BITS)];
 }
 
-/* Remember piece -> ids (in the table and the front); failures only mean it is not kept. */
-static void cache_put(Cache *c, uint64_t h, const uint8_t *p, size_t n, uint64_t k0, uint64_t k1,
-                      const uint32_t *ids, size_t m)
+/* Remember piece -> ids (in the table and the front); failures only mean it is not kept. Always
+ * inlined: with a second caller (resolve_part) gcc called it out of line, 1.2% more instructions
+ * in a cold Llama 3 pass (callgrind). */
+static inline __attribute__((always_inline)) void cache_put(Cache *c, uint64_t h, const uint8_t *p, size_t n,
+                                                            uint64_t k0, uint64_t k1, const uint32_t *ids, size_t m)
 {
     if (n == 0 || n > CACHE_KEY_MAX || m > 0x7FFF)
         return;
@@ -1148,6 +1154,138 @@ static size_t merge_loop(Ctx *x, size_t n, const uint8_t *bytes)
 /* ---------------------------------------------------------------------------------------- */
 /* one piece on a cache miss: its ids at dst (room for n + INLINE_IDS), their count, or -1 */
 
+/* A plain piece (every byte has a symbol) merged from its bytes: its ids at dst, their count. */
+static long merge_bytes(Ctx *x, const uint8_t *p, size_t n, uint32_t *dst)
+{
+    const int32_t *byte_ids = x->E->byte_ids;
+    for (size_t i = 0; i < n; i++)
+        x->sym[i] = (uint32_t)byte_ids[p[i]];
+    size_t m = merge_loop(x, n, p);
+    memcpy(dst, x->sym, m * 4);
+    return (long)m;
+}
+
+static inline int joins(const uint64_t *J, uint8_t a, uint8_t b)
+{
+    size_t k = (size_t)a << 8 | b;
+    return (int)(J[k >> 6] >> (k & 63) & 1);
+}
+
+/* A plain part of 1-3 bytes merged without the cache (a character of a Chinese or Japanese run
+ * cut apart): its byte pairs' values from the byte-pair table, the lower priority first (the left
+ * one on a tie), then the one pair left. */
+static inline long merge_tiny(const Encoder *E, const uint8_t *q, size_t n, uint32_t *dst)
+{
+    const PairMap *P = &E->pairs;
+    uint32_t s0 = (uint32_t)E->byte_ids[q[0]];
+    if (n == 1) {
+        dst[0] = s0;
+        return 1;
+    }
+    uint32_t s1 = (uint32_t)E->byte_ids[q[1]], v01 = E->bytepair[(size_t)q[0] << 8 | q[1]];
+    if (n == 2) {
+        if (v01 == NO_VALUE) {
+            dst[0] = s0;
+            dst[1] = s1;
+            return 2;
+        }
+        dst[0] = v_merged(P, v01);
+        return 1;
+    }
+    uint32_t s2 = (uint32_t)E->byte_ids[q[2]], v12 = E->bytepair[(size_t)q[1] << 8 | q[2]];
+    uint32_t p01 = v_prio(P, v01), p12 = v_prio(P, v12);
+    if (p01 == NO_RANK && p12 == NO_RANK) {
+        dst[0] = s0;
+        dst[1] = s1;
+        dst[2] = s2;
+        return 3;
+    }
+    uint32_t a, b;
+    if (p01 <= p12) {
+        a = v_merged(P, v01);
+        b = s2;
+    } else {
+        a = s0;
+        b = v_merged(P, v12);
+    }
+    uint32_t v = pair_value(P, a, b);
+    if (v == NO_VALUE) {
+        dst[0] = a;
+        dst[1] = b;
+        return 2;
+    }
+    dst[0] = v_merged(P, v);
+    return 1;
+}
+
+/* One part of a cut piece (resolve_parts): from the cache, else merged and remembered. The cache's
+ * entry for some bytes is what those bytes encode to as a piece, which is their merge unless the
+ * whole-token lookup answers first (ignore_merges): a part that is a whole token is merged
+ * without the cache. */
+static long resolve_part(Ctx *x, Cache *c, const uint8_t *q, size_t n, uint32_t *dst)
+{
+    const Encoder *E = x->E;
+    if (n <= 3)
+        return merge_tiny(E, q, n, dst);
+    if (c == NULL || n > CACHE_KEY_MAX)
+        return merge_bytes(x, q, n, dst);
+    uint64_t k0, k1, h = hash_key(q, n, (size_t)(q - x->text) + SHORT_KEY <= x->readable, &k0, &k1);
+    if (E->ignore_merges && whole_get(&E->whole, q, n, h) >= 0)
+        return merge_bytes(x, q, n, dst);
+    if (c->tab != NULL) {
+        long m = cache_get(c, h, q, n, k0, k1, dst);
+        if (m >= 0)
+            return m;
+    }
+    long m = merge_bytes(x, q, n, dst);
+    cache_put(c, h, q, n, k0, k1, dst, (size_t)m);
+    return m;
+}
+
+/* A missed plain piece cut where no merge can join: between bytes b1, b2 whose bit in
+ * E->joinable is clear, no merge ever joins the symbol ending at b1 to the one starting at b2
+ * (every merge joins a symbol's last byte to the next one's first, build_joinable), so the merge
+ * loop never crosses that point and the piece's ids are its parts' ids, each part merged alone
+ * (the lowest pair of the whole is the lowest of its part; a part's pairs never change with
+ * another part's merges). The parts are looked up in the piece cache and remembered there: a run
+ * of Chinese or Japanese characters without spaces (one `\p{L}+` piece) is rarely seen twice,
+ * its characters and words often. Returns -2 when the piece has no such point. Not inlined: kept
+ * out of flush's loop, whose other pieces (cache hits) it would slow. */
+static __attribute__((noinline)) long resolve_parts(Ctx *x, const uint8_t *p, size_t n, uint32_t *dst)
+{
+    const uint64_t *J = x->E->joinable;
+    uint64_t high = 0; /* ASCII pieces are not cut: most byte pairs of words join, the scan would not pay */
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        high |= w;
+    }
+    for (; i < n; i++)
+        high |= p[i];
+    if (!(high & 0x8080808080808080ULL))
+        return -2;
+    size_t e = 1;
+    while (e < n && joins(J, p[e - 1], p[e]))
+        e++;
+    if (e >= n)
+        return -2;
+    Cache *c = x->slot ? &x->slot->cache : NULL;
+    size_t k = 0;
+    for (size_t s = 0;;) {
+        long m = resolve_part(x, c, p + s, e - s, dst + k);
+        if (m < 0)
+            return -1;
+        k += (size_t)m;
+        if (e >= n)
+            break;
+        s = e++;
+        while (e < n && joins(J, p[e - 1], p[e]))
+            e++;
+    }
+    return (long)k;
+}
+
 static long resolve_byte_level(Ctx *x, const uint8_t *p, size_t n, uint64_t h, uint64_t k0, uint64_t k1,
                                uint32_t *dst)
 {
@@ -1161,6 +1299,12 @@ static long resolve_byte_level(Ctx *x, const uint8_t *p, size_t n, uint64_t h, u
     }
     if (reserve_syms(x, n) < 0)
         return -1;
+    if (E->joinable != NULL) { /* every byte has a symbol */
+        long m = resolve_parts(x, p, n, dst);
+        if (m != -2)
+            return m;
+        return merge_bytes(x, p, n, dst);
+    }
     size_t ns = 0;
     int plain = 1;
     for (size_t i = 0; i < n; i++) {
@@ -2240,6 +2384,16 @@ static PyObject *Encoder_clear_cache(Encoder *E, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+static PyObject *Encoder_joinable_pairs(Encoder *E, PyObject *Py_UNUSED(ignored))
+{
+    if (E->joinable == NULL)
+        Py_RETURN_NONE;
+    long n = 0;
+    for (size_t i = 0; i < 65536 / 64; i++)
+        n += __builtin_popcountll(E->joinable[i]);
+    return PyLong_FromLong(n);
+}
+
 static PyObject *Encoder_cache_info(Encoder *E, PyObject *Py_UNUSED(ignored))
 {
     PyObject *out = PyList_New(0);
@@ -2732,6 +2886,91 @@ static int copy_ids256(int32_t *dst, PyObject *obj, const char *what)
     return 0;
 }
 
+/* Byte-level: E->joinable, the byte pairs (b1, b2) some merge joins, as a symbol ending in byte b1
+ * and one starting with b2 (resolve_parts cuts pieces elsewhere). Each token's first and last
+ * bytes come from its key (spelled in the byte alphabet, u2b); every pair of the table must join
+ * tokens with known ends into one with the left's first byte and the right's last, and every
+ * byte's symbol must be that byte, else nothing is cut (E->joinable stays NULL). */
+static int build_joinable(Encoder *E, PyObject *keys_obj, PyObject *u2b_obj, Py_ssize_t nv)
+{
+    const PairMap *P = &E->pairs;
+    if (P->tab == NULL || u2b_obj == Py_None)
+        return 0;
+    for (int b = 0; b < 256; b++)
+        if (E->byte_ids[b] < 0)
+            return 0;
+    Py_buffer uv = {0};
+    if (get_buffer(u2b_obj, &uv, 2, "u2b") < 0)
+        return -1;
+    PyObject *seq = PySequence_Fast(keys_obj, "vocab_keys must be a sequence of bytes");
+    int16_t *ends = seq ? malloc((size_t)nv * 2 * sizeof(int16_t)) : NULL; /* first, last byte; -1 */
+    uint64_t *J = calloc(65536 / 64, 8);
+    int rc = -1, ok = 1;
+    if (seq == NULL)
+        goto out;
+    if (ends == NULL || J == NULL || uv.len != 512 * 2 || PySequence_Fast_GET_SIZE(seq) != nv) {
+        if (ends == NULL || J == NULL)
+            PyErr_NoMemory();
+        else
+            rc = 0; /* build_vocab has checked these; nothing is cut */
+        goto out;
+    }
+    const int16_t *u2b = uv.buf;
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        PyObject *k = PySequence_Fast_GET_ITEM(seq, i);
+        const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(k);
+        size_t n = (size_t)PyBytes_GET_SIZE(k), l, j = n;
+        ends[2 * i] = ends[2 * i + 1] = -1;
+        if (n == 0)
+            continue;
+        while (j > 0 && (s[j - 1] & 0xC0) == 0x80)
+            j--;
+        if (j == 0)
+            continue;
+        uint32_t first = dec_at(s, &l), last = dec_at(s + j - 1, &l);
+        ends[2 * i] = first < 512 ? u2b[first] : -1;
+        ends[2 * i + 1] = last < 512 ? u2b[last] : -1;
+    }
+    for (int b = 0; b < 256 && ok; b++)
+        ok = ends[2 * E->byte_ids[b]] == b && ends[2 * E->byte_ids[b] + 1] == b;
+    for (size_t i = 0; i <= P->mask && ok; i++) {
+        uint64_t e = P->tab[i];
+        if (e == PAIR_EMPTY)
+            continue;
+        uint32_t a = (uint32_t)(e & PK_LIMIT), b = (uint32_t)(e >> PK_BITS & PK_LIMIT);
+        uint32_t m = v_merged(P, (uint32_t)(e >> (2 * PK_BITS)));
+        int16_t a0 = ends[2 * a], a1 = ends[2 * a + 1], b0 = ends[2 * b], b1 = ends[2 * b + 1];
+        if ((Py_ssize_t)m >= nv || a0 < 0 || a1 < 0 || b0 < 0 || b1 < 0 || ends[2 * m] != a0 ||
+            ends[2 * m + 1] != b1) {
+            ok = 0;
+            break;
+        }
+        size_t bit = (size_t)a1 << 8 | (size_t)b0;
+        J[bit >> 6] |= 1ULL << (bit & 63);
+    }
+    /* A vocabulary whose merges join over a quarter of the pairs (a continuation byte, a lead
+     * byte), the boundaries between non-ASCII characters, is not cut: its runs of other scripts
+     * than Latin rarely have a point to cut at, and the scans for one cost more instructions than
+     * the merges they save (of the 3264 pairs Llama 3 joins 1081, Qwen2.5 920, o200k 1401,
+     * GPT-2 57; bench/README.md has the counts). */
+    size_t joined = 0;
+    for (size_t a = 0x80; a < 0xC0; a++)
+        for (size_t b = 0xC2; b < 0xF5; b++)
+            joined += J[(a << 8 | b) >> 6] >> ((a << 8 | b) & 63) & 1;
+    if (ok && joined * 4 <= (0xC0 - 0x80) * (0xF5 - 0xC2)) {
+        E->joinable = J;
+        J = NULL;
+    }
+    rc = 0;
+out:
+    free(J);
+    free(ends);
+    Py_XDECREF(seq);
+    if (uv.obj)
+        PyBuffer_Release(&uv);
+    return rc;
+}
+
 static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"kind", "stages", "byte_ids", "fallback_ids", "unk_id", "ignore_merges",
@@ -2803,6 +3042,8 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                     E->byte_ids[b1] < 0 || E->byte_ids[b2] < 0
                         ? NO_VALUE
                         : pair_value(&E->pairs, (uint32_t)E->byte_ids[b1], (uint32_t)E->byte_ids[b2]);
+        if (build_joinable(E, vocab_keys, u2b, vocab_size) < 0)
+            goto fail;
     }
     if (ints_reserve(vocab_size) < 0)
         goto fail;
@@ -2827,6 +3068,7 @@ static void Encoder_dealloc(Encoder *E)
     free(E->pairs.merged_of);
     free(E->pairs.prio_of);
     free(E->bytepair);
+    free(E->joinable);
     free(E->whole.tab);
     free(E->whole.blob);
     free(E->whole.off);
@@ -3105,6 +3347,9 @@ static PyMethodDef Encoder_methods[] = {
      "split_text(text: str) -> list[(start, end)]: the pieces (byte-level) or words\n"
      "(SentencePiece) as code-point offsets, without encoding them."},
     {"clear_cache", (PyCFunction)Encoder_clear_cache, METH_NOARGS, "Free every piece cache and scratch buffer."},
+    {"joinable_pairs", (PyCFunction)Encoder_joinable_pairs, METH_NOARGS,
+     "joinable_pairs() -> int | None: how many byte pairs (b1, b2) some merge joins (a missed piece is\n"
+     "cut between the other pairs and its parts merged alone), None when pieces are never cut."},
     {"cache_info", (PyCFunction)Encoder_cache_info, METH_NOARGS,
      "cache_info() -> list of {slot, entries, slots, bytes, sweeps} for the piece caches in use."},
     {NULL, NULL, 0, NULL},
