@@ -103,7 +103,8 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
 
         _no_tiktoken_args(p, tiktoken_kw)
         config = read_tokenizer_config(p.parent / "tokenizer_config.json")
-        return spec_from_tokenizer_json(p, config=config)
+        spec, template = spec_from_tokenizer_json(p, config=config)
+        return spec, _template_file(p.parent, template)
     if p.suffix == ".gguf" or head[:4] == b"GGUF":
         from .gguf import spec_from_gguf
 
@@ -124,7 +125,30 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
         cfg = read_tokenizer_config(config_path) or {}
         if isinstance(cfg.get("chat_template"), str):
             template = cfg["chat_template"]
-    return spec, template
+    return spec, _template_file(p.parent, template)
+
+
+#: The chat template file a model folder may hold beside its tokenizer_config.json.
+CHAT_TEMPLATE_FILE = "chat_template.jinja"
+
+
+def _template_file(folder: Path, template: str | None) -> str | None:
+    """The chat template in ``folder/chat_template.jinja`` when there is one, else ``template``
+    (the ``tokenizer_config.json``'s). transformers saves a model's template to that file since
+    4.47 and, loading, takes it over the config's ``chat_template`` (an older copy may stay
+    there): reading the config's alone would prove, detect and render a template the model
+    no longer uses.
+
+    Raises:
+        LoaderError: the file is not UTF-8 text.
+    """
+    f = folder / CHAT_TEMPLATE_FILE
+    if not f.is_file():
+        return template
+    try:
+        return f.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LoaderError(f"{f}: cannot read the chat template ({e})") from None
 
 
 def _no_tiktoken_args(p: Path, kw: dict[str, Any]) -> None:
@@ -142,7 +166,9 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
             ``.gguf`` file, a SentencePiece ``.model`` file, a tiktoken rank file, or
             ``"demo:gpt2"`` (the demo's tokenizer; it says on stderr which one it uses).
             ``tokenizer_config.json`` beside a tokenizer.json gives bos/eos,
-            ``add_bos_token``/``add_eos_token`` and ``chat_template``.
+            ``add_bos_token``/``add_eos_token`` and ``chat_template``; a
+            ``chat_template.jinja`` beside it gives the template instead (as transformers
+            reads a model folder).
         overrides: ``name=``, ``pattern=``, ``special_tokens=`` for tiktoken rank files
             (``name="gpt2" | "r50k_base" | "p50k_base" | "o200k_base" | "llama3"``; ``None``
             is the same as not given); any
@@ -224,7 +250,8 @@ def _cache_entry(path: str | os.PathLike, tiktoken_kw: dict[str, Any]) -> Path |
         p = _resolve(Path(path)).resolve()
     except (LoaderError, OSError):
         return None
-    return cache.entry_path([p, p.parent / "tokenizer_config.json"], {"path": str(p), **tiktoken_kw})
+    return cache.entry_path([p, p.parent / "tokenizer_config.json", p.parent / CHAT_TEMPLATE_FILE],
+                            {"path": str(p), **tiktoken_kw})
 
 
 def _stderr(msg: str) -> None:

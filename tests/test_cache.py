@@ -91,6 +91,11 @@ def test_changed_file_or_config_is_a_new_entry(cache_dir, tmp_path):
     _write(tmp_path / "t", merges=("a b",), template="T2")
     assert load_tokenizer(p).chat_template == "T2"
     assert len(list(cache_dir.glob("*.bin"))) == 3
+    (tmp_path / "t" / "chat_template.jinja").write_text("T3")  # read over the config's, as transformers does
+    assert load_tokenizer(p).chat_template == "T3"
+    (tmp_path / "t" / "chat_template.jinja").write_text("T4")
+    assert load_tokenizer(p).chat_template == "T4"
+    assert len(list(cache_dir.glob("*.bin"))) == 5
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "garbage", "bad-pickle"])

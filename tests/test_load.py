@@ -244,3 +244,20 @@ def test_open_tokenizer_words_its_errors_for_the_caller(tmp_path):
     (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
     with pytest.raises(ConfigError, match=r"^tokenizer.name: only tiktoken rank files take an encoding name"):
         open_tokenizer(str(tmp_path / "tokenizer.json"), name="gpt2")
+
+
+def test_chat_template_file_wins_over_the_config(tmp_path):
+    """transformers (4.47 on) saves a model's chat template to chat_template.jinja and, loading
+    the folder, takes it over tokenizer_config.json's chat_template: a re-saved model keeps an
+    older template in the config. rmlprep reads the file too (the load cache keys it:
+    test_cache.py)."""
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ 'old' }}"}))
+    assert load_tokenizer(tmp_path).chat_template == "{{ 'old' }}"
+    (tmp_path / "chat_template.jinja").write_text("{{ 'new' }}\n")
+    assert load_tokenizer(tmp_path).chat_template == "{{ 'new' }}\n"
+    (tmp_path / "chat_template.jinja").write_text("{{ 'newer' }}\n")
+    assert load_tokenizer(tmp_path / "tokenizer.json").chat_template == "{{ 'newer' }}\n"
+    (tmp_path / "chat_template.jinja").write_bytes(b"\xff")
+    with pytest.raises(LoaderError, match=r"chat_template.jinja: cannot read the chat template"):
+        load_tokenizer(tmp_path)
