@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -9,7 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmlprep.config import config_from_dict
+from rmlprep.errors import OutputError
 from rmlprep.pipeline import run
+from rmlprep.pipeline.output import OutputFolder
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"
@@ -170,3 +173,87 @@ def test_tokens_rate_never_reads_zero_millions():
     assert tokens_rate(100_000) == "0.10 M tokens/s"
     assert tokens_rate(1_234_567) == "1.23 M tokens/s"
     assert tokens_rate(0.0) == "0 tokens/s"
+
+
+# -- the reports are committed as one set --------------------------------------------------------
+REPORTS = ("manifest.json", "stats.json", "README.md", "lengths.png")
+
+
+def _reports(out: Path) -> dict[str, bytes]:
+    return {n: (out / n).read_bytes() for n in REPORTS if (out / n).exists()}
+
+
+def _reports_cfg(tmp_path: Path, histogram: bool = False):
+    inp = tmp_path / "c.jsonl"
+    inp.write_text("".join(json.dumps({"text": "word " * n}) + "\n" for n in range(1, 120)))
+    return config_from_dict({"input": {"paths": [str(inp)], "unit_bytes": 4000}, "tokenizer": {"path": str(TINY)},
+                             "pack": {"seq_len": 64}, "output": {"dir": str(tmp_path / "o")},
+                             "run": {"progress": "none", "histogram": histogram, "workers": 1}})
+
+
+def _disk_full_writing(monkeypatch, name: str) -> None:
+    """The write of report ``name`` fails half way with ENOSPC, as on a full disk."""
+    real = OutputFolder.stage
+
+    def stage(self, n, write, **kw):
+        if n == name:
+            def write(f):
+                f.write(b"half a report")
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, n, write, **kw)
+
+    monkeypatch.setattr(OutputFolder, "stage", stage)
+
+
+@pytest.mark.parametrize("name", ["stats.json", "README.md", "lengths.png", "manifest.json"])
+def test_a_full_disk_during_the_reports_leaves_the_previous_set(tmp_path, monkeypatch, name):
+    """A rerun (every unit skipped) rewrites the reports; a full disk while writing any one of
+    them leaves the previous set byte for byte (before: manifest.json was new, the others old)."""
+    histogram = name == "lengths.png"
+    if histogram:
+        pytest.importorskip("matplotlib", reason="lengths.png needs matplotlib (pip install 'rmlprep[plot]')")
+    cfg = _reports_cfg(tmp_path, histogram)
+    out = tmp_path / "o"
+    run(cfg, log=lambda _: None)
+    before = _reports(out)
+    assert name in before
+    _disk_full_writing(monkeypatch, name)
+    with pytest.raises(OutputError, match=f"{name}: No space left on device; the disk is full"):
+        run(cfg, log=lambda _: None)
+    assert _reports(out) == before and not list(out.rglob("*.tmp-*"))
+    monkeypatch.undo()
+    m = run(cfg, log=lambda _: None)
+    assert m["units_skipped"] == len(m["shards"]) and json.loads((out / "manifest.json").read_text()) == m
+
+
+def test_a_full_disk_during_a_first_run_s_reports_leaves_none(tmp_path, monkeypatch):
+    cfg = _reports_cfg(tmp_path)
+    out = tmp_path / "o"
+    _disk_full_writing(monkeypatch, "README.md")
+    with pytest.raises(OutputError, match="the disk is full"):
+        run(cfg, log=lambda _: None)
+    assert _reports(out) == {} and not list(out.rglob("*.tmp-*"))
+
+
+def test_a_failed_rename_leaves_no_manifest_beside_newer_reports(tmp_path, monkeypatch):
+    """The old manifest.json goes before the first rename and the new one comes last: a rename
+    that fails between them leaves no manifest (the next run writes the set), never an old
+    manifest beside a new stats.json."""
+    cfg = _reports_cfg(tmp_path)
+    out = tmp_path / "o"
+    run(cfg, log=lambda _: None)
+    real = OutputFolder.publish
+
+    def publish(self, tmp, name):
+        if name == "README.md":
+            self.discard(tmp)
+            raise OutputError(f"{self.path / name}: Input/output error; check the output folder and rerun")
+        real(self, tmp, name)
+
+    monkeypatch.setattr(OutputFolder, "publish", publish)
+    with pytest.raises(OutputError, match="Input/output error"):
+        run(cfg, log=lambda _: None)
+    assert not (out / "manifest.json").exists() and not list(out.rglob("*.tmp-*"))
+    monkeypatch.undo()
+    m = run(cfg, log=lambda _: None)
+    assert m["units_skipped"] == len(m["shards"]) and set(_reports(out)) == {"manifest.json", "stats.json", "README.md"}

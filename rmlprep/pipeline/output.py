@@ -33,8 +33,9 @@ removed under the lock, so a run never deletes another live run's files.
 naming the file and the cause; the folder's writability is probed when the lock is taken,
 before any work.
 
-File-system access is kept to a few primitives (:meth:`~OutputFolder.commit`,
-:meth:`~OutputFolder.exists`, :meth:`~OutputFolder.list`, :meth:`~OutputFolder.remove`,
+File-system access is kept to a few primitives (:meth:`~OutputFolder.stage` and
+:meth:`~OutputFolder.publish`, which :meth:`~OutputFolder.commit` is, :meth:`~OutputFolder.exists`,
+:meth:`~OutputFolder.entries`, :meth:`~OutputFolder.list`, :meth:`~OutputFolder.remove`,
 :meth:`~OutputFolder.read_bytes`, :meth:`~OutputFolder.sha256`, :meth:`~OutputFolder.lock`);
 :mod:`.store` implements them on an object store (``output.dir = "s3://..."``).
 """
@@ -48,7 +49,7 @@ import os
 import re
 import socket
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -58,7 +59,7 @@ from ..errors import ConfigError, OutputError
 from ..shards import LEGACY_SHARD_GLOB, marker_name, rejects_name, sha256_file, shard_name
 from .config_diff import config_change
 
-__all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME", "json_line", "StreamError", "from_stream", "committing"]
+__all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME", "json_line", "json_bytes", "StreamError", "from_stream", "committing"]
 
 T = TypeVar("T")
 
@@ -119,6 +120,11 @@ def committing() -> Iterator[None]:
 def json_line(record: dict[str, Any]) -> bytes:
     """One JSON line (UTF-8, ``\n``-terminated) as the folder's ``.jsonl`` files hold it."""
     return _utf8(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def json_bytes(obj: Any) -> bytes:
+    """Indented JSON (UTF-8, ``\n``-terminated) as the folder's ``.json`` files hold it."""
+    return _utf8(json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
 
 
 def _markers(n: int) -> str:
@@ -216,20 +222,13 @@ class OutputFolder:
     def sha256(self, name: str) -> str:
         return sha256_file(self.path / name)
 
-    def commit(self, name: str, write: Callable[[IO[bytes]], None], *, digest: bool = False) -> str | None:
-        """Write a file under a temporary name, then rename it to ``name`` (atomic).
+    def stage(self, name: str, write: Callable[[IO[bytes]], None], *, digest: bool = False) -> tuple[Any, str | None]:
+        """Write a file's whole content under its temporary name (``<name>.tmp-<pid>``).
 
-        Args:
-            name: the file's name in the folder (``rejects/...`` creates the subfolder).
-            write: writes the whole content to the binary file object it is given.
-            digest: also return the sha256 hex of the bytes committed (read back before the
-                rename, so it is what is on disk).
         Returns:
-            the sha256 hex with ``digest=True``, else None.
+            (the temporary, its sha256 hex with ``digest=True`` (read back: what is on disk), else None).
         Raises:
-            OutputError: the write or the rename failed (disk full, read-only, ...); no file
-                exists under ``name`` then (an older complete one is left as it was) and the
-                temporary is removed.
+            OutputError: the write failed (disk full, read-only, ...); the temporary is removed.
         """
         final = self.path / name
         tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
@@ -237,17 +236,30 @@ class OutputFolder:
             final.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
                 write(f)
-            h = sha256_file(tmp) if digest else None
-            os.replace(tmp, final)
+            return tmp, (sha256_file(tmp) if digest else None)
         except BaseException as e:
-            try:
-                tmp.unlink(missing_ok=True)
-            except OSError:
-                pass  # the folder itself is gone or read-only: the temporary is not there either
+            self.discard(tmp)
             if isinstance(e, OSError):
                 raise _output_error(str(final), e) from None
             raise
-        return h
+
+    def publish(self, tmp: Any, name: str) -> None:
+        """Rename a temporary of :meth:`stage` to ``name`` (atomic: the old file, or the new one).
+
+        Raises:
+            OutputError: the rename failed; the temporary is removed.
+        """
+        try:
+            os.replace(tmp, self.path / name)
+        except OSError as e:
+            self.discard(tmp)
+            raise _output_error(str(self.path / name), e) from None
+
+    def discard(self, tmp: Any) -> None:
+        """Remove a temporary of :meth:`stage` if it is there (never raises: a folder gone or
+        read-only has no temporary either)."""
+        with suppress(OSError):
+            Path(tmp).unlink(missing_ok=True)
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -284,9 +296,28 @@ class OutputFolder:
             os.close(fd)  # releases the lock; the file stays (removing it would race a waiting run)
 
     # -- built on the primitives ----------------------------------------------------------------
+    def commit(self, name: str, write: Callable[[IO[bytes]], None], *, digest: bool = False) -> str | None:
+        """Write a file under a temporary name, then rename it to ``name`` (atomic).
+
+        Args:
+            name: the file's name in the folder (``rejects/...`` creates the subfolder).
+            write: writes the whole content to the binary file object it is given.
+            digest: also return the sha256 hex of the bytes committed (read back before the
+                rename, so it is what is on disk).
+        Returns:
+            the sha256 hex with ``digest=True``, else None.
+        Raises:
+            OutputError: the write or the rename failed (disk full, read-only, ...); no file
+                exists under ``name`` then (an older complete one is left as it was) and the
+                temporary is removed.
+        """
+        tmp, h = self.stage(name, write, digest=digest)
+        self.publish(tmp, name)
+        return h
+
     def write_json(self, name: str, obj: Any) -> None:
         """Commit ``obj`` as indented JSON."""
-        data = _utf8(json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
+        data = json_bytes(obj)
         self.commit(name, lambda f: f.write(data))
 
     def write_lines(self, name: str, records: list[dict[str, Any]]) -> None:

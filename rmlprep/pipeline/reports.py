@@ -3,6 +3,7 @@ summary table at the end, all computed from the units' done records."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -11,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import multiprocess
 import numpy as np
@@ -25,7 +26,7 @@ from ..readers import Unit
 from ..shards import rejects_name
 from .chat_stages import CHAT_COUNTS
 from .megatron import data_args
-from .output import OutputFolder
+from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
@@ -98,8 +99,13 @@ def _versions(engine: str) -> dict[str, str]:
 def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[int, dict[str, Any]],
                   parity: dict[str, Any], timings: dict[str, float], workers: int, processed: int,
                   log: Callable[[str], None]) -> dict[str, Any]:
-    """Commit manifest.json, stats.json (and lengths.png with ``run.histogram``), log the
-    summary table, and return the manifest."""
+    """Commit stats.json, lengths.png (with ``run.histogram``), README.md (the dataset card; Megatron:
+    megatron-data-args.txt) and manifest.json as one set (:func:`commit_together`), log the
+    summary table, and return the manifest.
+
+    Raises:
+        OutputError: a report cannot be written (the folder keeps the previous set, or none).
+    """
     out = OutputFolder(cfg.output_dir)
     recs = [records[u.index] for u in units]
     totals = {k: int(sum(r.get(k, 0) for r in recs)) for k in _TOTAL_KEYS}
@@ -132,7 +138,6 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
         "units_skipped": len(units) - processed,
         "versions": _versions(cfg["run"]["engine"]),
     }
-    out.write_json("manifest.json", manifest)
     edges = hist_edges()
     whole = wall and processed == len(units)  # rates only when this run did all the work
     stats = {
@@ -150,20 +155,22 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
             "hist": {f"{math.ceil(edges[b])}-{math.ceil(edges[b + 1]) - 1}": int(hist[b]) for b in np.flatnonzero(hist)},
         },
     }
-    out.write_json("stats.json", stats)
+    files = [("stats.json", json_bytes(stats))]
+    png = _histogram_png(hist, log) if cfg["run"]["histogram"] else None
+    if png is not None:
+        files.append(("lengths.png", png))
     if cfg["output"].get("format") == "megatron":
-        text = data_args(str(cfg.output_dir), recs).encode()
-        out.commit("megatron-data-args.txt", lambda f: f.write(text))
+        files.append(("megatron-data-args.txt", data_args(str(cfg.output_dir), recs).encode()))
     else:
-        card = dataset_card(manifest, cfg.pipeline)
-        out.commit("README.md", lambda f: f.write(card))
-    if cfg["run"]["histogram"]:
-        _histogram_png(out, hist, log)
+        files.append(("README.md", dataset_card(manifest, cfg.pipeline)))
+    files.append(("manifest.json", json_bytes(manifest)))  # last: the commit point of the set
+    commit_together(out, files)
     log(summary_table(manifest, stats))
     return manifest
 
 
-def _histogram_png(out: OutputFolder, hist: np.ndarray, log: Callable[[str], None]) -> None:
+def _histogram_png(hist: np.ndarray, log: Callable[[str], None]) -> bytes | None:
+    """lengths.png's bytes, or None (no document, or no matplotlib: said once in the log)."""
     try:
         import matplotlib  # optional dependency (rmlprep[plot])
 
@@ -171,27 +178,52 @@ def _histogram_png(out: OutputFolder, hist: np.ndarray, log: Callable[[str], Non
         import matplotlib.pyplot as plt
     except ImportError:
         log("histogram: matplotlib is not installed (pip install 'rmlprep[plot]'); lengths.png skipped")
-        return
+        return None
     edges = hist_edges() + 1
     nz = np.flatnonzero(hist)
     if not len(nz):
-        return
+        return None
     lo, hi = nz[0], nz[-1] + 1
     fig, ax = plt.subplots(figsize=(8, 4), dpi=100)
-    ax.stairs(hist[lo:hi], edges[lo:hi + 1], fill=True)
-    ax.set_xscale("log")
-    ax.set_xlabel("document length (tokens + 1, log scale)")
-    ax.set_ylabel("documents")
-    ax.set_title(f"Document lengths: {int(hist.sum()):,} documents")
-    fig.tight_layout()
-
-    def write(f: IO[bytes]) -> None:
-        fig.savefig(f, format="png")
-
     try:
-        out.commit("lengths.png", write)
+        ax.stairs(hist[lo:hi], edges[lo:hi + 1], fill=True)
+        ax.set_xscale("log")
+        ax.set_xlabel("document length (tokens + 1, log scale)")
+        ax.set_ylabel("documents")
+        ax.set_title(f"Document lengths: {int(hist.sum()):,} documents")
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        return buf.getvalue()
     finally:
         plt.close(fig)
+
+
+def commit_together(out: OutputFolder, files: list[tuple[str, bytes]]) -> None:
+    """Commit the reports as one set, the last file (``manifest.json``) being its commit point:
+    every file is written to its temporary first (:meth:`OutputFolder.stage`); only then is the
+    old commit point removed and the temporaries renamed in order (:meth:`OutputFolder.publish`),
+    the commit point last. A write that fails (a full disk) leaves the folder's reports as they
+    were, the old set; a rename that fails leaves no ``manifest.json`` (the next run, skipping
+    every done unit, writes the set again). No temporary is left either way, and a
+    ``manifest.json`` always has the reports committed with it beside it.
+
+    Args:
+        files: (name, content) pairs, the commit point last.
+    Raises:
+        OutputError: a write, the removal or a rename failed.
+    """
+    staged: list[tuple[Any, str]] = []
+    try:
+        for name, data in files:
+            staged.append((out.stage(name, lambda f, data=data: f.write(data))[0], name))
+        out.remove(files[-1][0])  # no old commit point beside new reports, should a rename fail
+        for tmp, name in staged:
+            out.publish(tmp, name)
+    except BaseException:
+        for tmp, _ in staged:
+            out.discard(tmp)  # the published ones are not there any more: nothing to do
+        raise
 
 
 def _tokens_line(manifest: dict[str, Any]) -> str:

@@ -161,14 +161,13 @@ class ObjectStoreFolder(OutputFolder):
             raise _store_error(self._uri(name), e) from None
         return h.hexdigest()
 
-    def commit(self, name: str, write: Callable[[IO[bytes]], None], *, digest: bool = False) -> str | None:
-        """Write a file locally, upload it under a temporary key, copy it to ``name`` (atomic).
+    def stage(self, name: str, write: Callable[[IO[bytes]], None], *, digest: bool = False) -> tuple[Any, str | None]:
+        """Write a file locally and upload it whole under a temporary key, for :meth:`publish`.
 
         Returns:
-            the sha256 hex of the bytes committed with ``digest=True``, else None.
+            (the temporary key, the sha256 hex of the bytes uploaded with ``digest=True``, else None).
         Raises:
-            OutputError: the upload or the copy failed; nothing is under ``name`` then (an older
-                complete object is left as it was) and the temporary is removed when possible.
+            OutputError: the upload failed; the temporary is removed when possible.
         """
         tmp = self._key(f"{name}.tmp-{socket.gethostname()}-{os.getpid()}")
         with tempfile.SpooledTemporaryFile(max_size=_SPOOL) as local:
@@ -181,16 +180,34 @@ class ObjectStoreFolder(OutputFolder):
                         if h is not None:
                             h.update(chunk)
                         out.write(chunk)
-                self._fs.move(tmp, self._key(name))  # server-side copy: the name appears whole
             except BaseException as e:
-                try:
-                    self._fs.delete_file(tmp)
-                except OSError:
-                    pass  # never created, or the store is out of reach: check() removes it later
+                self.discard(tmp)
                 if isinstance(e, OSError):
                     raise _store_error(self._uri(name), e) from None
                 raise
-        return h.hexdigest() if h is not None else None
+        return tmp, (h.hexdigest() if h is not None else None)
+
+    def publish(self, tmp: Any, name: str) -> None:
+        """Copy a temporary of :meth:`stage` to ``name`` server-side (atomic: the name appears whole).
+
+        Raises:
+            OutputError: the copy failed; nothing new is under ``name`` and the temporary is removed
+                when possible.
+        """
+        try:
+            self._fs.move(tmp, self._key(name))
+        except BaseException as e:
+            self.discard(tmp)
+            if isinstance(e, OSError):
+                raise _store_error(self._uri(name), e) from None
+            raise
+
+    def discard(self, tmp: Any) -> None:
+        """Remove a temporary of :meth:`stage` if it is there (never raises)."""
+        try:
+            self._fs.delete_file(tmp)
+        except OSError:
+            pass  # never created, or the store is out of reach: check() removes it later
 
     @contextmanager
     def lock(self) -> Iterator[None]:
