@@ -14,7 +14,7 @@ the files so named, never the markers, the reports or ``rejects/``. No other fil
 may match a split pattern (``train``, ``test``, ``validation``, ``dev``, ``eval``... between
 ``-``/``_``/``.``/digits). Earlier versions named the shards ``shard-NNNNN.parquet``
 (:data:`LEGACY_SHARD_GLOB`): such a folder is refused, not resumed (see
-:meth:`rmlprep.pipeline.output.OutputFolder.check`).
+:func:`rmlprep.pipeline.owner.check_shards`).
 
 Writing them (atomically, in that order) is :mod:`rmlprep.pipeline.output` and
 :mod:`rmlprep.pipeline.writers`. The bytes of a shard depend only on (unit, config,

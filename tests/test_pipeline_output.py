@@ -8,6 +8,7 @@ import pytest
 
 from rmlprep.errors import ConfigError, OutputError
 from rmlprep.pipeline.output import OutputFolder
+from rmlprep.pipeline.owner import check_shards
 from rmlprep.pipeline.writers import ParquetWriter
 from rmlprep.shards import read_shard_metadata, sha256_file, shard_name
 
@@ -69,10 +70,10 @@ def test_verify_done_and_check_compare_the_tokenizer(tmp_path):
     assert out.verify_done(0, "h", None, "a" * 64)[1] == ""
     assert out.verify_done(0, "h", None, "b" * 64)[1] == "done marker is for another tokenizer"
     with pytest.raises(ConfigError, match=f"another tokenizer .*tokenizer {'a' * 12}, this run's {'b' * 12}"):
-        out.check("h", overwrite=False, tokenizer="b" * 64)
-    out.check("h", overwrite=False, tokenizer="a" * 64)
+        check_shards(out, "h", overwrite=False, tokenizer="b" * 64)
+    check_shards(out, "h", overwrite=False, tokenizer="a" * 64)
     out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 0})  # an earlier rmlprep's marker
-    out.check("h", overwrite=False, tokenizer="b" * 64)  # not refused: the unit is redone instead
+    check_shards(out, "h", overwrite=False, tokenizer="b" * 64)  # not refused: the unit is redone instead
     assert out.verify_done(0, "h", None, "b" * 64)[1] == "done marker is for another tokenizer"
 
 
@@ -83,8 +84,9 @@ def test_check_refuses_another_config_and_overwrite_clears(tmp_path):
     out.write_lines("rejects/rejects-00000.jsonl", [{"row": 1}])
     (tmp_path / "train-00001.parquet.tmp-999").write_bytes(b"left by a killed run")
     with pytest.raises(ConfigError, match="--overwrite"):
-        out.check("new", overwrite=False)
-    out.check("old", overwrite=False)
+        check_shards(out, "new", overwrite=False)
+    check_shards(out, "old", overwrite=False)
     assert not (tmp_path / "train-00001.parquet.tmp-999").exists()
-    out.check("new", overwrite=True)
+    check_shards(out, "new", overwrite=True)
     assert out.list("train-*") == out.list("shard-*") == out.list("rejects/*") == []
+

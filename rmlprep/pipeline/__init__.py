@@ -11,7 +11,7 @@ Stages, and the module that owns each::
       output.OutputFolder.lock     one run per folder (flock), writable: before any corpus work
       owner.claim                  .rmlprep.folder.json: the folder is rmlprep's from here on
       parity.run_parity_stage      tokenizer (and chat format) vs references; stop on a mismatch
-      output.OutputFolder.check    refuse another config's shards, remove a killed run's temporaries
+      owner.check_shards           refuse another config's shards, remove a killed run's temporaries
                                    (store.ObjectStoreFolder: the same folder on s3:// and other stores)
       output.verify_done           skip the units whose done marker, input identity and shard verify
       output.OutputFolder.sweep    remove files of units not in the plan, and stale markers/rejects

@@ -1,5 +1,5 @@
 """What changed between the config of the shards in an output folder and the run's config, in
-one line for the refusal that asks for ``--overwrite`` (:meth:`.output.OutputFolder.check`)."""
+one line for the refusal that asks for ``--overwrite`` (:func:`.owner.check_shards`)."""
 
 from __future__ import annotations
 

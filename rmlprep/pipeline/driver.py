@@ -13,7 +13,7 @@ from ..load import open_tokenizer
 from ..parity import run_parity_stage
 from .engines import cores, open_engine
 from .output import OutputFolder
-from .owner import check_owner, claim
+from .owner import check_owner, check_shards, claim
 from .pack import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
@@ -92,7 +92,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
         check_chat_markers(cfg, tokenizer)  # sft: after parity, whose refusal names the right format
-        out.check(cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint, config=cfg)
+        check_shards(out, cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint, config=cfg)
         records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint,
                                     cfg.pipeline == "sft" and cfg["chat"]["add_generation_prompt"])
         planned = {u.index for u in units}
@@ -147,7 +147,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
             try:
                 out.remove_temporaries()
             except OutputError:
-                pass  # the folder refuses it: the next run removes them (OutputFolder.check)
+                pass  # the folder refuses it: the next run removes them (owner.check_shards)
         timings.setdefault("process", time.perf_counter() - t)
         if errors:
             raise _unit_errors(errors)

@@ -21,7 +21,7 @@ anything else is redone from scratch. Files of units that are not in the run's p
 shrank) are removed (:meth:`OutputFolder.sweep`), and so are the reports of a previous run as
 soon as this one changes the folder: a manifest always describes the folder it is in. A folder
 holding Parquet shards under the names of earlier versions (``shard-NNNNN.parquet``) is refused
-(:meth:`OutputFolder.check`): resuming it would mix two namings, and ``datasets`` would read
+(:func:`.owner.check_shards`): resuming it would mix two namings, and ``datasets`` would read
 only the new one.
 
 **One run at a time.** :meth:`OutputFolder.lock` holds an exclusive ``flock`` on
@@ -54,12 +54,10 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from .. import fs
-from ..config import RunConfig
-from ..errors import ConfigError, OutputError
-from ..shards import LEGACY_SHARD_GLOB, marker_name, rejects_name, sha256_file, shard_name
-from .config_diff import config_change
+from ..errors import OutputError
+from ..shards import marker_name, rejects_name, sha256_file, shard_name
 
-__all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME", "json_line", "json_bytes", "StreamError", "from_stream", "committing"]
+__all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME", "UNIT_GLOBS", "json_line", "json_bytes", "StreamError", "from_stream", "committing"]
 
 T = TypeVar("T")
 
@@ -70,7 +68,7 @@ LOCK_NAME = ".rmlprep.lock"
 #: the unit number in a unit file's name (train-N.parquet, shard-N.done.json / .bin / .idx, rejects)
 _UNIT_FILE = re.compile(r"(?:rejects/rejects|shard|train)-(\d+)\.")
 #: the names a unit file may have, as globs (listing, --overwrite)
-_UNIT_GLOBS = ("train-*", "shard-*", "rejects/rejects-*")
+UNIT_GLOBS = ("train-*", "shard-*", "rejects/rejects-*")
 _FIX = {errno.ENOSPC: "the disk is full: free space (done units are kept) and rerun",
         errno.EDQUOT: "the disk quota is exhausted: free space (done units are kept) and rerun",
         errno.EROFS: "the file system is read-only: choose another --output",
@@ -125,10 +123,6 @@ def json_line(record: dict[str, Any]) -> bytes:
 def json_bytes(obj: Any) -> bytes:
     """Indented JSON (UTF-8, ``\n``-terminated) as the folder's ``.json`` files hold it."""
     return _utf8(json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
-
-
-def _markers(n: int) -> str:
-    return f"{n} done marker{'s' if n != 1 else ''}"
 
 
 def _output_error(what: str, e: OSError) -> OutputError:
@@ -398,55 +392,6 @@ class OutputFolder:
             return None, "done marker is from a version that wrote sft labels as int64"
         return m, ""
 
-    def config_change(self, config: RunConfig, old_hash: str) -> str:
-        """What differs between ``config`` and the config of the shards in the folder
-        (:func:`.config_diff.config_change`, from the folder's ``manifest.json``)."""
-        return config_change(self.read_json("manifest.json"), config, old_hash)
-
-    def check(self, config_hash: str, *, overwrite: bool, tokenizer: str | None = None,
-              config: RunConfig | None = None) -> None:
-        """Before a run: refuse a folder holding another config's or another tokenizer's shards
-        (``tokenizer``: the run's fingerprint; markers that name none are not compared), or Parquet shards
-        under the names of earlier versions (``shard-NNNNN.parquet``, :data:`LEGACY_SHARD_GLOB`),
-        or, with ``overwrite``, remove them; remove the temporaries a killed run left.
-
-        Raises:
-            ConfigError: done markers of another config, or old-named shards, and no ``overwrite``.
-        """
-        legacy = self.list(LEGACY_SHARD_GLOB)
-        if legacy and not overwrite:
-            raise ConfigError(
-                f"output.dir: {self.path} holds {len(legacy)} shards named by an earlier rmlprep (e.g. {legacy[0]}; "
-                f"shards are now {shard_name(0)}, ..., the names datasets.load_dataset reads); pass --overwrite to "
-                "rewrite them or choose another --output"
-            )
-        other, other_tok = [], []
-        for name in self.list("shard-*.done.json"):
-            m = self.read_json(name)
-            if isinstance(m, dict) and m.get("config_hash") != config_hash:
-                other.append(name)
-            elif isinstance(m, dict) and tokenizer is not None and m.get("tokenizer") not in (None, tokenizer):
-                other_tok.append((name, m["tokenizer"]))
-        if other_tok and not overwrite:
-            name, fp = other_tok[0]
-            raise ConfigError(
-                f"output.dir: {self.path} holds shards made with another tokenizer ({_markers(len(other_tok))}, "
-                f"e.g. {name}: tokenizer {str(fp)[:12]}, this run's {tokenizer[:12]}; the tokenizer files changed "
-                "under the same config, or the demo ran on its offline fallback tokenizer); pass --overwrite to replace them or choose another --output"
-            )
-        if other and not overwrite:
-            m = self.read_json(other[0])
-            change = self.config_change(config, m.get("config_hash")) if config is not None and isinstance(m, dict) else ""
-            raise ConfigError(
-                f"output.dir: {self.path} holds shards of a different config ({_markers(len(other))}, e.g. "
-                f"{other[0]}" + (f"; this config changes {change}" if change else "")
-                + "); pass --overwrite to replace them or choose another --output"
-            )
-        if overwrite:
-            for name in [n for g in _UNIT_GLOBS for n in self.list(g)] + list(REPORT_FILES):
-                self.remove(name)
-        self.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
-
     def remove_temporaries(self) -> list[str]:
         """Remove every ``*.tmp-*`` file (a commit's temporary never renamed: its writer died).
         Only call it holding the lock, when no worker of this run is writing.
@@ -464,7 +409,7 @@ class OutputFolder:
     def unit_files(self) -> dict[int, list[str]]:
         """The unit files in the folder (shards, markers, rejects, whatever the writer), by unit."""
         found: dict[int, list[str]] = {}
-        for name in [n for pattern in _UNIT_GLOBS for n in self.list(pattern)]:
+        for name in [n for pattern in UNIT_GLOBS for n in self.list(pattern)]:
             m = _UNIT_FILE.match(name)
             if m and ".tmp-" not in name:
                 found.setdefault(int(m.group(1)), []).append(name)

@@ -1,4 +1,6 @@
-"""Whose folder ``output.dir`` is: rmlprep writes only into a folder that is new, empty, or its own.
+"""Whose folder ``output.dir`` is, and whose shards it holds: rmlprep writes only into a folder
+that is new, empty, or its own (:func:`check_owner`, :func:`claim`), and replaces the shards of
+another config or tokenizer only with ``--overwrite`` (:func:`check_shards`).
 
 A rerun replaces reports, removes the files of units that left the plan and, with
 ``--overwrite``, the shards of another config: all of which would destroy or mix a user's files
@@ -31,10 +33,13 @@ import time
 from typing import Any
 
 from .._version import __version__
-from ..errors import OutputError
-from .output import LOCK_NAME, REPORT_FILES, OutputFolder
+from ..config import RunConfig
+from ..errors import ConfigError, OutputError
+from ..shards import LEGACY_SHARD_GLOB, shard_name
+from .config_diff import config_change
+from .output import LOCK_NAME, REPORT_FILES, UNIT_GLOBS, OutputFolder
 
-__all__ = ["OWNER_NAME", "check_owner", "claim", "rmlprep_name"]
+__all__ = ["OWNER_NAME", "check_owner", "claim", "check_shards", "rmlprep_name"]
 
 #: The marker that says rmlprep owns the folder (hidden: ``datasets`` reads no file starting with ".").
 OWNER_NAME = ".rmlprep.folder.json"
@@ -108,3 +113,52 @@ def claim(out: OutputFolder) -> None:
     }
     data = (json.dumps(record, indent=1) + "\n").encode()
     out.commit(OWNER_NAME, lambda f: f.write(data))
+
+
+def _markers(n: int) -> str:
+    return f"{n} done marker{'s' if n != 1 else ''}"
+
+
+def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokenizer: str | None = None,
+                 config: RunConfig | None = None) -> None:
+    """Before a run: refuse a folder holding another config's or another tokenizer's shards
+    (``tokenizer``: the run's fingerprint; markers that name none are not compared), or Parquet shards
+    under the names of earlier versions (``shard-NNNNN.parquet``, :data:`LEGACY_SHARD_GLOB`),
+    or, with ``overwrite``, remove them; remove the temporaries a killed run left.
+
+    Raises:
+        ConfigError: done markers of another config, or old-named shards, and no ``overwrite``.
+    """
+    legacy = out.list(LEGACY_SHARD_GLOB)
+    if legacy and not overwrite:
+        raise ConfigError(
+            f"output.dir: {out.path} holds {len(legacy)} shards named by an earlier rmlprep (e.g. {legacy[0]}; "
+            f"shards are now {shard_name(0)}, ..., the names datasets.load_dataset reads); pass --overwrite to "
+            "rewrite them or choose another --output"
+        )
+    other, other_tok = [], []
+    for name in out.list("shard-*.done.json"):
+        m = out.read_json(name)
+        if isinstance(m, dict) and m.get("config_hash") != config_hash:
+            other.append(name)
+        elif isinstance(m, dict) and tokenizer is not None and m.get("tokenizer") not in (None, tokenizer):
+            other_tok.append((name, m["tokenizer"]))
+    if other_tok and not overwrite:
+        name, fp = other_tok[0]
+        raise ConfigError(
+            f"output.dir: {out.path} holds shards made with another tokenizer ({_markers(len(other_tok))}, "
+            f"e.g. {name}: tokenizer {str(fp)[:12]}, this run's {tokenizer[:12]}; the tokenizer files changed "
+            "under the same config, or the demo ran on its offline fallback tokenizer); pass --overwrite to replace them or choose another --output"
+        )
+    if other and not overwrite:
+        m = out.read_json(other[0])
+        change = config_change(out.read_json("manifest.json"), config, m.get("config_hash")) if config is not None and isinstance(m, dict) else ""
+        raise ConfigError(
+            f"output.dir: {out.path} holds shards of a different config ({_markers(len(other))}, e.g. "
+            f"{other[0]}" + (f"; this config changes {change}" if change else "")
+            + "); pass --overwrite to replace them or choose another --output"
+        )
+    if overwrite:
+        for name in [n for g in UNIT_GLOBS for n in out.list(g)] + list(REPORT_FILES):
+            out.remove(name)
+    out.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
