@@ -131,11 +131,11 @@ def _read_texts(path: str) -> list[str]:
 def _cmd_run(a) -> int:
     cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output, engine=a.engine)
     manifest = run(cfg, resume=a.resume, overwrite=a.overwrite, log=_log)
-    print(f"shards: {cfg.output_dir}")
     t = manifest["totals"]
-    if not t["documents"]:  # an empty dataset is no success: exit 2, not 0
+    if not t["documents"]:  # an empty dataset is no success: exit 2, not 0, and no "shards:" line
         _log(f"rmlprep: error: {_all_rejected(cfg.output_dir, manifest) if t['rejects'] else _no_rows(manifest)}")
         return 2
+    print(f"shards: {cfg.output_dir}")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -340,6 +341,32 @@ def test_a_run_whose_every_row_is_rejected_exits_2(tmp_path, capsys):
     assert "text" in errors[0].split("row 0: ")[1], errors[0]  # the reason names the missing field
     rejected = [json.loads(x) for f in sorted((out / "rejects").glob("*.jsonl")) for x in f.read_text().splitlines()]
     assert [r["row"] for r in rejected] == [0, 1, 2]
+
+
+@needs_tiny
+def test_every_row_rejected_leaves_no_dataset_card_and_the_fixed_rerun_needs_no_overwrite(tmp_path, capsys):
+    """A wrong input.column: every row is a reject. The folder's README.md says there is no data
+    (before: a dataset card with loading lines) and the command prints no "shards:" line. The
+    rerun with the column fixed changes the config, yet needs no --overwrite (before: refused):
+    the units it replaces hold no document."""
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"body": f"text number {i} " * 9}) + "\n" for i in range(40)))
+    out = tmp_path / "o"
+    toml = _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out)
+    toml.write_text(toml.read_text().replace("[input]\n", "[input]\ncolumn = \"text\"\n"))
+    rc = main(["run", str(toml)])
+    cap = capsys.readouterr()
+    assert rc == 2 and "shards:" not in cap.out and "every row was rejected (40 rows" in cap.err
+    readme = (out / "README.md").read_text()
+    assert readme.startswith("# No data") and "every one of its 40 input rows was rejected" in readme
+    assert "load_dataset" not in readme and "configs:" not in readme
+    toml.write_text(toml.read_text().replace('column = "text"', 'column = "body"'))
+    rc = main(["run", str(toml)])
+    cap = capsys.readouterr()
+    assert rc == 0 and cap.out.strip() == f"shards: {out}", cap.err
+    assert re.search(r"output: \d+ units of another config or tokenizer hold no document", cap.err), cap.err
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["totals"]["documents"] == 40 and m["totals"]["rejects"] == 0 and not list(out.glob("rejects/*"))
+    assert "load_dataset" in (out / "README.md").read_text()
 
 
 @needs_tiny

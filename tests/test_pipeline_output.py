@@ -90,3 +90,14 @@ def test_check_refuses_another_config_and_overwrite_clears(tmp_path):
     check_shards(out, "new", overwrite=True)
     assert out.list("train-*") == out.list("shard-*") == out.list("rejects/*") == []
 
+
+def test_check_replaces_another_config_s_units_without_a_document(tmp_path):
+    """Markers of another config (or tokenizer) whose units hold no document (every row rejected)
+    are not refused: nothing was trained on them. One unit with a document among them is."""
+    out = OutputFolder(tmp_path)
+    out.write_done(0, {"config_hash": "old", "documents": 0, "rejects": 3})
+    out.write_done(1, {"config_hash": "new", "documents": 0, "tokenizer": "a" * 64})
+    assert check_shards(out, "new", overwrite=False, tokenizer="b" * 64) == 2
+    out.write_done(2, {"config_hash": "old", "documents": 5})
+    with pytest.raises(ConfigError, match=r"different config \(1 done marker, e.g. shard-00002.done.json"):
+        check_shards(out, "new", overwrite=False, tokenizer="b" * 64)

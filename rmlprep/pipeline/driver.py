@@ -92,7 +92,11 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
         check_chat_markers(cfg, tokenizer)  # sft: after parity, whose refusal names the right format
-        check_shards(out, cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint, config=cfg)
+        empty = check_shards(out, cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint, config=cfg)
+        if empty:
+            log(f"output: {empty} unit{'s' if empty != 1 else ''} of another config or tokenizer "
+                f"hold{'s' if empty == 1 else ''} no document "
+                "(every row rejected, or none read): redone without --overwrite")
         records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint,
                                     cfg.pipeline == "sft" and cfg["chat"]["add_generation_prompt"])
         planned = {u.index for u in units}

@@ -120,12 +120,16 @@ def _markers(n: int) -> str:
 
 
 def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokenizer: str | None = None,
-                 config: RunConfig | None = None) -> None:
+                 config: RunConfig | None = None) -> int:
     """Before a run: refuse a folder holding another config's or another tokenizer's shards
     (``tokenizer``: the run's fingerprint; markers that name none are not compared), or Parquet shards
     under the names of earlier versions (``shard-NNNNN.parquet``, :data:`LEGACY_SHARD_GLOB`),
-    or, with ``overwrite``, remove them; remove the temporaries a killed run left.
+    or, with ``overwrite``, remove them; remove the temporaries a killed run left. Units of
+    another config or tokenizer that hold no document (every row rejected, or none read) are
+    not refused: nothing was trained on them, and the run redoes them.
 
+    Returns:
+        the number of such units without a document.
     Raises:
         ConfigError: done markers of another config, or old-named shards, and no ``overwrite``.
     """
@@ -136,12 +140,17 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
             f"shards are now {shard_name(0)}, ..., the names datasets.load_dataset reads); pass --overwrite to "
             "rewrite them or choose another --output"
         )
-    other, other_tok = [], []
+    other, other_tok, empty = [], [], 0
     for name in out.list("shard-*.done.json"):
         m = out.read_json(name)
-        if isinstance(m, dict) and m.get("config_hash") != config_hash:
+        if not isinstance(m, dict):
+            continue
+        if m.get("documents") == 0 and (m.get("config_hash") != config_hash or tokenizer is not None
+                                        and m.get("tokenizer") not in (None, tokenizer)):
+            empty += 1
+        elif m.get("config_hash") != config_hash:
             other.append(name)
-        elif isinstance(m, dict) and tokenizer is not None and m.get("tokenizer") not in (None, tokenizer):
+        elif tokenizer is not None and m.get("tokenizer") not in (None, tokenizer):
             other_tok.append((name, m["tokenizer"]))
     if other_tok and not overwrite:
         name, fp = other_tok[0]
@@ -162,3 +171,4 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
         for name in [n for g in UNIT_GLOBS for n in out.list(g)] + list(REPORT_FILES):
             out.remove(name)
     out.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
+    return empty

@@ -257,9 +257,14 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     and its loading lines are relative to the card, as on the Hub's dataset cards; the one line
     that names where this run wrote the folder (an absolute path, or the object-store URI) says
     it is local to the machine that ran it. Two runs of one config into two folders give cards
-    that differ in that line only."""
+    that differ in that line only.
+
+    A run with no document (every row rejected, or no row read; the command exits 2) gets no
+    card: a README that says so, with no loading lines (:func:`_no_data_readme`)."""
 
     t = manifest["totals"]
+    if not t["documents"]:
+        return _no_data_readme(manifest)
     feats = [f"  - name: {f.name}\n    list: {f.type.value_type}" for f in SCHEMAS[pipeline]]
     tok = manifest["tokenizer"]
     seq_len = manifest["config"]["pack"]["seq_len"]
@@ -294,6 +299,26 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
         f"- where this run wrote it (on the machine that ran it, not a portable path): {here}\n"
     )
     return text.encode("utf-8")
+
+
+def _no_data_readme(manifest: dict[str, Any]) -> bytes:
+    """The README of an output folder without a document: what happened and what to do, no
+    dataset card (nothing to load) and no loading lines."""
+    t = manifest["totals"]
+    if t["rejects"]:
+        what = (f"every one of its {t['rows_read']:,} input rows was rejected; `rejects/` holds each row with "
+                "its file, row number and reason (a wrong `input.column`, or chat data given to the pretrain "
+                "pipeline, does this)")
+    else:
+        what = "its input holds no rows (empty files, or blank lines only)"
+    return (
+        f"# No data (rmlprep {manifest['rmlprep_version']})\n\n"
+        f"This folder holds no document: {what}. The run exited with status 2; there is nothing to load.\n\n"
+        "Fix the input or the config and rerun into this folder, without `--overwrite`: the units of a config "
+        "that wrote no document are replaced.\n\n"
+        f"- config hash: `{manifest['config_hash']}`; the config is in `manifest.json`\n"
+        f"- tokenizer: `{manifest['tokenizer']['name']}`, fingerprint `{manifest['tokenizer']['fingerprint']}`\n"
+    ).encode("utf-8")
 
 
 def _padding_line(manifest: dict[str, Any]) -> tuple[str, str]:
