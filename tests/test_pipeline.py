@@ -18,6 +18,7 @@ from rmlprep.config import config_from_dict
 from rmlprep.errors import ConfigError, ParityError
 from rmlprep.packing import unpack
 from rmlprep.pipeline import open_tokenizer, run
+from rmlprep.pipeline.output import MARKER_VERSION
 from rmlprep.shards import read_shard_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,9 +179,10 @@ def test_reject_values_are_json_and_whole(tmp_path):
 
 
 def test_markers_of_versions_that_wrote_repr_values_are_redone(tmp_path):
-    """A done marker with rejects written before reject values were JSON (no "reject_values")
-    vouches for a rejects file of Python reprs ('42' as a string, "b'..'" for bytes): a rerun
-    redoes its unit, and the file holds JSON again. Markers of this version are reused."""
+    """A done marker with rejects written before reject values were JSON (marker version 0, no
+    "marker_version") vouches for a rejects file of Python reprs ('42' as a string, "b'..'" for
+    bytes): a rerun redoes its unit, and the file holds JSON again. Markers of this version are
+    reused."""
     p = tmp_path / "bad.jsonl"
     p.write_text('{"text": "good"}\n{"text": 42}\n')
     out = tmp_path / "o"
@@ -188,15 +190,15 @@ def test_markers_of_versions_that_wrote_repr_values_are_redone(tmp_path):
     assert run(make_cfg(p, out), log=quiet)["units_skipped"] == 1
     marker = out / "shard-00000.done.json"
     old = json.loads(marker.read_text())
-    assert old["reject_values"] == "json"
-    del old["reject_values"]
+    assert old["marker_version"] == MARKER_VERSION
+    del old["marker_version"]
     marker.write_text(json.dumps(old))
     rej = out / "rejects" / "rejects-00000.jsonl"
     rej.write_text(json.dumps({**json.loads(rej.read_text()), "value": "42"}) + "\n")  # as the repr was
     logs: list[str] = []
     m = run(make_cfg(p, out), log=logs.append)
     assert m["units_processed"] == 1 and json.loads(rej.read_text())["value"] == 42
-    assert any("wrote rejected values as Python reprs, not JSON: 1" in x for x in logs)
+    assert any(f"done marker of marker version 0 (this rmlprep writes {MARKER_VERSION}): 1" in x for x in logs)
 
 
 def test_reject_values_of_a_parquet_binary_column_are_base64(tmp_path):

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmlprep.errors import ConfigError, OutputError
-from rmlprep.pipeline.output import OutputFolder
+from rmlprep.pipeline.output import MARKER_VERSION, OutputFolder
 from rmlprep.pipeline.owner import check_shards
 from rmlprep.pipeline.writers import ParquetWriter
 from rmlprep.shards import read_shard_metadata, sha256_file, shard_name
@@ -49,7 +49,7 @@ def test_verify_done(tmp_path):
     out = OutputFolder(tmp_path)
     digest = ParquetWriter().write(out, 0, _table(), {})[shard_name(0)]
     assert out.verify_done(0, "h") == (None, "no done marker")
-    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 0})
+    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 0, "marker_version": MARKER_VERSION})
     m, why = out.verify_done(0, "h")
     assert m is not None and why == ""
     assert out.verify_done(0, "other")[1] == "done marker is for another config"
@@ -58,15 +58,30 @@ def test_verify_done(tmp_path):
     assert out.verify_done(0, "h")[1] == "shard sha256 differs from its done marker"
     p.unlink()
     assert out.verify_done(0, "h")[1] == "shard file missing"
-    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 2})
+    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 2, "marker_version": MARKER_VERSION})
     ParquetWriter().write(out, 0, _table(), {})
     assert out.verify_done(0, "h")[1] == "rejects file missing"
+
+
+def test_a_marker_of_another_marker_version_is_redone(tmp_path):
+    """Whatever an earlier marker lacks, one version number says it: a marker without one
+    (version 0, before markers were numbered) or of another version is redone, with one reason,
+    before its shard is hashed (here: there is no shard at all)."""
+    out = OutputFolder(tmp_path)
+    out.write_done(0, {"config_hash": "h", "rejects": 0})
+    assert out.verify_done(0, "h") == (None, f"done marker of marker version 0 (this rmlprep writes {MARKER_VERSION})")
+    out.write_done(0, {"config_hash": "h", "rejects": 0, "marker_version": MARKER_VERSION + 1})
+    assert out.verify_done(0, "h")[1] == (f"done marker of marker version {MARKER_VERSION + 1} "
+                                          f"(this rmlprep writes {MARKER_VERSION})")
+    out.write_done(0, {"config_hash": "h", "rejects": 0, "marker_version": MARKER_VERSION})
+    assert out.verify_done(0, "h")[1] == "shard file missing"
 
 
 def test_verify_done_and_check_compare_the_tokenizer(tmp_path):
     out = OutputFolder(tmp_path)
     digest = ParquetWriter().write(out, 0, _table(), {})[shard_name(0)]
-    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 0, "tokenizer": "a" * 64})
+    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 0, "tokenizer": "a" * 64,
+                       "marker_version": MARKER_VERSION})
     assert out.verify_done(0, "h", None, "a" * 64)[1] == ""
     assert out.verify_done(0, "h", None, "b" * 64)[1] == "done marker is for another tokenizer"
     with pytest.raises(ConfigError, match=f"another tokenizer .*tokenizer {'a' * 12}, this run's {'b' * 12}"):

@@ -97,8 +97,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
             log(f"output: {empty} unit{'s' if empty != 1 else ''} of another config or tokenizer "
                 f"hold{'s' if empty == 1 else ''} no document "
                 "(every row rejected, or none read): redone without --overwrite")
-        records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint,
-                                    cfg.pipeline == "sft" and cfg["chat"]["add_generation_prompt"])
+        records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint)
         planned = {u.index for u in units}
         stale = sorted(i for i in out.unit_files() if i not in planned)
         out.sweep(keep=planned, redo={u.index for u in todo})
@@ -171,14 +170,14 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
 
 
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, resume: bool,
-                log: Callable[[str], None], tokenizer: str | None = None, generation_prompt: bool = False,
+                log: Callable[[str], None], tokenizer: str | None = None,
                 ) -> tuple[dict[int, dict[str, Any]], list[PlannedUnit]]:
     """Split the plan into units already done (their verified markers) and units to process."""
     records: dict[int, dict[str, Any]] = {}
     todo: list[PlannedUnit] = []
     redo_reasons: dict[str, int] = {}
     for u in units:
-        m, why = out.verify_done(u.index, config_hash, u.identity, tokenizer, generation_prompt)
+        m, why = out.verify_done(u.index, config_hash, u.identity, tokenizer)
         if m is not None:
             records[u.index] = m
         else:

@@ -57,12 +57,19 @@ from .. import fs
 from ..errors import OutputError
 from ..shards import marker_name, rejects_name, sha256_file, shard_name
 
-__all__ = ["OutputFolder", "REPORT_FILES", "LOCK_NAME", "UNIT_GLOBS", "json_line", "json_bytes", "StreamError", "from_stream", "committing"]
+__all__ = ["OutputFolder", "MARKER_VERSION", "REPORT_FILES", "LOCK_NAME", "UNIT_GLOBS", "json_line", "json_bytes", "StreamError", "from_stream", "committing"]
 
 T = TypeVar("T")
 
 #: The run's report files (rewritten at the end of every run).
 REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "megatron-data-args.txt")
+#: The done markers' schema, bumped whenever what a marker vouches for changes; a marker of
+#: another version (none: 0) is redone on resume (:meth:`OutputFolder.verify_done`). 1: rejected
+#: values are JSON; documents ``overflow = "drop"`` leaves out are in rejects/; sft with
+#: add_generation_prompt rejects conversations ending on an answer; sft truncation that leaves
+#: no assistant token is a reject; sft labels are int32 (earlier markers may vouch for any of
+#: these written otherwise).
+MARKER_VERSION = 1
 #: The lock file: holds the pid and host of the run that has the folder.
 LOCK_NAME = ".rmlprep.lock"
 #: the unit number in a unit file's name (train-N.parquet, shard-N.done.json / .bin / .idx, rejects)
@@ -338,10 +345,8 @@ class OutputFolder:
         m = self.read_json(marker_name(index))
         return m if isinstance(m, dict) else None
 
-    def verify_done(self, index: int, config_hash: str,
-                    input_identity: dict[str, Any] | None = None,
-                    tokenizer: str | None = None,
-                    generation_prompt: bool = False) -> tuple[dict[str, Any] | None, str]:
+    def verify_done(self, index: int, config_hash: str, input_identity: dict[str, Any] | None = None,
+                    tokenizer: str | None = None) -> tuple[dict[str, Any] | None, str]:
         """Whether unit ``index`` is done for this config (and this input and tokenizer).
 
         Args:
@@ -350,18 +355,11 @@ class OutputFolder:
             tokenizer: the run's tokenizer fingerprint; the marker must name the same (None: not
                 checked). The config names the tokenizer by path, so the same config over a
                 tokenizer file that changed (or a fallback tokenizer one run, the real one the
-                next) hashes the same: only the fingerprint tells the shards apart. A marker
-                written before markers named their tokenizer is not trusted.
-            generation_prompt: an sft run with ``chat.add_generation_prompt``: the marker must
-                count ``generation_prompt_after_answer`` (earlier versions wrote conversations
-                ending on an answer with a generation prompt after it).
+                next) hashes the same: only the fingerprint tells the shards apart.
         Returns:
             (marker, "") when the marker exists, names ``config_hash``, the input identity and
-            the tokenizer, the shard's sha256 matches and its rejects file exists (and, when
-            ``overflow = "drop"`` left documents out, the marker says they are in it; with
-            rejects, it says their values are JSON; an sft
-            marker of a truncating run says it rejected conversations truncation left untrained); else
-            (None, the reason the unit is redone).
+            the tokenizer, is of :data:`MARKER_VERSION`, the shard's sha256 matches and its
+            rejects file exists; else (None, the reason the unit is redone).
         """
         m = self.read_done(index)
         if m is None:
@@ -372,6 +370,9 @@ class OutputFolder:
             return None, "done marker is for another tokenizer"
         if input_identity is not None and m.get("input") != input_identity:
             return None, "input changed since the unit was done"
+        if m.get("marker_version", 0) != MARKER_VERSION:  # before hashing a shard that is redone anyway
+            return None, (f"done marker of marker version {m.get('marker_version', 0)} "
+                          f"(this rmlprep writes {MARKER_VERSION})")
         files = m.get("files") or {m.get("shard") or shard_name(index): m.get("sha256")}
         for shard, digest in files.items():  # a writer's files (Parquet: one; Megatron: .bin, .idx)
             if not self.exists(shard):
@@ -380,16 +381,6 @@ class OutputFolder:
                 return None, "shard sha256 differs from its done marker"
         if m.get("rejects") and not self.exists(rejects_name(index)):
             return None, "rejects file missing"
-        if m.get("rejects") and m.get("reject_values") != "json":
-            return None, "done marker is from a version that wrote rejected values as Python reprs, not JSON"
-        if m.get("dropped_documents") and not m.get("dropped_in_rejects"):
-            return None, "done marker is from a version that did not write dropped documents to rejects/"
-        if generation_prompt and "generation_prompt_after_answer" not in m:
-            return None, "done marker is from a version that kept answers followed by a generation prompt"
-        if m.get("truncated_tokens") and "no_assistant" in m and "untrained_rejected" not in m:
-            return None, "done marker is from a version that kept truncated conversations with no assistant token"
-        if "no_assistant" in m and m.get("labels") != "int32":  # an sft marker (its chat counts)
-            return None, "done marker is from a version that wrote sft labels as int64"
         return m, ""
 
     def remove_temporaries(self) -> list[str]:

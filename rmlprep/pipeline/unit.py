@@ -19,7 +19,7 @@ from ..config import RunConfig
 from ..errors import OutputError, RmlprepError
 from ..readers import Unit
 from ..shards import rejects_name
-from .output import OutputFolder
+from .output import MARKER_VERSION, OutputFolder
 from .pack import Packed, pack_conversations, pack_documents
 from .plan import check_unchanged, input_identity
 from .chat_stages import format_and_tokenize, validate_conversations
@@ -130,6 +130,7 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
     pad_tokens = int(rows * seq_len - real) if sft else 0
     shard, digest = next(iter(files.items()))  # the shard is the writer's first file
     return {
+        "marker_version": MARKER_VERSION,  # what the marker vouches for (output.MARKER_VERSION)
         "unit": unit.index,
         "source": unit.describe(),
         "shard": shard,
@@ -151,12 +152,6 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "bytes": tally.nbytes,
         "max_document_tokens": packed.max_document_tokens,
         **packed.stats,
-        # dropped documents are in rejects/ (earlier versions only counted them: such markers are redone)
-        **({"dropped_in_rejects": True} if packed.stats.get("dropped_documents") else {}),
-        # rejected values are JSON (earlier versions wrote Python reprs: their markers with rejects are redone)
-        **({"reject_values": "json"} if tally.n_rejects else {}),
-        # sft labels are int32 (earlier versions wrote int64: their sft markers are redone)
-        **({"labels": "int32"} if cfg.pipeline == "sft" else {}),
         **tally.counts,
         "length_hist": packed.length_hist.tolist(),
         "seconds": seconds,
