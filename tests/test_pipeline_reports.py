@@ -153,13 +153,39 @@ def test_summary_says_unfilled_when_rows_are_not_padded():
     With pack.pad = false nothing is padded, so the summary must not call them padding (a
     fresh-user trial read "padding 147 tokens" for rows that were simply shorter)."""
     from rmlprep.pipeline.reports import _padding_line
-    totals = {"pad_tokens": 147, "padding_ratio": 147 / 256}
+    totals = {"pad_tokens": 0, "unfilled_tokens": 147, "padding_ratio": 147 / 256}
     label, text = _padding_line({"totals": totals, "config": {"pack": {"seq_len": 128, "pad": False}}})
     assert label == "unfilled" and text.startswith("147 tokens (57.42%)") and "not padded" in text
+    totals = {"pad_tokens": 147, "unfilled_tokens": 147, "padding_ratio": 147 / 256}
     label, text = _padding_line({"totals": totals, "config": {"pack": {"seq_len": 128, "pad": True}}})
     assert (label, text) == ("padding", "147 tokens (57.42%)")
-    zero = {"pad_tokens": 0, "padding_ratio": 0.0}
+    zero = {"pad_tokens": 0, "unfilled_tokens": 0, "padding_ratio": 0.0}
     assert _padding_line({"totals": zero, "config": {"pack": {"seq_len": 128}}}) == ("padding", "0 tokens (0.00%)")
+
+
+@pytest.mark.parametrize("pad", [False, True])
+def test_pad_tokens_count_only_pad_ids_written(tmp_path, pad):
+    """stats.json and the manifest counted the room below seq_len as pad_tokens with
+    pack.pad = false too. pad_tokens now counts the pad ids in the rows (read back from the
+    shard: the pieces of example_index -1), unfilled_tokens the room in either case."""
+    inp = tmp_path / "c.jsonl"
+    conv = lambda n: {"messages": [{"role": "user", "content": "q " * n}, {"role": "assistant", "content": "a"}]}  # noqa: E731
+    inp.write_text("".join(json.dumps(conv(n)) + "\n" for n in (3, 9, 20, 5)))
+    out = tmp_path / "o"
+    cfg = config_from_dict({"pipeline": "sft", "input": {"paths": [str(inp)]}, "tokenizer": {"path": str(TINY)},
+                            "chat": {"format": "chatml", "text_markers": True}, "parity": {"chat": False},
+                            "pack": {"seq_len": 64, "pad": pad}, "output": {"dir": str(out)},
+                            "run": {"progress": "none", "histogram": False, "workers": 1}})
+    m = run(cfg, log=lambda _: None)
+    rows = pq.read_table(out / "train-00000.parquet").to_pylist()
+    docs = [(n, i) for r in rows for n, i in zip(r["seq_lengths"], r["example_index"])]
+    room = 64 * len(rows) - sum(n for n, i in docs if i >= 0)
+    written_pads = sum(n for n, i in docs if i == -1)  # a padding piece has example_index -1
+    assert room > 0 and written_pads == (room if pad else 0)
+    stats = json.loads((out / "stats.json").read_text())
+    for t in (m["totals"], stats["totals"], m["shards"][0]):
+        assert (t["pad_tokens"], t["unfilled_tokens"]) == (written_pads, room)
+        assert t["padding_ratio"] == room / (64 * len(rows))
 
 
 def test_tokens_rate_never_reads_zero_millions():

@@ -32,10 +32,10 @@ from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
 
 _TOTAL_KEYS = ("rows", "short_rows", "documents", "rejects", "blank_lines", "lone_surrogate_rows", "tokens",
-               "written_tokens", "pad_tokens", "bytes", "dropped_documents", "dropped_tokens", "truncated_tokens",
+               "written_tokens", "pad_tokens", "unfilled_tokens", "bytes", "dropped_documents", "dropped_tokens", "truncated_tokens",
                "over_long")
 _SHARD_KEYS = ("shard", "source", "sha256", "rows", "short_rows", "documents", "tokens", "pad_tokens",
-               "padding_ratio", "rejects", "bytes")
+               "unfilled_tokens", "padding_ratio", "rejects", "bytes")
 
 
 # -- while running ------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     recs = [records[u.index] for u in units]
     totals = {k: int(sum(r.get(k, 0) for r in recs)) for k in _TOTAL_KEYS}
     seq_len = cfg["pack"]["seq_len"]
-    totals["padding_ratio"] = totals["pad_tokens"] / (totals["rows"] * seq_len) if totals["rows"] else 0.0
+    totals["padding_ratio"] = totals["unfilled_tokens"] / (totals["rows"] * seq_len) if totals["rows"] else 0.0
     # counted by the readers (markers of an older version: documents + rejects, which it checked)
     totals["rows_read"] = int(sum(r.get("rows_read", r["documents"] + r["rejects"]) for r in recs))
     if cfg.pipeline == "sft":  # what the chat stage counted (rmlprep.arrow.TokenizeChat.stats)
@@ -322,11 +322,12 @@ def _no_data_readme(manifest: dict[str, Any]) -> bytes:
 
 
 def _padding_line(manifest: dict[str, Any]) -> tuple[str, str]:
-    """``pad_tokens`` is the room rows leave below seq_len (the packers' padding ratio); it is
-    written as pad tokens only with ``pack.pad = true``, else the rows are just shorter."""
+    """The room rows leave below seq_len (``unfilled_tokens``, the packers' padding ratio): pad
+    ids in the rows with ``pack.pad = true`` (``pad_tokens``), else the rows are just shorter
+    (``pad_tokens`` 0)."""
     t = manifest["totals"]
-    room = f"{t['pad_tokens']:,} tokens ({100 * t['padding_ratio']:.2f}%)"
-    if t["pad_tokens"] and not manifest["config"]["pack"].get("pad", False):
+    room = f"{t['unfilled_tokens']:,} tokens ({100 * t['padding_ratio']:.2f}%)"
+    if t["unfilled_tokens"] and not t["pad_tokens"]:
         return "unfilled", room + " left below seq_len; rows are not padded (pack.pad = false)"
     return "padding", room
 

@@ -127,7 +127,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
     seq_len = cfg["pack"]["seq_len"]
     sft = cfg.pipeline == "sft"
     rows, real = packed.rows, packed.written_tokens
-    pad_tokens = int(rows * seq_len - real) if sft else 0
+    unfilled = int(rows * seq_len - real) if sft else 0  # room below seq_len (BFD's padding ratio)
+    pad_tokens = unfilled if cfg["pack"]["pad"] else 0  # pad ids written into the rows
     shard, digest = next(iter(files.items()))  # the shard is the writer's first file
     return {
         "marker_version": MARKER_VERSION,  # what the marker vouches for (output.MARKER_VERSION)
@@ -148,7 +149,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "tokens": packed.tokens,
         "written_tokens": real,
         "pad_tokens": pad_tokens,
-        "padding_ratio": pad_tokens / (rows * seq_len) if rows else 0.0,
+        "unfilled_tokens": unfilled,
+        "padding_ratio": unfilled / (rows * seq_len) if rows else 0.0,
         "bytes": tally.nbytes,
         "max_document_tokens": packed.max_document_tokens,
         **packed.stats,
