@@ -283,3 +283,27 @@ def test_a_failed_rename_leaves_no_manifest_beside_newer_reports(tmp_path, monke
     monkeypatch.undo()
     m = run(cfg, log=lambda _: None)
     assert m["units_skipped"] == len(m["shards"]) and set(_reports(out)) == {"manifest.json", "stats.json", "README.md"}
+
+
+def test_a_resumed_run_s_summary_has_the_speed_of_the_units_it_wrote(tmp_path):
+    """A rerun that redoes 1 unit of several and skips the rest: the summary had no speed line
+    (rates were given only when a run did all the work). Now the rates are those of the unit
+    written, over this run's processing seconds, and the line says so; a run that skipped
+    every unit measured nothing and has none."""
+    cfg = _reports_cfg(tmp_path)
+    out = tmp_path / "o"
+    m = run(cfg, log=lambda _: None)
+    assert len(m["shards"]) >= 3
+    (out / "shard-00001.done.json").unlink()
+    logs: list[str] = []
+    m = run(cfg, log=logs.append)
+    speed = [x for x in logs[-1].splitlines() if x.startswith("speed ")]
+    assert len(speed) == 1 and speed[0].endswith(f"1 worker; of the 1 unit written, not the {len(m['shards']) - 1} skipped)")
+    th = json.loads((out / "stats.json").read_text())["throughput"]
+    unit = m["shards"][1]
+    # the unit's own counts over one duration (the manifest's seconds are rounded: compare ratios)
+    assert th["units"] == 1 and th["documents_per_s"] / th["mb_per_s"] == pytest.approx(unit["documents"] / (unit["bytes"] / 1e6))
+    assert th["tokens_per_s"] / th["mb_per_s"] == pytest.approx(unit["tokens"] / (unit["bytes"] / 1e6))
+    logs.clear()
+    run(cfg, log=logs.append)
+    assert not [x for x in logs[-1].splitlines() if x.startswith("speed ")]

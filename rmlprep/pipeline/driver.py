@@ -155,7 +155,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         if errors:
             raise _unit_errors(errors)
         timings["total"] = time.perf_counter() - t_start
-        return write_reports(cfg, tokenizer, units, records, parity, timings, workers, len(todo), log)
+        return write_reports(cfg, tokenizer, units, records, parity, timings, workers, {u.index for u in todo}, log)
 
 
 def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:

@@ -10,7 +10,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +97,12 @@ def _versions(engine: str) -> dict[str, str]:
 
 
 def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[int, dict[str, Any]],
-                  parity: dict[str, Any], timings: dict[str, float], workers: int, processed: int,
+                  parity: dict[str, Any], timings: dict[str, float], workers: int, processed: Collection[int],
                   log: Callable[[str], None]) -> dict[str, Any]:
     """Commit stats.json, lengths.png (with ``run.histogram``), README.md (the dataset card; Megatron:
     megatron-data-args.txt) and manifest.json as one set (:func:`commit_together`), log the
-    summary table, and return the manifest.
+    summary table, and return the manifest. ``processed``: the units this run wrote (the others
+    were skipped as done); the throughput is theirs over ``timings["process"]``.
 
     Raises:
         OutputError: a report cannot be written (the folder keeps the previous set, or none).
@@ -134,19 +135,21 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
         "timings": {k: round(v, 3) for k, v in timings.items()},
         "engine": cfg["run"]["engine"],
         "workers": workers,
-        "units_processed": processed,
-        "units_skipped": len(units) - processed,
+        "units_processed": len(processed),
+        "units_skipped": len(units) - len(processed),
         "versions": _versions(cfg["run"]["engine"]),
     }
     edges = hist_edges()
-    whole = wall and processed == len(units)  # rates only when this run did all the work
+    done = {k: sum(records[i][k] for i in processed) for k in ("documents", "bytes", "tokens")}  # by this run
+    rate = bool(wall and processed)  # a run that skipped every unit measured nothing
     stats = {
         "totals": totals,
-        "throughput": {
+        "throughput": {  # of the units this run wrote (a resumed run: not the skipped ones)
             "seconds": round(wall, 3),
-            "documents_per_s": totals["documents"] / wall if whole else None,
-            "mb_per_s": totals["bytes"] / 1e6 / wall if whole else None,
-            "tokens_per_s": totals["tokens"] / wall if whole else None,
+            "units": len(processed),
+            "documents_per_s": done["documents"] / wall if rate else None,
+            "mb_per_s": done["bytes"] / 1e6 / wall if rate else None,
+            "tokens_per_s": done["tokens"] / wall if rate else None,
         },
         "document_tokens": {
             "max": max((r["max_document_tokens"] for r in recs), default=0),
@@ -338,6 +341,10 @@ def tokens_rate(per_s: float) -> str:
     return f"{per_s / 1e6:.2f} M tokens/s" if per_s >= 1e5 else f"{per_s:,.0f} tokens/s"
 
 
+def _units(n: int) -> str:
+    return f"{n} unit{'s' if n != 1 else ''}"
+
+
 def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     """A plain-text summary of a run."""
     t = manifest["totals"]
@@ -383,6 +390,9 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "
                                f"{tokens_rate(th['tokens_per_s'])} ({th['seconds']:.2f} s, "
                                f"{manifest['workers']} worker{'s' if manifest['workers'] != 1 else ''}"
-                               + (f", engine {manifest['engine']})" if manifest["engine"] != "local" else ")")))
+                               + (f", engine {manifest['engine']}" if manifest["engine"] != "local" else "")
+                               + (f"; of the {_units(manifest['units_processed'])} written, not the "
+                                  f"{manifest['units_skipped']} skipped" if manifest["units_skipped"] else "")
+                               + ")"))
     w = max(len(k) for k, _ in lines)
     return "\n".join(["summary", "-" * 60] + [f"{k:<{w}}  {v}" for k, v in lines])
