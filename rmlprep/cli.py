@@ -3,7 +3,8 @@
 Exit codes: 0 success; 2 a user mistake or an environment fault (bad config, missing or
 damaged input file, unreadable tokenizer, an output folder that is held by another run, not
 writable or full: one line, no traceback); 3 a parity failure (rmlprep's ids differ from the
-reference; the report names text, position and both id runs); 130 interrupted; 1 only for an
+reference; the report names text, position and both id runs); 130 interrupted (Ctrl-C), 143
+terminated (SIGTERM), each with one line; 1 only for an
 unexpected internal error (with traceback: a bug to report). :func:`main` is the one place that
 maps errors to exit codes and their one line.
 """
@@ -13,7 +14,11 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ._version import __version__
@@ -312,8 +317,41 @@ def main(argv: list[str] | None = None) -> int:
         args.ids, extra = [*args.ids, *map(int, extra)], []
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    with _sigterm_unwinds():
+        return _run_command(args)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``docker stop``, a scheduler's time limit), raised where the run is, so
+    that it unwinds as Ctrl-C does: the pool is stopped, temporaries removed, the lock released."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise _Terminated
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM raises :class:`_Terminated` while a command runs (the main thread only, where
+    signal handlers live); the previous handler comes back after it. Pool workers, forked with
+    this handler, ignore SIGTERM, and the pool kills them (:mod:`rmlprep.pipeline.engines`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_command(args) -> int:
+    """Run a parsed command; map its errors to an exit code and one line."""
     try:
         return _COMMANDS[args.command](args)
+    except _Terminated:  # 128 + SIGTERM, as a shell reports a process it terminated
+        _log("rmlprep: terminated (SIGTERM); the done units stay and --resume continues")
+        return 143
     except ParityError as e:
         _log(f"rmlprep: parity failure, stopped before any corpus work: {e}")
         return 3

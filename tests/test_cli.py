@@ -469,3 +469,45 @@ def test_ctrl_c_reaches_no_worker():
         out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert err == "interrupted\n"
+
+
+@needs_tiny
+@pytest.mark.parametrize("group", [False, True], ids=["parent", "group"])
+def test_sigterm_is_one_line_and_exit_143(tmp_path, group):
+    """SIGTERM (``kill PID``; ``docker stop`` or a scheduler signal the whole group) exited 143
+    without a word. Now it unwinds as Ctrl-C does: one line, exit 143 (128 + 15), no worker
+    traceback, no temporary left, the lock released, and a rerun resumes the done units. Here
+    unit 1 sleeps in its worker after its files are written; the signal comes once it has, while
+    the other worker waits for a task (holding the task queue's lock: a worker killed by the
+    group's signal there left the parent's pool waiting for that lock forever)."""
+    import signal
+    import time
+
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": f"words {i} " * 40}) + "\n" for i in range(120)))
+    out = tmp_path / "o"
+    toml = _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out)
+    code = (
+        "import sys, time\n"
+        "from rmlprep.pipeline import driver\n"
+        "real = driver.work_unit\n"
+        "def unit(u, *a):\n"
+        "    rec = real(u, *a)\n"
+        "    if u.index == 1:\n"
+        "        open(STARTED, 'w').close()\n"
+        "        time.sleep(60)\n"
+        "    return rec\n"
+        "driver.work_unit = unit\n"
+        "from rmlprep.cli import main\n"
+        "sys.exit(main(['run', TOML, '--workers', '2']))\n"
+    ).replace("STARTED", repr(str(tmp_path / "started"))).replace("TOML", repr(str(toml)))
+    p = _py(code)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "started").exists():
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    (os.killpg if group else os.kill)(p.pid, signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    assert err.splitlines()[-1] == "rmlprep: terminated (SIGTERM); the done units stay and --resume continues", err
+    assert "Traceback" not in err and not list(out.rglob("*.tmp-*"))
+    assert main(["run", str(toml), "--resume"]) == 0  # the lock was released; done units are kept

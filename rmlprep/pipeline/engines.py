@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import multiprocess
+from multiprocess.context import ForkProcess
+from multiprocess.pool import Pool
 
 from .ray_engine import RayEngine
 
@@ -86,7 +88,7 @@ class LocalEngine:
         ctx = multiprocess.get_context("fork" if sys.platform != "win32" else "spawn")
         gc.freeze()  # the parent's objects (the tokenizer's) out of the workers' collections: no copy-on-write by the GC
         try:
-            with ctx.Pool(self.workers, initializer=_init_worker, initargs=(fn, context)) as pool:
+            with _Pool(self.workers, initializer=_init_worker, initargs=(fn, context), context=ctx) as pool:
                 yield from pool.imap_unordered(_pool_task, units)
         finally:
             gc.unfreeze()
@@ -101,7 +103,29 @@ def _init_worker(fn: UnitFn, context: tuple) -> None:
     # (exit 130) and its pool's exit terminates the workers, so a worker ignores it rather than
     # printing a KeyboardInterrupt traceback from the middle of its unit.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM likewise (`kill` of the group, `docker stop`): the parent says "terminated" (exit
+    # 143, rmlprep.cli) and its pool kills the workers (_Worker). A worker killed by the signal
+    # itself could die waiting for a task, holding the task queue's lock, and the pool's
+    # terminate would wait for that lock forever; one left to a Python handler could miss a
+    # signal that comes just before it blocks in that lock, and the pool would wait for it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _WORKER["fn"], _WORKER["context"] = fn, context
+
+
+class _Worker(ForkProcess):
+    """A pool worker that its pool's terminate kills (SIGKILL: it ignores SIGINT and SIGTERM);
+    a killed worker's temporaries are removed by the run (:meth:`.output.OutputFolder.remove_temporaries`)."""
+
+    def terminate(self) -> None:
+        self.kill()
+
+
+class _Pool(Pool):
+    """multiprocess's pool, of :class:`_Worker` processes where workers are forked."""
+
+    @staticmethod
+    def Process(ctx, *args, **kwds):  # noqa: N802 - multiprocess's name
+        return _Worker(*args, **kwds) if ctx.get_start_method() == "fork" else ctx.Process(*args, **kwds)
 
 
 def _pool_task(unit: Any) -> dict[str, Any]:
