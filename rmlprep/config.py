@@ -231,6 +231,21 @@ class RunConfig:
                 d[sec].pop(key)  # keys added later: the hashes of configs without them stay the same
         return d
 
+    def to_dict(self) -> dict[str, Any]:
+        """The config as :func:`config_from_dict` takes it back (the same ``data``, the same hash;
+        the ``config`` of a run's manifest.json): every key, None where unset, except the keys
+        the pipeline refuses when given, which hold their defaults (sft: :data:`_NOT_SFT`; other
+        pipelines: ``[chat]`` and ``parity.chat*``)."""
+        d = copy.deepcopy(self.data)
+        if self.pipeline == "sft":
+            for sec, key in _NOT_SFT:
+                d[sec].pop(key, None)
+        else:
+            d.pop("chat", None)
+            for key in ("chat", "chat_renders", "chat_live_sample"):
+                d["parity"].pop(key, None)
+        return d
+
     @property
     def config_hash(self) -> str:
         """sha256 hex of :meth:`hashed_part` in canonical JSON."""
@@ -296,7 +311,9 @@ def load_config(path: str | os.PathLike) -> RunConfig:
 
 
 def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
-    """Validate a config given as nested dicts (same schema as the TOML file)."""
+    """Validate a config given as nested dicts (same schema as the TOML file; a key whose default
+    is unset may also be None, as in the ``config`` of a run's ``manifest.json``, which this
+    takes back: the same config, the same hash)."""
     w = _where(source)
     if not isinstance(raw, dict):
         raise ConfigError(f"{w}a config is a table of sections, got {type(raw).__name__}")
@@ -320,7 +337,9 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
             if k not in keys:
                 raise ConfigError(f"{w}unknown key '{sec}.{k}'; known keys in [{sec}]: {sorted(keys)}")
         for k, (types, default) in keys.items():
-            if k in given:
+            if k in given and given[k] is None and default is None:
+                out[k] = None  # null: unset, as a manifest's config writes it (TOML has no null)
+            elif k in given:
                 v = given[k]
                 ok = isinstance(v, types) and not (bool not in types and isinstance(v, bool))
                 if not ok:

@@ -307,3 +307,24 @@ def test_a_resumed_run_s_summary_has_the_speed_of_the_units_it_wrote(tmp_path):
     logs.clear()
     run(cfg, log=logs.append)
     assert not [x for x in logs[-1].splitlines() if x.startswith("speed ")]
+
+
+@pytest.mark.parametrize("kind", ["pretrain", "sft", "megatron"])
+def test_the_manifest_s_config_is_a_config_again(tmp_path, kind):
+    """config_from_dict refused a manifest's config (unset keys are null, and a pretrain
+    manifest held the [chat] keys only sft takes); it now gives back the run's config, hash
+    and all, from the manifest.json on disk."""
+    inp = tmp_path / "c.jsonl"
+    conv = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
+    inp.write_text("".join(json.dumps(conv if kind == "sft" else {"text": f"word {i} " * 9}) + "\n" for i in range(9)))
+    d = {"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(TINY)}, "pack": {"seq_len": 32},
+         "output": {"dir": str(tmp_path / "o")}, "run": {"progress": "none", "histogram": False, "workers": 1}}
+    if kind == "sft":
+        d.update(pipeline="sft", chat={"format": "chatml", "text_markers": True}, parity={"chat": False})
+    if kind == "megatron":
+        d["output"]["format"] = "megatron"
+    cfg = config_from_dict(d)
+    run(cfg, log=lambda _: None)
+    m = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    back = config_from_dict(m["config"])
+    assert back.data == cfg.data and back.config_hash == m["config_hash"] == cfg.config_hash

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..config import RunConfig
+from ..config import RunConfig, config_from_dict
+from ..errors import ConfigError
 
 __all__ = ["config_change"]
 
@@ -38,7 +39,10 @@ def config_change(manifest: Any, config: RunConfig, old_hash: str) -> str:
     if not isinstance(m, dict) or m.get("config_hash") != old_hash or not isinstance(m.get("config"), dict):
         return ""
     try:
-        old_cfg = RunConfig(m["config"])
+        try:
+            old_cfg = config_from_dict(m["config"])  # the defaults of keys it leaves out come back
+        except ConfigError:  # an earlier version's manifest (nulls, sft keys in a pretrain config)
+            old_cfg = RunConfig(m["config"])
         if old_cfg.config_hash != old_hash:  # hashed by another version's rules: no honest diff
             return ""
         old, new = _leaves(old_cfg.hashed_part()), _leaves(config.hashed_part())

@@ -120,7 +120,7 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     wall = timings.get("process", 0.0)
     manifest = {
         "rmlprep_version": __version__,
-        "config": cfg.data,
+        "config": cfg.to_dict(),  # config_from_dict takes it back
         "config_file": cfg.source,
         "config_hash": cfg.config_hash,
         "tokenizer": {"fingerprint": tokenizer.fingerprint, "name": tokenizer.spec.name,
