@@ -161,7 +161,8 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
         )
     if other and not overwrite:
         m = out.read_json(other[0])
-        change = config_change(out.read_json("manifest.json"), config, m.get("config_hash")) if config is not None and isinstance(m, dict) else ""
+        change = (config_change(out.read_json("manifest.json"), config, m.get("config_hash"))
+                  if config is not None and isinstance(m, dict) else "")
         raise ConfigError(
             f"output.dir: {out.path} holds shards of a different config ({_markers(len(other))}, e.g. "
             f"{other[0]}" + (f"; this config changes {change}" if change else "")
