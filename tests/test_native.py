@@ -313,6 +313,19 @@ def test_cut_piece_part_that_is_a_whole_token():
         assert tok._native.encode_text(text) == want == _pure_segment(_pure(tok), text)
         assert tok._native.encode_text(text) == want  # from the cache
 
+
+@pytest.mark.parametrize("name", [n for n in FIXTURE_NAMES if n.startswith("bl_")])
+def test_long_words_every_length(name):
+    """Words of 40-270 letters (one piece each) cross the merge loops' bounds: a scan up to 48
+    symbols, block minima up to 255, a heap above. Ids equal the pure path's at every length."""
+    import random
+
+    tok, pure, _ = fixture_pair(name)
+    rng = random.Random(14)
+    for n in range(40, 271):
+        word = "".join(rng.choice("etaoinshrdlu") for _ in range(n))
+        assert tok._native.encode_text(word) == _pure_segment(pure, word), n
+
 # -- hostile shapes ----------------------------------------------------------------------------
 
 HOSTILE = [
