@@ -138,3 +138,18 @@ def test_rmlprep_names():
                                          "train-00007.parquet", "shard-00000.bin", "shard-00001.done.json",
                                          ".rmlprep.lock", OWNER_NAME, "stats.json.tmp-12"))
     assert not any(rmlprep_name(n) for n in ("notes.txt", "src", "readme.md", "data-00000.parquet", ".git"))
+
+
+def test_a_folder_with_the_marker_is_not_listed(tmp_path, monkeypatch):
+    """The marker is looked up first: on an object store, listing a large output folder takes a
+    request per thousand objects, the marker one."""
+    inp = corpus(tmp_path)
+    out = tmp_path / "o"
+    n = len(run(make_cfg(inp, out), log=quiet)["shards"])
+
+    def no_listing(self):
+        raise AssertionError("listed")
+
+    monkeypatch.setattr(OutputFolder, "entries", no_listing)
+    check_owner(OutputFolder(out), overwrite=False)
+    assert run(make_cfg(inp, out), log=quiet)["units_skipped"] == n
