@@ -26,6 +26,7 @@ from rmlprep import chat_parity
 from rmlprep.chat import detect_chat_format, encode_chat, format_chat
 from rmlprep.chat.probes import WEATHER
 from rmlprep.errors import ChatFormatError
+from rmlprep.spec import TokenType
 
 pytestmark = pytest.mark.parity
 
@@ -50,7 +51,9 @@ def test_ids_equal_the_reference_tokenizer_on_real_renders(rel, formats, own):
         pytest.skip("fixtures/chat/renders.jsonl.gz is absent")
     tok = real_tokenizer(rel)
     ref = tokenizers.Tokenizer.from_file(str(REAL / rel / "tokenizer.json"))
-    specials = tuple(tok.special_tokens)
+    # rows whose data holds a control token's text are left out (rmlprep never cuts those from data,
+    # by design); user-defined tokens (Qwen's <tool_call>, <think>) are cut as the reference cuts them
+    specials = tuple(t for t, i in tok.special_tokens.items() if tok.spec.token_types[i] != TokenType.USER_DEFINED)
     n = 0
     for r in ROWS:
         fmt = BANNER["templates"][r["template"]]["format"]
@@ -70,6 +73,32 @@ def test_ids_equal_the_reference_tokenizer_on_real_renders(rel, formats, own):
     if own and tok.chat_template:
         pytest.importorskip("jinja2")
         assert detect_chat_format(tok.chat_template) == own
+
+
+@pytest.mark.parametrize("rel,fmt,text", [
+    ("hf/qwen3", "qwen3", "Wrap it as <tool_call> and </tool_call>, or <tool_response>."),
+    ("hf/qwen2.5", "qwen2.5", "a <tool_call> b <|fim_prefix|>c"),
+    ("hf/gemma3", "gemma3", "See <html> here, then <table>"),
+])
+def test_user_defined_tokens_in_data_are_cut_as_the_reference_cuts_them(rel, fmt, text):
+    """A user-defined added token (Hugging Face ``special: false``) written in a message is one id,
+    as the reference tokenizer encodes the render (transformers' apply_chat_template encodes the
+    whole string), in the user's turn and in the answer, with the mask over the answer's; a
+    careless-user trial found ``<tool_call>`` in Qwen3 data as 4 text pieces, ``<html>`` in
+    Gemma 3 data as 3."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = real_tokenizer(rel)
+    ref = tokenizers.Tokenizer.from_file(str(REAL / rel / "tokenizer.json"))
+    messages = [{"role": "user", "content": "Q: " + text}, {"role": "assistant", "content": text}]
+    enc = encode_chat(tok, messages, fmt)
+    want = ref.encode(format_chat(messages, fmt), add_special_tokens=False).ids
+    assert enc.input_ids == want
+    answer = [i for i in ref.encode(text, add_special_tokens=False).ids
+              if tok.spec.token_types[i] == TokenType.USER_DEFINED]
+    assert len(answer) >= 2
+    in_render = [i for i in want if i in answer]  # the user's turn quotes the answer's
+    masked = [i for i, m in zip(enc.input_ids, enc.assistant_masks) if m and i in answer]
+    assert (len(in_render), masked) == (2 * len(answer), answer)
 
 
 # -- mistral-common --------------------------------------------------------------------------------

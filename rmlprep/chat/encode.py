@@ -73,7 +73,8 @@ _CACHE: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 
 
 def _regexes(tokenizer):
-    """(all special tokens, user-defined only) as longest-first alternations, cached per tokenizer."""
+    """(all special tokens, user-defined only), cached per tokenizer: longest-first alternations, or for
+    the second the tokenizer's own parse_special=False matcher (a tuple, for ``Tokenizer._cut``)."""
     try:
         return _CACHE[tokenizer]
     except (KeyError, TypeError):
@@ -85,9 +86,12 @@ def _regexes(tokenizer):
 
     specials = tokenizer.special_tokens
     types = tokenizer.spec.token_types
-    user = [] if tokenizer.spec.parse_user_defined_always else [
-        s for s, i in specials.items() if types[i] == TokenType.USER_DEFINED]
-    out = (rx(specials), rx(user))
+    user = [s for s, i in specials.items() if types[i] == TokenType.USER_DEFINED]
+    # a spec with parse_user_defined_always cuts them as the tokenizer does with parse_special=False
+    # (its own matcher: leftmost-longest, lstrip/rstrip, control-token text passed over)
+    matchers = getattr(tokenizer, "_matchers", None)
+    own = matchers[False][0] if tokenizer.spec.parse_user_defined_always and matchers else None
+    out = (rx(specials), own if own is not None else rx(user))
     try:
         _CACHE[tokenizer] = out
     except TypeError:
@@ -110,6 +114,11 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
     for s in segs:
         text, t = s.text, s.kind in trainable
         rx = all_rx if s.markup else user_rx
+        if isinstance(rx, tuple):  # the tokenizer's user-defined matcher (see _regexes)
+            for f in tokenizer._cut(text, rx):
+                frags.append(f)
+                train.append(t)
+            continue
         if rx is None or rx.search(text) is None:
             frags.append(text)
             train.append(t)

@@ -69,8 +69,9 @@ REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "mega
 #: values are JSON; documents ``overflow = "drop"`` leaves out are in rejects/; sft with
 #: add_generation_prompt rejects conversations ending on an answer; sft truncation that leaves
 #: no assistant token is a reject; sft labels are int32 (earlier markers may vouch for any of
-#: these written otherwise).
-MARKER_VERSION = 1
+#: these written otherwise). 2: sft cuts user-defined added tokens (Qwen's ``<tool_call>``,
+#: Gemma 3's ``<html>``) out of message text as the tokenizer does (version 1 wrote them as text).
+MARKER_VERSION = 2
 #: The lock file: holds the pid and host of the run that has the folder.
 LOCK_NAME = ".rmlprep.lock"
 #: the unit number in a unit file's name (train-N.parquet, shard-N.done.json / .bin / .idx, rejects)
