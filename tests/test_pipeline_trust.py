@@ -174,6 +174,33 @@ def test_stale_rejects_file_of_a_redone_unit_is_removed(tmp_path):
     assert_consistent(out, m)
 
 
+def test_a_redo_that_fails_leaves_no_shard_of_the_old_input(tmp_path):
+    """A unit whose input changed is redone; when the redo fails (here the file was cut short in
+    place: a truncated gzip), the folder must not keep the shard of the old input, which
+    ``datasets`` would load beside the others with no marker to say so (a fresh-user trial:
+    2405 rows loaded from a folder whose run exited 2). The unit that did not change keeps its
+    shard and marker."""
+    import gzip
+
+    from rmlprep.errors import RmlprepError
+
+    a, b = tmp_path / "a.jsonl.gz", tmp_path / "b.jsonl.gz"
+    a.write_bytes(gzip.compress(b"".join(lines(40))))
+    whole = gzip.compress(b"".join(lines(40, start=40)))
+    b.write_bytes(whole)
+    out = tmp_path / "o"
+    cfg = make_cfg(str(tmp_path / "*.jsonl.gz"), out)
+    m = run(cfg, log=quiet)
+    first = {s["shard"] for s in m["shards"] if s["source"].endswith("a.jsonl.gz")}
+    assert first and len(m["shards"]) > len(first)
+    b.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(RmlprepError, match="b.jsonl.gz"):
+        run(cfg, log=quiet)
+    assert {p.name for p in out.glob("train-*.parquet")} == first
+    markers = {p.name.replace("shard-", "train-").replace(".done.json", ".parquet") for p in out.glob("shard-*.done.json")}
+    assert markers == first
+
+
 def test_output_folder_inside_a_recursive_glob(tmp_path):
     data = tmp_path / "data"
     (data / "sub").mkdir(parents=True)

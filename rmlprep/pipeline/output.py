@@ -412,21 +412,19 @@ class OutputFolder:
         """Make the folder hold nothing stale before units are (re)done.
 
         Removes every file of a unit not in ``keep`` (not in the plan: the input shrank, or the
-        plan changed), the marker and rejects file of each unit in ``redo`` (marker first, so
-        nothing vouches for a file being replaced), and the previous run's reports when anything
-        is removed or redone.
+        plan changed) or in ``redo``, markers first (so nothing vouches for a file being removed),
+        and the previous run's reports when anything is removed or redone. A redone unit's shard
+        goes too: were the redo to fail or be interrupted, a shard of the old input left in the
+        folder would be loaded by ``datasets`` beside the new ones, with no marker to say so.
 
         Returns:
             the names removed.
         """
         removed: list[str] = []
         for index, names in sorted(self.unit_files().items()):
-            if index not in keep:
-                drop = sorted(names, key=lambda n: not n.endswith(".done.json"))  # markers first
-            elif index in redo:
-                drop = [n for n in (marker_name(index), rejects_name(index)) if n in names]
-            else:
+            if index in keep and index not in redo:
                 continue
+            drop = sorted(names, key=lambda n: not n.endswith(".done.json"))  # markers first
             for name in drop:
                 self.remove(name)
                 removed.append(name)
