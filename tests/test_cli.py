@@ -472,6 +472,53 @@ def test_ctrl_c_reaches_no_worker():
 
 
 @needs_tiny
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux's")
+def test_workers_die_with_a_killed_run(tmp_path):
+    """A run killed with SIGKILL (the OOM killer, ``kill -9``) left its workers finishing their
+    units, holding the folder's lock (inherited with the fork): a rerun exited 2 naming the
+    killed pid (a fresh-user trial). Now the kernel kills each worker with its run. Here unit 1
+    sleeps 60 s in its worker after its files are written; once the run is killed, that worker
+    is gone within seconds and a rerun with --resume takes the folder."""
+    import signal
+    import time
+
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": f"words {i} " * 40}) + "\n" for i in range(120)))
+    out = tmp_path / "o"
+    toml = _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out)
+    code = (
+        "import os, sys, time\n"
+        "from rmlprep.pipeline import driver\n"
+        "real = driver.work_unit\n"
+        "def unit(u, *a):\n"
+        "    rec = real(u, *a)\n"
+        "    if u.index == 1:\n"
+        "        open(STARTED, 'w').write(str(os.getpid()))\n"
+        "        time.sleep(60)\n"
+        "    return rec\n"
+        "driver.work_unit = unit\n"
+        "from rmlprep.cli import main\n"
+        "sys.exit(main(['run', TOML, '--workers', '2']))\n"
+    ).replace("STARTED", repr(str(tmp_path / "started"))).replace("TOML", repr(str(toml)))
+    p = _py(code)
+    started = tmp_path / "started"
+    deadline = time.monotonic() + 120
+    while not (started.exists() and started.read_text()):
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    worker = int(started.read_text())
+    p.kill()
+    p.wait(timeout=30)  # not communicate(): a worker left alive would hold its pipes open
+    for f in (p.stdout, p.stderr):
+        if f is not None:
+            f.close()
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{worker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{worker}"), "the worker outlived its run"
+    assert main(["run", str(toml), "--resume"]) == 0
+
+
+@needs_tiny
 @pytest.mark.parametrize("group", [False, True], ids=["parent", "group"])
 def test_sigterm_is_one_line_and_exit_143(tmp_path, group):
     """SIGTERM (``kill PID``; ``docker stop`` or a scheduler signal the whole group) exited 143

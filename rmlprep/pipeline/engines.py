@@ -88,6 +88,7 @@ class LocalEngine:
         ctx = multiprocess.get_context("fork" if sys.platform != "win32" else "spawn")
         gc.freeze()  # the parent's objects (the tokenizer's) out of the workers' collections: no copy-on-write by the GC
         try:
+            _WORKER["parent"] = os.getpid()  # seen by the forked workers (_die_with_parent)
             with _Pool(self.workers, initializer=_init_worker, initargs=(fn, context), context=ctx) as pool:
                 yield from pool.imap_unordered(_pool_task, units)
         finally:
@@ -109,7 +110,27 @@ def _init_worker(fn: UnitFn, context: tuple) -> None:
     # terminate would wait for that lock forever; one left to a Python handler could miss a
     # signal that comes just before it blocks in that lock, and the pool would wait for it.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _die_with_parent()
     _WORKER["fn"], _WORKER["context"] = fn, context
+
+
+def _die_with_parent() -> None:
+    """On Linux, have the kernel SIGKILL this worker when the run's process dies (prctl
+    PR_SET_PDEATHSIG): a run killed with SIGKILL (the OOM killer, ``kill -9``) left its workers
+    finishing their units and holding the output folder's lock (inherited with the fork), so a
+    rerun was refused naming a pid that no longer existed. A parent already gone before the
+    call is caught by its pid. Elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    parent = _WORKER.get("parent")
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 class _Worker(ForkProcess):
