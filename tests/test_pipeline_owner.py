@@ -91,6 +91,24 @@ def test_an_empty_existing_folder_is_used(tmp_path):
     assert json.loads((out / OWNER_NAME).read_text())["written_by"] == "rmlprep"
 
 
+def test_a_folder_holding_only_placeholders_is_empty_and_they_are_kept(tmp_path):
+    """An ``out/`` kept in git by a ``.gitkeep`` (or left a ``.DS_Store`` by a file browser) was
+    refused as foreign without --overwrite (a fresh-user trial); it is empty for the run, and the
+    placeholders stay as they were. A real file beside them still makes the folder foreign."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / ".gitkeep").write_bytes(b"")
+    (out / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    assert run(make_cfg(corpus(tmp_path), out), log=quiet)["totals"]["documents"] == 60
+    assert (out / ".gitkeep").read_bytes() == b"" and (out / ".DS_Store").read_bytes() == b"\x00\x00\x00\x01Bud1"
+    other = tmp_path / "p"
+    other.mkdir()
+    (other / ".gitkeep").write_bytes(b"")
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="notes.txt"):
+        run(make_cfg(corpus(tmp_path), other), log=quiet)
+
+
 def test_a_first_run_killed_early_resumes(tmp_path):
     """The marker is committed as soon as the run holds the folder, so a first run killed after
     its first unit (no manifest, no report: only the marker, the lock, a shard and a temporary)

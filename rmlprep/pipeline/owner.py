@@ -8,7 +8,7 @@ if ``output.dir`` named a folder rmlprep did not write (a project folder with it
 ``README.md``, a dataset with its own ``train-00007.parquet``). So before it takes the lock, a
 run looks at the folder (:func:`check_owner`, reading only):
 
-- absent or empty: the run's;
+- absent or empty (or holding only :data:`PLACEHOLDERS`: ``.gitkeep``, ``.DS_Store``): the run's;
 - holding :data:`OWNER_NAME` (committed by :func:`claim` as soon as a run holds the folder,
   before any unit or report): rmlprep's, so a first run killed after any of its files were
   written is resumed like any other;
@@ -45,6 +45,9 @@ __all__ = ["OWNER_NAME", "check_owner", "claim", "check_shards", "rmlprep_name"]
 OWNER_NAME = ".rmlprep.folder.json"
 #: top-level names rmlprep writes (besides its reports), as globs
 _OWN_GLOBS = ("train-*", "shard-*", "rejects", ".rmlprep.*")
+#: files that keep a folder in git or that a file browser leaves: a folder holding only these is
+#: empty for the run (they are kept as they are; rmlprep never writes these names)
+PLACEHOLDERS = frozenset({".gitkeep", ".keep", ".gitignore", ".DS_Store", "Thumbs.db", "desktop.ini"})
 
 
 def rmlprep_name(name: str) -> bool:
@@ -82,7 +85,7 @@ def check_owner(out: OutputFolder, *, overwrite: bool) -> None:
     if out.exists(OWNER_NAME):  # one request on a store, where listing a large folder takes many
         return
     names = out.entries()
-    if not names or _written_by_rmlprep(out, names):
+    if not [n for n in names if n not in PLACEHOLDERS] or _written_by_rmlprep(out, names):
         return
     clash = [n for n in names if rmlprep_name(n)]
     why = (f"output.dir: {out.path} was not written by rmlprep (no {OWNER_NAME}, manifest or done marker) "
