@@ -471,20 +471,16 @@ def test_ctrl_c_reaches_no_worker():
     assert err == "interrupted\n"
 
 
-@needs_tiny
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux's")
-def test_workers_die_with_a_killed_run(tmp_path):
-    """A run killed with SIGKILL (the OOM killer, ``kill -9``) left its workers finishing their
-    units, holding the folder's lock (inherited with the fork): a rerun exited 2 naming the
-    killed pid (a fresh-user trial). Now the kernel kills each worker with its run. Here unit 1
-    sleeps 60 s in its worker after its files are written; once the run is killed, that worker
-    is gone within seconds and a rerun with --resume takes the folder."""
-    import signal
+def _run_with_a_sleeping_unit(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
+    """A CLI run (2 workers, 120 documents) whose unit 1 writes its files, then writes its worker's
+    pid into ``started`` and sleeps 60 s; returns (the process, the toml, the output folder),
+    once unit 1 has started sleeping."""
     import time
 
     (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": f"words {i} " * 40}) + "\n" for i in range(120)))
     out = tmp_path / "o"
     toml = _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out)
+    started = tmp_path / "started"
     code = (
         "import os, sys, time\n"
         "from rmlprep.pipeline import driver\n"
@@ -498,14 +494,27 @@ def test_workers_die_with_a_killed_run(tmp_path):
         "driver.work_unit = unit\n"
         "from rmlprep.cli import main\n"
         "sys.exit(main(['run', TOML, '--workers', '2']))\n"
-    ).replace("STARTED", repr(str(tmp_path / "started"))).replace("TOML", repr(str(toml)))
+    ).replace("STARTED", repr(str(started))).replace("TOML", repr(str(toml)))
     p = _py(code)
-    started = tmp_path / "started"
     deadline = time.monotonic() + 120
     while not (started.exists() and started.read_text()):
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()
         time.sleep(0.05)
-    worker = int(started.read_text())
+    return p, toml, out
+
+
+@needs_tiny
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux's")
+def test_workers_die_with_a_killed_run(tmp_path):
+    """A run killed with SIGKILL (the OOM killer, ``kill -9``) left its workers finishing their
+    units, holding the folder's lock (inherited with the fork): a rerun exited 2 naming the
+    killed pid (a fresh-user trial). Now the kernel kills each worker with its run. Here unit 1
+    sleeps 60 s in its worker after its files are written; once the run is killed, that worker
+    is gone within seconds and a rerun with --resume takes the folder."""
+    import time
+
+    p, toml, out = _run_with_a_sleeping_unit(tmp_path)
+    worker = int((tmp_path / "started").read_text())
     p.kill()
     p.wait(timeout=30)  # not communicate(): a worker left alive would hold its pipes open
     for f in (p.stdout, p.stderr):
@@ -528,30 +537,8 @@ def test_sigterm_is_one_line_and_exit_143(tmp_path, group):
     the other worker waits for a task (holding the task queue's lock: a worker killed by the
     group's signal there left the parent's pool waiting for that lock forever)."""
     import signal
-    import time
 
-    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": f"words {i} " * 40}) + "\n" for i in range(120)))
-    out = tmp_path / "o"
-    toml = _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out)
-    code = (
-        "import sys, time\n"
-        "from rmlprep.pipeline import driver\n"
-        "real = driver.work_unit\n"
-        "def unit(u, *a):\n"
-        "    rec = real(u, *a)\n"
-        "    if u.index == 1:\n"
-        "        open(STARTED, 'w').close()\n"
-        "        time.sleep(60)\n"
-        "    return rec\n"
-        "driver.work_unit = unit\n"
-        "from rmlprep.cli import main\n"
-        "sys.exit(main(['run', TOML, '--workers', '2']))\n"
-    ).replace("STARTED", repr(str(tmp_path / "started"))).replace("TOML", repr(str(toml)))
-    p = _py(code)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "started").exists():
-        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-        time.sleep(0.05)
+    p, toml, out = _run_with_a_sleeping_unit(tmp_path)
     (os.killpg if group else os.kill)(p.pid, signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 143, err
