@@ -137,7 +137,7 @@ def test_jsonl_bad_lines_reported(tmp_path):
     assert values == ["ok", None] and rows == [0, 6]
     reasons = dict(errors)
     assert "not valid JSON" in reasons[1]
-    assert "not an object" in reasons[3]
+    assert reasons[3] == "line is a JSON array, not an object"  # JSON's name, not Python's "list"
     assert "no 'text' field" in reasons[4]
     assert "not valid UTF-8" in reasons[5]
 

@@ -49,6 +49,9 @@ _CR_ONLY = re.compile(rb"\}[ \t]*\r[ \t\r]*\{")  # one object, a lone CR, the ne
 _WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE"),
               (b"\xfe\xff", "UTF-16-BE"), (b"\xff\xfe", "UTF-16-LE"))
 
+#: JSON's names of the values json.loads returns (a reject reason says "null", not "NoneType")
+_JSON_TYPES = {type(None): "null", str: "string", int: "number", float: "number", bool: "boolean", list: "array"}
+
 
 def _check_jsonl_head(path: str, head: bytes) -> None:
     """File faults visible in the first bytes: a UTF-16/32 byte-order mark, a JSON document."""
@@ -234,7 +237,7 @@ def _parse_line(line: bytes, column: str) -> tuple[bool, Any, dict | None]:
     except ValueError as e:  # e.g. an integer over sys.get_int_max_str_digits() digits
         return False, f"line holds a value Python cannot convert ({one_line(str(e).split(';')[0], 120)})", None
     if not isinstance(obj, dict):
-        return False, f"line is a JSON {type(obj).__name__}, not an object", None
+        return False, f"line is a JSON {_JSON_TYPES.get(type(obj), type(obj).__name__)}, not an object", None
     if column not in obj:
         return False, f"no {column!r} field (fields: {sorted(obj)[:8]})", None
     return True, obj[column], obj
