@@ -403,7 +403,11 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
                     f"{no_live_reference_reason(tokenizer_file, tokenizer)}")
             else:
                 summary["live"] = {"documents": res[0], "reference": res[1]}
-                log(f"parity: {res[0]} corpus documents match {res[1]}")
+                if res[0]:
+                    log(f"parity: {res[0]} corpus documents match {res[1]}")
+                else:  # "0 ... match" read like a failure (a fresh-user trial, every row rejected)
+                    log(f"parity: live comparison with {res[1]} had no corpus document to encode "
+                        "(the first rows of the units hold no text to sample)")
     if cfg.pipeline == "sft":
         summary["chat"] = run_chat_parity_stage(cfg, tokenizer, units, log=log)
     return summary

@@ -327,18 +327,25 @@ def test_run_over_hostile_inputs_never_exits_1(tmp_path, capsys):
 
 
 @needs_tiny
-def test_a_run_whose_every_row_is_rejected_exits_2(tmp_path, capsys):
+def test_a_run_whose_every_row_is_rejected_exits_2(tmp_path, capsys, monkeypatch):
     """Chat rows given to the pretrain pipeline (no "text" field): each of the 3 rows is a reject
     and no document reaches the shards. An empty dataset is no success: exit 2, one line naming
-    the count and the first reject (d.jsonl, row 0, its reason); the rejects stay in rejects/."""
+    the count and the first reject (d.jsonl, row 0, its reason); the rejects stay in rejects/.
+    The live parity check, with no document to encode, says so, not "0 corpus documents match"
+    (which read like a failure to a fresh-user trial)."""
     rows = [{"messages": [{"role": "user", "content": f"hi {i}"}]} for i in range(3)]
     (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "o"
-    rc, err = _run_cli(capsys, _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out))
+    toml = _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out)
+    toml.write_text(toml.read_text() + "[parity]\nlive_sample = 8\n")
+    from rmlprep import parity  # no reference reads the tiny fixture: a live check that counts what it gets
+    monkeypatch.setattr(parity, "live_check", lambda tok, path, texts: (len(texts), "tokenizers"))
+    rc, err = _run_cli(capsys, toml)
     errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
     assert rc == 2 and len(errors) == 1 and "Traceback" not in err, err
     assert "every row was rejected (3 rows" in errors[0] and "d.jsonl row 0: " in errors[0], errors[0]
     assert "text" in errors[0].split("row 0: ")[1], errors[0]  # the reason names the missing field
+    assert "0 corpus documents match" not in err and "had no corpus document to encode" in err, err
     rejected = [json.loads(x) for f in sorted((out / "rejects").glob("*.jsonl")) for x in f.read_text().splitlines()]
     assert [r["row"] for r in rejected] == [0, 1, 2]
 
