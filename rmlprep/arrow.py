@@ -4,7 +4,9 @@
 with the same output:
 
 - ``datasets.Dataset.map(fn, batched=True)`` (a dict of lists in, a dict of columns out;
-  ``with_indices=True`` is accepted and puts the dataset index into error messages);
+  ``with_indices=True`` is accepted and puts the dataset index into error messages); also
+  ``datasets.Dataset.map(fn)`` unbatched, its default (one example in, one value per column
+  out: same ids, one call per row, so slower);
 - a ``pyarrow.RecordBatch`` in, a ``RecordBatch`` out (Ray Data ``map_batches(batch_format=
   "pyarrow")``, rmlprep's own pipeline);
 - a ``pyarrow.Table`` in, a ``Table`` out (also ``ds.with_format("arrow").map(...)``).
@@ -191,6 +193,14 @@ class TokenizeChat(_MapFunction):
     """
 
     _what = "messages"
+
+    @staticmethod
+    def _one_example(value) -> bool:
+        """A string or null, or one conversation: a list holding message dicts (a batch holds
+        lists)."""
+        if _MapFunction._one_example(value):
+            return True
+        return isinstance(value, (list, tuple)) and any(isinstance(m, Mapping) for m in value)
 
     def __init__(self, tokenizer, options):
         super().__init__(tokenizer, options)

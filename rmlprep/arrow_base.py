@@ -35,7 +35,8 @@ __all__ = ["OUTPUT_VERSION", "count_errors"]
 
 #: Bumped whenever the output of a callable changes for the same spec and options, so that
 #: ``datasets`` fingerprints (and caches) computed by an older rmlprep are not reused.
-OUTPUT_VERSION = 2  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
+OUTPUT_VERSION = 3  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
+# 3: an unbatched datasets.map call is one example (it was iterated as a batch: one row per character)
 
 _ON_ERROR = ("raise", "record")
 _INT32_MAX = 2**31 - 1
@@ -228,9 +229,12 @@ class _MapFunction:
         Args:
             batch: a ``pyarrow.RecordBatch``, a ``pyarrow.Table``, a mapping of column name
                 to a list of values (``datasets.map(batched=True)``), or the list of the
-                column's values alone (``datasets.map(..., input_columns=[column])``).
-            indices: the rows' dataset indices (``datasets.map(..., with_indices=True)``);
-                only used in error messages.
+                column's values alone (``datasets.map(..., input_columns=[column])``). A
+                mapping whose column holds one example (``datasets.map(fn)``, unbatched: a
+                string or null, or for chat one conversation) is tokenized as one row and
+                answered with one value per column.
+            indices: the rows' dataset indices (``datasets.map(..., with_indices=True)``;
+                an int for one example); only used in error messages.
         Returns:
             The same kind as ``batch``: a RecordBatch / Table with the input columns (unless
             ``keep_columns=False``) followed by the new ones (an input column of the same name is
@@ -240,8 +244,13 @@ class _MapFunction:
             RowError: ``on_error="raise"`` and a row cannot be tokenized.
             ConfigError: the batch has no column named ``column``, or is not a supported kind.
         """
-        if isinstance(batch, list):  # datasets.map(..., input_columns=[column]) passes the values alone
-            batch = {self.column: batch}
+        if isinstance(batch, list) or batch is None or isinstance(batch, str):
+            batch = {self.column: batch}  # datasets.map(..., input_columns=[column]) passes the values alone
+        if isinstance(batch, Mapping) and self.column in batch and (
+                isinstance(indices, int) or self._one_example(batch[self.column])
+                or any(not isinstance(v, (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray))
+                       for v in batch.values())):
+            return self._call_one(batch, indices)
         is_arrow = isinstance(batch, (pa.RecordBatch, pa.Table))
         if is_arrow:
             names = batch.schema.names
@@ -314,6 +323,22 @@ class _MapFunction:
         if self.keep_columns:
             return {**{k: batch[k] for k in names if k not in out}, **out}
         return out
+
+    @staticmethod
+    def _one_example(value) -> bool:
+        """Whether a dict's column value is one example (``datasets.map(batched=False)``, the
+        default) rather than a batch's list of them: a string or a null; the chat callable adds a
+        conversation (a list of message dicts). A dict holding any value that is not a list is
+        also one example (an unbatched call's other columns are scalars)."""
+        return value is None or isinstance(value, (str, bytes, Mapping))
+
+    def _call_one(self, example: Mapping, index: int | None):
+        """One example (``datasets.map(fn)`` without ``batched=True``): tokenized as a batch of one
+        row, returned as a dict of one value per column (``input_ids`` a 1-D numpy array,
+        ``length`` an int), which is what ``datasets`` expects from an unbatched map function."""
+        batch = {k: [v] for k, v in example.items()}
+        out = self(batch, None if index is None else [index])
+        return {k: v[0] for k, v in out.items()}
 
     def _attach_arrow(self, batch, new: dict[str, pa.Array]):
         keep = self.keep_columns is None or self.keep_columns

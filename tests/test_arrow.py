@@ -446,6 +446,56 @@ def test_datasets_map_input_columns(tok):
     assert out["input_ids"] == [enc(tok, t) for t in TEXTS]
 
 
+def test_datasets_map_unbatched_text_is_one_example_per_call(tok):
+    """``datasets.map(fn)`` without ``batched=True`` (its default) hands the callable one example,
+    ``{"text": "the the", "id": 0}``: a string, not a batch's list of them. It was iterated as a
+    list (one row per character: [[116], [104], [101], ...]); it is one row, so the ids equal the
+    batched map's (worked example: "the the" -> [116, 257, 258] and the tiny spec's eos 259)."""
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"text": TEXTS, "id": list(range(len(TEXTS)))})
+    out = ds.map(tokenize_text(tok))
+    assert out.column_names == ["text", "id", "input_ids", "length"]
+    assert out.data.schema.field("input_ids").type == pa.list_(pa.uint32())
+    assert out.data.schema.field("length").type == pa.int32()
+    assert out["input_ids"] == [enc(tok, t) for t in TEXTS]
+    assert out["input_ids"][0] == [116, 257, 258, 259]
+    assert out["length"] == [len(enc(tok, t)) for t in TEXTS]
+    one = ds.map(tokenize_text(tok), input_columns=["text"], remove_columns=["text", "id"])
+    assert one["input_ids"] == out["input_ids"]
+
+
+def test_datasets_map_unbatched_null_and_indices(tok):
+    """An unbatched null row is named by its dataset index (with_indices passes an int), and
+    ``on_error="record"`` gives one reason string per row, which count_errors reads."""
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"text": ["the", None]})
+    with pytest.raises(RowError, match="dataset index 1"):
+        ds.map(tokenize_text(tok), with_indices=True)
+    out = ds.map(tokenize_text(tok, on_error="record"))
+    assert out["input_ids"] == [enc(tok, "the"), []]
+    assert out["error"][0] == "" and "null" in out["error"][1]
+    assert count_errors(out) == 1
+
+
+def test_datasets_map_unbatched_chat_is_one_conversation(tok):
+    """Unbatched, the messages value is one conversation (a list of message dicts), not a
+    batch of conversations: it was taken as a batch of one-message conversations and failed
+    with "messages must be a list ... got dict"."""
+    import datasets
+
+    from rmlprep.chat import encode_chat
+
+    ds = datasets.Dataset.from_list([{"messages": c} for c in CONVS])
+    out = ds.map(tokenize_chat(tok, "chatml"))
+    for i, conv in enumerate(CONVS):
+        e = encode_chat(tok, conv, "chatml")
+        assert out[i]["input_ids"] == e.input_ids and out[i]["labels"] == e.labels
+        assert out[i]["length"] == len(e.input_ids)
+    assert out["input_ids"] == ds.map(tokenize_chat(tok, "chatml"), batched=True)["input_ids"]
+
+
 def test_datasets_arrow_format_map(tok):
     import datasets
 
