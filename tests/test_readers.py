@@ -755,6 +755,56 @@ def test_truncated_hf_arrow_file(tmp_path):
     one_line_error(ei, arrow)
 
 
+def _stream_file(path: Path, n: int, batch_rows: int, legacy: bool = False) -> Path:
+    import pyarrow as pa
+
+    t = pa.table({"text": [f"t{i}" for i in range(n)]})
+    opts = pa.ipc.IpcWriteOptions(use_legacy_format=legacy)
+    with pa.OSFile(str(path), "wb") as f, pa.ipc.new_stream(f, t.schema, options=opts) as w:
+        for b in t.to_batches(max_chunksize=batch_rows):
+            w.write_batch(b)
+    return path
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["eos", "legacy-eos"])
+def test_arrow_stream_cut_at_a_batch_boundary_is_refused(tmp_path, legacy):
+    """A closed stream writer ends the file with the end-of-stream marker (ff ff ff ff 00 00 00 00;
+    four zero bytes in the pre-0.15 format). Cut right after the 2nd of 4 record batches, the
+    stream is still readable and pyarrow reads it as a complete 20-row file; it must be refused
+    instead (it was planned and read as 20 of the 40 rows with no error)."""
+    whole = _stream_file(tmp_path / "whole.arrow", n=40, batch_rows=10, legacy=legacy)
+    units = plan_units(inp([whole]))
+    values, rows, errors, _ = read_full(units)
+    assert values == [f"t{i}" for i in range(40)] and not errors
+    data = whole.read_bytes()
+    eos = 4 if legacy else 8
+    import pyarrow as pa
+
+    src = pa.BufferReader(data)
+    ends = []
+    while src.tell() < len(data) - eos:
+        pa.ipc.read_message(src)
+        ends.append(src.tell())
+    assert len(ends) == 5  # the schema and 4 batches
+    cut = tmp_path / "cut.arrow"
+    cut.write_bytes(data[: ends[2]])  # the schema and 2 whole batches: 20 rows
+    assert pa.ipc.open_stream(cut.read_bytes()).read_all().num_rows == 20  # pyarrow alone sees no fault
+    with pytest.raises(InputError, match="without its end-of-stream marker") as ei:
+        plan_units(inp([cut]))
+    one_line_error(ei, cut)
+    cut.write_bytes(data[: ends[2]] + data[-eos:])  # the marker restored: a whole 20-row stream
+    assert read_full(plan_units(inp([cut])))[0] == [f"t{i}" for i in range(20)]
+
+
+def test_arrow_stream_cut_after_the_plan_is_refused_by_the_reader(tmp_path):
+    """The reader checks the marker too: a file cut between the plan and the read."""
+    f = _stream_file(tmp_path / "a.arrow", n=40, batch_rows=10)
+    units = plan_units(inp([f]))
+    f.write_bytes(f.read_bytes()[:-8])
+    with pytest.raises(InputError, match="without its end-of-stream marker"):
+        read_full(units)
+
+
 # -- which files are input ---------------------------------------------------------------------
 def test_output_folder_inside_a_recursive_glob_is_never_input(tmp_path):
     (tmp_path / "data").mkdir()

@@ -94,12 +94,50 @@ def _open_arrow(path: str):
                          path=path) from None
 
 
+#: the end-of-stream marker a closed IPC stream writer writes last: the continuation token and a
+#: zero metadata length (Arrow columnar format, "IPC Streaming Format"); before Arrow 0.15, four
+#: zero bytes
+_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+_EOS_LEGACY = b"\x00\x00\x00\x00"
+
+
+def _check_stream_end(path: str) -> None:
+    """Refuse an Arrow IPC stream that lacks its end-of-stream marker.
+
+    pyarrow's stream reader takes the end of the bytes at a message boundary as a clean end, so
+    a stream cut right after a record batch (a writer killed mid-way, a copy cut short) reads
+    as a complete, shorter file. A closed writer (``datasets``' ``ArrowWriter`` on finalize,
+    ``pa.ipc.new_stream(...).close()``) always writes the marker. This walks the messages'
+    framing (no batch is decoded) and checks that the marker follows the last one.
+
+    Raises:
+        InputError: the stream ends after a complete message without the marker.
+    """
+    with fs.open_arrow(path) as src:
+        size = src.size()
+        pos = 0
+        messages = 0
+        while pos < size:
+            head = src.read_at(min(8, size - pos), pos)
+            if head == _EOS or (head == _EOS_LEGACY and pos + 4 == size):
+                return
+            pa.ipc.read_message(src)
+            messages += 1
+            pos = src.tell()
+    raise InputError(f"{path}: the Arrow stream ends after {messages} messages (byte {size}) without its "
+                     "end-of-stream marker: the file is truncated (its writer stopped before closing it, "
+                     "or a copy was cut short)",
+                     path=path)
+
+
 def _arrow_rows(path: str) -> int:
     try:
         r = _open_arrow(path)
         if isinstance(r, pa.ipc.RecordBatchFileReader):
             return sum(r.get_batch(i).num_rows for i in range(r.num_record_batches))
-        return sum(b.num_rows for b in r)
+        n = sum(b.num_rows for b in r)
+        _check_stream_end(path)
+        return n
     except InputError:
         raise
     except (pa.ArrowException, OSError) as e:
@@ -133,6 +171,8 @@ def read_hf(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     r = _open_arrow(unit.path)
     try:
         table = r.read_all()  # memory-mapped: no copy of the buffers
+        if not isinstance(r, pa.ipc.RecordBatchFileReader):
+            _check_stream_end(unit.path)
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"{unit.path}: not a readable Arrow file (truncated or damaged?): {one_line(e)}",
                          path=unit.path) from None
