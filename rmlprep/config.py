@@ -69,7 +69,7 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     dir = "out/run"                  # REQUIRED; relative → current directory; or "s3://bucket/prefix"
     format = "parquet"               # parquet: packed rows | megatron: documents as Megatron-LM
                                      # indexed .bin/.idx pairs (pretrain only; see pipeline/megatron.py)
-    compression = "zstd"             # parquet codec
+    compression = "zstd"             # parquet codec: zstd, snappy, gzip, brotli, lz4 or none
     row_group_rows = 4096
 
     [run]
@@ -181,6 +181,8 @@ _PIPELINES = ("pretrain", "sft")
 _NOT_SFT = (("tokenizer", "add_special_tokens"), ("tokenizer", "parse_special"), ("pack", "bos"), ("pack", "eos"))
 _PROGRESS = ("auto", "bar", "log", "none")
 _OUTPUT_FORMATS = ("parquet", "megatron")
+#: pyarrow's Parquet codecs (``pq.write_table(compression=...)``, case-insensitive)
+_COMPRESSION = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
 # keys left out of the hash while at their default (added after configs were hashed without them)
 _HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False}
 ENGINES = ("local", "ray")
@@ -411,6 +413,9 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
             f"{w}pack.overflow: for pipeline {pipeline!r} must be one of {list(_OVERFLOW[pipeline])}, "
             f"got {pack['overflow']!r}"
         )
+    if pipeline != "sft" and raw.get("pack", {}).get("pad"):
+        raise ConfigError(f"{w}pack.pad = true: only the sft pipeline pads rows; pretraining rows are packed "
+                          "full and a shard's last row keeps its length (seq_lengths says it); remove pack.pad")
     chat = data["chat"]
     if pipeline == "sft":
         if chat["format"] is None:
@@ -447,6 +452,13 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     if out["format"] == "megatron" and pipeline != "pretrain":
         raise ConfigError(f"{w}output.format = \"megatron\": Megatron indexed datasets hold pretraining documents; "
                           f"the {pipeline} pipeline writes parquet")
+    if out["format"] == "megatron":
+        for k in ("compression", "row_group_rows"):
+            if k in raw.get("output", {}):
+                raise ConfigError(f"{w}output.{k}: a Parquet setting, but output.format = \"megatron\" writes "
+                                  f".bin/.idx files; remove output.{k}")
+    if str(out["compression"]).lower() not in _COMPRESSION:
+        raise ConfigError(f"{w}output.compression: must be one of {list(_COMPRESSION)}, got {out['compression']!r}")
     if out["row_group_rows"] < 1:
         raise ConfigError(f"{w}output.row_group_rows: must be >= 1, got {out['row_group_rows']}")
     run = data["run"]

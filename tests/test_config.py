@@ -57,6 +57,20 @@ def test_defaults_filled():
         pytest.param(cfg(run={"progress": "fancy"}), "run.progress", id="bad-progress"),
         pytest.param({k: v for k, v in BASE.items() if k != "output"}, "output.dir", id="missing-required"),
         pytest.param(cfg(input={"paths": []}), "input.paths", id="empty-paths"),
+        # a week-two trial: these were accepted and failed later (a traceback in the first write) or
+        # silently had no effect
+        pytest.param(cfg(output={"dir": "out", "compression": "foo"}), "output.compression", id="bad-compression"),
+        pytest.param(cfg(output={"dir": "out", "compression": "uncompressed"}), "output.compression",
+                     id="compression-uncompressed"),
+        pytest.param(cfg(output={"dir": "out", "format": "megatron", "compression": "zstd"}),
+                     "output.compression: a Parquet setting", id="megatron-compression"),
+        pytest.param(cfg(output={"dir": "out", "format": "megatron", "row_group_rows": 8}),
+                     "output.row_group_rows: a Parquet setting", id="megatron-row-group-rows"),
+        pytest.param(cfg(pack={"seq_len": 16, "pad": True}), "pack.pad = true: only the sft", id="pretrain-pad"),
+        pytest.param(cfg(pipeline="sft", chat={"format": "qwen3", "options": {"enable_thinking": "false"}}),
+                     "option enable_thinking must be true or false, got 'false'", id="sft-option-quoted-bool"),
+        pytest.param(cfg(pipeline="sft", chat={"format": "gpt-oss", "options": {"reasoning_effort": "hgh"}}),
+                     "option reasoning_effort must be one of low, medium, high", id="sft-option-bad-effort"),
     ],
 )
 def test_errors_name_the_key(raw, key):
@@ -64,6 +78,11 @@ def test_errors_name_the_key(raw, key):
         config_from_dict(raw, source="x.toml")
     assert key in str(e.value)
     assert str(e.value).startswith("x.toml: ")
+
+
+@pytest.mark.parametrize("codec", ["zstd", "ZSTD", "snappy", "gzip", "brotli", "lz4", "none"])
+def test_every_parquet_codec_is_accepted(codec):
+    assert config_from_dict(cfg(output={"dir": "out", "compression": codec}))["output"]["compression"] == codec
 
 
 def test_seq_len_is_bounded():

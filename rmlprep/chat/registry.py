@@ -58,17 +58,40 @@ def get_format(fmt: str | ChatFormat) -> ChatFormat:
         ) from None
 
 
+#: the values an option takes, where the templates test it by identity or write it as text: a
+#: template's ``enable_thinking is false`` is false for the string "false" or for 0, so a quoted
+#: TOML value would silently turn thinking on; Harmony's reasoning effort is one of three words
+_OPTION_VALUES: dict[str, tuple[type, tuple[Any, ...] | None]] = {
+    "enable_thinking": (bool, None),
+    "reasoning_effort": (str, ("low", "medium", "high")),
+    "model_identity": (str, None),
+    "date_string": (str, None),
+    "system_placement": (str, ("template", "last-user")),
+}
+
+
 def resolve_options(f: ChatFormat, options: Mapping[str, Any] | None) -> dict[str, Any]:
     """The format's defaults overlaid with ``options`` (None values keep the default).
 
     Raises:
-        ChatFormatError: an option the format does not take, or a bad ``today``.
+        ChatFormatError: an option the format does not take, a value of the wrong type
+            (``enable_thinking = "false"``: true or false only, since the templates test it
+            with ``is false``), a ``reasoning_effort`` other than low / medium / high (the
+            Harmony format's values), or a bad ``today``.
     """
     opts = dict(f.options)
     for k, v in (options or {}).items():
         if k not in f.options:
             takes = ", ".join(sorted(f.options)) or "none"
             raise ChatFormatError(f"{f.name}: no option {k!r} (options: {takes})")
+        if v is not None and k in _OPTION_VALUES:
+            typ, allowed = _OPTION_VALUES[k]
+            if typ is bool and not isinstance(v, bool):
+                raise ChatFormatError(f"{f.name}: option {k} must be true or false, got {v!r}")
+            if typ is str and not isinstance(v, str):
+                raise ChatFormatError(f"{f.name}: option {k} must be a string, got {v!r}")
+            if allowed is not None and v not in allowed:
+                raise ChatFormatError(f"{f.name}: option {k} must be one of {', '.join(allowed)}, got {v!r}")
         if v is not None:
             opts[k] = v
     if opts.get("today") is not None:
