@@ -805,6 +805,71 @@ def test_arrow_stream_cut_after_the_plan_is_refused_by_the_reader(tmp_path):
         read_full(units)
 
 
+def _json_column(texts):
+    import pyarrow as pa
+
+    return pa.ExtensionArray.from_storage(pa.json_(), pa.array(texts, pa.string()))
+
+
+@pytest.mark.parametrize("kind", ["arrow", "parquet"])
+def test_json_extension_column_is_decoded(tmp_path, kind):
+    """A column of Arrow's ``arrow.json`` type (``datasets`` >= 5 writes its ``Json`` feature so
+    when rows mix shapes; a Parquet JSON-annotated column reads as it) holds JSON texts: the row
+    '"Third\\ndocument."' is the string "Third\ndocument.", as ``datasets`` decodes it. It was read
+    as its text, quotes and backslash included; a text that is not JSON is a reject."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pa.table({"text": _json_column(['"First document."', '["a", "list"]', '"Third\\ndocument."', None,
+                                        "not json"])})
+    f = tmp_path / f"a.{kind}"
+    if kind == "arrow":
+        with pa.OSFile(str(f), "wb") as out, pa.ipc.new_stream(out, t.schema) as w:
+            w.write_table(t)
+    else:
+        pq.write_table(t, f)
+    values, rows, errors, _ = read_full(plan_units(inp([f])))
+    assert values == ["First document.", ["a", "list"], "Third\ndocument.", None]
+    assert rows == [0, 1, 2, 3]
+    assert len(errors) == 1 and errors[0][0] == 4 and "arrow.json" in errors[0][1] and "not valid JSON" in errors[0][1]
+
+
+def test_json_extension_inside_a_struct_is_decoded(tmp_path):
+    """Tool definitions whose ``properties`` differ between rows: ``datasets`` types that one
+    field ``Json`` inside the struct. The nested JSON text decodes to its object."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    props = _json_column(['{"city": {"type": "string"}}', '{"query": {"type": "string"}, "n": {"type": "integer"}}'])
+    params = pa.StructArray.from_arrays([pa.array(["object", "object"]), props], names=["type", "properties"])
+    tools = pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), params)
+    f = tmp_path / "tools.parquet"
+    pq.write_table(pa.table({"tools": tools}), f)
+    values, _, errors, _ = read_full(plan_units(inp([f])), column="tools")
+    assert not errors
+    assert values == [[{"type": "object", "properties": {"city": {"type": "string"}}}],
+                      [{"type": "object", "properties": {"query": {"type": "string"}, "n": {"type": "integer"}}}]]
+
+
+@pytest.mark.parametrize("kind", ["arrow", "parquet"])
+def test_two_columns_with_the_input_column_name(tmp_path, kind):
+    """pyarrow and DuckDB write tables with two columns of one name; which one input.column means
+    cannot be known: one InputError line (it was a KeyError traceback)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pa.Table.from_arrays([pa.array(["first a"]), pa.array(["second a"])], names=["text", "text"])
+    f = tmp_path / f"dup.{kind}"
+    if kind == "arrow":
+        with pa.OSFile(str(f), "wb") as out, pa.ipc.new_stream(out, t.schema) as w:
+            w.write_table(t)
+    else:
+        pq.write_table(t, f)
+    with pytest.raises(InputError, match="2 columns are named 'text'") as ei:
+        read_full(plan_units(inp([f])))
+    one_line_error(ei, f)
+
+
 # -- which files are input ---------------------------------------------------------------------
 def test_output_folder_inside_a_recursive_glob_is_never_input(tmp_path):
     (tmp_path / "data").mkdir()

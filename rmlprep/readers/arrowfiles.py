@@ -178,6 +178,9 @@ def read_hf(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                          path=unit.path) from None
     if column not in table.schema.names:
         raise ConfigError(f"input.column: {unit.path} has no column {column!r}; columns: {table.schema.names}")
+    if table.schema.names.count(column) > 1:
+        raise InputError(f"{unit.path}: {table.schema.names.count(column)} columns are named {column!r}; rename all "
+                         "but one (which one input.column means is not knowable)", path=unit.path)
     if table.num_rows < unit.stop:
         raise InputError(f"{unit.path}: holds {table.num_rows} rows, the plan expected {unit.stop}; "
                          "the file changed since the plan", path=unit.path)

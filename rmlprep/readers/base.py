@@ -3,8 +3,9 @@ first-bytes check of the plan (:func:`sniff`), and the batches of an Arrow colum
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,56 @@ def decoded_size_estimate(path: str) -> int:
     return size
 
 
+def _json_decoder(t: pa.DataType) -> Callable[[Any], Any] | None:
+    """A function turning a Python value of Arrow type ``t`` into the value it stands for, where
+    ``t`` holds JSON text anywhere inside: the canonical extension type ``arrow.json``, which
+    ``datasets`` >= 5 writes for its ``Json`` feature (a column whose rows mix shapes, e.g.
+    message content as a string in one row and a list of parts in another) and which a Parquet
+    column annotated JSON reads as. ``to_pylist`` gives such a value's storage, its JSON text;
+    ``datasets`` decodes it with ``json.loads`` before a map function sees it, and so does this.
+    None when ``t`` holds no JSON text.
+
+    The function raises ValueError on a value that is not valid JSON.
+    """
+    if isinstance(t, pa.BaseExtensionType):
+        if t.extension_name == "arrow.json":
+            return lambda v: None if v is None else json.loads(v)
+        return _json_decoder(t.storage_type)
+    if pa.types.is_struct(t):
+        subs = {t.field(i).name: _json_decoder(t.field(i).type) for i in range(t.num_fields)}
+        subs = {k: f for k, f in subs.items() if f is not None}
+        if not subs:
+            return None
+        return lambda v: None if v is None else {k: (subs[k](x) if k in subs else x) for k, x in v.items()}
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) \
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        sub = _json_decoder(t.value_type)
+        if sub is None:
+            return None
+        return lambda v: None if v is None else [sub(x) for x in v]
+    if pa.types.is_map(t):
+        ks, vs = _json_decoder(t.key_type), _json_decoder(t.item_type)
+        if ks is None and vs is None:
+            return None
+        ks = ks or (lambda x: x)
+        vs = vs or (lambda x: x)
+        return lambda v: None if v is None else [(ks(a), vs(b)) for a, b in v]
+    return None
+
+
+def _decoded(values: list, decode, rows: np.ndarray, column: str) -> tuple[list, list[int], list[tuple[int, str]]]:
+    """``values`` decoded by ``decode`` (:func:`_json_decoder`): (values, kept positions, rejects)."""
+    out, keep, errors = [], [], []
+    for i, v in enumerate(values):
+        try:
+            out.append(decode(v))
+            keep.append(i)
+        except (ValueError, TypeError) as e:
+            errors.append((int(rows[i]), f"{column} holds JSON text (Arrow's arrow.json type) that is not valid "
+                                         f"JSON ({one_line(e)})"))
+    return out, keep, errors
+
+
 def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: int, where: str,
                     total_bytes: int, total_rows: int) -> Iterator[Batch]:
     """Batches of one Arrow column. Parquet and Arrow files are not UTF-8-checked when read, so
@@ -176,6 +227,7 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
             raise ConfigError(f"input.column: {where} has no column {column!r}; columns: {rb.schema.names}")
         col = rb.column(column)
         is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+        decode = _json_decoder(col.type)
         try:
             col.validate(full=True)
         except pa.ArrowInvalid as e:
@@ -190,9 +242,15 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
                 except UnicodeDecodeError as u:
                     errors.append((int(rows[i]), f"{column} is not valid UTF-8 ({u.reason} at byte {u.start})"))
             kept = rows[keep]
+            if decode is not None:
+                values, keep2, more = _decoded(values, decode, kept, column)
+                kept, errors = kept[keep2], sorted(errors + more)
             yield Batch(pa.array(values, type=col.type) if is_str else values, kept, nbytes, errors)
             continue
         if is_str:
             yield Batch(col, rows, nbytes)
+        elif decode is not None:
+            values, keep, errors = _decoded(col.to_pylist(), decode, rows, column)
+            yield Batch(values, rows[keep], nbytes, errors)
         else:
             yield Batch(col.to_pylist(), rows, nbytes)

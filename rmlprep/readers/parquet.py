@@ -35,17 +35,33 @@ def plan_parquet(path: str, unit_rows: int) -> list[dict[str, Any]]:
     return out
 
 
+def parquet_file(path: str):
+    """``pq.ParquetFile`` of ``path``, with Parquet's JSON-annotated columns read as Arrow's
+    ``arrow.json`` extension type (pyarrow >= 19), which the readers decode
+    (:func:`rmlprep.readers.base.column_batches`): the annotation says the strings are JSON
+    texts, as a ``datasets`` ``Json`` feature written with ``to_parquet`` is."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(fs.arrow_source(path), arrow_extensions_enabled=True)
+    except TypeError:  # pyarrow < 19 has no such option: JSON columns read as strings
+        return pq.ParquetFile(fs.arrow_source(path))
+
+
 def read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(fs.arrow_source(unit.path))
+        pf = parquet_file(unit.path)
         names = pf.schema_arrow.names
     except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
         raise InputError(f"{unit.path}: not a readable Parquet file (damaged or truncated footer?): "
                          f"{one_line(e)}", path=unit.path) from None
     if column not in names:
         raise ConfigError(f"input.column: {unit.path} has no column {column!r}; columns: {names[:20]}")
+    if names.count(column) > 1:
+        raise InputError(f"{unit.path}: {names.count(column)} columns are named {column!r}; rename all but one "
+                         "(which one input.column means is not knowable)", path=unit.path)
     groups = list(range(unit.start, unit.stop))
     if not groups:
         return

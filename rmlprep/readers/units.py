@@ -219,9 +219,9 @@ def column_names(unit: Unit) -> tuple[list[str], bool] | None:
     """
     try:
         if unit.format == "parquet":
-            import pyarrow.parquet as pq
+            from .parquet import parquet_file
 
-            return list(pq.ParquetFile(fs.arrow_source(unit.path)).schema_arrow.names), True
+            return list(parquet_file(unit.path).schema_arrow.names), True
         if unit.format == "hf":
             return list(_open_arrow(unit.path).schema.names), True
         if unit.format == "csv":
