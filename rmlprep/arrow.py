@@ -196,11 +196,9 @@ class TokenizeChat(_MapFunction):
 
     @staticmethod
     def _one_example(value) -> bool:
-        """A string or null, or one conversation: a list holding message dicts (a batch holds
-        lists)."""
-        if _MapFunction._one_example(value):
-            return True
-        return isinstance(value, (list, tuple)) and any(isinstance(m, Mapping) for m in value)
+        """A string or null, or one conversation: a list holding message dicts (a batch holds lists)."""
+        return _MapFunction._one_example(value) or (isinstance(value, (list, tuple))
+                                                     and any(isinstance(m, Mapping) for m in value))
 
     def __init__(self, tokenizer, options):
         super().__init__(tokenizer, options)

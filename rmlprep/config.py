@@ -452,11 +452,6 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     if out["format"] == "megatron" and pipeline != "pretrain":
         raise ConfigError(f"{w}output.format = \"megatron\": Megatron indexed datasets hold pretraining documents; "
                           f"the {pipeline} pipeline writes parquet")
-    if out["format"] == "megatron":
-        for k in ("compression", "row_group_rows"):
-            if k in raw.get("output", {}):
-                raise ConfigError(f"{w}output.{k}: a Parquet setting, but output.format = \"megatron\" writes "
-                                  f".bin/.idx files; remove output.{k}")
     if str(out["compression"]).lower() not in _COMPRESSION:
         raise ConfigError(f"{w}output.compression: must be one of {list(_COMPRESSION)}, got {out['compression']!r}")
     if out["row_group_rows"] < 1:
