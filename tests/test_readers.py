@@ -594,6 +594,25 @@ def test_jsonl_line_over_the_row_limit_is_a_reject(tmp_path, monkeypatch):
     assert errors == [(1, "line of 5013 bytes is longer than the 1000 byte limit (not read)")]
 
 
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_jsonl_over_long_last_line_cut_short_is_a_file_fault(tmp_path, monkeypatch, gz):
+    """An over-long line is skipped unread, so a file cut inside it (an interrupted download of a
+    one-document-per-line dump) was read as complete with one 'longer than the limit' reject.
+    A JSON object line ends with '}': the unread last line of 3,010 bytes that ends in 'y' with no
+    newline is cut short, and the file is refused; one that ends with '}' is a reject as before."""
+    monkeypatch.setattr(readers_base, "MAX_ROW_BYTES", 1000)
+    head = b'{"text": "a"}\n{"text": "' + b"y" * 3000
+    p = tmp_path / ("cut.jsonl.gz" if gz else "cut.jsonl")
+    p.write_bytes(gzip.compress(head) if gz else head)
+    with pytest.raises(InputError, match="the last line .* is cut short") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+    whole = head + b'"}'  # complete, only without its final newline: 3,012 bytes
+    p.write_bytes(gzip.compress(whole) if gz else whole)
+    values, rows, errors, _ = read_path(p)
+    assert values == ["a"] and errors == [(1, "line of 3012 bytes is longer than the 1000 byte limit (not read)")]
+
+
 def test_jsonl_gz_with_crlf_lines(tmp_path):
     p = tmp_path / "crlf.jsonl.gz"
     p.write_bytes(gzip.compress(b'{"text": "a"}\r\n{"text": "b\\r\\n"}\r\n\r\n{"text": "c"}\r\n'))

@@ -292,11 +292,23 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
             row += 1
             if len(line) > base.MAX_ROW_BYTES and not line.endswith(b"\n"):
                 n = len(line)
+                tail = line[-64:]
                 while True:  # skip the rest of the line unread
                     more = f.readline(1 << 20)
                     n += len(more)
+                    if more:
+                        tail = (tail + more)[-64:]
                     if not more or more.endswith(b"\n"):
                         break
+                if not tail.endswith(b"\n") and not tail.rstrip().endswith(b"}"):
+                    # the file's last line, unread: a JSON object line ends with '}', so one that
+                    # ends elsewhere with no newline is cut short, as a short cut line is above
+                    where = f"byte {pos}" if kind is None else f"decoded byte {pos}"
+                    raise InputError(f"{unit.path}: {where}: the last line ({n} bytes, over the {base.MAX_ROW_BYTES} "
+                                     "byte limit) is cut short (no newline at the end, and it does not end a JSON "
+                                     "object): the file looks truncated (an interrupted download or copy?); fetch "
+                                     "it again, or end the file before that line to keep the rest",
+                                     path=unit.path, offset=pos if kind is None else None)
                 pos += n
                 nbytes += n
                 errors.append((r, f"line of {n} bytes is longer than the {base.MAX_ROW_BYTES} byte limit (not read)"))
