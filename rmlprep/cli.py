@@ -27,7 +27,7 @@ from .chat.detect import check_template_format
 from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat_parity import check_chat_format
 from .config import load_config
-from .errors import ChatFormatError, ParityError, RmlprepError
+from .errors import ChatFormatError, InputError, ParityError, RmlprepError
 from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
 from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
 from .pipeline import run
@@ -168,9 +168,27 @@ def _all_rejected(out_dir: str, manifest: dict) -> str:
             f"in {fs.join(out_dir, 'rejects')}/ (check input.column and pipeline against the data)")
 
 
+def _stdin_text() -> str:
+    """Standard input as UTF-8 text, as the pipeline's readers take it: a UTF-16/32 byte-order
+    mark or invalid UTF-8 is refused (the locale's decoder turned them into U+FFFD and NUL tokens
+    and gave ids for text the user never had)."""
+    from .readers.jsonl import _WIDE_BOMS
+
+    data = sys.stdin.buffer.read()
+    for bom, name in _WIDE_BOMS:
+        if data.startswith(bom):
+            raise InputError(f"stdin is {name} (byte-order mark at byte 0); rmlprep reads UTF-8: convert it "
+                             f"with iconv -f {name} -t UTF-8")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"stdin: byte {e.start}: not valid UTF-8 ({e.reason}); rmlprep reads UTF-8 text "
+                         "(convert it with iconv -t UTF-8)") from None
+
+
 def _cmd_encode(a) -> int:
     tok, _ = _open(a.tokenizer, a.name)
-    text = a.text if a.text is not None else sys.stdin.read()
+    text = a.text if a.text is not None else _stdin_text()
     ids = tok.encode(text, add_special_tokens=a.add_special_tokens, parse_special=not a.no_parse_special)
     print(json.dumps(ids) if a.json else " ".join(map(str, ids)))
     return 0

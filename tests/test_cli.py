@@ -91,6 +91,28 @@ def test_run_relative_output_under_cwd(tmp_path):
 
 
 @needs_tiny
+@pytest.mark.parametrize("data, message", [
+    pytest.param("hello world".encode("utf-16"), "stdin is UTF-16-LE (byte-order mark at byte 0)", id="utf-16"),
+    pytest.param(b"caf\xe9 au lait", "stdin: byte 3: not valid UTF-8", id="latin-1"),
+])
+def test_encode_stdin_refuses_what_is_not_utf8(monkeypatch, capsys, data, message):
+    """``rmlprep encode`` reads stdin as the readers read files: UTF-8 only. A UTF-16 file piped
+    in was encoded as U+FFFD U+FFFD and a NUL token after every letter, a Latin-1 byte as U+FFFD,
+    with exit 0. Worked example: b"caf\xe9" has its first invalid byte at offset 3."""
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(["encode", str(TINY)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("Hello 123".encode())))
+    assert main(["encode", str(TINY), "--json"]) == 0
+    assert main(["encode", str(TINY), "--json", "Hello 123"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == out[1]
+
+
+@needs_tiny
 def test_encode_decode_inspect(capsys):
     assert main(["encode", str(TINY), "Hello 123", "--json"]) == 0
     ids = json.loads(capsys.readouterr().out)
