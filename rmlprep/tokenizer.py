@@ -25,6 +25,7 @@ sentencepiece (``bpe_model.cc``), tiktoken (``core.py``, ``src/lib.rs``).
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -217,18 +218,26 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
         return self._tok2id.get(token)
 
     def id_to_token(self, token_id: int) -> str:
-        """Token string of an id. Raises TokenIdError when out of range."""
-        self._check_id(token_id)
-        return self._vocab[token_id]
+        """Token string of an id (a Python or numpy integer, as ``input_ids`` read back from
+        Arrow or Parquet are). Raises TokenIdError when out of range or not an integer."""
+        return self._vocab[self._check_id(token_id)]
 
     def token_bytes(self, token_id: int) -> bytes:
-        """Raw bytes of one token (special tokens: their UTF-8 content)."""
-        self._check_id(token_id)
-        return self._bytes[token_id]
+        """Raw bytes of one token (special tokens: their UTF-8 content); ids as in
+        :meth:`id_to_token`."""
+        return self._bytes[self._check_id(token_id)]
 
-    def _check_id(self, token_id: int) -> None:
-        if not (isinstance(token_id, int) and 0 <= token_id < self._n):
+    def _check_id(self, token_id: int) -> int:
+        """``token_id`` as an int (``operator.index``: numpy integers too, not bools or floats)."""
+        try:
+            i = operator.index(token_id) if not isinstance(token_id, bool) else None
+        except TypeError:
+            i = None
+        if i is None:
+            raise TokenIdError(f"token id {token_id!r} is not an integer")
+        if not 0 <= i < self._n:
             raise TokenIdError(f"token id {token_id!r} is out of range for a vocab of {self._n} tokens")
+        return i
 
     # -- merge priorities ----------------------------------------------------------------
     def _pair_from_merges(self, a: int, b: int):

@@ -236,6 +236,21 @@ def test_out_of_range_ids_raise():
         tok.stream_decoder().push(259)
 
 
+def test_ids_as_numpy_integers():
+    """Ids read back from Arrow or Parquet are numpy integers: id_to_token and token_bytes take
+    them as decode does (they were refused as 'out of range'); a bool or a float is not an id."""
+    tok = seed_tokenizer()
+    for i in (0, 5, 258):
+        for v in (np.int64(i), np.uint32(i), np.int32(i)):
+            assert tok.id_to_token(v) == tok.id_to_token(i) and tok.token_bytes(v) == tok.token_bytes(i)
+    assert tok.stream_decoder().push(np.uint32(104)) == tok.decode([104])
+    for bad in (True, 5.0, "5"):
+        with pytest.raises(TokenIdError, match="not an integer"):
+            tok.id_to_token(bad)
+    with pytest.raises(TokenIdError, match="out of range"):
+        tok.id_to_token(np.int64(259))
+
+
 def test_decode_skip_special():
     tok = seed_tokenizer()
     assert tok.decode([256, 258, 99]) == "ab<|end|>c"
