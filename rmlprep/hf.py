@@ -34,7 +34,9 @@ decodes it to nothing, rmlprep to the placeholder's text.
 This module owns the assembly: loading the file, the space style, token types, added-token flags,
 bos/eos/pad from ``tokenizer_config.json`` and the chat template. Reading each component
 (normalizer, pre-tokenizer, model, added tokens, post-processor, decoder) and refusing the forms
-rmlprep does not reproduce lives in :mod:`rmlprep.hf_components`.
+rmlprep does not reproduce lives in :mod:`rmlprep.hf_components`. The file's ``truncation`` and
+``padding`` sections are not applied: transformers' call turns both off unless asked
+(``PreTrainedTokenizerFast.set_truncation_and_padding``), and packing sets the lengths.
 
 Source: tokenizers ``tokenizer/serialization.rs``, ``normalizers/*.rs``,
 ``pre_tokenizers/{byte_level,metaspace,split,digits}.rs``, ``models/bpe/{model,serialization}.rs``,

@@ -220,6 +220,11 @@ def reference_encoder(tokenizer_file: str | os.PathLike, tokenizer=None) -> tupl
         except ImportError:
             return None
         ht = tokenizers.Tokenizer.from_file(p)
+        # a tokenizer.json may carry "truncation" / "padding" sections (saved after
+        # enable_truncation / enable_padding); transformers' call turns both off unless asked
+        # (PreTrainedTokenizerFast.set_truncation_and_padding), and rmlprep never applies them
+        ht.no_truncation()
+        ht.no_padding()
         return (lambda t, a: ht.encode(t, add_special_tokens=a).ids), f"tokenizers {tokenizers.__version__}", True
     if low.endswith(".model"):
         try:

@@ -119,6 +119,31 @@ def test_make_fixture_and_live_with_tokenizers(tmp_path):
     assert live_check(tok, f, ["The quick brown fox", "日本語"])[0] == 2
 
 
+@pytest.mark.parity
+def test_live_check_ignores_truncation_and_padding_sections(tmp_path):
+    """A tokenizer.json saved with truncation (max_length 5) and fixed padding (20) makes
+    ``tokenizers`` cut and pad every encoding; transformers' call turns both off by default and
+    rmlprep never applies them, so the live check compares the full ids (it stopped with 'ids
+    differ at position 5', naming no cause)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    src = REAL / "hf" / "gpt2" / "tokenizer.json"
+    if not src.exists():
+        pytest.skip(f"{src} is absent (set RMLPREP_REAL_TOKENIZERS)")
+    data = json.loads(src.read_text(encoding="utf-8"))
+    data["truncation"] = {"direction": "Right", "max_length": 5, "strategy": "LongestFirst", "stride": 0}
+    data["padding"] = {"strategy": {"Fixed": 20}, "direction": "Right", "pad_to_multiple_of": None, "pad_id": 50256,
+                       "pad_type_id": 0, "pad_token": "<|endoftext|>"}
+    d = tmp_path / "gpt2"
+    d.mkdir()
+    (d / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    text = "The quick brown fox jumps over the lazy dog"
+    cut = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json")).encode(text).ids
+    assert len(cut) == 20 and cut[5:] == [50256] * 15  # the sections bite: 5 ids, padded to 20
+    tok, f = open_tokenizer(str(d))
+    assert tok.encode(text) == tokenizers.Tokenizer.from_file(str(src)).encode(text).ids
+    assert live_check(tok, f, [text, "x"])[0] == 2
+
+
 # -- chat parity config keys (the check itself: tests/test_chat.py, tests/test_pipeline.py) -------
 SFT = {"pipeline": "sft", "input": {"paths": ["d.jsonl"]}, "tokenizer": {"path": "t.json"},
        "chat": {"format": "chatml"}, "pack": {"seq_len": 16}, "output": {"dir": "out"}}
