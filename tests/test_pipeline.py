@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -199,6 +200,26 @@ def test_markers_of_versions_that_wrote_repr_values_are_redone(tmp_path):
     m = run(make_cfg(p, out), log=logs.append)
     assert m["units_processed"] == 1 and json.loads(rej.read_text())["value"] == 42
     assert any(f"done marker of marker version 0 (this rmlprep writes {MARKER_VERSION}): 1" in x for x in logs)
+
+
+def test_resume_redoes_a_unit_whose_rejects_file_changed(tmp_path):
+    """A rejects file that is not the one the unit wrote (here a record of another run appended:
+    a mixed file) is not trusted by its existence: the rerun redoes the unit, says why, and the
+    file is the unit's own again. The marker records the file's sha256 and size."""
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"text": "good"}\n{"text": 42}\n')
+    out = tmp_path / "o"
+    run(make_cfg(p, out), log=quiet)
+    rej = out / "rejects" / "rejects-00000.jsonl"
+    good = rej.read_bytes()
+    marker = json.loads((out / "shard-00000.done.json").read_text())
+    assert marker["rejects_sha256"] == hashlib.sha256(good).hexdigest() and marker["rejects_bytes"] == len(good)
+    rej.write_bytes(good + b'{"unit": 0, "row": 7, "reason": "from another run"}\n')
+    logs: list[str] = []
+    m = run(make_cfg(p, out), log=logs.append)
+    assert m["units_processed"] == 1 and rej.read_bytes() == good
+    assert any("rejects file sha256 differs from its done marker: 1" in x for x in logs)
+    assert run(make_cfg(p, out), log=quiet)["units_skipped"] == 1
 
 
 def test_reject_values_of_a_parquet_binary_column_are_base64(tmp_path):

@@ -10,7 +10,7 @@ from rmlprep.errors import ConfigError, OutputError
 from rmlprep.pipeline.output import MARKER_VERSION, OutputFolder
 from rmlprep.pipeline.owner import check_shards
 from rmlprep.pipeline.writers import ParquetWriter
-from rmlprep.shards import read_shard_metadata, sha256_file, shard_name
+from rmlprep.shards import read_shard_metadata, rejects_name, sha256_file, shard_name
 
 
 def _table():
@@ -61,6 +61,42 @@ def test_verify_done(tmp_path):
     out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 2, "marker_version": MARKER_VERSION})
     ParquetWriter().write(out, 0, _table(), {})
     assert out.verify_done(0, "h")[1] == "rejects file missing"
+
+
+def test_verify_done_checks_the_rejects_file_by_sha256(tmp_path):
+    """The marker vouches for the rejects file as for the shard: by its sha256. A rejects file
+    of another run (two records instead of one: a stale or mixed file) redoes the unit; so does
+    one beside a marker that records no rejects."""
+    out = OutputFolder(tmp_path)
+    digest = ParquetWriter().write(out, 0, _table(), {})[shard_name(0)]
+    out.write_lines(rejects_name(0), [{"row": 1, "reason": "text is null"}])
+    rej = tmp_path / rejects_name(0)
+    marker = {"sha256": digest, "config_hash": "h", "rejects": 1, "rejects_sha256": sha256_file(rej),
+              "marker_version": MARKER_VERSION}
+    out.write_done(0, marker)
+    assert out.verify_done(0, "h")[1] == ""
+    out.write_lines(rejects_name(0), [{"row": 1, "reason": "text is null"}, {"row": 3, "reason": "text is null"}])
+    assert out.verify_done(0, "h")[1] == "rejects file sha256 differs from its done marker"
+    out.write_done(0, {**marker, "rejects": 0, "rejects_sha256": None})
+    assert out.verify_done(0, "h")[1] == "a rejects file the done marker does not vouch for"
+    rej.unlink()
+    assert out.verify_done(0, "h")[1] == ""
+
+
+def test_a_version_2_marker_is_accepted_only_without_rejects(tmp_path):
+    """Version 3 adds the rejects file's sha256 to the marker and nothing else to what a marker
+    vouches for: a version-2 marker of a unit with no rejects is kept (its shard is still
+    checked); one with rejects cannot vouch for their content and is redone."""
+    assert MARKER_VERSION == 3
+    out = OutputFolder(tmp_path)
+    digest = ParquetWriter().write(out, 0, _table(), {})[shard_name(0)]
+    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 0, "marker_version": 2})
+    assert out.verify_done(0, "h")[1] == ""
+    out.write_lines(rejects_name(0), [{"row": 1, "reason": "text is null"}])
+    out.write_done(0, {"sha256": digest, "config_hash": "h", "rejects": 1, "marker_version": 2})
+    assert out.verify_done(0, "h")[1] == "done marker of marker version 2 (this rmlprep writes 3)"
+    out.write_done(0, {"sha256": "0" * 64, "config_hash": "h", "rejects": 0, "marker_version": 1})
+    assert out.verify_done(0, "h")[1] == "done marker of marker version 1 (this rmlprep writes 3)"
 
 
 def test_a_marker_of_another_marker_version_is_redone(tmp_path):

@@ -16,7 +16,7 @@ shard, rejects, done marker — so a done marker is never on disk before the fil
 
 **Done.** A unit counts as done only when its marker exists, names the same config hash, the
 same tokenizer fingerprint (the config names the tokenizer only by path) and the same input identity (file sizes, mtimes and content hash, see :mod:`.plan`), and the
-shard's sha256 (and its rejects file) match the marker (:meth:`OutputFolder.verify_done`);
+shard's sha256 and its rejects file's match the marker (:meth:`OutputFolder.verify_done`);
 anything else is redone from scratch. Files of units that are not in the run's plan (the input
 shrank) are removed (:meth:`OutputFolder.sweep`), and so are the reports of a previous run as
 soon as this one changes the folder: a manifest always describes the folder it is in. A folder
@@ -57,7 +57,7 @@ from .. import fs
 from ..errors import OutputError
 from ..shards import marker_name, rejects_name, sha256_file, shard_name
 
-__all__ = ["OutputFolder", "MARKER_VERSION", "REPORT_FILES", "LOCK_NAME", "UNIT_GLOBS", "json_line", "json_bytes",
+__all__ = ["OutputFolder", "MARKER_VERSION", "ACCEPTED_MARKERS", "REPORT_FILES", "LOCK_NAME", "UNIT_GLOBS", "json_line", "json_bytes",
            "StreamError", "from_stream", "committing"]
 
 T = TypeVar("T")
@@ -71,7 +71,13 @@ REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "mega
 #: no assistant token is a reject; sft labels are int32 (earlier markers may vouch for any of
 #: these written otherwise). 2: sft cuts user-defined added tokens (Qwen's ``<tool_call>``,
 #: Gemma 3's ``<html>``) out of message text as the tokenizer does (version 1 wrote them as text).
-MARKER_VERSION = 2
+#: 3: the marker holds its rejects file's sha256 and size (``rejects_sha256``, ``rejects_bytes``),
+#: checked on resume; a version-2 marker of a unit with no rejects vouches for all a version-3
+#: one would (the same shard, no rejects file) and is accepted (:data:`ACCEPTED_MARKERS`).
+MARKER_VERSION = 3
+#: Markers of an earlier version that this one still accepts, and when (marker → bool): a
+#: version-2 marker of a unit without rejects (one with rejects cannot vouch for their content).
+ACCEPTED_MARKERS: dict[int, Callable[[dict[str, Any]], bool]] = {2: lambda m: not m.get("rejects")}
 #: The lock file: holds the pid and host of the run that has the folder.
 LOCK_NAME = ".rmlprep.lock"
 #: the unit number in a unit file's name (train-N.parquet, shard-N.done.json / .bin / .idx, rejects)
@@ -360,8 +366,9 @@ class OutputFolder:
                 next) hashes the same: only the fingerprint tells the shards apart.
         Returns:
             (marker, "") when the marker exists, names ``config_hash``, the input identity and
-            the tokenizer, is of :data:`MARKER_VERSION`, the shard's sha256 matches and its
-            rejects file exists; else (None, the reason the unit is redone).
+            the tokenizer, is of :data:`MARKER_VERSION` (or accepted by :data:`ACCEPTED_MARKERS`),
+            the shard's sha256 matches, and so does its rejects file's (``rejects_sha256``; a
+            unit without rejects has no rejects file); else (None, the reason the unit is redone).
         """
         m = self.read_done(index)
         if m is None:
@@ -372,8 +379,9 @@ class OutputFolder:
             return None, "done marker is for another tokenizer"
         if input_identity is not None and m.get("input") != input_identity:
             return None, "input changed since the unit was done"
-        if m.get("marker_version", 0) != MARKER_VERSION:  # before hashing a shard that is redone anyway
-            return None, (f"done marker of marker version {m.get('marker_version', 0)} "
+        version = m.get("marker_version", 0)
+        if version != MARKER_VERSION and not ACCEPTED_MARKERS.get(version, lambda m: False)(m):
+            return None, (f"done marker of marker version {version} "  # before hashing a shard redone anyway
                           f"(this rmlprep writes {MARKER_VERSION})")
         files = m.get("files") or {m.get("shard") or shard_name(index): m.get("sha256")}
         for shard, digest in files.items():  # a writer's files (Parquet: one; Megatron: .bin, .idx)
@@ -381,8 +389,14 @@ class OutputFolder:
                 return None, "shard file missing"
             if self.sha256(shard) != digest:
                 return None, "shard sha256 differs from its done marker"
-        if m.get("rejects") and not self.exists(rejects_name(index)):
-            return None, "rejects file missing"
+        rejects = rejects_name(index)
+        if m.get("rejects"):
+            if not self.exists(rejects):
+                return None, "rejects file missing"
+            if self.sha256(rejects) != m.get("rejects_sha256"):
+                return None, "rejects file sha256 differs from its done marker"
+        elif self.exists(rejects):  # not this unit's: its run wrote none
+            return None, "a rejects file the done marker does not vouch for"
         return m, ""
 
     def remove_temporaries(self) -> list[str]:

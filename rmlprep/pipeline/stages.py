@@ -146,6 +146,7 @@ class Tally:
             :attr:`Rows.originals`), as JSON (:func:`json_value`; ``value_encoded`` when part
             of it is not JSON as it is).
         n_rejects: rejected rows so far (flushed or not, the pack stage's included).
+        rejects_bytes: the size of the rejects file :meth:`write_rejects` wrote.
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
             ``json_tool_calls``, ...: :data:`rmlprep.pipeline.chat_stages.CHAT_COUNTS`).
     """
@@ -158,6 +159,7 @@ class Tally:
     rejects: list[dict[str, Any]] = field(default_factory=list)
     n_rejects: int = 0
     counts: dict[str, int] = field(default_factory=dict)
+    rejects_bytes: int = 0
     _spool: Any = None
     _last_row: int = -1
     _packed_spool: Any = None
@@ -210,6 +212,7 @@ class Tally:
         (the content of ``rejects/rejects-NNNNN.jsonl``)."""
         self.flush()
         spools = [s for s in (self._spool, self._packed_spool) if s is not None]
+        self.rejects_bytes = sum(s.seek(0, 2) for s in spools)  # the merge writes each line once
         for s in spools:
             s.seek(0)
         if len(spools) == 1:

@@ -66,11 +66,11 @@ def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
             files = writer_for(cfg, tokenizer).write(out, unit.index, _then_checked(clock.timed("pack", packed), unit,
                                                                                  packed, tally),
                                                      shard_metadata(unit, cfg, tokenizer), schema=packed.schema)
-            if tally.n_rejects:
-                out.commit(rejects_name(unit.index), tally.write_rejects)
+            rejects = (out.commit(rejects_name(unit.index), tally.write_rejects, digest=True)
+                       if tally.n_rejects else None)
     finally:
         tally.close()
-    record = unit_record(unit, cfg, packed, tally, files, identity, clock.seconds())
+    record = unit_record(unit, cfg, packed, tally, files, identity, clock.seconds(), rejects)
     record["tokenizer"] = tokenizer.fingerprint  # resume redoes a unit made with another tokenizer
     out.write_done(unit.index, record)  # commit: last, after every file it vouches for
     return record
@@ -121,9 +121,11 @@ def shard_metadata(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, str]:
 
 
 def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files: dict[str, str],
-                identity: dict[str, Any], seconds: dict[str, Any]) -> dict[str, Any]:
+                identity: dict[str, Any], seconds: dict[str, Any],
+                rejects_sha256: str | None = None) -> dict[str, Any]:
     """The done-marker record of a unit: what was read, rejected, tokenized, packed and written
-    (``packed`` after its rows were written)."""
+    (``packed`` after its rows were written; ``rejects_sha256``: of the rejects file committed,
+    None when there is none)."""
     seq_len = cfg["pack"]["seq_len"]
     sft = cfg.pipeline == "sft"
     rows, real = packed.rows, packed.written_tokens
@@ -144,6 +146,7 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "short_rows": packed.short_rows,
         "documents": packed.documents,
         "rejects": tally.n_rejects,
+        **({"rejects_sha256": rejects_sha256, "rejects_bytes": tally.rejects_bytes} if tally.n_rejects else {}),
         "blank_lines": tally.blank,
         "lone_surrogate_rows": tally.surrogate_rows,
         "tokens": packed.tokens,
