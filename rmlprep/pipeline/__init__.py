@@ -4,7 +4,7 @@ Stages, and the module that owns each::
 
     driver.run ─ the whole run, in this order:
       load.open_tokenizer          tokenizer.path → Tokenizer (+ the file that finds its fixture)
-      pack.framing                 [pack] against the tokenizer (bos/eos/pad ids): one ConfigError line
+      framing.framing              [pack] against the tokenizer (bos/eos/pad ids): one ConfigError line
       owner.check_owner            a folder rmlprep did not write is refused (read only)
       plan.plan                    [input] → units, each with its input identity (files, byte
                                    range, xxh3); per-format planning: readers.plan_units

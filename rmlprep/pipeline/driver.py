@@ -14,7 +14,7 @@ from ..parity import run_parity_stage
 from .engines import cores, open_engine
 from .output import OutputFolder
 from .owner import check_owner, check_shards, claim
-from .pack import framing
+from .framing import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
 from .reports import Progress, write_reports

@@ -1,0 +1,91 @@
+"""The ``[pack]`` section against the tokenizer: the ids the pack stage adds (bos/eos framing,
+the sft pad id), checked once before any corpus work (:func:`framing`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import RunConfig
+from ..errors import ConfigError
+from ..load import is_spec_file
+
+__all__ = ["Framing", "framing"]
+
+
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """The ids the pack stage adds, as ``[pack]`` asks with this tokenizer.
+
+    Attributes:
+        bos, eos: pretrain: put before / after every document (``pack.bos`` / ``pack.eos``).
+        pad: sft with ``pack.pad``: the id rows are padded with (the spec's pad id, else eos).
+    """
+
+    bos: int | None = None
+    eos: int | None = None
+    pad: int | None = None
+
+
+def framing(cfg: RunConfig, tokenizer) -> Framing:
+    """Check ``[pack]`` against the tokenizer and return the ids it adds.
+
+    Every check of the config against the tokenizer that the pack stage needs is here, so that
+    :func:`rmlprep.pipeline.run` makes them once, right after loading the tokenizer — before
+    the plan, the parity stage and any corpus work — and a worker makes the same ones. A new
+    config x tokenizer refusal belongs here.
+
+    ``pack.bos`` with ``tokenizer.add_special_tokens`` and a tokenizer whose encode already puts
+    its BOS first (``spec.add_bos``: the post-processor of a tokenizer.json, ``add_bos_token`` of
+    a GGUF or SentencePiece model) would give every document two BOS ids; ``pack.eos`` with
+    ``add_eos`` two EOS ids. Neither reference library nor any model's training data does that,
+    so the combination is refused with the flag to drop, rather than guessed at.
+
+    Raises:
+        ConfigError: ``pack.bos`` / ``pack.eos`` and the tokenizer has no bos / eos id (for a
+            tokenizer.json without the ``tokenizer_config.json`` that names them, the message says so);
+            ``pack.bos`` / ``pack.eos`` and the tokenizer already adds that id (with
+            ``tokenizer.add_special_tokens``); ``pack.pad`` and it has neither a pad nor an eos id.
+    """
+    pack = cfg["pack"]
+    if cfg.pipeline == "sft":
+        if not pack["pad"]:
+            return Framing()
+        pad = tokenizer.spec.pad_id if tokenizer.spec.pad_id is not None else tokenizer.eos_id
+        if pad is None:
+            raise ConfigError("pack.pad: the tokenizer has neither a pad nor an eos id; set pack.pad = false")
+        return Framing(pad=pad)
+    bos = tokenizer.bos_id if pack["bos"] else None
+    eos = tokenizer.eos_id if pack["eos"] else None
+    for flag, tid in (("bos", bos), ("eos", eos)):
+        if pack[flag] and tid is None:
+            lone = _lone_tokenizer_json(cfg["tokenizer"]["path"])
+            if lone is not None:
+                raise ConfigError(
+                    f"pack.{flag}: the tokenizer has no {flag} id: {lone} names none, and no tokenizer_config.json "
+                    f"(where a Hugging Face model keeps its {flag}_token) is beside it; copy the model's "
+                    f"tokenizer_config.json there, or set pack.{flag} = false"
+                )
+            raise ConfigError(f"pack.{flag}: the tokenizer has no {flag} id; set pack.{flag} = false")
+    if cfg["tokenizer"]["add_special_tokens"]:
+        spec = tokenizer.spec
+        for flag, adds, name, tid in (("bos", spec.add_bos, "BOS", bos), ("eos", spec.add_eos, "EOS", eos)):
+            if pack[flag] and adds:
+                raise ConfigError(
+                    f"pack.{flag}: the tokenizer already adds its {name} ({tid}) to every document with "
+                    f"tokenizer.add_special_tokens = true, so each would have two; set pack.{flag} = false "
+                    "(or tokenizer.add_special_tokens = false)"
+                )
+    return Framing(bos=bos, eos=eos)
+
+
+def _lone_tokenizer_json(path: str) -> Path | None:
+    """The tokenizer.json ``tokenizer.path`` names (itself or in its folder) when no
+    ``tokenizer_config.json`` sits beside it, else None. Hugging Face keeps a model's bos, eos
+    and pad tokens (and its chat template) in that file, not in tokenizer.json."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "tokenizer.json"
+    if p.suffix != ".json" or not p.is_file() or (p.parent / "tokenizer_config.json").exists():
+        return None
+    return None if is_spec_file(str(p)) else p  # rmlprep's own spec files name their ids
