@@ -557,8 +557,23 @@ def test_rows_the_chat_format_refuses_carry_their_value_as_read(tmp_path):
     m = run(cfg(inp, tmp_path / "o", parity={"chat": False}), log=quiet)  # chatml cannot write tool calls
     assert m["totals"]["documents"] == 1 and m["totals"]["rejects"] == 1 and m["totals"]["lone_surrogate_rows"] == 1
     (rec,) = [json.loads(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
-    assert rec["row"] == 1 and "cannot write tool_calls" in rec["reason"]
+    assert rec["row"] == 1 and "cannot write tool_calls" in rec["reason"] and rec["stage"] == "format"
     assert rec["value"] == bad and "value_encoded" not in rec
+
+
+def test_a_truncation_that_trains_nothing_is_a_pack_reject_with_its_value(tmp_path):
+    """The pack stage's reject of a conversation whose first seq_len tokens hold no assistant
+    token says its stage and carries the conversation as read, as a chat-format reject does
+    (row 0: the extra conversation written first)."""
+    inp = tmp_path / "c.jsonl"
+    long_prompt = [{"role": "user", "content": " ".join(f"w{i}" for i in range(300))},
+                   {"role": "assistant", "content": "ok."}]
+    write_chats(inp, n=3, extra=[long_prompt])
+    m = run(cfg(inp, tmp_path / "o", parity={"chat": False}), log=quiet)
+    assert m["totals"]["rejects"] == 1 and m["totals"]["documents"] == 3
+    (rec,) = [json.loads(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert rec["row"] == 0 and rec["stage"] == "pack" and rec["value"] == long_prompt
+    assert rec["reason"].endswith('trains nothing (chat.no_assistant = "reject")')
 
 
 def test_without_jinja2_a_template_outside_the_table_names_the_extra(tmp_path, monkeypatch):

@@ -785,9 +785,54 @@ def test_overflow_drop_writes_each_dropped_document_to_rejects(tmp_path):
                                    '(pack.overflow = "drop")')
     assert by_row[5]["reason"].startswith("document of 201 tokens with its eos")
     assert all(by_row[r]["source"] == str(inp) for r in dropped)
+    # each record names its stage; a dropped document carries its text as read, as the earlier
+    # stages' rejects carry theirs (a line that is not JSON, or a null, has no value)
+    assert [(by_row[r]["stage"], by_row[r].get("value")) for r in (1, 2, 4, 5)] == [
+        ("pack", _digits(64)), ("validate", None), ("read", None), ("pack", _digits(200))]
+    assert all(by_row[r]["stage"] == "pack" and by_row[r]["value"] in (_digits(64), _digits(200)) for r in dropped)
     docs = [d.tolist() for p in sorted(out.glob("train-*.parquet")) for d in unpack(pq.read_table(p))]
     assert len(docs) == t["documents"] and max(map(len, docs)) == 64  # the 63 digits + eos, whole
     assert "written to rejects/" in cli_summary(out)
+
+
+def test_example_index_joins_to_input_rows_as_the_readme_says(tmp_path):
+    """The README's recipe: document k of shard N is the k-th row of unit N's input from the
+    manifest's ``shards[N].first_row`` on (blank lines are not rows), once the rows its rejects
+    file names with a stage before ``pack`` are left out; the pack stage's rejects leave their
+    number unused. Checked on every piece of every shard of a run of several units, with
+    blank lines, rows rejected by the reader and by validation, and dropped documents."""
+    tok = open_tokenizer(str(TINY))[0]
+    inp = tmp_path / "in.jsonl"
+    _drop_corpus(inp, repeats=12)
+    lines = inp.read_text().splitlines()
+    for i in range(3, len(lines), 9):
+        lines[i] += "\n"  # a blank line after some rows: it is a line (rows count it), not a row
+    inp.write_text("".join(x + "\n" for x in lines))
+    lines = inp.read_text().split("\n")[:-1]
+    out = tmp_path / "o"
+    m = run(make_cfg(inp, out, seq_len=64, pack={"overflow": "drop"}, input={"unit_bytes": 1500, "batch_rows": 4}),
+            log=quiet)
+    assert len(m["shards"]) > 2 and m["totals"]["dropped_documents"] > 0
+    starts = [s["first_row"] for s in m["shards"]] + [len(lines)]
+    assert starts[0] == 0 and starts == sorted(starts)
+    checked = gaps = 0
+    for n, shard in enumerate(m["shards"]):
+        recs = [json.loads(x) for x in (out / "rejects" / f"rejects-{n:05d}.jsonl").read_text().splitlines()]
+        before_pack = {r["row"] for r in recs if r["stage"] != "pack"}
+        docs = [r for r in range(starts[n], starts[n + 1]) if lines[r].strip() and r not in before_pack]
+        pieces: dict[int, list[int]] = {}
+        for row in pq.read_table(out / shard["shard"]).to_pylist():
+            pos = 0
+            for k, length in zip(row["example_index"], row["seq_lengths"]):
+                pieces.setdefault(k, []).extend(row["input_ids"][pos:pos + length])
+                pos += length
+        for k, ids in pieces.items():
+            assert tok.decode(ids[:-1]) == json.loads(lines[docs[k]])["text"]  # less its eos
+            checked += 1
+        dropped = {r["row"] for r in recs if r["stage"] == "pack"}
+        assert {docs[k] for k in range(len(docs)) if k not in pieces} == dropped  # the gaps
+        gaps += len(dropped)
+    assert checked == m["totals"]["documents"] and gaps == m["totals"]["dropped_documents"]
 
 
 def cli_summary(out: Path) -> str:
@@ -835,6 +880,8 @@ def test_overflow_drop_sft_conversations_are_rejects(tmp_path):
     assert t["rows_read"] == 7 and t["dropped_documents"] == 2 and t["rejects"] == 3 and t["documents"] == 4
     recs = [json.loads(x) for x in (out / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
     assert [r["row"] for r in recs] == [1, 2, 4]
+    assert [r["stage"] for r in recs] == ["pack", "validate", "pack"]
+    assert [r.get("value") for r in recs] == [json.loads(rows[1])["messages"], None, json.loads(rows[4])["messages"]]
     assert re.fullmatch(r'document of \d+ tokens is longer than pack\.seq_len = 64 \(pack\.overflow = "drop"\)',
                         recs[0]["reason"])
     assert int(recs[0]["reason"].split()[2]) > 300  # the 300 digits, one token each, and the template

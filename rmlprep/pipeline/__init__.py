@@ -45,7 +45,7 @@ bytes of an uninterrupted run. Engines receive the unit function and its context
 
 Faults, one rule each: a **row** that cannot be processed (null or non-string text, malformed
 messages, a conversation the chat format refuses, bad JSON) goes to
-``rejects/rejects-NNNNN.jsonl`` with the source file, row number and reason, is counted in the
+``rejects/rejects-NNNNN.jsonl`` with the source file, row number, stage and reason, is counted in the
 manifest, and the run goes on (so does a document ``pack.overflow = "drop"`` leaves out,
 found in the pack stage); a **file** unreadable as a whole (InputError) fails its unit,
 the other units finish and the run exits 2 naming it; an **environment** fault (OutputError:

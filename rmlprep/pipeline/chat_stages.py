@@ -27,7 +27,7 @@ from ..chat import schema_error
 from ..config import RunConfig
 from ..readers import Batch, Unit, read_unit
 from ..segment import replace_lone_surrogates
-from .stages import Docs, Rows, Tally, _cat
+from .stages import Docs, Rows, Tally, _cat, pack_may_leave_out
 from .tools_column import unread_tools_reason
 
 __all__ = ["CHAT_COUNTS", "validate_conversations", "format_and_tokenize"]
@@ -85,11 +85,11 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
         for v, r in zip(vals, batch.rows.tolist()):
             t = tools.get(r) if tools is not None else None
             if watched and r in watched:  # tool definitions the run would not read (see tools_column.py)
-                tally.reject(r, unread_tools_reason(watched[r]), v)
+                tally.reject(r, "validate", unread_tools_reason(watched[r]), v)
                 continue
             why = f"{column} is null" if v is None else schema_error(v, t)
             if why is not None:
-                tally.reject(r, why, v)
+                tally.reject(r, "validate", why, v)
                 continue
             read_v = v
             v, fixed = _replace_surrogates_in(v)
@@ -117,25 +117,29 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
                        train_on_reasoning=chat["train_on_reasoning"], json_tools=chat["json_tools"],
                        no_assistant=chat["no_assistant"], text_markers=True,  # the driver checked them
                        on_error="record", keep_columns=False, id_column=None)
+    least = pack_may_leave_out(cfg)
     for b in batches:
         ids: list[np.ndarray] = []
         labels: list[np.ndarray] = []
         masks: list[np.ndarray] = []
         lengths: list[int] = []
         rows: list[int] = []
+        held: dict[int, Any] = {}
         if b.values:
             res = fn({"messages": b.values, **({"tools": b.tools} if b.tools is not None else {})})
             errs = res["error"]
             for i in range(len(b.values)):
                 if errs[i]:
-                    tally.reject(int(b.rows[i]), f"chat format {fmt!r}: {errs[i]}", b.original(i))
+                    tally.reject(int(b.rows[i]), "format", f"chat format {fmt!r}: {errs[i]}", b.original(i))
                     continue
                 ids.append(res["input_ids"][i])
                 labels.append(res["labels"][i])
                 masks.append(res["assistant_masks"][i])
                 lengths.append(int(res["length"][i]))
                 rows.append(int(b.rows[i]))
+                if least is not None and lengths[-1] >= least:  # the pack stage may leave it out
+                    held[rows[-1]] = b.original(i)
         for k in CHAT_COUNTS:
             tally.counts[k] = fn.stats[k]
         yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), np.asarray(rows, dtype=np.int64),
-                   _cat(labels, np.int32), _cat(masks, np.uint8))
+                   _cat(labels, np.int32), _cat(masks, np.uint8), held)

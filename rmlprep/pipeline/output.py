@@ -72,8 +72,9 @@ REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "mega
 #: these written otherwise). 2: sft cuts user-defined added tokens (Qwen's ``<tool_call>``,
 #: Gemma 3's ``<html>``) out of message text as the tokenizer does (version 1 wrote them as text).
 #: 3: the marker holds its rejects file's sha256 and size (``rejects_sha256``, ``rejects_bytes``),
-#: checked on resume; a version-2 marker of a unit with no rejects vouches for all a version-3
-#: one would (the same shard, no rejects file) and is accepted (:data:`ACCEPTED_MARKERS`).
+#: checked on resume; reject records name their ``stage``, and the pack stage's carry the row's
+#: ``value``. A version-2 marker of a unit with no rejects vouches for all a version-3 one would
+#: (the same shard, no rejects file) and is accepted (:data:`ACCEPTED_MARKERS`).
 MARKER_VERSION = 3
 #: Markers of an earlier version that this one still accepts, and when (marker → bool): a
 #: version-2 marker of a unit without rejects (one with rejects cannot vouch for their content).

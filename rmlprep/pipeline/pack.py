@@ -17,13 +17,16 @@ rows are not full-length; padding is counted (and written only with ``pack.pad =
 
 **Dropped documents are rejects.** With ``pack.overflow = "drop"`` a document longer than
 ``seq_len`` (pretrain: with its bos/eos) is left out of the rows and written to the unit's
-``rejects/`` file with its source file, row and the reason (:func:`dropped_reason`), like a row
-an earlier stage refused (:meth:`.stages.Tally.reject_packed`); it is not counted in the
+``rejects/`` file with its source file, row, the reason (:func:`dropped_reason`), stage
+``pack`` and its value as read, like a row an earlier stage refused
+(:meth:`.stages.Tally.reject_packed`; the tokenize stage keeps the values of the documents
+long enough to be left out, :attr:`.stages.Docs.held`); it is not counted in the
 unit's ``documents``, ``tokens`` or length histogram (``dropped_documents`` and
 ``dropped_tokens`` count it), so ``rows_read = documents + rejects`` still holds. Which
 documents are dropped depends only on their lengths, so the rejects are the same for any
 number of workers and on resume; ``example_index`` keeps numbering the documents that reached
-the pack stage (a dropped one leaves its number unused), as before.
+the pack stage (a dropped one leaves its number unused), so it is not the input row (the
+README's "Joining rows back to the input" gives the join).
 
 **Truncation that trains nothing is a reject (sft)**: see :mod:`.untrained`.
 
@@ -153,9 +156,18 @@ def dropped_reason(tokens: int, seq_len: int, framing: str = "") -> str:
             '(pack.overflow = "drop")')
 
 
-def _reject_dropped(tally: Tally, rows: np.ndarray, framed: np.ndarray, seq_len: int, framing_names: str) -> None:
+def _reject_dropped(tally: Tally, rows: np.ndarray, framed: np.ndarray, seq_len: int, framing_names: str,
+                    values: dict[int, object]) -> None:
     for r, n in zip(rows.tolist(), framed.tolist()):
-        tally.reject_packed(r, dropped_reason(n, seq_len, framing_names))
+        tally.reject_packed(r, dropped_reason(n, seq_len, framing_names), values.get(r))
+
+
+def _held(docs: list[Docs]) -> dict[int, object]:
+    """The values as read of the documents in ``docs`` the pack stage may leave out, by source row."""
+    out: dict[int, object] = {}
+    for d in docs:
+        out.update(d.held)
+    return out
 
 
 def empty_table(pipeline: str) -> pa.Table:
@@ -203,7 +215,7 @@ def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: Tally
         gone = packer.last_dropped
         if len(gone):
             rows = _cat([d.rows for d in held], np.int64)
-            _reject_dropped(tally, rows[gone], lens[gone] + extra, seq_len, names)
+            _reject_dropped(tally, rows[gone], lens[gone] + extra, seq_len, names, _held(held))
             dropped_tokens += int(lens[gone].sum())
             lens = np.delete(lens, gone)
         packed.add_lengths(lens)
@@ -335,8 +347,8 @@ _BFD_STATS = ("dropped_documents", "dropped_tokens", "truncated_tokens", "over_l
 def _split_docs(d: Docs, k: int) -> tuple[Docs, Docs]:
     """The first ``k`` documents of ``d`` and the rest."""
     t = int(d.lengths[:k].sum())
-    return (Docs(d.ids[:t], d.lengths[:k], d.rows[:k], d.labels[:t], d.masks[:t]),
-            Docs(d.ids[t:], d.lengths[k:], d.rows[k:], d.labels[t:], d.masks[t:]))
+    return (Docs(d.ids[:t], d.lengths[:k], d.rows[:k], d.labels[:t], d.masks[:t], d.held),
+            Docs(d.ids[t:], d.lengths[k:], d.rows[k:], d.labels[t:], d.masks[t:], d.held))  # held: by row
 
 
 def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: Tally) -> Packed:
@@ -373,13 +385,14 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
         ids = _cat([d.ids for d in held], np.uint32)
         labels = _cat([d.labels for d in held], np.int32)
         masks = _cat([d.masks for d in held], np.uint8)
+        values = _held(held)
         held.clear()
         index = None  # the example_index of each conversation still packed
         if untrained_rejected:
             gone = untrained_after_truncation(masks, offs, pack["seq_len"])
             if len(gone):
                 for r, n in zip(src_rows[gone].tolist(), lens[gone].tolist()):
-                    tally.reject_packed(r, untrained_reason(n, pack["seq_len"]))
+                    tally.reject_packed(r, untrained_reason(n, pack["seq_len"]), values.get(r))
                 packed.stats["untrained_rejected"] += len(gone)
                 ids, labels, masks, lens, src_rows, offs, index = without(gone, ids, labels, masks, lens, src_rows, first)
                 if not len(lens):
@@ -388,7 +401,7 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
                        pad_id=pad_id, assistant_masks=(masks, offs))
         del ids, labels, masks
         if len(res.dropped):
-            _reject_dropped(tally, src_rows[res.dropped], lens[res.dropped], pack["seq_len"], "")
+            _reject_dropped(tally, src_rows[res.dropped], lens[res.dropped], pack["seq_len"], "", values)
         packed.add_lengths(np.delete(lens, res.dropped))
         for k in _BFD_STATS:
             packed.stats[k] += getattr(res.stats, k)

@@ -130,7 +130,7 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
                       "that unit's shard" if cfg.pipeline == "pretrain" else
                       "sft: best-fit-decreasing per unit; rows hold at most seq_len tokens"),
         "totals": totals,
-        "shards": [{k: r[k] for k in _SHARD_KEYS} for r in recs],
+        "shards": [_shard_entry(u, records[u.index]) for u in units],
         "rejects": {"count": totals["rejects"], "files": [rejects_name(r["unit"]) for r in recs if r["rejects"]]},
         "timings": {k: round(v, 3) for k, v in timings.items()},
         "engine": cfg["run"]["engine"],
@@ -170,6 +170,14 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     commit_together(out, files)
     log(summary_table(manifest, stats))
     return manifest
+
+
+def _shard_entry(unit: Unit, rec: dict[str, Any]) -> dict[str, Any]:
+    """A unit's entry in the manifest's ``shards``: its marker's counts, and ``first_row``, the
+    source row (0-based, as reject records number rows) where the unit's input starts: the key
+    that joins ``example_index`` to input rows (README, "What you get")."""
+    entry = {k: rec[k] for k in _SHARD_KEYS}
+    return {"shard": entry.pop("shard"), "source": entry.pop("source"), "first_row": unit.first_row, **entry}
 
 
 def _histogram_png(hist: np.ndarray, log: Callable[[str], None]) -> bytes | None:

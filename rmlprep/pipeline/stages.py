@@ -54,11 +54,17 @@ from ..segment import replace_lone_surrogates
 from .output import json_line
 from .tools_column import watched_fields
 
-__all__ = ["Tally", "Rows", "Docs", "json_value", "replace_lone_surrogates", "read", "validate_texts", "tokenize_texts"]
+__all__ = ["Tally", "Rows", "Docs", "REJECT_STAGES", "pack_may_leave_out", "held_values", "json_value", "replace_lone_surrogates", "read", "validate_texts", "tokenize_texts"]
 T = TypeVar("T")
 
 #: Reject records spooled in memory up to this many bytes, then in a temporary file.
 REJECT_SPOOL_BYTES = 8 << 20
+#: The ``stage`` of a reject record: ``read`` (the reader could not parse the row: not UTF-8,
+#: not JSON, no such field; no value), ``validate`` (not a string / not a conversation in the
+#: messages schema), ``format`` (sft: the chat format refuses the conversation), ``tokenize``
+#: (the tokenizer refuses the text), ``pack`` (``pack.overflow = "drop"``, or sft truncation
+#: that trains nothing).
+REJECT_STAGES = ("read", "validate", "format", "tokenize", "pack")
 
 
 def _a(noun: str) -> str:
@@ -140,11 +146,12 @@ class Tally:
         blank: blank lines skipped (jsonl).
         surrogate_rows: rows kept with their lone surrogates replaced by U+FFFD.
         rejects: the rejected rows of the batch in flight: ``unit``, ``source`` (file), ``row``
-            (0-based row of the source file), ``reason`` and, for a row whose value was read
-            but refused by the validate, chat-format or tokenize stage, ``value``: the whole
-            value as the reader gave it (before lone surrogates were replaced; see
-            :attr:`Rows.originals`), as JSON (:func:`json_value`; ``value_encoded`` when part
-            of it is not JSON as it is).
+            (0-based row of the source file: the JSONL line, the CSV data record, the Parquet
+            or Arrow row), ``stage`` (:data:`REJECT_STAGES`), ``reason`` and, for a row whose
+            value was read but refused by the validate, format, tokenize or pack stage,
+            ``value``: the whole value as the reader gave it (before lone surrogates were
+            replaced; see :attr:`Rows.originals`), as JSON (:func:`json_value`;
+            ``value_encoded`` when part of it is not JSON as it is).
         n_rejects: rejected rows so far (flushed or not, the pack stage's included).
         rejects_bytes: the size of the rejects file :meth:`write_rejects` wrote.
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
@@ -165,28 +172,30 @@ class Tally:
     _packed_spool: Any = None
     _last_packed_row: int = -1
 
-    def _record(self, row: int, reason: str, value: Any = None) -> dict[str, Any]:
+    def _record(self, row: int, stage: str, reason: str, value: Any = None) -> dict[str, Any]:
         u = self.unit
         rec = {"unit": u.index, "source": u.path if u.format != "stdlib" else f"{u.path}/{u.files[row]}",
-               "row": int(row), "reason": reason}
+               "row": int(row), "stage": stage, "reason": reason}
         if value is not None:
             rec["value"], encoded = json_value(value)
             if encoded:
                 rec["value_encoded"] = encoded
         return rec
 
-    def reject(self, row: int, reason: str, value: Any = None) -> None:
-        self.rejects.append(self._record(row, reason, value))
+    def reject(self, row: int, stage: str, reason: str, value: Any = None) -> None:
+        """Record a rejected row of the batch in flight (``stage``: one of :data:`REJECT_STAGES`)."""
+        self.rejects.append(self._record(row, stage, reason, value))
         self.n_rejects += 1
 
-    def reject_packed(self, row: int, reason: str) -> None:
-        """Record a row the pack stage left out (after its batch was flushed). Rows come in
-        increasing order: the packers see the documents in source order."""
+    def reject_packed(self, row: int, reason: str, value: Any = None) -> None:
+        """Record a row the pack stage left out (after its batch was flushed), with its value as
+        read (:attr:`Docs.held`). Rows come in increasing order: the packers see the documents
+        in source order."""
         if row <= self._last_packed_row:  # pragma: no cover - a packer broke the document order
             raise RuntimeError(f"packed rejects out of order: row {row} after row {self._last_packed_row}")
         if self._packed_spool is None:
             self._packed_spool = tempfile.SpooledTemporaryFile(max_size=REJECT_SPOOL_BYTES)
-        self._packed_spool.write(json_line(self._record(row, reason)))
+        self._packed_spool.write(json_line(self._record(row, "pack", reason, value)))
         self._last_packed_row = int(row)
         self.n_rejects += 1
 
@@ -263,6 +272,9 @@ class Docs:
         rows: int64 [documents], each document's source row (for the pack stage's rejects).
         labels: sft only: int32 [sum(lengths)], ``ids`` where trained on, -100 elsewhere.
         masks: sft only: uint8 [sum(lengths)], 1 on assistant tokens.
+        held: the value as read of each document the pack stage may leave out (a reject, see
+            :func:`pack_may_leave_out`), by source row; for its reject record. Only those
+            documents' values are kept until the pack stage, not the batch's.
     """
 
     ids: np.ndarray
@@ -270,6 +282,39 @@ class Docs:
     rows: np.ndarray
     labels: np.ndarray | None = None
     masks: np.ndarray | None = None
+    held: dict[int, Any] = field(default_factory=dict)
+
+
+def pack_may_leave_out(cfg: RunConfig) -> int | None:
+    """The fewest tokens (before framing) of a document the pack stage may leave out as a
+    reject, or None when it leaves none out: pretrain with ``pack.overflow = "drop"``, a
+    document whose framed length (with its bos/eos) exceeds ``seq_len``; sft with ``"drop"``, or
+    with ``"truncate"`` and ``chat.no_assistant = "reject"`` (:mod:`.untrained`), a conversation
+    longer than ``seq_len`` (one that fits is neither dropped nor truncated).
+
+    Example: pretrain, ``seq_len = 64``, ``overflow = "drop"``, eos only: 64 (64 tokens + eos =
+    65 > 64 is dropped; 63 + eos fits). sft, ``seq_len = 64``: 65.
+    """
+    pack = cfg["pack"]
+    if cfg.pipeline == "sft":
+        untrained = pack["overflow"] == "truncate" and cfg["chat"]["no_assistant"] == "reject"
+        return pack["seq_len"] + 1 if pack["overflow"] == "drop" or untrained else None
+    if pack["overflow"] != "drop":
+        return None
+    return pack["seq_len"] + 1 - int(bool(pack["bos"])) - int(bool(pack["eos"]))
+
+
+def held_values(lengths: np.ndarray, rows: np.ndarray, value_of, least: int | None) -> dict[int, Any]:
+    """:attr:`Docs.held` of a batch: ``{source row: value_of(i)}`` for each document ``i`` of at
+    least ``least`` tokens (none when ``least`` is None).
+
+    Args:
+        lengths: int64 [n] tokens per document; rows: int64 [n] their source rows.
+        value_of: position → the document's value as read.
+    """
+    if least is None:
+        return {}
+    return {int(rows[i]): value_of(int(i)) for i in np.flatnonzero(lengths >= least)}
 
 
 # -- read ---------------------------------------------------------------------------------------
@@ -283,7 +328,7 @@ def read(unit: Unit, cfg: RunConfig, tally: Tally) -> Iterator[Batch]:
         tally.nbytes += batch.nbytes
         tally.blank += batch.blank
         for r, why in batch.errors:
-            tally.reject(r, why)
+            tally.reject(r, "read", why)
         out = [batch]
         del batch
         yield out.pop()  # (see _handed_on)
@@ -324,13 +369,13 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
                 keep_t.append(v)
                 keep_r.append(r)
             elif v is None:
-                tally.reject(r, f"{column} is null")
+                tally.reject(r, "validate", f"{column} is null")
             elif isinstance(v, bytes):  # a Parquet BYTE_ARRAY without the UTF8 annotation (e.g. older Spark)
-                tally.reject(r, f"{column} is bytes (a binary column), not a string: if it holds UTF-8 text, write "
-                                "the column as a string type (pyarrow: .cast(pa.string()); Spark: "
-                                "spark.sql.parquet.binaryAsString)", v)
+                tally.reject(r, "validate", f"{column} is bytes (a binary column), not a string: if it holds UTF-8 "
+                                            "text, write the column as a string type (pyarrow: .cast(pa.string()); "
+                                            "Spark: spark.sql.parquet.binaryAsString)", v)
             else:
-                tally.reject(r, f"{column} is {_a(type(v).__name__)}, not a string", v)
+                tally.reject(r, "validate", f"{column} is {_a(type(v).__name__)}, not a string", v)
         originals = {}
         for i in surrogate_rows(keep_t):  # rare: found by a scan of the code units
             originals[i] = keep_t[i]
@@ -355,6 +400,7 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
     raises is it encoded row by row (:func:`rmlprep.arrow.tokenize_text`) to find the rows."""
     tok = cfg["tokenizer"]
     kw = {"add_special_tokens": tok["add_special_tokens"], "parse_special": tok["parse_special"]}
+    least = pack_may_leave_out(cfg)
     fn = None
     for b in _handed_on(batches):
         if not len(b.values):
@@ -362,7 +408,9 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
             continue
         flat = _encode_flat(tokenizer, b.values, kw)
         if flat is not None:
-            out = [Docs(flat[0].astype(np.uint32, copy=False), np.diff(flat[1]), b.rows)]
+            lengths = np.diff(flat[1])
+            out = [Docs(flat[0].astype(np.uint32, copy=False), lengths, b.rows,
+                        held=held_values(lengths, b.rows, lambda i: _as_read(b, i), least))]
             del b, flat  # the texts can go while the ids are packed
             yield out.pop()
             continue
@@ -372,14 +420,12 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
         res = fn(pa.RecordBatch.from_arrays([values], names=["text"]))
         failed = np.flatnonzero(res.column("error").is_valid().to_numpy(zero_copy_only=False))
         for i in failed:
-            tally.reject(int(b.rows[i]), res.column("error")[int(i)].as_py(), _as_read(b, int(i)))
+            tally.reject(int(b.rows[i]), "tokenize", res.column("error")[int(i)].as_py(), _as_read(b, int(i)))
         ids = res.column("input_ids").flatten().to_numpy(zero_copy_only=False).astype(np.uint32, copy=False)
-        lengths = res.column("length").to_numpy(zero_copy_only=False)
-        rows = b.rows
-        if len(failed):
-            lengths = np.delete(lengths, failed)  # failed rows have no ids
-            rows = np.delete(rows, failed)
-        out = [Docs(ids, lengths.astype(np.int64, copy=False), rows)]
+        lengths = res.column("length").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        kept = np.delete(np.arange(len(lengths)), failed)  # failed rows have no ids
+        held = held_values(lengths[kept], b.rows[kept], lambda i: _as_read(b, int(kept[i])), least)
+        out = [Docs(ids, lengths[kept], b.rows[kept], held=held)]
         del b, values, res, ids
         yield out.pop()
 

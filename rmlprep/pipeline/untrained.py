@@ -4,7 +4,8 @@ With ``pack.overflow = "truncate"`` a conversation keeps its first ``seq_len`` t
 assistant token is among them, the row it becomes has every label -100 and trains nothing, as
 a conversation without an answer. Under ``chat.no_assistant = "reject"`` the pack stage finds
 such conversations here (:func:`untrained_after_truncation`), rejects them with
-:func:`untrained_reason` and packs the rest (:func:`without`).
+:func:`untrained_reason` (stage ``pack``, with the conversation as read) and packs the rest
+(:func:`without`).
 """
 
 from __future__ import annotations
