@@ -455,6 +455,19 @@ _CALL = [{"role": "user", "content": "time?"},
 _PLAIN = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
 
 
+def test_an_empty_tools_list_in_the_first_jsonl_row_is_no_tools(tmp_path):
+    """A JSONL row whose "tools" is [] (or null, or "") holds no tool definitions: the first row
+    does not refuse the run, as a later such row is no reject; a later row holding tools is
+    still a reject naming the key to set."""
+    inp = tmp_path / "c.jsonl"
+    _rows(inp, [{"messages": _PLAIN, "tools": []}, {"messages": _PLAIN, "tools": []}, {"messages": _PLAIN, "tools": None},
+                {"messages": _CALL, "tools": _TOOLS}])
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", parity={"chat": False}, pack={"seq_len": 512}), log=quiet)
+    assert m["totals"]["documents"] == 3 and m["totals"]["rejects"] == 1
+    (rec,) = [json.loads(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert rec["row"] == 3 and rec["reason"].startswith("the row has 'tools' (tool definitions) but chat.tools_column")
+
+
 def test_a_tools_column_the_config_does_not_name_is_refused(tmp_path):
     """chat.tools_column has no default. A conversation's tools in a column it does not name
     would be left out of every prompt (the qwen2.5 format writes them in a <tools> block of the

@@ -9,7 +9,8 @@ such a column while the key is unset would lose every row's tool definitions fro
 (the model trained to call tools it was never shown) without a word. So:
 
 * before any corpus work, a Parquet or Arrow file with such a column, a CSV file with it in
-  its header, or a JSONL file whose first row holds it stops the run (:func:`check_tools_column`,
+  its header, or a JSONL file whose first row holds it with a value (``[]``, null or ``""`` is
+  no tools, in any row) stops the run (:func:`check_tools_column`,
   a :class:`~rmlprep.errors.ConfigError` naming the file, the column and the two ways out);
 * a later JSONL row that holds one with a value (rows may differ in their keys) is a reject
   with the same advice (:func:`unread_tools_reason`);

@@ -41,7 +41,7 @@ from . import base
 from .base import MAX_JSON_DEPTH, Batch, Unit, decoded_size_estimate, one_line
 
 _BOM = b"\xef\xbb\xbf"
-_EMPTY = (None, [], {}, "")  # a watched field holding one of these holds nothing
+EMPTY_VALUES = (None, [], {}, "")  # a watched field holding one of these holds nothing
 
 
 _CR_ONLY = re.compile(rb"\}[ \t]*\r[ \t\r]*\{")  # one object, a lone CR, the next object
@@ -325,7 +325,7 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                 ok, v, obj = _parse_line(line, column)
                 if watch and ok:
                     for k in watch:
-                        if obj.get(k) not in _EMPTY and k != column:
+                        if obj.get(k) not in EMPTY_VALUES and k != column:
                             watched[r] = k
                             break
                 obj = None

@@ -17,7 +17,7 @@ from ..errors import ConfigError, RmlprepError
 from .arrowfiles import _open_arrow, plan_hf, read_hf
 from .base import MAX_ROW_BYTES, Batch, Unit, decoded_size_estimate, sniff
 from .csvfile import csv_header, read_csv
-from .jsonl import plan_jsonl, read_jsonl
+from .jsonl import EMPTY_VALUES, plan_jsonl, read_jsonl
 from .parquet import plan_parquet, read_parquet
 from .stdlib import read_stdlib, stdlib_files
 
@@ -213,7 +213,9 @@ def read_unit(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = (
 def column_names(unit: Unit) -> tuple[list[str], bool] | None:
     """The columns of a unit's file, read without reading its rows, and whether they are all
     of them: the schema of a Parquet or Arrow file and the header of a CSV file (complete), the
-    keys of a JSONL file's first object (rows may hold other keys). None for what cannot be
+    keys of a JSONL file's first object that hold something (rows may hold other keys; a key
+    holding null, ``""``, ``[]`` or ``{}`` is left out, as the reader's watched fields leave it:
+    a first row's ``"tools": []`` is no tools, as a later row's is). None for what cannot be
     told this way (a first line that is not a JSON object, the stdlib demo). Errors of the file
     are left to its reader (None).
     """
@@ -231,7 +233,9 @@ def column_names(unit: Unit) -> tuple[list[str], bool] | None:
                 while line := f.readline(MAX_ROW_BYTES + 1):
                     if line.strip():
                         obj = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
-                        return (list(obj), False) if isinstance(obj, dict) else None
+                        if not isinstance(obj, dict):
+                            return None
+                        return [k for k, v in obj.items() if v not in EMPTY_VALUES], False
     except (RmlprepError, OSError, ValueError, RecursionError, pa.ArrowException, csv.Error):
         return None
     return None
