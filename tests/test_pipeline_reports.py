@@ -160,7 +160,11 @@ def test_summary_says_unfilled_when_rows_are_not_padded():
     label, text = _padding_line({"totals": totals, "config": {"pack": {"seq_len": 128, "pad": True}}})
     assert (label, text) == ("padding", "147 tokens (57.42%)")
     zero = {"pad_tokens": 0, "unfilled_tokens": 0, "padding_ratio": 0.0}
-    assert _padding_line({"totals": zero, "config": {"pack": {"seq_len": 128}}}) == ("padding", "0 tokens (0.00%)")
+    assert _padding_line({"totals": zero, "config": {"pipeline": "pretrain", "pack": {"seq_len": 128, "pad": False}}}
+                         ) == ("padding", "0 tokens (0.00%)")
+    # an sft run whose every row was rejected has no row and no room: still not padding
+    assert _padding_line({"totals": zero, "config": {"pipeline": "sft", "pack": {"seq_len": 128, "pad": False}}}) == (
+        "unfilled", "0 tokens (0.00%) left below seq_len; rows are not padded (pack.pad = false)")
 
 
 @pytest.mark.parametrize("pad", [False, True])

@@ -334,11 +334,14 @@ def _no_data_readme(manifest: dict[str, Any]) -> bytes:
 
 def _padding_line(manifest: dict[str, Any]) -> tuple[str, str]:
     """The room rows leave below seq_len (``unfilled_tokens``, the packers' padding ratio): pad
-    ids in the rows with ``pack.pad = true`` (``pad_tokens``), else the rows are just shorter
-    (``pad_tokens`` 0)."""
+    ids in the rows with ``pack.pad = true`` (``pad_tokens``), else (sft with ``pack.pad =
+    false``, whatever the counts: a run without rows too) the rows are just shorter. Pretrain
+    rows are never padded and have no unfilled count (only the unit's last row is short)."""
     t = manifest["totals"]
     room = f"{t['unfilled_tokens']:,} tokens ({100 * t['padding_ratio']:.2f}%)"
-    if t["unfilled_tokens"] and not t["pad_tokens"]:
+    cfg = manifest["config"]
+    unpadded = cfg.get("pipeline") == "sft" and not cfg["pack"].get("pad")
+    if unpadded or (t["unfilled_tokens"] and not t["pad_tokens"]):
         return "unfilled", room + " left below seq_len; rows are not padded (pack.pad = false)"
     return "padding", room
 
