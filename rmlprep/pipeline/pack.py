@@ -373,7 +373,7 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
     packed = Packed("sft", pack["seq_len"])
     packed.stats = dict.fromkeys(_BFD_STATS, 0)
     untrained_rejected = pack["overflow"] == "truncate" and cfg["chat"]["no_assistant"] == "reject"  # .untrained
-    packed.stats["untrained_rejected"] = 0  # in every sft marker: earlier versions' truncating markers lack it
+    packed.stats["untrained_rejected"] = 0  # every sft marker says how many (0 or more)
 
     def pack_window(held: list[Docs], first: int) -> Iterator[pa.Table]:
         lens = _cat([d.lengths for d in held], np.int64)
