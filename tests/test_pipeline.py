@@ -222,6 +222,19 @@ def test_resume_redoes_a_unit_whose_rejects_file_changed(tmp_path):
     assert run(make_cfg(p, out), log=quiet)["units_skipped"] == 1
 
 
+def test_a_redo_that_leaves_no_rejects_leaves_no_rejects_folder(tmp_path):
+    """The input mended, the rerun redoes the unit, whose rejects file the sweep removed: no
+    empty rejects/ is left to suggest rows were set aside."""
+    p = tmp_path / "in.jsonl"
+    p.write_text('{"text": "good"}\n{"text": 42}\n')
+    out = tmp_path / "o"
+    run(make_cfg(p, out), log=quiet)
+    assert (out / "rejects" / "rejects-00000.jsonl").exists()
+    p.write_text('{"text": "good"}\n{"text": "42"}\n')
+    m = run(make_cfg(p, out), log=quiet)
+    assert m["units_processed"] == 1 and m["totals"]["rejects"] == 0 and not (out / "rejects").exists()
+
+
 def test_reject_values_of_a_parquet_binary_column_are_base64(tmp_path):
     """A Parquet binary column under the pretrain pipeline: each row is a reject ("text is bytes
     (a binary column) ...", saying how to make it a string column) whose value is the bytes in standard base64 (RFC 4648), as the proto3

@@ -36,6 +36,7 @@ before any work.
 File-system access is kept to a few primitives (:meth:`~OutputFolder.stage` and
 :meth:`~OutputFolder.publish`, which :meth:`~OutputFolder.commit` is, :meth:`~OutputFolder.exists`,
 :meth:`~OutputFolder.entries`, :meth:`~OutputFolder.list`, :meth:`~OutputFolder.remove`,
+:meth:`~OutputFolder.remove_empty_folder`,
 :meth:`~OutputFolder.read_bytes`, :meth:`~OutputFolder.sha256`, :meth:`~OutputFolder.lock`);
 :mod:`.store` implements them on an object store (``output.dir = "s3://..."``).
 """
@@ -226,6 +227,12 @@ class OutputFolder:
         except OSError as e:
             raise _output_error(str(self.path / name), e) from None
 
+    def remove_empty_folder(self, name: str) -> None:
+        """Remove the subfolder ``name`` if it is there and empty (never raises: one that holds
+        files, or cannot be removed, stays)."""
+        with suppress(OSError):
+            (self.path / name).rmdir()
+
     def read_bytes(self, name: str) -> bytes:
         return (self.path / name).read_bytes()
 
@@ -401,8 +408,9 @@ class OutputFolder:
         return m, ""
 
     def remove_temporaries(self) -> list[str]:
-        """Remove every ``*.tmp-*`` file (a commit's temporary never renamed: its writer died).
-        Only call it holding the lock, when no worker of this run is writing.
+        """Remove every ``*.tmp-*`` file (a commit's temporary never renamed: its writer died),
+        and ``rejects/`` when it holds nothing. Only call it holding the lock, when no worker of
+        this run is writing.
 
         Returns:
             the names removed.
@@ -412,6 +420,7 @@ class OutputFolder:
         names = self.list("*.tmp-*") + self.list("rejects/*.tmp-*")
         for name in names:
             self.remove(name)
+        self.remove_empty_folder("rejects")  # a redo that wrote none, after a sweep removed the old ones
         return names
 
     def unit_files(self) -> dict[int, list[str]]:

@@ -147,6 +147,9 @@ class ObjectStoreFolder(OutputFolder):
         except OSError as e:
             raise _store_error(self._uri(name), e) from None
 
+    def remove_empty_folder(self, name: str) -> None:
+        """Nothing to do: a store has no folders, a prefix without objects is not there."""
+
     def read_bytes(self, name: str) -> bytes:
         with self._fs.open_input_stream(self._key(name)) as f:
             return f.read()
