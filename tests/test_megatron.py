@@ -100,6 +100,17 @@ def test_megatron_documents_read_back(corpus, tmp_path):
     assert not list((tmp_path / "o").glob("*.parquet")) and not (tmp_path / "o" / "README.md").exists()
 
 
+def test_megatron_without_a_document_writes_no_data_args(tmp_path):
+    """Every row rejected: no megatron-data-args.txt to point Megatron at an empty dataset, but
+    the README that says there is no data, as a Parquet run writes."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"text": 1}\n{"text": null}\n')
+    m = run(make_cfg(inp, tmp_path / "o", workers=1), log=quiet)
+    assert m["totals"]["documents"] == 0 and m["totals"]["rejects"] == 2
+    assert not (tmp_path / "o" / "megatron-data-args.txt").exists()
+    assert (tmp_path / "o" / "README.md").read_text().startswith("# No data")
+
+
 def test_megatron_same_bytes_any_workers_and_resume(corpus, tmp_path):
     inp, _ = corpus
     run(make_cfg(inp, tmp_path / "a", workers=1), log=quiet)

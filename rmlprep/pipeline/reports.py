@@ -100,9 +100,10 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
                   parity: dict[str, Any], timings: dict[str, float], workers: int, processed: Collection[int],
                   log: Callable[[str], None]) -> dict[str, Any]:
     """Commit stats.json, lengths.png (with ``run.histogram``), README.md (the dataset card; Megatron:
-    megatron-data-args.txt) and manifest.json as one set (:func:`commit_together`), log the
-    summary table, and return the manifest. ``processed``: the units this run wrote (the others
-    were skipped as done); the throughput is theirs over ``timings["process"]``.
+    megatron-data-args.txt; a run without a document: a README saying so) and manifest.json as
+    one set (:func:`commit_together`), log the summary table, and return the manifest.
+    ``processed``: the units this run wrote (the others were skipped as done); the throughput is
+    theirs over ``timings["process"]``.
 
     Raises:
         OutputError: a report cannot be written (the folder keeps the previous set, or none).
@@ -162,9 +163,9 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     png = _histogram_png(hist, log) if cfg["run"]["histogram"] else None
     if png is not None:
         files.append(("lengths.png", png))
-    if cfg["output"].get("format") == "megatron":
+    if cfg["output"].get("format") == "megatron" and totals["documents"]:
         files.append(("megatron-data-args.txt", data_args(str(cfg.output_dir), recs).encode()))
-    else:
+    else:  # a folder without a document says so in README.md, whatever the format (no data args to train on)
         files.append(("README.md", dataset_card(manifest, cfg.pipeline)))
     files.append(("manifest.json", json_bytes(manifest)))  # last: the commit point of the set
     commit_together(out, files)
