@@ -201,7 +201,8 @@ class RunConfig:
     Attributes:
         data: ``{section: {key: value}}`` with every default filled in and paths resolved to
             absolute strings (``input.paths``, ``tokenizer.path``, ``parity.fixture``, ``parity.chat_renders``,
-            ``output.dir``); ``data["pipeline"]`` is the pipeline name.
+            ``output.dir``, without ``..`` where that names the same folder); ``data["pipeline"]``
+            is the pipeline name.
         source: the TOML file it came from ("" when built from a dict).
     """
 
@@ -270,7 +271,7 @@ class RunConfig:
                 raise ConfigError(f"--workers: must be >= 0 (0 = all cores), got {workers}")
             d["run"]["workers"] = workers
         if output is not None:
-            d["output"]["dir"] = _abs(output)
+            d["output"]["dir"] = _abs_dir(output)
         return RunConfig(d, self.source)
 
 
@@ -280,6 +281,18 @@ def _abs(p: str) -> str:
     if p.startswith("demo:") or fs.is_remote(p):
         return p
     return str(Path(os.path.expanduser(p)).absolute())
+
+
+def _abs_dir(p: str) -> str:
+    """``output.dir`` as :func:`_abs` makes it, ``..`` and ``.`` taken out
+    (``/work/rmlprep/../out/a1`` → ``/work/out/a1``, the folder the user sees in the log and the
+    manifest) when that names the same folder: a ``..`` after a symbolic link goes up from the
+    link's target, so there the path is kept as given. ``output.dir`` is not in the config hash."""
+    a = _abs(p)
+    if a == p and (p.startswith("demo:") or fs.is_remote(p)):
+        return a
+    n = os.path.normpath(a)
+    return n if n == a or os.path.realpath(n) == os.path.realpath(a) else a
 
 
 def _check_engine(engine: str, where: str) -> None:
@@ -446,7 +459,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     elif "chat" in raw:
         raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
     out = data["output"]
-    out["dir"] = _abs(out["dir"])
+    out["dir"] = _abs_dir(out["dir"])
     if out["format"] not in _OUTPUT_FORMATS:
         raise ConfigError(f"{w}output.format: must be one of {list(_OUTPUT_FORMATS)}, got {out['format']!r}")
     if out["format"] == "megatron" and pipeline != "pretrain":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from rmlprep.config import config_from_dict, load_config
@@ -98,6 +100,22 @@ def test_relative_paths_resolve_against_cwd(tmp_path, monkeypatch):
     c = load_config("sub/c.toml")
     assert c["input"]["paths"] == [str(tmp_path / "d.jsonl")]
     assert c.output_dir == tmp_path / "o"
+
+
+def test_output_dir_is_normalised_where_that_is_the_same_folder(tmp_path, monkeypatch):
+    """output.dir "../out/a1" given in tmp/rmlprep is tmp/out/a1, as the user would write it, not
+    tmp/rmlprep/../out/a1 (the log, the summary and the manifest print it); --output too. After
+    a symbolic link, ".." goes up from the link's target, so such a path is kept as given."""
+    (tmp_path / "rmlprep").mkdir()
+    monkeypatch.chdir(tmp_path / "rmlprep")
+    c = config_from_dict(cfg(output={"dir": "../out/./a1"}))
+    assert c["output"]["dir"] == str(tmp_path / "out" / "a1")
+    assert c.with_overrides(output="../out/a2").output_dir == tmp_path / "out" / "a2"
+    (tmp_path / "far" / "deep").mkdir(parents=True)
+    (tmp_path / "rmlprep" / "link").symlink_to(tmp_path / "far" / "deep")
+    c = config_from_dict(cfg(output={"dir": "link/../o"}))  # that is tmp/far/o, not tmp/rmlprep/o
+    assert c["output"]["dir"] == str(tmp_path / "rmlprep" / "link" / ".." / "o")
+    assert os.path.realpath(c["output"]["dir"]) == os.path.realpath(tmp_path / "far" / "o")
 
 
 def test_missing_file_and_bad_toml(tmp_path):
