@@ -95,6 +95,28 @@ def fresh(cfg_inp, tmp_path: Path, name: str, **kw) -> dict[str, bytes]:
 
 
 # -- resume never reuses stale work --------------------------------------------------------------
+def test_a_file_added_that_sorts_first_renumbers_and_redoes_with_the_reason(tmp_path):
+    """A glob that gains a file sorting before the done ones gives every later unit a new
+    number; a shard (its metadata) and its rejects name their unit, so those units are redone,
+    nothing of the old numbering is left (the folder is a fresh run's, byte for byte), and the
+    log says why and how to keep done units."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "b.jsonl").write_bytes(b"".join(lines(40)) + b'{"text": 7}\n')
+    (d / "c.jsonl").write_bytes(b"".join(lines(40, start=40)))
+    out = tmp_path / "o"
+    first = run(make_cfg(str(d / "*.jsonl"), out), log=quiet)
+    (d / "a.jsonl").write_bytes(b"".join(lines(10, start=80)))
+    logs: list[str] = []
+    m = run(make_cfg(str(d / "*.jsonl"), out), log=logs.append)
+    assert m["units_processed"] == len(m["shards"]) == len(first["shards"]) + 1
+    (line,) = [x for x in logs if x.startswith("resume:")]
+    assert (f"{len(first['shards'])} of them were done, but their input now has another unit number "
+            f"({d / 'a.jsonl'} is new, or changed, and comes first)") in line
+    assert folder(out) == fresh(str(d / "*.jsonl"), tmp_path, "fresh")
+    assert_consistent(out, m)
+
+
 def test_prepend_a_line_then_resume_redoes_every_shifted_unit(tmp_path):
     """The issue's case: some units done (here: all but the last two, as after a kill), one line
     prepended to the input, rerun with --resume: the result is a fresh run's, rows_read = 421."""

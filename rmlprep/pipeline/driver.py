@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -169,6 +170,29 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
     return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more units)" if len(msgs) > 5 else ""))
 
 
+def _renumbered(out: OutputFolder, units: list[PlannedUnit], todo: list[PlannedUnit]) -> str:
+    """The log's word on units redone only because their input now has another unit number (an
+    input file added that sorts before them): units are numbered in input order, and a shard's
+    metadata and its rejects name their unit, so such a unit cannot be kept under a new number.
+    "" when there are none."""
+    number = {json.dumps(u.identity, sort_keys=True): u.index for u in units}
+    moved, marked = 0, set()
+    for u in todo:
+        m = out.read_done(u.index)
+        if m is None:
+            continue
+        key = json.dumps(m.get("input"), sort_keys=True)
+        marked.add(key)
+        moved += number.get(key, u.index) != u.index
+    if not moved:
+        return ""
+    new = next((u for u in todo if json.dumps(u.identity, sort_keys=True) not in marked), None)
+    added = f" ({new.path} is new, or changed, and comes first)" if new is not None else ""
+    return (f"; {moved} of them were done, but their input now has another unit number{added}: units are "
+            "numbered in input order (a glob's files sorted by name), and a shard and its rejects name their "
+            "unit, so they are redone. To keep done units, give new input files names that sort after the old ones")
+
+
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, resume: bool,
                 log: Callable[[str], None], tokenizer: str | None = None,
                 ) -> tuple[dict[int, dict[str, Any]], list[PlannedUnit]]:
@@ -187,7 +211,8 @@ def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, r
     if records or redo_reasons:
         log(f"resume: {len(records)} of {len(units)} units already done and verified (input and sha256); "
             f"{len(todo)} to process"
-            + (" (" + "; ".join(f"{why}: {k}" for why, k in redo_reasons.items()) + ")" if redo_reasons else ""))
+            + (" (" + "; ".join(f"{why}: {k}" for why, k in redo_reasons.items()) + ")" if redo_reasons else "")
+            + _renumbered(out, units, todo))
     elif resume:
         log(f"resume: nothing done yet in {out.path}; processing all {len(units)} units")
     return records, todo
