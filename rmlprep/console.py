@@ -5,15 +5,30 @@ print a ``KeyboardInterrupt`` traceback from inside ``import pyarrow``, before
 :func:`rmlprep.cli.main` could turn it into its one line. This module imports nothing heavy, so
 the script's entry point catches an interrupt there too: ``rmlprep: interrupted``, exit 130
 (128 + SIGINT, as :func:`rmlprep.cli.main` exits on one during a run).
+
+SIGTERM in that window (a scheduler's time limit, ``docker stop`` right after a start) ended the
+process silently, with no line to say it had been stopped, since :func:`rmlprep.cli.main`
+installs its handler only once it runs: :func:`_terminated` says it and exits 143 there too.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM outside a command (while rmlprep.cli loads, before or after :func:`rmlprep.cli.main`
+    handles it): nothing of a run is being written, so say so and exit 143 (128 + SIGTERM) at once."""
+    sys.stderr.write("rmlprep: terminated (SIGTERM)\n")
+    sys.stderr.flush()
+    os._exit(143)
 
 
 def entry() -> None:
     """Import :mod:`rmlprep.cli` and run :func:`rmlprep.cli.entry` (which exits with its status)."""
+    signal.signal(signal.SIGTERM, _terminated)  # main replaces it while a command runs, then restores it
     try:
         from .cli import entry as run
     except KeyboardInterrupt:

@@ -464,6 +464,31 @@ def test_ctrl_c_during_import_is_one_line():
     assert err == "rmlprep: interrupted\n"
 
 
+def test_sigterm_during_import_is_one_line():
+    """SIGTERM while the script loads rmlprep.cli, before main installs its handler, ended the
+    process silently (killed by the signal, no line). The console script's module handles it
+    from its first line: ``rmlprep: terminated (SIGTERM)``, exit 143 (128 + SIGTERM). Here a
+    finder asked for rmlprep.cli says so on stdout and waits for the signal."""
+    import signal
+
+    code = (
+        "import sys, time\n"
+        "class F:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'rmlprep.cli':\n"
+        "            print('loading', flush=True)\n"
+        "            time.sleep(30)\n"
+        "sys.meta_path.insert(0, F())\n"
+        "from rmlprep.console import entry\n"
+        "entry()\n")
+    p = _py(code)
+    assert p.stdout.readline() == "loading\n"
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 143
+    assert err == "rmlprep: terminated (SIGTERM)\n"
+
+
 def test_ctrl_c_reaches_no_worker():
     """Ctrl-C in a terminal signals the whole process group. The pool's workers printed
     ``Process ForkPoolWorker-N: Traceback ... KeyboardInterrupt`` from the middle of their unit
