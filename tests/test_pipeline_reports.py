@@ -117,6 +117,34 @@ def test_output_folder_loads_with_datasets(tmp_path, pipeline):
     check(datasets.load_dataset(str(out), cache_dir=cache))
 
 
+def test_card_gives_the_split_size_and_datasets_checks_it(tmp_path):
+    """The card's ``dataset_info.splits`` gives the train split's num_examples (the rows of every
+    shard, pyarrow's count) and num_bytes (Packed.arrow_bytes: offsets and values of every
+    column, row group by row group), so datasets loads it without a warning and checks the
+    count: a folder that lost a shard after its card was written is refused, not loaded short."""
+    datasets = pytest.importorskip("datasets")
+    out, m = _folder_with_rejects(tmp_path, "pretrain")
+    shards = sorted(out.glob("train-*.parquet"))
+    rows = sum(pq.read_metadata(p).num_rows for p in shards)
+    assert rows == m["totals"]["rows"] > 0
+    card = (out / "README.md").read_text()
+    assert f"  splits:\n  - name: train\n    num_bytes: {m['totals']['arrow_bytes']}\n    num_examples: {rows}\n" in card
+    # worked by hand from the shards: 4 x (rows + row groups) per column, plus the values' bytes
+    want = 0
+    for p in shards:
+        t, groups = pq.read_table(p), pq.read_metadata(p).num_row_groups
+        for name, width in (("input_ids", 4), ("position_ids", 4), ("seq_lengths", 4), ("example_index", 8)):
+            want += 4 * (t.num_rows + groups) + width * len(t.column(name).combine_chunks().flatten())
+    assert m["totals"]["arrow_bytes"] == want
+    ds = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf"))
+    assert ds["train"].info.splits["train"].num_examples == rows
+    assert want <= ds["train"].info.splits["train"].num_bytes <= want * 1.04  # datasets' own, with bitmaps
+    big = max(shards, key=lambda p: pq.read_metadata(p).num_rows)
+    big.unlink()
+    with pytest.raises(datasets.exceptions.NonMatchingSplitsSizesError):
+        datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf2"))
+
+
 def test_card_moves_with_the_folder(tmp_path, monkeypatch):
     """The card's loading lines work from where the card sits: the folder is moved (as a copy
     to another machine or an upload to the Hub would), and in it the relative

@@ -115,6 +115,8 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     totals["padding_ratio"] = totals["unfilled_tokens"] / (totals["rows"] * seq_len) if totals["rows"] else 0.0
     # counted by the readers (markers of an older version: documents + rejects, which it checked)
     totals["rows_read"] = int(sum(r.get("rows_read", r["documents"] + r["rejects"]) for r in recs))
+    # the rows' Arrow size, the card's split num_bytes: None while a kept marker of version 2 lacks it
+    totals["arrow_bytes"] = int(sum(r["arrow_bytes"] for r in recs)) if all("arrow_bytes" in r for r in recs) else None
     if cfg.pipeline == "sft":  # what the chat stage counted (rmlprep.arrow.TokenizeChat.stats)
         totals.update({k: int(sum(r.get(k, 0) for r in recs)) for k in CHAT_COUNTS})
     hist = np.sum([r["length_hist"] for r in recs], axis=0).astype(np.int64)
@@ -261,8 +263,10 @@ def _tokens_line(manifest: dict[str, Any]) -> str:
 def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     """The output folder's ``README.md``, a Hugging Face dataset card: YAML front matter with the
     data files (``train-*.parquet``, one ``train`` split) and the features, as the Hub writes them
-    (so ``datasets.load_dataset(OUTPUT)`` reads exactly the shards), then the tokenizer, the config
-    hash and the counts. Without the card, ``datasets``' split patterns pick the same files
+    (so ``datasets.load_dataset(OUTPUT)`` reads exactly the shards) and the split's size
+    (``num_examples``: the rows, which ``datasets`` checks on loading, so a folder that lost or
+    gained a shard since is refused; ``num_bytes``: :meth:`.pack.Packed.arrow_bytes`, left out
+    while a kept marker of version 2 lacks it), then the tokenizer, the config hash and the counts. Without the card, ``datasets``' split patterns pick the same files
     (:mod:`rmlprep.shards`).
 
     The card travels with the folder (copied, moved, uploaded to the Hub): its ``data_files``
@@ -287,12 +291,14 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     else:
         where = os.path.abspath(where)
         here = f"`{where}`: `datasets.load_dataset({json.dumps(where, ensure_ascii=False)})`"
+    # the split's size as datasets records it (num_bytes: the rows' Arrow size; an entry without it
+    # is ignored with a warning on every load); load_dataset checks num_examples against the shards
+    splits = (f"  splits:\n  - name: train\n    num_bytes: {t['arrow_bytes']}\n    num_examples: {t['rows']}\n"
+              if t.get("arrow_bytes") is not None else "")
     text = (
         "---\n"
         "configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: train-*.parquet\n"
-        # no `splits:` (datasets wants its num_bytes, the rows' Arrow size, which no marker records;
-        # an entry without it is ignored with a warning on every load): the counts are below
-        "dataset_info:\n  features:\n" + "\n".join(feats) + "\n"
+        "dataset_info:\n  features:\n" + "\n".join(feats) + "\n" + splits +
         "tags:\n- rmlprep\n- tokenized\n"
         "---\n\n"
         f"# Tokenized {pipeline} data (rmlprep {manifest['rmlprep_version']})\n\n"

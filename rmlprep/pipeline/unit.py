@@ -151,6 +151,7 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "lone_surrogate_rows": tally.surrogate_rows,
         "tokens": packed.tokens,
         "written_tokens": real,
+        "arrow_bytes": packed.arrow_bytes(cfg["output"]["row_group_rows"]),  # the card's num_bytes
         "pad_tokens": pad_tokens,
         "unfilled_tokens": unfilled,
         "padding_ratio": unfilled / (rows * seq_len) if rows else 0.0,
