@@ -187,7 +187,7 @@ def _renumbered(out: OutputFolder, units: list[PlannedUnit], todo: list[PlannedU
     if not moved:
         return ""
     new = next((u for u in todo if json.dumps(u.identity, sort_keys=True) not in marked), None)
-    added = f" ({new.path} is new, or changed, and comes first)" if new is not None else ""
+    added = f" ({new.path} is new or changed)" if new is not None else ""
     return (f"; {moved} of them were done, but their input now has another unit number{added}: units are "
             "numbered in input order (a glob's files sorted by name), and a shard and its rejects name their "
             "unit, so they are redone. To keep done units, give new input files names that sort after the old ones")

@@ -58,8 +58,8 @@ from .. import fs
 from ..errors import OutputError
 from ..shards import marker_name, rejects_name, sha256_file, shard_name
 
-__all__ = ["OutputFolder", "MARKER_VERSION", "ACCEPTED_MARKERS", "REPORT_FILES", "LOCK_NAME", "UNIT_GLOBS", "json_line", "json_bytes",
-           "StreamError", "from_stream", "committing"]
+__all__ = ["OutputFolder", "MARKER_VERSION", "ACCEPTED_MARKERS", "REPORT_FILES", "LOCK_NAME", "UNIT_GLOBS",
+           "json_line", "json_bytes", "StreamError", "from_stream", "committing"]
 
 T = TypeVar("T")
 
