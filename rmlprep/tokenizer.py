@@ -336,13 +336,16 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
                                  parse_special=parse_special, num_threads=num_threads)
 
     def encode_fragments(
-        self, fragments: Sequence[str | int], *, add_special_tokens: bool = False
+        self, fragments: Sequence[str | int], *, add_special_tokens: bool = False, normalized: bool = False
     ) -> tuple[list[int], list[int]]:
         """Encode text fragments and literal token ids, with each token's byte offset.
 
         Consecutive ``str`` fragments are joined and encoded as one text (never parsed for
         special tokens); an ``int`` fragment is a token id inserted as-is and acts like a
-        special token cut out of the text (prefix-space rules see it so).
+        special token cut out of the text (prefix-space rules see it so). ``normalized=True``
+        says the str fragments are already normalized (the pieces of :meth:`cut_added` /
+        :meth:`cut_added_parts` when :attr:`cuts_normalized`), so the spec's normalizer is not
+        run on them again; offsets are then positions in those normalized fragments.
 
         Returns:
             ``(ids, starts)``: ``starts[i]`` is the UTF-8 byte offset where token ``i`` starts
@@ -394,7 +397,8 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
                 continue
             extra = whole if k == 0 else 0
             n_bytes = len(f.encode("utf-8", "surrogatepass")) - extra
-            seg_ids, prefix = self._encode_text(f, at_start=(k == 0), after_special=prev_special, want_prefix=True)
+            seg_ids, prefix = self._encode_text(f, at_start=(k == 0), after_special=prev_special, want_prefix=True,
+                                                normalized=normalized)
             ids.extend(seg_ids)
             counts.append(len(seg_ids)), bases.append(pos), shifts.append(prefix + extra), sizes.append(n_bytes)
             pos += n_bytes

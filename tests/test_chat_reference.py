@@ -101,6 +101,63 @@ def test_user_defined_tokens_in_data_are_cut_as_the_reference_cuts_them(rel, fmt
     assert (len(in_render), masked) == (2 * len(answer), answer)
 
 
+@pytest.mark.parametrize("rel,fmt,messages", [
+    pytest.param("hf/gemma3", "gemma3", [{"role": "system", "content": "Be brief.\n"}, {"role": "user", "content": "Hi"},
+                                         {"role": "assistant", "content": "Ok"}], id="gemma3-system-ends-in-newline"),
+    pytest.param("hf/gemma3", "gemma3", [{"role": "system", "content": "\n"}, {"role": "user", "content": "Hi"},
+                                         {"role": "assistant", "content": "Ok"}], id="gemma3-system-is-a-newline"),
+    pytest.param("hf/phi-3-mini", "phi3", [{"role": "user", "content": "\x1chello"},
+                                           {"role": "assistant", "content": "Ok"}], id="phi3-rstrip-stops-at-x1c"),
+    pytest.param("hf/phi-3-mini", "phi3", [{"role": "user", "content": "  \n \u00a0x"},
+                                           {"role": "assistant", "content": "Ok"}], id="phi3-rstrip-into-content"),
+])
+def test_added_tokens_across_template_and_message_text_are_the_references(rel, fmt, messages):
+    """The render is cut as one string, as the reference cuts it: Gemma 3's user-defined
+    ``"\\n"`` * k tokens join a system prompt's final newline with the template's ``"\\n\\n"``
+    (one id 109, not 107 + 108: every Gemma 3 row whose system prompt ends in a newline
+    differed without a word), and Phi-3's ``rstrip`` markers swallow Unicode White_Space only
+    (U+001C is not, though Python's ``str.lstrip`` takes it)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = real_tokenizer(rel)
+    ref = tokenizers.Tokenizer.from_file(str(REAL / rel / "tokenizer.json"))
+    enc = encode_chat(tok, messages, fmt)
+    assert enc.input_ids == ref.encode(format_chat(messages, fmt), add_special_tokens=False).ids
+    answer = ref.encode("Ok", add_special_tokens=False).ids
+    assert [i for i, m in zip(enc.input_ids, enc.assistant_masks) if m][:len(answer)] == answer
+
+
+@pytest.mark.parametrize("content", ["x<THINK>y", "a <think> b <ＴＨＩＮＫ>", "<Think>", "ＳＴＥＰ <thinK>\n\n"])
+def test_normalized_user_defined_tokens_in_messages_are_cut_as_the_reference_cuts_them(content):
+    """A user-defined added token with ``normalized: true`` is matched after normalization, as
+    ``tokenizers`` matches it (no real tokenizer has one: Qwen2.5's file with an NFKC + Lowercase
+    normalizer and such a ``<Think>`` added): ``<THINK>`` and ``<ＴＨＩＮＫ>`` in a message are its
+    one id, in the user's turn and in the trained answer. Before, chat encoding cut only the
+    raw-matched tokens and wrote these as text pieces."""
+    tokenizers = pytest.importorskip("tokenizers")
+    path = REAL / "hf/qwen2.5/tokenizer.json"
+    if not path.exists():
+        pytest.skip(f"{path} not found (bash ../shared/real-tokenizers/get.sh)")
+    from rmlprep.hf import spec_from_tokenizer_json
+    from rmlprep.tokenizer import Tokenizer
+
+    d = json.loads(path.read_text(encoding="utf-8"))
+    d["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]}
+    top = max(d["model"]["vocab"].values()) + 1 + len(d["added_tokens"])
+    d["added_tokens"] = d["added_tokens"] + [
+        {"id": top, "content": "<Think>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": True,
+         "special": False}]
+    ref = tokenizers.Tokenizer.from_str(json.dumps(d))
+    tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
+    think = ref.token_to_id("<Think>")
+    messages = [{"role": "user", "content": "Q: " + content}, {"role": "assistant", "content": content}]
+    enc = encode_chat(tok, messages, "qwen2.5")
+    want = ref.encode(format_chat(messages, "qwen2.5"), add_special_tokens=False).ids
+    assert enc.input_ids == want
+    n = ref.encode(content, add_special_tokens=False).ids.count(think)
+    assert n >= 1 and want.count(think) == 2 * n
+    assert [i for i, m in zip(enc.input_ids, enc.assistant_masks) if m].count(think) == n
+
+
 # -- mistral-common --------------------------------------------------------------------------------
 def _mistral_common():
     try:

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmlprep import LoaderError, UnsupportedTokenizer
+from rmlprep.errors import TokenizeError
 from rmlprep.hf import spec_from_tokenizer_json
 from rmlprep.load import load_tokenizer
 from rmlprep.pretokenize import O200K_PATTERN
@@ -664,3 +665,57 @@ def test_added_token_decoding_goes_through_byte_level_live():
         for ids in ([i], [32, i, 32]):
             assert tok.decode(ids) == ref.decode(ids, skip_special_tokens=False), a
     assert tok.decode([ref.token_to_id("<Ġx>")]) == "< x>"
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("base, normalizer", [
+    pytest.param("gpt2", {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]},
+                 id="byte-level-nfkc-lowercase"),
+    pytest.param("gpt2", None, id="byte-level-no-normalizer"),
+    pytest.param("mistral-7b-v0.1", {"type": "Sequence", "normalizers": [
+        {"type": "Lowercase"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+                 id="sentencepiece-lowercase"),
+])
+def test_cut_added_and_its_parts_give_the_references_ids_live(base, normalizer):
+    """``cut_added`` gives the pieces ``encode`` encodes (normalized ones matched on the
+    normalized text), and ``cut_added_parts`` over a text cut into parts of one mode gives the
+    ids of the joined text, tokens across borders included; where a normalizer changes the text
+    across a border it refuses instead."""
+    tokenizers = pytest.importorskip("tokenizers")
+    d = _with_added(base, normalizer, _ADDED)
+    ref = tokenizers.Tokenizer.from_str(json.dumps(d))
+    plain = tokenizers.Tokenizer.from_str(json.dumps(d))
+    plain.encode_special_tokens = True
+    tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
+    assert tok.cuts_normalized
+    refused = 0
+    for text in _ADDED_TEXTS + HARD_STRINGS:
+        for ps, reference in ((True, ref), (False, plain)):
+            want = reference.encode(text, add_special_tokens=False).ids
+            pieces = tok.cut_added(text, parse_special=ps)
+            assert tok.encode_fragments(pieces, normalized=True)[0] == want, (text, ps)
+            for step in (1, 3):
+                parts = [(text[i:i + step], ps) for i in range(0, len(text), step)]
+                try:
+                    cut = tok.cut_added_parts(parts)
+                except TokenizeError as e:
+                    assert "normalizes differently" in str(e)
+                    refused += 1
+                    continue
+                assert tok.encode_fragments([f for f, _, _ in cut], normalized=True)[0] == want, (text, ps, step)
+    assert refused < 20  # the final sigma and the like, not every text
+
+
+def test_cut_added_parts_refuses_what_no_cut_gives_exactly():
+    """A token's text across a part that parses it and one that does not has no exact cut
+    (the id would forge a marker, the text would miss one); nor has text that the normalizer
+    changes across a border (NFC composes "e" + U+0301)."""
+    d = _with_added("gpt2", {"type": "NFC"}, _ADDED)
+    tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
+    with pytest.raises(TokenizeError, match="spans parts 0 to 1"):
+        tok.cut_added_parts([("x<|endof", False), ("text|>", True)])
+    with pytest.raises(TokenizeError, match="normalizes differently"):
+        tok.cut_added_parts([("cafe", False), ("\u0301!", True)])
+    # the same texts in one part, or with both parts parsing, are cut
+    assert tok.cut_added_parts([("x<|endof", True), ("text|>", True)]) == [("x", 0, 0), (50256, 0, 1)]
+    assert tok.cut_added_parts([("cafe\u0301!", False)]) == [("caf\u00e9!", 0, 0)]

@@ -2,13 +2,19 @@
 
 How text becomes ids (:func:`encode_chat`):
 
-* format text (``markup`` segments: BOS, headers, terminators, wrappers) is cut at the
-  tokenizer's special tokens (longest first), each becoming its id; a marker that is not a
-  token of this vocabulary (Llama 2's ``[INST]``) stays text;
+* the added tokens are cut out of the whole render at once
+  (:meth:`~rmlprep.tokenizer.Tokenizer.cut_added_parts`, leftmost-longest as ``tokenizers``
+  cuts the joined string, normalized added tokens after normalization): in format text
+  (``markup`` segments: BOS, headers, terminators, wrappers) every special token becomes its
+  id; a marker that is not a token of this vocabulary (Llama 2's ``[INST]``) stays text;
 * data (contents, reasoning, tool-call arguments, tool results) is never parsed for control
   tokens, so ``"<|im_end|>"`` written by a user cannot end a turn; only the tokenizer's
   user-defined added tokens (Hugging Face ``special: false``, such as Qwen's ``<think>`` and
-  ``<tool_call>``) are cut out of it, as the reference tokenizer cuts them out of any text;
+  ``<tool_call>``, Gemma 3's ``"\\n\\n"``) are cut out of it, as the reference tokenizer cuts
+  them out of any text, also where one spans data and format text (an id covering a trainable
+  segment is trainable); a render where no such cut is exact (control-token text spanning
+  data and format text, a normalizer that changes text across a border) is refused with a
+  :class:`~rmlprep.errors.TokenizeError`, a row reject;
 * everything is encoded in one ``encode_fragments(..., add_special_tokens=False)`` call, so
   BPE works across fragment borders exactly as for the whole string. BOS and EOS are where the
   template writes them, never added by the tokenizer's ``add_bos``/``add_eos``: a format whose
@@ -28,16 +34,13 @@ produce the answer. A zero-width token is in the mask iff its offset lies inside
 
 from __future__ import annotations
 
-import re
 import warnings
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..spec import TokenType
 from .registry import get_format, write
 from .segments import TRAINABLE, Segment
 
@@ -69,72 +72,28 @@ class ChatEncoding:
         return self.assistant_masks
 
 
-_CACHE: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
-
-
-def _regexes(tokenizer):
-    """(all special tokens, user-defined only), cached per tokenizer: longest-first alternations, or for
-    the second the tokenizer's own parse_special=False matcher (a tuple, for ``Tokenizer._cut``)."""
-    try:
-        return _CACHE[tokenizer]
-    except (KeyError, TypeError):
-        pass
-
-    def rx(names):
-        names = sorted((s for s in names if s), key=lambda s: (-len(s), s))
-        return re.compile("|".join(re.escape(s) for s in names)) if names else None
-
-    specials = tokenizer.special_tokens
-    types = tokenizer.spec.token_types
-    user = [s for s, i in specials.items() if types[i] == TokenType.USER_DEFINED]
-    # a spec with parse_user_defined_always cuts them as the tokenizer does with parse_special=False
-    # (its own matcher: leftmost-longest, lstrip/rstrip, control-token text passed over)
-    matchers = getattr(tokenizer, "_matchers", None)
-    own = matchers[False][0] if tokenizer.spec.parse_user_defined_always and matchers else None
-    out = (rx(specials), own if own is not None else rx(user))
-    try:
-        _CACHE[tokenizer] = out
-    except TypeError:
-        pass
-    return out
-
-
 def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: bool = True
                     ) -> tuple[list[int], np.ndarray]:
     """Encode written segments: (ids, uint8 mask). See the module docstring.
 
+    The added tokens are cut out of the whole render at once by
+    :meth:`~rmlprep.tokenizer.Tokenizer.cut_added_parts`, markup parsed for every special
+    token and data as ``parse_special=False``, so a token spanning a border (Gemma 3's
+    user-defined ``"\\n\\n\\n"`` after a system prompt ending in ``"\\n"``) is the reference's one
+    id; an id covering a trainable segment is trainable.
+
     Raises:
-        TokenIdError: never for well-formed segments (ids come from the tokenizer itself).
+        TokenizeError: a render whose added tokens no part-by-part cut gives exactly (see
+            ``cut_added_parts``: a token's text across template and message text, a normalizer
+            changing text across a border); a row reject in the sft run.
     """
-    all_rx, user_rx = _regexes(tokenizer)
-    specials = tokenizer.special_tokens
     trainable = TRAINABLE | ({"reasoning"} if train_on_reasoning else set())
+    flags = [s.kind in trainable for s in segs]
     frags: list = []  # text pieces and special ids, in order
     train: list[bool] = []
-    for s in segs:
-        text, t = s.text, s.kind in trainable
-        rx = all_rx if s.markup else user_rx
-        if isinstance(rx, tuple):  # the tokenizer's user-defined matcher (see _regexes)
-            for f in tokenizer._cut(text, rx):
-                frags.append(f)
-                train.append(t)
-            continue
-        if rx is None or rx.search(text) is None:
-            frags.append(text)
-            train.append(t)
-            continue
-        pos = 0
-        for m in rx.finditer(text):  # special tokens (longest first) become their ids
-            if m.start() > pos:
-                frags.append(text[pos:m.start()])
-                train.append(t)
-            frags.append(specials[m.group()])
-            train.append(t)
-            pos = m.end()
-        if pos < len(text):
-            frags.append(text[pos:])
-            train.append(t)
-    _apply_strip_flags(frags, tokenizer)
+    for f, a, b in tokenizer.cut_added_parts([(s.text, s.markup) for s in segs]):
+        frags.append(f)
+        train.append(flags[a] if a == b else any(flags[a:b + 1]))
     spans: list[tuple[int, int]] = []  # trainable byte spans in the fragments' concatenation
     pos = 0
     token_bytes = tokenizer.token_bytes
@@ -150,7 +109,7 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
             else:
                 spans.append((start, pos))
     fragments = frags
-    ids, starts = tokenizer.encode_fragments(fragments, add_special_tokens=False)
+    ids, starts = tokenizer.encode_fragments(fragments, add_special_tokens=False, normalized=tokenizer.cuts_normalized)
     bos = tokenizer.spec.bos_id
     if (len(ids) > 1 and fragments and fragments[0] == bos and ids[0] != bos and ids[1] == bos
             and tokenizer.token_bytes(ids[0]).strip() == b""):
@@ -214,47 +173,6 @@ def _template_writer(tokenizer, options: Mapping[str, Any] | None):
                           bos_token=spec.vocab[spec.bos_id] if spec.bos_id is not None else None,
                           eos_token=spec.vocab[spec.eos_id] if spec.eos_id is not None else None,
                           kwargs=opts, today=today)
-
-
-def _apply_strip_flags(frags: list, tokenizer) -> None:
-    """Swallow whitespace around special ids whose Hugging Face flags say ``rstrip`` / ``lstrip``
-    (Phi-3's ``<|end|>``, ``<|user|>``...), as encoding the whole string does, up to the next
-    special id. The swallowed whitespace may belong to a message's content.
-    """
-    flags = _strip_flags(tokenizer)
-    if not flags:
-        return
-    n = len(frags)
-    for k in range(n):
-        f = frags[k]
-        if isinstance(f, str) or f not in flags:
-            continue
-        fl = flags[f]
-        if fl.rstrip:
-            j = k + 1
-            while j < n and isinstance(frags[j], str):
-                frags[j] = frags[j].lstrip()
-                if frags[j]:
-                    break
-                j += 1
-        if fl.lstrip:
-            j = k - 1
-            while j >= 0 and isinstance(frags[j], str):
-                frags[j] = frags[j].rstrip()
-                if frags[j]:
-                    break
-                j -= 1
-
-
-def _strip_flags(tokenizer) -> dict:
-    spec = tokenizer.spec
-    got = _FLAGS.get(spec.fingerprint)
-    if got is None:
-        got = _FLAGS[spec.fingerprint] = {a.id: a for a in spec.added_token_flags if a.lstrip or a.rstrip}
-    return got
-
-
-_FLAGS: dict[str, dict] = {}
 
 
 def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:
