@@ -19,7 +19,7 @@ import re
 import pytest
 
 from _chat_common import (
-    EXPECTED, REPO, SHARED, TEMPLATES, byte_tokenizer, needs_jinja, needs_shared, real_tokenizer, template_text,
+    EXPECTED, REAL, REPO, SHARED, TEMPLATES, byte_tokenizer, needs_jinja, needs_shared, real_tokenizer, template_text,
 )
 import rmlprep
 from rmlprep import chat_parity
@@ -73,6 +73,41 @@ def test_detect_every_template(name):
     assert d is not None and d.probe in PROBE_IDS and d.expected != d.actual
     msg = str(e.value)
     assert f"probe {d.probe!r}" in msg and "template:" in msg and "rmlprep:" in msg
+
+
+_GEN_BLOCK = "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
+
+
+@needs_shared
+@needs_jinja
+@pytest.mark.parametrize("always", [True, False], ids=["always", "never"])
+def test_a_template_that_ignores_add_generation_prompt_is_refused_by_its_cause(always):
+    """Meta's first Llama 3 8B Instruct template (the one get.sh fetches into hf/llama3) is
+    llama3.jinja without its ``{% if add_generation_prompt %}``: it ends every render with an
+    assistant header. No format reproduces it (a training row would end untrained), and the
+    refusal says why and what to do, for detection and for a named chat.format alike, instead of
+    only the first differing probe; likewise a template that never writes the prompt."""
+    from rmlprep.chat.detect import check_template_format
+
+    src = template_text("llama3")
+    assert _GEN_BLOCK in src
+    t = src.replace(_GEN_BLOCK, "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}" if always else "")
+    cached = REAL / "hf" / "llama3" / "tokenizer_config.json"
+    if always and cached.exists():
+        assert json.loads(cached.read_text(encoding="utf-8"))["chat_template"] == t
+    want = "ends every render with the generation prompt" if always else "never writes the generation prompt"
+    for call in (lambda: detect_chat_format(t), lambda: check_template_format(t, "llama3")):
+        with pytest.raises(ChatTemplateError) as e:
+            call()
+        msg = str(e.value)
+        assert "ignores add_generation_prompt" in msg and want in msg, msg
+        assert "'<|start_header_id|>assistant<|end_header_id|>\\n\\n'" in msg and "parity.chat = false" in msg
+        assert e.value.difference.format == "llama3"
+    # the honest template is still llama3's, and a refusal for another cause names no such cause
+    assert detect_chat_format(src) == "llama3"
+    with pytest.raises(ChatTemplateError) as e:
+        detect_chat_format(src.replace("| trim", ""))
+    assert "ignores add_generation_prompt" not in str(e.value)
 
 
 @needs_shared

@@ -91,7 +91,7 @@ def _option_sets(f: ChatFormat) -> list[dict]:
 
 def prove_format(template: str, fmt: str | ChatFormat, *, bos_token: str | None = None,
                  eos_token: str | None = None, _cache: dict | None = None,
-                 _accepted: list | None = None) -> Difference | None:
+                 _accepted: list | None = None, _writer_gen: bool | None = None) -> Difference | None:
     """Check that ``fmt`` reproduces ``template`` on every probe it accepts.
 
     Args:
@@ -119,7 +119,8 @@ def prove_format(template: str, fmt: str | ChatFormat, *, bos_token: str | None 
             gens = (False, True)
             for gen in gens:
                 try:
-                    ours: str | None = write(conv, f, add_generation_prompt=gen, options=extra).text()
+                    wgen = gen if _writer_gen is None else _writer_gen  # see _generation_prompt_ignored
+                    ours: str | None = write(conv, f, add_generation_prompt=wgen, options=extra).text()
                 except ChatFormatError as e:
                     if pid in f.core_probes:
                         return Difference(f.name, pid, gen, extra, "(a core probe)", f"refused: {e}", matched)
@@ -141,6 +142,38 @@ def prove_format(template: str, fmt: str | ChatFormat, *, bos_token: str | None 
     if _accepted is not None:
         _accepted.append(accepted)
     return None
+
+
+def _generation_prompt_ignored(template: str, d: Difference, bos_token, eos_token) -> str:
+    """A sentence naming the cause when the closest format's difference is that the template
+    ignores ``add_generation_prompt`` (else ""): it writes the generation prompt always (Meta's
+    first Llama 3 8B Instruct template ends every render with an assistant header; its later
+    revision writes it only ``{% if add_generation_prompt %}``) or never, and with the flag
+    forced the format reproduces every probe."""
+    if d.expected == "(a core probe)":
+        return ""
+    from .registry import write
+
+    f = get_format(d.format)
+    for always in (True, False):
+        if prove_format(template, f, bos_token=bos_token, eos_token=eos_token, _writer_gen=always) is not None:
+            continue
+        conv = _PARSED[0][1]
+        with_prompt = write(conv, f, add_generation_prompt=True).text()
+        without = write(conv, f, add_generation_prompt=False).text()
+        prompt = with_prompt[len(without):] if with_prompt.startswith(without) else with_prompt
+        if always:
+            return (f"the template ignores add_generation_prompt: it ends every render with the generation prompt "
+                    f"{prompt!r}, which {f.name!r} writes only when asked (with it always on, {f.name!r} reproduces "
+                    "every probe), so each training row would end with an untrained assistant header"
+                    + (" (Meta's first Llama 3 Instruct template did so; the model's current tokenizer_config.json "
+                       "writes it only if add_generation_prompt)" if f.name == "llama3" else "")
+                    + f". Use a template that honours the flag, or name chat.format = {f.name!r} and set "
+                    "parity.chat = false once you have compared them")
+        return (f"the template ignores add_generation_prompt: it never writes the generation prompt {prompt!r} "
+                f"(with it always off, {f.name!r} reproduces every probe); use a template that honours the flag, or "
+                f"name chat.format = {f.name!r} and set parity.chat = false once you have compared them")
+    return ""
 
 
 def _prove_all(template: str, bos_token, eos_token) -> tuple[list[str], Difference | None]:
@@ -206,8 +239,9 @@ def detect_chat_format(name_or_template: str, *, bos_token: str | None = None,
                                 "on every probe; name one in chat.format")
     if best is None:
         raise ChatTemplateError(f"no rmlprep chat format reproduces this template (sha256 {sha[:16]})")
-    raise ChatTemplateError(f"no rmlprep chat format reproduces this template (sha256 {sha[:16]}); the closest, "
-                            + best.describe(), best)
+    why = _generation_prompt_ignored(t, best, bos_token, eos_token)
+    raise ChatTemplateError(f"no rmlprep chat format reproduces this template (sha256 {sha[:16]}); "
+                            + (why + "; the first difference: " if why else "the closest, ") + best.describe(), best)
 
 
 def check_template_format(template: str, fmt: str, *, bos_token: str | None = None,
@@ -236,6 +270,11 @@ def check_template_format(template: str, fmt: str, *, bos_token: str | None = No
     try:
         other = detect_chat_format(template, bos_token=bos_token, eos_token=eos_token)
         hint = f"the format that reproduces it is {other!r}"
+    except ChatTemplateError as e:
+        hint = "no rmlprep format reproduces it (chat.format = \"template\" renders it with jinja2)"
+        if e.difference is not None and e.difference.format == fmt:
+            why = _generation_prompt_ignored(template, e.difference, bos_token, eos_token)
+            hint = why or hint
     except ChatFormatError:
         hint = "no rmlprep format reproduces it (chat.format = \"template\" renders it with jinja2)"
     raise ChatTemplateError(f"chat.format {fmt!r} does not reproduce the tokenizer's chat template; {hint}; "
