@@ -7,11 +7,19 @@ the loaders' generator) look like::
      "source": "gpt2.tiktoken", "sha256": "<sha256 of the tokenizer file>",
      "cases": [{"text": "...", "add_special_tokens": false, "ids": [...]}, ...]}
 
-A case may also carry ``"parse_special": false`` (default true, as :meth:`Tokenizer.encode`).
+A case may also carry ``"parse_special": false`` (default: the fixture's top-level
+``parse_special``, else true, as :meth:`Tokenizer.encode`); sentencepiece and llama.cpp never
+parse control tokens from text, so their fixtures say false. A fixture may also name the
+``fingerprint`` of the spec it was made for (:attr:`TokenizerSpec.fingerprint`: specs that
+encode alike share it).
 The run's parity stage (:func:`run_parity_stage`):
 
 1. finds the fixture: ``parity.fixture`` from the config, else the file in
-   ``fixtures/parity/`` whose ``sha256`` equals the tokenizer file's;
+   ``fixtures/parity/`` (tokenizer.json and tiktoken files, ``tools/make_parity_fixtures.py``),
+   ``fixtures/parity_spm/`` (sentencepiece ``.model``, ``tools/make_spm_fixtures.py``) or
+   ``fixtures/parity_gguf/`` (GGUF, llama.cpp's own test vectors, ``tools/make_gguf_fixtures.py``)
+   whose ``sha256`` equals the tokenizer file's, else one whose ``fingerprint`` equals the
+   loaded tokenizer's (a GGUF model file with the vocabulary of a vocab-only test file);
 2. re-encodes every case and stops at the first difference with a :class:`ParityError`
    (text, first differing position, both id runs);
 3. when ``parity.live_sample = N > 0`` and the reference library is installed, encodes the
@@ -25,7 +33,8 @@ No fixture: a warning (or a stop, with ``parity.require = true``).
 
 Reference libraries: ``tokenizers`` for ``tokenizer.json``, ``tiktoken`` for rank files
 (pattern and special tokens taken from the loaded spec; the ranks and the regex engine are
-tiktoken's), ``sentencepiece`` for ``.model`` files. GGUF files have none here.
+tiktoken's), ``sentencepiece`` for ``.model`` files. GGUF files have no live reference here; their
+fixtures hold llama.cpp's vectors.
 """
 
 from __future__ import annotations
@@ -96,6 +105,11 @@ def fixtures_dir() -> Path:
     return fixtures_root() / "parity"
 
 
+#: The folders of ``fixtures/`` that :func:`find_fixture` searches, in order: tokenizer.json and
+#: tiktoken files, sentencepiece ``.model`` files, GGUF files.
+FIXTURE_FOLDERS = ("parity", "parity_spm", "parity_gguf")
+
+
 def file_sha256(path: str | os.PathLike) -> str:
     """sha256 hex of a file's bytes, every byte (the key that finds its fixture), remembered by
     the file's identity and change time as the load cache remembers its keys
@@ -107,9 +121,18 @@ def file_sha256(path: str | os.PathLike) -> str:
     return _cached_sha256(path, whole=True)
 
 
-def find_fixture(tokenizer_file: str | os.PathLike | None, directory: str | os.PathLike | None = None) -> Path | None:
-    """The fixture in ``directory`` (default :func:`fixtures_dir`) made for this tokenizer file
-    (same sha256), or None."""
+def find_fixture(tokenizer_file: str | os.PathLike | None, directory: str | os.PathLike | None = None, *,
+                 fingerprint: str | None = None) -> Path | None:
+    """The fixture made for this tokenizer file, or None.
+
+    Args:
+        tokenizer_file: the file the tokenizer was loaded from.
+        directory: the folder to search (default: the :data:`FIXTURE_FOLDERS` of
+            :func:`rmlprep._paths.fixtures_root`).
+        fingerprint: the loaded tokenizer's spec fingerprint: when no fixture has the file's
+            sha256, one whose top-level ``fingerprint`` equals it (a fixture is valid for every
+            file that loads to the same spec).
+    """
     if tokenizer_file is None or not os.path.isfile(tokenizer_file):
         return None
     # only a file whose first keys say rmlprep spec/fixture is parsed here (not a 30 MB tokenizer.json)
@@ -122,40 +145,43 @@ def find_fixture(tokenizer_file: str | os.PathLike | None, directory: str | os.P
                 return Path(tokenizer_file)  # a tokenizer fixture carries its own reference ids
         except (OSError, ValueError):
             pass
-    d = Path(directory) if directory is not None else fixtures_dir()
-    if not d.is_dir():
+    folders = [Path(directory)] if directory is not None else [fixtures_root() / n for n in FIXTURE_FOLDERS]
+    files = [p for d in folders if d.is_dir() for p in sorted(d.glob("*.json"))]
+    if not files:
         return None
     digest = file_sha256(tokenizer_file)
-    unsure = []
-    for p in sorted(d.glob("*.json")):
-        # the fixture writer puts "sha256" among the first keys: read 4 KB, not the 1 MB file
-        # (parsing every fixture cost ~0.25 s of each run's start-up)
-        try:
-            with open(p, "rb") as f:
-                m = _SHA_KEY.search(f.read(4096))
-        except OSError:
-            continue
-        if m is None:
-            unsure.append(p)
-        elif m.group(1).decode() == digest:  # a top-level key: no brace before it, no quote escaped
-            return p
-    for p in unsure:
-        if _sha256_of(p) == digest:
-            return p
+    keys = [("sha256", digest)] + ([("fingerprint", fingerprint)] if fingerprint else [])
+    for key, want in keys:
+        unsure = []
+        for p in files:
+            # the fixture writer puts "sha256" among the first keys: read 4 KB, not the 1 MB file
+            # (parsing every fixture cost ~0.25 s of each run's start-up)
+            try:
+                with open(p, "rb") as f:
+                    m = _HEAD_KEY[key].search(f.read(4096))
+            except OSError:
+                continue
+            if m is None:
+                unsure.append(p)
+            elif m.group(1).decode() == want:  # a top-level key: no brace before it, no quote escaped
+                return p
+        for p in unsure:
+            if _top_key(p, key) == want:
+                return p
     return None
 
 
-_SHA_KEY = re.compile(rb'^\{[^{}]*?"sha256"\s*:\s*"([0-9a-f]{64})"')
+_HEAD_KEY = {k: re.compile(rb'^\{[^{}]*?"' + k.encode() + rb'"\s*:\s*"([0-9a-f]{64})"') for k in ("sha256", "fingerprint")}
 
 
-def _sha256_of(path: Path) -> str | None:
-    """The top-level "sha256" of a JSON fixture, or None."""
+def _top_key(path: Path, key: str) -> str | None:
+    """The top-level ``key`` ("sha256", "fingerprint") of a JSON fixture, or None."""
     try:
         with open(path, encoding="utf-8") as f:
             head = json.load(f)
     except (OSError, ValueError):
         return None
-    return head.get("sha256") if isinstance(head, dict) else None
+    return head.get(key) if isinstance(head, dict) else None
 
 
 def compare_ids(text: str, expected: Sequence[int], actual: Sequence[int], *, source: str = "") -> None:
@@ -192,9 +218,10 @@ def check_fixture(tokenizer, path: str | os.PathLike) -> int:
         ConfigError: the fixture file is missing or malformed.
     """
     fx = _load_fixture(path)
+    default_parse = bool(fx.get("parse_special", True))
     for i, c in enumerate(fx["cases"]):
         ids = tokenizer.encode(c["text"], add_special_tokens=bool(c.get("add_special_tokens", False)),
-                               parse_special=bool(c.get("parse_special", True)))
+                               parse_special=bool(c.get("parse_special", default_parse)))
         compare_ids(c["text"], c["ids"], ids, source=f"{path} cases[{i}]")
     return len(fx["cases"])
 
@@ -382,11 +409,16 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
     par = cfg["parity"]
     summary: dict[str, Any] = {"fixture": None, "cases": 0, "live": None}
     fixture = par["fixture"]
+    by = ""
     if fixture is None:
         found = find_fixture(tokenizer_file)
+        if found is None and tokenizer_file is not None:
+            found = find_fixture(tokenizer_file, fingerprint=tokenizer.fingerprint)
+            by = ", the same spec by fingerprint" if found is not None else ""
         fixture = str(found) if found else None
     if fixture is None:
-        msg = (f"no fixture for tokenizer {tokenizer_file or tokenizer.spec.name!r} in {fixtures_dir()} "
+        where = ", ".join(str(fixtures_root() / n) for n in FIXTURE_FOLDERS)
+        msg = (f"no fixture for tokenizer {tokenizer_file or tokenizer.spec.name!r} in {where} "
                "(set RMLPREP_FIXTURES to another fixtures/ folder, or name one in parity.fixture); "
                "make one with: rmlprep parity TOKENIZER --make-fixture fixtures/parity/NAME.json")
         if par["require"]:
@@ -395,7 +427,7 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
     else:
         n = check_fixture(tokenizer, fixture)
         summary.update(fixture=str(fixture), cases=n)
-        log(f"parity: {n} fixture cases match ({fixture})")
+        log(f"parity: {n} fixture cases match ({fixture}{by})")
     if par["live_sample"]:
         if tokenizer_file is None:
             log("parity: live comparison skipped: the tokenizer has no file a reference library could read "

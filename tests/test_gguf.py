@@ -747,3 +747,17 @@ def _corpus_texts(n: int, max_bytes: int = 2048) -> list[str]:
     from tools.make_spm_fixtures import sample_texts
 
     return sample_texts(n, max_bytes=max_bytes, corpora=CORPORA)
+
+
+def test_gguf_parity_fixtures_do_not_drift(tmp_path):
+    """fixtures/parity_gguf is what tools/make_gguf_fixtures.py makes from the real files'
+    llama.cpp vectors (the run's parity stage checks GGUF files with them)."""
+    from tools.make_gguf_fixtures import VOCABS, write_fixtures
+
+    written = write_fixtures(tmp_path, real=REAL)
+    if len(written) < len(VOCABS):
+        pytest.skip(_MISSING)
+    committed = Path(__file__).resolve().parents[1] / "fixtures" / "parity_gguf"
+    assert sorted(p.name for p in committed.glob("*.json")) == sorted(p.name for p in written)
+    for p in written:
+        assert p.read_bytes() == (committed / p.name).read_bytes(), f"{p.name}: rerun tools/make_gguf_fixtures.py"

@@ -208,3 +208,71 @@ def test_live_skip_says_why(tmp_path):
     logs.clear()
     run_parity_stage(cfg, tok, None, plan(cfg), log=logs.append)
     assert any("the tokenizer has no file a reference library could read" in x for x in logs), logs
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("rel, fixture", [
+    pytest.param("gguf/ggml-vocab-llama-bpe.gguf", "parity_gguf/llama-bpe.json", id="gguf-llama-bpe"),
+    pytest.param("gguf/ggml-vocab-llama-spm.gguf", "parity_gguf/llama-spm.json", id="gguf-llama-spm"),
+    pytest.param("gguf/ggml-vocab-qwen2.gguf", "parity_gguf/qwen2.json", id="gguf-qwen2"),
+    pytest.param("llama2/tokenizer.model", "parity_spm/llama2.json", id="model-llama2"),
+    pytest.param("mistral/tokenizer.model.v3", "parity_spm/mistral-v3.json", id="model-mistral-v3"),
+])
+def test_gguf_and_sentencepiece_runs_check_their_fixture(tmp_path, rel, fixture):
+    """A run on a GGUF file checks llama.cpp's own vectors (fixtures/parity_gguf, from
+    tools/make_gguf_fixtures.py) and one on a sentencepiece .model sentencepiece's ids
+    (fixtures/parity_spm, read with parse_special=False as the banner says) before any corpus
+    work; both warned "no fixture" and checked nothing (parity.require refused them)."""
+    from rmlprep.parity import run_parity_stage
+    from rmlprep.pipeline import plan
+
+    path = REAL / rel
+    if not path.exists():
+        pytest.skip(f"{path} is absent (set RMLPREP_REAL_TOKENIZERS)")
+    cfg = _pretrain_cfg(tmp_path, path)
+    tok, tok_file = open_tokenizer(str(path))
+    logs: list[str] = []
+    summary = run_parity_stage(cfg, tok, tok_file, plan(cfg), log=logs.append)
+    assert summary["fixture"].endswith(fixture) and summary["cases"] >= 40, logs
+    assert not [x for x in logs if "warning" in x], logs
+
+
+def _pretrain_cfg(tmp_path, tokenizer_path):
+    from rmlprep.config import config_from_dict
+
+    inp = tmp_path / "c.jsonl"
+    inp.write_text('{"text": "Hello world"}\n')
+    return config_from_dict({"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(tokenizer_path)},
+                             "parity": {"require": True}, "pack": {"seq_len": 16, "eos": False},
+                             "output": {"dir": str(tmp_path / "o")}})
+
+
+@pytest.mark.parity
+def test_a_gguf_file_with_a_known_vocabulary_is_checked_by_fingerprint(tmp_path):
+    """Another GGUF file whose tokenizer loads to the same spec as a vocab-only test file (a model
+    file with its vocabulary; here the file with bytes appended, which the reader ignores) is
+    checked with that file's vectors, found by the spec fingerprint; a doctored vector still
+    stops the run."""
+    from rmlprep.parity import run_parity_stage
+    from rmlprep.pipeline import plan
+
+    src = REAL / "gguf" / "ggml-vocab-llama-bpe.gguf"
+    if not src.exists():
+        pytest.skip(f"{src} is absent (set RMLPREP_REAL_TOKENIZERS)")
+    other = tmp_path / "model.gguf"
+    other.write_bytes(src.read_bytes() + b"\0" * 64)
+    cfg = _pretrain_cfg(tmp_path, other)
+    tok, tok_file = open_tokenizer(str(other))
+    assert find_fixture(tok_file) is None
+    logs: list[str] = []
+    summary = run_parity_stage(cfg, tok, tok_file, plan(cfg), log=logs.append)
+    assert summary["fixture"].endswith("parity_gguf/llama-bpe.json"), logs
+    assert any("by fingerprint" in x for x in logs), logs
+    fx = json.loads(Path(summary["fixture"]).read_text(encoding="utf-8"))
+    fx["cases"][0]["ids"][0] += 1
+    bad = tmp_path / "fx"
+    bad.mkdir()
+    (bad / "doctored.json").write_text(json.dumps(fx))
+    assert find_fixture(tok_file, bad, fingerprint=tok.fingerprint) == bad / "doctored.json"
+    with pytest.raises(ParityError):
+        check_fixture(tok, bad / "doctored.json")

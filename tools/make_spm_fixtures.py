@@ -6,6 +6,7 @@ sample of texts with ``sentencepiece`` and writes ``fixtures/parity_spm/<name>.j
 
     {"generator": "tools/make_spm_fixtures.py", "reference": "sentencepiece <version>",
      "source": "<path inside the real-tokenizers dir>", "sha256": "<of the model file>",
+     "parse_special": false,
      "debian_corpus": {"manifest_sha256": ..., "parts": {part: n}, "sample": ...} | null,
      "cases": [{"text": ..., "ids": [...]} | {"text": ..., "ids": [...], "part": ...}, ...]}
 
@@ -17,7 +18,9 @@ plus, when the Debian-built corpus is present (env ``RMLPREP_CORPUS``, default
 (``debian_texts``: :data:`DEBIAN_PER_PART` per part, recorded with the part name; the banner
 holds the corpus ``MANIFEST.tsv`` sha256).
 The ids are ``sp.encode(text)`` (no BOS/EOS; sentencepiece never parses control pieces from
-text, so rmlprep is compared with ``parse_special=False``).
+text, so rmlprep is compared with ``parse_special=False``, which the banner's ``parse_special``
+says for every case: a run's parity stage finds the fixture by the model's sha256 and checks
+it so, :mod:`rmlprep.parity`).
 
 Usage: ``python tools/make_spm_fixtures.py [--out fixtures/parity_spm] [--docs 200]``.
 Needs the ``sentencepiece`` package; rmlprep's tests only read the written JSON.
@@ -181,6 +184,7 @@ def make_fixture(model_path: Path, source: str, texts: list, debian: dict | None
         "reference": f"sentencepiece {spm.__version__}",
         "source": source,
         "sha256": sha256_file(model_path),
+        "parse_special": False,  # sentencepiece never parses control pieces from text (rmlprep.parity)
         "debian_corpus": debian,
         "cases": cases,
     }
