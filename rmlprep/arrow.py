@@ -401,9 +401,14 @@ def tokenize_chat(
 
     Each row is a conversation in the messages schema (:mod:`rmlprep.chat.messages`: roles
     system/user/assistant/tool, content as text or text parts, reasoning_content, tool_calls,
-    tool results); a ``list<struct<...>>`` Arrow column gives exactly that (null fields are
-    absent). Rows are written by the format and encoded as :func:`rmlprep.chat.encode_chat`
-    says (BOS where the template writes it; data never parsed for control tokens).
+    tool results); a ``list<struct<...>>`` Arrow column gives exactly that. A struct's null
+    fields are absent at any depth (Arrow pads each row to the union of all rows' keys:
+    :func:`rmlprep.readers.base.drop_struct_nulls`), also in ``arguments`` and tool
+    definitions; there a real null cannot be told apart, so store those as JSON strings to keep
+    it. Dict batches keep their nulls (JSON's are real), except ``datasets.map``'s, which carry
+    their Arrow table and are read by its types. Rows are written by the format and encoded as
+    :func:`rmlprep.chat.encode_chat` says (BOS where the template writes it; data never parsed
+    for control tokens).
 
     Args:
         tokenizer: an rmlprep Tokenizer (or a TokenizerSpec).

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from .errors import ConfigError, RmlprepError, RowError
 from .packing import from_numpy
+from .readers.base import arrow_values, drop_struct_nulls
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
 
@@ -149,6 +150,22 @@ def count_errors(data: Any, column: str = "error") -> int:
 
 
 # -- the callables ------------------------------------------------------------------------
+def _values(batch: Any, name: str, is_arrow: bool) -> list:
+    """Column ``name`` of a batch as Python values, the null fields of Arrow structs left out
+    (:func:`rmlprep.readers.base.drop_struct_nulls`: Arrow pads every row's struct to the union
+    of all rows' keys). A dict batch from ``datasets.map`` (its ``LazyBatch`` carries the Arrow
+    table it formats, ``pa_table``) is cleaned by that table's column type; a plain dict of
+    lists is taken as it is, nulls and all (JSON's nulls are real)."""
+    if is_arrow:
+        return arrow_values(batch.column(name))
+    v = batch[name]
+    v = v if isinstance(v, list) else list(v)
+    table = getattr(batch, "pa_table", None)
+    if isinstance(table, pa.Table) and name in table.schema.names:
+        v = drop_struct_nulls(v, table.schema.field(name).type)
+    return v
+
+
 class _MapFunction:
     """Shared machinery: pickling, batch kinds, error handling, output assembly."""
 
@@ -267,9 +284,7 @@ class _MapFunction:
                 f"{type(self).__name__}: the batch has no column {col!r} (columns: {names}); "
                 f"pass column=... to name the {self._what} column"
             )
-        values = batch.column(col).to_pylist() if is_arrow else batch[col]
-        if not isinstance(values, list):
-            values = list(values)
+        values = _values(batch, col, is_arrow)
         n = len(values)
 
         def where(i: int) -> str:
@@ -284,10 +299,7 @@ class _MapFunction:
 
         def column(name: str) -> list | None:
             """Another column's values (None when the batch has none)."""
-            if name not in names:
-                return None
-            v = batch.column(name).to_pylist() if is_arrow else batch[name]
-            return v if isinstance(v, list) else list(v)
+            return _values(batch, name, is_arrow) if name in names else None
 
         columns, errors, flags = self._encode(values, where, column)
         self.stats["batches"] += 1

@@ -569,3 +569,50 @@ def test_surrogates_column_on_arrow_input_is_all_false(tok):
     batch = pa.record_batch([pa.array(["x", "\u00e9"])], names=["text"])
     out = tokenize_text(tok, surrogates_column="surrogates")(batch)
     assert out.column("surrogates").type == pa.bool_() and out.column("surrogates").to_pylist() == [False, False]
+
+
+#: Two conversations calling different tools, as a user-trial wrote them (F1b).
+_WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+_SEARCH = {"type": "function", "function": {"name": "search", "description": "Search", "parameters": {
+    "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+
+
+def _tool_conv(name: str, args, question: str, tools) -> dict:
+    return {"messages": [
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": name, "arguments": args}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": name, "content": "ok"},
+        {"role": "assistant", "content": "Done."}], "tools": tools}
+
+
+def _as_dict_batch(rows: list[dict]) -> dict:
+    return {"messages": [r["messages"] for r in rows], "tools": [r["tools"] for r in rows]}
+
+
+def test_struct_columns_read_without_the_union_padding(tok):
+    """A user-trial (F1b): Arrow types ``arguments`` as one struct, the union of every row's keys,
+    so from a Table (Parquet, ``datasets``) the get_weather call read as ``{"city": "Paris",
+    "query": None}`` and the qwen2.5 text taught ``"query": null`` arguments that the JSONL rows
+    (a dict batch) do not have. A struct's null fields are absent when read
+    (drop_struct_nulls); the expected text is the dict batch's, whose call is written
+    ``{"name": "get_weather", "arguments": {"city": "Paris"}}``."""
+    import datasets
+
+    rows = [_tool_conv("get_weather", {"city": "Paris"}, "Weather in Paris?", [_WEATHER, _SEARCH]),
+            _tool_conv("search", {"query": "cats"}, "Search cats", [_WEATHER, _SEARCH])]
+    fn = tokenize_chat(tok, "qwen2.5")
+    want = [list(x) for x in fn(_as_dict_batch(rows))["input_ids"]]
+    texts = [tok.decode(x) for x in want]
+    assert '{"name": "get_weather", "arguments": {"city": "Paris"}}' in texts[0]
+    assert '{"name": "search", "arguments": {"query": "cats"}}' in texts[1]
+    table = pa.Table.from_pylist(rows)
+    args = table.schema.field("messages").type.value_type.field("tool_calls").type.value_type
+    assert pa.types.is_struct(args.field("function").type.field("arguments").type)  # the padded union
+    assert fn(table).column("input_ids").to_pylist() == want
+    assert fn(table.to_batches()[0]).column("input_ids").to_pylist() == want
+    # datasets.map hands over a LazyBatch of Python values; its Arrow table gives the types
+    ds = datasets.Dataset.from_list(rows).map(fn, batched=True, load_from_cache_file=False)
+    assert ds["input_ids"] == want
+

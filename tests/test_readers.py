@@ -1063,3 +1063,23 @@ def test_column_names_without_reading_rows(tmp_path):
     assert got == {"a.parquet": (["messages", "tools"], True), "a.arrow": (["messages", "tools"], True),
                    "a.tsv": (["messages", "tools"], True), "a.jsonl.gz": (["messages", "id"], False),
                    "b.jsonl": None}
+
+
+def test_drop_struct_nulls_only_in_structs():
+    """Worked example (drop_struct_nulls): a struct's null fields are left out at any depth
+    (Arrow pads a struct to the union of all rows' keys); a null that is not a struct field
+    (a list item, a JSON string's ``null``) is kept."""
+    import pyarrow as pa
+
+    from rmlprep.readers.base import arrow_values, drop_struct_nulls
+
+    rows = [{"calls": [{"name": "a", "args": {"city": "Paris"}}], "note": '{"x": null}', "ids": [1, None]},
+            {"calls": [{"name": "b", "args": {"query": "cats"}}], "note": None, "ids": None}]
+    col = pa.Table.from_pylist(rows).to_batches()[0].to_struct_array()
+    assert col.to_pylist()[0]["calls"][0]["args"] == {"city": "Paris", "query": None}  # the padding
+    assert arrow_values(col) == [{"calls": [{"name": "a", "args": {"city": "Paris"}}], "note": '{"x": null}',
+                                  "ids": [1, None]},
+                                 {"calls": [{"name": "b", "args": {"query": "cats"}}]}]
+    assert arrow_values(pa.chunked_array([col])) == arrow_values(col)
+    assert drop_struct_nulls([{"a": 1, "b": None}], pa.string()) == [{"a": 1, "b": None}]
+    assert drop_struct_nulls([{"a": 1, "b": None}], pa.struct([("a", pa.int64()), ("b", pa.int64())])) == [{"a": 1}]

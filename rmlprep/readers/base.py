@@ -1,5 +1,6 @@
 """What every reader shares: the :class:`Unit` and :class:`Batch` types, the row limits, the
-first-bytes check of the plan (:func:`sniff`), and the batches of an Arrow column."""
+first-bytes check of the plan (:func:`sniff`), the batches of an Arrow column, and how Arrow
+values become Python values (:func:`arrow_values`: a struct's null fields are absent)."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ class Batch:
     """At most ``batch_rows`` rows of one unit.
 
     Attributes:
-        values: the column's values: a ``pa.Array`` (string columns) or a Python list.
+        values: the column's values: a ``pa.Array`` (string columns) or a Python list (from
+            Arrow: :func:`arrow_values`, a struct's null fields left out).
         rows: int64 [len(values)], source row number of each value.
         nbytes: input bytes these rows took (JSON line lengths, or Arrow buffer sizes).
         errors: ``(row, reason)`` for rows that could not even be read (bad JSON, bad UTF-8,
@@ -210,6 +212,68 @@ def _decoded(values: list, decode, rows: np.ndarray, column: str) -> tuple[list,
     return out, keep, errors
 
 
+def _struct_cleaner(t: pa.DataType):
+    """A function that drops the null fields of every struct in a value of type ``t`` (None: ``t``
+    holds no struct, nothing to do). It returns the value itself when nothing is dropped (most
+    rows of a column without padding), else new containers: the input is never changed."""
+    if pa.types.is_struct(t):
+        subs = [(t.field(i).name, _struct_cleaner(t.field(i).type)) for i in range(t.num_fields)]
+        subs = [(k, f) for k, f in subs if f is not None]
+
+        def clean(v):
+            if not isinstance(v, dict):
+                return v
+            out = v
+            for k, f in subs:
+                x = v.get(k)
+                if x is not None and (y := f(x)) is not x:
+                    if out is v:
+                        out = dict(v)
+                    out[k] = y
+            return {k: x for k, x in out.items() if x is not None} if None in out.values() else out
+        return clean
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or \
+            getattr(pa.types, "is_list_view", lambda _: False)(t) or \
+            getattr(pa.types, "is_large_list_view", lambda _: False)(t):
+        sub = _struct_cleaner(t.value_type)
+        if sub is None:
+            return None
+
+        def clean_list(v):
+            if not isinstance(v, list):
+                return v
+            ys = [sub(x) for x in v]
+            return v if all(y is x for y, x in zip(ys, v)) else ys
+        return clean_list
+    return None
+
+
+def drop_struct_nulls(values: list, type: pa.DataType) -> list:
+    """``values`` (Python values of an Arrow column of ``type``, e.g. its ``to_pylist()``) with
+    the null fields of every Arrow struct left out, at any depth; values that were not structs
+    (strings holding JSON, lists of scalars, mappings of a ``string`` column decoded by
+    ``datasets``' ``Json`` feature) are returned as they are, nulls and all.
+
+    Why: Arrow gives a column one struct type, the union of every row's keys, so a key a row
+    does not have reads as null (``{"city": "Paris", "query": None}`` for a call that only has
+    ``city``, when another row's call has ``query``). A null in a struct cannot be told apart
+    from such padding: it reads as absent. JSON keeps its nulls (``"default": null`` in a tool's
+    schema), so store tools or arguments as JSON strings to keep them.
+
+    Example: ``drop_struct_nulls([{"a": 1, "b": None}], pa.struct([("a", pa.int64()),
+    ("b", pa.int64())]))`` is ``[{"a": 1}]``; with type ``pa.string()`` the values are returned
+    unchanged.
+    """
+    clean = _struct_cleaner(type)
+    return values if clean is None else [clean(v) for v in values]
+
+
+def arrow_values(col: pa.Array | pa.ChunkedArray) -> list:
+    """An Arrow column's values as Python values, null struct fields left out
+    (:func:`drop_struct_nulls`)."""
+    return drop_struct_nulls(col.to_pylist(), col.type)
+
+
 def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: int, where: str,
                     total_bytes: int, total_rows: int) -> Iterator[Batch]:
     """Batches of one Arrow column. Parquet and Arrow files are not UTF-8-checked when read, so
@@ -237,7 +301,7 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
             values, keep, errors = [], [], []
             for i in range(n):
                 try:
-                    values.append(col.slice(i, 1).to_pylist()[0])
+                    values.append(arrow_values(col.slice(i, 1))[0])
                     keep.append(i)
                 except UnicodeDecodeError as u:
                     errors.append((int(rows[i]), f"{column} is not valid UTF-8 ({u.reason} at byte {u.start})"))
@@ -249,8 +313,8 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
             continue
         if is_str:
             yield Batch(col, rows, nbytes)
-        elif decode is not None:
-            values, keep, errors = _decoded(col.to_pylist(), decode, rows, column)
+        elif decode is not None:  # struct padding first: a JSON text's own nulls are kept
+            values, keep, errors = _decoded(arrow_values(col), decode, rows, column)
             yield Batch(values, rows[keep], nbytes, errors)
         else:
-            yield Batch(col.to_pylist(), rows, nbytes)
+            yield Batch(arrow_values(col), rows, nbytes)
