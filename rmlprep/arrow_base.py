@@ -36,8 +36,9 @@ __all__ = ["OUTPUT_VERSION", "count_errors"]
 
 #: Bumped whenever the output of a callable changes for the same spec and options, so that
 #: ``datasets`` fingerprints (and caches) computed by an older rmlprep are not reused.
-OUTPUT_VERSION = 3  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
+OUTPUT_VERSION = 4  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
 # 3: an unbatched datasets.map call is one example (it was iterated as a batch: one row per character)
+# 4: tools keep JSON's nulls, Arrow struct columns read without their null fields
 
 _ON_ERROR = ("raise", "record")
 _INT32_MAX = 2**31 - 1

@@ -616,3 +616,22 @@ def test_struct_columns_read_without_the_union_padding(tok):
     ds = datasets.Dataset.from_list(rows).map(fn, batched=True, load_from_cache_file=False)
     assert ds["input_ids"] == want
 
+
+def test_json_nulls_in_string_columns_are_kept(tok):
+    """A null in JSON (``"default": null`` in a tool's schema, a ``null`` argument) is a value
+    the template renders; tools and arguments stored as JSON strings keep it from Arrow too,
+    and the text equals the dict batch's."""
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "default": None}},
+        "required": ["city"]}}}
+    args = {"city": "Paris", "unit": None}
+    rows = [_tool_conv("get_weather", args, "Weather in Paris?", [tool])]
+    fn = tokenize_chat(tok, "qwen2.5")
+    want = [list(x) for x in fn(_as_dict_batch(rows))["input_ids"]]
+    text = tok.decode(want[0])
+    assert '"unit": {"type": "string", "default": null}' in text
+    assert '{"name": "get_weather", "arguments": {"city": "Paris", "unit": null}}' in text
+    as_strings = [_tool_conv("get_weather", json.dumps(args), "Weather in Paris?", json.dumps([tool]))]
+    table = pa.Table.from_pylist(as_strings)
+    assert pa.types.is_string(table.schema.field("tools").type)
+    assert fn(table).column("input_ids").to_pylist() == want

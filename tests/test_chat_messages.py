@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from _chat_common import TEMPLATES, needs_jinja, template_text
 from rmlprep.chat import format_chat
 from rmlprep.chat.convert import json_tools, parameters_as_text
 from rmlprep.chat.messages import Message, ToolCall, parse_conversation
@@ -136,3 +137,50 @@ def test_json_tools_conversion():
         assert got[0]["parameters"] == got[1]["function"]["parameters"] == {"type": "object"}
         assert got[2] == plain and parameters_as_text(got) == 0
     assert parameters_as_text(None) == parameters_as_text("not json") == 0
+
+
+#: pydantic's model_json_schema() for ``unit: Optional[str] = None``: a JSON null as the
+#: default, in nearly every real tool set built from pydantic models.
+NULL_DEFAULT_TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather in a city.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"},
+        "unit": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "title": "Unit"}},
+        "required": ["city"]}}}]
+
+
+def _tool_templates() -> list:
+    """The real templates of every format that writes tool definitions, with the bos/eos of
+    the committed renders' banner."""
+    from rmlprep import chat_parity
+    from rmlprep.chat.registry import get_format
+
+    p = chat_parity.renders_path()
+    banner = chat_parity.load_renders(p)[0] if p.is_file() else {}
+    return [pytest.param(name, fmt, info, id=name) for name, info in sorted(banner.get("templates", {}).items())
+            if (fmt := info.get("format")) and get_format(fmt).tools and (TEMPLATES / f"{name}.jinja").exists()]
+
+
+@needs_jinja
+@pytest.mark.parametrize("name, fmt, info", _tool_templates())
+def test_json_nulls_in_tool_definitions_reach_the_prompt_as_the_template_writes_them(name, fmt, info):
+    """A user-trial (F1c): parse_tools dropped every null of a tool definition (meant for Arrow
+    struct padding) whatever its source, so ``"default": null`` vanished from the prompt
+    (qwen2.5 wrote ``"unit": {"anyOf": [...], "title": "Unit"}``, gpt-oss lost ``// default:
+    null``, qwen3-coder ``<default>None</default>``). JSON nulls are real: the expected text is
+    the real template's render of the same tools (given as a list and as a JSON string)."""
+    from rmlprep.chat.render import render
+
+    msgs = [u("Weather in Paris?"), {"role": "assistant", "content": "Sunny."}]
+    ref = render(template_text(name), msgs, tools=NULL_DEFAULT_TOOLS, bos_token=info["bos_token"],
+                 eos_token=info["eos_token"], now="2024-07-26")["output"]
+    assert "null" in ref or "None" in ref  # the template writes the default
+    assert format_chat(msgs, fmt, tools=NULL_DEFAULT_TOOLS) == ref
+    assert format_chat(msgs, fmt, tools=json.dumps(NULL_DEFAULT_TOOLS)) == ref
+
+
+def test_tool_definition_nulls_are_kept_in_the_canonical_form():
+    """Worked example: the parsed tools are the JSON as given (a bare definition wrapped)."""
+    bare = {"name": "f", "description": None, "parameters": {"type": "object", "properties": {"x": {"default": None}}}}
+    conv = parse_conversation([u("q")], [bare])
+    assert conv.tools == ({"type": "function", "function": bare},)

@@ -649,3 +649,65 @@ def test_tool_parameters_stored_as_json_text_are_pointed_out(tmp_path):
     assert "tool schemas  1 conversation has tool definitions holding parameters as a string of JSON" in texts["text summary"]
     assert any(f'"parameters": {json.dumps(params)}' in x for x in texts["json"])
     assert "tool schemas" not in texts["json summary"]
+
+
+def _tool_rows(default_null: bool) -> list[dict]:
+    """The user-trial's two conversations (F1b), calling tools with different argument names;
+    with ``default_null`` the weather tool's ``unit`` has a JSON ``"default": null`` and the call
+    passes ``"unit": null``."""
+    unit = {"unit": {"type": "string", "default": None}} if default_null else {}
+    weather = {"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, **unit}, "required": ["city"]}}}
+    search = {"type": "function", "function": {"name": "search", "description": "Search", "parameters": {
+        "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+
+    def conv(name, args, q):
+        return {"messages": [
+            {"role": "user", "content": q},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": name, "arguments": args}}]},
+            {"role": "tool", "tool_call_id": "c1", "name": name, "content": "ok"},
+            {"role": "assistant", "content": "Done."}], "tools": [weather, search]}
+    return [conv("get_weather", {"city": "Paris", **({"unit": None} if default_null else {})}, "Weather in Paris?"),
+            conv("search", {"query": "cats"}, "Search cats")]
+
+
+def test_jsonl_and_parquet_give_the_same_shards(tmp_path):
+    """A user-trial (F1b, F1c): the same tool-call data gave other shards from Parquet (every
+    call's ``arguments`` padded with the other tool's keys as null: Arrow's struct type is the
+    union of all rows' keys) than from JSONL, and JSON's own nulls (``"default": null``) were
+    deleted from every prompt; exit 0, no reject, no count. JSONL keeps JSON's nulls; a Parquet
+    file with tools and arguments as JSON strings gives the same shards; a struct-typed one
+    gives them too when no null is real (a struct's null fields are read as absent)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tok = tiny(None)
+
+    def shards(inp: Path, name: str) -> list:
+        m = run(cfg(inp, tmp_path / name, fmt="qwen2.5", parity={"chat": False}, pack={"seq_len": 2048},
+                    chat={"tools_column": "tools"}), log=quiet)
+        assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 0
+        t = pq.read_table(next((tmp_path / name).glob("train-*.parquet")))
+        return [t.column(c).to_pylist() for c in ("input_ids", "labels")]
+
+    real = _tool_rows(default_null=True)
+    _rows(tmp_path / "real.jsonl", real)
+    want = shards(tmp_path / "real.jsonl", "real_jsonl")
+    text = "".join(tok.decode(r) for r in want[0])
+    assert '"unit": {"type": "string", "default": null}' in text
+    assert '{"name": "get_weather", "arguments": {"city": "Paris", "unit": null}}' in text
+    assert '{"name": "search", "arguments": {"query": "cats"}}' in text
+    strings = [{"messages": [dict(m, tool_calls=[{**c, "function": {**c["function"], "arguments": json.dumps(
+                   c["function"]["arguments"])}} for c in m["tool_calls"]]) if "tool_calls" in m else m
+                             for m in r["messages"]], "tools": json.dumps(r["tools"])} for r in real]
+    pq.write_table(pa.Table.from_pylist(strings), tmp_path / "strings.parquet")
+    assert shards(tmp_path / "strings.parquet", "strings") == want
+
+    padding = _tool_rows(default_null=False)
+    _rows(tmp_path / "plain.jsonl", padding)
+    table = pa.Table.from_pylist(padding)
+    assert pa.types.is_struct(table.schema.field("tools").type.value_type)
+    pq.write_table(table, tmp_path / "struct.parquet")
+    assert shards(tmp_path / "struct.parquet", "struct") == shards(tmp_path / "plain.jsonl", "plain")
+

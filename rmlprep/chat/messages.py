@@ -20,8 +20,15 @@ message index and the field):
 
 * a non-empty list of mappings; ``role`` one of the four roles (``developer``, ``ipython``,
   ``function`` and others are refused by name);
-* a field whose value is null is absent (Arrow struct columns carry every field of the union);
-  a field rmlprep does not know, with a value, is refused: it would be lost;
+* a field of a message, a text part or a tool call whose value is null is absent; a field
+  rmlprep does not know, with a value, is refused: it would be lost;
+* inside ``arguments`` and a tool definition a null is a value, kept as given, as the Jinja
+  template renders it (``"default": null`` in a JSON Schema written by pydantic). Arrow
+  struct columns are the exception, dropped when read, before this module sees them
+  (:func:`rmlprep.readers.base.drop_struct_nulls`, also for :func:`rmlprep.tokenize_chat` on
+  Arrow batches and ``datasets.map``): Arrow pads every row's struct to the union of all
+  rows' keys, so there a real null cannot be told from a key the row does not have; store
+  tools and arguments as JSON strings to keep their nulls;
 * ``content``: a string, a list of parts, or null only on an assistant message with tool calls;
   text parts are kept as a tuple (each format joins them as its template does, ``""`` unless
   the writer says otherwise); an ``image``, ``image_url``, ``audio``, ``input_audio``,
@@ -194,7 +201,8 @@ def _content(value: Any, i: int, role: str) -> tuple[str | None, tuple[str, ...]
 def parse_tools(tools: Any) -> tuple[dict, ...] | None:
     """Check a conversation's ``tools``: None, a list of function definitions, or a JSON string
     holding one. A bare ``{"name", ...}`` definition is wrapped as ``{"type": "function",
-    "function": {...}}`` (the form transformers and OpenAI use).
+    "function": {...}}`` (the form transformers and OpenAI use); nothing else is changed: a
+    null inside a definition (``"default": null``) is kept, as the template renders it.
 
     Raises:
         ChatFormatError: not a list, an entry that is not a function definition.
@@ -214,7 +222,6 @@ def parse_tools(tools: Any) -> tuple[dict, ...] | None:
     for k, t in enumerate(tools):
         if not isinstance(t, Mapping):
             raise ChatFormatError(f"tools[{k}] must be a dict, got {type(t).__name__}")
-        t = _drop_nulls(t)
         if "function" in t:
             if t.get("type", "function") != "function" or not isinstance(t["function"], Mapping):
                 raise ChatFormatError(f"tools[{k}] must be {{'type': 'function', 'function': {{...}}}}")
@@ -225,15 +232,6 @@ def parse_tools(tools: Any) -> tuple[dict, ...] | None:
             raise ChatFormatError(f"tools[{k}]: the function has no name")
         out.append(t)
     return tuple(out) if out else None
-
-
-def _drop_nulls(value: Any) -> Any:
-    """Mappings without their null values, recursively (Arrow structs carry all fields)."""
-    if isinstance(value, Mapping):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_nulls(v) for v in value]
-    return value
 
 
 def parse_conversation(messages: Any, tools: Any = None) -> Conversation:

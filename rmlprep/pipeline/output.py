@@ -74,12 +74,17 @@ REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "mega
 #: Gemma 3's ``<html>``) out of message text as the tokenizer does (version 1 wrote them as text).
 #: 3: the marker holds its rejects file's sha256 and size (``rejects_sha256``, ``rejects_bytes``),
 #: checked on resume; reject records name their ``stage``, and the pack stage's carry the row's
-#: ``value``. A version-2 marker of a unit with no rejects vouches for all a version-3 one would
-#: (the same shard, no rejects file) and is accepted (:data:`ACCEPTED_MARKERS`).
+#: ``value``; sft keeps JSON's nulls in tool definitions (``"default": null``; 2 deleted them) and
+#: reads Arrow struct ``arguments`` without the other rows' keys as null (2 wrote them). A
+#: version-2 marker of a pretraining unit with no rejects vouches for all a version-3 one would
+#: (the same shard, no rejects file) and is accepted (:data:`ACCEPTED_MARKERS`); an sft one (its
+#: chat counts, e.g. ``no_assistant``) is not.
 MARKER_VERSION = 3
 #: Markers of an earlier version that this one still accepts, and when (marker → bool): a
-#: version-2 marker of a unit without rejects (one with rejects cannot vouch for their content).
-ACCEPTED_MARKERS: dict[int, Callable[[dict[str, Any]], bool]] = {2: lambda m: not m.get("rejects")}
+#: version-2 marker of a pretraining unit without rejects (one with rejects cannot vouch for
+#: their content; sft shards of version 2 may hold tool definitions without their nulls).
+ACCEPTED_MARKERS: dict[int, Callable[[dict[str, Any]], bool]] = {
+    2: lambda m: not m.get("rejects") and "no_assistant" not in m}
 #: The lock file: holds the pid and host of the run that has the folder.
 LOCK_NAME = ".rmlprep.lock"
 #: the unit number in a unit file's name (train-N.parquet, shard-N.done.json / .bin / .idx, rejects)
