@@ -12,9 +12,15 @@ The run's chat parity stage (:func:`run_chat_parity_stage`, called by
    ``tools/make_chat_fixtures.py``) of every real template written by ``chat.format`` must be
    reproduced byte for byte (a conversation the template refuses must be refused too);
 3. with ``parity.chat_live_sample = N``, jinja2 installed and a chat template on the
-   tokenizer, the first N corpus conversations are checked against the messages schema and
-   the format (a bad row is counted, never rendered: the run rejects it), and the good ones
-   rendered with the tokenizer's template and compared.
+   tokenizer, the first N corpus conversations (with their ``chat.tools_column`` tools) are
+   checked against the messages schema and the format (a bad row is counted, never rendered:
+   the run rejects it), and the good ones rendered with the tokenizer's template and compared.
+   The template renders the conversation *as read* (:func:`read_view`: only the input
+   conventions the README documents are applied, from the raw values), not rmlprep's parsed
+   :class:`~rmlprep.chat.messages.Conversation`, so a parser that changed a value (a null
+   dropped from a tool's schema, an argument added) differs here. "As read" is after the
+   reader: a null field of an Arrow struct column is absent to both sides
+   (:func:`rmlprep.readers.base.drop_struct_nulls`).
 
 A difference is a :class:`ParityError` (exit 3) naming the conversation, the first differing
 character and both texts.
@@ -41,7 +47,7 @@ from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.detect import check_template_format
 from .chat.encode import missing_stop_token
-from .chat.registry import check_conversation, get_format, template_view, write
+from .chat.registry import check_conversation, get_format, write
 from .chat.render import JINJA_PIP, jinja_available, render
 from .errors import ChatFormatError, ConfigError, ParityError
 
@@ -52,6 +58,7 @@ __all__ = [
     "check_chat_renders",
     "check_chat_format",
     "text_parity_error",
+    "read_view",
     "live_chat_check",
     "resolve_chat_format",
     "resolve_chat_config",
@@ -232,6 +239,59 @@ def check_chat_format(fmt: str, *, template: str | None = None, renders: str | o
     return summary
 
 
+def _get(d: Mapping[str, Any], *keys: str) -> Any:
+    """The first of ``keys`` whose value is not null (null: absent, as the schema reads it)."""
+    return next((d[k] for k in keys if d.get(k) is not None), None)
+
+
+def read_view(messages: Any, tools: Any, f) -> tuple[list[dict], list[dict] | None]:
+    """A conversation as read, in the shape ``f``'s Jinja template takes it, built from the raw
+    values (not from :func:`~rmlprep.chat.messages.parse_conversation`'s result): the live
+    check's reference side. Only the input conventions rmlprep documents are applied, each as
+    the README states it: a null field is absent; a null ``content`` is ``None`` or ``""``
+    (``f.null_content``); text parts are joined with ``""`` unless the template iterates them
+    (``f.parts``); ``reasoning`` / ``thinking`` are ``reasoning_content`` (both names
+    passed); a flat ``{"name", "arguments"}`` call is ``{"type": "function", "function":
+    ...}``; ``arguments`` and ``tools`` given as JSON strings are parsed; a bare tool
+    definition is wrapped as ``{"type": "function", "function": ...}``. Every other value,
+    nulls inside tool schemas and arguments included, reaches the template as it was read.
+
+    Call it on a conversation the schema accepts (:func:`rmlprep.chat.check_conversation`);
+    the same shape as :func:`rmlprep.chat.registry.template_view` gives for the parsed one.
+    """
+    out: list[dict] = []
+    for m in messages:
+        d: dict[str, Any] = {"role": m["role"]}
+        c = m.get("content")
+        if c is None:
+            d["content"] = None if f.null_content == "none" else ""
+        elif isinstance(c, str):
+            d["content"] = c
+        else:
+            parts = [p if isinstance(p, str) else p["text"] for p in c]
+            d["content"] = [{"type": "text", "text": p} for p in parts] if f.parts == "native" else "".join(parts)
+        r = _get(m, "reasoning_content", "reasoning", "thinking")
+        if r is not None:
+            d["reasoning_content"] = d["thinking"] = r
+        calls = []
+        for call in m.get("tool_calls") or ():
+            fn = call["function"] if call.get("function") is not None else call
+            args = fn["arguments"]
+            calls.append({**({"id": call["id"]} if call.get("id") is not None else {}), "type": "function",
+                          "function": {"name": fn["name"], "arguments": json.loads(args) if isinstance(args, str)
+                                       else args}})
+        if calls:
+            d["tool_calls"] = calls
+        for k in ("tool_call_id", "name"):
+            if m.get(k) is not None:
+                d[k] = m[k]
+        out.append(d)
+    if isinstance(tools, str):
+        tools = json.loads(tools)
+    vt = [dict(t) if t.get("function") is not None else {"type": "function", "function": t} for t in tools or ()]
+    return out, vt or None
+
+
 def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, Any]], *,
                     bos_token: str | None, eos_token: str | None, add_generation_prompt: bool = False,
                     options: Mapping[str, Any] | None = None) -> dict[str, int]:
@@ -261,7 +321,7 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
         except ChatFormatError:
             counts["invalid"] += 1
             continue
-        vm, vt = template_view(conv, f)
+        vm, vt = read_view(msgs, tools, f)
         ref = render(template, vm, tools=vt, add_generation_prompt=add_generation_prompt, bos_token=bos_token,
                      eos_token=eos_token, now=opts.get("today") or DEFAULT_TODAY, **kwargs)
         src = f"live render with the tokenizer's chat template, corpus conversation {i}"
@@ -284,15 +344,28 @@ def _sample_conversations(cfg, units, n: int) -> list[tuple[Any, Any]]:
 
     out: list[tuple[Any, Any]] = []
     column = cfg["input"]["column"]
+    tcol = cfg["chat"].get("tools_column")
     convert = cfg["chat"].get("json_tools")
-    for u in units:
-        for b in read_unit(u, column, min(n, cfg["input"]["batch_rows"])):
+    rows = min(n, cfg["input"]["batch_rows"])
+
+    def by_row(u, col, upto: int | None) -> dict[int, Any]:
+        """Source row -> value: the first batch (upto None), or every batch up to row ``upto``."""
+        got: dict[int, Any] = {}
+        for b in read_unit(u, col, rows):
             vals = b.values.to_pylist() if hasattr(b.values, "to_pylist") else b.values
-            for v in vals:
-                out.append(json_tools(v)[:2] if convert else (v, None))
-                if len(out) >= n:
-                    return out
-            break
+            got.update(zip(b.rows.tolist(), vals))
+            if upto is None or (len(b.rows) and int(b.rows[-1]) >= upto):
+                break
+        return got
+
+    for u in units:
+        convs = by_row(u, column, None)
+        tools = by_row(u, tcol, max(convs)) if isinstance(tcol, str) and convs else {}
+        for r, v in convs.items():
+            t = tools.get(r)
+            out.append(json_tools(v, t)[:2] if convert else (v, t))
+            if len(out) >= n:
+                return out
     return out
 
 

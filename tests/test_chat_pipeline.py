@@ -711,3 +711,29 @@ def test_jsonl_and_parquet_give_the_same_shards(tmp_path):
     pq.write_table(table, tmp_path / "struct.parquet")
     assert shards(tmp_path / "struct.parquet", "struct") == shards(tmp_path / "plain.jsonl", "plain")
 
+
+@needs_jinja
+@pytest.mark.skipif(not (TEMPLATES / "qwen2.5.jinja").exists(), reason=f"{TEMPLATES} is absent")
+def test_live_check_renders_the_conversation_as_read(tmp_path, monkeypatch):
+    """A user-trial (F1c): the live check rendered the template from rmlprep's parsed
+    conversation, so a parser that deleted ``"default": null`` from every tool schema passed
+    ('live': {'compared': 1}). It renders the rows as read now (with their tools column): the
+    old parser is put back here and must be caught."""
+    import rmlprep.chat.messages as messages
+
+    inp = tmp_path / "t.jsonl"
+    _rows(inp, _tool_rows(default_null=True))
+    tok = tiny(template_text("qwen2.5"))
+    c = dict(fmt="qwen2.5", parity={"chat_live_sample": 5}, pack={"seq_len": 2048}, chat={"tools_column": "tools"})
+    m = run(cfg(inp, tmp_path / "o", **c), tokenizer=tok, log=quiet)
+    assert m["parity"]["chat"]["live"]["compared"] == 2
+
+    def drop_nulls(v):
+        if isinstance(v, dict):
+            return {k: drop_nulls(x) for k, x in v.items() if x is not None}
+        return [drop_nulls(x) for x in v] if isinstance(v, list) else v
+    parse_tools = messages.parse_tools
+    monkeypatch.setattr(messages, "parse_tools", lambda tools: parse_tools(drop_nulls(
+        json.loads(tools) if isinstance(tools, str) else tools)))
+    with pytest.raises(ParityError, match=r"reference continues: ', \"default\": null"):
+        run(cfg(inp, tmp_path / "o2", **c), tokenizer=tok, log=quiet)
