@@ -436,7 +436,9 @@ def tokenize_chat(
         text_markers: encode a format whose turn terminator is not a special token of the
             tokenizer (ChatML on GPT-2's vocabulary), its markers as text. Default: refused,
             since the model would learn no stop token
-            (:func:`rmlprep.chat.encode.missing_stop_token`).
+            (:func:`rmlprep.chat.encode.missing_stop_token`); for ``"template"`` the
+            terminator is what the template writes after an answer (Gemma 1's template on
+            its base tokenizer, where ``<end_of_turn>`` is plain vocabulary, is refused).
         on_error: ``"raise"`` or ``"record"``; a conversation the schema or the format
             refuses is a row error with the reason.
         output_column, mask_column, labels_column: names of the list<uint32>, list<uint8> and
@@ -451,7 +453,7 @@ def tokenize_chat(
             turn terminator is not a special token of the tokenizer (see ``text_markers``).
     """
     from .chat import detect_chat_format
-    from .chat.encode import missing_stop_token
+    from .chat.encode import missing_stop_token, stop_token_refusal
     from .chat.registry import get_format, resolve_options
     from .chat.render import JINJA_PIP, jinja_available
 
@@ -466,10 +468,13 @@ def tokenize_chat(
     elif fmt != "template":
         fmt = detect_chat_format(fmt)
         resolve_options(get_format(fmt), options)  # unknown options fail here, not per row
-    if fmt != "template" and not text_markers and (stop := missing_stop_token(tok, fmt)) is not None:
-        raise ConfigError(f"tokenize_chat(fmt={fmt!r}): the format ends each answer with {stop!r}, which is not a "
-                          "special token of this tokenizer: the model would learn no stop token; use the tokenizer "
-                          "of a model trained with this format, add the format's tokens to the tokenizer, or pass "
+    if fmt == "template" and not tok.chat_template:
+        raise ConfigError("tokenize_chat(fmt='template'): the tokenizer carries no chat_template")
+    if fmt == "template" and not jinja_available():  # here, not as an error on every row
+        raise ConfigError(f"tokenize_chat(fmt='template') renders the tokenizer's template with jinja2, which is not "
+                          f"installed: {JINJA_PIP}")
+    if not text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
+        raise ConfigError(f"tokenize_chat(fmt={fmt!r}): {stop_token_refusal(tok, fmt, stop)}; or pass "
                           "text_markers=True to write them as text")
     if no_assistant is None:
         no_assistant = "keep" if add_generation_prompt else "reject"
@@ -478,11 +483,6 @@ def tokenize_chat(
     if fmt == "template" and not train_on_reasoning:
         raise ConfigError("tokenize_chat(fmt='template'): the template's render does not tell reasoning apart; "
                           "train_on_reasoning=False needs a native format")
-    if fmt == "template" and not tok.chat_template:
-        raise ConfigError("tokenize_chat(fmt='template'): the tokenizer carries no chat_template")
-    if fmt == "template" and not jinja_available():  # here, not as an error on every row
-        raise ConfigError(f"tokenize_chat(fmt='template') renders the tokenizer's template with jinja2, which is not "
-                          f"installed: {JINJA_PIP}")
     return TokenizeChat(tok, {
         "column": column,
         "tools_column": tools_column,

@@ -46,7 +46,7 @@ from typing import Any
 from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.detect import check_template_format
-from .chat.encode import missing_stop_token
+from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat.registry import check_conversation, get_format, write
 from .chat.render import JINJA_PIP, jinja_available, render
 from .errors import ChatFormatError, ConfigError, ParityError
@@ -428,16 +428,20 @@ def check_chat_markers(cfg, tokenizer) -> None:
     rest is encoded as text (:mod:`rmlprep.chat.encode`), as transformers tokenizes a render, so
     ChatML on a vocabulary without ``<|im_end|>`` (GPT-2's, Llama 2's) would train every answer
     to end in ``<``, ``|``, ``im``, ``_``... and no single stop token: silently not what a chat
-    model is trained on. Refused unless ``chat.text_markers = true``; ``chat.format =
-    "template"`` renders the tokenizer's own template and is not checked.
+    model is trained on. Refused unless ``chat.text_markers = true``; for ``chat.format =
+    "template"`` the terminator is what the tokenizer's own template writes after an answer
+    (:func:`rmlprep.chat.encode.template_stop`).
 
     Raises:
         ConfigError: the terminator is not a special token, naming it and the three ways out.
     """
     chat = cfg["chat"] if cfg.pipeline == "sft" else None
-    if chat is None or chat["format"] == "template" or chat.get("text_markers"):
+    if chat is None or chat.get("text_markers"):
         return
-    stop = missing_stop_token(tokenizer, chat["format"])
+    stop = missing_stop_token(tokenizer, chat["format"], chat.get("options"))
+    if stop is not None and chat["format"] == "template":
+        raise ConfigError(f"chat.format = \"template\": {stop_token_refusal(tokenizer, 'template', stop)}; or set "
+                          "chat.text_markers = true to write it as text")
     if stop is not None:
         n = len(tokenizer.encode(stop, add_special_tokens=False))
         raise ConfigError(

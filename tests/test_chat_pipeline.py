@@ -446,6 +446,45 @@ def test_gemma1_base_tokenizer_has_no_turn_tokens():
         assert missing_stop_token(load_tokenizer(str(REAL_HF / "gemma3")), "gemma3") is None
 
 
+
+@pytest.mark.parity
+@pytest.mark.skipif(not (REAL_HF / "gemma" / "tokenizer.json").exists(), reason=f"{REAL_HF}/gemma is absent")
+def test_template_mode_refuses_a_terminator_that_is_not_a_special_token(tmp_path):
+    """chat.format = "template" on Gemma 1's base tokenizer with Gemma 1's own template: the
+    template ends each answer with <end_of_turn> (it renders [user "Hi", assistant "Hello."]
+    as "...<start_of_turn>model\nHello.<end_of_turn>\n"), a plain vocabulary entry there, so
+    the mask trained "Hello", ".<", "end", "_", "of", "_", "turn", ">" and no stop token (a
+    week-two trial). Refused as the native formats are, in the library and before any corpus
+    work in a run; text_markers is the opt-in. Gemma 3's tokenizer with its template passes."""
+    from rmlprep import load_tokenizer
+    from rmlprep.arrow import tokenize_chat
+    from rmlprep.chat import encode_chat
+    from rmlprep.chat.encode import missing_stop_token, template_stop
+    from rmlprep.errors import ChatFormatError
+    from rmlprep.tokenizer import Tokenizer
+
+    base = load_tokenizer(str(REAL_HF / "gemma"))
+    tok = Tokenizer.create(base.spec, chat_template=template_text("gemma"))
+    assert template_stop(tok) == "<end_of_turn>" and missing_stop_token(tok, "template") == "<end_of_turn>"
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    why = r"the tokenizer's chat template ends each answer with '<end_of_turn>', which does not start with a special token"
+    with pytest.raises(ConfigError, match=rf"^tokenize_chat\(fmt='template'\): {why}.*text_markers=True"):
+        tokenize_chat(tok, "template")
+    with pytest.raises(ChatFormatError, match=rf"^encode_chat\(fmt='template'\): {why}"):
+        encode_chat(tok, conv, "template")
+    out = tokenize_chat(tok, "template", text_markers=True)({"messages": [conv]})
+    assert [tok.id_to_token(int(i)) for i, k in zip(out["input_ids"][0], out["assistant_masks"][0]) if k] == [
+        "Hello", ".<", "end", "_", "of", "_", "turn", ">"]  # what the opt-in trains: the terminator as text
+    inp = tmp_path / "c.jsonl"
+    write_chats(inp, n=3)
+    with pytest.raises(ConfigError, match=rf"^chat.format = \"template\": {why}.*chat.text_markers = true"):
+        run(cfg(inp, tmp_path / "o", fmt="template", chat={"text_markers": False}), tokenizer=tok, log=quiet)
+    assert not list((tmp_path / "o").glob("train-*"))
+    if (REAL_HF / "gemma3").is_dir():
+        g3 = load_tokenizer(str(REAL_HF / "gemma3"))
+        assert template_stop(g3) == "<end_of_turn>" and missing_stop_token(g3, "template") is None
+
+
 _TOOLS = [{"type": "function", "function": {"name": "get_time", "description": "now", "parameters": {"type": "object"}}}]
 _CALL = [{"role": "user", "content": "time?"},
          {"role": "assistant", "content": None,

@@ -44,7 +44,8 @@ import numpy as np
 from .registry import get_format, write
 from .segments import TRAINABLE, Segment
 
-__all__ = ["ChatEncoding", "encode_chat", "encode_segments", "missing_stop_token", "stop_token_refusal", "stop_ids"]
+__all__ = ["ChatEncoding", "encode_chat", "encode_segments", "missing_stop_token", "stop_token_refusal", "stop_ids",
+           "template_stop"]
 
 
 @dataclass(slots=True)
@@ -144,7 +145,7 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
         ChatFormatError: unknown format or option, a conversation the format refuses, or a
             turn terminator that is not a special token of the tokenizer (see ``text_markers``).
     """
-    if fmt != "template" and not text_markers and (stop := missing_stop_token(tokenizer, fmt)) is not None:
+    if not text_markers and (stop := missing_stop_token(tokenizer, fmt, options)) is not None:
         from ..errors import ChatFormatError
 
         raise ChatFormatError(f"encode_chat(fmt={fmt!r}): {stop_token_refusal(tokenizer, fmt, stop)}; or pass "
@@ -193,7 +194,7 @@ def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[in
     return (inside & np.where(b > a, sk < b, sk <= a)).astype(np.uint8)
 
 
-def missing_stop_token(tokenizer, fmt: str) -> str | None:
+def missing_stop_token(tokenizer, fmt: str, options: Mapping[str, Any] | None = None) -> str | None:
     """The turn terminator of ``fmt`` (``<|im_end|>``, ``<end_of_turn>``...) when it is not a
     special token of ``tokenizer``, else None. Such a terminator is encoded as text pieces
     (format text is cut only at special tokens, as transformers tokenizes a render): a model
@@ -201,11 +202,71 @@ def missing_stop_token(tokenizer, fmt: str) -> str | None:
     ``<end_of_turn>`` as a normal vocabulary entry, not an added token, so both it and
     Hugging Face tokenizers spell it ``<``, ``end``, ``_``, ``of``...
 
+    ``fmt = "template"``: the terminator is what the tokenizer's own chat template (with
+    ``options`` as its variables) writes after an answer, whitespace stripped
+    (:func:`template_stop`); it must start with a special token. None when the template
+    cannot render the probe or writes nothing there (both refused per conversation by
+    :class:`rmlprep.chat.template.TemplateWriter`).
+
     Raises:
         ChatFormatError: unknown format.
     """
+    if fmt == "template":
+        stop = template_stop(tokenizer, options)
+        return stop if stop and not any(stop.startswith(s) for s in tokenizer.special_tokens) else None
     stop = get_format(fmt).stop
     return stop if stop and stop not in tokenizer.special_tokens else None
+
+
+#: the conversations whose render shows what a template writes after an answer (the second for
+#: templates that require a system message)
+_STOP_PROBES = ([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}],
+                [{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"},
+                 {"role": "assistant", "content": "Hello."}])
+
+
+def template_stop(tokenizer, options: Mapping[str, Any] | None = None) -> str | None:
+    """What the tokenizer's chat template writes after an answer, whitespace stripped: its turn
+    terminator. Worked example: Gemma 1's template renders ``[user "Hi", assistant "Hello."]``
+    as ``<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n``,
+    whose assistant span (:class:`rmlprep.chat.template.TemplateWriter`) is
+    ``Hello.<end_of_turn>``, so the terminator is ``<end_of_turn>``.
+
+    Returns:
+        The terminator text (truncated to 60 characters), or None: no chat_template, jinja2
+        missing, the template refuses both probe conversations, or writes nothing after the
+        answer. Cached per tokenizer, template and options.
+    """
+    template = getattr(tokenizer, "chat_template", None)
+    if not template:
+        return None
+    key = (tokenizer.spec.fingerprint, template, repr(sorted((options or {}).items())))
+    if key in _TEMPLATE_STOPS:
+        return _TEMPLATE_STOPS[key]
+    from ..errors import ChatFormatError
+
+    stop = None
+    try:
+        writer = _template_writer(tokenizer, options)
+    except ChatFormatError:
+        writer = None
+    for msgs in _STOP_PROBES if writer is not None else ():
+        try:
+            segs = writer.write(msgs).segs
+        except (ChatFormatError, IndexError, TypeError, ValueError):
+            continue
+        answer = "".join(s.text for s in segs if s.kind in TRAINABLE)
+        k = answer.rfind("Hello.")
+        if k >= 0:
+            stop = answer[k + len("Hello."):].strip()[:60] or None
+            break
+    if len(_TEMPLATE_STOPS) > 64:
+        _TEMPLATE_STOPS.clear()
+    _TEMPLATE_STOPS[key] = stop
+    return stop
+
+
+_TEMPLATE_STOPS: dict[tuple, str | None] = {}
 
 
 def stop_token_refusal(tokenizer, fmt: str, stop: str) -> str:
@@ -213,6 +274,12 @@ def stop_token_refusal(tokenizer, fmt: str, stop: str) -> str:
     and the ways out that every caller shares (each adds its own opt-in: ``text_markers=True``,
     ``chat.text_markers = true``, ``--text-markers``)."""
     n = len(tokenizer.encode(stop, add_special_tokens=False))
+    if fmt == "template":
+        return (f"the tokenizer's chat template ends each answer with {stop!r}, which does not start with a special "
+                f"token of this tokenizer: it would be written as {n} text token{'s' if n != 1 else ''} and the model "
+                "would learn no stop token (a template of another model, or a base tokenizer?); use the tokenizer the "
+                "template was written for, or add the token to the tokenizer first (transformers: "
+                "add_special_tokens, then save_pretrained)")
     return (f"format {fmt!r} ends each answer with {stop!r}, which is not a special token of this tokenizer: it "
             f"would be written as {n} text token{'s' if n != 1 else ''} and the model would learn no stop token (the "
             f"tokenizer of another model?); use the tokenizer of a model trained with {fmt!r}, or add the format's "
