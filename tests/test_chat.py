@@ -150,6 +150,31 @@ def test_qwen3_template_is_qwen3_not_chatml():
     assert "add\n" not in format_chat(conv, "qwen3") and "add again" in format_chat(conv, "qwen3")
 
 
+@needs_shared
+@needs_jinja
+def test_text_parts_and_bare_strings():
+    """Gemma 1's template takes a string content (``content | trim``; given a list it writes the
+    list's Python repr), so its text parts are joined with "" first, as for every template that
+    takes strings, and trimmed whole: "Weather in " + "Paris?" is "Weather in Paris?" (a
+    week-two trial found each part trimmed, "Weather inParis?", Gemma 3's rule: its template
+    trims each part). A list of bare strings is not the parts schema: real templates fail on it
+    (qwen2.5: TypeError) or write an empty turn (gemma3), and rmlprep glued them; refused."""
+    from rmlprep.chat.render import render
+
+    parts = [{"type": "text", "text": "Weather in "}, {"type": "text", "text": "Paris?"}]
+    want = render(template_text("gemma"), [u("Weather in Paris?"), a("Sunny.")], bos_token="<bos>")["output"]
+    assert format_chat([u(parts), a("Sunny.")], "gemma") == want
+    assert format_chat([u(parts), a("Sunny.")], "gemma3") == render(template_text("gemma3"), [u(parts), a("Sunny.")],
+                                                                    bos_token="<bos>")["output"]
+    bare = [u(["hi", "there"]), a("yo")]
+    assert "error" in render(template_text("qwen2.5"), bare)
+    assert "<start_of_turn>user\n<end_of_turn>" in render(template_text("gemma3"), bare, bos_token="<bos>")["output"]
+    for fmt in ("qwen2.5", "gemma3", "gemma"):
+        with pytest.raises(ChatFormatError, match=r"^message 0 \(user\): content\[0\] must be a part dict "
+                                                  r"\{'type': 'text', 'text': \.\.\.\}, got str$"):
+            format_chat(bare, fmt)
+
+
 @needs_jinja
 def test_real_llama3_dir_older_template_refused():
     """The shared Llama 3 tokenizer dir carries the older Meta-Llama-3 template that always

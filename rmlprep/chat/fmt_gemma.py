@@ -47,8 +47,9 @@ def _gemma(conv: Conversation, gen: bool, *, system_ok: bool, name: str) -> Out:
         if j == 0 and system is not None:
             o.c(system, "system")
             o.t("\n\n")
-        # Gemma 3 trims each text part and joins them; a string content is trimmed whole
-        text = "".join(p.strip() for p in m.parts) if m.parts is not None else m.text.strip()
+        # Gemma 3 trims each text part and joins them; a string content is trimmed whole, and
+        # so are Gemma 1's parts once joined (its template takes a string: registry "join")
+        text = "".join(p.strip() for p in m.parts) if m.parts is not None and system_ok else m.text.strip()
         if m.role == "assistant":
             o.c(text, "assistant")
             o.a(EOT)
@@ -64,7 +65,9 @@ def _gemma(conv: Conversation, gen: bool, *, system_ok: bool, name: str) -> Out:
 def _w_gemma(conv: Conversation, gen: bool, opts) -> Out:
     """Gemma 1/2: ``<bos>``, ``<start_of_turn>user\\n{content.strip()}<end_of_turn>\\n``, ``model``
     for the assistant; generation prompt ``<start_of_turn>model\\n``. Roles alternate; a
-    system message is refused (the template raises).
+    system message is refused (the template raises). Text parts are joined with ``""``, then
+    stripped as a string content is (the template has no parts handling: given a list it
+    writes the list's Python repr).
 
     Source: gemma.jinja (google/gemma-2-2b-it; gemma-7b-it has the same logic).
     """

@@ -177,10 +177,7 @@ def _content(value: Any, i: int, role: str) -> tuple[str | None, tuple[str, ...]
     if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
         texts: list[str] = []
         for k, p in enumerate(value):
-            if isinstance(p, str):
-                texts.append(p)
-                continue
-            if not isinstance(p, Mapping):
+            if not isinstance(p, Mapping):  # a bare str too: real templates fail on it or write nothing
                 raise _err(i, role, f"content[{k}] must be a part dict {{'type': 'text', 'text': ...}}, got {type(p).__name__}")
             t = p.get("type")
             if t in _MEDIA_PARTS:
