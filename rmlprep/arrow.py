@@ -187,9 +187,11 @@ class TokenizeChat(_MapFunction):
     ``json_tool_parameters_as_text`` (without ``json_tools``: conversations whose tool
     definitions hold ``parameters`` as a string of JSON, written as an escaped string),
     ``generation_prompt_after_answer`` (conversations refused because they end on an assistant
-    turn under ``add_generation_prompt``) and ``tool_calls_without_tools`` (written
+    turn under ``add_generation_prompt``), ``tool_calls_without_tools`` (written
     conversations with ``tool_calls`` but no tool definitions: the model is trained to call
-    tools its prompt never shows).
+    tools its prompt never shows) and ``surrogate_rows`` (encoded conversations whose written
+    text held surrogate code points, replaced as :func:`tokenize_text` replaces them:
+    :func:`rmlprep.segment.replace_lone_surrogates`).
     """
 
     _what = "messages"
@@ -274,6 +276,8 @@ class TokenizeChat(_MapFunction):
                 self._fail(i, why, where, errors, e)
                 continue
             self.stats["reasoning_dropped"] += out.notes.get("reasoning_dropped", 0)
+            if surrogate_rows([sg.text for sg in out.segs]):  # the encoder replaced them: counted, as for text
+                self.stats["surrogate_rows"] += 1
             if not tools and _calls_tools(messages):
                 self.stats["tool_calls_without_tools"] += 1
             if len(mask) != len(ids):  # encode_segments' contract; checked so columns never misalign

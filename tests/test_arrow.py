@@ -565,6 +565,21 @@ def test_surrogates_replaced_and_flagged(tok, kind):
     assert "surrogates" not in plain
 
 
+def test_chat_surrogates_replaced_and_counted(tok):
+    """tokenize_chat replaces surrogates as tokenize_text does (a lone one becomes U+FFFD, a pair
+    its character) and counts the conversations it changed in stats["surrogate_rows"], as
+    tokenize_text and the sft run do (a week-two trial found the count stuck at 0)."""
+    convs = [[{"role": "user", "content": "a\ud800b"}, {"role": "assistant", "content": "ok"}],
+             [{"role": "user", "content": "fine"}, {"role": "assistant", "content": "\ud83d\ude00"}],
+             [{"role": "user", "content": "caf\u00e9"}, {"role": "assistant", "content": "ok"}]]
+    fixed = [[{"role": "user", "content": "a\ufffdb"}, {"role": "assistant", "content": "ok"}],
+             [{"role": "user", "content": "fine"}, {"role": "assistant", "content": "\U0001F600"}], convs[2]]
+    fn = tokenize_chat(tok, "chatml")
+    out = fn({"messages": convs})
+    assert ids_of(out["input_ids"]) == ids_of(tokenize_chat(tok, "chatml")({"messages": fixed})["input_ids"])
+    assert fn.stats["surrogate_rows"] == 2
+
+
 def test_surrogates_column_on_arrow_input_is_all_false(tok):
     batch = pa.record_batch([pa.array(["x", "\u00e9"])], names=["text"])
     out = tokenize_text(tok, surrogates_column="surrogates")(batch)
