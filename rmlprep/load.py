@@ -247,10 +247,13 @@ def _cache_entry(path: str | os.PathLike, tiktoken_kw: dict[str, Any]) -> Path |
     if not cache.enabled():
         return None
     try:
-        p = _resolve(Path(path)).resolve()
+        q = _resolve(Path(path))
+        p = q.resolve()
     except (LoaderError, OSError):
         return None
-    return cache.entry_path([p, p.parent / "tokenizer_config.json", p.parent / CHAT_TEMPLATE_FILE],
+    # the config files beside the path as given, which the load reads: a symlinked tokenizer.json
+    # (a Hugging Face hub snapshot links each file into blobs/) has other neighbours once resolved
+    return cache.entry_path([p, q.parent / "tokenizer_config.json", q.parent / CHAT_TEMPLATE_FILE],
                             {"path": str(p), **tiktoken_kw})
 
 

@@ -67,6 +67,20 @@ def _same(a: Tokenizer, b: Tokenizer, texts=TEXTS) -> None:
         assert b.decode(ids) == a.decode(ids)
 
 
+def test_a_linked_tokenizer_json_is_keyed_by_the_config_beside_the_link(cache_dir, tmp_path):
+    """A Hugging Face hub snapshot links each file into blobs/: two snapshots (or two folders)
+    may link one tokenizer.json beside different tokenizer_config.json files. Each load reads the
+    config beside the link, so the cache key must hash that one; it hashed the config beside the
+    link's target, and the second folder got the first one's chat template."""
+    blob = _write(tmp_path / "blobs", template="BLOB")
+    for name, template in (("a", "TA"), ("b", "TB")):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "tokenizer.json").symlink_to(blob)
+        (d / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
+    assert [load_tokenizer(tmp_path / n).chat_template for n in ("a", "b", "a", "b")] == ["TA", "TB", "TA", "TB"]
+
+
 def test_hit_gives_the_same_tokenizer(cache_dir, tmp_path, monkeypatch):
     """"abc" merges a+b (rank 0) then ab+c (rank 1): id 10, from the file and from the entry."""
     p = _write(tmp_path / "t")
