@@ -273,6 +273,8 @@ class TokenizeChat(_MapFunction):
             except (RmlprepError, TypeError, KeyError, AttributeError) as e:
                 why = (str(e) if isinstance(e, RmlprepError)
                        else f"the conversation cannot be written ({type(e).__name__}: {e})")
+                if "tool" in why and getattr(self, "tools_hint", None):
+                    why += self.tools_hint  # a Hermes 3 style config: the tools template is named apart
                 self._fail(i, why, where, errors, e)
                 continue
             self.stats["reasoning_dropped"] += out.notes.get("reasoning_dropped", 0)
@@ -458,13 +460,15 @@ def tokenize_chat(
     """
     from .chat import detect_chat_format
     from .chat.encode import missing_stop_token, stop_token_refusal
+    from .hf import named_templates_note, tool_use_hint
     from .chat.registry import get_format, resolve_options
     from .chat.render import JINJA_PIP, jinja_available
 
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)
     if fmt == "auto":
         if not tok.chat_template:
-            raise ConfigError("tokenize_chat(fmt='auto'): the tokenizer carries no chat_template; name the format")
+            raise ConfigError(f"tokenize_chat(fmt='auto'): the tokenizer carries no chat_template"
+                              f"{named_templates_note(tok)}; name the format")
         spec = tok.spec
         fmt = detect_chat_format(tok.chat_template,
                                  bos_token=spec.vocab[spec.bos_id] if spec.bos_id is not None else None,
@@ -473,7 +477,8 @@ def tokenize_chat(
         fmt = detect_chat_format(fmt)
         resolve_options(get_format(fmt), options)  # unknown options fail here, not per row
     if fmt == "template" and not tok.chat_template:
-        raise ConfigError("tokenize_chat(fmt='template'): the tokenizer carries no chat_template")
+        raise ConfigError(f"tokenize_chat(fmt='template'): the tokenizer carries no chat_template"
+                          f"{named_templates_note(tok)}")
     if fmt == "template" and not jinja_available():  # here, not as an error on every row
         raise ConfigError(f"tokenize_chat(fmt='template') renders the tokenizer's template with jinja2, which is not "
                           f"installed: {JINJA_PIP}")
@@ -505,4 +510,5 @@ def tokenize_chat(
         "error_column": error_column,
         "id_column": id_column,
         "keep_columns": keep_columns,
+        **({"tools_hint": hint} if fmt != "template" and (hint := tool_use_hint(tok)) else {}),
     })

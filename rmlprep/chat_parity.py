@@ -48,6 +48,7 @@ from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.detect import check_template_format
 from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat.registry import check_conversation, get_format, write
+from .hf import named_templates_note
 from .chat.render import JINJA_PIP, jinja_available, render
 from .errors import ChatFormatError, ConfigError, ParityError
 
@@ -381,8 +382,8 @@ def resolve_chat_format(fmt: str, tokenizer) -> str:
         return fmt
     template = getattr(tokenizer, "chat_template", None)
     if not template:
-        raise ConfigError("chat.format = \"auto\": the tokenizer carries no chat_template to detect the format from; "
-                          "name the format")
+        raise ConfigError("chat.format = \"auto\": the tokenizer carries no chat_template to detect the format from"
+                          f"{named_templates_note(tokenizer)}; name the format")
     return detect_chat_format(template, bos_token=_token_text(tokenizer, tokenizer.spec.bos_id),
                               eos_token=_token_text(tokenizer, tokenizer.spec.eos_id))
 
@@ -404,7 +405,8 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
     template = getattr(tokenizer, "chat_template", None)
     if cfg["chat"]["format"] == "template":
         if not template:
-            raise ConfigError("chat.format = \"template\": the tokenizer carries no chat_template")
+            raise ConfigError(f"chat.format = \"template\": the tokenizer carries no chat_template"
+                              f"{named_templates_note(tokenizer)}")
         if not jinja_available():  # before any corpus work: each unit would fail at its first row
             raise ConfigError(f"chat.format = \"template\" renders the tokenizer's template with jinja2, which is not "
                               f"installed: {JINJA_PIP}")
@@ -497,6 +499,9 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
             f"{fmt!r} (proved by {by})")
     elif fmt == "auto":
         raise ConfigError("chat.format = \"auto\": the tokenizer carries no chat_template; name the format")
+    elif note := named_templates_note(tokenizer):  # otherwise skipped without a word
+        log(f"warning: parity: chat.format = {fmt!r} is not checked against a chat template: the tokenizer carries "
+            f"none{note}")
     summary = check_chat_format(fmt, template=template, renders=par["chat_renders"], required=par["chat"] is True,
                                 log=log)
     summary["template"] = tinfo

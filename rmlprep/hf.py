@@ -287,8 +287,7 @@ def spec_from_tokenizer_json(
 
     chat_template = cfg.get("chat_template")
     if isinstance(chat_template, list):  # [{"name": "default", "template": ...}, ...]
-        named = {t.get("name"): t.get("template") for t in chat_template if isinstance(t, Mapping)}
-        chat_template = named.get("default")
+        chat_template = named_chat_templates(cfg).get("default")
     if not isinstance(chat_template, str):
         chat_template = None
 
@@ -320,3 +319,47 @@ def spec_from_tokenizer_json(
         **kw,
     )
     return spec, chat_template
+
+
+def named_chat_templates(config: Mapping[str, Any] | None) -> dict[str, str]:
+    """The named templates of a ``tokenizer_config.json`` whose ``chat_template`` is a list
+    (``[{"name": "default", "template": ...}, {"name": "tool_use", ...}]``, as Hermes 3 and
+    Command R ship), in file order; ``{}`` when it is a string or absent. rmlprep's
+    ``chat_template`` is the ``default`` entry (none without one); transformers renders with
+    ``tool_use`` when tools are given, and asks for a name when there is no ``default``."""
+    listed = (config or {}).get("chat_template")
+    if not isinstance(listed, list):
+        return {}
+    return {t["name"]: t["template"] for t in listed
+            if isinstance(t, Mapping) and isinstance(t.get("name"), str) and isinstance(t.get("template"), str)}
+
+
+def named_templates_note(tokenizer) -> str:
+    """``""``, or why a tokenizer whose config lists named templates without a ``default`` has no
+    chat template (:func:`named_chat_templates`), naming them, for messages that say it has none."""
+    named = getattr(tokenizer, "chat_templates", None)
+    if not named or getattr(tokenizer, "chat_template", None):
+        return ""
+    return (f" (its tokenizer_config.json lists named templates {', '.join(map(repr, named))} and no 'default', "
+            "which rmlprep reads as no template; save the one to use as chat_template.jinja beside it)")
+
+
+def tool_use_hint(tokenizer) -> str:
+    """``""``, or, for a tokenizer whose config has a ``tool_use`` template besides the default
+    (:func:`named_chat_templates`), how to write conversations with tools with it: the format
+    that reproduces it, when one does (Hermes 3's: ``hermes``)."""
+    named = getattr(tokenizer, "chat_templates", None) or {}
+    if "tool_use" not in named or named.get("tool_use") == getattr(tokenizer, "chat_template", None):
+        return ""
+    from .errors import ChatFormatError
+
+    try:
+        from .chat import detect_chat_format
+
+        fmt = detect_chat_format(named["tool_use"])
+    except ChatFormatError:
+        fmt = None
+    how = (f"format {fmt!r} reproduces it (fmt={fmt!r}; in a run chat.format = \"{fmt}\")" if fmt else
+           "save it as chat_template.jinja and use format 'template'")
+    return ("; the tokenizer's config also has a 'tool_use' template, which transformers uses when tools are "
+            f"given and rmlprep does not pick by itself: {how}")

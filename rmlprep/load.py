@@ -190,10 +190,31 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
     gc_was_on = gc.isenabled()
     gc.disable()  # a load allocates ~10^6 tuples and strs that all live on: collector passes would cost more
     try:
-        return _load_tokenizer(path, overrides)
+        tok = _load_tokenizer(path, overrides)
     finally:
         if gc_was_on:
             gc.enable()
+    if not (isinstance(path, str) and path.startswith(DEMO_PREFIX)):
+        tok.chat_templates = _named_templates(Path(path)) or None
+    return tok
+
+
+def _named_templates(path: Path) -> dict[str, str]:
+    """The named templates of the tokenizer_config.json beside the tokenizer, when its
+    ``chat_template`` is a list (:func:`rmlprep.hf.named_chat_templates`); read apart from the
+    load cache, which keeps only the template in use."""
+    from .hf import named_chat_templates, read_tokenizer_config
+
+    p = _resolve(path)
+    config = p.parent / "tokenizer_config.json"
+    if p.suffix not in (".json", ".model") or not config.is_file():
+        return {}
+    try:
+        if not re.search(rb'"chat_template"\s*:\s*\[', config.read_bytes()):  # the common case, no parse
+            return {}
+        return named_chat_templates(read_tokenizer_config(config))
+    except (LoaderError, OSError):
+        return {}
 
 
 def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Tokenizer:

@@ -8,6 +8,7 @@ import gzip
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -776,3 +777,49 @@ def test_live_check_renders_the_conversation_as_read(tmp_path, monkeypatch):
         json.loads(tools) if isinstance(tools, str) else tools)))
     with pytest.raises(ParityError, match=r"reference continues: ', \"default\": null"):
         run(cfg(inp, tmp_path / "o2", **c), tokenizer=tok, log=quiet)
+
+
+@needs_jinja
+@pytest.mark.skipif(not (REAL_HF / "qwen2.5" / "tokenizer.json").exists(), reason=f"{REAL_HF}/qwen2.5 is absent")
+def test_named_chat_templates_are_said(tmp_path):
+    """tokenizer_config.json may give chat_template as a list of named templates. With
+    'default' and 'tool_use' (Hermes 3: ChatML and Hermes' tool template), rmlprep writes the
+    default and a conversation with tools is a row error; transformers renders it with
+    'tool_use', so the reason names that template and the format that reproduces it
+    (EXPECTED: hermes). Without 'default' ('tool_use' and 'rag' only) there is no template:
+    'auto' says which named ones exist, and a run of a named format says its template check is
+    skipped (both were silent about it, a week-two trial). The two folders link the same
+    tokenizer.json, as Hugging Face hub snapshots link their files: each is loaded with its own
+    tokenizer_config.json (the load cache was keyed by the config beside the link's target)."""
+    from rmlprep import load_tokenizer, tokenize_chat
+
+    def folder(name, templates):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "tokenizer.json").symlink_to(REAL_HF / "qwen2.5" / "tokenizer.json")
+        (d / "tokenizer_config.json").write_text(json.dumps({"chat_template": [
+            {"name": n, "template": template_text(t)} for n, t in templates]}))
+        return d
+
+    herm = load_tokenizer(str(folder("herm", [("default", "chatml-openhermes"),
+                                              ("tool_use", "more/NousResearch-Hermes-3-Llama-3.1-8B-tool_use")])))
+    assert herm.chat_template == template_text("chatml-openhermes") and list(herm.chat_templates) == ["default", "tool_use"]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    fn = tokenize_chat(herm, "auto", on_error="record")
+    out = fn({"messages": [_PLAIN, _PLAIN], "tools": [tools, None]})
+    assert out["error"][1] is None or out["error"][1] == ""
+    assert re.match(r"^tools: chatml cannot write tool definitions .*; the tokenizer's config also has a 'tool_use' "
+                    r"template, which transformers uses when tools are given .*format 'hermes' reproduces it", out["error"][0])
+    nodef = folder("nodef", [("tool_use", "more/NousResearch-Hermes-3-Llama-3.1-8B-tool_use"), ("rag", "chatml-openhermes")])
+    tok = load_tokenizer(str(nodef))
+    assert tok.chat_template is None
+    with pytest.raises(ConfigError, match=r"carries no chat_template \(its tokenizer_config.json lists named templates "
+                                          r"'tool_use', 'rag' and no 'default'"):
+        tokenize_chat(tok, "auto")
+    inp = tmp_path / "c.jsonl"
+    write_chats(inp, n=3)
+    logs: list[str] = []
+    run(cfg(inp, tmp_path / "o", tokenizer=str(nodef), chat={"text_markers": False}), log=logs.append)
+    assert any(x.startswith("warning: parity: chat.format = 'chatml' is not checked against a chat template: the "
+                            "tokenizer carries none (its tokenizer_config.json lists named templates 'tool_use', 'rag'")
+               for x in logs), logs
