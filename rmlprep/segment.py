@@ -12,8 +12,11 @@ sentencepiece ``normalizer.cc`` (``add_dummy_prefix``).
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 
 from .spec import BYTE_LEVEL, TokenizerSpec
 
@@ -23,6 +26,7 @@ __all__ = [
     "fuse_unk",
     "lowercase",
     "make_normalizer",
+    "normalize_reference",
     "prefix_spaces",
     "replace_lone_surrogates",
     "segment_preparer",
@@ -72,14 +76,14 @@ def make_normalizer(normalizers: Sequence[tuple[str, ...]],
 
     Args:
         normalizers: ``TokenizerSpec.normalizers``: ``("nfc",)``, ``("nfkc",)``, ``("nfd",)``,
-            ``("nfkd",)`` (Unicode normalization forms, Python's ``unicodedata``),
-            ``("lowercase",)`` (:func:`lowercase`) and ``("replace", old, new)`` (every
-            occurrence of ``old``), applied in order.
+            ``("nfkd",)`` (Unicode normalization forms as of Unicode 9.0.0:
+            :func:`normalize_reference`), ``("lowercase",)`` (:func:`lowercase`) and
+            ``("replace", old, new)`` (every occurrence of ``old``), applied in order.
         suspects: form name (``"NFC"``, ``"NFKC"``) -> a quick check (:data:`Suspects`). A form
-            with one calls ``unicodedata.normalize`` only on the spans it names (the text as a
-            whole when the check cannot tell), so text already in the form costs one scan of its
-            code units; the result is the same str as ``unicodedata.normalize`` of the whole text
-            (``tests/test_native.py``). The other forms call ``unicodedata.normalize`` on every
+            with one normalizes only the spans it names (the text as a whole when the check
+            cannot tell), so text already in the form costs one scan of its code units; the
+            result is the same str as :func:`normalize_reference` of the whole text
+            (``tests/test_native.py``). The other forms run :func:`normalize_reference` on every
             text that is not ASCII.
     """
     steps: list[Normalize] = []
@@ -94,7 +98,7 @@ def make_normalizer(normalizers: Sequence[tuple[str, ...]],
         else:
             form = norm[0].upper()
             # ASCII text is the same in every normalization form: skip the call (per document)
-            steps.append(lambda s, form=form: s if s.isascii() else unicodedata.normalize(form, s))
+            steps.append(lambda s, form=form: s if s.isascii() else normalize_reference(form, s))
     if not steps:
         return None
     if len(steps) == 1:
@@ -108,27 +112,97 @@ def make_normalizer(normalizers: Sequence[tuple[str, ...]],
     return normalize
 
 
+_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+
+
+@lru_cache(maxsize=1)
+def _reference_tables() -> tuple[re.Pattern[str], list[int], list[int]]:
+    """A pattern for the code points that may be unassigned in the reference's Unicode version
+    (those of the BMP exactly, and every astral one), and the starts and ends of the astral
+    ranges (generated table ``_unicode_norm_ref.py``). One class of BMP ranges plus one astral
+    range scans about 5 ns a code point; the whole table as one class (hundreds of astral
+    ranges, tried one by one for each code point) about 400."""
+    from ._unicode_norm_ref import NOT_ASSIGNED
+
+    bmp = "".join(f"\\u{lo:04x}" if lo == hi else f"\\u{lo:04x}-\\u{min(hi, 0xFFFF):04x}"
+                  for lo, hi in NOT_ASSIGNED if lo <= 0xFFFF)
+    astral = [(max(lo, 0x10000), hi) for lo, hi in NOT_ASSIGNED if hi > 0xFFFF]
+    return (re.compile(f"[{bmp}\\U00010000-\\U0010ffff]"),
+            [lo for lo, _ in astral], [hi for _, hi in astral])
+
+
+def normalize_reference(form: str, text: str) -> str:
+    """``text`` in normalization form ``form`` (``"NFC"``, ``"NFD"``, ``"NFKC"``, ``"NFKD"``) as
+    Unicode 9.0.0 defines it, the version of ``tokenizers``' normalizers, whatever Unicode this
+    Python's ``unicodedata`` has (14.0 on 3.11, 15.1 on 3.13).
+
+    A code point unassigned in 9.0.0 has no decomposition, combining class 0 and composes with
+    nothing there, so it is a normalization boundary on both sides and stays as it is; between
+    such code points ``unicodedata.normalize`` gives the 9.0.0 form, as every later version
+    normalizes the code points 9.0.0 assigns as 9.0.0 does (the normalization stability policy,
+    checked for 15.1 by ``tools/make_unicode_tables.py``). So ``x`` + U+0301 + U+0C3C keeps its
+    order (U+0C3C, TELUGU SIGN NUKTA, is new in 14.0 with class 7) and U+11935 U+11930 do not
+    compose (the Dives Akuru composition U+11938 is new in 13.0).
+
+    Raises:
+        ValueError: ``form`` is not one of the four names.
+
+    Source: tokenizers ``normalizers/unicode.rs`` -> the crate unicode-normalization-alignments
+    0.1.12 (``UNICODE_VERSION = (9, 0, 0)``); checked against ``tokenizers`` in
+    ``tests/test_segment.py`` (fixture from ``tools/make_norm_fixtures.py``). SentencePiece
+    models carry their own normalization (a precompiled charsmap, which rmlprep refuses), and
+    tiktoken does not normalize, so ``tokenizers`` is the one reference for every spec.
+    """
+    if form not in _FORMS:
+        raise ValueError(f"normalization form must be one of {', '.join(_FORMS)}, got {form!r}")
+    normalize = unicodedata.normalize
+    pattern, starts, ends = _reference_tables()
+    m = pattern.search(text)
+    if m is None:
+        return normalize(form, text)
+    parts: list[str] = []
+    pos = 0
+    while m is not None:
+        i = m.start()
+        cp = ord(text[i])
+        if cp <= 0xFFFF or ((k := bisect_right(starts, cp) - 1) >= 0 and cp <= ends[k]):
+            if i > pos:
+                parts.append(normalize(form, text[pos:i]))
+            parts.append(text[i])
+            pos = i + 1
+        m = pattern.search(text, i + 1)
+    if pos < len(text):
+        parts.append(normalize(form, text[pos:]))
+    return "".join(parts)
+
+
 def _checked_normalizer(form: str, suspects: Suspects) -> Normalize:
-    """``unicodedata.normalize(form, text)``, on the spans ``suspects`` names only.
+    """:func:`normalize_reference` of ``text``, on the spans ``suspects`` names only.
 
     Exact because a span starts and ends at normalization boundaries (a code point that is
     Yes for the form's quick check, with combining class 0: nothing after it combines or
     reorders with anything before it), so the form of the text is the form of each run between
-    them put together, and the runs outside the spans are already in the form.
+    them put together, and the runs outside the spans are already in the form. The check's
+    table is of a later Unicode (15.1) than the reference (9.0.0); each of its boundaries is one
+    in 9.0.0 too, and code points it flags that 9.0.0 lacks stay as they are.
     """
     normalize = unicodedata.normalize
+    search = _reference_tables()[0].search
 
     def checked(text: str) -> str:
         spans = suspects(text)
         if spans is None:
             return text
         if len(spans) == 2 and spans[0] == 0 and spans[1] == len(text):
-            return normalize(form, text)
+            return normalize_reference(form, text)
         parts, pos = [], 0
         for k in range(0, len(spans), 2):
             start, end = spans[k], spans[k + 1]
             parts.append(text[pos:start])
-            parts.append(normalize(form, text[start:end]))
+            # most spans hold no code point 9.0.0 may lack: unicodedata at once, no split
+            span = text[start:end]
+            parts.append(normalize(form, span) if search(text, start, end) is None
+                         else normalize_reference(form, span))
             pos = end
         parts.append(text[pos:])
         return "".join(parts)
