@@ -1495,6 +1495,7 @@ static int flush(Ctx *x)
      * prefetches its table slot. (Phase 2 cannot reread the front: its puts may overwrite it.) */
     uint32_t fid[BATCH][INLINE_IDS];
     uint8_t fn[BATCH];
+    int probe = c && c->tab && c->front; /* phase 1 puts nothing: tested once */
     for (size_t i = 0; i < np; i++) {
         size_t a = x->span[i].a, n = x->span[i].n;
         fn[i] = 0xFF;
@@ -1502,7 +1503,7 @@ static int flush(Ctx *x)
             continue;
         uint64_t h = hash_key(t + a, n, a + SHORT_KEY <= x->readable, &x->k0[i], &x->k1[i]);
         x->kh[i] = h;
-        if (!c || !c->tab || n > CACHE_KEY_MAX)
+        if (!probe || n > CACHE_KEY_MAX)
             continue;
         const CEntry *f = front_slot(c, h);
         if (!entry_is(c, f, h, t + a, n, x->k0[i], x->k1[i])) {
@@ -1700,6 +1701,18 @@ static inline int holds_ref(uint32_t t, uint32_t nv)
 #endif
 }
 
+/* The int of id t: the table's (without a reference when pinned), else a new one; NULL: no memory. */
+static inline PyObject *id_object(PyObject **ints, uint32_t t, uint32_t nv)
+{
+    if (t < nv) {
+        PyObject *x = ints[t];
+        if (holds_ref(t, nv))
+            Py_INCREF(x);
+        return x;
+    }
+    return PyLong_FromUnsignedLong(t);
+}
+
 /* A list of the ids (the GIL held). Its item array is written once, from the front: PyList_New
  * would first zero it (a calloc: a second pass over up to 8 bytes per id). */
 static PyObject *ids_to_list(Encoder *E, const IdVec *o)
@@ -1733,31 +1746,18 @@ static PyObject *ids_to_list(Encoder *E, const IdVec *o)
     PyObject **ints = g_ints;
     const uint32_t *v = o->v;
     uint32_t nv = (uint32_t)E->n_vocab;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (i + 16 < n) { /* the table is read at random (1.6 MB of pointers at 200k ids) */
-            uint32_t ahead = v[i + 16];
-            __builtin_prefetch(&ints[ahead < nv ? ahead : 0]);
-        }
-        uint32_t t = v[i];
-        PyObject *x;
-        if (t < nv) {
-            x = ints[t];
-            if (holds_ref(t, nv))
-                Py_INCREF(x);
-        } else if ((x = PyLong_FromUnsignedLong(t)) == NULL) {
-#ifdef Py_GIL_DISABLED
-            Py_DECREF(list); /* its items are references or NULL */
-#else
-            while (i-- > 0) /* release the references taken */
-                if (holds_ref(v[i], nv))
-                    Py_DECREF(items[i]);
-            PyMem_Free(items);
-            Py_DECREF(list);
-#endif
-            return NULL;
-        }
-        items[i] = x;
+    /* the table is read at random (1.6 MB of pointers at 200k ids): each id's int is requested 16
+     * ids ahead, in a loop of its own so the ids of the tail cost no test of the look-ahead */
+    Py_ssize_t i = 0;
+    for (; i + 16 < n; i++) {
+        uint32_t ahead = v[i + 16];
+        __builtin_prefetch(&ints[ahead < nv ? ahead : 0]);
+        if ((items[i] = id_object(ints, v[i], nv)) == NULL)
+            goto fail;
     }
+    for (; i < n; i++)
+        if ((items[i] = id_object(ints, v[i], nv)) == NULL)
+            goto fail;
 #ifndef Py_GIL_DISABLED
     PyListObject *l = (PyListObject *)list;
     l->ob_item = items;
@@ -1765,6 +1765,17 @@ static PyObject *ids_to_list(Encoder *E, const IdVec *o)
     Py_SET_SIZE(list, n);
 #endif
     return list;
+fail:
+#ifdef Py_GIL_DISABLED
+    Py_DECREF(list); /* its items are references or NULL */
+#else
+    while (i-- > 0) /* release the references taken */
+        if (holds_ref(v[i], nv))
+            Py_DECREF(items[i]);
+    PyMem_Free(items);
+    Py_DECREF(list);
+#endif
+    return NULL;
 }
 
 static int ready_str(PyObject *s)
