@@ -609,7 +609,14 @@ static inline int has_space8(uint64_t v) /* a 0x20 byte among 8 ASCII bytes */
     return ((x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL) != 0;
 }
 
-static size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k, int sp)
+/* A str's code units to UTF-8 (and, byte-level, its class array). Always inlined into set_text,
+ * whose calls pass k and sp as constants (byte-level: the class array, no U+2581; SentencePiece:
+ * no class array, U+2581), so put_cp does not test sp (nor, SentencePiece, k) per character.
+ * Where 16 code units hold a non-ASCII one, the 16 are converted one by one: testing each
+ * position again for an ASCII block cost ~20 instructions per character of a run of letters
+ * outside ASCII (Cyrillic, Greek, Chinese). */
+static inline __attribute__((always_inline)) size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k,
+                                                              int sp)
 {
     uint8_t *o = o0;
     size_t i = 0;
@@ -625,6 +632,9 @@ static size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k, int
                 i += 16;
                 continue;
             }
+            for (size_t e = i + 16; i < e; i++) /* a non-ASCII one among them: the 16 one by one */
+                put_cp(&o, &k, s[i], sp);
+            continue;
         }
 #endif
         if (i + 8 <= n) {
@@ -645,7 +655,8 @@ static size_t to_utf8_1(const uint8_t *s, size_t n, uint8_t *o0, uint8_t *k, int
     return (size_t)(o - o0);
 }
 
-static size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k, int sp)
+static inline __attribute__((always_inline)) size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k,
+                                                              int sp)
 {
     uint8_t *o = o0;
     size_t i = 0;
@@ -664,6 +675,9 @@ static size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k, in
                 i += 16;
                 continue;
             }
+            for (size_t e = i + 16; i < e; i++) /* a non-ASCII one among them: the 16 one by one */
+                put_cp(&o, &k, s[i], sp);
+            continue;
         }
 #endif
         if (i + 4 <= n) {
@@ -685,7 +699,8 @@ static size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k, in
     return (size_t)(o - o0);
 }
 
-static size_t to_utf8_4(const uint32_t *s, size_t n, uint8_t *o0, uint8_t *k, int sp)
+static inline __attribute__((always_inline)) size_t to_utf8_4(const uint32_t *s, size_t n, uint8_t *o0, uint8_t *k,
+                                                              int sp)
 {
     uint8_t *o = o0;
     for (size_t i = 0; i < n; i++)
@@ -747,12 +762,12 @@ static int set_text(Ctx *x, const void *data, int kind, int ascii, size_t n)
         size_t m;
         if (kind == KIND_UTF8 || ascii)
             m = utf8_sp(data, n, x->u8); /* SentencePiece (byte-level reads these in place) */
-        else if (kind == PyUnicode_1BYTE_KIND)
-            m = to_utf8_1(data, n, x->u8, k, sp);
+        else if (kind == PyUnicode_1BYTE_KIND) /* constant k, sp: a copy of each for each kind of text */
+            m = byte_level ? to_utf8_1(data, n, x->u8, k, 0) : to_utf8_1(data, n, x->u8, NULL, 1);
         else if (kind == PyUnicode_2BYTE_KIND)
-            m = to_utf8_2(data, n, x->u8, k, sp);
+            m = byte_level ? to_utf8_2(data, n, x->u8, k, 0) : to_utf8_2(data, n, x->u8, NULL, 1);
         else
-            m = to_utf8_4(data, n, x->u8, k, sp);
+            m = byte_level ? to_utf8_4(data, n, x->u8, k, 0) : to_utf8_4(data, n, x->u8, NULL, 1);
         memset(x->u8 + m, 0, PAD);
         x->text = x->u8;
         x->tlen = m;
