@@ -992,18 +992,20 @@ static inline uint32_t pr_key(uint32_t prio, size_t i)
     return prio == NO_RANK ? PR_NONE : prio << 6 | (uint32_t)i;
 }
 
+/* nx and pv of merge_scan and merge_blocks before any merge: i + 1 and i - 1 (0xFF before the
+ * first), copied in whole with fixed-size copies instead of written symbol by symbol */
+static uint8_t LINK_NEXT[256], LINK_PREV[256];
+
 static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
 {
     const PairMap *P = &x->E->pairs;
     uint32_t *sym = x->sym;
     uint32_t pr[SMALL_WORD], mg[SMALL_WORD];
     uint8_t nx[SMALL_WORD], pv[SMALL_WORD];
-    for (size_t i = 0; i < n; i++) {
-        nx[i] = (uint8_t)(i + 1);
-        pv[i] = (uint8_t)(i - 1); /* 0xFF before the first */
-    }
-    for (size_t i = n - 1; i < SCAN_LANES; i++) /* short words scan all SCAN_LANES keys */
-        pr[i] = PR_NONE;
+    memcpy(nx, LINK_NEXT, SMALL_WORD);
+    memcpy(pv, LINK_PREV, SMALL_WORD);
+    for (size_t i = 0; i < SCAN_LANES; i++) /* short words scan all SCAN_LANES keys: unused ones */
+        pr[i] = PR_NONE;                    /* stay PR_NONE (a fixed fill, no memset call) */
     if (bytes != NULL && x->E->bytepair != NULL) {
         const uint32_t *bp = x->E->bytepair;
         for (size_t i = 0; i + 1 < n; i++) {
@@ -1172,10 +1174,8 @@ static size_t merge_blocks(Ctx *x, size_t n, const uint8_t *bytes)
     uint32_t pr[256], mg[256], bmin[16];
     uint8_t nx[256], pv[256];
     size_t nb = (n + 15) / 16; /* blocks over the symbols: a merge clears its right symbol's key */
-    for (size_t i = 0; i < n; i++) {
-        nx[i] = (uint8_t)(i + 1);
-        pv[i] = (uint8_t)(i - 1);
-    }
+    memcpy(nx, LINK_NEXT, sizeof(nx));
+    memcpy(pv, LINK_PREV, sizeof(pv));
     for (size_t i = n - 1; i < nb * 16; i++)
         pr[i] = PR_NONE;
     for (size_t b = nb; b < 16; b++)
@@ -3500,6 +3500,10 @@ PyMODINIT_FUNC PyInit__fastbpe(void)
 {
     for (uint32_t c = 0; c < 128; c++)
         ASCII_CLS[c] = (uint8_t)cls_cp(c);
+    for (int i = 0; i < 256; i++) {
+        LINK_NEXT[i] = (uint8_t)(i + 1);
+        LINK_PREV[i] = (uint8_t)(i - 1);
+    }
 #if defined(__SSE2__)
     {
         uint8_t in[128], got[128];
