@@ -81,13 +81,14 @@ from .arrow_base import (  # noqa: F401
     _U32,
     OUTPUT_VERSION,
     _flatten,
+    _calls_tools,
     _MapFunction,
     _offsets,
+    _replace_surrogates,
     count_errors,
 )
 from .errors import ChatFormatError, ConfigError, RmlprepError
 from .native import surrogate_rows
-from .segment import replace_lone_surrogates
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
 
@@ -298,13 +299,6 @@ class TokenizeChat(_MapFunction):
         ], errors, {}
 
 
-def _calls_tools(messages) -> bool:
-    """Whether a (written, so well-formed) conversation holds tool calls (``tool_calls``; calls
-    written as JSON text in the content are counted apart, ``json_tool_calls_as_text``, and their
-    definitions are usually text of the system message, which the model does see)."""
-    return any(m.get("tool_calls") for m in messages if isinstance(m, Mapping))
-
-
 def tokenize_text(
     tokenizer: Tokenizer | TokenizerSpec,
     *,
@@ -367,19 +361,6 @@ def tokenize_text(
         "keep_columns": keep_columns,
         "surrogates_column": surrogates_column,
     })
-
-
-def _replace_surrogates(texts: list[str]) -> tuple[list[str], list[int]]:
-    """(texts with surrogates replaced, indices of the rows that changed): the rows found by the
-    native scan of code units (:func:`rmlprep.native.surrogate_rows`), the rule of
-    :func:`rmlprep.segment.replace_lone_surrogates`, as the pipeline's validate stage does."""
-    changed = surrogate_rows(texts)
-    if not changed:
-        return texts, changed
-    out = list(texts)
-    for i in changed:
-        out[i] = replace_lone_surrogates(out[i])
-    return out, changed
 
 
 def tokenize_chat(

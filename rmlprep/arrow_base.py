@@ -27,8 +27,10 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import ConfigError, RmlprepError, RowError
+from .native import surrogate_rows
 from .packing import from_numpy
 from .readers.base import arrow_values, drop_struct_nulls
+from .segment import replace_lone_surrogates
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
 
@@ -389,3 +391,23 @@ class _MapFunction:
     ) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], dict[int, str], dict[str, np.ndarray]]:
         """(list columns as (name, flat, offsets), {row: error}, {name: one value per row})."""
         raise NotImplementedError
+
+
+def _calls_tools(messages) -> bool:
+    """Whether a (written, so well-formed) conversation holds tool calls (``tool_calls``; calls
+    written as JSON text in the content are counted apart, ``json_tool_calls_as_text``, and their
+    definitions are usually text of the system message, which the model does see)."""
+    return any(m.get("tool_calls") for m in messages if isinstance(m, Mapping))
+
+
+def _replace_surrogates(texts: list[str]) -> tuple[list[str], list[int]]:
+    """(texts with surrogates replaced, indices of the rows that changed): the rows found by the
+    native scan of code units (:func:`rmlprep.native.surrogate_rows`), the rule of
+    :func:`rmlprep.segment.replace_lone_surrogates`, as the pipeline's validate stage does."""
+    changed = surrogate_rows(texts)
+    if not changed:
+        return texts, changed
+    out = list(texts)
+    for i in changed:
+        out[i] = replace_lone_surrogates(out[i])
+    return out, changed

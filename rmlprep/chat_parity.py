@@ -47,7 +47,7 @@ from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.detect import check_template_format
 from .chat.encode import missing_stop_token, stop_token_refusal
-from .chat.registry import check_conversation, get_format, write
+from .chat.registry import check_conversation, get_format, read_view, write
 from .hf import named_templates_note
 from .chat.render import JINJA_PIP, jinja_available, render
 from .errors import ChatFormatError, ConfigError, ParityError
@@ -238,59 +238,6 @@ def check_chat_format(fmt: str, *, template: str | None = None, renders: str | o
     log(f"parity: {c['match']} chat renders of {', '.join(names)} match format {fmt!r} "
         f"({c['refused']} conversations refused by the format)")
     return summary
-
-
-def _get(d: Mapping[str, Any], *keys: str) -> Any:
-    """The first of ``keys`` whose value is not null (null: absent, as the schema reads it)."""
-    return next((d[k] for k in keys if d.get(k) is not None), None)
-
-
-def read_view(messages: Any, tools: Any, f) -> tuple[list[dict], list[dict] | None]:
-    """A conversation as read, in the shape ``f``'s Jinja template takes it, built from the raw
-    values (not from :func:`~rmlprep.chat.messages.parse_conversation`'s result): the live
-    check's reference side. Only the input conventions rmlprep documents are applied, each as
-    the README states it: a null field is absent; a null ``content`` is ``None`` or ``""``
-    (``f.null_content``); text parts are joined with ``""`` unless the template iterates them
-    (``f.parts``); ``reasoning`` / ``thinking`` are ``reasoning_content`` (both names
-    passed); a flat ``{"name", "arguments"}`` call is ``{"type": "function", "function":
-    ...}``; ``arguments`` and ``tools`` given as JSON strings are parsed; a bare tool
-    definition is wrapped as ``{"type": "function", "function": ...}``. Every other value,
-    nulls inside tool schemas and arguments included, reaches the template as it was read.
-
-    Call it on a conversation the schema accepts (:func:`rmlprep.chat.check_conversation`);
-    the same shape as :func:`rmlprep.chat.registry.template_view` gives for the parsed one.
-    """
-    out: list[dict] = []
-    for m in messages:
-        d: dict[str, Any] = {"role": m["role"]}
-        c = m.get("content")
-        if c is None:
-            d["content"] = None if f.null_content == "none" else ""
-        elif isinstance(c, str):
-            d["content"] = c
-        else:
-            parts = [p if isinstance(p, str) else p["text"] for p in c]
-            d["content"] = [{"type": "text", "text": p} for p in parts] if f.parts == "native" else "".join(parts)
-        r = _get(m, "reasoning_content", "reasoning", "thinking")
-        if r is not None:
-            d["reasoning_content"] = d["thinking"] = r
-        calls = []
-        for call in m.get("tool_calls") or ():
-            fn = call["function"] if call.get("function") is not None else call
-            args = fn["arguments"]
-            calls.append({**({"id": call["id"]} if call.get("id") is not None else {}), "type": "function",
-                          "function": {"name": fn["name"], "arguments": json.loads(args) if isinstance(args, str)
-                                       else args}})
-        if calls:
-            d["tool_calls"] = calls
-        for k in ("tool_call_id", "name"):
-            if m.get(k) is not None:
-                d[k] = m[k]
-        out.append(d)
-    if isinstance(tools, str):
-        tools = json.loads(tools)
-    vt = [dict(t) if t.get("function") is not None else {"type": "function", "function": t} for t in tools or ()]
-    return out, vt or None
 
 
 def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, Any]], *,

@@ -14,9 +14,8 @@ piece -> ids cache; the merge loop in :mod:`rmlprep.bpe` runs only on a miss.
 
 The spec checks and the tables built from a spec (merge ids, token bytes, the added-token
 matcher) live in :mod:`rmlprep.tokenizer_build`; cutting added tokens out in
-:mod:`rmlprep.tokenizer_added`; the per-segment BPE in
-:mod:`rmlprep.tokenizer_bpe`; decoding (:meth:`Tokenizer.decode`,
-:class:`StreamDecoder`) in :mod:`rmlprep.tokenizer_decode`.
+:mod:`rmlprep.tokenizer_added`; the per-segment BPE in :mod:`rmlprep.tokenizer_bpe`; decoding
+(:meth:`Tokenizer.decode`, :class:`StreamDecoder`) in :mod:`rmlprep.tokenizer_decode`.
 
 Source: tokenizers (``tokenizer/mod.rs``, ``added_vocabulary.rs``, ``models/bpe``),
 sentencepiece (``bpe_model.cc``), tiktoken (``core.py``, ``src/lib.rs``).
@@ -223,23 +222,19 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
         return self._tok2id.get(token)
 
     def id_to_token(self, token_id: int) -> str:
-        """Token string of an id (a Python or numpy integer, as ``input_ids`` read back from
-        Arrow or Parquet are). Raises TokenIdError when out of range or not an integer."""
+        """Token string of an id (an int or numpy integer). Raises TokenIdError when out of range."""
         return self._vocab[self._check_id(token_id)]
 
     def token_bytes(self, token_id: int) -> bytes:
-        """Raw bytes of one token (special tokens: their UTF-8 content); ids as in
-        :meth:`id_to_token`."""
+        """Raw bytes of one token (special tokens: their UTF-8 content); ids as in id_to_token."""
         return self._bytes[self._check_id(token_id)]
 
     def _check_id(self, token_id: int) -> int:
         """``token_id`` as an int (``operator.index``: numpy integers too, not bools or floats)."""
         try:
-            i = operator.index(token_id) if not isinstance(token_id, bool) else None
+            i = operator.index(None if isinstance(token_id, bool) else token_id)
         except TypeError:
-            i = None
-        if i is None:
-            raise TokenIdError(f"token id {token_id!r} is not an integer")
+            raise TokenIdError(f"token id {token_id!r} is not an integer") from None
         if not 0 <= i < self._n:
             raise TokenIdError(f"token id {token_id!r} is out of range for a vocab of {self._n} tokens")
         return i
