@@ -248,7 +248,7 @@ def spec_from_tokenizer_json(
             flags.append(f)
 
     pp_before, pp_after = r.post_processor(index)
-    strip = r.decoder(kind == SENTENCEPIECE, byte_fallback)
+    strip = r.decoder(kind == SENTENCEPIECE)
 
     cfg = config or {}
 

@@ -355,33 +355,11 @@ class _Reader:
         return before, after
 
     # -- decoder ---------------------------------------------------------------------------
-    def decoder(self, sentencepiece: bool, byte_fallback: bool = False) -> str:
-        """The spec's decode_strip_prefix for the decoder chain.
-
-        rmlprep decodes a byte-level file through the byte alphabet and a SentencePiece-style
-        one by turning ``"▁"`` back into spaces and byte tokens into their bytes, so the chain
-        must do the same, or the file is refused: tokenizers decodes a byte-level file without
-        a ``ByteLevel`` step (or with no decoder) as the alphabet's spelling (``"Ġ"``); a
-        SentencePiece-style one without ``Replace("▁", " ")``/``Metaspace`` keeps the ``"▁"``,
-        without ``ByteFallback`` (when the model has byte tokens) writes ``"<0xE2>"`` as text,
-        and with a ``ByteLevel`` step maps its text through the byte alphabet. The ids are the
-        same either way; only decoding would differ.
-
-        Args:
-            sentencepiece: the file is SentencePiece-style.
-            byte_fallback: the model has byte fallback with ``<0xXX>`` tokens.
-        Raises:
-            UnsupportedTokenizer: a chain that decodes otherwise (the JSON path named).
-        """
+    def decoder(self, sentencepiece: bool) -> str:
+        """The spec's decode_strip_prefix for the decoder chain."""
         strip = "none"
-        steps: set[str] = set()
         for node, jp in self.flatten(self.data.get("decoder"), "decoder", "decoders"):
             t = self.typ(node, jp)
-            steps.add(t)
-            if t == "ByteLevel" and sentencepiece:
-                raise self.unsupported(jp, "a ByteLevel decoder in a SentencePiece-style file is not supported (it "
-                                       "maps the decoded text through the byte alphabet; rmlprep decodes '\u2581' "
-                                       "and byte tokens as a SentencePiece decoder does)")
             if t in ("ByteLevel", "ByteFallback", "Fuse"):
                 continue
             if t == "Replace":
@@ -406,17 +384,4 @@ class _Reader:
             else:
                 raise self.unsupported(f"{jp}.type", f"= {t!r} is not supported; rmlprep supports ByteLevel, "
                                        "Metaspace, Replace, ByteFallback, Fuse, Strip and Sequence decoders")
-        if not sentencepiece and "ByteLevel" not in steps:
-            raise self.unsupported("decoder", f"{'is null' if not steps else 'has no ByteLevel step'} in a byte-level "
-                                   "file: tokenizers would decode its tokens as the byte alphabet spells them ('\u0120' "
-                                   "for a space), rmlprep decodes their bytes", "add {\"type\": \"ByteLevel\"} to "
-                                   "the decoder")
-        if sentencepiece and not steps & {"Replace", "Metaspace"}:
-            raise self.unsupported("decoder", f"{'is null' if not steps else 'has no Replace or Metaspace step'} in a "
-                                   "SentencePiece-style file: tokenizers would keep '\u2581' in the decoded text, "
-                                   "rmlprep writes spaces", "add Replace('\u2581', ' ') to the decoder")
-        if sentencepiece and byte_fallback and "ByteFallback" not in steps:
-            raise self.unsupported("decoder", "has no ByteFallback step while model.byte_fallback is true: tokenizers "
-                                   "would decode byte tokens as their text ('<0xE2>'), rmlprep as their bytes",
-                                   "add {\"type\": \"ByteFallback\"} to the decoder")
         return strip

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -720,58 +719,3 @@ def test_cut_added_parts_refuses_what_no_cut_gives_exactly():
     # the same texts in one part, or with both parts parsing, are cut
     assert tok.cut_added_parts([("x<|endof", True), ("text|>", True)]) == [("x", 0, 0), (50256, 0, 1)]
     assert tok.cut_added_parts([("cafe\u0301!", False)]) == [("caf\u00e9!", 0, 0)]
-
-
-_BL_DECODER = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
-_SP_REPLACE = {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}
-
-
-@pytest.mark.parity
-@pytest.mark.parametrize("base, decoder, refused", [
-    pytest.param("mistral-7b-v0.1", None, "decoder is null in a SentencePiece-style file", id="sp-null"),
-    pytest.param("mistral-7b-v0.1", {"type": "Sequence", "decoders": [
-        _SP_REPLACE, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
-        "decoder has no ByteFallback step", id="sp-no-bytefallback"),
-    pytest.param("mistral-7b-v0.1", {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"}]},
-                 "decoder has no Replace or Metaspace step", id="sp-no-replace"),
-    pytest.param("mistral-7b-v0.1", _BL_DECODER, "a ByteLevel decoder in a SentencePiece-style file", id="sp-bytelevel"),
-    pytest.param("gpt2", None, "decoder is null in a byte-level file", id="bl-null"),
-    pytest.param("gpt2", {"type": "Sequence", "decoders": [{"type": "Fuse"}]}, "decoder has no ByteLevel step",
-                 id="bl-no-bytelevel"),
-    pytest.param("gpt2", {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, _BL_DECODER]}, None,
-                 id="bl-bytefallback-bytelevel"),
-    pytest.param("gpt2", {"type": "Sequence", "decoders": [_BL_DECODER, {"type": "Fuse"}]}, None, id="bl-fuse"),
-    pytest.param("mistral-7b-v0.1", "keep", None, id="sp-as-shipped"),
-])
-def test_decoders_that_decode_otherwise_are_refused_live(base, decoder, refused):
-    """The byte-fallback refusal was the model's only: a decoder chain that decodes otherwise than
-    rmlprep (no ByteFallback step with byte tokens: "<0xC7><0x85>" as text; no "▁" -> " " step; a
-    ByteLevel step in a SentencePiece-style file; a byte-level file with no ByteLevel step:
-    "Ġ") loaded, gave the reference's ids and decoded them differently, silently. Now each is
-    refused by name; every chain that loads decodes as tokenizers does. (A ByteLevel
-    normalizer, the other byte-level piece, is refused with its type.)"""
-    tokenizers = pytest.importorskip("tokenizers")
-    d = json.loads((REAL / "hf" / base / "tokenizer.json").read_text(encoding="utf-8"))
-    if decoder != "keep":
-        d["decoder"] = decoder
-    if refused is not None:
-        with pytest.raises(UnsupportedTokenizer, match=re.escape(refused)):
-            spec_from_tokenizer_json(d)
-        return
-    ref = tokenizers.Tokenizer.from_str(json.dumps(d))
-    tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
-    for text in ["Hello wörld 😀 ǅ \t x", "é€ 日本語 Ā", "  lead", *HARD_STRINGS]:
-        ids = ref.encode(text, add_special_tokens=False).ids
-        assert tok.encode(text) == ids
-        assert tok.decode(ids) == ref.decode(ids, skip_special_tokens=False), text
-
-
-def test_a_byte_level_normalizer_is_refused():
-    """tokenizers' ByteLevel normalizer (byte alphabet before the model) with byte fallback is the
-    same unsupported situation as byte_fallback with a ByteLevel pre-tokenizer: refused by type."""
-    with pytest.raises(UnsupportedTokenizer, match=r"normalizer\.type = 'ByteLevel' is not supported"):
-        spec_from_tokenizer_json(_doc(normalizer={"type": "ByteLevel"}, model=_bpe(byte_fallback=True),
-                                      pre_tokenizer=None))
-    with pytest.raises(UnsupportedTokenizer, match=r"model\.byte_fallback = true with a ByteLevel pre-tokenizer"):
-        spec_from_tokenizer_json(_doc(model=_bpe(byte_fallback=True), pre_tokenizer={
-            "type": "Sequence", "pretokenizers": [{"type": "ByteLevel", "add_prefix_space": False}]}))
