@@ -1045,8 +1045,9 @@ def test_a_cut_gzip_does_not_claim_a_huge_size(tmp_path):
 
 def test_column_names_without_reading_rows(tmp_path):
     """rmlprep.readers.units.column_names: a Parquet or Arrow schema and a CSV header are every
-    column (True); a JSONL file's first object only its own keys (False: rows may differ);
-    a first line that is not an object tells nothing (None)."""
+    column (True); a JSONL file's first object only its own keys that hold something (False: rows
+    may differ; the first row's ``"messages": []`` holds nothing and is left out, as
+    ``"tools": []`` is); a first line that is not an object tells nothing (None)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -1061,7 +1062,7 @@ def test_column_names_without_reading_rows(tmp_path):
     (tmp_path / "b.jsonl").write_text("1\n")
     got = {p.name: column_names(u) for p in sorted(tmp_path.iterdir()) for u in plan_units(inp([p]))}
     assert got == {"a.parquet": (["messages", "tools"], True), "a.arrow": (["messages", "tools"], True),
-                   "a.tsv": (["messages", "tools"], True), "a.jsonl.gz": (["messages", "id"], False),
+                   "a.tsv": (["messages", "tools"], True), "a.jsonl.gz": (["id"], False),
                    "b.jsonl": None}
 
 
