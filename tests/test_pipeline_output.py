@@ -84,9 +84,10 @@ def test_verify_done_checks_the_rejects_file_by_sha256(tmp_path):
 
 
 def test_a_version_2_marker_is_accepted_only_without_rejects(tmp_path):
-    """Version 3 adds the rejects file's sha256 to the marker and nothing else to what a marker
-    vouches for: a version-2 marker of a unit with no rejects is kept (its shard is still
-    checked); one with rejects cannot vouch for their content and is redone."""
+    """Version 3 adds the rejects file's sha256 to the marker and, for pretraining, nothing else
+    to what a marker vouches for: a version-2 marker of a unit with no rejects is kept (its shard
+    is still checked); one with rejects cannot vouch for their content and is redone. (sft: see
+    the next test.)"""
     assert MARKER_VERSION == 3
     out = OutputFolder(tmp_path)
     digest = ParquetWriter().write(out, 0, _table(), {})[shard_name(0)]
@@ -97,6 +98,20 @@ def test_a_version_2_marker_is_accepted_only_without_rejects(tmp_path):
     assert out.verify_done(0, "h")[1] == "done marker of marker version 2 (this rmlprep writes 3)"
     out.write_done(0, {"sha256": "0" * 64, "config_hash": "h", "rejects": 0, "marker_version": 1})
     assert out.verify_done(0, "h")[1] == "done marker of marker version 1 (this rmlprep writes 3)"
+
+
+def test_a_version_2_sft_marker_is_redone_even_without_rejects(tmp_path):
+    """Version 3 also changed what sft shards hold (a tool definition keeps its JSON nulls; an
+    Arrow struct's missing keys are absent, not null), so a version-2 marker of an sft unit,
+    known by the chat counts every sft marker carries (``no_assistant``), is redone even with
+    no rejects and an intact shard; the same marker without them (pretraining) is kept."""
+    out = OutputFolder(tmp_path)
+    digest = ParquetWriter().write(out, 0, _table(), {})[shard_name(0)]
+    v2 = {"sha256": digest, "config_hash": "h", "rejects": 0, "marker_version": 2}
+    out.write_done(0, {**v2, "no_assistant": 0, "reasoning_dropped": 0})
+    assert out.verify_done(0, "h")[1] == "done marker of marker version 2 (this rmlprep writes 3)"
+    out.write_done(0, v2)
+    assert out.verify_done(0, "h")[1] == ""
 
 
 def test_a_marker_of_another_marker_version_is_redone(tmp_path):
