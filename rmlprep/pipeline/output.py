@@ -75,7 +75,9 @@ REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "mega
 #: 3: the marker holds its rejects file's sha256 and size (``rejects_sha256``, ``rejects_bytes``),
 #: checked on resume; reject records name their ``stage``, and the pack stage's carry the row's
 #: ``value``; sft keeps JSON's nulls in tool definitions (``"default": null``; 2 deleted them) and
-#: reads Arrow struct ``arguments`` without the other rows' keys as null (2 wrote them). A
+#: reads Arrow struct ``arguments`` without the other rows' keys as null (2 wrote them); sft cuts
+#: added tokens from the whole render (``Tokenizer.cut_added_parts``: Gemma 3's newline-run tokens
+#: across a template/message border, normalized user-defined tokens, Phi-3's rstrip). A
 #: version-2 marker of a pretraining unit with no rejects vouches for all a version-3 one would
 #: (the same shard, no rejects file) and is accepted (:data:`ACCEPTED_MARKERS`); an sft one (its
 #: chat counts, e.g. ``no_assistant``) is not.
