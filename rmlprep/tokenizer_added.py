@@ -102,12 +102,7 @@ class _AddedTokens:
                 continue  # special token text read as text (encode_special_tokens)
             fl = flags.get(tid)
             if fl is not None:
-                if fl.lstrip:
-                    while start > pos and text[start - 1] in _WHITE_SPACE:
-                        start -= 1
-                if fl.rstrip:
-                    while end < n and text[end] in _WHITE_SPACE:
-                        end += 1
+                start, end = _stretch(text, start, end, pos, fl)
             if start > pos:
                 out.append(text[pos:start])
             out.append(tid)
@@ -271,12 +266,7 @@ class _AddedTokens:
                     continue  # its text stays text (encode_special_tokens)
                 fl = flags.get(tid)
                 if fl is not None:
-                    if fl.lstrip:
-                        while start > pos and text[start - 1] in _WHITE_SPACE:
-                            start -= 1
-                    if fl.rstrip:
-                        while end < n and text[end] in _WHITE_SPACE:
-                            end += 1
+                    start, end = _stretch(text, start, end, pos, fl)
                 if start > pos:
                     _split_at(text, pos, start, bounds, owners, out)
                 out.append([tid, owners[first], owners[last]])
@@ -313,3 +303,17 @@ def _split_at(text: str, a: int, b: int, bounds: list[int], owners: list[int], o
             out.append([text[a:e], owners[k], owners[k]])
         a = e
         k += 1
+
+
+def _stretch(text: str, start: int, end: int, pos: int, fl) -> tuple[int, int]:
+    """An added token's match ``[start, end)`` widened over the White_Space its ``lstrip`` /
+    ``rstrip`` flags take (back to ``pos`` at most, the end of the previous match), as
+    ``AddedVocabulary::find_matches`` does."""
+    if fl.lstrip:
+        while start > pos and text[start - 1] in _WHITE_SPACE:
+            start -= 1
+    if fl.rstrip:
+        n = len(text)
+        while end < n and text[end] in _WHITE_SPACE:
+            end += 1
+    return start, end

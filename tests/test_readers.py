@@ -824,6 +824,18 @@ def test_arrow_stream_cut_after_the_plan_is_refused_by_the_reader(tmp_path):
         read_full(units)
 
 
+def _write_table(t, f: Path, kind: str) -> None:
+    """``t`` as an Arrow IPC stream (``kind`` "arrow", as ``datasets`` writes) or a Parquet file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if kind == "arrow":
+        with pa.OSFile(str(f), "wb") as out, pa.ipc.new_stream(out, t.schema) as w:
+            w.write_table(t)
+    else:
+        pq.write_table(t, f)
+
+
 def _json_column(texts):
     import pyarrow as pa
 
@@ -842,11 +854,7 @@ def test_json_extension_column_is_decoded(tmp_path, kind):
     t = pa.table({"text": _json_column(['"First document."', '["a", "list"]', '"Third\\ndocument."', None,
                                         "not json"])})
     f = tmp_path / f"a.{kind}"
-    if kind == "arrow":
-        with pa.OSFile(str(f), "wb") as out, pa.ipc.new_stream(out, t.schema) as w:
-            w.write_table(t)
-    else:
-        pq.write_table(t, f)
+    _write_table(t, f, kind)
     values, rows, errors, _ = read_full(plan_units(inp([f])))
     assert values == ["First document.", ["a", "list"], "Third\ndocument.", None]
     assert rows == [0, 1, 2, 3]
@@ -879,11 +887,7 @@ def test_two_columns_with_the_input_column_name(tmp_path, kind):
 
     t = pa.Table.from_arrays([pa.array(["first a"]), pa.array(["second a"])], names=["text", "text"])
     f = tmp_path / f"dup.{kind}"
-    if kind == "arrow":
-        with pa.OSFile(str(f), "wb") as out, pa.ipc.new_stream(out, t.schema) as w:
-            w.write_table(t)
-    else:
-        pq.write_table(t, f)
+    _write_table(t, f, kind)
     with pytest.raises(InputError, match="2 columns are named 'text'") as ei:
         read_full(plan_units(inp([f])))
     one_line_error(ei, f)
