@@ -984,12 +984,15 @@ static inline long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, u
  * the lowest key is the lowest priority, leftmost on ties (positions keep the text's order),
  * found by a branch-free scan. mg[i] keeps the pair value only when neither the priority nor a
  * table gives the merged id (scores with tied priorities). */
-#define PR_NONE 0xFFFFFFFFu
+/* Keys are int32_t: priorities are below 2^21, so keys below 2^29 and PR_NONE (no pair) the
+ * largest. gcc vectorizes the scans, and SSE2 has a signed 32-bit compare but no unsigned one:
+ * with unsigned keys it biased both sides of every compare (two more instructions per 4 keys). */
+#define PR_NONE 0x7FFFFFFF
 #define SCAN_LANES 16 /* words of up to this many symbols: every scan reads this many keys */
 
-static inline uint32_t pr_key(uint32_t prio, size_t i)
+static inline int32_t pr_key(uint32_t prio, size_t i)
 {
-    return prio == NO_RANK ? PR_NONE : prio << 6 | (uint32_t)i;
+    return prio == NO_RANK ? PR_NONE : (int32_t)(prio << 6 | (uint32_t)i);
 }
 
 /* nx and pv of merge_scan and merge_blocks before any merge: i + 1 and i - 1 (0xFF before the
@@ -1000,7 +1003,8 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
 {
     const PairMap *P = &x->E->pairs;
     uint32_t *sym = x->sym;
-    uint32_t pr[SMALL_WORD], mg[SMALL_WORD];
+    int32_t pr[SMALL_WORD];
+    uint32_t mg[SMALL_WORD];
     uint8_t nx[SMALL_WORD], pv[SMALL_WORD];
     memcpy(nx, LINK_NEXT, SMALL_WORD);
     memcpy(pv, LINK_PREV, SMALL_WORD);
@@ -1024,7 +1028,7 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
     }
     size_t hi = n - 1; /* pairs start below hi */
     for (;;) {
-        uint32_t best = PR_NONE;
+        int32_t best = PR_NONE;
         if (n <= SCAN_LANES) { /* a fixed trip count: no mispredicted loop exit */
             for (size_t i = 0; i < SCAN_LANES; i++)
                 best = pr[i] < best ? pr[i] : best;
@@ -1035,7 +1039,7 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
         if (best == PR_NONE)
             break;
         size_t b = best & 63, d = nx[b], r = nx[d], l = pv[b];
-        uint32_t prio = best >> 6;
+        uint32_t prio = (uint32_t)best >> 6;
         uint32_t merged = P->by_rank ? P->merged_of[prio] : P->direct ? prio : mg[b];
         /* both new pairs' slots requested before either is read: their misses overlap */
         uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
