@@ -38,9 +38,10 @@ __all__ = ["OUTPUT_VERSION", "count_errors"]
 
 #: Bumped whenever the output of a callable changes for the same spec and options, so that
 #: ``datasets`` fingerprints (and caches) computed by an older rmlprep are not reused.
-OUTPUT_VERSION = 4  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
+OUTPUT_VERSION = 5  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
 # 3: an unbatched datasets.map call is one example (it was iterated as a batch: one row per character)
 # 4: tools keep JSON's nulls, Arrow struct columns read without their null fields
+# 5: ... in an unbatched datasets.map call too (its LazyRow's table types)
 
 _ON_ERROR = ("raise", "record")
 _INT32_MAX = 2**31 - 1
@@ -243,7 +244,7 @@ class _MapFunction:
         return f"{type(self).__name__}(spec={self._fingerprint[:12]}, {opts})"
 
     # -- calling ----------------------------------------------------------------------------
-    def __call__(self, batch, indices: Sequence[int] | None = None):
+    def __call__(self, batch, indices: Sequence[int] | None = None, *, _one: bool = False):
         """Tokenize one batch.
 
         Args:
@@ -291,7 +292,7 @@ class _MapFunction:
         n = len(values)
 
         def where(i: int) -> str:
-            parts = [f"row {i} of the batch"]
+            parts = ["the example (an unbatched map)" if _one else f"row {i} of the batch"]
             if indices is not None:
                 parts.append(f"dataset index {indices[i]}")
             idc = self.id_column
@@ -350,9 +351,13 @@ class _MapFunction:
     def _call_one(self, example: Mapping, index: int | None):
         """One example (``datasets.map(fn)`` without ``batched=True``): tokenized as a batch of one
         row, returned as a dict of one value per column (``input_ids`` a 1-D numpy array,
-        ``length`` an int), which is what ``datasets`` expects from an unbatched map function."""
-        batch = {k: [v] for k, v in example.items()}
-        out = self(batch, None if index is None else [index])
+        ``length`` an int), which is what ``datasets`` expects from an unbatched map function.
+        Arrow struct padding is left out by the row's table types, as in a batch (:func:`_values`)."""
+        table = getattr(example, "pa_table", None)  # datasets' LazyRow: its one-row Arrow table
+        types = table.schema if isinstance(table, pa.Table) else None
+        batch = {k: [drop_struct_nulls([v], types.field(k).type)[0] if types is not None and k in types.names
+                     else v] for k, v in example.items()}
+        out = self(batch, None if index is None else [index], _one=True)
         return {k: v[0] for k, v in out.items()}
 
     def _attach_arrow(self, batch, new: dict[str, pa.Array]):

@@ -632,6 +632,24 @@ def test_struct_columns_read_without_the_union_padding(tok):
     assert ds["input_ids"] == want
 
 
+def test_struct_padding_is_left_out_in_an_unbatched_map_too(tok):
+    """A fresh-user trial: ``datasets.map(fn)`` without ``batched=True`` hands over one row as a
+    LazyRow of Python values, Arrow's struct padding included (``{"city": None, "query": "x"}``);
+    it is cleaned by the row's table types as a batch is, so the ids equal the batched map's.
+    A bad row is named as the example, not as 'row 0 of the batch'."""
+    import datasets
+
+    rows = [_tool_conv("get_weather", {"city": "Paris"}, "Weather in Paris?", [_WEATHER, _SEARCH]),
+            _tool_conv("search", {"query": "cats"}, "Search cats", [_WEATHER, _SEARCH])]
+    fn = tokenize_chat(tok, "qwen2.5")
+    want = [list(x) for x in fn(_as_dict_batch(rows))["input_ids"]]
+    ds = datasets.Dataset.from_list(rows)
+    assert ds.map(fn, load_from_cache_file=False)["input_ids"] == want
+    bad = datasets.Dataset.from_list([{"messages": [{"role": "user", "content": "x"}]}])
+    with pytest.raises(RowError, match=r"^the example \(an unbatched map\), dataset index 0: "):
+        bad.map(tokenize_chat(tok, "qwen2.5"), with_indices=True, load_from_cache_file=False)
+
+
 def test_json_nulls_in_string_columns_are_kept(tok):
     """A null in JSON (``"default": null`` in a tool's schema, a ``null`` argument) is a value
     the template renders; tools and arguments stored as JSON strings keep it from Arrow too,
