@@ -478,3 +478,22 @@ def _has_jinja2() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("jinja2") is not None
+
+
+@pytest.mark.parametrize("eos, empty", [(False, 1), (True, 0)])
+def test_an_empty_document_is_counted(tmp_path, eos, empty):
+    """A fresh-user trial: with ``pack.eos = false`` the empty text of row 1 has no token, so no
+    row holds it (example_index 0 and 2 only), yet nothing counted it. It is counted as
+    ``empty_documents`` (and said in the summary); with eos it is a lone eos document."""
+    import pyarrow.parquet as pq
+
+    inp = tmp_path / "e.jsonl"
+    inp.write_text('{"text": "a"}\n{"text": ""}\n{"text": "b"}\n')
+    lines: list[str] = []
+    m = run(make_cfg(inp, tmp_path / "o", pack={"seq_len": 16, "eos": eos}), log=lines.append)
+    assert m["totals"]["documents"] == 3 and m["totals"]["rejects"] == 0
+    assert m["totals"]["empty_documents"] == empty
+    idx = {i for r in pq.read_table(next((tmp_path / "o").glob("train-*.parquet")))["example_index"].to_pylist()
+           for i in r}
+    assert idx == ({0, 2} if empty else {0, 1, 2})
+    assert any("1 document has no token" in line for line in lines) == bool(empty)

@@ -259,7 +259,8 @@ def pack_documents(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: Tally
         for rb in add(held, first, True):
             yield _piece(rb, "pretrain")
         packed.stats = {"dropped_documents": packer.dropped, "dropped_tokens": dropped_tokens,
-                        "truncated_tokens": packer.truncated_tokens, "over_long": packer.over_long}
+                        "truncated_tokens": packer.truncated_tokens, "over_long": packer.over_long,
+                        "empty_documents": packer.empty}
 
     packed.source = pieces()
     return packed
@@ -286,6 +287,7 @@ class _ConcatPacker:
         self.dropped = 0
         self.truncated_tokens = 0
         self.over_long = 0
+        self.empty = 0  # documents with no token (empty text, no bos/eos): counted, in no row
 
     def _no_carry(self) -> None:
         self.carry_vals = np.zeros(0, dtype=np.uint32)
@@ -339,6 +341,7 @@ class _ConcatPacker:
         res = pack_concat((all_vals, all_offs), seq_len=self.seq_len, overflow=self.overflow)
         self.last_dropped = res.dropped - k  # carried fragments are shorter than seq_len: never dropped
         self.dropped += res.stats.dropped_documents
+        self.empty += res.stats.empty_documents
         self.truncated_tokens += res.stats.truncated_tokens
         self.over_long += int(np.sum(res.over_long >= k))
         if res.rows.num_rows:

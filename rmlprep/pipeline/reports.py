@@ -33,7 +33,7 @@ __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "wri
 
 _TOTAL_KEYS = ("rows", "short_rows", "documents", "rejects", "blank_lines", "lone_surrogate_rows", "tokens",
                "written_tokens", "pad_tokens", "unfilled_tokens", "bytes", "dropped_documents", "dropped_tokens", "truncated_tokens",
-               "over_long")
+               "over_long", "empty_documents")
 _SHARD_KEYS = ("shard", "source", "sha256", "rows", "short_rows", "documents", "tokens", "pad_tokens",
                "unfilled_tokens", "padding_ratio", "rejects", "bytes")
 
@@ -383,6 +383,10 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if t["dropped_documents"]:
         lines.append(("over-long", f"{t['dropped_documents']:,} documents longer than seq_len dropped, "
                                    f"written to rejects/ ({t['dropped_tokens']:,} tokens)"))
+    if t["empty_documents"]:
+        n = t["empty_documents"]
+        lines.append(("empty", f"{n:,} document{'s have' if n != 1 else ' has'} no token (empty text, and no "
+                               "bos/eos framing): counted as documents, in no row"))
     if t["truncated_tokens"]:
         lines.append(("over-long", f"{t['over_long']:,} documents longer than seq_len truncated "
                                    f"({t['truncated_tokens']:,} tokens cut)"))
