@@ -617,26 +617,37 @@ _ADDED_TEXTS = [
 ]
 
 
-@pytest.mark.parity
-@pytest.mark.parametrize("base, normalizer", [
-    pytest.param("gpt2", {"type": "Lowercase"}, id="byte-level-lowercase"),
+#: (tokenizer, normalizer) pairs for the added-token tests: byte-level and SentencePiece, with
+#: normalizers that change the text (so normalized added tokens match elsewhere than raw ones)
+_NORMALIZED_CASES = [
     pytest.param("gpt2", {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]},
                  id="byte-level-nfkc-lowercase"),
     pytest.param("gpt2", None, id="byte-level-no-normalizer"),
     pytest.param("mistral-7b-v0.1", {"type": "Sequence", "normalizers": [
         {"type": "Lowercase"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
                  id="sentencepiece-lowercase"),
-])
-def test_added_tokens_normalized_and_not_live(base, normalizer):
-    """Added tokens with normalized true match by their normalized content on the normalized
-    text, after the normalized-false ones took theirs from the raw text; both kinds, special or
-    not, with parse_special True and False; and their decoding."""
+]
+
+
+def _added_references(base: str, normalizer):
+    """(tokenizers reference, the same with encode_special_tokens, rmlprep's Tokenizer) of
+    ``base`` with ``normalizer`` and the added tokens of :data:`_ADDED`."""
     tokenizers = pytest.importorskip("tokenizers")
     d = _with_added(base, normalizer, _ADDED)
     ref = tokenizers.Tokenizer.from_str(json.dumps(d))
     plain = tokenizers.Tokenizer.from_str(json.dumps(d))
     plain.encode_special_tokens = True
-    tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
+    return ref, plain, Tokenizer.create(spec_from_tokenizer_json(d)[0])
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("base, normalizer", [
+    pytest.param("gpt2", {"type": "Lowercase"}, id="byte-level-lowercase"), *_NORMALIZED_CASES])
+def test_added_tokens_normalized_and_not_live(base, normalizer):
+    """Added tokens with normalized true match by their normalized content on the normalized
+    text, after the normalized-false ones took theirs from the raw text; both kinds, special or
+    not, with parse_special True and False; and their decoding."""
+    ref, plain, tok = _added_references(base, normalizer)
     for text in _ADDED_TEXTS + HARD_STRINGS:
         for asp in (False, True):
             r = ref.encode(text, add_special_tokens=asp).ids
@@ -668,25 +679,13 @@ def test_added_token_decoding_goes_through_byte_level_live():
 
 
 @pytest.mark.parity
-@pytest.mark.parametrize("base, normalizer", [
-    pytest.param("gpt2", {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]},
-                 id="byte-level-nfkc-lowercase"),
-    pytest.param("gpt2", None, id="byte-level-no-normalizer"),
-    pytest.param("mistral-7b-v0.1", {"type": "Sequence", "normalizers": [
-        {"type": "Lowercase"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
-                 id="sentencepiece-lowercase"),
-])
+@pytest.mark.parametrize("base, normalizer", _NORMALIZED_CASES)
 def test_cut_added_and_its_parts_give_the_references_ids_live(base, normalizer):
     """``cut_added`` gives the pieces ``encode`` encodes (normalized ones matched on the
     normalized text), and ``cut_added_parts`` over a text cut into parts of one mode gives the
     ids of the joined text, tokens across borders included; where a normalizer changes the text
     across a border it refuses instead."""
-    tokenizers = pytest.importorskip("tokenizers")
-    d = _with_added(base, normalizer, _ADDED)
-    ref = tokenizers.Tokenizer.from_str(json.dumps(d))
-    plain = tokenizers.Tokenizer.from_str(json.dumps(d))
-    plain.encode_special_tokens = True
-    tok = Tokenizer.create(spec_from_tokenizer_json(d)[0])
+    ref, plain, tok = _added_references(base, normalizer)
     assert tok.cuts_normalized
     refused = 0
     for text in _ADDED_TEXTS + HARD_STRINGS:
