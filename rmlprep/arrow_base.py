@@ -268,9 +268,8 @@ class _MapFunction:
         if isinstance(batch, list) or batch is None or isinstance(batch, str):
             batch = {self.column: batch}  # datasets.map(..., input_columns=[column]) passes the values alone
         if isinstance(batch, Mapping) and self.column in batch and (
-                isinstance(indices, int) or self._one_example(batch[self.column])
-                or any(not isinstance(v, (list, tuple, np.ndarray, pa.Array, pa.ChunkedArray))
-                       for v in batch.values())):
+                isinstance(indices, int) or type(batch).__name__ == "LazyRow"  # datasets' one-row mapping
+                or self._one_example(batch[self.column])):
             return self._call_one(batch, indices)
         is_arrow = isinstance(batch, (pa.RecordBatch, pa.Table))
         if is_arrow:
@@ -344,8 +343,8 @@ class _MapFunction:
     def _one_example(value) -> bool:
         """Whether a dict's column value is one example (``datasets.map(batched=False)``, the
         default) rather than a batch's list of them: a string or a null; the chat callable adds a
-        conversation (a list of message dicts). A dict holding any value that is not a list is
-        also one example (an unbatched call's other columns are scalars)."""
+        conversation (a list of message dicts). ``datasets``' LazyRow is one example whatever its
+        value (the batch's other columns are not formatted to tell: that would convert them all)."""
         return value is None or isinstance(value, (str, bytes, Mapping))
 
     def _call_one(self, example: Mapping, index: int | None):
