@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("decode", help="decode token ids to text")
     d.add_argument("tokenizer", help=TOKENIZER_HELP)
-    d.add_argument("ids", nargs="*", type=int, help="ids (default: read whitespace/comma separated ids from stdin)")
+    d.add_argument("ids", nargs="*", help="ids, integers (default: read whitespace/comma separated ids from stdin)")
     d.add_argument("--name", help="encoding name for tiktoken rank files")
     d.add_argument("--skip-special-tokens", action="store_true")
     d.add_argument("-n", "--no-newline", action="store_true",
@@ -194,15 +194,29 @@ def _cmd_encode(a) -> int:
     return 0
 
 
-def _cmd_decode(a) -> int:
-    tok, _ = _open(a.tokenizer, a.name)
-    ids = a.ids
-    if not ids:
-        raw = sys.stdin.read().replace(",", " ").replace("[", " ").replace("]", " ").split()
+def _parse_ids(words: list[str], where: str) -> list[int]:
+    """Token ids from command-line words or stdin text: integers separated by whitespace or
+    commas, brackets ignored (``15496 11``, ``[15496, 11]``).
+
+    Raises:
+        InputError: a value that is not an integer, named (argparse's own message for it
+            was two lines of usage, or "unrecognized arguments" after an option).
+    """
+    ids = []
+    for w in " ".join(words).replace(",", " ").replace("[", " ").replace("]", " ").split():
         try:
-            ids = [int(x) for x in raw]
-        except ValueError as e:
-            raise RmlprepError(f"decode: stdin must hold integer ids: {e}") from None
+            ids.append(int(w))
+        except ValueError:
+            raise InputError(f"decode: {w!r} {where} is not a token id; ids are integers "
+                             "(separated by spaces or commas)") from None
+    return ids
+
+
+def _cmd_decode(a) -> int:
+    ids = _parse_ids(a.ids, "on the command line") if a.ids else None
+    tok, _ = _open(a.tokenizer, a.name)
+    if ids is None:
+        ids = _parse_ids([sys.stdin.read()], "on stdin")
     _write_text(tok.decode(ids, skip_special_tokens=a.skip_special_tokens), a.no_newline)
     return 0
 
@@ -331,8 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     # leaves TEXT over: give it to the positional it was meant for
     if extra and args.command == "encode" and args.text is None and not any(x.startswith("-") for x in extra):
         args.text, extra = " ".join(extra), []
-    elif extra and args.command == "decode" and all(x.lstrip("-").isdigit() for x in extra):
-        args.ids, extra = [*args.ids, *map(int, extra)], []
+    elif args.command == "decode" and extra:  # ids after an option: every word but an option is an id
+        words = [x for x in extra if not x.startswith("-") or x.lstrip("-").isdigit()]
+        args.ids, extra = [*args.ids, *words], [x for x in extra if x not in words]
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     with _sigterm_unwinds():

@@ -134,6 +134,21 @@ def test_encode_decode_inspect(capsys):
 
 
 @needs_tiny
+@pytest.mark.parametrize("args,bad", [(["abc"], "'abc'"), (["-n", "40", "abc"], "'abc'"), (["40", "1.5"], "'1.5'"),
+                                      (["--skip-special-tokens", "x1"], "'x1'")])
+def test_decode_names_a_bad_id_in_one_line(capsys, args, bad):
+    """A word that is not an integer among the ids is one line naming it, exit 2 (it was argparse's
+    "unrecognized arguments: 40 abc" after an option, or two lines of usage); ids separated by
+    commas read as from stdin (``40,41`` is ``40 41``)."""
+    assert main(["decode", str(TINY), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bad} on the command line is not a token id" in err
+    assert main(["decode", "-n", str(TINY), "40,41"]) == main(["decode", "-n", str(TINY), "40", "41"]) == 0
+    out = capsys.readouterr().out
+    assert out[: len(out) // 2] == out[len(out) // 2:] and out
+
+
+@needs_tiny
 def test_entry_exits_with_mains_status_and_freezes_the_collector(monkeypatch, capsys):
     """``entry`` (the console script, ``python -m rmlprep.cli``) exits with main's status and
     leaves every object in the collector's permanent generation, so interpreter shutdown does
