@@ -69,7 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("tokenizer", help=TOKENIZER_HELP)
     e.add_argument("text", nargs="?", help="text to encode (default: read stdin)")
     e.add_argument("--name", help="encoding name for tiktoken rank files (gpt2, llama3, ...)")
-    e.add_argument("--add-special-tokens", action="store_true", help="add the tokenizer's bos/eos")
+    e.add_argument("--add-special-tokens", action="store_true",
+                   help="add the bos/eos the tokenizer file adds, as its reference library's encode does: a "
+                        "tokenizer.json's post-processor (or tokenizer_config.json), a GGUF's add_bos_token; a "
+                        "SentencePiece .model or a tiktoken file adds none (sentencepiece and tiktoken add none "
+                        "unless asked); `rmlprep inspect` shows add_bos/add_eos")
     e.add_argument("--no-parse-special", action="store_true", help="encode '<|endoftext|>' etc. as plain text")
     e.add_argument("--json", action="store_true", help="print a JSON list instead of space-separated ids")
 
@@ -190,6 +194,12 @@ def _cmd_encode(a) -> int:
     tok, _ = _open(a.tokenizer, a.name)
     text = a.text if a.text is not None else _stdin_text()
     ids = tok.encode(text, add_special_tokens=a.add_special_tokens, parse_special=not a.no_parse_special)
+    if a.add_special_tokens and not (tok.spec.add_bos or tok.spec.add_eos):
+        # a Llama 2 tokenizer.model adds no BOS here, as sentencepiece's encode adds none, while the
+        # same model's Hugging Face tokenizer.json adds one: say so rather than add nothing silently
+        _log("rmlprep: note: --add-special-tokens added nothing: this tokenizer file adds no bos/eos (as its "
+             "reference library's encode; a SentencePiece .model or tiktoken file never does); give the model's "
+             "tokenizer.json for Hugging Face's bos/eos")
     print(json.dumps(ids) if a.json else " ".join(map(str, ids)))
     return 0
 

@@ -133,6 +133,34 @@ def test_encode_decode_inspect(capsys):
         main(["encode", str(TINY), "Hello", "--no-such-option"])
 
 
+def test_encode_add_special_tokens_follows_each_files_reference_and_says_when_it_adds_nothing(capsys):
+    """``--add-special-tokens`` adds what the file's reference library adds: a Llama 2 (or Mistral
+    v0.1) ``tokenizer.model`` nothing, as sentencepiece's ``encode`` (add_bos off unless asked),
+    the same model's Hugging Face tokenizer.json its BOS, as ``tokenizers``. The help said
+    "add the tokenizer's bos/eos" and the .model added none without a word (a fresh-user
+    trial); now the help names the .model case and a run that adds nothing says so on stderr."""
+    spm = pytest.importorskip("sentencepiece")
+    tokenizers = pytest.importorskip("tokenizers")
+    real = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS") or Path.home() / ".cache" / "rmlprep-real-tokenizers")
+    text = "Hello world"
+    for model, tj in ((real / "llama2" / "tokenizer.model", None),
+                      (real / "mistral" / "tokenizer.model.v1", real / "hf" / "mistral-7b-v0.1")):
+        if not model.is_file():
+            pytest.skip(f"{model} not found")
+        assert main(["encode", str(model), "--add-special-tokens", "--json", text]) == 0
+        cap = capsys.readouterr()
+        assert json.loads(cap.out) == spm.SentencePieceProcessor(model_file=str(model)).encode(text)
+        assert cap.err.count("\n") == 1 and "--add-special-tokens added nothing" in cap.err
+        if tj is not None:
+            assert main(["encode", str(tj), "--add-special-tokens", "--json", text]) == 0
+            cap = capsys.readouterr()
+            want = tokenizers.Tokenizer.from_file(str(tj / "tokenizer.json")).encode(text).ids
+            assert json.loads(cap.out) == want and want[0] == 1 and cap.err == ""
+    with pytest.raises(SystemExit):
+        main(["encode", "--help"])
+    assert "SentencePiece .model or a tiktoken file adds none" in " ".join(capsys.readouterr().out.split())
+
+
 @needs_tiny
 @pytest.mark.parametrize("args,bad", [(["abc"], "'abc'"), (["-n", "40", "abc"], "'abc'"), (["40", "1.5"], "'1.5'"),
                                       (["--skip-special-tokens", "x1"], "'x1'")])
