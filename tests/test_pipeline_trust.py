@@ -907,3 +907,49 @@ def test_overflow_drop_sft_conversations_are_rejects(tmp_path):
     assert re.fullmatch(r'document of \d+ tokens is longer than pack\.seq_len = 64 \(pack\.overflow = "drop"\)',
                         recs[0]["reason"])
     assert int(recs[0]["reason"].split()[2]) > 300  # the 300 digits, one token each, and the template
+
+
+# -- plan-time input checks --------------------------------------------------------------------
+def _files_of_a_glob(tmp_path: Path, kind: str, bad: str) -> Path:
+    """Three files of one glob, the middle one bad: ``bad`` "missing" (its text column is named
+    ``body``) or "twice" (two columns named ``text``). Returns the folder."""
+    import pyarrow as pa
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for i, name in enumerate(["a", "b", "c"]):
+        texts = pa.array([f"Document {name}{j}: " + "word " * j for j in range(30)])
+        names = ["text"]
+        if i == 1:
+            names = ["body"] if bad == "missing" else ["text", "text"]
+        t = pa.Table.from_arrays([texts] * len(names), names=names)
+        f = d / f"{name}.{kind}"
+        if kind == "arrow":
+            with pa.OSFile(str(f), "wb") as out, pa.ipc.new_stream(out, t.schema) as w:
+                w.write_table(t)
+        elif kind == "parquet":
+            pq.write_table(t, f)
+        else:
+            header = ",".join(names)
+            f.write_text(header + "\n" + "".join(f'"{v}"' + f',"{v}"' * (len(names) - 1) + "\n"
+                                                 for v in texts.to_pylist()))
+    return d
+
+
+@pytest.mark.parametrize("kind", ["parquet", "arrow", "csv"])
+@pytest.mark.parametrize("bad", ["missing", "twice"])
+def test_a_file_of_a_glob_without_the_column_stops_the_run_before_any_unit(tmp_path, capsys, kind, bad):
+    """One file of a glob lacks input.column (or names it twice): its schema (a CSV file's
+    header) is read while the run is planned, so the run stops before any unit starts, exit 2,
+    one line naming that file, and no unit of the good files is written. Before, the other
+    files' units ran first, then the run exited 2."""
+    d = _files_of_a_glob(tmp_path, kind, bad)
+    out = tmp_path / "o"
+    toml = write_toml(tmp_path / "c.toml", d / f"*.{kind}", out)
+    assert cli.main(["run", str(toml)]) == 2
+    err = capsys.readouterr().err
+    want = (f"input.column: {d / f'b.{kind}'} has no column 'text'; columns: ['body']" if bad == "missing"
+            else f"{d / f'b.{kind}'}: 2 columns are named 'text'")
+    assert err.count("\n") == 1 and want in err, err
+    assert "unit" not in err and "Traceback" not in err
+    assert not list(out.glob("train-*")) and not list(out.glob("shard-*"))

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from .. import fs
 from ..errors import ConfigError, InputError
-from .base import LFS_POINTER, Batch, Unit, column_batches, one_line, sniff
+from .base import LFS_POINTER, Batch, Unit, check_column, column_batches, one_line, sniff
 
 def _read_json_file(path: str, what: str) -> Any:
     try:
@@ -130,14 +130,16 @@ def _check_stream_end(path: str) -> None:
                      path=path)
 
 
-def _arrow_rows(path: str) -> int:
+def _arrow_rows(path: str) -> tuple[int, list[str]]:
+    """The rows of an Arrow file (a stream is walked to its end-of-stream marker) and its
+    schema's column names."""
     try:
         r = _open_arrow(path)
         if isinstance(r, pa.ipc.RecordBatchFileReader):
-            return sum(r.get_batch(i).num_rows for i in range(r.num_record_batches))
+            return sum(r.get_batch(i).num_rows for i in range(r.num_record_batches)), r.schema.names
         n = sum(b.num_rows for b in r)
         _check_stream_end(path)
-        return n
+        return n, r.schema.names
     except InputError:
         raise
     except (pa.ArrowException, OSError) as e:
@@ -146,19 +148,22 @@ def _arrow_rows(path: str) -> int:
 
 
 def plan_hf(path: str, split: str | None, unit_rows: int,
-            log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+            log: Callable[[str], None] | None = None, column: str | None = None) -> list[dict[str, Any]]:
     """Units of row ranges of ``unit_rows`` for a ``datasets`` folder (see :func:`_hf_files`) or
-    a lone ``.arrow`` file.
+    a lone ``.arrow`` file. With ``column`` (``input.column``), every Arrow file's schema must
+    hold it once (:func:`~rmlprep.readers.base.check_column`: checked here, before any unit runs).
 
     Raises:
         ConfigError: ``split`` is not a split of the DatasetDict, or is unset with several
-            splits and no ``train``.
-        InputError: a damaged folder or Arrow file.
+            splits and no ``train``; no ``column``.
+        InputError: a damaged folder or Arrow file; ``column`` named twice.
     """
     out = []
     files = [path] if fs.isfile(path) else _hf_files(path, split, log)
     for f in files:
-        n = _arrow_rows(f)
+        n, names = _arrow_rows(f)
+        if column is not None:
+            check_column(f, names, column)
         size = fs.getsize(f)
         for a in range(0, max(n, 1), unit_rows):
             b = min(n, a + unit_rows)
@@ -176,11 +181,7 @@ def read_hf(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"{unit.path}: not a readable Arrow file (truncated or damaged?): {one_line(e)}",
                          path=unit.path) from None
-    if column not in table.schema.names:
-        raise ConfigError(f"input.column: {unit.path} has no column {column!r}; columns: {table.schema.names}")
-    if table.schema.names.count(column) > 1:
-        raise InputError(f"{unit.path}: {table.schema.names.count(column)} columns are named {column!r}; rename all "
-                         "but one (which one input.column means is not knowable)", path=unit.path)
+    check_column(unit.path, table.schema.names, column)
     if table.num_rows < unit.stop:
         raise InputError(f"{unit.path}: holds {table.num_rows} rows, the plan expected {unit.stop}; "
                          "the file changed since the plan", path=unit.path)

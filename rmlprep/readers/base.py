@@ -96,6 +96,27 @@ class Batch:
     watched: dict[int, str] = field(default_factory=dict)
 
 
+def check_column(path: str, names: list[str], column: str) -> None:
+    """Refuse a file whose columns (a Parquet or Arrow schema's names, a CSV header) lack
+    ``column`` or name it more than once: which of two it means is not knowable (pyarrow and
+    DuckDB write such tables; pandas, and so ``datasets``' CSV builder, would take the first).
+
+    Called on every such file while the run is planned (their schema is read there anyway) and
+    again by its reader.
+
+    Raises:
+        ConfigError: no such column (the message lists the first 20 columns).
+        InputError: ``column`` names more than one column.
+    """
+    if column not in names:
+        more = f" and {len(names) - 20} more" if len(names) > 20 else ""
+        raise ConfigError(f"input.column: {path} has no column {column!r}; columns: "
+                          f"{[n[:40] for n in names[:20]]}{more}")
+    if names.count(column) > 1:
+        raise InputError(f"{path}: {names.count(column)} columns are named {column!r}; rename all but one "
+                         "(which one input.column means is not knowable)", path=path)
+
+
 def one_line(e: BaseException | str, limit: int = 300) -> str:
     s = " ".join(str(e).split()) or type(e).__name__
     return s if len(s) <= limit else s[: limit - 3] + "..."

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..compressed import COMPRESSED_SUFFIXES, open_decompressed
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 from . import base
 from .base import Batch, Unit
 
@@ -162,9 +162,7 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
             bad = next(h for h in header if _SURROGATE.search(h))
             raise InputError(f"{path}: the CSV header is not valid UTF-8 ({_not_utf8(bad)} in a column name)",
                              path=path)
-        if column not in header:
-            raise ConfigError(f"input.column: {path} has no column {column!r}; columns: "
-                              f"{[n[:40] for n in header[:20]]}")
+        base.check_column(path, header, column)
         col, width = header.index(column), len(header)
         values: list[str] = []
         rows: list[int] = []

@@ -6,18 +6,33 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import fs
-from ..errors import ConfigError, InputError
-from .base import Batch, Unit, column_batches, one_line
+from ..errors import InputError
+from .base import Batch, Unit, check_column, column_batches, one_line
 
-def plan_parquet(path: str, unit_rows: int) -> list[dict[str, Any]]:
+
+def plan_parquet(path: str, unit_rows: int, column: str | None = None) -> list[dict[str, Any]]:
+    """Units of whole row groups, up to ``unit_rows`` rows each (a larger group is a unit alone).
+
+    Reads the footer only. With ``column`` (``input.column``), the file's schema must hold it
+    once (:func:`~rmlprep.readers.base.check_column`), so a file of a glob that lacks it stops
+    the run while it is planned, not after the other files' units did their work.
+
+    Raises:
+        InputError: a footer that cannot be read; ``column`` named twice.
+        ConfigError: no ``column``.
+    """
     import pyarrow.parquet as pq
 
     try:
-        md = pq.ParquetFile(fs.arrow_source(path)).metadata
+        pf = pq.ParquetFile(fs.arrow_source(path))
+        md = pf.metadata
         groups = [md.row_group(g).num_rows for g in range(md.num_row_groups)]
+        names = pf.schema_arrow.names if column is not None else []
     except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
         raise InputError(f"{path}: not a readable Parquet file (damaged or truncated footer?): "
                          f"{one_line(e)}", path=path) from None
+    if column is not None:
+        check_column(path, names, column)
     out = []
     g, row = 0, 0
     size = fs.getsize(path)
@@ -57,11 +72,7 @@ def read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
         raise InputError(f"{unit.path}: not a readable Parquet file (damaged or truncated footer?): "
                          f"{one_line(e)}", path=unit.path) from None
-    if column not in names:
-        raise ConfigError(f"input.column: {unit.path} has no column {column!r}; columns: {names[:20]}")
-    if names.count(column) > 1:
-        raise InputError(f"{unit.path}: {names.count(column)} columns are named {column!r}; rename all but one "
-                         "(which one input.column means is not knowable)", path=unit.path)
+    check_column(unit.path, names, column)
     groups = list(range(unit.start, unit.stop))
     if not groups:
         return

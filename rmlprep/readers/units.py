@@ -15,7 +15,7 @@ from .. import fs
 from ..compressed import COMPRESSED_SUFFIXES, open_decompressed
 from ..errors import ConfigError, RmlprepError
 from .arrowfiles import _open_arrow, plan_hf, read_hf
-from .base import MAX_ROW_BYTES, Batch, Unit, decoded_size_estimate, sniff
+from .base import MAX_ROW_BYTES, Batch, Unit, check_column, decoded_size_estimate, sniff
 from .csvfile import csv_header, read_csv
 from .jsonl import EMPTY_VALUES, plan_jsonl, read_jsonl
 from .parquet import plan_parquet, read_parquet
@@ -134,13 +134,22 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
         exclude: directories whose files are never input (the run's output folder): glob matches
             under them are skipped, an explicit path under them is refused.
         log: where the split read from a DatasetDict with ``input.split`` unset is announced.
+    **Columns.** With ``inp["column"]`` set (``input.column``; a run always sets it), every
+    file with a schema or header (Parquet, Arrow, ``datasets`` folders, CSV) must hold that
+    column exactly once: the schema is read here anyway (Parquet's footer, an Arrow file's
+    schema message; a CSV file's header is its first record), so a file of a glob that lacks it
+    stops the run before any unit starts, naming the file. JSONL has no schema: a row without
+    the field is a reject of its unit (a CSV header that cannot be read is left to its unit too).
+
     Raises:
         ConfigError: a path that does not exist, a glob matching nothing, an unknown format;
             ``input.split`` set when no input is a ``datasets`` DatasetDict folder (it would be
             ignored: a Dataset folder or ``.arrow`` file is read whole); a DatasetDict split
-            that is not there, or unset with several splits and no ``train``.
+            that is not there, or unset with several splits and no ``train``; a Parquet, Arrow
+            or CSV file without ``input.column``.
         InputError: a file that is unreadable as a whole (a damaged Parquet footer, a truncated
-            zstd frame, broken ``datasets`` JSON, a JSON document that is not JSON Lines).
+            zstd frame, broken ``datasets`` JSON, a JSON document that is not JSON Lines); a
+            Parquet, Arrow or CSV file with two columns named ``input.column``.
     """
     specs: list[dict[str, Any]] = []
     if inp["format"] == "stdlib":
@@ -157,6 +166,7 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             specs.append(dict(format="stdlib", path=root, nbytes=size, files=tuple(group)))
     else:
         formats = set()
+        column = inp.get("column")
         for path in _expand(inp["paths"], exclude):
             if not fs.isfile(path) and not fs.isdir(path):
                 raise ConfigError(f"input.paths: {path} is not a regular file (a named pipe, socket or device?); "
@@ -170,11 +180,13 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             if fmt == "jsonl":
                 specs.extend(plan_jsonl(path, inp["unit_bytes"]))
             elif fmt == "parquet":
-                specs.extend(plan_parquet(path, inp["unit_rows"]))
+                specs.extend(plan_parquet(path, inp["unit_rows"], column))
             elif fmt == "csv":
+                if column is not None:
+                    _check_csv_header(path, column)
                 specs.append(dict(format="csv", path=path, nbytes=decoded_size_estimate(path)))
             elif fmt == "hf":
-                specs.extend(plan_hf(path, inp.get("split"), inp["unit_rows"], log))
+                specs.extend(plan_hf(path, inp.get("split"), inp["unit_rows"], log, column))
             else:  # pragma: no cover - config validates formats
                 raise ConfigError(f"input.format: unknown format {fmt!r}")
         if inp.get("split") is not None and "DatasetDict" not in formats:
@@ -183,6 +195,18 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             raise ConfigError(f"input.split = {inp['split']!r}: a split is chosen in a datasets DatasetDict folder, "
                               f"and input.paths names none (only {what}, read whole); remove input.split")
     return [Unit(i, **s) for i, s in enumerate(specs)]
+
+
+def _check_csv_header(path: str, column: str) -> None:
+    """:func:`~rmlprep.readers.base.check_column` on a CSV file's header; a header that cannot
+    be read (a broken quote, bytes that are not UTF-8) is left to the file's unit, whose reader
+    names the fault as it does for the rest of the file."""
+    try:
+        header = csv_header(path)
+    except (RmlprepError, OSError, ValueError, csv.Error):
+        return
+    if header:  # an empty file holds no rows: nothing to miss
+        check_column(path, header, column)
 
 
 def read_unit(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = ()) -> Iterator[Batch]:
