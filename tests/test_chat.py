@@ -352,6 +352,13 @@ CALL = {"id": "call0w3x9", "type": "function", "function": {"name": "f", "argume
     ("mistral-small-3.2", [u("q"), a(None, tool_calls=[dict(CALL, id="x")])], None, "9"),
     ("deepseek-r1", [u("q"), a("<think>r</think>x")], None, "drops the reasoning"),
     ("gemma4", [u("q"), a("x", reasoning_content="r")], None, "reasoning only before tool calls"),
+    ("gemma4", [u("q"), {"role": "tool", "content": "1"}, a("x")], None, "would drop this one"),
+    ("gemma4", [u("q"), a(None, tool_calls=[dict(CALL, id=None)]), {"role": "tool", "content": "1", "name": "f"},
+                u("q2"), {"role": "tool", "content": "2", "name": "f"}], None, "would drop this one"),
+    ("gemma4", [u("q"), a(None, tool_calls=[CALL]), {"role": "tool", "content": "1"}], None, "has neither"),
+    ("gemma4", [u("q")], [{"name": "f", "parameters": {"type": "object", "properties": {"type": {"type": "string"}}}}],
+     "parameter named 'type'"),
+    ("gemma4", [u("q")], [{"name": "f", "parameters": {"properties": ["x"]}}], "needs an object"),
     ("gpt-oss", [u("q"), s("late")], None, "only a first system message"),
     ("smollm3", [u("q"), s("late")], None, "only a first system message"),
     ("hermes", [u("q"), a("x")], None, "needs tools"),
@@ -359,6 +366,120 @@ CALL = {"id": "call0w3x9", "type": "function", "function": {"name": "f", "argume
 def test_format_refusals(fmt, conv, tools, pattern):
     with pytest.raises(ChatFormatError, match=pattern):
         format_chat(conv, fmt, tools=tools)
+
+
+# -- gemma4 tools, live against its template -----------------------------------------------------
+_G4_WORDS = ["city", "City", "unit", "a", "B", "x y", "Ünï", '<|"|>', "query", "items", "enum", "default"]
+
+
+def _g4_value(rng, d=0):
+    k = rng.randrange(9 if d < 2 else 6)
+    if k in (6, 7):
+        return {rng.choice(_G4_WORDS): _g4_value(rng, d + 1) for _ in range(rng.randrange(4))}
+    if k == 8:
+        return [_g4_value(rng, d + 1) for _ in range(rng.randrange(4))]
+    return rng.choice([["", "Paris", " sp ", "a\nb", '<|"|>q', "東京"], [0, -3, 10**20], [1.5, 1e-07, -0.0],
+                       [True, False], [None], ["Y"]][k])
+
+
+def _g4_schema(rng, d=0):
+    typ = rng.choice(["string", "integer", "number", "boolean", "array", "object", "STRING", None, ["string", "null"]])
+    out = {} if typ is None else {"type": typ}
+    for key, p, values in (("description", .6, ["The city.", "", 5, ["l"]]), ("enum", .3, [["a", "B"], [], [1], None]),
+                           ("nullable", .2, [True, False]), ("default", .2, [None, "x", {"k": 1}])):
+        if rng.random() < p:
+            out[key] = rng.choice(values)
+    if typ == "array" and rng.random() < .8:
+        out["items"] = dict(_g4_schema(rng, d + 1) if d < 2 else {"type": "string"},
+                            **rng.choice([{}, {"required": ["a", "b"]}, {"type": ["string", "null"]}, {"minItems": None}]))
+    if typ == "object" and d < 2:
+        if rng.random() < .7:
+            out["properties"] = {rng.choice(_G4_WORDS[:7]): _g4_schema(rng, d + 1) for _ in range(rng.randrange(3))}
+        if rng.random() < .4:
+            out["required"] = rng.choice([["city"], [], "ab"])
+        if rng.random() < .2:
+            out["additionalProperties"] = rng.choice([True, {"type": "string"}])
+    return out
+
+
+def _g4_conversation(rng):
+    names = ["get_weather", "get_time", "f"]
+    tools = []
+    for name in names[:rng.randrange(4)]:
+        fn = {"name": name, "description": rng.choice(["Get it.", "", "x\ny"])}
+        if rng.random() < .9:
+            fn["parameters"] = {"type": rng.choice(["object", "OBJECT"]), "required": rng.choice([["city"], [], ["a", "B"]]),
+                                "properties": {rng.choice(_G4_WORDS[:7] + ["type"] * (rng.random() < .05)): _g4_schema(rng)
+                                               for _ in range(rng.randrange(4))}}
+        if rng.random() < .1:
+            fn["response"] = rng.choice([{"type": "object", "description": "r"}, {"type": "string"}, {}])
+        tools.append({"type": "function", "function": fn})
+    msgs = [s(rng.choice(["S ", "", " sys\n"]))] if rng.random() < .4 else []
+    ids = iter(range(100))
+    for _ in range(rng.randrange(1, 4)):
+        msgs.append(u(rng.choice(["Q", " q \n", [{"type": "text", "text": " a "}, {"type": "text", "text": "b "}]])))
+        for _ in range(rng.randrange(3)):
+            m = a(rng.choice(["A", "", " x<|channel>t<channel|>y ", [{"type": "text", "text": "p "}]]))
+            if rng.random() < .6:
+                m["tool_calls"] = [dict({"type": "function", "function": {
+                    "name": rng.choice(names), "arguments": {rng.choice(_G4_WORDS): _g4_value(rng) for _ in range(rng.randrange(4))}}},
+                    **({"id": f"call{next(ids)}"} if rng.random() < .6 else {})) for _ in range(rng.randrange(1, 3))]
+                m["content"] = rng.choice([m["content"], None])
+            if rng.random() < .2:
+                m["reasoning_content"] = "r"
+            msgs.append(m)
+            for c in m.get("tool_calls", [])[:rng.randrange(3)]:
+                t = {"role": "tool", "content": rng.choice(['{"t": 1}', "", [{"type": "text", "text": "p1"}, {"type": "text", "text": "p2"}]])}
+                if "id" in c and rng.random() < .8:
+                    t["tool_call_id"] = c["id"]
+                if rng.random() < .5:
+                    t["name"] = rng.choice(names)
+                msgs.append(t)
+        if rng.random() < .1:
+            msgs.append(s("late"))
+        if rng.random() < .05:
+            msgs.append({"role": "tool", "content": "stray", "name": "f"})
+    return msgs, tools or None
+
+
+@needs_shared
+@needs_jinja
+def test_gemma4_tools_equal_its_template_on_random_conversations():
+    """Gemma 4's template writes tool declarations (its own schema syntax: sorted keys, ``<|"|>``
+    quotes, upper-case types), tool calls and the tool results after them; rmlprep's ``gemma4``
+    refused every conversation with tools ("ignored by its template"). 400 random conversations
+    (nested schemas, arrays, enums, type lists, keys equal but for case, numbers, nulls, calls
+    with and without ids, results named by id or name, parts, reasoning, later system
+    messages, stray tool messages), with and without the generation prompt and thinking: every
+    one ``gemma4`` writes equals jinja2's render of the real template; each refusal is one the
+    template cannot write (a dropped result or reasoning, a result it cannot name, a parameter
+    it drops); at least 70% are written."""
+    import random
+
+    from rmlprep.chat.messages import parse_conversation
+    from rmlprep.chat.registry import template_view
+    from rmlprep.chat.render import render
+
+    src, f = template_text("more/google-gemma-4-31B-it"), FORMATS["gemma4"]
+    rng = random.Random(20261202)
+    written = 0
+    for k in range(400):
+        msgs, tools = _g4_conversation(rng)
+        gen, think = rng.random() < .5, rng.random() < .2
+        opts = {"enable_thinking": True} if think else None
+        vm, vt = template_view(parse_conversation(msgs, tools), f)
+        want = render(src, vm, tools=vt, add_generation_prompt=gen, bos_token="<bos>", eos_token="<eos>",
+                      **(opts or {}))
+        try:
+            got = format_chat(msgs, "gemma4", tools=tools, add_generation_prompt=gen, options=opts)
+        except ChatFormatError as e:
+            assert re.search("would drop|has neither|drops|reasoning only", str(e)), (k, str(e))
+            if "has neither" in str(e):
+                assert "error" in want, k
+            continue
+        assert got == want.get("output"), (k, msgs, tools, gen, think)
+        written += 1
+    assert written >= 280, written
 
 
 def test_history_reasoning_is_dropped_and_counted():

@@ -135,6 +135,18 @@ WORKED = [
         ("<bos><|turn>user\nHi<turn|>\n<|turn>model\n", 0),
         ("Hello<turn|>", 1),
         ("\n", 0)]),
+    ("gemma4-tools", "gemma4", None, [u("Weather?"), a(None, tool_calls=[CALL]), RESULT, a("Sunny.")],
+     [{"type": "function", "function": {"name": "get_weather", "description": "Get weather.", "parameters": {
+         "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}], None, True, [
+        ('<bos><|turn>system\n<|tool>declaration:get_weather{description:<|"|>Get weather.<|"|>,parameters:{'
+         'properties:{city:{type:<|"|>STRING<|"|>}},required:[<|"|>city<|"|>],type:<|"|>OBJECT<|"|>}}<tool|><turn|>\n'
+         "<|turn>user\nWeather?<turn|>\n<|turn>model\n", 0),
+        # the model ends its calls with <|tool_response> (a stop id of Gemma 4's generation config); the
+        # result follows it, and the answer continues the model turn with no generation prompt
+        ('<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><|tool_response>', 1),
+        ('response:get_weather{value:<|"|>sunny<|"|>}<tool_response|>', 0),
+        ("Sunny.<turn|>", 1),
+        ("\n", 0)]),
     ("mistral-v3-tools", "mistral-v3", None, [u("Weather?"), a(None, tool_calls=[CALL]), RESULT, a("Sunny.")],
      None, None, True, [
         ("<s>[INST] Weather?[/INST]", 0),
@@ -192,7 +204,8 @@ WORKED = [
 MARKERS = ["<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
            "<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[SYSTEM_PROMPT]",
            "[/SYSTEM_PROMPT]", "[CALL_ID]", "[ARGS]", "[TOOL_CONTENT]", "<bos>", "<start_of_turn>", "<end_of_turn>",
-           "<|turn>", "<turn|>", DS_BOS, DS_EOS, DS_U, DS_A, "<BOS_TOKEN>", "<|START_OF_TURN_TOKEN|>",
+           "<|turn>", "<turn|>", "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<|tool_response>",
+           "<tool_response|>", '<|"|>', DS_BOS, DS_EOS, DS_U, DS_A, "<BOS_TOKEN>", "<|START_OF_TURN_TOKEN|>",
            "<|END_OF_TURN_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>",
            "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<\uff5ctool\u2581call\u2581begin\uff5c>",
            "<\uff5ctool\u2581sep\uff5c>", "<\uff5ctool\u2581call\u2581end\uff5c>", "<\uff5ctool\u2581calls\u2581end\uff5c>",

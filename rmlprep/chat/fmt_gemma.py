@@ -11,8 +11,10 @@ Worked example (``gemma3``, ``[system "Be brief.", user "Hi", assistant "Hello"]
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..errors import ChatFormatError
-from .base import ChatFormat, alternate
+from .base import ALL_ROLES, ChatFormat, alternate
 from .messages import Conversation
 from .segments import Out
 
@@ -92,16 +94,286 @@ def _strip_thinking(text: str) -> str:
     return "".join(out).strip()
 
 
+# -- Gemma 4's tool text: its macros format_argument, format_parameters, format_function_declaration --
+Q = '<|"|>'  # Gemma 4's string quote token
+_MISSING = object()  # Jinja's undefined: a key the mapping lacks, any key of a non-mapping
+_STANDARD_KEYS = ("description", "type", "properties", "required", "nullable")
+
+
+def _get(v, k):
+    """Jinja's ``v[k]`` as the templates use it: the mapping's value, else undefined."""
+    return v[k] if isinstance(v, Mapping) and k in v else _MISSING
+
+
+def _str(v) -> str:
+    """``{{ v }}``: Python's ``str``, undefined as ``""``."""
+    return "" if v is _MISSING else str(v)
+
+
+def _upper(v) -> str:
+    """Jinja's ``upper`` filter: ``str(v).upper()`` (a list as its Python repr), undefined ``""``."""
+    return _str(v).upper()
+
+
+def _true(v) -> bool:
+    return v is not _MISSING and bool(v)
+
+
+def _dictsort(d: Mapping):
+    """Jinja's ``dictsort``: by key, case-insensitively (a stable sort: keys equal but for case
+    keep their order)."""
+    return sorted(d.items(), key=lambda kv: kv[0].lower() if isinstance(kv[0], str) else kv[0])
+
+
+def _iter(v, where: str):
+    try:
+        return list(v)
+    except TypeError:
+        raise ChatFormatError(f"{where} is a {type(v).__name__}; gemma4's template iterates it "
+                              "(give a list)") from None
+
+
+class _Tools:
+    """Writes Gemma 4's tool text into ``o`` as ``kind``: its own punctuation and ``<|"|>``
+    quotes as markup, every name and value from the conversation as data."""
+
+    def __init__(self, o: Out, kind: str) -> None:
+        self.o, self.kind = o, kind
+
+    def t(self, text: str) -> None:
+        self.o.t(text, self.kind)
+
+    def c(self, text: str) -> None:
+        self.o.c(text, self.kind)
+
+    def quoted(self, text: str) -> None:
+        self.t(Q)
+        self.c(text)
+        self.t(Q)
+
+    def argument(self, v, escape_keys: bool = True) -> None:
+        """The ``format_argument`` macro: ``<|"|>`` around strings, ``true``/``false``, ``{k:v,...}``
+        by sorted key (keys quoted unless ``escape_keys`` is off), ``[a,b]``, else ``str``."""
+        if isinstance(v, str):
+            self.quoted(v)
+        elif v is True or v is False:
+            self.t("true" if v else "false")
+        elif isinstance(v, Mapping):
+            self.t("{")
+            for n, (k, x) in enumerate(_dictsort(v)):
+                if n:
+                    self.t(",")
+                self.quoted(k) if escape_keys else self.c(k)
+                self.t(":")
+                self.argument(x, escape_keys)
+            self.t("}")
+        elif isinstance(v, (list, tuple)):
+            self.t("[")
+            for n, x in enumerate(v):
+                if n:
+                    self.t(",")
+                self.argument(x, escape_keys)
+            self.t("]")
+        else:
+            self.c(str(v))
+
+    def names(self, items, where: str) -> None:
+        """``[<|"|>a<|"|>,<|"|>b<|"|>]`` (a ``required`` list)."""
+        self.t("[")
+        for n, x in enumerate(_iter(items, where)):
+            if n:
+                self.t(",")
+            self.quoted(str(x))
+        self.t("]")
+
+    def parameters(self, props: Mapping, where: str, *, schema: bool = False) -> None:
+        """The ``format_parameters`` macro over ``props`` (a ``properties`` mapping; with
+        ``schema``, an object schema without one, whose own keys the template reads so)."""
+        first = True
+        for key, value in _dictsort(props):
+            if key in _STANDARD_KEYS:
+                if not schema:
+                    raise ChatFormatError(f"{where}: a parameter named {key!r}, which gemma4's template drops "
+                                          f"(it skips the keys {', '.join(_STANDARD_KEYS)}); rename it")
+                continue
+            if not first:
+                self.t(",")
+            first = False
+            self.c(str(key))
+            self.t(":{")
+            comma = False
+
+            def sep() -> None:
+                nonlocal comma
+                if comma:
+                    self.t(",")
+                comma = True
+
+            desc = _get(value, "description")
+            if _true(desc):
+                self.t("description:")
+                self.quoted(str(desc))
+                comma = True
+            typ = _upper(_get(value, "type"))
+            if typ == "STRING":
+                enum = _get(value, "enum")
+                if _true(enum):
+                    sep()
+                    self.t("enum:")
+                    self.argument(enum)
+            elif typ == "ARRAY":
+                items = _get(value, "items")
+                if isinstance(items, Mapping) and items:
+                    sep()
+                    self.t("items:{")
+                    n = 0
+                    for ik, iv in _dictsort(items):
+                        if iv is None:
+                            continue
+                        if n:
+                            self.t(",")
+                        n += 1
+                        if ik == "properties":
+                            self.t("properties:{")
+                            if isinstance(iv, Mapping):
+                                self.parameters(iv, f"{where}.{key}.items.properties")
+                            self.t("}")
+                        elif ik == "required":
+                            self.t("required:")
+                            self.names(iv, f"{where}.{key}.items.required")
+                        elif ik == "type":
+                            self.t("type:")
+                            self.argument(iv.upper() if isinstance(iv, str)
+                                          else [_upper(x) for x in _iter(iv, f"{where}.{key}.items.type")])
+                        else:
+                            self.c(str(ik))
+                            self.t(":")
+                            self.argument(iv)
+                    self.t("}")
+            if _true(_get(value, "nullable")):
+                sep()
+                self.t("nullable:true")
+            if typ == "OBJECT":
+                sub = _get(value, "properties")
+                if isinstance(sub, Mapping):
+                    sep()
+                    self.t("properties:{")
+                    self.parameters(sub, f"{where}.{key}.properties")
+                    self.t("}")
+                elif isinstance(value, Mapping):
+                    sep()
+                    self.t("properties:{")
+                    self.parameters(value, f"{where}.{key}", schema=True)
+                    self.t("}")
+                req = _get(value, "required")
+                if _true(req):
+                    sep()
+                    self.t("required:")
+                    self.names(req, f"{where}.{key}.required")
+            sep()
+            self.t("type:")
+            self.quoted(typ)
+            self.t("}")
+
+    def declaration(self, tool: Mapping, k: int) -> None:
+        """The ``format_function_declaration`` macro: ``declaration:NAME{description:...,
+        parameters:{properties:{...},required:[...],type:...}[,response:{...}]}``."""
+        fn = tool["function"]
+        where = f"tools[{k}].function.parameters"
+        self.t("declaration:")
+        self.c(_str(_get(fn, "name")))
+        self.t("{description:")
+        self.quoted(_str(_get(fn, "description")))
+        params = _get(fn, "parameters")
+        if _true(params):
+            self.t(",parameters:{")
+            props = _get(params, "properties")
+            if _true(props):
+                if not isinstance(props, Mapping):
+                    raise ChatFormatError(f"{where}.properties is a {type(props).__name__}; gemma4's template "
+                                          "needs an object (it sorts its keys)")
+                self.t("properties:{")
+                self.parameters(props, where)
+                self.t("},")
+            req = _get(params, "required")
+            if _true(req):
+                self.t("required:")
+                self.names(req, f"{where}.required")
+                self.t(",")
+            ptype = _get(params, "type")
+            if _true(ptype):
+                self.t("type:")
+                self.quoted(_upper(ptype))
+                self.t("}")
+        if isinstance(fn, Mapping) and "response" in fn:
+            resp = fn["response"]
+            self.t(",response:{")
+            d = _get(resp, "description")
+            if _true(d):
+                self.t("description:")
+                self.quoted(str(d))
+                self.t(",")
+            if _upper(_get(resp, "type")) == "OBJECT":
+                self.t("type:")
+                self.quoted("OBJECT")
+                self.t("}")
+        self.t("}")
+
+
+def _g4_tool_results(o: Out, loop, j: int, start: int) -> bool:
+    """The run of tool messages right after assistant message ``loop[j]`` (which has tool
+    calls), each ``response:NAME{value:<|"|>TEXT<|"|>}<tool_response|>`` after the
+    ``<|tool_response>`` the model ends its calls with (trainable: Gemma 4's generation config
+    stops on it). NAME is the name of the call whose id equals the result's ``tool_call_id``
+    (two absent ids are equal: the last call without an id), else the result's ``name``.
+    Returns whether there was any."""
+    m = loop[j]
+    k = j + 1
+    while k < len(loop) and loop[k].role == "tool":
+        r = loop[k]
+        name = r.name
+        for c in m.tool_calls:
+            if c.id == r.tool_call_id:
+                name = c.name
+        if name is None:
+            raise ChatFormatError(f"message {k + start} (tool): gemma4's template names a tool result by its "
+                                  "call's id or its own name, and this one has neither that matches (the template "
+                                  "raises); give it a tool_call_id or a name")
+        o.a("<|tool_response>")
+        w = _Tools(o, "tool")
+        w.t("response:")
+        w.c(name)
+        w.t("{value:")
+        w.quoted(r.text)
+        w.t("}<tool_response|>")
+        k += 1
+    return k > j + 1
+
+
 def _w_gemma4(conv: Conversation, gen: bool, opts) -> Out:
-    """Gemma 4: ``<bos>``; a system turn ``<|turn>system\\n{system.strip()}<turn|>\\n`` when the
-    first message is a system message or ``enable_thinking`` is on (then it starts with
-    ``<|think|>\\n``); then ``<|turn>user\\n{content.strip()}<turn|>\\n`` and
-    ``<|turn>model\\n{content}<turn|>\\n`` (the model text without ``<|channel>...<channel|>``
-    spans, stripped); consecutive assistant messages share one model turn; later system
-    messages are system turns. The generation prompt is ``<|turn>model\\n`` followed, unless
-    ``enable_thinking``, by an empty thought channel. Reasoning is written only before tool
-    calls, which rmlprep's ``gemma4`` does not write yet: a reasoning in the last assistant
-    turn is refused, one in an earlier turn is dropped as the template drops it (counted).
+    """Gemma 4: ``<bos>``; a system turn ``<|turn>system\n{system.strip()}<turn|>\n`` when the
+    first message is a system message, there are tools (each ``<|tool>declaration:...<tool|>``
+    after the system text) or ``enable_thinking`` is on (then it starts with ``<|think|>\n``);
+    then ``<|turn>user\n{content.strip()}<turn|>\n`` and ``<|turn>model\n{content}<turn|>\n``
+    (the model text without ``<|channel>...<channel|>`` spans, stripped); an assistant message
+    after another (tool results between them or not) continues its model turn; later system
+    messages are system turns.
+
+    Tool calls: ``<|tool_call>call:NAME{key:value,...}<tool_call|>`` (keys sorted, strings in
+    ``<|"|>``), then the tool messages that follow, as ``<|tool_response>response:NAME{value:
+    <|"|>...<|"|>}<tool_response|>``, then the message's text; with results and no text the
+    turn stays open for the next assistant message; with no results it ends with
+    ``<|tool_response>``. A reasoning is written (``<|channel>thought\n...\n<channel|>``) only
+    on a message with tool calls after the last user message; elsewhere the template drops it:
+    counted in history, refused after the last user message (it is the answer trained on).
+
+    The generation prompt is ``<|turn>model\n`` followed, unless ``enable_thinking``, by an
+    empty thought channel; none after tool calls (the model continues after their results).
+
+    Refused, as the template cannot write them: a tool message not in a run right after an
+    assistant message with tool calls (dropped), one whose name cannot be resolved (the
+    template raises), a parameter named like a schema key (dropped), ``properties`` that is not
+    an object (the template raises).
 
     Source: more/google-gemma-4-31B-it.jinja.
     """
@@ -110,7 +382,7 @@ def _w_gemma4(conv: Conversation, gen: bool, opts) -> Out:
     o = Out()
     o.t(BOS)
     start = 0
-    if think or msgs[0].role == "system":
+    if think or conv.tools or msgs[0].role == "system":
         o.t("<|turn>system\n" + ("<|think|>\n" if think else ""))
         if msgs[0].role == "system":
             if msgs[0].parts is not None:
@@ -118,29 +390,64 @@ def _w_gemma4(conv: Conversation, gen: bool, opts) -> Out:
                                       "parts as a Python list; give one text")
             o.c(msgs[0].text.strip(), "system")
             start = 1
+        for k, tool in enumerate(conv.tools or ()):
+            o.t("<|tool>")
+            _Tools(o, "system").declaration(tool, k)
+            o.t("<tool|>")
         o.t("<turn|>\n")
     loop = msgs[start:]
-    last_assistant = max((j for j, m in enumerate(loop) if m.role == "assistant"), default=None)
     last_user = max((j for j, m in enumerate(loop) if m.role == "user"), default=-1)
+    after_calls = False  # the previous non-tool message had tool calls: tool messages are its results
+    prev_role = None  # the previous non-tool message's role
+    open_calls = False  # the last non-tool message had tool calls (no generation prompt then)
     for j, m in enumerate(loop):
-        if m.role == "assistant" and m.reasoning:
-            if j == last_assistant and j > last_user:
+        if m.role == "tool":
+            if not after_calls:
+                raise ChatFormatError(f"message {j + start} (tool): gemma4's template writes a tool result only in "
+                                      "the run of tool messages right after the assistant message with the tool "
+                                      "calls; it would drop this one")
+            continue
+        written = bool(m.reasoning) and bool(m.tool_calls) and j > last_user
+        if m.reasoning and not written:
+            if j > last_user:
                 raise ChatFormatError(f"message {j + start} (assistant): gemma4's template writes reasoning only "
                                       "before tool calls; it would drop this answer's reasoning")
             o.note("reasoning_dropped")
         role = "model" if m.role == "assistant" else m.role
-        if not (role == "model" and j > 0 and loop[j - 1].role == "assistant"):
+        if not (role == "model" and prev_role == "assistant"):
             o.t(f"<|turn>{role}\n")
-        if m.role == "assistant":
-            texts = m.parts if m.parts is not None else (m.text,)
-            o.c("".join(_strip_thinking(t) for t in texts), "assistant")
-            o.a("<turn|>")
-            o.t("\n")
-        else:
-            texts = m.parts if m.parts is not None else (m.text,)
+        prev_role = m.role
+        texts = m.parts if m.parts is not None else (m.text,)
+        if m.role != "assistant":
             o.c("".join(t.strip() for t in texts), m.role)
             o.t("<turn|>\n")
-    if gen:
+            after_calls = open_calls = False
+            continue
+        if written:
+            o.t("<|channel>thought\n", "reasoning")
+            o.c(m.reasoning, "reasoning")
+            o.t("\n<channel|>", "reasoning")
+        w = _Tools(o, "assistant")
+        for c in m.tool_calls:
+            w.t("<|tool_call>call:")
+            w.c(c.name)
+            w.t("{")
+            for n, (k, v) in enumerate(_dictsort(c.arguments)):
+                if n:
+                    w.t(",")
+                w.c(k)
+                w.t(":")
+                w.argument(v, escape_keys=False)
+            w.t("}<tool_call|>")
+        results = bool(m.tool_calls) and _g4_tool_results(o, loop, j, start)
+        o.c("".join(_strip_thinking(t) for t in texts), "assistant")
+        if m.tool_calls and not results:
+            o.a("<|tool_response>")
+        elif not (results and not (m.parts if m.parts is not None else m.content)):
+            o.a("<turn|>")
+            o.t("\n")
+        after_calls = open_calls = bool(m.tool_calls)
+    if gen and not open_calls:
         o.t("<|turn>model\n" + ("" if think else "<|channel>thought\n<channel|>"))
     return o
 
@@ -150,6 +457,6 @@ FORMATS = [
     ChatFormat("gemma3", _w_gemma3, bos=BOS, eos="<eos>", terminator=EOT, stop=EOT, parts="native",
                source="gemma3.jinja"),
     ChatFormat("gemma4", _w_gemma4, bos=BOS, eos="<eos>", terminator="<turn|>", stop="<turn|>", parts="native",
-               reasoning=True, options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
+               roles=ALL_ROLES, reasoning=True, tool_calls=True, tools=True, options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
                probe_options=({"enable_thinking": True},), source="more/google-gemma-4-31B-it.jinja"),
 ]
