@@ -188,8 +188,10 @@ def test_summary_says_unfilled_when_rows_are_not_padded():
     label, text = _padding_line({"totals": totals, "config": {"pack": {"seq_len": 128, "pad": True}}})
     assert (label, text) == ("padding", "147 tokens (57.42%)")
     zero = {"pad_tokens": 0, "unfilled_tokens": 0, "padding_ratio": 0.0}
+    # pretraining rows are never padded: the room is in each shard's short last row
     assert _padding_line({"totals": zero, "config": {"pipeline": "pretrain", "pack": {"seq_len": 128, "pad": False}}}
-                         ) == ("padding", "0 tokens (0.00%)")
+                         ) == ("unfilled", "0 tokens (0.00%) left below seq_len in the short last row of each shard; "
+                                           "rows are not padded")
     # an sft run whose every row was rejected has no row and no room: still not padding
     assert _padding_line({"totals": zero, "config": {"pipeline": "sft", "pack": {"seq_len": 128, "pad": False}}}) == (
         "unfilled", "0 tokens (0.00%) left below seq_len; rows are not padded (pack.pad = false)")
@@ -360,3 +362,49 @@ def test_the_manifest_s_config_is_a_config_again(tmp_path, kind):
     m = json.loads((tmp_path / "o" / "manifest.json").read_text())
     back = config_from_dict(m["config"])
     assert back.data == cfg.data and back.config_hash == m["config_hash"] == cfg.config_hash
+
+
+def _pretrain_room(out: Path, seq_len: int) -> tuple[int, int, int]:
+    """(rows, real tokens, room below seq_len) of a pretraining folder, read back from its shards."""
+    lens = [len(r) for p in sorted(out.glob("train-*.parquet")) for r in pq.read_table(p)["input_ids"].to_pylist()]
+    return len(lens), sum(lens), seq_len * len(lens) - sum(lens)
+
+
+def test_pretrain_unfilled_tokens_count_the_short_last_rows(tmp_path):
+    """The README calls unfilled_tokens the room below seq_len; pretraining counted 0 (the
+    summary said "padding 0 tokens") although each unit's last row is short. Worked: 5
+    documents of 3, 50, 7, 200 and 1 words plus an eos each, concat-packed into rows of 32:
+    every row but the last is full, and the room is 32 * rows - the tokens in the rows, read
+    back from the shard (markers, manifest shards and totals, stats.json and the summary)."""
+    m, _, in_rows = _run(tmp_path)
+    rows, real, room = _pretrain_room(tmp_path / "o", 32)
+    assert real == in_rows and 0 < room < 32  # one short row, in the one unit
+    marker = json.loads((tmp_path / "o" / "shard-00000.done.json").read_text())
+    stats = json.loads((tmp_path / "o" / "stats.json").read_text())
+    for t in (marker, m["shards"][0], m["totals"], stats["totals"]):
+        assert (t["rows"], t["unfilled_tokens"], t["pad_tokens"]) == (rows, room, 0)
+        assert t["padding_ratio"] == room / (32 * rows)
+    from rmlprep.pipeline.reports import _padding_line
+    assert _padding_line(m)[1].startswith(f"{room:,} tokens ({100 * room / (32 * rows):.2f}%) left below seq_len")
+
+
+def test_pretrain_markers_of_the_old_count_are_kept_and_counted_again(tmp_path):
+    """A done marker written before (pretraining unfilled_tokens 0) vouches for the same shard,
+    so a rerun keeps it; the reports work the room out from its rows and written_tokens."""
+    inp = tmp_path / "c.jsonl"
+    inp.write_text("".join(json.dumps({"text": "word " * (n % 37)}) + "\n" for n in range(120)))
+    out = tmp_path / "o"
+    cfg = config_from_dict({"input": {"paths": [str(inp)], "unit_bytes": 1000}, "tokenizer": {"path": str(TINY)},
+                            "pack": {"seq_len": 32}, "output": {"dir": str(out)},
+                            "run": {"progress": "none", "histogram": False, "workers": 1}})
+    first = run(cfg, log=lambda _: None)
+    rows, _, room = _pretrain_room(out, 32)
+    assert len(first["shards"]) > 2 and first["totals"]["unfilled_tokens"] == room > 32
+    for p in sorted(out.glob("shard-*.done.json")):  # as the previous version wrote them
+        mk = json.loads(p.read_text())
+        mk["unfilled_tokens"], mk["padding_ratio"] = 0, 0.0
+        p.write_text(json.dumps(mk))
+    again = run(cfg, log=lambda _: None)
+    assert again["units_skipped"] == len(first["shards"]) and again["units_processed"] == 0
+    assert again["totals"]["unfilled_tokens"] == room and again["totals"]["padding_ratio"] == room / (32 * rows)
+    assert [s["unfilled_tokens"] for s in again["shards"]] == [s["unfilled_tokens"] for s in first["shards"]]

@@ -6,7 +6,7 @@ fewer than ``seq_len`` tokens — is written as the **last row of that unit's sh
 than seq_len** (its ``seq_lengths`` sum to its length). Nothing crosses a unit border, so
 units stay independent, every token is kept, and the bytes do not depend on the number of
 workers or on which units a rerun skips. At most one short row per shard; the manifest
-counts them (``short_rows``). Inside a unit, documents are packed in chunks of about
+counts them (``short_rows``) and the room they leave below ``seq_len`` (``unfilled_tokens``). Inside a unit, documents are packed in chunks of about
 :data:`CHUNK_TOKENS` with the partial fragments carried over, which gives exactly the rows of
 one pack over the whole unit while holding one chunk in memory.
 
@@ -52,7 +52,8 @@ from .stages import Docs, Tally
 from .untrained import untrained_after_truncation, untrained_reason, without
 
 __all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table",
-           "HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Framing", "framing", "dropped_reason"]
+           "HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Framing", "framing", "dropped_reason",
+           "unfilled_tokens"]
 
 CHUNK_TOKENS = 1 << 20  # concat packing: pack every ~1M tokens, carrying the partial tail
 
@@ -164,6 +165,16 @@ class Packed:
             if box[0].num_rows:
                 self._add_rows(box[0])
                 yield box.pop()  # no name keeps the piece once the writer asks for the next
+
+
+def unfilled_tokens(rows: int, written_tokens: int, seq_len: int) -> int:
+    """The room ``rows`` rows of ``seq_len`` leave below it: ``rows * seq_len - written_tokens``
+    (the pad runs of ``pack.pad`` are not written tokens, so they count as room).
+
+    >>> unfilled_tokens(3, 2 * 2048 + 1500, 2048)  # two full rows and a last row of 1500
+    548
+    """
+    return int(rows * seq_len - written_tokens)
 
 
 def dropped_reason(tokens: int, seq_len: int, framing: str = "") -> str:

@@ -27,7 +27,7 @@ from ..shards import rejects_name
 from .chat_stages import CHAT_COUNTS
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
-from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist
+from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist, unfilled_tokens
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
 
@@ -96,6 +96,19 @@ def _versions(engine: str) -> dict[str, str]:
     return v
 
 
+def _with_room(rec: dict[str, Any], seq_len: int) -> dict[str, Any]:
+    """A done marker's record with ``unfilled_tokens`` and ``padding_ratio`` from its ``rows`` and
+    ``written_tokens`` (:func:`~.pack.unfilled_tokens`). A pretraining marker written before
+    rmlprep counted the room of a unit's short last row says 0 there; it is kept on resume (its
+    shard is what this version writes), so its count is worked out again here rather than read."""
+    if "written_tokens" not in rec:
+        return rec
+    room = unfilled_tokens(rec["rows"], rec["written_tokens"], seq_len)
+    if room == rec.get("unfilled_tokens"):
+        return rec
+    return {**rec, "unfilled_tokens": room, "padding_ratio": room / (rec["rows"] * seq_len) if rec["rows"] else 0.0}
+
+
 def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[int, dict[str, Any]],
                   parity: dict[str, Any], timings: dict[str, float], workers: int, processed: Collection[int],
                   log: Callable[[str], None]) -> dict[str, Any]:
@@ -109,9 +122,9 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
         OutputError: a report cannot be written (the folder keeps the previous set, or none).
     """
     out = OutputFolder(cfg.output_dir)
-    recs = [records[u.index] for u in units]
-    totals = {k: int(sum(r.get(k, 0) for r in recs)) for k in _TOTAL_KEYS}
     seq_len = cfg["pack"]["seq_len"]
+    recs = [_with_room(records[u.index], seq_len) for u in units]
+    totals = {k: int(sum(r.get(k, 0) for r in recs)) for k in _TOTAL_KEYS}
     totals["padding_ratio"] = totals["unfilled_tokens"] / (totals["rows"] * seq_len) if totals["rows"] else 0.0
     # counted by the readers (markers of an older version: documents + rejects, which it checked)
     totals["rows_read"] = int(sum(r.get("rows_read", r["documents"] + r["rejects"]) for r in recs))
@@ -133,7 +146,7 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
                       "that unit's shard" if cfg.pipeline == "pretrain" else
                       "sft: best-fit-decreasing per unit; rows hold at most seq_len tokens"),
         "totals": totals,
-        "shards": [_shard_entry(u, records[u.index]) for u in units],
+        "shards": [_shard_entry(u, r) for u, r in zip(units, recs)],
         "rejects": {"count": totals["rejects"], "files": [rejects_name(r["unit"]) for r in recs if r["rejects"]]},
         "timings": {k: round(v, 3) for k, v in timings.items()},
         "engine": cfg["run"]["engine"],
@@ -341,14 +354,15 @@ def _no_data_readme(manifest: dict[str, Any]) -> bytes:
 
 def _padding_line(manifest: dict[str, Any]) -> tuple[str, str]:
     """The room rows leave below seq_len (``unfilled_tokens``, the packers' padding ratio): pad
-    ids in the rows with ``pack.pad = true`` (``pad_tokens``), else (sft with ``pack.pad =
-    false``, whatever the counts: a run without rows too) the rows are just shorter. Pretrain
-    rows are never padded and have no unfilled count (only the unit's last row is short)."""
+    ids in the rows with ``pack.pad = true`` (``pad_tokens``, sft), else the rows are just
+    shorter (whatever the counts: a run without rows too). Pretrain rows are never padded;
+    their room is the short last row of each shard (concat packing fills every other row)."""
     t = manifest["totals"]
     room = f"{t['unfilled_tokens']:,} tokens ({100 * t['padding_ratio']:.2f}%)"
     cfg = manifest["config"]
-    unpadded = cfg.get("pipeline") == "sft" and not cfg["pack"].get("pad")
-    if unpadded or (t["unfilled_tokens"] and not t["pad_tokens"]):
+    if cfg.get("pipeline") == "pretrain":
+        return "unfilled", room + " left below seq_len in the short last row of each shard; rows are not padded"
+    if not cfg["pack"].get("pad") or (t["unfilled_tokens"] and not t["pad_tokens"]):
         return "unfilled", room + " left below seq_len; rows are not padded (pack.pad = false)"
     return "padding", room
 

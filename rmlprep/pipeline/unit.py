@@ -20,7 +20,7 @@ from ..errors import OutputError, RmlprepError
 from ..readers import Unit
 from ..shards import rejects_name
 from .output import MARKER_VERSION, OutputFolder
-from .pack import Packed, pack_conversations, pack_documents
+from .pack import Packed, pack_conversations, pack_documents, unfilled_tokens
 from .plan import check_unchanged, input_identity
 from .chat_stages import format_and_tokenize, validate_conversations
 from .stages import Tally, read, tokenize_texts, validate_texts
@@ -127,10 +127,11 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
     (``packed`` after its rows were written; ``rejects_sha256``: of the rejects file committed,
     None when there is none)."""
     seq_len = cfg["pack"]["seq_len"]
-    sft = cfg.pipeline == "sft"
     rows, real = packed.rows, packed.written_tokens
-    unfilled = int(rows * seq_len - real) if sft else 0  # room below seq_len (BFD's padding ratio)
-    pad_tokens = unfilled if cfg["pack"]["pad"] else 0  # pad ids written into the rows
+    # room below seq_len: sft, what BFD leaves in its rows (its padding ratio); pretrain, the
+    # unit's short last row (concat packing fills every other row)
+    unfilled = unfilled_tokens(rows, real, seq_len)
+    pad_tokens = unfilled if cfg["pack"]["pad"] else 0  # pad ids written into the rows (sft only)
     shard, digest = next(iter(files.items()))  # the shard is the writer's first file
     return {
         "marker_version": MARKER_VERSION,  # what the marker vouches for (output.MARKER_VERSION)
