@@ -1088,3 +1088,36 @@ def test_drop_struct_nulls_only_in_structs():
     assert arrow_values(pa.chunked_array([col])) == arrow_values(col)
     assert drop_struct_nulls([{"a": 1, "b": None}], pa.string()) == [{"a": 1, "b": None}]
     assert drop_struct_nulls([{"a": 1, "b": None}], pa.struct([("a", pa.int64()), ("b", pa.int64())])) == [{"a": 1}]
+
+
+def test_extension_types_are_cleaned_as_their_storage():
+    """Worked example: a registered extension type whose Python values are its storage's (no
+    scalar or array class of its own) is cleaned of struct padding as its storage, also nested
+    in a struct; ``arrow.uuid`` (its own scalar, no struct in storage) and ``arrow.json`` (JSON
+    text) are left as they read. Before, ``arrow_values`` kept ``"query": None`` under any
+    extension type."""
+    import pyarrow as pa
+
+    from rmlprep.readers.base import arrow_values
+
+    class Wrapped(pa.ExtensionType):
+        def __init__(self, storage):
+            super().__init__(storage, "rmlprep-test.readers-wrapped")
+
+        def __arrow_ext_serialize__(self):
+            return b""
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage, serialized):
+            return cls(storage)
+
+    plain = pa.array([{"city": "Paris"}, {"query": "cats"}])
+    assert plain.to_pylist()[0] == {"city": "Paris", "query": None}  # the padding
+    ext = pa.ExtensionArray.from_storage(Wrapped(plain.type), plain)
+    assert arrow_values(ext) == arrow_values(pa.chunked_array([ext])) == [{"city": "Paris"}, {"query": "cats"}]
+    nested = pa.StructArray.from_arrays([ext, pa.array([1, None])], ["args", "n"])
+    assert arrow_values(nested) == [{"args": {"city": "Paris"}, "n": 1}, {"args": {"query": "cats"}}]
+    uuid = pa.array([b"\x00" * 16], pa.uuid())
+    assert arrow_values(uuid) == uuid.to_pylist()
+    js = pa.array(['{"a": null}'], pa.json_())
+    assert arrow_values(js) == ['{"a": null}']

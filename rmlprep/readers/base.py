@@ -233,10 +233,44 @@ def _decoded(values: list, decode, rows: np.ndarray, column: str) -> tuple[list,
     return out, keep, errors
 
 
+def _has_struct(t: pa.DataType) -> bool:
+    """Whether type ``t`` holds a struct anywhere (through lists, maps and extension storage)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return _has_struct(t.storage_type)
+    if pa.types.is_struct(t):
+        return True
+    if pa.types.is_map(t):
+        return _has_struct(t.key_type) or _has_struct(t.item_type)
+    return hasattr(t, "value_type") and _has_struct(t.value_type)
+
+
 def _struct_cleaner(t: pa.DataType):
     """A function that drops the null fields of every struct in a value of type ``t`` (None: ``t``
     holds no struct, nothing to do). It returns the value itself when nothing is dropped (most
-    rows of a column without padding), else new containers: the input is never changed."""
+    rows of a column without padding), else new containers: the input is never changed.
+
+    An Arrow extension type (a registered ``pa.ExtensionType``: ``datasets``' own, one a user
+    registers) reads in Python as its storage does unless it brings its own scalar or array
+    class, so it is cleaned as its storage: the same rows give the same values from JSONL, from
+    Parquet with the type registered, and from Parquet without (then Arrow reads the storage
+    type itself). ``arrow.json`` holds JSON text, whose nulls are real: nothing to clean.
+
+    Raises:
+        InputError: an extension type with its own Python scalar or array class (``as_py`` /
+            ``to_pylist`` may give anything) whose storage holds a struct: its padding could not
+            be told from its values, so it is refused rather than read otherwise than JSONL.
+    """
+    if isinstance(t, pa.BaseExtensionType):
+        if t.extension_name == "arrow.json" or not _has_struct(t.storage_type):
+            return None
+        scalar = getattr(t, "__arrow_ext_scalar_class__", lambda: pa.ExtensionScalar)()
+        array = getattr(t, "__arrow_ext_class__", lambda: pa.ExtensionArray)()
+        if scalar is not pa.ExtensionScalar or array is not pa.ExtensionArray:
+            own = (scalar if scalar is not pa.ExtensionScalar else array).__name__
+            raise InputError(f"Arrow extension type {t.extension_name!r} has a struct in its storage and reads in "
+                             f"Python through its own class ({own}), so rmlprep cannot tell Arrow's struct padding "
+                             "from its values; cast the column to its storage type (or store it as JSON text) first")
+        return _struct_cleaner(t.storage_type)
     if pa.types.is_struct(t):
         subs = [(t.field(i).name, _struct_cleaner(t.field(i).type)) for i in range(t.num_fields)]
         subs = [(k, f) for k, f in subs if f is not None]
@@ -313,6 +347,10 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
         col = rb.column(column)
         is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
         decode = _json_decoder(col.type)
+        try:
+            _struct_cleaner(col.type)  # an extension type it cannot clean is refused before any row
+        except InputError as e:
+            raise InputError(f"{where}: column {column!r}: {e}", path=where) from None
         try:
             col.validate(full=True)
         except pa.ArrowInvalid as e:
