@@ -22,7 +22,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     [tokenizer]
     path = "tokenizer.json"          # REQUIRED: file/dir accepted by load_tokenizer, or "demo:gpt2"
     name = "gpt2"                    # tiktoken rank files: the encoding name
-    add_special_tokens = false       # add the spec's bos/eos around each document
+    add_special_tokens = false       # add the bos/eos the tokenizer file adds (a tokenizer.json's
+                                     # post-processor; a .model or tiktoken file adds none: refused)
     parse_special = false            # treat "<|endoftext|>" in corpus text as a control token
 
     [parity]

@@ -769,6 +769,42 @@ def test_pack_bos_once_with_add_special_tokens_in_process(tmp_path):
     assert framing(cfg, tok).bos == 0
 
 
+def test_add_special_tokens_that_adds_nothing_is_refused(tmp_path):
+    """``tokenizer.add_special_tokens = true`` with a tokenizer that adds no bos/eos changed
+    nothing without a word: a Llama 2 ``tokenizer.model`` adds no BOS (sentencepiece's
+    ``encode``: add_bos off unless asked) though the config comment promised "the spec's
+    bos/eos" (a fresh-user trial found the same in ``rmlprep encode``). It is refused before any
+    work, naming pack.bos, as ``pack.pad`` without effect is; with a tokenizer that adds BOS it
+    is taken. The .model's ids with add_special_tokens are sentencepiece's default ones."""
+    from rmlprep.errors import ConfigError
+    from rmlprep.pipeline.pack import framing
+    from rmlprep.tokenizer import Tokenizer
+
+    tok = open_tokenizer(str(TINY))[0]
+    cfg = make_cfg(tmp_path / "in.jsonl", tmp_path / "o", pack={"seq_len": 64, "bos": False},
+                   tokenizer={"path": str(TINY), "add_special_tokens": True})
+    assert framing(cfg, tok).bos is None  # TINY adds its BOS itself
+    quiet = Tokenizer.create(tok.spec.replace(add_bos=False))
+    with pytest.raises(ConfigError, match=r"^tokenizer\.add_special_tokens: this tokenizer adds no bos/eos .*pack\.bos"):
+        framing(cfg, quiet)
+    model = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS") or Path.home() / ".cache" / "rmlprep-real-tokenizers") \
+        / "llama2" / "tokenizer.model"
+    if model.is_file():
+        spm = pytest.importorskip("sentencepiece")
+        inp = tmp_path / "in.jsonl"
+        inp.write_text(json.dumps({"text": "Hello world"}) + "\n")
+        toml = tmp_path / "c.toml"
+        toml.write_text(f'[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{model}"\nadd_special_tokens = true\n'
+                        f'[pack]\nseq_len = 64\n[output]\ndir = "{tmp_path / "out"}"\n')
+        r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", str(toml)], env=cli_env(), capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 2 and "tokenizer.add_special_tokens: this tokenizer adds no bos/eos" in r.stderr
+        assert r.stderr.count("\n") == 1 and not (tmp_path / "out" / "train-00000.parquet").exists()
+        sp = spm.SentencePieceProcessor(model_file=str(model))
+        assert sp.encode("Hello world") == Tokenizer.create(open_tokenizer(str(model))[0].spec).encode(
+            "Hello world", add_special_tokens=True)
+
+
 # -- pack.overflow = "drop": a dropped document is a reject, written aside ------------------------------
 def _digits(n: int) -> str:
     """n digits. bl_gpt2_digits splits digits one by one (its fixture case "0123456789" is

@@ -37,15 +37,20 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
 
     ``pack.bos`` with ``tokenizer.add_special_tokens`` and a tokenizer whose encode already puts
     its BOS first (``spec.add_bos``: the post-processor of a tokenizer.json, ``add_bos_token`` of
-    a GGUF or SentencePiece model) would give every document two BOS ids; ``pack.eos`` with
+    a GGUF) would give every document two BOS ids; ``pack.eos`` with
     ``add_eos`` two EOS ids. Neither reference library nor any model's training data does that,
     so the combination is refused with the flag to drop, rather than guessed at.
+    ``tokenizer.add_special_tokens`` with a tokenizer that adds neither (a SentencePiece
+    ``.model``: sentencepiece's ``encode`` adds no BOS unless asked, though the same model's
+    Hugging Face tokenizer.json does) would change nothing, so it is refused too, as
+    ``pack.pad`` in pretraining is.
 
     Raises:
         ConfigError: ``pack.bos`` / ``pack.eos`` and the tokenizer has no bos / eos id (for a
             tokenizer.json without the ``tokenizer_config.json`` that names them, the message says so);
             ``pack.bos`` / ``pack.eos`` and the tokenizer already adds that id (with
-            ``tokenizer.add_special_tokens``); ``pack.pad`` and it has neither a pad nor an eos id.
+            ``tokenizer.add_special_tokens``); ``tokenizer.add_special_tokens`` and it adds
+            neither; ``pack.pad`` and it has neither a pad nor an eos id.
     """
     pack = cfg["pack"]
     if cfg.pipeline == "sft":
@@ -69,6 +74,12 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
             raise ConfigError(f"pack.{flag}: the tokenizer has no {flag} id; set pack.{flag} = false")
     if cfg["tokenizer"]["add_special_tokens"]:
         spec = tokenizer.spec
+        if not (spec.add_bos or spec.add_eos):
+            raise ConfigError(
+                "tokenizer.add_special_tokens: this tokenizer adds no bos/eos (its add_bos and add_eos are false, "
+                "as for a SentencePiece .model or a tiktoken file, whose libraries add none unless asked), so it "
+                "would change nothing; frame documents with pack.bos / pack.eos, or set it to false"
+            )
         for flag, adds, name, tid in (("bos", spec.add_bos, "BOS", bos), ("eos", spec.add_eos, "EOS", eos)):
             if pack[flag] and adds:
                 raise ConfigError(
