@@ -7,6 +7,15 @@ Worked example (``gemma3``, ``[system "Be brief.", user "Hi", assistant "Hello"]
     <start_of_turn>model\\n                   template (generation prompt)   0
     Hello<end_of_turn>                        assistant        1
     \\n                                       template         0
+
+Worked example (``gemma4``, ``[user "Weather?", assistant calling get_weather(city="Paris"),
+tool "sunny", assistant "Sunny."]``, no tools given)::
+
+    <bos><|turn>user\\nWeather?<turn|>\\n<|turn>model\\n                       template, user  0
+    <|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><|tool_response>  assistant  1
+    response:get_weather{value:<|"|>sunny<|"|>}<tool_response|>                tool       0
+    Sunny.<turn|>                                                               assistant  1
+    \\n                                                                         template   0
 """
 
 from __future__ import annotations
@@ -163,7 +172,10 @@ class _Tools:
             for n, (k, x) in enumerate(_dictsort(v)):
                 if n:
                     self.t(",")
-                self.quoted(k) if escape_keys else self.c(k)
+                if escape_keys:
+                    self.quoted(k)
+                else:
+                    self.c(k)
                 self.t(":")
                 self.argument(x, escape_keys)
             self.t("}")
