@@ -407,6 +407,8 @@ def encode_batch_flat(
         ids, offsets = tokenizer._native.encode_batch(segs, num_threads=num_threads)
     else:
         ids, offsets = np.zeros(0, np.uint32), np.zeros(n + 1, np.int64)
+    if fast_ok:  # before the slow rows join: their unk runs may hold added tokens, never fused
+        ids, offsets = _fuse_unk_rows(tokenizer, ids, offsets)
     if slow:
         rows = [ids[offsets[i]:offsets[i + 1]] for i in range(n)]
         for i in slow:
@@ -415,16 +417,16 @@ def encode_batch_flat(
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum(lens, out=offsets[1:])
         ids = np.concatenate(rows) if rows else np.zeros(0, np.uint32)
-    return _finish(tokenizer, ids, offsets, fuse=fast_ok, add_special_tokens=add_special_tokens)
+    return _finish(tokenizer, ids, offsets, add_special_tokens=add_special_tokens)
 
 
-def _finish(tokenizer, ids: np.ndarray, offsets: np.ndarray, *, fuse: bool,
-            add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
-    """What ``encode`` does after the native encoder, on flat rows: unk runs fused (``fuse``:
-    the rows came from the native encoder, which does not fuse), then BOS/EOS added."""
+def _fuse_unk_rows(tokenizer, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each run of unk ids in a row fused into one (``fuse_unk``), for rows the native encoder
+    made (it does not fuse) from text holding no added token: ``tokenizers`` fuses inside one
+    model call (``BPE::merge_word``), and an added token such as ``"<unk>"`` is a piece of its
+    own, so ``"<unk><unk>"`` stays two ids."""
     s = tokenizer.spec
-    n = len(offsets) - 1
-    if fuse and s.fuse_unk and s.unk_id is not None and len(ids) > 1:
+    if s.fuse_unk and s.unk_id is not None and len(ids) > 1:
         repeat = np.zeros(len(ids), dtype=bool)  # an unk right after an unk in the same row
         repeat[1:] = (ids[1:] == s.unk_id) & (ids[:-1] == s.unk_id)
         repeat[offsets[:-1][offsets[:-1] < len(ids)]] = False
@@ -432,6 +434,14 @@ def _finish(tokenizer, ids: np.ndarray, offsets: np.ndarray, *, fuse: bool,
             kept = np.zeros(len(ids) + 1, np.int64)
             np.cumsum(~repeat, out=kept[1:])
             ids, offsets = ids[~repeat], kept[offsets]
+    return ids, offsets
+
+
+def _finish(tokenizer, ids: np.ndarray, offsets: np.ndarray, *,
+            add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
+    """What ``encode`` does after its rows are tokenized, on flat rows: BOS/EOS added."""
+    s = tokenizer.spec
+    n = len(offsets) - 1
     if add_special_tokens and (s.add_bos or s.add_eos):
         nb, ne = int(s.add_bos), int(s.add_eos)
         lens = np.diff(offsets)
@@ -484,7 +494,8 @@ def encode_arrow_flat(
     off_type = np.int32 if pa.types.is_string(values.type) else np.int64
     offsets = np.frombuffer(off_buf, off_type)[values.offset:values.offset + len(values) + 1]
     ids, offsets = nat.encode_utf8(data if data is not None else b"", offsets, num_threads=num_threads)
-    return _finish(tokenizer, ids, offsets, fuse=True, add_special_tokens=add_special_tokens)
+    ids, offsets = _fuse_unk_rows(tokenizer, ids, offsets)
+    return _finish(tokenizer, ids, offsets, add_special_tokens=add_special_tokens)
 
 
 def surrogate_rows(texts: Sequence) -> list[int]:

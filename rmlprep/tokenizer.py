@@ -448,16 +448,17 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
     def _encode_fragments(self, fragments: list[str | int], *, normalized: bool = False) -> list[int]:
         ids: list[int] = []
         prev_special = True
+        unk = self.spec.unk_id if self.spec.fuse_unk else None
         for k, f in enumerate(fragments):
             if isinstance(f, int):
                 ids.append(f)
                 prev_special = True
             else:
-                ids.extend(self._encode_text(f, at_start=(k == 0), after_special=prev_special,
-                                             normalized=normalized))
+                part = self._encode_text(f, at_start=(k == 0), after_special=prev_special, normalized=normalized)
+                # fused inside one text fragment only: tokenizers fuses within a model call, and an
+                # added token ("<unk>" typed in the text) is a piece of its own
+                ids.extend(fuse_unk(part, unk) if unk is not None else part)
                 prev_special = False
-        if self.spec.fuse_unk and self.spec.unk_id is not None:
-            ids = fuse_unk(ids, self.spec.unk_id)
         return ids
 
     def _encode_text(

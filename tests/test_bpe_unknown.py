@@ -223,3 +223,29 @@ def test_byte_fallback_without_any_byte_token_is_no_byte_fallback(tmp_path, unk,
         expected = ref.encode(text).ids
         assert tok.encode(text) == expected, (text, "native" if tok._native else "pure")
         assert pure.encode(text) == expected, (text, "pure")
+
+
+@pytest.mark.parametrize("pre", sorted(PRE))
+def test_typed_unk_tokens_are_not_fused(tmp_path, pre):
+    """``fuse_unk`` fuses the unknown characters of one model call (``BPE::merge_word``); an
+    added token typed in the text ("<unk>" in a WikiText-style corpus) is a piece of its own,
+    so "<unk><unk>" stays two ids, and so does "☃<unk>" (an unknown character, then the added
+    token). Mistral, Gemma and Phi-3 ship ``fuse_unk: true``. Expected ids from ``tokenizers``,
+    through ``encode``, the pure path and the batch paths."""
+    from rmlprep.native import encode_batch_flat
+
+    ref = _toy("<unk>", True, PRE[pre])
+    ref.add_special_tokens(["<unk>"])
+    tok, pure = _both_paths(ref, tmp_path, f"typed-{pre}")
+    texts = ["<unk><unk>", "a <unk><unk><unk> b", "☃<unk>", "<unk>☃☃", "a☃☃<unk>☃b", "<unk> <unk>", "☃☃"]
+    expected = [ref.encode(t).ids for t in texts]
+    assert expected[0] == [6, 6]  # the reference keeps both (it is what this test is about)
+    for text, ids in zip(texts, expected):
+        assert tok.encode(text) == ids, text
+        assert pure.encode(text) == ids, text
+    for t in (tok, pure):
+        flat, offsets = encode_batch_flat(t, texts)
+        assert [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))] == expected
+    fn = rmlprep.tokenize_text(tok, parse_special=True)
+    import pyarrow as pa
+    assert fn(pa.table({"text": texts}))["input_ids"].to_pylist() == expected
