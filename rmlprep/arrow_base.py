@@ -16,6 +16,7 @@ Source: the batched-map contract of ``datasets`` (``arrow_dataset.py`` ``map``,
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import zlib
 from array import array
@@ -289,6 +290,8 @@ class _MapFunction:
             )
         values = _values(batch, col, is_arrow)
         n = len(values)
+        if not is_arrow and not isinstance(getattr(batch, "pa_table", None), pa.Table) and _from_datasets():
+            self._check_streamed(values, lambda name: batch[name] if name in names else None)
 
         def where(i: int) -> str:
             parts = ["the example (an unbatched map)" if _one else f"row {i} of the batch"]
@@ -347,6 +350,11 @@ class _MapFunction:
         value (the batch's other columns are not formatted to tell: that would convert them all)."""
         return value is None or isinstance(value, (str, bytes, Mapping))
 
+    def _check_streamed(self, values: list, column) -> None:
+        """Rows that a ``datasets`` map turned from Arrow into plain Python with no table types
+        to clean them by (:func:`_from_datasets`): the chat callable refuses those whose struct
+        padding cannot be told from JSON nulls."""
+
     def _call_one(self, example: Mapping, index: int | None):
         """One example (``datasets.map(fn)`` without ``batched=True``): tokenized as a batch of one
         row, returned as a dict of one value per column (``input_ids`` a 1-D numpy array,
@@ -395,6 +403,24 @@ class _MapFunction:
     ) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], dict[int, str], dict[str, np.ndarray]]:
         """(list columns as (name, flat, offsets), {row: error}, {name: one value per row})."""
         raise NotImplementedError
+
+
+_DATASETS_MAPS = ("datasets.iterable_dataset", "datasets.arrow_dataset")
+
+
+def _from_datasets() -> bool:
+    """Whether this call comes from a ``datasets`` map. Called for a batch with no Arrow table
+    beside it: ``IterableDataset.map`` (``load_dataset(..., streaming=True)``,
+    ``Dataset.to_iterable_dataset()``) and ``Dataset.map(..., input_columns=[...])`` hand plain
+    dicts and lists made from Arrow tables by ``to_pylist``, with no column types to clean them by."""
+    f = sys._getframe(2)
+    for _ in range(12):
+        if f is None:
+            return False
+        if f.f_globals.get("__name__") in _DATASETS_MAPS:
+            return True
+        f = f.f_back
+    return False
 
 
 def _calls_tools(messages) -> bool:

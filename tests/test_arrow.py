@@ -650,6 +650,34 @@ def test_struct_padding_is_left_out_in_an_unbatched_map_too(tok):
         bad.map(tokenize_chat(tok, "qwen2.5"), with_indices=True, load_from_cache_file=False)
 
 
+def test_streamed_struct_padding_is_refused_and_arrow_format_matches(tok):
+    """An explorer finding (G13): ``IterableDataset.map`` (``load_dataset(..., streaming=True)``,
+    ``Dataset.to_iterable_dataset()``) and ``Dataset.map(..., input_columns=[...])`` hand plain
+    dicts and lists made from the Arrow rows, struct padding included and no table types beside
+    them, so the qwen2.5 text taught ``{"city": "Paris", "query": null}``. Such a row is refused
+    with the fix in the message; with
+    ``.with_format("arrow")`` the ids equal the dict batch's (the JSONL rows); a streamed batch
+    with no null in its arguments or tools is written as usual."""
+    import datasets
+
+    rows = [_tool_conv("get_weather", {"city": "Paris"}, "Weather in Paris?", [_WEATHER, _SEARCH]),
+            _tool_conv("search", {"query": "cats"}, "Search cats", [_WEATHER, _SEARCH])]
+    fn = tokenize_chat(tok, "qwen2.5")
+    want = [list(x) for x in fn(_as_dict_batch(rows))["input_ids"]]
+    streamed = datasets.Dataset.from_list(rows).to_iterable_dataset()
+    for batched in (True, False):
+        with pytest.raises(ConfigError, match=r"arguments\.query, .*with_format\(\"arrow\"\)"):
+            list(streamed.map(fn, batched=batched))
+    with pytest.raises(ConfigError, match=r"arguments\.query, .*leave out input_columns"):
+        datasets.Dataset.from_list(rows).map(fn, batched=True, input_columns=["messages"], load_from_cache_file=False)
+    as_arrow = streamed.with_format("arrow").map(fn, batched=True)
+    assert [list(r["input_ids"]) for r in as_arrow.with_format(None)] == want
+    same_keys = [_tool_conv("get_weather", {"city": c}, f"Weather in {c}?", [_WEATHER]) for c in ("Paris", "Rome")]
+    want = [list(x) for x in fn(_as_dict_batch(same_keys))["input_ids"]]
+    got = datasets.Dataset.from_list(same_keys).to_iterable_dataset().map(fn, batched=True)
+    assert [list(r["input_ids"]) for r in got] == want
+
+
 def test_json_nulls_in_string_columns_are_kept(tok):
     """A null in JSON (``"default": null`` in a tool's schema, a ``null`` argument) is a value
     the template renders; tools and arguments stored as JSON strings keep it from Arrow too,
