@@ -1047,6 +1047,36 @@ def test_a_cut_gzip_does_not_claim_a_huge_size(tmp_path):
         assert readers_base.decoded_size_estimate(str(p)) <= 1032 * cut
 
 
+def test_a_gzip_s_trailer_is_believed_only_when_its_first_bytes_bear_it_out(tmp_path):
+    """ISIZE (a .gz file's last 4 bytes, RFC 1952) is the last member's size: bytes after the
+    last member (a fresh-user trial: a 2.7 MB file read as 555.8 MB in the plan line) or an
+    empty last member (bgzip) say nothing of the file. The estimate (progress and the plan
+    line, never an allocation) must stay within a factor of 2 of the decoded size; a clean
+    single-member file keeps its exact ISIZE. The run still refuses the garbage (its reader)."""
+    import random
+
+    rnd = random.Random(3)
+    words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9))) for _ in range(5000)]
+    data = "".join(json.dumps({"text": " ".join(rnd.choice(words) for _ in range(300))}) + "\n"
+                   for _ in range(600)).encode()
+    whole = gzip.compress(data)
+    assert len(whole) > 8 << 16  # the plan inflates 64 KB of it: a small part
+    p = tmp_path / "c.jsonl.gz"
+    p.write_bytes(whole)
+    assert readers_base.decoded_size_estimate(str(p)) == len(data)  # its ISIZE, borne out
+    garbage = bytes(rnd.randrange(256) for _ in range(3996)) + (555_800_000).to_bytes(4, "little")
+    members = b"".join(gzip.compress(data[i:i + 65536]) for i in range(0, len(data), 65536)) + gzip.compress(b"")
+    for body in (whole + garbage, members):
+        p.write_bytes(body)
+        est = readers_base.decoded_size_estimate(str(p))
+        assert len(data) / 2 <= est <= 2 * len(data), (len(body), est)
+        (unit,) = plan_units(inp([p]))
+        assert unit.nbytes == est
+    small = gzip.compress(data[:5000])  # a file inside the sample is inflated whole: exact
+    p.write_bytes(small + garbage)
+    assert readers_base.decoded_size_estimate(str(p)) == 5000
+
+
 def test_column_names_without_reading_rows(tmp_path):
     """rmlprep.readers.units.column_names: a Parquet or Arrow schema and a CSV header are every
     column (True); a JSONL file's first object only its own keys that hold something (False: rows
