@@ -105,3 +105,25 @@ def test_template_mode_writes_a_template_no_format_reproduces():
         "<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>Bye!<|end_of_text|>\n")
     masked = tok.decode_bytes([i for i, m in zip(enc.input_ids, enc.assistant_masks) if m])
     assert masked == b"Hello<|end_of_text|>Bye!<|end_of_text|>"
+
+
+def test_generation_tags_render_their_body():
+    """An explorer finding (G9): a template with TRL's ``{% generation %}...{% endgeneration %}``
+    around the answer (what ``assistant_only_loss`` asks for) was refused as "does not compile";
+    transformers compiles it with its ``AssistantTracker`` extension, whose block renders its body
+    unchanged. Worked example: ``{% generation %}{{ m.content }}{% endgeneration %}`` over the
+    answer "Yo" renders "Yo", so the tagged ChatML template gives the untagged one's ids and mask,
+    in detection and in template mode."""
+    from rmlprep.chat import detect_chat_format
+
+    plain = template_text("chatml-openhermes")
+    tagged = plain.replace("{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}",
+                           "{{'<|im_start|>' + message['role'] + '\\n'}}{% generation %}{{ message['content'] + "
+                           "'<|im_end|>' }}{% endgeneration %}{{ '\\n' }}")
+    assert "{% generation %}" in tagged
+    assert detect_chat_format(tagged) == detect_chat_format(plain) == "chatml"
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}]
+    want = encode_chat(_tok(plain), conv, "template")
+    got = encode_chat(_tok(tagged), conv, "template")
+    assert (got.input_ids, got.assistant_masks) == (want.input_ids, want.assistant_masks)
+    assert sum(want.assistant_masks) > 0

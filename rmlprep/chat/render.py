@@ -34,8 +34,11 @@ def jinja_environment(now: _dt.datetime | _dt.date | None = None):
     """A jinja2 environment set up like transformers' ``_compile_jinja_template``.
 
     ``ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-    extensions=[loopcontrols])``, ``raise_exception``, ``tojson(ensure_ascii=False)``,
-    ``strftime_now`` (frozen at ``now`` when given, else the current time).
+    extensions=[AssistantTracker, loopcontrols])``, ``raise_exception``,
+    ``tojson(ensure_ascii=False)``, ``strftime_now`` (frozen at ``now`` when given, else the
+    current time). The ``{% generation %}...{% endgeneration %}`` tag (transformers'
+    ``AssistantTracker``, which TRL's ``assistant_only_loss`` asks templates to use) renders its
+    body unchanged, as there; rmlprep's masks do not read it.
 
     Raises:
         ChatFormatError: jinja2 is not installed (with the pip line).
@@ -59,11 +62,34 @@ def jinja_environment(now: _dt.datetime | _dt.date | None = None):
             return _dt.datetime.now().strftime(fmt)
         return now.strftime(fmt)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[_generation_tag(), loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
     return env
+
+
+@functools.lru_cache(maxsize=1)
+def _generation_tag():
+    """A jinja2 extension for transformers' ``{% generation %}`` block tag: the body renders
+    unchanged (transformers' ``AssistantTracker._render_assistant`` returns ``caller()`` and only
+    records where it was, for ``return_assistant_tokens_mask``)."""
+    from jinja2 import nodes
+    from jinja2.ext import Extension
+
+    class GenerationTag(Extension):
+        tags = {"generation"}
+
+        def parse(self, parser):
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+        def _body(self, caller):
+            return caller()
+
+    return GenerationTag
 
 
 @functools.lru_cache(maxsize=64)
