@@ -150,6 +150,22 @@ def test_csv(tmp_path):
     assert rows == [0, 1, 2, 3] and not errors
 
 
+def test_a_file_named_like_a_glob(tmp_path):
+    """An explorer finding (n8): "a[1].jsonl" is a file, but as a glob it matches "a1.jsonl",
+    which the run read instead, exit 0 (and with no a1.jsonl it said "matches no file" of a file
+    that exists). Both are refused, naming the escaped form (glob.escape: "a[[]1].jsonl"),
+    which then reads the file."""
+    named = tmp_path / "a[1].jsonl"
+    named.write_text(json.dumps({"text": "the bracket file"}) + "\n")
+    with pytest.raises(ConfigError, match=r"names a file but reads as a glob .*matches no file.*a\[\[\]1\]\.jsonl"):
+        plan_units(inp([named]))
+    (tmp_path / "a1.jsonl").write_text(json.dumps({"text": "another file"}) + "\n")
+    with pytest.raises(ConfigError, match=r"names a file but reads as a glob .*matches .*a1\.jsonl"):
+        plan_units(inp([named]))
+    escaped = str(tmp_path / "a[[]1].jsonl")
+    assert read_all(plan_units(inp([escaped])), "text")[0] == ["the bracket file"]
+
+
 def test_glob_and_missing(tmp_path):
     for i in (2, 1):
         (tmp_path / f"p{i}.jsonl").write_text(json.dumps({"text": str(i)}) + "\n")

@@ -78,6 +78,13 @@ def _identity(path: str) -> Any:
     return fs.realpath(path)
 
 
+def _glob_escape(path: str) -> str:
+    """``path`` with its glob characters escaped (:func:`glob.escape`; ``[`` -> ``[[]``)."""
+    import glob
+
+    return glob.escape(path)
+
+
 def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list[str]:
     """Files and ``datasets`` folders named by ``paths`` (globs expanded, sorted), deduplicated.
 
@@ -90,6 +97,12 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
     for pat in paths:
         if any(ch in pat for ch in "*?["):
             hits = fs.glob(pat, recursive=True)
+            if fs.exists(pat) and fs.realpath(pat) not in {fs.realpath(h) for h in hits}:
+                # a file named like a glob ("a[1].jsonl"): the glob reads other files, or none
+                other = f"matches {', '.join(hits[:3])}{' ...' if len(hits) > 3 else ''}" if hits else "matches no file"
+                raise ConfigError(f"input.paths: {pat!r} names a file but reads as a glob (it holds *, ? or [), "
+                                  f"which {other}, not that file; to name the file, escape it: "
+                                  f"{_glob_escape(pat)!r}")
             if not hits:
                 raise ConfigError(f"input.paths: the glob {pat!r} matches no file")
             hf_dirs = [fs.realpath(h) for h in hits if fs.isdir(h) and is_hf_dir(h)]
