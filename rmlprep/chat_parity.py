@@ -91,7 +91,7 @@ def load_renders(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str
         with _open_text(p) as fh:
             lines = fh.read().split("\n")
     except FileNotFoundError:
-        raise ConfigError(f"parity.chat_renders: {p} does not exist") from None
+        raise ConfigError(f"parity.chat_renders: {p} does not exist", path=str(p)) from None
     except (OSError, EOFError, UnicodeDecodeError) as e:
         raise ConfigError(f"parity.chat_renders: {p} cannot be read: {e}") from None
     banner: dict[str, Any] = {}
@@ -221,7 +221,8 @@ def check_chat_format(fmt: str, *, template: str | None = None, renders: str | o
     if not path.is_file():
         if required or renders is not None:
             raise ConfigError(f"parity.chat_renders: the renders file {path} does not exist; give one made by "
-                              "tools/make_chat_fixtures.py, or set parity.chat = \"auto\" to skip the check")
+                              "tools/make_chat_fixtures.py, or set parity.chat = \"auto\" to skip the check",
+                              path=str(path))
         log(f"warning: parity: chat renders {path} not found; chat format not checked against them")
         return summary
     banner, rows = load_renders(path)
@@ -368,7 +369,7 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
                      "or name the format and set parity.chat = false, having compared it with the template yourself")
             raise ConfigError(f"chat.format = \"auto\": {e}; {other}") from None
         log(f"chat: chat.format = \"auto\" → {data['chat']['format']!r} (reproduces the tokenizer's chat template)")
-    return RunConfig(data, cfg.source)
+    return RunConfig(data, cfg.source, relative=cfg.relative, cwd=cfg.cwd)
 
 
 def check_chat_markers(cfg, tokenizer) -> None:

@@ -108,6 +108,7 @@ from pathlib import Path
 from typing import Any
 
 from . import fs
+from .config_paths import _abs, _abs_dir, relative_note
 from .chat import detect_chat_format
 from .chat.registry import get_format, resolve_options
 from .errors import ChatFormatError, ConfigError
@@ -210,6 +211,15 @@ class RunConfig:
     data: dict[str, Any]
     source: str = ""
     _hash: str = field(default="", repr=False)
+    #: ``(key, as given, absolute)`` for each local path the config gave relative, and the
+    #: directory they were resolved against (the current one): what :meth:`relative_note` says
+    relative: tuple[tuple[str, str, str], ...] = field(default=(), repr=False, compare=False)
+    cwd: str = field(default="", repr=False, compare=False)
+
+    def relative_note(self, path: str | None) -> str:
+        """What an error about ``path`` (absolute) adds when the config gave it relative
+        (:func:`rmlprep.config_paths.relative_note`); "" otherwise."""
+        return relative_note(self.relative, self.cwd, self.source, path)
 
     def __getitem__(self, section: str) -> Any:
         return self.data[section]
@@ -271,29 +281,11 @@ class RunConfig:
             if workers < 0:
                 raise ConfigError(f"--workers: must be >= 0 (0 = all cores), got {workers}")
             d["run"]["workers"] = workers
+        relative = self.relative
         if output is not None:
             d["output"]["dir"] = _abs_dir(output)
-        return RunConfig(d, self.source)
-
-
-def _abs(p: str) -> str:
-    """An absolute local path; ``demo:NAME`` and object-store URIs (``s3://...``, see
-    :mod:`rmlprep.fs`) as they are."""
-    if p.startswith("demo:") or fs.is_remote(p):
-        return p
-    return str(Path(os.path.expanduser(p)).absolute())
-
-
-def _abs_dir(p: str) -> str:
-    """``output.dir`` as :func:`_abs` makes it, ``..`` and ``.`` taken out
-    (``/work/rmlprep/../out/a1`` → ``/work/out/a1``, the folder the user sees in the log and the
-    manifest) when that names the same folder: a ``..`` after a symbolic link goes up from the
-    link's target, so there the path is kept as given. ``output.dir`` is not in the config hash."""
-    a = _abs(p)
-    if a == p and (p.startswith("demo:") or fs.is_remote(p)):
-        return a
-    n = os.path.normpath(a)
-    return n if n == a or os.path.realpath(n) == os.path.realpath(a) else a
+            relative = tuple(r for r in relative if r[0] != "output.dir")  # --output is not the config's
+        return RunConfig(d, self.source, relative=relative, cwd=self.cwd)
 
 
 def _check_engine(engine: str, where: str) -> None:
@@ -392,13 +384,21 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
             raise ConfigError(f"{w}input.{k}: must be >= 1, got {inp[k]}")
     if inp["column"] is None:
         inp["column"] = "messages" if pipeline == "sft" else "text"
+    relative: list[tuple[str, str, str]] = []
+
+    def resolved(key: str, p: str, absolute=None) -> str:
+        a = (absolute or _abs)(p)
+        if a != p and not os.path.isabs(os.path.expanduser(p)):
+            relative.append((key, p, a))
+        return a
+
     if inp["format"] != "stdlib":
-        inp["paths"] = [_abs(x) for x in inp["paths"]]
+        inp["paths"] = [resolved("input.paths", x) for x in inp["paths"]]
     tok = data["tokenizer"]
-    tok["path"] = _abs(tok["path"])
+    tok["path"] = resolved("tokenizer.path", tok["path"])
     par = data["parity"]
     if par["fixture"] is not None:
-        par["fixture"] = _abs(par["fixture"])
+        par["fixture"] = resolved("parity.fixture", par["fixture"])
     if par["live_sample"] < 0:
         raise ConfigError(f"{w}parity.live_sample: must be >= 0, got {par['live_sample']}")
     if isinstance(par["chat"], str) and par["chat"] != "auto":
@@ -406,7 +406,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     if par["chat_live_sample"] < 0:
         raise ConfigError(f"{w}parity.chat_live_sample: must be >= 0, got {par['chat_live_sample']}")
     if par["chat_renders"] is not None:
-        par["chat_renders"] = _abs(par["chat_renders"])
+        par["chat_renders"] = resolved("parity.chat_renders", par["chat_renders"])
     given_par = raw.get("parity", {})
     if pipeline != "sft":
         for k in ("chat", "chat_renders", "chat_live_sample"):
@@ -460,7 +460,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     elif "chat" in raw:
         raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
     out = data["output"]
-    out["dir"] = _abs_dir(out["dir"])
+    out["dir"] = resolved("output.dir", out["dir"], _abs_dir)
     if out["format"] not in _OUTPUT_FORMATS:
         raise ConfigError(f"{w}output.format: must be one of {list(_OUTPUT_FORMATS)}, got {out['format']!r}")
     if out["format"] == "megatron" and pipeline != "pretrain":
@@ -483,4 +483,4 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
         if not run["ray_address"]:
             raise ConfigError(f"{w}run.ray_address: empty; leave it out to start a local Ray, or give "
                               "\"auto\" or \"ray://host:10001\"")
-    return RunConfig(data, source)
+    return RunConfig(data, source, relative=tuple(relative), cwd=os.getcwd() if relative else "")

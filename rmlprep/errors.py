@@ -94,7 +94,24 @@ class RowError(RmlprepError, ValueError):
 
 
 class ConfigError(RmlprepError, ValueError):
-    """A run config with a bad, missing or unknown key; the message names the key."""
+    """A run config with a bad, missing or unknown key; the message names the key.
+
+    Attributes:
+        path: the path a ``... does not exist`` error is about (absolute, as the config
+            resolved it), so the run can say how a relative one was resolved
+            (:meth:`rmlprep.config.RunConfig.relative_note`); None otherwise.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+    def __reduce__(self):  # keep path across worker processes
+        return (_config_error, (self.args[0] if self.args else "", self.path))
+
+
+def _config_error(message: str, path: str | None) -> ConfigError:
+    return ConfigError(message, path=path)
 
 
 class InputError(RmlprepError, ValueError):

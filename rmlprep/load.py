@@ -316,7 +316,8 @@ def open_tokenizer(path: str, *, name: str | None = None, log: Callable[[str], N
         return _open_demo(path[len(DEMO_PREFIX):], log)
     path_word, name_word = words
     if not os.path.exists(path):
-        raise ConfigError(f"{path_word}: {path} does not exist" if path_word else f"{path}: no such file or directory")
+        raise ConfigError(f"{path_word}: {path} does not exist" if path_word else f"{path}: no such file or directory",
+                          path=path)
     if path.endswith(".json") and os.path.isfile(path) and is_spec_file(path):
         if name:
             raise ConfigError(f"{name_word}: only tiktoken rank files take an encoding name; {path} is a "

@@ -642,3 +642,34 @@ def test_sigterm_is_one_line_and_exit_143(tmp_path, group):
     assert err.splitlines()[-1] == "rmlprep: terminated (SIGTERM); the done units stay and --resume continues", err
     assert "Traceback" not in err and not list(out.rglob("*.tmp-*"))
     assert main(["run", str(toml), "--resume"]) == 0  # the lock was released; done units are kept
+
+
+@needs_tiny
+def test_run_from_another_folder_says_how_relative_paths_resolved(tmp_path, monkeypatch, capsys):
+    """A config whose relative paths assume the project folder, run from elsewhere (a
+    fresh-user trial): the error shows the path resolved (absolute), says it resolved against
+    the current directory, not the config file's folder, and where such a path exists. A path
+    given absolute gets no such note."""
+    proj, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    (proj / "configs").mkdir(parents=True)
+    (proj / "data").mkdir()
+    elsewhere.mkdir()
+    (proj / "data" / "a.jsonl").write_text('{"text": "hello"}\n')
+    toml = proj / "configs" / "c.toml"
+    body = ('[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{tok}"\n[pack]\nseq_len = 64\n'
+            '[output]\ndir = "out/c"\n[run]\nprogress = "none"\nhistogram = false\n')
+    monkeypatch.chdir(elsewhere)
+    cases = [("data/*.jsonl", TINY, "input.paths: the glob '{cwd}/data/*.jsonl' matches no file (input.paths gives "
+              "'data/*.jsonl': a relative path in a config resolves against the current directory, {cwd}, not "
+              "against the config file's folder, {proj}/configs; {proj}/data/*.jsonl matches: run from {proj}, "
+              "or give the absolute path)"),
+             ("data/a.jsonl", "tok.json", "tokenizer.path: {cwd}/tok.json does not exist (tokenizer.path gives "
+              "'tok.json': a relative path in a config resolves against the current directory, {cwd}, not "
+              "against the config file's folder, {proj}/configs)"),
+             (str(elsewhere / "nope.jsonl"), TINY, "input.paths: {cwd}/nope.jsonl does not exist\n")]
+    for inp, tok, want in cases:
+        toml.write_text(body.format(inp=inp, tok=tok))
+        assert main(["run", str(toml)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and want.format(cwd=elsewhere, proj=proj) in err, err
+    assert not (elsewhere / "out").exists()

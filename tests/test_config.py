@@ -154,3 +154,19 @@ def test_shipped_configs_are_valid():
     assert "demo.toml" in names
     for p in root.glob("*.toml"):
         load_config(p)
+
+
+def test_relative_paths_are_remembered_outside_the_hash(tmp_path, monkeypatch):
+    """How each relative path was given is kept for error messages (RunConfig.relative), never
+    in the data: the config hash and manifest config are those of the same config written with
+    absolute paths; --output on the command line is not the config's path."""
+    monkeypatch.chdir(tmp_path)
+    rel = config_from_dict(cfg(input={"paths": ["d/*.jsonl"]}, output={"dir": "o"}))
+    absolute = config_from_dict(cfg(input={"paths": [str(tmp_path / "d" / "*.jsonl")]}, output={"dir": str(tmp_path / "o")}))
+    assert rel.config_hash == absolute.config_hash and rel.to_dict() == absolute.to_dict()
+    assert ("input.paths", "d/*.jsonl", str(tmp_path / "d" / "*.jsonl")) in rel.relative
+    assert ("output.dir", "o", str(tmp_path / "o")) in rel.relative and rel.cwd == str(tmp_path)
+    assert not [r for r in absolute.relative if r[0] in ("input.paths", "output.dir")]
+    assert [r[0] for r in rel.with_overrides(output="x").relative if r[0] == "output.dir"] == []
+    assert rel.relative_note(str(tmp_path / "d" / "*.jsonl")).startswith(" (input.paths gives 'd/*.jsonl'")
+    assert rel.relative_note(str(tmp_path / "elsewhere")) == ""

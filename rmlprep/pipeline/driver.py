@@ -42,6 +42,20 @@ def load_run_tokenizer(cfg: RunConfig, log: Callable[[str], None] = print):
 
 def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokenizer=None,
         log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run a config end to end and return the manifest (:func:`_run`); an error about a path
+    that does not exist says how the config's relative path was resolved
+    (:meth:`~rmlprep.config.RunConfig.relative_note`: against the current directory)."""
+    try:
+        return _run(cfg, resume=resume, overwrite=overwrite, tokenizer=tokenizer, log=log)
+    except ConfigError as e:
+        note = cfg.relative_note(e.path)
+        if not note:
+            raise
+        raise ConfigError(f"{e}{note}", path=e.path) from None
+
+
+def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokenizer=None,
+         log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run a config end to end and return the manifest.
 
     The output folder is locked for the whole run (a second run into it fails at once). A rerun

@@ -104,7 +104,7 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
                                   f"which {other}, not that file; to name the file, escape it: "
                                   f"{_glob_escape(pat)!r}")
             if not hits:
-                raise ConfigError(f"input.paths: the glob {pat!r} matches no file")
+                raise ConfigError(f"input.paths: the glob {pat!r} matches no file", path=pat)
             hf_dirs = [fs.realpath(h) for h in hits if fs.isdir(h) and is_hf_dir(h)]
             kept = []
             for h in hits:
@@ -119,11 +119,11 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
                 kept.append(h)
             if not kept:
                 raise ConfigError(f"input.paths: the glob {pat!r} matches no corpus file "
-                                  f"({len(hits)} matches: directories, datasets metadata or the output folder)")
+                                  f"({len(hits)} matches: directories, datasets metadata or the output folder)", path=pat)
             out.extend(kept)
         else:
             if not fs.exists(pat):
-                raise ConfigError(f"input.paths: {pat} does not exist")
+                raise ConfigError(f"input.paths: {pat} does not exist", path=pat)
             if ex and _inside(pat, ex):
                 raise ConfigError(f"input.paths: {pat} is inside the output folder {exclude[0]}; "
                                   "a run never reads its own output")

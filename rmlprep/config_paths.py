@@ -1,0 +1,68 @@
+"""The paths of a run config: how a relative one is made absolute (against the current
+directory, not the config file's folder), and what an error about one that names nothing says
+(:func:`relative_note`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import fs
+
+__all__ = ["relative_note"]
+
+
+def _abs(p: str) -> str:
+    """An absolute local path; ``demo:NAME`` and object-store URIs (``s3://...``, see
+    :mod:`rmlprep.fs`) as they are."""
+    if p.startswith("demo:") or fs.is_remote(p):
+        return p
+    return str(Path(os.path.expanduser(p)).absolute())
+
+
+def _abs_dir(p: str) -> str:
+    """``output.dir`` as :func:`_abs` makes it, ``..`` and ``.`` taken out
+    (``/work/rmlprep/../out/a1`` → ``/work/out/a1``, the folder the user sees in the log and the
+    manifest) when that names the same folder: a ``..`` after a symbolic link goes up from the
+    link's target, so there the path is kept as given. ``output.dir`` is not in the config hash."""
+    a = _abs(p)
+    if a == p and (p.startswith("demo:") or fs.is_remote(p)):
+        return a
+    n = os.path.normpath(a)
+    return n if n == a or os.path.realpath(n) == os.path.realpath(a) else a
+
+
+def relative_note(relative: tuple[tuple[str, str, str], ...], cwd: str, source: str, path: str | None) -> str:
+    """What an error about ``path`` (absolute) should add when the config gave it relative:
+    how it was resolved, against which folder, and, when the config file's folder (or the one
+    above it, a project holding ``configs/``) has what was meant, that path. "" for a path the
+    config gave absolute (or None).
+
+    Args:
+        relative: ``(key, as given, absolute)`` of the config's relative paths
+            (:attr:`rmlprep.config.RunConfig.relative`); cwd: the folder they resolved against;
+            source: the config file ("" for a dict).
+
+    >>> relative_note((("input.paths", "d/*.jsonl", "/home/u/d/*.jsonl"),), "/home/u", "/p/configs/a.toml",
+    ...               "/home/u/d/*.jsonl")  # doctest: +NORMALIZE_WHITESPACE
+    " (input.paths gives 'd/*.jsonl': a relative path in a config resolves against the current directory,
+    /home/u, not against the config file's folder, /p/configs)"
+    """
+    hit = next(((k, given) for k, given, a in relative if a == path), None) if path else None
+    if hit is None:
+        return ""
+    key, given = hit
+    note = f" ({key} gives {given!r}: a relative path in a config resolves against the current directory, {cwd}"
+    if not source:
+        return note + ")"
+    folder = os.path.dirname(os.path.abspath(source))
+    if folder == cwd:
+        return note + ")"
+    hint = ""
+    for base in (folder, os.path.dirname(folder)):
+        there = os.path.join(base, os.path.expanduser(given))
+        glob = any(ch in given for ch in "*?[")
+        if fs.glob(there) if glob else os.path.exists(there):
+            hint = f"; {there} {'matches' if glob else 'exists'}: run from {base}, or give the absolute path"
+            break
+    return note + f", not against the config file's folder, {folder}{hint})"
