@@ -242,6 +242,29 @@ class TokenizeChat(_MapFunction):
                     "input_columns. rmlprep then leaves the padding out by the column types; or store "
                     "tools and arguments as JSON strings")
 
+    def _system_values(self, column) -> list | None:
+        """The ``system_column`` values of the batch (None: it has none); a batch holding a
+        system-prompt column (:data:`~rmlprep.chat.messages.SYSTEM_FIELDS`) while
+        ``system_column`` is None is refused, as the sft pipeline refuses it.
+
+        Raises:
+            ConfigError: naming the column and the two ways out.
+        """
+        from .chat.messages import SYSTEM_FIELDS
+
+        if column is None or self.system_column is False:
+            return None
+        if self.system_column is None:
+            for name in SYSTEM_FIELDS:
+                if name != self.column and column(name) is not None:
+                    raise ConfigError(
+                        f"tokenize_chat: the batch has a {name!r} column (each conversation's system prompt), which "
+                        f"would be left out and the format's default system prompt written in its place; pass "
+                        f"system_column={name!r} to write it as the system message, or system_column=False to leave "
+                        "it out on purpose")
+            return None
+        return column(self.system_column)
+
     def _template_writer(self):
         """The model's own template (``fmt="template"``), built once per process."""
         if self._writer is None:
@@ -258,6 +281,7 @@ class TokenizeChat(_MapFunction):
     def _encode(self, values: list, where, column=None):
         from .chat.convert import json_tools, parameters_as_text
         from .chat.encode import encode_segments
+        from .chat.messages import with_system_prompt
         from .chat.registry import write
 
         tok = self.tokenizer
@@ -269,11 +293,17 @@ class TokenizeChat(_MapFunction):
         mask_buf = array("B")
         lengths = np.zeros(n, dtype=np.int64)
         tools_col = column(self.tools_column) if (column is not None and self.tools_column) else None
+        system_col = self._system_values(column)
         for i, messages in enumerate(values):
             if messages is None:
                 self._fail(i, f"{self.column!r} is null", where, errors)
                 continue
             tools = tools_col[i] if tools_col is not None else None
+            if system_col is not None:
+                messages, why = with_system_prompt(messages, system_col[i], self.system_column)
+                if why is not None:
+                    self._fail(i, why, where, errors)
+                    continue
             try:
                 if self.json_tools:
                     messages, tools, k = json_tools(messages, tools)
@@ -418,6 +448,7 @@ def tokenize_chat(
     *,
     column: str = "messages",
     tools_column: str | None = "tools",
+    system_column: str | bool | None = None,
     add_generation_prompt: bool = False,
     options: Mapping[str, Any] | None = None,
     train_on_reasoning: bool = True,
@@ -455,6 +486,13 @@ def tokenize_chat(
         column: the messages column.
         tools_column: a column of per-conversation tool definitions (a list, or a JSON
             string), used when the batch has it; None: never.
+        system_column: a column of per-conversation system prompts, used when the batch has
+            it: a string is written as the conversation's system message before its messages
+            (the same text as a leading system message is kept once, a different one is a row
+            error; null or ``""``: none), :func:`rmlprep.chat.messages.with_system_prompt`.
+            None (default): a batch with a ``system`` or ``system_prompt`` column is refused
+            (ConfigError), since the format's default system prompt would stand in for it;
+            False: such a column is left out on purpose.
         add_generation_prompt: end each row with the header that opens an assistant turn: for
             prompts (a conversation ending on a user or tool turn). A conversation that ends on
             an assistant turn is then a row error: the header would follow its final answer,
@@ -485,7 +523,7 @@ def tokenize_chat(
         A picklable callable (see :class:`TokenizeChat`).
     Raises:
         ChatFormatError: unknown format or option; ``"auto"`` and a template no format reproduces.
-        ConfigError: bad on_error / no_assistant or clashing output column names; the format's
+        ConfigError: bad on_error / no_assistant / system_column or clashing output column names; the format's
             turn terminator is not a special token of the tokenizer (see ``text_markers``).
     """
     from .chat import detect_chat_format
@@ -515,6 +553,8 @@ def tokenize_chat(
     if not text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
         raise ConfigError(f"tokenize_chat(fmt={fmt!r}): {stop_token_refusal(tok, fmt, stop)}; or pass "
                           "text_markers=True to write them as text")
+    if system_column is True or system_column == "":
+        raise ConfigError(f"system_column={system_column!r}: name the column of system prompts, or pass False")
     if no_assistant is None:
         no_assistant = "keep" if add_generation_prompt else "reject"
     if no_assistant not in ("keep", "reject"):
@@ -525,6 +565,7 @@ def tokenize_chat(
     return TokenizeChat(tok, {
         "column": column,
         "tools_column": tools_column,
+        "system_column": system_column,
         "fmt": fmt,
         "template": tok.chat_template if fmt == "template" else None,
         "add_generation_prompt": bool(add_generation_prompt),

@@ -12,7 +12,8 @@ The run's chat parity stage (:func:`run_chat_parity_stage`, called by
    ``tools/make_chat_fixtures.py``) of every real template written by ``chat.format`` must be
    reproduced byte for byte (a conversation the template refuses must be refused too);
 3. with ``parity.chat_live_sample = N``, jinja2 installed and a chat template on the
-   tokenizer, the first N corpus conversations (with their ``chat.tools_column`` tools) are
+   tokenizer, the first N corpus conversations (with their ``chat.tools_column`` tools and their
+   ``chat.system_column`` system prompt as the run writes it) are
    checked against the messages schema and the format (a bad row is counted, never rendered:
    the run rejects it), and the good ones rendered with the tokenizer's template and compared.
    The template renders the conversation *as read* (:func:`read_view`: only the input
@@ -289,6 +290,7 @@ def _token_text(tokenizer, i: int | None) -> str | None:
 
 def _sample_conversations(cfg, units, n: int) -> list[tuple[Any, Any]]:
     from .chat.convert import json_tools
+    from .chat.messages import with_system_prompt
     from .readers import read_unit
 
     out: list[tuple[Any, Any]] = []
@@ -307,11 +309,14 @@ def _sample_conversations(cfg, units, n: int) -> list[tuple[Any, Any]]:
                 break
         return got
 
+    scol = cfg["chat"].get("system_column")
     for u in units:
         convs = by_row(u, column, None)
         tools = by_row(u, tcol, max(convs)) if isinstance(tcol, str) and convs else {}
+        systems = by_row(u, scol, max(convs)) if isinstance(scol, str) and convs else {}
         for r, v in convs.items():
             t = tools.get(r)
+            v = with_system_prompt(v, systems.get(r), scol)[0]  # as the run writes it (a refused one: as read)
             out.append(json_tools(v, t)[:2] if convert else (v, t))
             if len(out) >= n:
                 return out

@@ -52,6 +52,10 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # default): none, and an input with a "tools" or "functions"
                                      # column is refused before any work (a JSONL row holding one
                                      # later is a reject): name it, or set false
+    system_column = "system"         # a column of per-conversation system prompts, written as the
+                                     # system message (a row whose messages start with a different
+                                     # one is a reject); false: none, on purpose. Unset: an input
+                                     # with a "system" or "system_prompt" column is refused, as above
     json_tools = false               # tools / tool calls written as JSON text → tools / tool_calls,
                                      # and tool parameters stored as JSON text → the schema object
     no_assistant = "reject"          # a conversation without an assistant turn: reject | keep
@@ -151,6 +155,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "options": ((dict,), None),
         "train_on_reasoning": ((bool,), True),
         "tools_column": ((str, bool), None),
+        "system_column": ((str, bool), None),
         "json_tools": ((bool,), False),
         "no_assistant": ((str,), "reject"),
         "text_markers": ((bool,), False),
@@ -186,7 +191,8 @@ _OUTPUT_FORMATS = ("parquet", "megatron")
 #: pyarrow's Parquet codecs (``pq.write_table(compression=...)``, case-insensitive)
 _COMPRESSION = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
 # keys left out of the hash while at their default (added after configs were hashed without them)
-_HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False}
+_HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False,
+                          ("chat", "system_column"): None}
 ENGINES = ("local", "ray")
 # pack.seq_len's ceiling is the pack functions' own (rmlprep.packing.common.MAX_SEQ_LEN, 2**24)
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
@@ -452,6 +458,10 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
         if tc is True or tc == "":
             raise ConfigError(f"{w}chat.tools_column: name the column of tool definitions, e.g. tools_column = "
                               f"\"tools\", or set false to read none; got {tc!r}")
+        sc = chat["system_column"]
+        if sc is True or sc == "":
+            raise ConfigError(f"{w}chat.system_column: name the column of system prompts, e.g. system_column = "
+                              f"\"system\", or set false to read none; got {sc!r}")
         if chat["no_assistant"] not in ("reject", "keep"):
             raise ConfigError(f"{w}chat.no_assistant: must be \"reject\" or \"keep\", got {chat['no_assistant']!r}")
         if chat["format"] == "template" and not chat["train_on_reasoning"]:

@@ -696,3 +696,33 @@ def test_json_nulls_in_string_columns_are_kept(tok):
     table = pa.Table.from_pylist(as_strings)
     assert pa.types.is_string(table.schema.field("tools").type)
     assert fn(table).column("input_ids").to_pylist() == want
+
+
+def test_a_system_prompt_column_is_written_or_refused(tok):
+    """A batch with a "system" / "system_prompt" column (LLaMA-Factory's and OpenOrca's layouts)
+    lost it without a word, the format's default system prompt standing in (explorer G11):
+    with system_column=None (the default) it is refused; system_column="system" writes each
+    row's value as its system message, exactly as the same message inside the messages would
+    be (a leading system message of the same text is kept once, a different one is a row
+    error; null or "" is none); system_column=False leaves it out on purpose."""
+    from rmlprep.chat import encode_chat
+
+    conv = CONVS[0]
+    batch = {"messages": [conv, conv, [{"role": "system", "content": "be kind"}, *conv],
+                          [{"role": "system", "content": "other"}, *conv]],
+             "system": ["be kind", None, "be kind", "be kind"]}
+    for name in ("system", "system_prompt"):
+        with pytest.raises(ConfigError, match=rf"the batch has a '{name}' column .*system_column='{name}' .*"
+                                              "system_column=False"):
+            tokenize_chat(tok, "chatml")({"messages": batch["messages"], name: batch["system"]})
+    out = tokenize_chat(tok, "chatml", system_column="system", on_error="record")(pa.table(batch))
+    with_system = encode_chat(tok, [{"role": "system", "content": "be kind"}, *conv], "chatml").input_ids
+    assert ids_of(out["input_ids"]) == [with_system, encode_chat(tok, conv, "chatml").input_ids, with_system, []]
+    assert out["error"].to_pylist()[:3] == [None] * 3
+    assert out["error"][3].as_py().startswith("the row has a system prompt in 'system' and a different system message")
+    one = tokenize_chat(tok, "chatml", system_column="system")({"messages": conv, "system": "be kind"})  # unbatched
+    assert one["input_ids"].tolist() == with_system
+    off = tokenize_chat(tok, "chatml", system_column=False)(batch)
+    assert ids_of(off["input_ids"])[0] == encode_chat(tok, conv, "chatml").input_ids
+    with pytest.raises(ConfigError, match="system_column=True: name the column"):
+        tokenize_chat(tok, "chatml", system_column=True)

@@ -554,6 +554,76 @@ def test_a_tools_column_the_config_does_not_name_is_refused(tmp_path):
         c(first, "x", tools_column=True)
 
 
+def _decoded(out: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    tok = tiny(None)
+    return [tok.decode(ids) for f in sorted(out.glob("train-*.parquet"))
+            for ids in pq.read_table(f).column("input_ids").to_pylist()]
+
+
+def _reject_records(out: Path) -> list[dict]:
+    return [json.loads(x) for f in sorted((out / "rejects").glob("*.jsonl")) for x in f.read_text().splitlines()]
+
+
+def test_a_system_prompt_column_is_written_or_refused(tmp_path):
+    """A per-conversation system prompt beside the messages (LLaMA-Factory's "system",
+    OpenOrca's "system_prompt") was left out without a word, and the qwen2.5 format wrote its
+    default "You are Qwen, created by Alibaba Cloud..." in its place (explorer G11). Unless
+    chat.system_column says what to do, such a column is refused before any corpus work (a
+    JSONL first row, a Parquet schema) and a later JSONL row holding one is a reject;
+    system_column = "system" writes it as the system message (once when the messages start
+    with the same one; a different one is a reject), false leaves it out on purpose."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def c(inp, out, **chat):
+        return cfg(inp, tmp_path / out, fmt="qwen2.5", parity={"chat": False}, chat=chat, pack={"seq_len": 512})
+
+    pirate = "You are a pirate."
+    first = tmp_path / "first.jsonl"
+    _rows(first, [{"system": pirate, "messages": _PLAIN},
+                  {"system": pirate, "messages": [{"role": "system", "content": pirate}, *_PLAIN]},
+                  {"system": "", "messages": _PLAIN},
+                  {"system": pirate, "messages": [{"role": "system", "content": "Be brief."}, *_PLAIN]},
+                  {"system": 7, "messages": _PLAIN}])
+    with pytest.raises(ConfigError, match=rf"^chat.system_column is unset, but {first} has, in its first row, a "
+                                          r"field 'system' .*chat.system_column = \"system\" .*"
+                                          r"chat.system_column = false"):
+        run(c(first, "a"), log=quiet)
+    assert not (tmp_path / "a").exists()
+    m = run(c(first, "on", system_column="system"), log=quiet)
+    assert m["totals"]["documents"] == 3 and m["totals"]["rejects"] == 2
+    text = "".join(_decoded(tmp_path / "on"))  # (rows pack several conversations)
+    assert text.count(f"<|im_start|>system\n{pirate}<|im_end|>\n<|im_start|>user\nq<|im_end|>\n") == 2  # once each
+    assert text.count("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.") == 1  # "": no prompt
+    recs = _reject_records(tmp_path / "on")
+    assert [r["row"] for r in recs] == [3, 4]
+    assert recs[0]["reason"].startswith("the row has a system prompt in 'system' and a different system message")
+    assert recs[0]["value"] == [{"role": "system", "content": "Be brief."}, *_PLAIN]  # as read
+    assert recs[1]["reason"] == "system must be a string (the conversation's system prompt), got int"
+    m = run(c(first, "off", system_column=False), log=quiet)
+    assert m["totals"]["documents"] == 5 and "".join(_decoded(tmp_path / "off")).count(pirate) == 1  # row 1's own
+    later = tmp_path / "later.jsonl"
+    _rows(later, [{"messages": _PLAIN}, {"messages": _PLAIN, "system_prompt": ""},
+                  {"messages": _PLAIN, "system_prompt": pirate}])
+    m = run(c(later, "b"), log=quiet)
+    assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 1
+    (rec,) = _reject_records(tmp_path / "b")
+    assert rec["row"] == 2 and rec["reason"].startswith("the row has 'system_prompt' (a system prompt) but "
+                                                        "chat.system_column is unset")
+    par = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"messages": [_PLAIN], "system_prompt": [pirate]}), par)
+    with pytest.raises(ConfigError, match=rf"^chat.system_column is unset, but {par} has a column 'system_prompt'"):
+        run(c(par, "p"), log=quiet)
+    assert run(c(par, "p2", system_column="system_prompt"), log=quiet)["totals"]["documents"] == 1
+    assert _decoded(tmp_path / "p2")[0].startswith(f"<|im_start|>system\n{pirate}<|im_end|>")
+    with pytest.raises(ConfigError, match=rf"^chat.system_column = 'system': {par} has no such column"):
+        run(c(par, "q", system_column="system"), log=quiet)
+    with pytest.raises(ConfigError, match="chat.system_column: name the column"):
+        c(first, "x", system_column=True)
+
+
 def test_tool_calls_without_tool_definitions_are_counted(tmp_path):
     """A conversation that calls tools with no tool definitions beside it is written as the
     format writes it (templates accept it), counted (tool_calls_without_tools) and named in

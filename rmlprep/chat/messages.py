@@ -58,7 +58,8 @@ from typing import Any
 
 from ..errors import ChatFormatError
 
-__all__ = ["ROLES", "ToolCall", "Message", "Conversation", "parse_conversation", "parse_tools", "schema_error"]
+__all__ = ["ROLES", "ToolCall", "Message", "Conversation", "parse_conversation", "parse_tools", "schema_error",
+           "SYSTEM_FIELDS", "with_system_prompt"]
 
 ROLES = ("system", "user", "assistant", "tool")
 _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
@@ -320,3 +321,45 @@ def schema_error(messages: Any, tools: Any = None) -> str | None:
     except ChatFormatError as e:
         return str(e)
     return None
+
+
+#: Columns that hold a conversation's system prompt beside its messages by the field's
+#: convention: ``system`` (LLaMA-Factory's sharegpt and alpaca layouts), ``system_prompt``
+#: (OpenOrca / SlimOrca-derived sets).
+SYSTEM_FIELDS = ("system", "system_prompt")
+
+
+def _text_of(content: Any) -> Any:
+    """A message content as one string when it is text (a string, or text parts joined), else
+    the value itself."""
+    if isinstance(content, (list, tuple)) and all(isinstance(p, Mapping) and p.get("type") == "text"
+                                                    for p in content):
+        return "".join(str(p.get("text", "")) for p in content)
+    return content
+
+
+def with_system_prompt(messages: Any, system: Any, column: str) -> tuple[Any, str | None]:
+    """``messages`` with the per-conversation ``system`` value (read from ``column``) as their
+    system message, and None; or ``(messages, reason)`` when it cannot be.
+
+    A null or ``""`` is no system prompt (``messages`` unchanged); a string is written as a
+    ``{"role": "system", "content": system}`` message before the others, unless the messages
+    already start with a system message: the same text is kept once, a different one is the
+    reason (two system prompts for one conversation, and no rule says which one the model saw).
+    Any other value is the reason. ``messages`` that are not a list are returned unchanged (the
+    schema check names them).
+
+    Example: ``with_system_prompt([{"role": "user", "content": "Hi"}], "Be brief.", "system")``
+    → ``([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}], None)``.
+    """
+    if system is None or system == "" or not isinstance(messages, (list, tuple)):
+        return messages, None
+    if not isinstance(system, str):
+        return messages, f"{column} must be a string (the conversation's system prompt), got {type(system).__name__}"
+    first = messages[0] if messages else None
+    if isinstance(first, Mapping) and first.get("role") == "system":
+        if _text_of(first.get("content")) == system:
+            return messages, None
+        return messages, (f"the row has a system prompt in {column!r} and a different system message first in "
+                          "its messages: keep one of them")
+    return [{"role": "system", "content": system}, *messages], None

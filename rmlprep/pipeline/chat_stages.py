@@ -24,11 +24,12 @@ import pyarrow as pa
 
 from ..arrow import tokenize_chat
 from ..chat import schema_error
+from ..chat.messages import with_system_prompt
 from ..config import RunConfig
 from ..readers import Batch, Unit, read_unit
 from ..segment import replace_lone_surrogates
 from .stages import Docs, Rows, Tally, _cat, pack_may_leave_out
-from .tools_column import unread_tools_reason
+from .tools_column import unread_reason
 
 __all__ = ["CHAT_COUNTS", "validate_conversations", "format_and_tokenize"]
 
@@ -57,9 +58,9 @@ def _replace_surrogates_in(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def _tools_by_row(unit: Unit, column: str, batch_rows: int) -> dict[int, Any]:
-    """The unit's ``chat.tools_column`` values by source row (a second pass over the unit;
-    rows without it have none)."""
+def _column_by_row(unit: Unit, column: str, batch_rows: int) -> dict[int, Any]:
+    """The unit's ``column`` values by source row (a second pass over the unit, for
+    ``chat.tools_column`` and ``chat.system_column``; rows without it have none)."""
     out: dict[int, Any] = {}
     for b in read_unit(unit, column, batch_rows):
         vals = b.values.to_pylist() if isinstance(b.values, pa.Array) else b.values
@@ -69,12 +70,16 @@ def _tools_by_row(unit: Unit, column: str, batch_rows: int) -> dict[int, Any]:
 
 def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> Iterator[Rows]:
     """Keep the rows that are conversations in the messages schema
-    (:func:`rmlprep.chat.schema_error`, with the row's tools when ``chat.tools_column`` is set);
-    others → rejects with the reason. Lone surrogates in any of a kept row's strings are
-    replaced by U+FFFD (counted in ``surrogate_rows``)."""
+    (:func:`rmlprep.chat.schema_error`, with the row's tools when ``chat.tools_column`` is set,
+    after the row's ``chat.system_column`` value became its system message:
+    :func:`rmlprep.chat.messages.with_system_prompt`); others → rejects with the reason. Lone
+    surrogates in any of a kept row's strings are replaced by U+FFFD (counted in
+    ``surrogate_rows``)."""
     column = cfg["input"]["column"]
     tcol = cfg["chat"]["tools_column"]
-    tools = _tools_by_row(tally.unit, tcol, cfg["input"]["batch_rows"]) if isinstance(tcol, str) else None
+    tools = _column_by_row(tally.unit, tcol, cfg["input"]["batch_rows"]) if isinstance(tcol, str) else None
+    scol = cfg["chat"]["system_column"]
+    systems = _column_by_row(tally.unit, scol, cfg["input"]["batch_rows"]) if isinstance(scol, str) else None
     for batch in batches:
         vals = batch.values.to_pylist() if isinstance(batch.values, pa.Array) else batch.values
         good: list[Any] = []
@@ -84,19 +89,23 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
         watched = batch.watched
         for v, r in zip(vals, batch.rows.tolist()):
             t = tools.get(r) if tools is not None else None
-            if watched and r in watched:  # tool definitions the run would not read (see tools_column.py)
-                tally.reject(r, "validate", unread_tools_reason(watched[r]), v)
-                continue
-            why = f"{column} is null" if v is None else schema_error(v, t)
-            if why is not None:
-                tally.reject(r, "validate", why, v)
+            if watched and r in watched:  # tools or a system prompt the run would not read (tools_column.py)
+                tally.reject(r, "validate", unread_reason(watched[r]), v)
                 continue
             read_v = v
+            why = None
+            if systems is not None:
+                v, why = with_system_prompt(v, systems.get(r), scol)
+            if why is None:
+                why = f"{column} is null" if v is None else schema_error(v, t)
+            if why is not None:
+                tally.reject(r, "validate", why, read_v)
+                continue
             v, fixed = _replace_surrogates_in(v)
             t, fixed_t = _replace_surrogates_in(t)
             if fixed or fixed_t:
                 tally.surrogate_rows += 1
-            if fixed:
+            if fixed or v is not read_v:  # (a system prompt joined the messages)
                 originals[len(good)] = read_v
             good.append(v)
             good_rows.append(r)

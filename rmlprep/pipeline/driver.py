@@ -19,7 +19,7 @@ from .framing import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
 from .reports import Progress, write_reports
-from .tools_column import check_tools_column
+from .tools_column import check_named_columns
 from .unit import work_unit
 
 __all__ = ["run", "load_run_tokenizer"]
@@ -98,7 +98,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
     t = time.perf_counter()
     units = plan(cfg, log=log)
     timings["plan"] = time.perf_counter() - t
-    check_tools_column(cfg, units)  # sft: a tools column the config does not name is refused, not dropped
+    check_named_columns(cfg, units)  # sft: a tools or system column the config does not name is refused
     with out.lock():  # one run per folder, writable: checked before any corpus work
         claim(out)  # the folder is rmlprep's from here on: a killed first run resumes
         if getattr(out, "lock_note", ""):  # an object store's lock (see store.py)

@@ -15,18 +15,28 @@ such a column while the key is unset would lose every row's tool definitions fro
 * a later JSONL row that holds one with a value (rows may differ in their keys) is a reject
   with the same advice (:func:`unread_tools_reason`);
 * ``chat.tools_column = false`` says the tools are left out on purpose: no check.
+
+The same holds for another column a conversation set carries beside its messages:
+
+* a system prompt (:data:`~rmlprep.chat.messages.SYSTEM_FIELDS`: ``system``, LLaMA-Factory's
+  layout; ``system_prompt``, OpenOrca-style sets), read only when ``chat.system_column`` names
+  it (written as the conversation's system message,
+  :func:`rmlprep.chat.messages.with_system_prompt`); left unread, the format's default system
+  prompt (Qwen's "You are Qwen, created by Alibaba Cloud...") would stand in for it on every
+  row. ``chat.system_column = false`` leaves it out on purpose.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..chat.messages import SYSTEM_FIELDS
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..readers import Unit
 from ..readers.units import column_names
 
-__all__ = ["TOOLS_FIELDS", "watched_fields", "check_tools_column", "unread_tools_reason"]
+__all__ = ["TOOLS_FIELDS", "watched_fields", "check_named_columns", "unread_reason"]
 
 #: Columns that hold a conversation's tool definitions by the field's convention.
 TOOLS_FIELDS = ("tools", "functions")
@@ -38,11 +48,20 @@ def _ways_out(name: str) -> str:
 
 
 def watched_fields(cfg: RunConfig) -> tuple[str, ...]:
-    """The fields a JSONL row must not hold unread: :data:`TOOLS_FIELDS` for an sft run whose
-    ``chat.tools_column`` is unset (None), else none."""
-    if cfg.pipeline != "sft" or cfg["chat"]["tools_column"] is not None:
+    """The fields a JSONL row must not hold unread (sft only): :data:`TOOLS_FIELDS` when
+    ``chat.tools_column`` is unset (None), :data:`~rmlprep.chat.messages.SYSTEM_FIELDS` when
+    ``chat.system_column`` is; never ``input.column`` itself."""
+    if cfg.pipeline != "sft":
         return ()
-    return tuple(f for f in TOOLS_FIELDS if f != cfg["input"]["column"])
+    chat = cfg["chat"]
+    fields = ((TOOLS_FIELDS if chat["tools_column"] is None else ())
+              + (SYSTEM_FIELDS if chat["system_column"] is None else ()))
+    return tuple(f for f in fields if f != cfg["input"]["column"])
+
+
+def _system_ways_out(name: str) -> str:
+    return (f"set chat.system_column = \"{name}\" to write it as each conversation's system message, or "
+            "chat.system_column = false to leave it out on purpose")
 
 
 def unread_tools_reason(name: str) -> str:
@@ -51,19 +70,32 @@ def unread_tools_reason(name: str) -> str:
             f"of its prompt; {_ways_out(name)}")
 
 
-def check_tools_column(cfg: RunConfig, units: Sequence[Unit]) -> None:
-    """Refuse an sft run whose input has a tools column (:data:`TOOLS_FIELDS`) that
-    ``chat.tools_column`` does not name (see the module docstring), or a Parquet, Arrow or CSV
-    file without the column ``chat.tools_column`` names (a JSONL row without it has no tools).
-    Reads each file's schema, CSV header or first JSONL row once, before any corpus work.
+def unread_reason(name: str) -> str:
+    """The reject reason of a JSONL row holding a value in ``name``, one of :func:`watched_fields`,
+    that the run would not read."""
+    if name in SYSTEM_FIELDS:
+        return (f"the row has {name!r} (a system prompt) but chat.system_column is unset, so the format's "
+                f"default system prompt would stand in for it; {_system_ways_out(name)}")
+    return unread_tools_reason(name)
+
+
+def check_named_columns(cfg: RunConfig, units: Sequence[Unit]) -> None:
+    """Refuse an sft run whose input has a column of :func:`watched_fields` (tools, a system
+    prompt) that the config does not name or leave out (see the module docstring), or
+    a Parquet, Arrow or CSV file without the column ``chat.tools_column`` or
+    ``chat.system_column`` names (a JSONL row without it has none). Reads each file's schema,
+    CSV header or first JSONL row once, before any corpus work.
 
     Raises:
         ConfigError: naming the file, the column and the keys to set.
     """
-    if cfg.pipeline != "sft" or cfg["chat"]["tools_column"] is False:
+    if cfg.pipeline != "sft":
         return
     fields = watched_fields(cfg)
-    named = cfg["chat"]["tools_column"]
+    chat = cfg["chat"]
+    named = [(k, chat[k]) for k in ("tools_column", "system_column") if isinstance(chat[k], str)]
+    if not fields and not named:
+        return
     seen: set[str] = set()
     for u in units:
         if u.path in seen:
@@ -73,15 +105,19 @@ def check_tools_column(cfg: RunConfig, units: Sequence[Unit]) -> None:
         if got is None:
             continue
         names, whole = got
-        if isinstance(named, str):
-            if whole and named not in names:
-                raise ConfigError(f"chat.tools_column = {named!r}: {u.path} has no such column; columns: "
-                                  f"{names[:20]}")
-            continue
+        for key, col in named:
+            if whole and col not in names:
+                raise ConfigError(f"chat.{key} = {col!r}: {u.path} has no such column; columns: {names[:20]}")
         hit = next((f for f in fields if f in names), None)
-        if hit is not None:
-            where = "has a column" if whole else "has, in its first row, a field"
+        if hit is None:
+            continue
+        where = "has a column" if whole else "has, in its first row, a field"
+        if hit in SYSTEM_FIELDS:
             raise ConfigError(
-                f"chat.tools_column is unset, but {u.path} {where} {hit!r} (the conversations' tool definitions, "
-                f"which TRL passes to apply_chat_template(tools=...)): without the key every row's tools would be "
-                f"left out of its prompt; {_ways_out(hit)}")
+                f"chat.system_column is unset, but {u.path} {where} {hit!r} (each conversation's system prompt): "
+                f"without the key it would be left out of every prompt, and the format's default system prompt "
+                f"written in its place; {_system_ways_out(hit)}")
+        raise ConfigError(
+            f"chat.tools_column is unset, but {u.path} {where} {hit!r} (the conversations' tool definitions, "
+            f"which TRL passes to apply_chat_template(tools=...)): without the key every row's tools would be "
+            f"left out of its prompt; {_ways_out(hit)}")
