@@ -56,6 +56,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # system message (a row whose messages start with a different
                                      # one is a reject); false: none, on purpose. Unset: an input
                                      # with a "system" or "system_prompt" column is refused, as above
+    ignore_media = false             # an "images"/"image"/"audio"/"video" column is refused (rmlprep
+                                     # writes text only); true: leave it out on purpose
     json_tools = false               # tools / tool calls written as JSON text → tools / tool_calls,
                                      # and tool parameters stored as JSON text → the schema object
     no_assistant = "reject"          # a conversation without an assistant turn: reject | keep
@@ -156,6 +158,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "train_on_reasoning": ((bool,), True),
         "tools_column": ((str, bool), None),
         "system_column": ((str, bool), None),
+        "ignore_media": ((bool,), False),
         "json_tools": ((bool,), False),
         "no_assistant": ((str,), "reject"),
         "text_markers": ((bool,), False),
@@ -192,7 +195,7 @@ _OUTPUT_FORMATS = ("parquet", "megatron")
 _COMPRESSION = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
 # keys left out of the hash while at their default (added after configs were hashed without them)
 _HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False,
-                          ("chat", "system_column"): None}
+                          ("chat", "system_column"): None, ("chat", "ignore_media"): False}
 ENGINES = ("local", "ray")
 # pack.seq_len's ceiling is the pack functions' own (rmlprep.packing.common.MAX_SEQ_LEN, 2**24)
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}

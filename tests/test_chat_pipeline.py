@@ -624,6 +624,34 @@ def test_a_system_prompt_column_is_written_or_refused(tmp_path):
         c(first, "x", system_column=True)
 
 
+def test_a_media_column_is_refused(tmp_path):
+    """A vision SFT set (an "images" column beside messages whose text holds <image>) was
+    trained as text with exit 0 (explorer G10): rmlprep writes text only, so an images, image,
+    audio or video column is refused before any corpus work, naming the column (a later JSONL
+    row holding one is a reject); chat.ignore_media = true leaves it out on purpose."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def c(inp, out, **chat):
+        return cfg(inp, tmp_path / out, fmt="qwen2.5", parity={"chat": False}, chat=chat, pack={"seq_len": 512})
+
+    vlm = [{"role": "user", "content": "<image>\nWhat is shown?"}, {"role": "assistant", "content": "A bus."}]
+    par = tmp_path / "v.parquet"
+    pq.write_table(pa.table({"messages": [vlm], "images": [[{"bytes": b"\x89PNG", "path": "a.png"}]]}), par)
+    with pytest.raises(ConfigError, match=rf"^{par} has a column 'images' .*rmlprep writes text only: drop the column "
+                                          r"if the placeholders are meant as text, or set chat.ignore_media = true"):
+        run(c(par, "a"), log=quiet)
+    assert not (tmp_path / "a").exists()
+    assert run(c(par, "b", ignore_media=True), log=quiet)["totals"]["documents"] == 1
+    later = tmp_path / "later.jsonl"
+    _rows(later, [{"messages": _PLAIN}, {"messages": vlm, "image": "a.png"}, {"messages": _PLAIN, "audio": None}])
+    m = run(c(later, "c"), log=quiet)
+    assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 1
+    (rec,) = _reject_records(tmp_path / "c")
+    assert rec["row"] == 1 and rec["reason"].startswith("the row has 'image' (media beside the messages); rmlprep "
+                                                        "writes text only")
+
+
 def test_tool_calls_without_tool_definitions_are_counted(tmp_path):
     """A conversation that calls tools with no tool definitions beside it is written as the
     format writes it (templates accept it), counted (tool_calls_without_tools) and named in

@@ -89,7 +89,7 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
         watched = batch.watched
         for v, r in zip(vals, batch.rows.tolist()):
             t = tools.get(r) if tools is not None else None
-            if watched and r in watched:  # tools or a system prompt the run would not read (tools_column.py)
+            if watched and r in watched:  # tools, system prompt or media the run would not read (tools_column.py)
                 tally.reject(r, "validate", unread_reason(watched[r]), v)
                 continue
             read_v = v

@@ -1,4 +1,5 @@
-"""sft: a column of tool definitions the config does not name is refused, never left out.
+"""sft: a column of tool definitions, a system prompt or media that the config does not name is
+refused, never left out.
 
 A conversation's tool definitions sit beside its messages, in a column of their own: ``tools``
 is the name TRL reads by itself (``apply_chat_template(example["messages"],
@@ -16,14 +17,18 @@ such a column while the key is unset would lose every row's tool definitions fro
   with the same advice (:func:`unread_tools_reason`);
 * ``chat.tools_column = false`` says the tools are left out on purpose: no check.
 
-The same holds for another column a conversation set carries beside its messages:
+The same holds for two other columns a conversation set carries beside its messages:
 
 * a system prompt (:data:`~rmlprep.chat.messages.SYSTEM_FIELDS`: ``system``, LLaMA-Factory's
   layout; ``system_prompt``, OpenOrca-style sets), read only when ``chat.system_column`` names
   it (written as the conversation's system message,
   :func:`rmlprep.chat.messages.with_system_prompt`); left unread, the format's default system
   prompt (Qwen's "You are Qwen, created by Alibaba Cloud...") would stand in for it on every
-  row. ``chat.system_column = false`` leaves it out on purpose.
+  row. ``chat.system_column = false`` leaves it out on purpose;
+* media (:data:`MEDIA_FIELDS`: ``images``, ``image``, ``audio``, ``video``, the LLaVA / TRL
+  vision layout, whose text holds ``<image>`` placeholders): rmlprep writes text only, so such
+  a set would be trained as text with the placeholders as words. ``chat.ignore_media = true``
+  leaves such columns out on purpose.
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ from ..errors import ConfigError
 from ..readers import Unit
 from ..readers.units import column_names
 
-__all__ = ["TOOLS_FIELDS", "watched_fields", "check_named_columns", "unread_reason"]
+__all__ = ["TOOLS_FIELDS", "MEDIA_FIELDS", "watched_fields", "check_named_columns", "unread_reason"]
 
 #: Columns that hold a conversation's tool definitions by the field's convention.
 TOOLS_FIELDS = ("tools", "functions")
+#: Columns that hold a conversation's images, audio or video by the field's convention.
+MEDIA_FIELDS = ("images", "image", "audio", "video")
 
 
 def _ways_out(name: str) -> str:
@@ -50,18 +57,24 @@ def _ways_out(name: str) -> str:
 def watched_fields(cfg: RunConfig) -> tuple[str, ...]:
     """The fields a JSONL row must not hold unread (sft only): :data:`TOOLS_FIELDS` when
     ``chat.tools_column`` is unset (None), :data:`~rmlprep.chat.messages.SYSTEM_FIELDS` when
-    ``chat.system_column`` is; never ``input.column`` itself."""
+    ``chat.system_column`` is, :data:`MEDIA_FIELDS` unless ``chat.ignore_media``; never
+    ``input.column`` itself."""
     if cfg.pipeline != "sft":
         return ()
     chat = cfg["chat"]
     fields = ((TOOLS_FIELDS if chat["tools_column"] is None else ())
-              + (SYSTEM_FIELDS if chat["system_column"] is None else ()))
+              + (SYSTEM_FIELDS if chat["system_column"] is None else ())
+              + (MEDIA_FIELDS if not chat["ignore_media"] else ()))
     return tuple(f for f in fields if f != cfg["input"]["column"])
 
 
 def _system_ways_out(name: str) -> str:
     return (f"set chat.system_column = \"{name}\" to write it as each conversation's system message, or "
             "chat.system_column = false to leave it out on purpose")
+
+
+_MEDIA_WAYS_OUT = ("rmlprep writes text only: drop the column if the placeholders are meant as text, or set "
+                   "chat.ignore_media = true to leave it out on purpose")
 
 
 def unread_tools_reason(name: str) -> str:
@@ -76,12 +89,14 @@ def unread_reason(name: str) -> str:
     if name in SYSTEM_FIELDS:
         return (f"the row has {name!r} (a system prompt) but chat.system_column is unset, so the format's "
                 f"default system prompt would stand in for it; {_system_ways_out(name)}")
+    if name in MEDIA_FIELDS:
+        return f"the row has {name!r} (media beside the messages); {_MEDIA_WAYS_OUT}"
     return unread_tools_reason(name)
 
 
 def check_named_columns(cfg: RunConfig, units: Sequence[Unit]) -> None:
     """Refuse an sft run whose input has a column of :func:`watched_fields` (tools, a system
-    prompt) that the config does not name or leave out (see the module docstring), or
+    prompt, media) that the config does not name or leave out (see the module docstring), or
     a Parquet, Arrow or CSV file without the column ``chat.tools_column`` or
     ``chat.system_column`` names (a JSONL row without it has none). Reads each file's schema,
     CSV header or first JSONL row once, before any corpus work.
@@ -117,6 +132,10 @@ def check_named_columns(cfg: RunConfig, units: Sequence[Unit]) -> None:
                 f"chat.system_column is unset, but {u.path} {where} {hit!r} (each conversation's system prompt): "
                 f"without the key it would be left out of every prompt, and the format's default system prompt "
                 f"written in its place; {_system_ways_out(hit)}")
+        if hit in MEDIA_FIELDS:
+            raise ConfigError(
+                f"{u.path} {where} {hit!r} (media beside the messages, which a vision trainer passes to its "
+                f"processor): every row would be trained as text, an <image> placeholder as words; {_MEDIA_WAYS_OUT}")
         raise ConfigError(
             f"chat.tools_column is unset, but {u.path} {where} {hit!r} (the conversations' tool definitions, "
             f"which TRL passes to apply_chat_template(tools=...)): without the key every row's tools would be "
