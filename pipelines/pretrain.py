@@ -13,9 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rmlprep.cli import run_exit_status
 from rmlprep.config import config_from_dict
-from rmlprep.errors import RmlprepError
-from rmlprep.pipeline import run
 
 
 def config(paths, *, tokenizer, output, seq_len=2048, name=None, column="text", workers=0, bos=False):
@@ -42,13 +41,9 @@ def main(argv=None) -> int:
     p.add_argument("--column", default="text")
     p.add_argument("--workers", type=int, default=0)
     a = p.parse_args(argv)
-    try:
-        run(config(a.paths, tokenizer=a.tokenizer, output=a.output, seq_len=a.seq_len, name=a.name,
-                   column=a.column, workers=a.workers), log=lambda m: print(m, file=sys.stderr))
-    except RmlprepError as e:
-        print(f"pretrain: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    # the CLI's exit rules: 2 for an error or an empty dataset (every row rejected), 3 for parity
+    return run_exit_status(lambda: config(a.paths, tokenizer=a.tokenizer, output=a.output, seq_len=a.seq_len,
+                                          name=a.name, column=a.column, workers=a.workers))
 
 
 if __name__ == "__main__":

@@ -14,9 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rmlprep.cli import run_exit_status
 from rmlprep.config import config_from_dict
-from rmlprep.errors import RmlprepError
-from rmlprep.pipeline import run
 
 
 def config(paths, *, tokenizer, fmt, output, seq_len=2048, column="messages", workers=0, pad=False,
@@ -49,15 +48,10 @@ def main(argv=None) -> int:
                    help="run a format whose turn terminator is not a special token of the tokenizer, its markers "
                         "written as text (chat.text_markers)")
     a = p.parse_args(argv)
-    try:
-        run(config(a.paths, tokenizer=a.tokenizer, fmt=a.format, output=a.output, seq_len=a.seq_len,
-                   column=a.column, workers=a.workers, pad=a.pad, tools_column=a.tools_column,
-                   text_markers=a.text_markers),
-            log=lambda m: print(m, file=sys.stderr))
-    except RmlprepError as e:
-        print(f"sft: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    # the CLI's exit rules: 2 for an error or an empty dataset (every row rejected), 3 for parity
+    return run_exit_status(lambda: config(a.paths, tokenizer=a.tokenizer, fmt=a.format, output=a.output,
+                                          seq_len=a.seq_len, column=a.column, workers=a.workers, pad=a.pad,
+                                          tools_column=a.tools_column, text_markers=a.text_markers))
 
 
 if __name__ == "__main__":

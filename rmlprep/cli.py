@@ -17,7 +17,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from .chat import detect_chat_format, encode_chat, format_chat
 from .chat.detect import check_template_format
 from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat_parity import check_chat_format
-from .config import load_config
+from .config import RunConfig, load_config
 from .errors import ChatFormatError, InputError, ParityError, RmlprepError
 from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
 from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
@@ -139,7 +139,32 @@ def _read_texts(path: str) -> list[str]:
 
 def _cmd_run(a) -> int:
     cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output, engine=a.engine)
-    manifest = run(cfg, resume=a.resume, overwrite=a.overwrite, log=_log)
+    return _run_config(cfg, resume=a.resume, overwrite=a.overwrite)
+
+
+def run_exit_status(config: RunConfig | Callable[[], RunConfig], *, resume: bool = False,
+                    overwrite: bool = False) -> int:
+    """Run a job as ``rmlprep run`` does and return its exit status, for a script's ``main``
+    (``pipelines/pretrain.py``, ``pipelines/sft.py``): 0 when the shards hold a document
+    (``shards: DIR`` on stdout); 2 for a user error (:class:`~rmlprep.errors.RmlprepError`, a
+    refused file, out of memory) or an empty dataset (every row rejected, or no row at all: no
+    success); 3 for a parity failure; 130 on Ctrl-C, 143 on SIGTERM. Each failure is one line
+    on stderr, never a traceback.
+
+    Args:
+        config: the run's config, or a callable building it (its ConfigError is exit 2 too).
+        resume, overwrite: as :func:`rmlprep.pipeline.run`'s.
+    """
+    def job() -> int:
+        cfg = config() if callable(config) else config
+        return _run_config(cfg, resume=resume, overwrite=overwrite)
+
+    with _sigterm_unwinds():
+        return _exit_status(job)
+
+
+def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
+    manifest = run(cfg, resume=resume, overwrite=overwrite, log=_log)
     t = manifest["totals"]
     if not t["documents"]:  # an empty dataset is no success: exit 2, not 0, and no "shards:" line
         _log(f"rmlprep: error: {_all_rejected(cfg.output_dir, manifest) if t['rejects'] else _no_rows(manifest)}")
@@ -390,8 +415,14 @@ def _sigterm_unwinds() -> Iterator[None]:
 
 def _run_command(args) -> int:
     """Run a parsed command; map its errors to an exit code and one line."""
+    return _exit_status(lambda: _COMMANDS[args.command](args))
+
+
+def _exit_status(job: Callable[[], int]) -> int:
+    """``job()``'s status, or the exit code and one line of what it raised (the CLI's mapping,
+    shared by :func:`run_exit_status`)."""
     try:
-        return _COMMANDS[args.command](args)
+        return job()
     except _Terminated:  # 128 + SIGTERM, as a shell reports a process it terminated
         _log("rmlprep: terminated (SIGTERM); the done units stay and --resume continues")
         return 143

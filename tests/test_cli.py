@@ -453,6 +453,46 @@ def test_a_run_over_no_rows_exits_2(tmp_path, capsys, body):
     assert "the input holds no rows (1 unit read" in errors[0], errors[0]
 
 
+def _script(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_pipelines_{name}", ROOT / "pipelines" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@needs_tiny
+def test_the_pipeline_scripts_exit_as_rmlprep_run(tmp_path, capsys, monkeypatch):
+    """pipelines/pretrain.py and sft.py exited 0 for a run whose every row was rejected (rmlprep
+    run: 2, "an empty dataset is not a success") and 2 for a parity failure (rmlprep run: 3)
+    (explorer G6). They now share the CLI's exit rules (rmlprep.cli.run_exit_status)."""
+    import rmlprep.cli as cli_mod
+    from rmlprep.errors import ParityError
+
+    pretrain, sft = _script("pretrain"), _script("sft")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"txt": "a"}\n{"txt": "b"}\n')
+    common = ["--tokenizer", str(TINY), "--workers", "1", "--seq-len", "32"]
+    assert pretrain.main([str(bad), *common, "--output", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "rmlprep: error: every row was rejected (2 rows" in err and "Traceback" not in err, err
+    assert sft.main([str(bad), *common, "--format", "chatml", "--text-markers", "--output", str(tmp_path / "s")]) == 2
+    assert "every row was rejected (2 rows" in capsys.readouterr().err
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"text": "12 34"}\n')
+    assert pretrain.main([str(good), *common, "--output", str(tmp_path / "g")]) == 0
+    assert capsys.readouterr().out == f"shards: {tmp_path / 'g'}\n"
+
+    def parity_fails(*a, **k):
+        raise ParityError("12 34", 0, [1], [2], message="ids differ from the reference")
+
+    monkeypatch.setattr(cli_mod, "run", parity_fails)
+    assert pretrain.main([str(good), *common, "--output", str(tmp_path / "x")]) == 3
+    assert sft.main([str(good), *common, "--format", "chatml", "--output", str(tmp_path / "y")]) == 3
+    assert capsys.readouterr().err.count("rmlprep: parity failure, stopped before any corpus work: ids differ") == 2
+
+
 def test_out_of_memory_is_one_line(monkeypatch, capsys):
     """A MemoryError out of a command (numpy's "Unable to allocate 15 GiB ...") is exit 2 with one
     line, not a traceback."""

@@ -72,6 +72,11 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             folder rmlprep did not write, write beside files whose names rmlprep does not use
             (:mod:`.owner`: files under its names are never replaced).
         tokenizer: use this tokenizer instead of loading ``tokenizer.path`` (tests, libraries).
+    Returns:
+        The manifest (``manifest.json``'s content), also for a run whose shards hold no
+        document (every row rejected, or no row read): ``manifest["totals"]["documents"] == 0``
+        is no success, and ``rmlprep run`` and the scripts in ``pipelines/`` exit 2 for it. A
+        caller that wants those exit rules calls :func:`rmlprep.cli.run_exit_status` instead.
     Raises:
         ConfigError, LoaderError: bad config or tokenizer; Ray missing or its cluster out of
         reach. InputError: an input file unreadable as a whole. ParityError: the parity stage
