@@ -719,6 +719,21 @@ def test_empty_and_blank_jsonl(tmp_path, body, blank):
     assert read_full(units) == ([], [], [], blank)
 
 
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_form_feed_and_vertical_tab_lines_are_rows(tmp_path, gz):
+    """A blank line is JSON whitespace only (space, tab, CR, LF; RFC 8259). A line holding only
+    form feeds or vertical tabs was skipped as blank (bytes.isspace takes them for
+    whitespace), neither a row nor a reject, though JSON refuses them (json.loads("\\x0c")
+    raises) and the same bytes around an object make the line a reject (explorer G7). Now
+    each is a row: a read reject with its reason, so every line is a row, a reject or blank."""
+    p = tmp_path / ("f.jsonl.gz" if gz else "f.jsonl")
+    body = b'{"text": "a"}\n\x0c\n\x0b\n \x0c\t\r\n\t \r\n{"text": "b"}\n'
+    p.write_bytes(gzip.compress(body) if gz else body)
+    values, rows, errors, blank = read_full(plan_units(inp([p])))
+    why = "line holds only whitespace JSON does not allow (form feed \\x0c or vertical tab \\x0b), not a JSON object"
+    assert values == ["a", "b"] and rows == [0, 5] and errors == [(1, why), (2, why), (3, why)] and blank == 1
+
+
 # -- Parquet, datasets folders -------------------------------------------------------------------
 def _parquet(path, n=100):
     pq.write_table(pa.table({"text": [f"row {i}" for i in range(n)]}), path, row_group_size=10)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +27,14 @@ MAX_ROW_BYTES = 64 << 20
 
 #: JSON nesting deeper than this (arrays and objects) is a row fault, found before parsing.
 MAX_JSON_DEPTH = 100
+_NOT_JSON_WHITESPACE = re.compile(rb"[^ \t\r\n]")
+
+
+def is_blank_line(line: bytes) -> bool:
+    """Whether a JSONL line is blank: JSON whitespace only (space, tab, CR, LF; RFC 8259 §2), so
+    no row. A line of form feeds or vertical tabs (which ``bytes.isspace`` and ``strip`` take
+    for whitespace) is a row, and a bad one. The line is scanned, not copied."""
+    return _NOT_JSON_WHITESPACE.search(line) is None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,9 @@
 **JSONL.** Lines are split on ``b"\\n"`` only (binary ``readline``): real documents contain
 U+2028, U+0085 and lone ``\\r`` inside JSON strings, which ``str.splitlines()`` would cut; a
 ``\\r\\n`` ending is JSON whitespace. A UTF-8 byte-order mark at byte 0 of the (decompressed)
-file is skipped. Blank lines are counted in :attr:`Batch.blank`. Row faults: not UTF-8, not JSON,
+file is skipped. Blank lines (JSON whitespace only: :func:`~rmlprep.readers.base.is_blank_line`)
+are counted in :attr:`Batch.blank`; a line of form feeds or vertical tabs is a row fault. Row
+faults: not UTF-8, not JSON,
 not an object, no such field, a number over Python's 4300-digit limit, nesting deeper than
 :data:`MAX_JSON_DEPTH` (checked before parsing, so the parser never recurses that deep), a line
 over :data:`MAX_ROW_BYTES` (skipped unread). File faults: a UTF-16/32 byte-order mark; a first line
@@ -316,8 +318,12 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                 line_at = pos
                 pos += len(line)
                 nbytes += len(line)
-                if line.isspace():  # (no copy of a long line, as strip() would make)
+                if base.is_blank_line(line):  # JSON whitespace only (no copy of a long line)
                     blank += 1
+                    continue
+                if line.isspace():  # \x0b, \x0c: a row the reader cannot parse, never a skipped line
+                    errors.append((r, "line holds only whitespace JSON does not allow (form feed \\x0c or "
+                                      "vertical tab \\x0b), not a JSON object"))
                     continue
                 if first:  # a JSON document (array, pretty-printed object) is a file fault
                     first = False

@@ -15,7 +15,7 @@ from .. import fs
 from ..compressed import COMPRESSED_SUFFIXES, open_decompressed
 from ..errors import ConfigError, RmlprepError
 from .arrowfiles import _open_arrow, plan_hf, read_hf
-from .base import MAX_ROW_BYTES, Batch, Unit, check_column, decoded_size_estimate, sniff
+from .base import MAX_ROW_BYTES, Batch, Unit, check_column, decoded_size_estimate, is_blank_line, sniff
 from .csvfile import csv_header, read_csv
 from .jsonl import EMPTY_VALUES, plan_jsonl, read_jsonl
 from .parquet import plan_parquet, read_parquet
@@ -268,7 +268,7 @@ def column_names(unit: Unit) -> tuple[list[str], bool] | None:
         if unit.format == "jsonl":
             with open_decompressed(unit.path) as f:
                 while line := f.readline(MAX_ROW_BYTES + 1):
-                    if line.strip():
+                    if not is_blank_line(line):
                         obj = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
                         if not isinstance(obj, dict):
                             return None
