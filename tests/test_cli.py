@@ -493,6 +493,31 @@ def test_the_pipeline_scripts_exit_as_rmlprep_run(tmp_path, capsys, monkeypatch)
     assert capsys.readouterr().err.count("rmlprep: parity failure, stopped before any corpus work: ids differ") == 2
 
 
+@needs_tiny
+def test_the_sft_script_names_a_system_column(tmp_path, capsys):
+    """pipelines/sft.py reaches chat.system_column and chat.ignore_media (--system-column,
+    --ignore-media) as it reaches chat.tools_column: without them a set with a system prompt
+    column could only be refused."""
+    sft = _script("sft")
+    inp = tmp_path / "s.jsonl"
+    inp.write_text(json.dumps({"system": "Be brief.", "images": ["a.png"], "messages": [
+        {"role": "user", "content": "12"}, {"role": "assistant", "content": "34"}]}) + "\n")
+    common = [str(inp), "--tokenizer", str(TINY), "--format", "chatml", "--text-markers", "--workers", "1"]
+    assert sft.main([*common, "--output", str(tmp_path / "a")]) == 2
+    assert "chat.system_column is unset" in capsys.readouterr().err
+    assert sft.main([*common, "--system-column", "system", "--output", str(tmp_path / "b")]) == 2
+    assert "has, in its first row, a field 'images'" in capsys.readouterr().err
+    assert sft.main([*common, "--system-column", "system", "--ignore-media", "--output", str(tmp_path / "c")]) == 0
+    assert sft.main([*common, "--system-column", "false", "--ignore-media", "--output", str(tmp_path / "d")]) == 0
+    import pyarrow.parquet as pq
+    from rmlprep.pipeline import open_tokenizer
+
+    tok = open_tokenizer(str(TINY), log=lambda m: None)[0]
+    text = {k: tok.decode(pq.read_table(tmp_path / k / "train-00000.parquet").column("input_ids")[0].as_py())
+            for k in "cd"}
+    assert text["c"].startswith("<|im_start|>system\nBe brief.<|im_end|>") and "Be brief." not in text["d"]
+
+
 def test_out_of_memory_is_one_line(monkeypatch, capsys):
     """A MemoryError out of a command (numpy's "Unable to allocate 15 GiB ...") is exit 2 with one
     line, not a traceback."""
