@@ -137,6 +137,8 @@ def test_a_folder_of_an_earlier_version_without_the_marker_is_rmlprep_s(tmp_path
     for p in out.iterdir():
         if not any(p.match(g) for g in keep):
             p.unlink() if p.is_file() else None
+    if keep == [LOCK_NAME]:  # earlier versions left it after every run; this one removes it
+        (out / LOCK_NAME).write_text("4242 elsewhere\n")
     assert not (out / OWNER_NAME).exists()
     assert run(make_cfg(inp, out), log=quiet)["totals"]["documents"] == 60
     assert (out / OWNER_NAME).exists()
@@ -171,3 +173,50 @@ def test_a_folder_with_the_marker_is_not_listed(tmp_path, monkeypatch):
     monkeypatch.setattr(OutputFolder, "entries", no_listing)
     check_owner(OutputFolder(out), overwrite=False)
     assert run(make_cfg(inp, out), log=quiet)["units_skipped"] == n
+
+
+def test_the_lock_file_is_removed_when_the_run_ends(tmp_path):
+    """.rmlprep.lock stayed in every finished folder (a careless-user check): a run that ends,
+    done or failed (every row a reject: exit 2), removes it; a second run while one holds the
+    folder is still refused, and the one after it finds no lock file and runs."""
+    inp = corpus(tmp_path)
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    assert not (out / LOCK_NAME).exists() and (out / OWNER_NAME).exists()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"body": "no text field"}\n')
+    assert cli.main(["run", str(write_toml(tmp_path / "b.toml", bad, tmp_path / "b"))]) == 2
+    assert (tmp_path / "b" / OWNER_NAME).exists() and not (tmp_path / "b" / LOCK_NAME).exists()
+    holder = OutputFolder(out)
+    with holder.lock():
+        assert (out / LOCK_NAME).exists()
+        with pytest.raises(OutputError, match="in use by another rmlprep run"):
+            run(make_cfg(inp, out), log=quiet)
+    assert not (out / LOCK_NAME).exists()
+    assert run(make_cfg(inp, out), log=quiet)["units_skipped"] == len(list(out.glob("shard-*.done.json")))
+
+
+def test_a_lock_taken_on_a_removed_lock_file_is_taken_again(tmp_path, monkeypatch):
+    """A run that opened .rmlprep.lock just before the run holding it removed it (as it ended)
+    locks a file no longer at the path; it must drop that lock and take the file at the path,
+    else a third run creating a new lock file would hold the folder beside it."""
+    from rmlprep.pipeline import output as output_mod
+
+    out = tmp_path / "o"
+    out.mkdir()
+    stale = output_mod.os.open(out / LOCK_NAME, output_mod.os.O_RDWR | output_mod.os.O_CREAT, 0o644)
+    (out / LOCK_NAME).unlink()  # the ending run removed it after this one opened it
+    real_open, calls = output_mod.os.open, []
+
+    def first_open_is_the_stale_one(path, flags, *a, **k):
+        if str(path).endswith(LOCK_NAME) and not calls:
+            calls.append(path)
+            return stale
+        return real_open(path, flags, *a, **k)
+
+    monkeypatch.setattr(output_mod.os, "open", first_open_is_the_stale_one)
+    with OutputFolder(out).lock():
+        assert calls and (out / LOCK_NAME).exists()  # it locked the file at the path
+        with pytest.raises(OutputError, match="in use by another rmlprep run"):
+            with OutputFolder(out).lock():  # a third run: refused
+                pass

@@ -25,6 +25,7 @@ from rmlprep.pipeline import output as output_mod
 from rmlprep.pipeline import run
 from rmlprep.pipeline import writers as writers_mod
 from rmlprep.pipeline.output import OutputFolder
+from rmlprep.pipeline.owner import claim
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"
@@ -255,6 +256,7 @@ def test_second_run_into_a_held_folder_stops_with_the_holders_pid(tmp_path):
     toml = write_toml(tmp_path / "c.toml", inp, out)
     holder = OutputFolder(out)
     with holder.lock():
+        claim(holder)  # as a run does once it holds the folder (its lock file goes when it ends)
         planted = out / "train-00000.parquet.tmp-424242"  # a live run's temporary
         planted.write_bytes(b"half")
         r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", str(toml)], env=cli_env(),

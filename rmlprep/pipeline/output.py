@@ -26,7 +26,9 @@ only the new one.
 
 **One run at a time.** :meth:`OutputFolder.lock` holds an exclusive ``flock`` on
 ``.rmlprep.lock`` for the whole run (released by the kernel on any exit, SIGKILL included); a
-second run into the same folder stops at once with the holder's pid. Temporaries are only
+second run into the same folder stops at once with the holder's pid. The file is removed as
+the run ends (before the lock is released: see :meth:`OutputFolder.lock`), so a finished
+folder holds no lock file. Temporaries are only
 removed under the lock, so a run never deletes another live run's files.
 
 **Environment faults** (not writable, disk full, ...) raise :class:`~rmlprep.errors.OutputError`
@@ -155,6 +157,15 @@ def json_bytes(obj: Any) -> bytes:
 def _output_error(what: str, e: OSError) -> OutputError:
     fix = _FIX.get(e.errno, "check the output folder and rerun")
     return OutputError(f"{what}: {e.strerror or e}; {fix}", path=what)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open file ``fd`` is the file now at ``path``."""
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 class OutputFolder:
@@ -291,7 +302,13 @@ class OutputFolder:
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the folder for one run: create it, take an exclusive lock on :data:`LOCK_NAME`
-        (pid and host written in it) and probe that a file can be committed.
+        (pid and host written in it) and probe that a file can be committed. The lock file is
+        removed when the run ends, however it ends (a SIGKILL leaves it: the kernel still
+        releases the lock, and the next run takes it).
+
+        Removing it is safe because it is removed while still locked, and a lock taken on a file
+        no longer at the path (opened just before its removal) is dropped and taken again: else
+        that run would hold an unlinked file while a third creates a new one, two in one folder.
 
         Raises:
             OutputError: another run holds the lock (its pid and host are named); the folder
@@ -299,18 +316,23 @@ class OutputFolder:
         """
         self.create()
         path = self.path / LOCK_NAME
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise _output_error(f"output.dir {self.path}", e) from None
-        try:
+        while True:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise _output_error(f"output.dir {self.path}", e) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
+                os.close(fd)
                 who = f"pid {holder[0]} on {holder[1]}" if len(holder) >= 2 else "an unknown pid"
                 raise OutputError(f"output.dir {self.path}: in use by another rmlprep run ({who}); wait for it "
                                   "to finish or choose another --output", path=str(self.path)) from None
+            if _same_file(fd, path):
+                break
+            os.close(fd)  # the run that held it removed it as it ended: lock the file at the path
+        try:
             try:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
@@ -320,7 +342,11 @@ class OutputFolder:
             self.remove(".rmlprep.probe")
             yield
         finally:
-            os.close(fd)  # releases the lock; the file stays (removing it would race a waiting run)
+            try:
+                os.unlink(path)  # still locked: see the docstring
+            except OSError:
+                pass  # a folder that refuses it keeps the file; it blocks nothing once released
+            os.close(fd)  # releases the lock
 
     # -- built on the primitives ----------------------------------------------------------------
     def commit(self, name: str, write: Callable[[IO[bytes]], None], *, digest: bool = False) -> str | None:
