@@ -57,9 +57,10 @@ with empty ids and the reason in the ``error`` column. ``fn.stats`` counts the b
 errors and tokens that this object has seen; ``datasets.map`` calls pickled copies (in worker
 processes with ``num_proc > 1``), so for a total use :func:`count_errors` on the output.
 
-This module owns the two callables' encoding (:class:`TokenizeText`, :class:`TokenizeChat`) and
-their builders; the machinery they share (pickling, the per-process tokenizer cache, batch kinds,
-row errors, output assembly, :func:`count_errors`) lives in :mod:`rmlprep.arrow_base`.
+This module owns the chat callable's encoding (:class:`TokenizeChat`) and its builder, and
+re-exports the text one (:class:`TokenizeText`, :func:`tokenize_text`, in
+:mod:`rmlprep.arrow_text`); the machinery they share (pickling, the per-process tokenizer cache,
+batch kinds, row errors, output assembly, :func:`count_errors`) lives in :mod:`rmlprep.arrow_base`.
 
 Source: the batched-map contract of ``datasets`` (``arrow_dataset.py`` ``map``,
 ``arrow_writer.py`` ``TypedSequence``); TRL's column names (``input_ids``,
@@ -76,6 +77,7 @@ import numpy as np
 
 # count_errors, OUTPUT_VERSION and the per-process tokenizer cache (_TOKENIZERS) are re-exported
 from .arrow_base import (  # noqa: F401
+    refuse_padding_nulls,
     _EMPTY,
     _TOKENIZERS,
     _U32,
@@ -87,83 +89,13 @@ from .arrow_base import (  # noqa: F401
     _replace_surrogates,
     count_errors,
 )
+from .arrow_text import TokenizeText, tokenize_text
 from .errors import ChatFormatError, ConfigError, RmlprepError
 from .native import surrogate_rows
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
 
 __all__ = ["tokenize_text", "tokenize_chat", "TokenizeText", "TokenizeChat", "count_errors"]
-
-
-class TokenizeText(_MapFunction):
-    """Map function: a text column -> ``input_ids`` (list<uint32>) and ``length`` (int32).
-
-    Build it with :func:`tokenize_text`; see the module docstring for the output types.
-    """
-
-    _what = "text"
-
-    def _encode(self, values: list, where, column=None):
-        n = len(values)
-        errors: dict[int, str] = {}
-        good: list[int] | None = None
-        if n and set(map(type, values)) != {str}:
-            good = []
-            for i, v in enumerate(values):
-                if isinstance(v, str):
-                    good.append(i)
-                elif v is None:
-                    self._fail(i, f"{self.column!r} is null", where, errors)
-                else:
-                    self._fail(i, f"{self.column!r} is {type(v).__name__}, expected str", where, errors)
-            texts = [values[i] for i in good]
-        else:
-            texts = values
-        flags: dict[str, np.ndarray] = {}
-        if getattr(self, "surrogates_column", None):
-            texts, replaced = _replace_surrogates(texts)
-            flags[self.surrogates_column] = np.zeros(n, dtype=bool)
-            flags[self.surrogates_column][replaced if good is None else np.asarray(good, dtype=np.int64)[replaced]] = True
-            self.stats["surrogate_rows"] += len(replaced)
-        tok = self.tokenizer
-        try:  # the common case: one flat native call, Arrow-ready (see Tokenizer.encode_batch_flat)
-            flat, offs = tok.encode_batch_flat(
-                texts, add_special_tokens=self.add_special_tokens, parse_special=self.parse_special
-            )
-        except RmlprepError:
-            pass  # find the failing rows one by one below
-        else:
-            if good is None:
-                return [(self.output_column, flat, offs)], errors, flags
-            lengths = np.zeros(n, dtype=np.int64)
-            lengths[good] = np.diff(offs)  # rows left out are empty; good is ascending
-            return [(self.output_column, flat, _offsets(lengths))], errors, flags
-        id_lists = self._encode_texts(texts, good, where, errors)
-        if good is not None:
-            full: list[Any] = [_EMPTY] * n
-            for k, i in enumerate(good):
-                full[i] = id_lists[k]
-            id_lists = full
-        lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=n)
-        return [(self.output_column, _flatten(id_lists), _offsets(lengths))], errors, flags
-
-    def _encode_texts(self, texts: list[str], good: list[int] | None, where, errors) -> list:
-        """One ``encode_batch`` call for all good texts; per row only to find a failing one."""
-        tok = self.tokenizer
-        kw = {"add_special_tokens": self.add_special_tokens, "parse_special": self.parse_special}
-        try:
-            return tok.encode_batch(texts, **kw)
-        except RmlprepError:
-            pass
-        out: list[Any] = []
-        for k, t in enumerate(texts):
-            i = good[k] if good is not None else k
-            try:
-                out.append(tok.encode(t, **kw))
-            except RmlprepError as e:
-                self._fail(i, str(e), where, errors, e)
-                out.append(_EMPTY)
-        return out
 
 
 #: The reason a conversation that ends on an assistant turn is refused under add_generation_prompt.
@@ -218,29 +150,7 @@ class TokenizeChat(_MapFunction):
         self._writer = None
 
     def _check_streamed(self, values: list, column) -> None:
-        """Refuse rows of a ``datasets`` map handed over as plain Python (``IterableDataset.map``,
-        ``Dataset.map(..., input_columns=[...])``) whose tool-call arguments or tool definitions
-        hold a null: there Arrow's struct padding (every row's ``arguments`` padded to the union
-        of all rows' keys) reaches the callable as plain ``None``, which cannot be told from a
-        JSON null, so writing it would teach ``{"city": "Paris", "query": null}``.
-
-        Raises:
-            ConfigError: naming the row and the key, and the fix.
-        """
-        tools = column(self.tools_column) if self.tools_column else None
-        for i, messages in enumerate(values):
-            found = _streamed_null(messages, "messages")
-            if found is None and tools is not None and i < len(tools):
-                found = _streamed_null(tools[i], self.tools_column, everywhere=True)
-            if found is not None:
-                raise ConfigError(
-                    f"tokenize_chat: row {i} of a datasets batch holds a null at {found}, and the batch "
-                    "came without its Arrow types (IterableDataset.map, or map(..., input_columns=...)), "
-                    "so Arrow's struct padding (each row gets every other row's keys as null) cannot be "
-                    "told from a JSON null. Pass the whole batch: on an IterableDataset call "
-                    ".with_format(\"arrow\") before .map(fn, batched=True); on a Dataset leave out "
-                    "input_columns. rmlprep then leaves the padding out by the column types; or store "
-                    "tools and arguments as JSON strings")
+        refuse_padding_nulls(values, column(self.tools_column) if self.tools_column else None, self.tools_column)
 
     def _system_values(self, column) -> list | None:
         """The ``system_column`` values of the batch (None: it has none); a batch holding a
@@ -352,94 +262,6 @@ class TokenizeChat(_MapFunction):
             (self.mask_column, mask, off),
             (self.labels_column, labels, off),
         ], errors, {}
-
-
-def _streamed_null(value, path: str, *, everywhere: bool = False) -> str | None:
-    """Where a null sits in ``value`` that Arrow struct padding could have made: anywhere in a
-    tool definition (``everywhere``), else in a message's tool-call arguments; None if none."""
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            here = f"{path}.{k}"
-            if v is None and everywhere:
-                return here
-            if k == "arguments" and not everywhere:
-                found = _streamed_null(v, here, everywhere=True)
-            else:
-                found = _streamed_null(v, here, everywhere=everywhere)
-            if found is not None:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for j, v in enumerate(value):
-            if v is None and everywhere:
-                return f"{path}[{j}]"
-            found = _streamed_null(v, f"{path}[{j}]", everywhere=everywhere)
-            if found is not None:
-                return found
-    return None
-
-
-def tokenize_text(
-    tokenizer: Tokenizer | TokenizerSpec,
-    *,
-    column: str = "text",
-    add_special_tokens: bool = True,
-    parse_special: bool = False,
-    on_error: str = "raise",
-    output_column: str = "input_ids",
-    length_column: str | None = "length",
-    error_column: str = "error",
-    id_column: str | None = "id",
-    keep_columns: bool | None = None,
-    surrogates_column: str | None = None,
-) -> TokenizeText:
-    """A map function that tokenizes a text column, for ``datasets.map(batched=True)`` or
-    Arrow batches.
-
-    Example::
-
-        fn = tokenize_text(load_tokenizer("gpt2.tiktoken", name="gpt2"))
-        ds = ds.map(fn, batched=True, num_proc=2, remove_columns=["text"])
-        batch = fn(record_batch)  # RecordBatch in, RecordBatch out
-
-    Args:
-        tokenizer: an rmlprep Tokenizer (or a TokenizerSpec, built once here).
-        column: the text column; each value must be a str.
-        add_special_tokens: add BOS/EOS as the spec's add_bos/add_eos say.
-        parse_special: cut special-token text (``"<|endoftext|>"``) out as its id. Off by
-            default: corpus text is data, not control (tiktoken ``encode_ordinary``).
-        on_error: ``"raise"``: RowError for the first bad row; ``"record"``: keep it with
-            empty ids and its reason in ``error_column`` (see the module docstring).
-        output_column: name of the ids column, list<uint32> (never uint16).
-        length_column: name of the int32 length column, or None for none.
-        error_column: name of the error column (only with ``on_error="record"``).
-        id_column: a column whose value is named in error messages when present.
-        keep_columns: return the input columns too. None (default): yes for Arrow input, no
-            for a dict (``datasets`` merges them itself and honours ``remove_columns``).
-        surrogates_column: name of a bool column, True for each row whose text held surrogate
-            code points, or None (default) for none. Every row is encoded after
-            :func:`rmlprep.segment.replace_lone_surrogates` (tiktoken's rule: a high+low pair
-            becomes its character, a lone surrogate U+FFFD), with or without this column; it
-            only reports where that changed the text (``fn.stats["surrogate_rows"]`` counts
-            them). Arrow string columns are valid UTF-8 and never hold surrogates; Python strs
-            from ``json.loads`` of ``"\\ud800"`` do.
-    Returns:
-        A picklable callable (see :class:`TokenizeText`); ``fn.stats`` counts rows, errors and
-        tokens seen in this process.
-    Raises:
-        ConfigError: bad on_error or clashing output column names.
-    """
-    return TokenizeText(tokenizer, {
-        "column": column,
-        "add_special_tokens": bool(add_special_tokens),
-        "parse_special": bool(parse_special),
-        "on_error": on_error,
-        "output_column": output_column,
-        "length_column": length_column,
-        "error_column": error_column,
-        "id_column": id_column,
-        "keep_columns": keep_columns,
-        "surrogates_column": surrogates_column,
-    })
 
 
 def tokenize_chat(

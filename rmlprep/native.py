@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .pretokenize import pattern_name
-from .segment import fuse_unk, replace_lone_surrogates, segment_preparer
+from .segment import fuse_unk, fuse_unk_rows, replace_lone_surrogates, segment_preparer
 from .special_prefix import _holds_any, _special_prefix_filter
 from .spec import BYTE_LEVEL
 from .unicode import unicode_to_bytes, unicode_version
@@ -408,7 +408,7 @@ def encode_batch_flat(
     else:
         ids, offsets = np.zeros(0, np.uint32), np.zeros(n + 1, np.int64)
     if fast_ok:  # before the slow rows join: their unk runs may hold added tokens, never fused
-        ids, offsets = _fuse_unk_rows(tokenizer, ids, offsets)
+        ids, offsets = fuse_unk_rows(ids, offsets, s.unk_id if s.fuse_unk else None)
     if slow:
         rows = [ids[offsets[i]:offsets[i + 1]] for i in range(n)]
         for i in slow:
@@ -418,23 +418,6 @@ def encode_batch_flat(
         np.cumsum(lens, out=offsets[1:])
         ids = np.concatenate(rows) if rows else np.zeros(0, np.uint32)
     return _finish(tokenizer, ids, offsets, add_special_tokens=add_special_tokens)
-
-
-def _fuse_unk_rows(tokenizer, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each run of unk ids in a row fused into one (``fuse_unk``), for rows the native encoder
-    made (it does not fuse) from text holding no added token: ``tokenizers`` fuses inside one
-    model call (``BPE::merge_word``), and an added token such as ``"<unk>"`` is a piece of its
-    own, so ``"<unk><unk>"`` stays two ids."""
-    s = tokenizer.spec
-    if s.fuse_unk and s.unk_id is not None and len(ids) > 1:
-        repeat = np.zeros(len(ids), dtype=bool)  # an unk right after an unk in the same row
-        repeat[1:] = (ids[1:] == s.unk_id) & (ids[:-1] == s.unk_id)
-        repeat[offsets[:-1][offsets[:-1] < len(ids)]] = False
-        if repeat.any():
-            kept = np.zeros(len(ids) + 1, np.int64)
-            np.cumsum(~repeat, out=kept[1:])
-            ids, offsets = ids[~repeat], kept[offsets]
-    return ids, offsets
 
 
 def _finish(tokenizer, ids: np.ndarray, offsets: np.ndarray, *,
@@ -494,7 +477,7 @@ def encode_arrow_flat(
     off_type = np.int32 if pa.types.is_string(values.type) else np.int64
     offsets = np.frombuffer(off_buf, off_type)[values.offset:values.offset + len(values) + 1]
     ids, offsets = nat.encode_utf8(data if data is not None else b"", offsets, num_threads=num_threads)
-    ids, offsets = _fuse_unk_rows(tokenizer, ids, offsets)
+    ids, offsets = fuse_unk_rows(ids, offsets, s.unk_id if s.fuse_unk else None)
     return _finish(tokenizer, ids, offsets, add_special_tokens=add_special_tokens)
 
 

@@ -455,9 +455,7 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
                 prev_special = True
             else:
                 part = self._encode_text(f, at_start=(k == 0), after_special=prev_special, normalized=normalized)
-                # fused inside one text fragment only: tokenizers fuses within a model call, and an
-                # added token ("<unk>" typed in the text) is a piece of its own
-                ids.extend(fuse_unk(part, unk) if unk is not None else part)
+                ids.extend(fuse_unk(part, unk) if unk is not None else part)  # per fragment: fuse_unk_rows
                 prev_special = False
         return ids
 
