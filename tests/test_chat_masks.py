@@ -29,6 +29,7 @@ from _chat_common import (
 from rmlprep import chat_parity
 from rmlprep.chat import encode_chat, format_chat, format_chat_segments
 from rmlprep.chat.probes import WEATHER
+from rmlprep.chat.registry import get_format
 from rmlprep.errors import ChatFormatError
 
 DS_BOS, DS_EOS = "<\uff5cbegin\u2581of\u2581sentence\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>"
@@ -81,6 +82,18 @@ WORKED = [
         ("\n", 0)]),
     ("qwen3-reasoning-untrained", "qwen3", "hf/qwen3", [u("2+2?"), a("4", reasoning_content="add")], None, None, False, [
         ("<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\nadd\n</think>\n\n", 0),
+        ("4<|im_end|>", 1),
+        ("\n", 0)]),
+    # enable_thinking=False: the generation prompt ends with an empty think block, so an answer
+    # written with it is trained from after it (the prefix renders of Qwen3's template agree)
+    ("qwen3-no-think", "qwen3", "hf/qwen3", [u("Hi"), a("Hello")], None, {"enable_thinking": False}, True, [
+        ("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n", 0),
+        ("Hello<|im_end|>", 1),
+        ("\n", 0)]),
+    ("qwen3-no-think-reasoning", "qwen3", "hf/qwen3", [u("2+2?"), a("4", reasoning_content="add")], None,
+     {"enable_thinking": False}, True, [
+        ("<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n", 0),
+        ("<think>\nadd\n</think>\n\n", 1),  # its own think block: no generation prompt's, reasoning as ever
         ("4<|im_end|>", 1),
         ("\n", 0)]),
     ("qwen3-history-and-tools", "qwen3", "hf/qwen3",
@@ -279,9 +292,10 @@ FIXTURE_BANNER, FIXTURE_ROWS = (chat_parity.load_renders(chat_parity.renders_pat
                                 if chat_parity.renders_path().is_file() else ({}, []))
 
 
-def _derived_spans(template: str, fmt_bos, fmt_eos, msgs, tools) -> list[tuple[int, int]] | None:
-    """Trained character spans from prefix renders of the real template, or None when the
-    template rewrites earlier turns (a prefix render is not a prefix of the whole)."""
+def _derived_spans(template: str, fmt_bos, fmt_eos, msgs, tools, options=None) -> list[tuple[int, int]] | None:
+    """Trained character spans from prefix renders of the real template (``options`` as its
+    variables, ``today`` as the date), or None when the template rewrites earlier turns (a
+    prefix render is not a prefix of the whole up to the turn's terminator)."""
     from rmlprep.chat.messages import parse_conversation
     from rmlprep.chat.registry import get_format, template_view
     from rmlprep.chat.render import render
@@ -291,8 +305,11 @@ def _derived_spans(template: str, fmt_bos, fmt_eos, msgs, tools) -> list[tuple[i
     vm, vt = template_view(conv, f)
     src = template_text(template)
 
+    kw = dict(options or {})
+    now = kw.pop("today", None) or "2024-07-26"
+
     def r(m, gen):
-        out = render(src, m, tools=vt, add_generation_prompt=gen, bos_token=fmt_bos, eos_token=fmt_eos, now="2024-07-26")
+        out = render(src, m, tools=vt, add_generation_prompt=gen, bos_token=fmt_bos, eos_token=fmt_eos, now=now, **kw)
         return out.get("output")
 
     full = r(vm, False)
@@ -303,32 +320,43 @@ def _derived_spans(template: str, fmt_bos, fmt_eos, msgs, tools) -> list[tuple[i
         if m["role"] != "assistant":
             continue
         head, upto = r(vm[:i], True) if i else None, r(vm[: i + 1], False)
-        if head is None or upto is None or not full.startswith(head) or not full.startswith(upto):
+        if head is None or upto is None or not full.startswith(head):
             return None
         end = max((upto.rfind(t) + len(t) for t in TERMINATORS if upto.rfind(t) >= len(head)), default=None)
-        spans.append((len(head), end if end is not None else len(upto.rstrip())))
+        end = end if end is not None else len(upto.rstrip())
+        if not full.startswith(upto[:end]):  # Phi-3's eos after the last turn is not in the whole: cut off
+            return None
+        spans.append((len(head), end))
     return spans
 
 
 EXPECTED_BY_TEMPLATE = {n: f for n, f in EXPECTED.items() if f}
 
 
-def check_prefix_renders(template: str) -> int:
+def check_prefix_renders(template: str, options=None, *, hatch: bool = False) -> int:
     """Assert that rmlprep's trained characters are the prefix-render brackets on every fixture
-    conversation of ``template`` whose prefix renders are prefixes; returns how many were checked."""
+    conversation of ``template`` whose prefix renders are prefixes; returns how many were checked.
+    ``hatch``: check ``chat.format = "template"``'s writer instead of the native format."""
     fmt = EXPECTED[template]
     info = FIXTURE_BANNER["templates"][template]
     convs = {}
     for r in FIXTURE_ROWS:
         if r["template"] == template and not r["add_generation_prompt"] and "output" in r:
             convs[r["conversation_id"]] = (r["messages"], r.get("tools"))
+    if hatch:
+        from rmlprep.chat.template import TemplateWriter
+
+        kw = dict(options or {})
+        writer = TemplateWriter(template_text(template), bos_token=info["bos_token"], eos_token=info["eos_token"],
+                                today=kw.pop("today", None), kwargs=kw)
     checked = 0
     for cid, (msgs, tools) in sorted(convs.items()):
         try:
-            segs = format_chat_segments(msgs, fmt, tools=tools)
+            segs = (writer.write(msgs, tools=tools).segs if hatch
+                    else format_chat_segments(msgs, fmt, tools=tools, options=options))
         except ChatFormatError:
             continue
-        spans = _derived_spans(template, info["bos_token"], info["eos_token"], msgs, tools)
+        spans = _derived_spans(template, info["bos_token"], info["eos_token"], msgs, tools, options)
         if spans is None:
             continue
         want = set()
@@ -351,6 +379,34 @@ def test_masks_match_prefix_renders(template):
     checked = check_prefix_renders(template)
     floor = {"hermes": 3, "gemma": 5, "gemma4": 5, "deepseek-r1": 0, "deepseek-r1-llamacpp": 0}.get(EXPECTED[template], 8)
     assert checked >= floor, checked
+
+
+#: (template, options) for every option set a format is proved with besides its defaults
+WITH_OPTIONS = [(n, o) for n, t in sorted(FIXTURE_BANNER.get("templates", {}).items()) if t["format"]
+                for o in get_format(EXPECTED[n]).probe_options]
+
+
+@needs_shared
+@needs_jinja
+@pytest.mark.parametrize("template,options", WITH_OPTIONS, ids=[f"{n}-{o}" for n, o in WITH_OPTIONS])
+def test_masks_match_prefix_renders_with_options(template, options):
+    """As above with the format's other options (Qwen3 and SmolLM3 with ``enable_thinking =
+    false``, whose generation prompt ends with an empty think block: template text, never
+    trained; DeepSeek-V3.1 with it on...)."""
+    assert check_prefix_renders(template, options) >= 5
+
+
+@needs_shared
+@needs_jinja
+@pytest.mark.parametrize("template,options", [
+    ("phi3", None), ("phi3.5", None), ("more/Qwen-Qwen3-0.6B", {"enable_thinking": False}), ("llama3.1", None),
+    ("more/openai-gpt-oss-120b", None), ("qwen2.5", None)])
+def test_template_hatch_masks_match_prefix_renders(template, options):
+    """``chat.format = "template"`` gives the same brackets, so the same mask as the native
+    format: Phi-3's eos after the last turn (written where the generation prompt would go) is
+    no part of the turn, and its multi-turn conversations are not refused for it; gpt-oss's
+    ``<|return|>``, which ends its last answer, is."""
+    assert check_prefix_renders(template, options, hatch=True) >= 8
 
 
 # -- the checks above catch a deliberate bug ----------------------------------------------------------

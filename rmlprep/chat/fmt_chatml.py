@@ -160,12 +160,17 @@ def _w_qwen3(conv: Conversation, gen: bool, opts) -> Out:
     reasoning; earlier turns lose their reasoning (``reasoning_content`` or the
     ``<think>...</think>`` part of the content), as the template drops it from history: such
     turns are counted (``reasoning_dropped``). ``enable_thinking=False`` ends the generation
-    prompt with an empty think block.
+    prompt with an empty think block, so an answer written with that empty block (the last
+    one, without reasoning) is trained from after it: the block is template text, as in the
+    prefix renders (``...assistant\n<think>\n\n</think>\n\n`` is the generation prompt).
+    Training it would teach the model to write the empty block, i.e. to skip thinking, by
+    itself. An answer with reasoning starts its own think block: reasoning as ever.
 
     Source: more/Qwen-Qwen3-0.6B.jinja (Qwen3 0.6B...32B share it).
     """
     msgs = conv.messages
     o = Out()
+    no_think = opts.get("enable_thinking") is False
     first_system = msgs[0].role == "system"
     if conv.tools:
         o.t(f"{S}system\n")
@@ -189,9 +194,13 @@ def _w_qwen3(conv: Conversation, gen: bool, opts) -> Out:
             content, reasoning = _qwen3_split(m)
             o.t(f"{S}assistant\n")
             if i > last_query and (i == len(msgs) - 1 or reasoning):
-                o.t("<think>\n", "reasoning")
-                o.c(reasoning.strip("\n"), "reasoning")
-                o.t("\n</think>\n\n", "reasoning")
+                if no_think and not reasoning.strip("\n"):
+                    # the empty think block is the end of the generation prompt: template text
+                    o.t("<think>\n\n</think>\n\n")
+                else:
+                    o.t("<think>\n", "reasoning")
+                    o.c(reasoning.strip("\n"), "reasoning")
+                    o.t("\n</think>\n\n", "reasoning")
                 o.c(content.lstrip("\n"), "assistant")
             else:
                 if reasoning:
@@ -207,7 +216,7 @@ def _w_qwen3(conv: Conversation, gen: bool, opts) -> Out:
             _qwen_tool_results(o, msgs, i)
     if gen:
         o.t(f"{S}assistant\n")
-        if opts.get("enable_thinking") is False:
+        if no_think:
             o.t("<think>\n\n</think>\n\n")
     return o
 

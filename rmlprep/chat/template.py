@@ -5,7 +5,9 @@ Opt-in and slower than a native format (1 + 2 x assistant-turns renders per conv
 The assistant mask comes from renders of prefixes: assistant message ``i`` spans from the end
 of ``render(messages[:i], add_generation_prompt=True)`` to the end of
 ``render(messages[:i + 1])`` less trailing whitespace (the newline a template writes after a
-turn's terminator). Both must be prefixes of the whole render; a template for which they
+turn's terminator) and less an ``eos_token`` the template writes only where a conversation
+ends instead of the generation prompt (Phi-3's ``<|endoftext|>`` after the last ``<|end|>``:
+no part of the turn; a native format leaves it out too). Both must be prefixes of the whole render; a template for which they
 are not (one that rewrites earlier turns, such as Qwen3 dropping reasoning from history) is
 refused for that conversation, naming the turn; so is an answer the template ends with no
 terminator (GLM-4.6 ends a turn with the next ``<|user|>``): its mask would teach no stop
@@ -73,6 +75,7 @@ class TemplateWriter:
         self.bos_token, self.eos_token = bos_token, eos_token
         self.kwargs = dict(kwargs or {})
         self.today = today or "2024-07-26"
+        self._eos_end: bool | None = None
         compile_template(template, self.today)
 
     def _render(self, conv: Conversation, gen: bool) -> str:
@@ -114,6 +117,7 @@ class TemplateWriter:
                 continue
             head = self._render(Conversation(conv.messages[:i], conv.tools), True) if i else None
             upto = self._render(Conversation(conv.messages[: i + 1], conv.tools), False)
+            upto = self._without_ending(upto)
             start = len(head) if head is not None else self._first_start(conv, full)
             if (head is not None and not full.startswith(head)) or not full.startswith(upto) or len(upto) < start:
                 raise ChatFormatError(f"message {i} (assistant): the chat template renders the conversation up to this "
@@ -132,6 +136,36 @@ class TemplateWriter:
             pos = max(start, end)
         o.t(full[pos:])
         return o
+
+    def _without_ending(self, upto: str) -> str:
+        """``upto`` (the render of the messages through an assistant turn, no generation prompt)
+        without the ``eos_token`` a template writes at the end of every conversation where the
+        generation prompt would go (:meth:`_ends_with_eos`): that eos is no part of the turn
+        (the model ends a turn with its terminator and never writes the eos after it), and a
+        native format leaves it out of the mask too. Worked example (phi3.jinja, ``[user "Hi",
+        assistant "Hello"]``): ``<|user|>\nHi<|end|>\n<|assistant|>\nHello<|end|>\n<|endoftext|>``;
+        the turn ends at ``<|end|>``. Other templates: ``upto`` as it is."""
+        base = upto.rstrip()
+        if self.eos_token and base.endswith(self.eos_token) and self._ends_with_eos():
+            return base[: len(base) - len(self.eos_token)]
+        return upto
+
+    def _ends_with_eos(self) -> bool:
+        """The template writes ``eos_token`` after the last message instead of the generation
+        prompt: ``[user "Hi"]`` renders as ``X + eos`` without the prompt and ``X + prompt``
+        with it (Phi-3: ``<|user|>\nHi<|end|>\n<|endoftext|>`` and ``...<|end|>\n<|assistant|>\n``).
+        A template whose eos ends each turn (Zephyr's ``</s>``, kept with the prompt too) or
+        only the last answer (gpt-oss's ``<|return|>``, its final terminator) is not one.
+        Rendered once per writer."""
+        if self._eos_end is None:
+            eos, probe = self.eos_token, parse_conversation([{"role": "user", "content": "Hi"}])
+            try:
+                plain, gen = self._render(probe, False).rstrip(), self._render(probe, True)
+            except (ChatFormatError, IndexError):
+                plain = gen = ""
+            self._eos_end = bool(eos and plain.endswith(eos) and not gen.startswith(plain)
+                                 and gen.startswith(plain[: len(plain) - len(eos)]))
+        return self._eos_end
 
     def _first_start(self, conv: Conversation, full: str) -> int:
         """Where a first-message assistant turn starts: after the render of no messages with
