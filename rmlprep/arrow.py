@@ -175,6 +175,26 @@ class TokenizeChat(_MapFunction):
             return None
         return column(self.system_column)
 
+    def _check_names(self, names: list[str]) -> None:
+        """A column named ``tools`` or ``functions`` (OpenAI's older name) that ``tools_column``
+        does not name is refused, as the sft run refuses it
+        (:mod:`rmlprep.pipeline.tools_column`): every row's tool definitions would be left out
+        of its prompt without a word (the model trained to call tools it was never shown).
+        ``tools_column=None`` leaves them out on purpose: no check.
+
+        Raises:
+            ConfigError: naming the column and the two ``tools_column=`` ways out.
+        """
+        if self.tools_column is None:
+            return
+        for hit in ("tools", "functions"):
+            if hit in names and hit != self.tools_column and hit != self.column:
+                raise ConfigError(
+                    f"tokenize_chat: the batch has a column {hit!r} (the conversations' tool definitions) that "
+                    f"tools_column={self.tools_column!r} does not name, so every row's tools would be left out of its "
+                    f"prompt; pass tools_column={hit!r} to write them as the format writes tools, or "
+                    "tools_column=None to leave them out")
+
     def _template_writer(self):
         """The model's own template (``fmt="template"``), built once per process."""
         if self._writer is None:
@@ -307,7 +327,10 @@ def tokenize_chat(
             :mod:`rmlprep.chat.template`).
         column: the messages column.
         tools_column: a column of per-conversation tool definitions (a list, or a JSON
-            string), used when the batch has it; None: never.
+            string), used when the batch has it; None: never. A batch with a column named
+            ``tools`` or ``functions`` that this does not name is refused (ConfigError), as
+            the sft run refuses it: its tools would be left out of every prompt; None leaves
+            them out on purpose.
         system_column: a column of per-conversation system prompts, used when the batch has
             it: a string is written as the conversation's system message before its messages
             (the same text as a leading system message is kept once, a different one is a row
@@ -347,6 +370,7 @@ def tokenize_chat(
         ChatFormatError: unknown format or option; ``"auto"`` and a template no format reproduces.
         ConfigError: bad on_error / no_assistant / system_column or clashing output column names; the format's
             turn terminator is not a special token of the tokenizer (see ``text_markers``).
+            When called: a batch with a tools column ``tools_column`` does not name.
     """
     from .chat import detect_chat_format
     from .chat.encode import missing_stop_token, stop_token_refusal

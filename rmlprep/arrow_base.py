@@ -288,6 +288,7 @@ class _MapFunction:
                 f"{type(self).__name__}: the batch has no column {col!r} (columns: {names}); "
                 f"pass column=... to name the {self._what} column"
             )
+        self._check_names(names)
         values = _values(batch, col, is_arrow)
         n = len(values)
         if not is_arrow and not isinstance(getattr(batch, "pa_table", None), pa.Table) and _from_datasets():
@@ -354,6 +355,10 @@ class _MapFunction:
         """Rows that a ``datasets`` map turned from Arrow into plain Python with no table types
         to clean them by (:func:`_from_datasets`): the chat callable refuses those whose struct
         padding cannot be told from JSON nulls."""
+
+    def _check_names(self, names: list[str]) -> None:
+        """Refuse a batch by its column names before any row is read (a subclass's guard;
+        :class:`~rmlprep.arrow.TokenizeChat`: a tools column it would not read)."""
 
     def _call_one(self, example: Mapping, index: int | None):
         """One example (``datasets.map(fn)`` without ``batched=True``): tokenized as a batch of one

@@ -678,6 +678,37 @@ def test_streamed_struct_padding_is_refused_and_arrow_format_matches(tok):
     assert [list(r["input_ids"]) for r in got] == want
 
 
+def test_a_tools_column_that_tools_column_does_not_name_is_refused(tok):
+    """Explorer G4: tool definitions in a ``functions`` column (OpenAI's older name; glaive,
+    LLaMA-Factory) were silently left out of every prompt (qwen2.5 wrote its default system
+    turn instead of the ``# Tools`` block), also under ``datasets.map``, while the sft run
+    refuses the same input. Now refused alike, naming the column and ``tools_column=``;
+    ``tools_column="functions"`` writes them (the text of the same tools in ``tools``), and
+    ``tools_column=None`` leaves them out on purpose."""
+    import datasets
+
+    rows = [_tool_conv("get_weather", {"city": "Paris"}, "Weather in Paris?", [_WEATHER])]
+    want = [list(x) for x in tokenize_chat(tok, "qwen2.5")(_as_dict_batch(rows))["input_ids"]]
+    assert "# Tools" in tok.decode(want[0])
+    funcs = {"messages": [r["messages"] for r in rows], "functions": [r["tools"] for r in rows]}
+    refused = (r"^tokenize_chat: the batch has a column 'functions' .*tools_column='tools' does not name.*"
+               r"pass tools_column='functions' .*or tools_column=None to leave them out$")
+    fn = tokenize_chat(tok, "qwen2.5")
+    with pytest.raises(ConfigError, match=refused):
+        fn(funcs)
+    with pytest.raises(ConfigError, match=refused):
+        fn(pa.Table.from_pydict(funcs))
+    with pytest.raises(ConfigError, match=refused):
+        datasets.Dataset.from_dict(funcs).map(fn, batched=True, load_from_cache_file=False)
+    with pytest.raises(ConfigError, match=refused):
+        datasets.Dataset.from_dict(funcs).map(fn, load_from_cache_file=False)
+    assert [list(x) for x in tokenize_chat(tok, "qwen2.5", tools_column="functions")(funcs)["input_ids"]] == want
+    left_out = tokenize_chat(tok, "qwen2.5", tools_column=None)(funcs)["input_ids"]
+    assert "# Tools" not in tok.decode(left_out[0])
+    with pytest.raises(ConfigError, match=r"column 'tools' .*tools_column='functions' does not name"):
+        tokenize_chat(tok, "qwen2.5", tools_column="functions")({**funcs, "tools": funcs["functions"]})
+
+
 def test_json_nulls_in_string_columns_are_kept(tok):
     """A null in JSON (``"default": null`` in a tool's schema, a ``null`` argument) is a value
     the template renders; tools and arguments stored as JSON strings keep it from Arrow too,
