@@ -106,6 +106,13 @@ _GENERATION_PROMPT_AFTER_ANSWER = (
     "turn if it is a prompt")
 
 
+def _has_reasoning(seg) -> bool:
+    """A reasoning segment of the data with text beyond its ``<think>`` tags (an empty think
+    block a template writes itself is no reasoning of the conversation)."""
+    return (seg.kind == "reasoning" and not seg.markup
+            and bool(seg.text.replace("<think>", "").replace("</think>", "").strip()))
+
+
 class TokenizeChat(_MapFunction):
     """Map function: a messages column -> ``input_ids`` (list<uint32>), ``assistant_masks``
     (list<uint8>), ``labels`` (list<int32>, -100 where masked) and ``length`` (int32).
@@ -113,6 +120,8 @@ class TokenizeChat(_MapFunction):
     Build it with :func:`tokenize_chat`; see the module docstring for the output types and
     :func:`rmlprep.chat.encode_chat` for the mask rule. ``fn.stats`` also counts
     ``reasoning_dropped`` (turns whose reasoning the format's history rule left out),
+    ``reasoning_untrained`` (with ``train_on_reasoning=False``: written conversations holding
+    reasoning, left out of the mask),
     ``no_assistant`` (conversations without an assistant message, kept or rejected),
     ``json_tool_calls`` (tool calls converted with ``json_tools``), ``json_tool_calls_as_text``
     (without ``json_tools``: conversations holding tool calls written as JSON text, which
@@ -146,7 +155,7 @@ class TokenizeChat(_MapFunction):
     def _extra_stats(self) -> None:
         self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
                           generation_prompt_after_answer=0, tool_calls_without_tools=0,
-                          json_tool_parameters_as_text=0)
+                          json_tool_parameters_as_text=0, reasoning_untrained=0)
         self._writer = None
 
     def _check_streamed(self, values: list, column) -> None:
@@ -264,6 +273,8 @@ class TokenizeChat(_MapFunction):
                 self._fail(i, why, where, errors, e)
                 continue
             self.stats["reasoning_dropped"] += out.notes.get("reasoning_dropped", 0)
+            if not self.train_on_reasoning and any(_has_reasoning(sg) for sg in out.segs):
+                self.stats["reasoning_untrained"] += 1
             if surrogate_rows([sg.text for sg in out.segs]):  # the encoder replaced them: counted, as for text
                 self.stats["surrogate_rows"] += 1
             if not tools and _calls_tools(messages):
@@ -345,7 +356,13 @@ def tokenize_chat(
             transformers' chat-template docs warn of: add_generation_prompt is for generation,
             not training data).
         options: the format's options (``enable_thinking``, ``today``...).
-        train_on_reasoning: reasoning in the mask (default) or not.
+        train_on_reasoning: reasoning in the mask (default) or not: the format's reasoning
+            (``qwen3``'s think block, ``gpt-oss``'s analysis channel), or a leading
+            ``<think>…</think>`` of the content where the model writes it so (``smollm3``);
+            counted in ``fn.stats["reasoning_untrained"]``. False with a format that has no
+            reasoning (``qwen2.5``, ``llama3``...: a ``<think>`` in content is answer text) is a
+            ConfigError, not silently ignored
+            (:func:`rmlprep.chat.registry.untrained_reasoning_refusal`).
         json_tools: convert tool definitions and calls written as JSON text first
             (:func:`rmlprep.chat.convert.json_tools`).
         no_assistant: a conversation without an assistant message: ``"reject"`` it as a row
@@ -369,13 +386,14 @@ def tokenize_chat(
     Raises:
         ChatFormatError: unknown format or option; ``"auto"`` and a template no format reproduces.
         ConfigError: bad on_error / no_assistant / system_column or clashing output column names; the format's
-            turn terminator is not a special token of the tokenizer (see ``text_markers``).
-            When called: a batch with a tools column ``tools_column`` does not name.
+            turn terminator is not a special token of the tokenizer (see ``text_markers``);
+            ``train_on_reasoning=False`` with a format that has no reasoning. When called: a
+            batch with a tools column ``tools_column`` does not name.
     """
     from .chat import detect_chat_format
     from .chat.encode import missing_stop_token, stop_token_refusal
     from .hf import named_templates_note, tool_use_hint
-    from .chat.registry import get_format, resolve_options
+    from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
     from .chat.render import JINJA_PIP, jinja_available
 
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)
@@ -408,6 +426,8 @@ def tokenize_chat(
     if fmt == "template" and not train_on_reasoning:
         raise ConfigError("tokenize_chat(fmt='template'): the template's render does not tell reasoning apart; "
                           "train_on_reasoning=False needs a native format")
+    if not train_on_reasoning and (why := untrained_reasoning_refusal(fmt)):
+        raise ConfigError(f"tokenize_chat(fmt={fmt!r}, train_on_reasoning=False): {why}")
     return TokenizeChat(tok, {
         "column": column,
         "tools_column": tools_column,

@@ -48,7 +48,7 @@ from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.detect import check_template_format
 from .chat.encode import missing_stop_token, stop_token_refusal
-from .chat.registry import check_conversation, get_format, read_view, write
+from .chat.registry import check_conversation, get_format, read_view, untrained_reasoning_refusal, write
 from .hf import named_templates_note
 from .chat.render import JINJA_PIP, jinja_available, render
 from .errors import ChatFormatError, ConfigError, ParityError
@@ -348,7 +348,9 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
     the template the output depends on. Other configs are returned as they are.
 
     Raises:
-        ConfigError: no chat template to detect or render, or no format reproduces it.
+        ConfigError: no chat template to detect or render, or no format reproduces it; the
+            format found has no reasoning and ``chat.train_on_reasoning = false``
+            (:func:`rmlprep.chat.registry.untrained_reasoning_refusal`).
     """
     if cfg.pipeline != "sft" or cfg["chat"]["format"] not in ("auto", "template"):
         return cfg
@@ -374,6 +376,9 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
                      "or name the format and set parity.chat = false, having compared it with the template yourself")
             raise ConfigError(f"chat.format = \"auto\": {e}; {other}") from None
         log(f"chat: chat.format = \"auto\" → {data['chat']['format']!r} (reproduces the tokenizer's chat template)")
+        if not data["chat"]["train_on_reasoning"] and (why := untrained_reasoning_refusal(data["chat"]["format"])):
+            raise ConfigError(f"chat.train_on_reasoning = false: chat.format = \"auto\" found "
+                              f"{data['chat']['format']!r}; {why}")
     return RunConfig(data, cfg.source, relative=cfg.relative, cwd=cfg.cwd)
 
 

@@ -46,7 +46,7 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # turn, for prompts (ending on a user or tool turn); a
                                      # conversation ending on an assistant turn is then a reject
     options = { enable_thinking = false }  # the format's options (template variables, "today")
-    train_on_reasoning = true        # reasoning in the loss mask
+    train_on_reasoning = true        # reasoning in the loss mask (false: refused by formats without)
     tools_column = "tools"           # a column of per-conversation tool definitions (read in a second
                                      # pass over each unit); false: none, on purpose. Unset (the
                                      # default): none, and an input with a "tools" or "functions"
@@ -116,7 +116,7 @@ from typing import Any
 from . import fs
 from .config_paths import _abs, _abs_dir, relative_note
 from .chat import detect_chat_format
-from .chat.registry import get_format, resolve_options
+from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
 from .errors import ChatFormatError, ConfigError
 from .packing.common import MAX_SEQ_LEN
 
@@ -467,9 +467,9 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
                               f"\"system\", or set false to read none; got {sc!r}")
         if chat["no_assistant"] not in ("reject", "keep"):
             raise ConfigError(f"{w}chat.no_assistant: must be \"reject\" or \"keep\", got {chat['no_assistant']!r}")
-        if chat["format"] == "template" and not chat["train_on_reasoning"]:
-            raise ConfigError(f"{w}chat.train_on_reasoning = false needs a native format (the template's render "
-                              "does not tell reasoning apart)")
+        if (chat["format"] != "auto" and not chat["train_on_reasoning"]  # "template" too: no reasoning told apart
+                and (why := untrained_reasoning_refusal(chat["format"]))):
+            raise ConfigError(f"{w}chat.train_on_reasoning = false: {why}")
     elif "chat" in raw:
         raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
     out = data["output"]

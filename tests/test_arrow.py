@@ -709,6 +709,27 @@ def test_a_tools_column_that_tools_column_does_not_name_is_refused(tok):
         tokenize_chat(tok, "qwen2.5", tools_column="functions")({**funcs, "tools": funcs["functions"]})
 
 
+def test_train_on_reasoning_off_needs_a_format_with_reasoning(tok):
+    """Explorer G3: train_on_reasoning=False was silently ignored by every format but qwen3 (a
+    <think>…</think> in content trained as answer text). A format with no reasoning is refused
+    when the function is built (and by encode_chat); one with reasoning counts the conversations
+    whose reasoning it left out."""
+    from rmlprep.chat import encode_chat
+
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "<think>\nr\n</think>\n\nHello."}]
+    for call in (lambda: tokenize_chat(tok, "qwen2.5", train_on_reasoning=False),
+                 lambda: encode_chat(tok, conv, "llama3", train_on_reasoning=False, text_markers=True)):
+        with pytest.raises(ConfigError, match=r"train_on_reasoning=False\): format '(qwen2.5|llama3)' has no reasoning: "
+                                              r"its template writes a <think>…</think> in an answer's content as answer "
+                                              r"text, so it would be trained all the same"):
+            call()
+    fn = tokenize_chat(tok, "qwen3", train_on_reasoning=False)
+    out = fn({"messages": [conv, conv[:1] + [{"role": "assistant", "content": "Hello."}]]})
+    assert fn.stats["reasoning_untrained"] == 1
+    trained = tok.decode([i for i, k in zip(out["input_ids"][0], out["assistant_masks"][0]) if k])
+    assert trained == "Hello.<|im_end|>"
+
+
 def test_json_nulls_in_string_columns_are_kept(tok):
     """A null in JSON (``"default": null`` in a tool's schema, a ``null`` argument) is a value
     the template renders; tools and arguments stored as JSON strings keep it from Arrow too,

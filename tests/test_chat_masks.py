@@ -205,6 +205,21 @@ WORKED = [
         ("<|im_system|>tool<|im_middle|>## Return of call0w3x9\\nsunny<|im_end|>"
          "<|im_assistant|>assistant<|im_middle|>", 0),
         ("Sunny.<|im_end|>", 1)]),
+    # SmolLM3 writes its reasoning as a leading <think>…</think> of the content (its template has
+    # no reasoning field): that block is reasoning, left out with train_on_reasoning off
+    ("smollm3-think-in-content", "smollm3", None, [s("Be brief."), u("Hi"), a("<think>\nhmm\n</think>\n\nHello")],
+     None, None, False, [
+        ("<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: /think\n\n"
+         "## Custom Instructions\n\nBe brief.\n\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", 0),
+        ("<think>\nhmm\n</think>\n\n", 0),
+        ("Hello<|im_end|>", 1),
+        ("\n", 0)]),
+    ("smollm3-think-in-content-trained", "smollm3", None, [s("Be brief."), u("Hi"), a("<think>\nhmm\n</think>\n\nHello")],
+     None, None, True, [
+        ("<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: /think\n\n"
+         "## Custom Instructions\n\nBe brief.\n\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", 0),
+        ("<think>\nhmm\n</think>\n\nHello<|im_end|>", 1),
+        ("\n", 0)]),
     ("smollm3-no-think", "smollm3", None, [s("Be brief. /no_think"), u("Hi"), a("Hello")], None, None, True, [
         ("<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: /no_think\n\n"
          "## Custom Instructions\n\nBe brief.\n\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"

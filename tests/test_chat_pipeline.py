@@ -233,6 +233,29 @@ def test_tools_column_and_reasoning_in_qwen3(tmp_path):
     no_r = run(cfg(inp, tmp_path / "n", fmt="qwen3", parity={"chat": False},
                    chat={"tools_column": "tools", "train_on_reasoning": False}, pack={"seq_len": 1024}), log=quiet)
     assert no_r["config_hash"] != m["config_hash"]
+    # the last answer's reasoning is left out (counted); the other row's was dropped from history
+    assert no_r["totals"]["reasoning_untrained"] == 1 and m["totals"]["reasoning_untrained"] == 0
+    from rmlprep.pipeline.reports import summary_table
+
+    stats = json.loads((tmp_path / "n" / "stats.json").read_text())
+    assert "1 conversation's reasoning left out of the loss mask" in summary_table(no_r, stats)
+
+
+@needs_jinja
+def test_train_on_reasoning_off_is_refused_for_a_format_without_reasoning(tmp_path):
+    """Explorer G3: chat.train_on_reasoning = false did nothing for every format but qwen3 (a
+    <think>…</think> in content trained as answer text, no word). A format with no reasoning
+    is refused before any work, also when chat.format = "auto" finds one."""
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp)
+    with pytest.raises(ConfigError, match=r"^chat.train_on_reasoning = false: format 'chatml' has no reasoning: .*"
+                                          r"<think>…</think> in an answer's content as answer text"):
+        cfg(inp, tmp_path / "o", chat={"train_on_reasoning": False})
+    with pytest.raises(ConfigError, match=r"^chat.train_on_reasoning = false: chat.format = \"auto\" found 'chatml'; "
+                                          r"format 'chatml' has no reasoning"):
+        run(cfg(inp, tmp_path / "a", fmt="auto", chat={"train_on_reasoning": False}), tokenizer=tiny(CHATML),
+            log=quiet)
+    assert not (tmp_path / "a").exists()
 
 
 @pytest.mark.parity

@@ -37,6 +37,9 @@ class ChatFormat:
         stop: the terminator's token text for :func:`rmlprep.chat.stop_ids`.
         roles: the roles it writes.
         reasoning: it can write an assistant's reasoning (somewhere).
+        reasoning_in_content: its model writes its reasoning as a leading
+            ``<think>…</think>`` of the answer's content, and its template writes the content as
+            it is (SmolLM3): the writer marks that block as reasoning.
         tool_calls: it can write assistant tool calls.
         tools: it can write tool definitions.
         options: option name -> default (None: the template's own default applies).
@@ -58,6 +61,7 @@ class ChatFormat:
     stop: str
     roles: frozenset = frozenset(("system", "user", "assistant"))
     reasoning: bool = False
+    reasoning_in_content: bool = False
     tool_calls: bool = False
     tools: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .registry import get_format, write
+from .registry import get_format, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment
 
 __all__ = ["ChatEncoding", "encode_chat", "encode_segments", "missing_stop_token", "stop_token_refusal", "stop_ids",
@@ -134,7 +134,9 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
         add_generation_prompt: end with the header that opens an assistant turn.
         tools: the conversation's tool definitions.
         options: the format's options (``enable_thinking``, ``today``...).
-        train_on_reasoning: reasoning is in the mask (default) or not.
+        train_on_reasoning: reasoning is in the mask (default) or not (see
+            :func:`rmlprep.tokenize_chat`; False with a format that has no reasoning, or with
+            ``"template"``, is a ConfigError).
         text_markers: encode a format whose turn terminator is not a special token of the
             tokenizer (ChatML on GPT-2's vocabulary), its markers as text pieces. Default:
             refused (:func:`missing_stop_token`), as by :func:`rmlprep.tokenize_chat` and the
@@ -144,12 +146,17 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
     Raises:
         ChatFormatError: unknown format or option, a conversation the format refuses, or a
             turn terminator that is not a special token of the tokenizer (see ``text_markers``).
+        ConfigError: ``train_on_reasoning=False`` and a format without reasoning.
     """
     if not text_markers and (stop := missing_stop_token(tokenizer, fmt, options)) is not None:
         from ..errors import ChatFormatError
 
         raise ChatFormatError(f"encode_chat(fmt={fmt!r}): {stop_token_refusal(tokenizer, fmt, stop)}; or pass "
                               "text_markers=True to write them as text")
+    if not train_on_reasoning and (why := untrained_reasoning_refusal(fmt)):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"encode_chat(fmt={fmt!r}, train_on_reasoning=False): {why}")
     if fmt == "template":
         out = _template_writer(tokenizer, options).write(messages, add_generation_prompt=add_generation_prompt,
                                                           tools=tools)

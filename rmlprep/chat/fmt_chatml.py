@@ -242,7 +242,11 @@ def _w_smollm3(conv: Conversation, gen: bool, opts) -> Out:
     ``/no_think``, then the first system message's text with those words removed, or a
     default); ``/no_think`` writes an empty think block before every answer (part of the
     generation prompt, so template text). A system message after the first is refused (the
-    template drops it); tool results are user turns.
+    template drops it); tool results are user turns. SmolLM3 writes its reasoning into the
+    answer (the template has no reasoning field): a content that starts with
+    ``<think>…</think>`` (after leading newlines, which the template strips) has that block,
+    with the whitespace after it, written as reasoning (left out of the mask with
+    ``train_on_reasoning`` off); the text is unchanged.
 
     Source: more/HuggingFaceTB-SmolLM3-3B.jinja (Unsloth's edit of SmolLM3-3B's template).
     """
@@ -278,7 +282,14 @@ def _w_smollm3(conv: Conversation, gen: bool, opts) -> Out:
             o.t(E + "\n")
         elif m.role == "assistant":
             o.t(f"{S}assistant\n" + ("" if mode == "/think" else "<think>\n\n</think>\n"))
-            o.c(m.text.lstrip("\n"), "assistant")
+            text = m.text.lstrip("\n")
+            k = text.find("</think>") if text.startswith("<think>") else -1
+            if k >= 0:  # the model's reasoning, as SmolLM3 writes it: reasoning (train_on_reasoning)
+                k += len("</think>")
+                k += len(text[k:]) - len(text[k:].lstrip())
+                o.c(text[:k], "reasoning")
+                text = text[k:]
+            o.c(text, "assistant")
             o.a(E)
             o.t("\n")
     if gen:
@@ -418,7 +429,7 @@ FORMATS = [
     _f("qwen3", _w_qwen3, "more/Qwen-Qwen3-0.6B.jinja", roles=ALL_ROLES, reasoning=True, tool_calls=True, tools=True,
        options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
        probe_options=({"enable_thinking": False},)),
-    _f("smollm3", _w_smollm3, "more/HuggingFaceTB-SmolLM3-3B.jinja", roles=ALL_ROLES,
+    _f("smollm3", _w_smollm3, "more/HuggingFaceTB-SmolLM3-3B.jinja", roles=ALL_ROLES, reasoning_in_content=True,
        options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
        probe_options=({"enable_thinking": False},)),
     _f("hermes", _w_hermes, "more/NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", roles=ALL_ROLES,

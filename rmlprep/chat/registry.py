@@ -26,7 +26,7 @@ from .messages import Conversation, parse_conversation
 from .segments import Out
 
 __all__ = ["ChatFormat", "FORMATS", "CHAT_FORMATS", "get_format", "check_conversation", "write", "resolve_options",
-           "template_view", "template_kwargs", "read_view", "DEFAULT_TODAY", "today"]
+           "template_view", "template_kwargs", "read_view", "DEFAULT_TODAY", "today", "untrained_reasoning_refusal"]
 
 def _registry() -> dict[str, ChatFormat]:
     from . import (fmt_chatml, fmt_deepseek, fmt_gemma, fmt_harmony, fmt_kimi, fmt_llama, fmt_mistral, fmt_other,
@@ -69,6 +69,31 @@ _OPTION_VALUES: dict[str, tuple[type, tuple[Any, ...] | None]] = {
     "date_string": (str, None),
     "system_placement": (str, ("template", "last-user")),
 }
+
+
+def untrained_reasoning_refusal(fmt: str | ChatFormat) -> str | None:
+    """Why ``train_on_reasoning`` off cannot apply to ``fmt``, or None when it does.
+
+    It applies to a format with a reasoning channel (``qwen3``'s think block, ``gpt-oss``'s
+    analysis channel; ``deepseek-r1`` and ``gemma4`` write none into the training text at all)
+    and to one whose model writes its reasoning as a leading ``<think>…</think>`` of the
+    content (``smollm3``: exactly that block is left out). A format with no notion of
+    reasoning (``qwen2.5``, ``llama3``, ``mistral-*``...) writes a ``<think>`` in content as
+    answer text, which would be trained all the same: refused rather than silently ignored,
+    and rather than guessing that such text is reasoning. ``"template"``: the render does
+    not tell reasoning apart.
+
+    Raises:
+        ChatFormatError: unknown format.
+    """
+    if fmt == "template":
+        return "chat.format = \"template\" cannot tell reasoning from answer text in the render; use a native format"
+    f = get_format(fmt)
+    if f.reasoning or f.reasoning_in_content:
+        return None
+    return (f"format {f.name!r} has no reasoning: its template writes a <think>…</think> in an answer's content as "
+            "answer text, so it would be trained all the same; train on it (drop the setting), take it out of the "
+            "data, or use a format with reasoning (qwen3, smollm3, gpt-oss...) if the model was trained so")
 
 
 def resolve_options(f: ChatFormat, options: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -36,7 +36,8 @@ __all__ = ["CHAT_COUNTS", "validate_conversations", "format_and_tokenize"]
 #: What the chat stage counts per unit (done markers, the manifest's totals; see
 #: :class:`rmlprep.arrow.TokenizeChat`).
 CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls", "json_tool_calls_as_text",
-               "generation_prompt_after_answer", "tool_calls_without_tools", "json_tool_parameters_as_text")
+               "generation_prompt_after_answer", "tool_calls_without_tools", "json_tool_parameters_as_text",
+               "reasoning_untrained")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

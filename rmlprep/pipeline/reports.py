@@ -414,6 +414,10 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(("tool schemas", f"{n:,} conversation{'s have' if n != 1 else ' has'} tool definitions holding "
                                       "parameters as a string of JSON, written as one escaped string (as the template "
                                       "would write it), not as the schema object; chat.json_tools = true parses them"))
+    if t.get("reasoning_untrained"):
+        n = t["reasoning_untrained"]
+        whose = "conversations'" if n != 1 else "conversation's"
+        lines.append(("reasoning", f"{n:,} {whose} reasoning left out of the loss mask (chat.train_on_reasoning = false)"))
     if t.get("tool_calls_without_tools"):
         n = t["tool_calls_without_tools"]
         unset = manifest["config"]["chat"].get("tools_column") is None
