@@ -96,13 +96,13 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
             head = f.read(16)
     except OSError as e:  # a directory without a tokenizer, no permission, ...
         raise LoaderError(f"{p}: cannot read the tokenizer file ({e.strerror or e})") from None
-    from .hf import read_tokenizer_config
+    from .hf import read_model_config
 
     if p.suffix == ".json":
         from .hf import spec_from_tokenizer_json
 
         _no_tiktoken_args(p, tiktoken_kw)
-        config = read_tokenizer_config(p.parent / "tokenizer_config.json")
+        config = read_model_config(p.parent)
         spec, template = spec_from_tokenizer_json(p, config=config)
         return spec, _template_file(p.parent, template)
     if p.suffix == ".gguf" or head[:4] == b"GGUF":
@@ -120,13 +120,57 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
 
     spec = spec_from_sentencepiece_model(p)
     template = None
-    config_path = p.parent / "tokenizer_config.json"
-    if config_path.is_file():
-        cfg = read_tokenizer_config(config_path) or {}
+    cfg = read_model_config(p.parent)
+    if cfg:
+        spec = _with_config_specials(spec, cfg, p)
         if isinstance(cfg.get("chat_template"), str):
             template = cfg["chat_template"]
     return spec, _template_file(p.parent, template)
 
+
+def _with_config_specials(spec, cfg: dict[str, Any], p: Path):
+    """A SentencePiece ``.model``'s spec with what the folder's ``tokenizer_config.json`` (and
+    ``special_tokens_map.json``) say of its special tokens: ``bos_token``, ``eos_token`` and
+    ``pad_token`` by name (the unknown piece stays the model's), and ``add_bos_token`` / ``add_eos_token`` when the
+    config gives them (transformers' slow and fast Llama/Gemma tokenizers take both from it);
+    without them the .model's own defaults stay (sentencepiece's encode adds neither).
+
+    Raises:
+        LoaderError: a named token that is not a piece of the model.
+    """
+    import dataclasses
+
+    from .hf import _token_content
+
+    index = {piece: i for i, piece in enumerate(spec.vocab)}
+    changes: dict[str, Any] = {}
+    for key, field in (("bos_token", "bos_id"), ("eos_token", "eos_id"), ("pad_token", "pad_id")):
+        if key not in cfg:
+            continue
+        content = _token_content(cfg[key])
+        if content is None:
+            changes[field] = None
+        elif content in index:
+            changes[field] = index[content]
+        else:
+            raise LoaderError(f"{p.parent}: tokenizer_config.json (or special_tokens_map.json) {key} = "
+                              f"{content!r} is not a piece of {p.name}")
+    bos = changes.get("bos_id", spec.bos_id)
+    eos = changes.get("eos_id", spec.eos_id)
+    if "add_bos_token" in cfg:
+        changes["add_bos"] = bool(cfg["add_bos_token"]) and bos is not None
+    elif spec.add_bos and bos is None:
+        changes["add_bos"] = False
+    if "add_eos_token" in cfg:
+        changes["add_eos"] = bool(cfg["add_eos_token"]) and eos is not None
+    elif spec.add_eos and eos is None:
+        changes["add_eos"] = False
+    return dataclasses.replace(spec, **changes) if changes else spec
+
+
+#: The file of older Hub repos that names the special tokens (transformers' ``from_pretrained``
+#: reads it after ``tokenizer_config.json``, and its names win; :func:`rmlprep.hf.read_model_config`).
+SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
 
 #: The chat template file a model folder may hold beside its tokenizer_config.json.
 CHAT_TEMPLATE_FILE = "chat_template.jinja"
@@ -274,7 +318,8 @@ def _cache_entry(path: str | os.PathLike, tiktoken_kw: dict[str, Any]) -> Path |
         return None
     # the config files beside the path as given, which the load reads: a symlinked tokenizer.json
     # (a Hugging Face hub snapshot links each file into blobs/) has other neighbours once resolved
-    return cache.entry_path([p, q.parent / "tokenizer_config.json", q.parent / CHAT_TEMPLATE_FILE],
+    return cache.entry_path([p, q.parent / "tokenizer_config.json", q.parent / CHAT_TEMPLATE_FILE,
+                             q.parent / SPECIAL_TOKENS_MAP_FILE],
                             {"path": str(p), **tiktoken_kw})
 
 

@@ -261,3 +261,47 @@ def test_chat_template_file_wins_over_the_config(tmp_path):
     (tmp_path / "chat_template.jinja").write_bytes(b"\xff")
     with pytest.raises(LoaderError, match=r"chat_template.jinja: cannot read the chat template"):
         load_tokenizer(tmp_path)
+
+
+def test_special_tokens_map_names_the_special_tokens(tmp_path):
+    """An explorer finding (G5): older Hub repos name bos/eos/unk only in
+    ``special_tokens_map.json`` (no ``bos_token``/``eos_token`` in ``tokenizer_config.json``);
+    transformers' ``from_pretrained`` reads that file after the config and its names win
+    (``PreTrainedTokenizerBase._from_pretrained``, "begin legacy: ... update kwargs with
+    special_tokens_map"). rmlprep never read it: eos_id was None and a pretraining run said
+    "set pack.eos = false". Expected ids: the tokens' ids in the file's own vocab."""
+    src = _need("hf/mistral-7b-v0.1/tokenizer.json")
+    vocab = json.loads(src.read_text(encoding="utf-8"))["model"]["vocab"]
+    shutil.copy(src, tmp_path / "tokenizer.json")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"add_bos_token": True, "add_eos_token": False}))
+    (tmp_path / "special_tokens_map.json").write_text(
+        json.dumps({"bos_token": "<s>", "eos_token": {"content": "</s>"}, "unk_token": "<unk>"}))
+    tok = load_tokenizer(tmp_path)
+    assert (tok.spec.bos_id, tok.spec.eos_id) == (vocab["<s>"], vocab["</s>"])
+    # both files name an eos: the map's wins, as in transformers
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<s>"}))
+    assert load_tokenizer(tmp_path).spec.eos_id == vocab["</s>"]
+
+
+def test_sentencepiece_folder_takes_its_config_special_tokens(tmp_path):
+    """An explorer finding (G8): a folder with ``tokenizer.model`` and a ``tokenizer_config.json``
+    (the slow-tokenizer layout of many Hub repos) had its chat template read but not its
+    ``add_bos_token`` / ``pad_token``: with ``add_special_tokens`` no document got the BOS that
+    transformers' LlamaTokenizer adds when the config says ``add_bos_token: true``. Expected:
+    sentencepiece's own ids with its bos id in front; a .model given alone keeps sentencepiece's
+    defaults (no bos)."""
+    spm = pytest.importorskip("sentencepiece")
+    src = _need("llama2/tokenizer.model")
+    ref = spm.SentencePieceProcessor(model_file=str(src))
+    shutil.copy(src, tmp_path / "tokenizer.model")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<unk>",
+         "tokenizer_class": "LlamaTokenizer"}))
+    text = "Hello world"
+    tok = load_tokenizer(tmp_path)
+    assert tok.encode(text, add_special_tokens=True) == [ref.bos_id(), *ref.encode(text)]
+    assert tok.spec.pad_id == ref.piece_to_id("<unk>")
+    assert load_tokenizer(src).encode(text, add_special_tokens=True) == ref.encode(text)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<nope>"}))
+    with pytest.raises(LoaderError, match="eos_token = '<nope>' is not a piece of tokenizer.model"):
+        load_tokenizer(tmp_path)

@@ -71,7 +71,10 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
                     f"(where a Hugging Face model keeps its {flag}_token) is beside it; copy the model's "
                     f"tokenizer_config.json there, or set pack.{flag} = false"
                 )
-            raise ConfigError(f"pack.{flag}: the tokenizer has no {flag} id; set pack.{flag} = false")
+            raise ConfigError(
+                f"pack.{flag}: the tokenizer has no {flag} id (its files name no {flag}_token: tokenizer_config.json "
+                f"and special_tokens_map.json are where a Hugging Face model keeps it); set pack.{flag} = false only "
+                "if documents may be packed with no " + ("start" if flag == "bos" else "end") + " marker between them")
     if cfg["tokenizer"]["add_special_tokens"]:
         spec = tokenizer.spec
         if not (spec.add_bos or spec.add_eos):
