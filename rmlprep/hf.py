@@ -57,7 +57,7 @@ from .hf_components import _SPACE, _Reader
 from .segment import make_normalizer
 from .spec import BYTE_LEVEL, SENTENCEPIECE, AddedTokenFlags, TokenizerSpec, TokenType
 
-__all__ = ["spec_from_tokenizer_json", "read_tokenizer_config", "read_model_config", "END_OF_TURN_TOKENS"]
+__all__ = ["spec_from_tokenizer_json", "read_tokenizer_config", "END_OF_TURN_TOKENS"]
 
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
@@ -103,31 +103,6 @@ def read_tokenizer_config(path: str | os.PathLike) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise LoaderError(f"{p}: expected a JSON object, got {type(data).__name__}")
     return data
-
-
-_MAPPED_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token")
-
-
-def read_model_config(folder: str | os.PathLike) -> dict[str, Any] | None:
-    """A model folder's tokenizer settings: its ``tokenizer_config.json`` with the special
-    tokens named in its ``special_tokens_map.json`` on top, as transformers'
-    ``PreTrainedTokenizerBase.from_pretrained`` reads them (the map's ``bos_token``,
-    ``eos_token``, ``unk_token`` and ``pad_token`` replace the config's); None when the folder
-    has neither file.
-
-    Raises:
-        LoaderError: a file that is not valid JSON or not an object.
-    """
-    from .load import SPECIAL_TOKENS_MAP_FILE
-
-    folder = Path(folder)
-    cfg = read_tokenizer_config(folder / "tokenizer_config.json")
-    mapped = read_tokenizer_config(folder / SPECIAL_TOKENS_MAP_FILE)
-    if mapped is None:
-        return cfg
-    out = dict(cfg or {})
-    out.update({k: mapped[k] for k in _MAPPED_TOKENS if k in mapped})
-    return out
 
 
 def _json_error(e: Exception) -> str:

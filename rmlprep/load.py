@@ -96,8 +96,6 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
             head = f.read(16)
     except OSError as e:  # a directory without a tokenizer, no permission, ...
         raise LoaderError(f"{p}: cannot read the tokenizer file ({e.strerror or e})") from None
-    from .hf import read_model_config
-
     if p.suffix == ".json":
         from .hf import spec_from_tokenizer_json
 
@@ -169,8 +167,33 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path):
 
 
 #: The file of older Hub repos that names the special tokens (transformers' ``from_pretrained``
-#: reads it after ``tokenizer_config.json``, and its names win; :func:`rmlprep.hf.read_model_config`).
+#: reads it after ``tokenizer_config.json``, and its names win; :func:`read_model_config`).
 SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
+
+_MAPPED_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token")
+
+
+def read_model_config(folder: str | os.PathLike) -> dict[str, Any] | None:
+    """A model folder's tokenizer settings: its ``tokenizer_config.json`` with the special
+    tokens named in its ``special_tokens_map.json`` on top, as transformers'
+    ``PreTrainedTokenizerBase.from_pretrained`` reads them (the map's ``bos_token``,
+    ``eos_token``, ``unk_token`` and ``pad_token`` replace the config's); None when the folder
+    has neither file.
+
+    Raises:
+        LoaderError: a file that is not valid JSON or not an object.
+    """
+    from .hf import read_tokenizer_config
+
+    folder = Path(folder)
+    cfg = read_tokenizer_config(folder / "tokenizer_config.json")
+    mapped = read_tokenizer_config(folder / SPECIAL_TOKENS_MAP_FILE)
+    if mapped is None:
+        return cfg
+    out = dict(cfg or {})
+    out.update({k: mapped[k] for k in _MAPPED_TOKENS if k in mapped})
+    return out
+
 
 #: The chat template file a model folder may hold beside its tokenizer_config.json.
 CHAT_TEMPLATE_FILE = "chat_template.jinja"
