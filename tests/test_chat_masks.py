@@ -396,13 +396,11 @@ def test_masks_match_prefix_renders(template):
     assert checked >= floor, checked
 
 
-#: (template, options) for every option set a format is proved with besides its defaults. Not yet
-#: gemma4 with enable_thinking: its writer trains the second <|tool_response> of a run of tool
-#: results, which the prefix renders give to the results (an open question of the gemma4 tools
-#: work, reported 2026-12-02; with the default options those renders are no prefixes, so the test
-#: above never saw it).
+#: (template, options) for every option set a format is proved with besides its defaults
+#: (gemma4 with enable_thinking: only the first <|tool_response> of a run of tool results is the
+#: model's, the prefix renders give the others to the results).
 WITH_OPTIONS = [(n, o) for n, t in sorted(FIXTURE_BANNER.get("templates", {}).items()) if t["format"]
-                for o in get_format(EXPECTED[n]).probe_options if EXPECTED[n] != "gemma4"]
+                for o in get_format(EXPECTED[n]).probe_options]
 
 
 @needs_shared

@@ -336,7 +336,8 @@ def _g4_tool_results(o: Out, loop, j: int, start: int) -> bool:
     """The run of tool messages right after assistant message ``loop[j]`` (which has tool
     calls), each ``response:NAME{value:<|"|>TEXT<|"|>}<tool_response|>`` after the
     ``<|tool_response>`` the model ends its calls with (trainable: Gemma 4's generation config
-    stops on it). NAME is the name of the call whose id equals the result's ``tool_call_id``
+    stops on it; the ``<|tool_response>`` before each later result comes with the results, as
+    the template's prefix renders bracket the turn, and is not). NAME is the name of the call whose id equals the result's ``tool_call_id``
     (two absent ids are equal: the last call without an id), else the result's ``name``.
     Returns whether there was any."""
     m = loop[j]
@@ -351,7 +352,8 @@ def _g4_tool_results(o: Out, loop, j: int, start: int) -> bool:
             raise ChatFormatError(f"message {k + start} (tool): gemma4's template names a tool result by its "
                                   "call's id or its own name, and this one has neither that matches (the template "
                                   "raises); give it a tool_call_id or a name")
-        o.a("<|tool_response>")
+        # the model writes the first (its stop token); the others come with the results
+        o.a("<|tool_response>") if k == j + 1 else o.t("<|tool_response>", "tool")
         w = _Tools(o, "tool")
         w.t("response:")
         w.c(name)
