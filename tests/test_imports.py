@@ -204,6 +204,8 @@ def test_every_public_name_is_its_modules_object():
     ("from rmlprep import load_tokenizer, LoaderError\ntry:\n    load_tokenizer('missing.json')\n"
      "except LoaderError:\n    pass", ("pyarrow", "rmlprep.chat", "rmlprep.packing", "rmlprep.arrow",
                                          "rmlprep.gguf", "rmlprep.spm", "rmlprep.demo")),
+    # the command's start-up: tqdm (~17 ms of CPU, its version lookup) only when a bar is drawn
+    ("import rmlprep.cli", ("tqdm",)),
 ])
 def test_import_rmlprep_stays_light(code, absent):
     """What ``import rmlprep`` pulls in, checked in a fresh interpreter (sys.modules)."""

@@ -235,6 +235,21 @@ def test_tokens_rate_never_reads_zero_millions():
     assert tokens_rate(0.0) == "0 tokens/s"
 
 
+def test_progress_bar_draws_a_tqdm_bar_on_stderr(capsys):
+    """``run.progress = "bar"``: a tqdm bar of the bytes done (tqdm is imported there, not with
+    the pipeline); nothing goes to the log. 2,000,000 bytes read "2.00M" (tqdm's
+    ``format_sizeof(2_000_000, divisor=1000)``); with ``unit_divisor=1_000_000`` they read
+    "2.00k", a prefix per million."""
+    from rmlprep.pipeline.reports import Progress
+
+    lines: list[str] = []
+    p = Progress("bar", 2_000_000, 1, lines.append)
+    p.unit_done({"bytes": 2_000_000, "documents": 3, "tokens": 10, "rejects": 0, "shard": "shard-00000.parquet"})
+    p.close()
+    err = capsys.readouterr().err
+    assert "rmlprep: 100%" in err and "2.00M/2.00M " in err and not lines
+
+
 # -- the reports are committed as one set --------------------------------------------------------
 REPORTS = ("manifest.json", "stats.json", "README.md", "lengths.png")
 

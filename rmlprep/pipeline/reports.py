@@ -49,7 +49,7 @@ class Progress:
         if mode == "bar":
             from tqdm import tqdm  # here: importing tqdm costs ~17 ms of CPU (its version lookup), a log run needs none
 
-            self.bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1_000_000,
+            self.bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1000,
                             desc="rmlprep", dynamic_ncols=True, file=sys.stderr)
         self.mode = mode
         self.log = log
