@@ -4,7 +4,7 @@ Tokenizer patterns (GPT-2, Llama 3, Qwen2, any ``Split`` pattern of a tokenizer.
 for Oniguruma, fancy-regex or Python's ``regex`` module, with ``\\p{L}``, ``\\p{N}``, ``\\s`` meaning
 Unicode properties. :func:`~rmlprep.regex_translate.translate` (re-exported here) rewrites such a
 pattern for stdlib ``re`` with every property class expanded into explicit code-point ranges from
-the generated tables (Unicode 15.1.0, see ``tools/make_unicode_tables.py``), so a split follows
+the generated tables (Unicode 16.0.0, see ``tools/make_unicode_tables.py``), so a split follows
 the pinned Unicode version and not the interpreter's, and needs no third-party regex engine.
 
 Speed: a class of hundreds of ranges is slow to test in ``re``. Each pattern is compiled three

@@ -2,7 +2,7 @@
 
 Tokenizer patterns use ``\\p{L}``, ``\\p{N}``, ``\\s`` as Unicode properties, possessive
 quantifiers and ``(?i:...)``. :func:`translate` parses a pattern into a small tree whose classes
-are resolved code-point ranges from the generated tables (Unicode 15.1.0, see
+are resolved code-point ranges from the generated tables (Unicode 16.0.0, see
 ``tools/make_unicode_tables.py``) and emits stdlib ``re`` syntax, optionally with every class cut
 at a code-point limit (ASCII, BMP) for speed on text below that limit. Anything it cannot
 reproduce exactly is refused with :class:`~rmlprep.errors.UnsupportedTokenizer` naming the
@@ -428,7 +428,7 @@ def translate(pattern: str, *, limit: int = FULL_LIMIT) -> str:
     """Rewrite a tokenizer regex into stdlib ``re`` syntax with explicit Unicode ranges.
 
     Every ``\\p{..}``, ``\\P{..}``, ``\\pX``, ``\\s``, ``\\S``, ``\\d``, ``\\D``, ``\\w``, ``\\W``
-    becomes a class of code-point ranges from the generated tables (Unicode 15.1.0; ``\\p{Han}``
+    becomes a class of code-point ranges from the generated tables (Unicode 16.0.0; ``\\p{Han}``
     is the Script property, ``\\w`` Oniguruma's word characters, see
     :func:`~rmlprep.unicode.word_ranges`); a nested class ``[..[..]]`` is a union member and
     ``&&`` intersects, as in Oniguruma and Rust ``regex`` (Kimi-K2's

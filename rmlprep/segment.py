@@ -135,13 +135,13 @@ def _reference_tables() -> tuple[re.Pattern[str], list[int], list[int]]:
 def normalize_reference(form: str, text: str) -> str:
     """``text`` in normalization form ``form`` (``"NFC"``, ``"NFD"``, ``"NFKC"``, ``"NFKD"``) as
     Unicode 9.0.0 defines it, the version of ``tokenizers``' normalizers, whatever Unicode this
-    Python's ``unicodedata`` has (14.0 on 3.11, 15.1 on 3.13).
+    Python's ``unicodedata`` has (14.0 on 3.11, 15.1 on 3.13, 16.0 on 3.14).
 
     A code point unassigned in 9.0.0 has no decomposition, combining class 0 and composes with
     nothing there, so it is a normalization boundary on both sides and stays as it is; between
     such code points ``unicodedata.normalize`` gives the 9.0.0 form, as every later version
     normalizes the code points 9.0.0 assigns as 9.0.0 does (the normalization stability policy,
-    checked for 15.1 by ``tools/make_unicode_tables.py``). So ``x`` + U+0301 + U+0C3C keeps its
+    checked for 16.0 by ``tools/make_unicode_tables.py``). So ``x`` + U+0301 + U+0C3C keeps its
     order (U+0C3C, TELUGU SIGN NUKTA, is new in 14.0 with class 7) and U+11935 U+11930 do not
     compose (the Dives Akuru composition U+11938 is new in 13.0).
 
@@ -184,7 +184,7 @@ def _checked_normalizer(form: str, suspects: Suspects) -> Normalize:
     Yes for the form's quick check, with combining class 0: nothing after it combines or
     reorders with anything before it), so the form of the text is the form of each run between
     them put together, and the runs outside the spans are already in the form. The check's
-    table is of a later Unicode (15.1) than the reference (9.0.0); each of its boundaries is one
+    table is of a later Unicode (16.0) than the reference (9.0.0); each of its boundaries is one
     in 9.0.0 too, and code points it flags that 9.0.0 lacks stay as they are.
     """
     normalize = unicodedata.normalize

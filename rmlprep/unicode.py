@@ -85,7 +85,7 @@ _CATEGORY_ALIASES = {
 
 
 def unicode_version() -> str:
-    """The Unicode version of the generated tables (e.g. ``"15.1.0"``)."""
+    """The Unicode version of the generated tables (e.g. ``"16.0.0"``)."""
     from rmlprep._unicode_tables import UNICODE_VERSION
 
     return UNICODE_VERSION

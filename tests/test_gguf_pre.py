@@ -116,8 +116,8 @@ def test_kimi_k2_gguf_matches_tiktoken(tmp_path):
     """A kimi-k2 GGUF with o200k's vocabulary and merges gives tiktoken's ids (Encoding with
     Kimi-K2's pat_str over the same ranks) on the targeted CJK cases, >= 2,000 corpus texts
     (multilingual documents and chat messages) and the Debian-built corpus when present.
-    tiktoken's regex tables are Unicode 16.0, ours 15.1: they differ only on code points
-    unassigned in 15.1, and none occurs in these texts (checked)."""
+    tiktoken's regex tables are Unicode 16.0, as ours are (tests/test_unicode.py); the texts
+    hold no code point unassigned in 16.0 either (checked)."""
     tiktoken = pytest.importorskip("tiktoken", reason="tiktoken not installed")
     tok = _o200k_gguf(tmp_path / "kimi.gguf", "kimi-k2")
     assert tok.spec.pre_split == (_KIMI_K2,) or _KIMI_K2 in tok.spec.pre_split

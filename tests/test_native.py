@@ -781,7 +781,7 @@ def test_quick_check_table_agrees_with_unicodedata(form):
     """Every code point the table passes (Yes, class 0 or not) is one that the unicodedata this
     Python runs normalizes to itself, and no code point passes that this unicodedata would
     compose onto a preceding one (its NFC_QC Maybe: the second part of each primary composite's
-    two-code-point decomposition, the Hangul V and T jamo). The table is Unicode 15.1
+    two-code-point decomposition, the Hangul V and T jamo). The table is Unicode 16.0
     (unicodedata2), the normalizer is Python's unicodedata (14.0 on 3.11): code points they
     disagree on are new ones, unassigned in the older, which must stay in the form too."""
     import unicodedata
@@ -801,7 +801,7 @@ def test_quick_check_table_agrees_with_unicodedata(form):
             passed += 1
             assert unicodedata.normalize(form, ch) == ch, f"U+{cp:04X} passes but {form} changes it"
             assert cp not in maybe, f"U+{cp:04X} passes but composes with a preceding code point"
-    assert passed > 280_000  # of the 287,346 code points 15.1 assigns outside the surrogates
+    assert passed > 280_000  # of the 292,531 code points 16.0 assigns outside the surrogates
 
 
 def test_quick_check_classes_agree_with_unicodedata():

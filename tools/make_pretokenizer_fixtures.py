@@ -13,7 +13,7 @@ non-empty gap between matches, in order. tiktoken's cl100k_base and o200k_base p
 native splitter implements only the first set. ``regex`` reads ``$`` as end of text or before a
 final newline, fancy-regex (tiktoken) as end of text only; in ``\\s++$`` the two agree.
 
-``regex`` carries its own Unicode tables (newer than rmlprep's pinned 15.1.0). The generator
+``regex`` carries its own Unicode tables (newer than rmlprep's pinned 16.0.0). The generator
 finds every code point whose membership in ``\\p{L}``, ``\\p{N}``, ``\\s`` or whose general
 category differs between the two versions, and refuses texts that contain one, so the
 fixtures hold for both. Output is deterministic for a given ``regex`` version.
@@ -104,7 +104,7 @@ def differing_code_points(regex_mod, ucd) -> set[int]:
     """Code points whose L/N/White_Space membership or category differs between the versions."""
     every = "".join(chr(cp) for cp in range(0x110000))
     white_space = {0x9, 0xA, 0xB, 0xC, 0xD, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
-                   0x2028, 0x2029, 0x202F, 0x205F, 0x3000}  # PropList 15.1 White_Space
+                   0x2028, 0x2029, 0x202F, 0x205F, 0x3000}  # PropList 16.0 White_Space
     out: set[int] = set()
     cats = ["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps",
             "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs",
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         import regex
         import unicodedata2
     except ImportError as e:
-        sys.exit(f"{e.name} is required: pip install regex 'unicodedata2==15.1.0'")
+        sys.exit(f"{e.name} is required: pip install regex 'unicodedata2==16.0.0'")
     differ = differing_code_points(regex, unicodedata2)
     for name, text in TEXTS:
         bad = sorted({ord(c) for c in text} & differ)

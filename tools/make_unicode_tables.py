@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tools/make_unicode_tables.py --unicode-version 15.1.0 --out rmlprep/_unicode_tables.py \
+    python tools/make_unicode_tables.py --unicode-version 16.0.0 --out rmlprep/_unicode_tables.py \
         --props-out rmlprep/_unicode_props.py --norm-out rmlprep/_unicode_norm.py \
         --ref-norm-out rmlprep/_unicode_norm_ref.py
 
@@ -17,12 +17,18 @@ that adding one leaves ``_unicode_tables.py``, whose sha256 the native class tab
 Inputs:
 - General categories: the ``unicodedata2`` package, whose ``unidata_version`` must equal
   ``--unicode-version`` (the tables must not follow whatever Unicode the interpreter ships).
+  16.0.0 is the version of both references' regex engines: ``tokenizers`` 0.23 (Oniguruma
+  6.9.10) and ``tiktoken`` 0.14 (the Rust ``regex`` crate under fancy-regex) give ``\\p{L}``,
+  ``\\p{N}``, every general category and ``\\s`` exactly the code points of 16.0.0, not
+  15.1.0 nor 17.0.0 (probed live over all code points; ``tests/test_unicode.py``).
 - White_Space: Python has no property API, so the property is the fixed list of
-  ``PropList.txt`` below (identical in Unicode 6.3 through 15.1; checked only for 15.1.0).
-- Script=Han: the fixed list of ``Scripts.txt`` (15.1.0) ranges below. When the ``regex``
-  module is installed the generator checks it against ``regex``'s ``\\p{Han}`` restricted to the
-  code points assigned in ``unicodedata2`` (a newer ``regex`` knows ideographs added after 15.1,
-  which are unassigned, script Unknown, in 15.1) and stops on any disagreement.
+  ``PropList.txt`` below (identical in Unicode 6.3 through 17.0; ``tests/test_unicode.py``
+  checks it against the ``regex`` module's ``\\s``).
+- Script=Han: the fixed list of ``Scripts.txt`` ranges below (the same in 15.1.0 and 16.0.0:
+  16.0 adds no Han). When the ``regex`` module is installed the generator checks it against
+  ``regex``'s ``\\p{Han}`` restricted to the code points assigned in ``unicodedata2`` (a newer
+  ``regex`` knows ideographs added after 16.0, which are unassigned, script Unknown, in 16.0)
+  and stops on any disagreement.
 - Word characters (Oniguruma's ``\\w``, the engine of tokenizer.json): L, M, Nd, Nl, Pc, the
   Other_Alphabetic code points outside M (the fixed ``PropList.txt`` list below: circled and
   squared Latin letters, category So), and U+00B2 U+00B3 U+00B9 U+00BC..U+00BE, which
@@ -30,7 +36,7 @@ Inputs:
   Join_Control (U+200C, U+200D), unlike UTS #18. Checked against ``tokenizers``' Oniguruma in
   ``tests/test_unicode.py`` on the code points assigned in this version.
 - Simple case folding onto ASCII letters: the fixed list of ``CaseFolding.txt`` (status C and
-  S) entries below, checked for 15.1.0. When the ``regex`` module is installed the generator
+  S) entries below (unchanged since 15.1.0). When the ``regex`` module is installed the generator
   cross-checks these equivalents against ``regex``'s ``(?i)`` and stops on any disagreement
   other than the documented one (``regex`` also lets ``i`` match U+0130, which simple case
   folding, used by Oniguruma and the Rust ``regex`` crate, does not).
@@ -42,7 +48,11 @@ Inputs:
   second code point of the canonical decomposition of every primary composite (a two-code-point
   decomposition that NFC composes back) plus the Hangul vowel and trailing jamo
   (U+1161..U+1175, U+11A8..U+11C2), the derivation of ``DerivedNormalizationProps.txt``
-  (UAX #15). For 15.1.0 the counts are checked against that file's totals.
+  (UAX #15), plus, from 16.0 on, every canonical composite that NFC keeps whose decomposition
+  starts with a Maybe code point (U+113C5 = U+113C2 U+113C2: preceded by U+113C2 it recomposes
+  otherwise). The counts are checked against ``NORM_COUNTS`` below, and, when the ``regex``
+  module is installed, the three sets against its ``\\p{NFC_QC=...}``/``\\p{NFKC_QC=N}`` on the
+  code points assigned in ``unicodedata2``.
 
 - ``_unicode_norm_ref.py`` (``--ref-norm-out``, imported at run time by ``rmlprep.segment``):
   the code points *not assigned* in Unicode 9.0.0, the version of the tables of ``tokenizers``'
@@ -52,8 +62,8 @@ Inputs:
   CPython's ``makeunicodedata.py`` output for the 9.0.0 UCD: categories, combining classes,
   decompositions), pinned by sha256 and cached under ``~/.cache/rmlprep-unicode/`` (fetched
   with ``pip download`` when absent, or given with ``--ref-sdist``). Checked: every code point
-  assigned in 9.0.0 has the combining class and decomposition ``unicodedata2`` (15.1) gives it
-  (the normalization stability policy), and no primary composite of 15.1 that 9.0.0 lacks is
+  assigned in 9.0.0 has the combining class and decomposition ``unicodedata2`` (16.0) gives it
+  (the normalization stability policy), and no primary composite of 16.0 that 9.0.0 lacks is
   made of two code points 9.0.0 has; the two facts ``rmlprep.segment`` relies on.
 
 Output is deterministic: the same inputs give the same bytes.
@@ -79,8 +89,8 @@ SUBCATEGORIES: dict[str, tuple[str, ...]] = {
     "C": ("Cc", "Cf", "Cs", "Co", "Cn"),
 }
 
-# PropList.txt (Unicode 15.1.0), property White_Space, verbatim ranges.
-WHITE_SPACE_15_1: tuple[tuple[int, int], ...] = (
+# PropList.txt (Unicode 15.1.0 = 16.0.0), property White_Space, verbatim ranges.
+WHITE_SPACE_16_0: tuple[tuple[int, int], ...] = (
     (0x0009, 0x000D),
     (0x0020, 0x0020),
     (0x0085, 0x0085),
@@ -93,9 +103,9 @@ WHITE_SPACE_15_1: tuple[tuple[int, int], ...] = (
     (0x3000, 0x3000),
 )
 
-# Scripts.txt (Unicode 15.1.0), script Han, verbatim ranges (radicals, 々 〇 〡..〩 〸..〻, the
+# Scripts.txt (Unicode 15.1.0 = 16.0.0), script Han, verbatim ranges (radicals, 々 〇 〡..〩 〸..〻, the
 # unified and compatibility ideographs with extensions A..I, U+16FE2..U+16FF1).
-HAN_15_1: tuple[tuple[int, int], ...] = (
+HAN_16_0: tuple[tuple[int, int], ...] = (
     (0x2E80, 0x2E99),
     (0x2E9B, 0x2EF3),
     (0x2F00, 0x2FD5),
@@ -120,8 +130,8 @@ HAN_15_1: tuple[tuple[int, int], ...] = (
     (0x31350, 0x323AF),
 )
 
-# PropList.txt (Unicode 15.1.0), Other_Alphabetic, the ranges outside general category M.
-OTHER_ALPHABETIC_NOT_MARK_15_1: tuple[tuple[int, int], ...] = (
+# PropList.txt (Unicode 15.1.0 = 16.0.0), Other_Alphabetic, the ranges outside general category M.
+OTHER_ALPHABETIC_NOT_MARK_16_0: tuple[tuple[int, int], ...] = (
     (0x24B6, 0x24E9),
     (0x1F130, 0x1F149),
     (0x1F150, 0x1F169),
@@ -131,10 +141,10 @@ OTHER_ALPHABETIC_NOT_MARK_15_1: tuple[tuple[int, int], ...] = (
 # superscripts and vulgar fractions (category No) are word characters.
 ONIG_LATIN1_WORD_NUMBERS: tuple[int, ...] = (0xB2, 0xB3, 0xB9, 0xBC, 0xBD, 0xBE)
 
-# CaseFolding.txt (Unicode 15.1.0), status C and S entries whose folding is an ASCII letter and
+# CaseFolding.txt (Unicode 15.1.0 = 16.0.0), status C and S entries whose folding is an ASCII letter and
 # whose code point is not ASCII: 017F; C; 0073 (LATIN SMALL LETTER LONG S) and
 # 212A; C; 006B (KELVIN SIGN). Every other ASCII letter folds only from its other ASCII case.
-NON_ASCII_SIMPLE_FOLDS_15_1: dict[str, tuple[int, ...]] = {"k": (0x212A,), "s": (0x017F,)}
+NON_ASCII_SIMPLE_FOLDS_16_0: dict[str, tuple[int, ...]] = {"k": (0x212A,), "s": (0x017F,)}
 
 # Known, documented disagreement of Python's ``regex`` module with simple case folding.
 REGEX_MODULE_EXTRA_FOLDS: dict[str, tuple[int, ...]] = {"i": (0x0130,)}
@@ -169,7 +179,7 @@ def case_fold_equivalents() -> dict[str, tuple[int, ...]]:
     """For each ASCII lowercase letter, every code point whose simple case folding is it."""
     out = {}
     for c in "abcdefghijklmnopqrstuvwxyz":
-        cps = {ord(c), ord(c.upper()), *NON_ASCII_SIMPLE_FOLDS_15_1.get(c, ())}
+        cps = {ord(c), ord(c.upper()), *NON_ASCII_SIMPLE_FOLDS_16_0.get(c, ())}
         out[c] = tuple(sorted(cps))
     return out
 
@@ -217,7 +227,7 @@ def word_ranges(cats: dict) -> tuple[tuple[int, int], ...]:
     cps = set()
     for name in ("L", "M", "Nd", "Nl", "Pc"):
         cps.update(cp for lo, hi in cats[name] for cp in range(lo, hi + 1))
-    cps.update(cp for lo, hi in OTHER_ALPHABETIC_NOT_MARK_15_1 for cp in range(lo, hi + 1))
+    cps.update(cp for lo, hi in OTHER_ALPHABETIC_NOT_MARK_16_0 for cp in range(lo, hi + 1))
     cps.update(ONIG_LATIN1_WORD_NUMBERS)
     return merge(sorted(cps))
 
@@ -243,7 +253,7 @@ def render_props(version: str, cats: dict) -> str:
         "",
         "# Script (long name) -> ranges.",
         "SCRIPTS: dict[str, tuple[tuple[int, int], ...]] = {",
-        f'    "Han": {fmt_ranges(HAN_15_1)},',
+        f'    "Han": {fmt_ranges(HAN_16_0)},',
         "}",
         "",
         "# Oniguruma's word characters (\\\\w, and the sides of \\\\b).",
@@ -262,8 +272,12 @@ def fmt_ranges(ranges: tuple[tuple[int, int], ...], indent: str = "        ") ->
     return "(\n" + "\n".join(lines) + "\n" + indent[:-4] + ")"
 
 
-# DerivedNormalizationProps.txt (Unicode 15.1.0): code points per value, for the check below.
-NORM_COUNTS_15_1 = {"NFC_QC_NO": 1120, "NFC_QC_MAYBE": 111, "NFKC_QC_NO": 4928}
+# Code points per quick-check value, for the check below. 15.1.0: the totals of its
+# DerivedNormalizationProps.txt (1120, 111, 4928). 16.0.0: this derivation's, equal to the regex
+# module's (2026.5.9, Unicode 17.0) \p{NFC_QC=N}, \p{NFC_QC=M}, \p{NFKC_QC=N} on the code
+# points 16.0 assigns (checked when regex is installed); 16.0's new composites add 21 Maybe (9
+# second parts, 12 composites that start with one) and 36 NFKC_QC No.
+NORM_COUNTS = {"16.0.0": {"NFC_QC_NO": 1120, "NFC_QC_MAYBE": 132, "NFKC_QC_NO": 4964}}
 # Hangul jamo that compose with a preceding syllable or leading consonant (UAX #15, 3.12).
 HANGUL_V_T = ((0x1161, 0x1175), (0x11A8, 0x11C2))
 
@@ -271,7 +285,7 @@ HANGUL_V_T = ((0x1161, 0x1175), (0x11A8, 0x11C2))
 def normalization_props(ucd) -> dict[str, tuple]:
     """COMBINING_CLASS ((lo, hi, ccc) runs of ccc != 0), NFC_QC_NO, NFC_QC_MAYBE, NFKC_QC_NO."""
     ccc: list[list[int]] = []
-    nfc_no, nfkc_no, maybe = [], [], set()
+    nfc_no, nfkc_no, maybe, composites = [], [], set(), []
     for cp in range(MAX_CP + 1):
         if 0xD800 <= cp <= 0xDFFF:
             continue  # surrogates: ccc 0, Yes for every form
@@ -284,24 +298,56 @@ def normalization_props(ucd) -> dict[str, tuple]:
                 ccc.append([cp, cp, c])
         if ucd.normalize("NFC", ch) != ch:
             nfc_no.append(cp)
-        elif (d := ucd.decomposition(ch)) and not d.startswith("<") and len(d.split()) == 2:
-            maybe.add(int(d.split()[1], 16))  # a primary composite: its second part composes
+        elif (d := ucd.decomposition(ch)) and not d.startswith("<"):
+            composites.append(cp)
+            if len(d.split()) == 2:
+                maybe.add(int(d.split()[1], 16))  # a primary composite: its second part composes
         if ucd.normalize("NFKC", ch) != ch:
             nfkc_no.append(cp)
     for lo, hi in HANGUL_V_T:
         maybe.update(range(lo, hi + 1))
+    # a composite NFC keeps that starts with a code point that composes backwards may recompose
+    # with what precedes it (new in 16.0: U+113C2 + U+113C5 -> U+113C5 U+113C2)
+    grown = True
+    while grown:
+        grown = False
+        for cp in composites:
+            if cp not in maybe and ord(ucd.normalize("NFD", chr(cp))[0]) in maybe:
+                maybe.add(cp)
+                grown = True
     if maybe & set(nfkc_no):
         sys.exit("a code point is NFC_QC Maybe and NFKC_QC No; NFKC_QC Maybe needs its own list")
     return {"COMBINING_CLASS": tuple(tuple(r) for r in ccc), "NFC_QC_NO": merge(nfc_no),
             "NFC_QC_MAYBE": merge(sorted(maybe)), "NFKC_QC_NO": merge(nfkc_no)}
 
 
-def check_norm_counts(norm: dict) -> None:
-    """The quick-check sets have DerivedNormalizationProps.txt's sizes (15.1.0)."""
-    for name, want in NORM_COUNTS_15_1.items():
+def check_norm_counts(norm: dict, version: str) -> None:
+    """The quick-check sets have the sizes of :data:`NORM_COUNTS` for ``version``."""
+    for name, want in NORM_COUNTS[version].items():
         got = sum(hi - lo + 1 for lo, hi in norm[name])
         if got != want:
-            sys.exit(f"{name}: {got} code points, DerivedNormalizationProps.txt 15.1.0 has {want}")
+            sys.exit(f"{name}: {got} code points, NORM_COUNTS has {want} for Unicode {version}")
+
+
+def check_norm_against_regex_module(ucd, norm: dict) -> None:
+    """Cross-check the quick-check sets with ``regex``'s ``\\p{NFC_QC=N}``, ``\\p{NFC_QC=M}`` and
+    ``\\p{NFKC_QC=N}`` on the code points assigned in ``ucd`` (like the Han check, it does not
+    change the output)."""
+    try:
+        import regex
+    except ImportError:
+        print("note: regex module not installed; quick-check sets not cross-checked", file=sys.stderr)
+        return
+    assigned = [chr(cp) for cp in range(MAX_CP + 1)
+                if not 0xD800 <= cp <= 0xDFFF and ucd.category(chr(cp)) != "Cn"]
+    for name, prop in (("NFC_QC_NO", "NFC_QC=N"), ("NFC_QC_MAYBE", "NFC_QC=M"), ("NFKC_QC_NO", "NFKC_QC=N")):
+        pat = regex.compile(rf"\p{{{prop}}}")
+        got = merge([ord(ch) for ch in assigned if pat.match(ch)])
+        want = merge([cp for lo, hi in norm[name] for cp in range(lo, hi + 1)
+                      if ucd.category(chr(cp)) != "Cn"])
+        if got != want:
+            sys.exit(f"{name}: the derivation differs from regex {regex.__version__}'s \\p{{{prop}}} on the "
+                     f"code points assigned in Unicode {ucd.unidata_version}")
 
 
 def render_norm(version: str, norm: dict) -> str:
@@ -420,7 +466,7 @@ def reference_sdist(path: Path | None) -> Path:
 
 
 def reference_not_assigned(ucd, old) -> tuple[tuple[int, int], ...]:
-    """The code points unassigned (Cn) in ``old`` (9.0.0), after checking that ``ucd`` (15.1)
+    """The code points unassigned (Cn) in ``old`` (9.0.0), after checking that ``ucd`` (16.0)
     normalizes every code point ``old`` assigns as ``old`` does (same combining class and
     decomposition; its primary composites made of ``old``'s code points are ``old``'s)."""
     if old.unidata_version != REF_NORM_VERSION:
@@ -502,7 +548,7 @@ def render(version: str, ucd_module: str, cats: dict, folds: dict) -> str:
     parts.append("}")
     parts.append("")
     parts.append("# PropList.txt White_Space.")
-    parts.append(f"WHITE_SPACE: tuple[tuple[int, int], ...] = {fmt_ranges(WHITE_SPACE_15_1, '    ')}")
+    parts.append(f"WHITE_SPACE: tuple[tuple[int, int], ...] = {fmt_ranges(WHITE_SPACE_16_0, '    ')}")
     parts.append("")
     parts.append("# ASCII lowercase letter -> every code point whose simple case folding is it.")
     parts.append("CASE_FOLD_EQUIVALENTS: dict[str, tuple[int, ...]] = {")
@@ -515,7 +561,7 @@ def render(version: str, ucd_module: str, cats: dict, folds: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--unicode-version", default="15.1.0")
+    ap.add_argument("--unicode-version", default="16.0.0")
     ap.add_argument("--out", type=Path, default=Path("rmlprep/_unicode_tables.py"))
     ap.add_argument("--props-out", type=Path, default=Path("rmlprep/_unicode_props.py"))
     ap.add_argument("--norm-out", type=Path, default=Path("rmlprep/_unicode_norm.py"))
@@ -527,26 +573,27 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import unicodedata2 as ucd
     except ImportError:
-        sys.exit("unicodedata2 is required: pip install 'unicodedata2==15.1.0'")
+        sys.exit("unicodedata2 is required: pip install 'unicodedata2==16.0.0'")
     if ucd.unidata_version != args.unicode_version:
         sys.exit(
             f"--unicode-version {args.unicode_version} but unicodedata2 has "
             f"{ucd.unidata_version}; pip install 'unicodedata2=={args.unicode_version}'"
         )
-    if args.unicode_version != "15.1.0":
+    if args.unicode_version not in NORM_COUNTS:
         sys.exit(
-            f"the White_Space, Han and case-folding lists in {__file__} are checked for 15.1.0 "
+            f"the White_Space, Han and case-folding lists in {__file__} are checked for 16.0.0 "
             f"only; verify them against Unicode {args.unicode_version} and extend the generator"
         )
     cats = category_ranges(ucd)
     folds = case_fold_equivalents()
     check_against_regex_module(folds)
-    check_ranges_against_regex_module(ucd, "Han", lambda cat: cat != "Cn", HAN_15_1, "Script=Han")
+    check_ranges_against_regex_module(ucd, "Han", lambda cat: cat != "Cn", HAN_16_0, "Script=Han")
     # Alphabetic = L + Nl + Other_Alphabetic: the fixed list is its part outside L, M, Nl (and C)
     check_ranges_against_regex_module(ucd, "Alphabetic", lambda cat: cat[0] not in "LMC" and cat != "Nl",
-                                      OTHER_ALPHABETIC_NOT_MARK_15_1, "Other_Alphabetic outside M")
+                                      OTHER_ALPHABETIC_NOT_MARK_16_0, "Other_Alphabetic outside M")
     norm = normalization_props(ucd)
-    check_norm_counts(norm)
+    check_norm_counts(norm, args.unicode_version)
+    check_norm_against_regex_module(ucd, norm)
     text = render(args.unicode_version, "unicodedata2", cats, folds)
     args.out.write_text(text, encoding="utf-8")
     args.props_out.write_text(render_props(args.unicode_version, cats), encoding="utf-8")
