@@ -216,14 +216,65 @@ def lowercase(text: str) -> str:
 
     Python's ``str.lower`` applies the one context rule of Unicode's SpecialCasing
     (Final_Sigma: "Σ" at the end of a word becomes "ς"); the reference maps every "Σ" to "σ".
-    Everything else is the same full mapping (``"İ"`` -> ``"i̇"``), from Python's Unicode
-    tables: a character whose case mapping is newer than them stays as is.
+    Everything else is the same full mapping (``"İ"`` -> ``"i̇"``), but of another Unicode
+    version: the reference's is that of the Rust that built ``tokenizers`` (17.0.0 for 0.23.3:
+    ``"\U00010D50"`` GARAY CAPITAL LETTER A -> ``"\U00010D70"``), Python's that of its
+    ``unicodedata`` (14.0.0 on 3.11, which leaves the 55 capitals of 16.0 and 17.0 as they
+    are). So the characters on which this Python's ``str.lower`` differs from the reference's
+    mapping (the generated table ``_lowercase_ref.py``) get the reference's; the others,
+    ``str.lower``'s. Cost over ``str.lower``: one regex scan of non-ASCII text for those
+    characters (none on ASCII text; about 4 ns a character, ``str.lower`` takes 2.5).
 
-    Source: tokenizers ``normalizers/utils.rs`` ``Lowercase`` -> ``NormalizedString::lowercase``.
+    Source: tokenizers ``normalizers/utils.rs`` ``Lowercase`` -> ``NormalizedString::lowercase``
+    (``char::to_lowercase``); checked against ``tokenizers`` on every code point in
+    ``tests/test_segment.py``.
     """
     if "\u03a3" in text:
         text = text.replace("\u03a3", "\u03c3")
-    return text.lower()
+    if text.isascii():
+        return text.lower()
+    fixes, search = _lowercase_fixes()
+    m = search(text) if search is not None else None
+    if m is None:
+        return text.lower()
+    parts, pos = [], 0
+    while m is not None:  # str.lower is context-free once no "Σ" is left: lower the gaps
+        i = m.start()
+        parts.append(text[pos:i].lower())
+        parts.append(fixes[text[i]])
+        pos = i + 1
+        m = search(text, pos)
+    parts.append(text[pos:].lower())
+    return "".join(parts)
+
+
+@lru_cache(maxsize=1)
+def _lowercase_fixes() -> tuple[dict[str, str], Callable | None]:
+    """(character -> the reference's lowercase, for the characters whose ``str.lower`` differs
+    from it in this Python; the ``search`` of a pattern of those characters, None when none).
+
+    Below the reference's Unicode version this Python knows fewer capitals (the table's entries
+    it leaves alone); above it, it may map code points the reference leaves alone, which only a
+    scan of every code point finds (once, about 0.2 s, only on such a Python).
+    """
+    from ._lowercase_ref import LOWER, UNICODE_VERSION
+
+    fixes = {chr(cp): low for cp, low in LOWER.items() if chr(cp).lower() != low}
+    version = tuple(int(x) for x in UNICODE_VERSION.split("."))
+    if tuple(int(x) for x in unicodedata.unidata_version.split(".")) > version:
+        for cp in range(0x110000):
+            if cp not in LOWER and not 0xD800 <= cp <= 0xDFFF and chr(cp).lower() != chr(cp):
+                fixes[chr(cp)] = chr(cp)
+    if not fixes:
+        return fixes, None
+    ranges: list[list[int]] = []  # a class of ranges: astral singletons are tried one by one (10x slower)
+    for cp in sorted(map(ord, fixes)):
+        if ranges and ranges[-1][1] + 1 == cp:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    cls = "".join(re.escape(chr(lo)) + (f"-{re.escape(chr(hi))}" if hi > lo else "") for lo, hi in ranges)
+    return fixes, re.compile(f"[{cls}]").search
 
 
 def prefix_spaces(spec: TokenizerSpec) -> tuple[str, ...]:

@@ -614,6 +614,8 @@ _ADDED_TEXTS = [
     "x<Think>y <THINK> <think>z", "<RAW> <raw> <Raw>", "<Sys>s<SYS> <sys>", "<End>   after <end>  x",
     "cab ABBA abab", "<Ġx> <ġx> ĠX", "<Thi<RAW>nk>", "<Th<End>ink>", "no tokens here",
     "<|endoftext|><Think><|endoftext|>", "<Thinkab>", "İ Σ ΑΣ ß ẞ",
+    # capitals of Unicode 16.0 and 17.0, which Python 3.11's str.lower leaves as they are
+    "\U00010D50\U00010D71\U00010D52 Garay <THINK>\u1c89 \ua7cbAMS \ua7ceAb \U00016EA0x",
 ]
 
 
