@@ -127,3 +127,49 @@ def test_generation_tags_render_their_body():
     got = encode_chat(_tok(tagged), conv, "template")
     assert (got.input_ids, got.assistant_masks) == (want.input_ids, want.assistant_masks)
     assert sum(want.assistant_masks) > 0
+
+
+def _jinja_render(template: str, messages, tools, **kw) -> str:
+    """An independent render, set up as transformers' ``_compile_jinja_template`` (not rmlprep's)."""
+    import json
+
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False, indent=indent)
+    return env.from_string(template).render(messages=messages, tools=tools, add_generation_prompt=False, **kw)
+
+
+def test_template_mode_writes_a_null_content_tool_call_the_template_renders():
+    """An explorer finding (G16): an OpenAI-style tool call (``content: null``) was refused as
+    "the chat template refuses this conversation: TypeError" although Qwen2.5's template renders
+    it; the TypeError came from rmlprep's own probe (the conversation without ``tool_calls``, where
+    the null reaches Qwen's ``+ message.content``). Reference: an independent jinja2 render; the
+    mask is the native qwen2.5 format's (both answers with their ``<|im_end|>``)."""
+    template = template_text("qwen2.5")
+    tok = _tok(template)
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "W", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    conv = [{"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "22C"}, {"role": "assistant", "content": "It is 22C."}]
+    enc = encode_chat(tok, conv, "template", tools=tools)
+    assert tok.decode(enc.input_ids) == _jinja_render(template, conv, tools)
+    native = encode_chat(tok, conv, "qwen2.5", tools=tools)
+    assert (enc.input_ids, enc.assistant_masks) == (native.input_ids, native.assistant_masks)
+    assert sum(enc.assistant_masks) > 0
+
+
+def test_template_mode_says_when_its_own_prefix_render_fails():
+    """A template that renders the whole conversation but raises on a prefix rmlprep renders for
+    the mask (here: one that insists on ending with a user turn or the full exchange) is refused
+    as such, not as "the template refuses this conversation"."""
+    template = ("{% if messages|length == 3 %}{{ raise_exception('prefix') }}{% endif %}"
+                "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    conv = [{"role": "user", "content": "1"}, {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "2"}, {"role": "assistant", "content": "b"}]
+    with pytest.raises(ChatFormatError, match="renders the conversation but not its first 3 messages") as e:
+        encode_chat(_tok(template), conv, "template")
+    assert "refuses this conversation" not in str(e.value)

@@ -13,8 +13,13 @@ refused for that conversation, naming the turn; so is an answer the template end
 terminator (GLM-4.6 ends a turn with the next ``<|user|>``): its mask would teach no stop
 token. A field the template ignores (its render is
 the same without it: ``reasoning_content``, ``tool_calls``, ``tools``...) is refused too,
-so nothing is dropped silently, and so are text parts a template writes as a Python list. The render is tokenized as a whole, as transformers does:
+so nothing is dropped silently (a template that raises once the field is gone reads it: Qwen2.5
+on a ``content: null`` tool call without its ``tool_calls``), and so are text parts a template writes as a Python list. The render is tokenized as a whole, as transformers does:
 special-token text inside a message becomes its control token (native formats never do that).
+
+A template that renders the conversation but raises on one of the prefix renders is refused
+saying so ("renders the conversation but not its first 3 messages..."): the error is about
+rmlprep's probe, not the data.
 
 Source: transformers ``apply_chat_template`` (``return_assistant_tokens_mask`` needs a
 ``{% generation %}`` block; rendering prefixes needs none).
@@ -55,6 +60,11 @@ def _drop(conv: Conversation, i: int | None, what: str) -> Conversation:
     return Conversation(tuple(msgs), conv.tools)
 
 
+class _ProbeError(ChatFormatError):
+    """The template raised on a render rmlprep made for its own checks (a prefix, or the
+    conversation without one field), not on the conversation itself."""
+
+
 class TemplateWriter:
     """Writes conversations with a model's own chat template (see the module docstring).
 
@@ -78,11 +88,18 @@ class TemplateWriter:
         self._eos_end: bool | None = None
         compile_template(template, self.today)
 
-    def _render(self, conv: Conversation, gen: bool) -> str:
+    def _render(self, conv: Conversation, gen: bool, probe: str | None = None) -> str:
+        """The template's render of ``conv``; ``probe`` names what a render of rmlprep's own
+        making (not the user's conversation) stands for, so a template error there is not
+        reported as the template refusing the data."""
         msgs, tools = template_view(conv, _View)
         r = render(self.template, msgs, tools=tools, add_generation_prompt=gen, bos_token=self.bos_token,
                    eos_token=self.eos_token, now=self.today, **self.kwargs)
         if "error" in r:
+            if probe is not None:
+                raise _ProbeError(f"the chat template renders the conversation but not {probe}, which rmlprep renders "
+                                  f"to derive the assistant mask ({r['error']}), so the mask cannot be derived; "
+                                  "use a native format")
             raise ChatFormatError(f"the chat template refuses this conversation: {r['error']}")
         return r["output"]
 
@@ -106,7 +123,13 @@ class TemplateWriter:
             if m.tool_calls:
                 checks.append((i, "tool_calls"))
         for i, what in checks:
-            if self._render(_drop(conv, i, what), add_generation_prompt) == full:
+            try:
+                same = self._render(_drop(conv, i, what), add_generation_prompt, "it without that field") == full
+            except _ProbeError:
+                # The template raises once the field is gone (Qwen's `+ message.content` on a null
+                # content whose tool_calls were dropped): it reads the field, which is what is asked.
+                same = False
+            if same:
                 where = "tools" if i is None else f"message {i} ({conv.messages[i].role}): {what}"
                 raise ChatFormatError(f"{where}: the chat template ignores it (the render is the same without it); "
                                       "drop it, or use a template that writes it")
@@ -115,8 +138,9 @@ class TemplateWriter:
         for i, m in enumerate(conv.messages):
             if m.role != "assistant":
                 continue
-            head = self._render(Conversation(conv.messages[:i], conv.tools), True) if i else None
-            upto = self._render(Conversation(conv.messages[: i + 1], conv.tools), False)
+            head = (self._render(Conversation(conv.messages[:i], conv.tools), True,
+                                 f"its first {i} messages with the generation prompt") if i else None)
+            upto = self._render(Conversation(conv.messages[: i + 1], conv.tools), False, f"its first {i + 1} messages")
             upto = self._without_ending(upto)
             start = len(head) if head is not None else self._first_start(conv, full)
             if (head is not None and not full.startswith(head)) or not full.startswith(upto) or len(upto) < start:
