@@ -297,6 +297,18 @@ def test_bos_default_system_and_date_lines_are_written():
     assert "Current date: 2025-01-15" in format_chat([u("Hi")], "gpt-oss", options={"today": "2025-01-15"})
 
 
+def test_an_empty_string_option_is_a_value_not_the_default():
+    """An explorer finding (G15): ``model_identity = ""`` wrote ChatGPT's identity and
+    ``date_string = ""`` the default date. The templates test ``is not defined``
+    (more/openai-gpt-oss-120b.jinja: ``{{- model_identity + "\n" }}``; llama3.1/3.2.jinja:
+    ``"Today Date: " + date_string + "\n\n"``), so "" is written as the empty text it is."""
+    assert format_chat([u("Hi")], "gpt-oss", options={"model_identity": ""}).startswith(
+        "<|start|>system<|message|>\nKnowledge cutoff: 2024-06\n")
+    for fmt in ("llama3.1", "llama3.2"):
+        assert "Cutting Knowledge Date: December 2023\nToday Date: \n\n" in format_chat(
+            [u("Hi")], fmt, options={"date_string": ""})
+
+
 def test_bos_is_one_token_with_the_real_llama3_tokenizer():
     """Issue point 5: the Llama 3 tokenizer.json adds no BOS itself; the template writes one."""
     tok = real_tokenizer("hf/llama3")

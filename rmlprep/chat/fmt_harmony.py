@@ -125,13 +125,16 @@ def _channel_tags(text: str) -> bool:
 
 def _w_gpt_oss(conv: Conversation, gen: bool, opts) -> Out:
     """gpt-oss (see the module docstring). Options: ``reasoning_effort`` (default "medium"),
-    ``model_identity``, ``today`` (the "Current date" line).
+    ``model_identity`` (an empty string writes an empty identity line, as the template does),
+    ``today`` (the "Current date" line).
 
     Source: more/openai-gpt-oss-120b.jinja.
     """
     msgs = conv.messages
     o = Out()
-    identity = opts.get("model_identity") or "You are ChatGPT, a large language model trained by OpenAI."
+    identity = opts.get("model_identity")  # "" is a value: the template tests `is not defined`
+    if identity is None:
+        identity = "You are ChatGPT, a large language model trained by OpenAI."
     o.t("<|start|>system<|message|>" + identity + "\nKnowledge cutoff: 2024-06\n"
         + f"Current date: {today(opts).isoformat()}\n\nReasoning: {opts.get('reasoning_effort') or 'medium'}\n\n"
         + "# Valid channels: analysis, commentary, final. Channel must be included for every message."

@@ -55,7 +55,9 @@ def _llama31(clock: bool):
     def writer(conv: Conversation, gen: bool, opts) -> Out:
         msgs = list(conv.messages)
         tools = conv.tools
-        date = opts.get("date_string") or (today(opts).strftime("%d %b %Y") if clock else "26 Jul 2024")
+        date = opts.get("date_string")  # "" is a value: the templates test `date_string is defined`
+        if date is None:
+            date = today(opts).strftime("%d %b %Y") if clock else "26 Jul 2024"
         o = Out()
         o.t(BOT)
         system = ""
