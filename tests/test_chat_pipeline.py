@@ -219,6 +219,10 @@ def test_tools_column_and_reasoning_in_qwen3(tmp_path):
             pack={"seq_len": 1024})
     m = run(c, log=quiet)
     assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 1 and m["totals"]["reasoning_dropped"] == 1
+    # the reject carries the bad tools value as read (README: "the whole value as read"), not the
+    # messages, which pass (explorer n5)
+    (rec,) = [json.loads(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert (rec["row"], rec["value"]) == (1, "not json") and rec["reason"].startswith("tools: a string that is not JSON")
     import pyarrow.parquet as pq
     from rmlprep.pipeline import open_tokenizer
 

@@ -73,7 +73,8 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
     """Keep the rows that are conversations in the messages schema
     (:func:`rmlprep.chat.schema_error`, with the row's tools when ``chat.tools_column`` is set,
     after the row's ``chat.system_column`` value became its system message:
-    :func:`rmlprep.chat.messages.with_system_prompt`); others → rejects with the reason. Lone
+    :func:`rmlprep.chat.messages.with_system_prompt`); others → rejects with the reason and the
+    value at fault (the tools value when the messages alone pass, else the messages as read). Lone
     surrogates in any of a kept row's strings are replaced by U+FFFD (counted in
     ``surrogate_rows``)."""
     column = cfg["input"]["column"]
@@ -99,6 +100,10 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
                 v, why = with_system_prompt(v, systems.get(r), scol)
             if why is None:
                 why = f"{column} is null" if v is None else schema_error(v, t)
+                if why is not None and t is not None and v is not None and schema_error(v) is None:
+                    # the tools value is what is wrong: the reject carries it, as read, and names its column
+                    tally.reject(r, "validate", why if tcol == "tools" else f"column {tcol!r}: {why}", t)
+                    continue
             if why is not None:
                 tally.reject(r, "validate", why, read_v)
                 continue
