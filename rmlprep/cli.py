@@ -285,10 +285,26 @@ def _cmd_inspect(a) -> int:
 
 
 def _cmd_chat(a) -> int:
+    from .readers.jsonl import _BOM, _WIDE_BOMS
+
     try:
-        data = json.loads(Path(a.messages).read_text(encoding="utf-8"))
+        raw = Path(a.messages).read_bytes()
     except FileNotFoundError:
         raise RmlprepError(f"{a.messages}: no such file") from None
+    for bom, name in _WIDE_BOMS:
+        if raw.startswith(bom):
+            raise InputError(f"{a.messages}: the file is {name} (byte-order mark at byte 0); rmlprep reads "
+                             f"UTF-8: convert it with iconv -f {name} -t UTF-8")
+    # a UTF-8 byte-order mark (Windows editors write one) is skipped, as the JSONL reader skips it at
+    # a file's start: it marks the encoding and is no text of the conversation
+    skip = len(_BOM) if raw.startswith(_BOM) else 0
+    try:
+        text = raw[skip:].decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{a.messages}: byte {skip + e.start}: not valid UTF-8 ({e.reason}); rmlprep reads UTF-8 text (convert it with iconv -t UTF-8)"
+                         ) from None
+    try:
+        data = json.loads(text)
     except ValueError as e:
         raise RmlprepError(f"{a.messages}: not valid JSON: {e}") from None
     msgs = data["messages"] if isinstance(data, dict) and "messages" in data else data

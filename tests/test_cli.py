@@ -217,6 +217,20 @@ def test_chat_and_parity_commands(tmp_path, capsys):
     assert main(["chat", str(m), "--format", "llama3", "--tokenizer", str(TINY)]) == 0
     capsys.readouterr()
     assert main(["chat", str(m), "--format", "no-such-format"]) == 2
+    capsys.readouterr()
+    # a UTF-8 byte-order mark at byte 0 is skipped, as the JSONL reader does (_hostile_jsonl
+    # below): the same text follows; it was refused as "Unexpected UTF-8 BOM" (explorer n6). A
+    # UTF-16 file is refused by name, bytes that are not UTF-8 with their offset.
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + m.read_bytes())
+    assert main(["chat", str(bom), "--format", "chatml", "--no-newline"]) == 0
+    assert capsys.readouterr().out == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n"
+    bom.write_bytes(b"\xff\xfe" + m.read_text().encode("utf-16-le"))
+    assert main(["chat", str(bom), "--format", "chatml"]) == 2
+    assert "the file is UTF-16-LE (byte-order mark at byte 0)" in capsys.readouterr().err
+    bom.write_bytes(b'\xef\xbb\xbf[{"role": "user", "content": "\xe9"}]')
+    assert main(["chat", str(bom), "--format", "chatml"]) == 2
+    assert "byte 33: not valid UTF-8" in capsys.readouterr().err
     assert main(["parity", str(TINY)]) == 0
     assert "cases match" in capsys.readouterr().out
     assert main(["encode", str(tmp_path / "missing.json"), "x"]) == 2
