@@ -332,6 +332,38 @@ def test_truncation_that_leaves_no_assistant_token_is_a_reject(tmp_path):
     assert m["totals"]["documents"] == 42 and m["totals"]["rejects"] == 0
 
 
+def test_split_chunks_that_train_nothing_are_counted(tmp_path):
+    """An explorer finding (n4): pack.overflow = "split" cuts a 300-word prompt into chunks of
+    128 tokens, and the chunks before the answer hold no assistant token: each is its own
+    example (position_ids restart), so they train nothing. Truncation that trains nothing is a
+    reject; a split conversation still trains (its last chunk), so its chunks are kept and
+    counted in the manifest and the summary. Expected value: the count of the written
+    fragments with no mask bit, read back from the shard."""
+    import pyarrow.parquet as pq
+
+    from rmlprep.pipeline.reports import summary_table
+
+    inp = tmp_path / "c.jsonl"
+    long_prompt = [{"role": "user", "content": " ".join(f"w{i}" for i in range(300))},
+                   {"role": "assistant", "content": "ok."}]
+    write_chats(inp, n=10, extra=[long_prompt])
+    out = tmp_path / "o"
+    m = run(cfg(inp, out, parity={"chat": False}, pack={"overflow": "split"}), log=quiet)
+    assert m["totals"]["rejects"] == 0 and m["totals"]["documents"] == 11
+    rows = pq.read_table(next(out.glob("train-*.parquet"))).to_pylist()
+    untrained = 0
+    for r in rows:
+        pos = 0
+        for n, e in zip(r["seq_lengths"], r["example_index"]):
+            untrained += e >= 0 and not any(r["assistant_masks"][pos:pos + n])
+            pos += n
+    assert untrained >= 2 and m["totals"]["untrained_chunks"] == untrained
+    table = summary_table(m, json.loads((out / "stats.json").read_text()))
+    assert f'{untrained} chunks that pack.overflow = "split" cut from longer conversations hold no assistant token' in table
+    m = run(cfg(inp, tmp_path / "t", parity={"chat": False}), log=quiet)  # truncate: a reject, no chunk
+    assert m["totals"]["rejects"] == 1 and m["totals"]["untrained_chunks"] == 0
+
+
 def test_markers_of_versions_that_kept_untrained_truncations_are_redone(tmp_path):
     """A done marker of an sft run that truncated, written before truncation that trains
     nothing became a reject (marker version 0, no ``untrained_rejected`` count), may vouch for a

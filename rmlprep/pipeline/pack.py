@@ -49,7 +49,7 @@ from ..packing import from_numpy, pack_bfd, pack_concat, to_numpy
 from ..packing.arrays import list_values
 from .framing import Framing, framing
 from .stages import Docs, Tally
-from .untrained import untrained_after_truncation, untrained_reason, without
+from .untrained import untrained_after_truncation, untrained_chunks, untrained_reason, without
 
 __all__ = ["SCHEMAS", "CHUNK_TOKENS", "Packed", "pack_documents", "pack_conversations", "empty_table",
            "HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Framing", "framing", "dropped_reason",
@@ -109,7 +109,7 @@ class Packed:
         values: each column's list values in the rows (tokens for the token columns, pieces
             for ``seq_lengths`` and ``example_index``), for :meth:`arrow_bytes`.
         stats: ``dropped_documents``, ``dropped_tokens``, ``truncated_tokens``, ``over_long``
-            (and ``split_examples`` for sft).
+            (and ``split_examples``, ``untrained_rejected``, ``untrained_chunks`` for sft).
     """
 
     def __init__(self, pipeline: str, seq_len: int):
@@ -409,6 +409,7 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
     packed.stats = dict.fromkeys(_BFD_STATS, 0)
     untrained_rejected = pack["overflow"] == "truncate" and cfg["chat"]["no_assistant"] == "reject"  # .untrained
     packed.stats["untrained_rejected"] = 0  # every sft marker says how many (0 or more)
+    packed.stats["untrained_chunks"] = 0  # split chunks that train nothing (.untrained), kept and counted
 
     def pack_window(held: list[Docs], first: int) -> Iterator[pa.Table]:
         lens = _cat([d.lengths for d in held], np.int64)
@@ -432,6 +433,8 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
                 ids, labels, masks, lens, src_rows, offs, index = without(gone, ids, labels, masks, lens, src_rows, first)
                 if not len(lens):
                     return
+        if pack["overflow"] == "split":
+            packed.stats["untrained_chunks"] += untrained_chunks(masks, offs, pack["seq_len"])
         res = pack_bfd((ids, offs), (labels, offs), seq_len=pack["seq_len"], overflow=pack["overflow"],
                        pad_id=pad_id, assistant_masks=(masks, offs))
         del ids, labels, masks

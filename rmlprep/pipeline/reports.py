@@ -133,6 +133,8 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     totals["arrow_bytes"] = int(sum(r["arrow_bytes"] for r in recs)) if all("arrow_bytes" in r for r in recs) else None
     if cfg.pipeline == "sft":  # what the chat stage counted (rmlprep.arrow.TokenizeChat.stats)
         totals.update({k: int(sum(r.get(k, 0) for r in recs)) for k in CHAT_COUNTS})
+        # split chunks that train nothing (.untrained); a marker written before the count holds none
+        totals["untrained_chunks"] = int(sum(r.get("untrained_chunks", 0) for r in recs))
     hist = np.sum([r["length_hist"] for r in recs], axis=0).astype(np.int64)
     wall = timings.get("process", 0.0)
     manifest = {
@@ -405,6 +407,11 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if t["truncated_tokens"]:
         lines.append(("over-long", f"{t['over_long']:,} documents longer than seq_len truncated "
                                    f"({t['truncated_tokens']:,} tokens cut)"))
+    if t.get("untrained_chunks"):
+        n = t["untrained_chunks"]
+        lines.append(("over-long", f"{n:,} chunk{'s' if n != 1 else ''} that pack.overflow = \"split\" cut from longer "
+                                   f"conversations hold{'' if n != 1 else 's'} no assistant token: kept, but train"
+                                   f"{'' if n != 1 else 's'} nothing (row space only; each chunk is its own example)"))
     if t.get("json_tool_calls_as_text"):
         n = t["json_tool_calls_as_text"]
         lines.append(("tool calls", f"{n:,} conversation{'s write' if n != 1 else ' writes'} tool calls as JSON text in the "

@@ -6,13 +6,19 @@ a conversation without an answer. Under ``chat.no_assistant = "reject"`` the pac
 such conversations here (:func:`untrained_after_truncation`), rejects them with
 :func:`untrained_reason` (stage ``pack``, with the conversation as read) and packs the rest
 (:func:`without`).
+
+With ``pack.overflow = "split"`` a conversation longer than ``seq_len`` becomes chunks of
+``seq_len`` tokens, each its own example (position_ids restart, so no chunk sees another); a
+chunk holding no assistant token trains nothing and only takes row space. Such chunks are kept
+(each is part of its conversation, which still trains) and counted
+(:func:`untrained_chunks`, ``untrained_chunks`` in the markers, manifest and summary).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["untrained_after_truncation", "untrained_reason", "without"]
+__all__ = ["untrained_after_truncation", "untrained_chunks", "untrained_reason", "without"]
 
 
 def untrained_after_truncation(masks: np.ndarray, offs: np.ndarray, seq_len: int) -> np.ndarray:
@@ -36,6 +42,40 @@ def untrained_after_truncation(masks: np.ndarray, offs: np.ndarray, seq_len: int
     whole = c[offs[1:]] - c[starts]
     head = c[np.minimum(starts + seq_len, offs[1:])] - c[starts]
     return np.flatnonzero((whole > 0) & (head == 0))
+
+
+def untrained_chunks(masks: np.ndarray, offs: np.ndarray, seq_len: int) -> int:
+    """How many of the ``seq_len``-token chunks that ``pack.overflow = "split"`` cuts from the
+    conversations longer than ``seq_len`` hold no assistant token, counted over the
+    conversations that hold one (a conversation that trains nothing is ``chat.no_assistant``'s
+    business, not the split's).
+
+    Args: as :func:`untrained_after_truncation`.
+
+    Worked example (``seq_len`` 2): the first conversation (6 tokens, trained at 4 and 5) is cut
+    into [0, 2), [2, 4), [4, 6), of which two train nothing; the second is not over-long, the
+    third trains nothing at all:
+
+    >>> m = np.array([0, 0, 0, 0, 1, 1,  0, 1,  0, 0, 0], dtype=np.uint8)
+    >>> untrained_chunks(m, np.array([0, 6, 8, 11]), 2)
+    2
+    """
+    n = len(offs) - 1
+    if not n:
+        return 0
+    c = np.zeros(len(masks) + 1, dtype=np.int64)
+    np.cumsum(masks != 0, out=c[1:])
+    starts, ends = offs[:-1], offs[1:]
+    long = np.flatnonzero((ends - starts > seq_len) & (c[ends] > c[starts]))
+    if not len(long):
+        return 0
+    chunks = -(-(ends[long] - starts[long]) // seq_len)
+    first = np.zeros(len(long), dtype=np.int64)
+    np.cumsum(chunks[:-1], out=first[1:])
+    k = np.arange(int(chunks.sum()), dtype=np.int64) - np.repeat(first, chunks)
+    cs = np.repeat(starts[long], chunks) + k * seq_len
+    ce = np.minimum(cs + seq_len, np.repeat(ends[long], chunks))
+    return int(np.count_nonzero(c[ce] == c[cs]))
 
 
 def untrained_reason(tokens: int, seq_len: int) -> str:
