@@ -778,3 +778,33 @@ def test_a_system_prompt_column_is_written_or_refused(tok):
     assert ids_of(off["input_ids"])[0] == encode_chat(tok, conv, "chatml").input_ids
     with pytest.raises(ConfigError, match="system_column=True: name the column"):
         tokenize_chat(tok, "chatml", system_column=True)
+
+
+def test_arrow_map_columns_read_as_the_dicts_they_are(tok):
+    """An explorer finding (n2): Spark and Delta write Python dicts as Arrow ``map<string,
+    string>``; ``to_pylist`` gives a map's (key, value) pairs, so ``list<map>`` messages and map
+    ``arguments`` were refused per row as "got list". A map is read as its dict (a null value is
+    the row's own, kept); the expected ids are those of the same rows as a dict batch (JSONL).
+    A map holding a key twice is no dict: refused per row, naming the key."""
+    m = pa.map_(pa.string(), pa.string())
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    fn = tokenize_chat(tok, "qwen2.5", on_error="record")
+    want = ids_of(fn({"messages": [conv]})["input_ids"])
+    table = pa.table({"messages": pa.array([[list(x.items()) for x in conv]], type=pa.list_(m))})
+    out = fn(table)
+    assert out.column("error").to_pylist() == [None] and out.column("input_ids").to_pylist() == want
+    rows = [_tool_conv("get_weather", {"city": "Paris"}, "Weather in Paris?", [_WEATHER])]
+    want = ids_of(fn(_as_dict_batch(rows))["input_ids"])
+    assert '"arguments": {"city": "Paris"}' in tok.decode(want[0])
+    call = pa.struct([("id", pa.string()), ("type", pa.string()), ("function", pa.struct(
+        [("name", pa.string()), ("arguments", m)]))])
+    msg = pa.struct([("role", pa.string()), ("content", pa.string()), ("tool_calls", pa.list_(call)),
+                     ("tool_call_id", pa.string()), ("name", pa.string())])
+    msgs = [{**x, "tool_calls": [{**c, "function": {**c["function"], "arguments": list(c["function"]["arguments"].items())}}
+                                 for c in x["tool_calls"]]} if "tool_calls" in x else x for x in rows[0]["messages"]]
+    table = pa.table({"messages": pa.array([msgs], type=pa.list_(msg)), "tools": pa.array([rows[0]["tools"]])})
+    assert fn(table).column("input_ids").to_pylist() == want
+    dup = pa.table({"messages": pa.array([[[("role", "user"), ("role", "user"), ("content", "Hi")],
+                                            list(conv[1].items())]], type=pa.list_(m))})
+    (err,) = fn(dup).column("error").to_pylist()
+    assert "message 0: must be a dict with 'role' and 'content', got an Arrow map with the key 'role' twice" in err

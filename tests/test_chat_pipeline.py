@@ -364,6 +364,29 @@ def test_split_chunks_that_train_nothing_are_counted(tmp_path):
     assert m["totals"]["rejects"] == 1 and m["totals"]["untrained_chunks"] == 0
 
 
+def test_a_parquet_map_messages_column_is_read_as_dicts(tmp_path):
+    """An explorer finding (n2): a ``list<map<string, string>>`` messages column (Spark / Delta
+    write dicts so) was refused per row as "got list". Read as the dicts it holds, the shard
+    equals the one from the same conversations in JSONL; a map with a key twice is a reject
+    naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    convs = [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}] for i in range(3)]
+    m = pa.map_(pa.string(), pa.string())
+    pairs = [[list(x.items()) for x in c] for c in convs]
+    pairs.append([[("role", "user"), ("content", "q"), ("content", "again")], [("role", "assistant"), ("content", "a")]])
+    pq.write_table(pa.table({"messages": pa.array(pairs, type=pa.list_(m))}), tmp_path / "c.parquet")
+    _rows(tmp_path / "c.jsonl", [{"messages": c} for c in convs])
+    a = run(cfg(tmp_path / "c.parquet", tmp_path / "p", parity={"chat": False}), log=quiet)
+    b = run(cfg(tmp_path / "c.jsonl", tmp_path / "j", parity={"chat": False}), log=quiet)
+    assert a["totals"]["documents"] == b["totals"]["documents"] == 3 and a["totals"]["rejects"] == 1
+    read = [pq.read_table(next((tmp_path / d).glob("train-*.parquet"))).column("input_ids").to_pylist() for d in "pj"]
+    assert read[0] == read[1]
+    (rec,) = [json.loads(x) for x in (tmp_path / "p" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert rec["row"] == 3 and "got an Arrow map with the key 'content' twice" in rec["reason"]
+
+
 def test_markers_of_versions_that_kept_untrained_truncations_are_redone(tmp_path):
     """A done marker of an sft run that truncated, written before truncation that trains
     nothing became a reject (marker version 0, no ``untrained_rejected`` count), may vouch for a

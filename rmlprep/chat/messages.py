@@ -140,18 +140,18 @@ def _json_object(value: Any, i: int, role: str, what: str) -> dict:
         except ValueError as e:
             raise _err(i, role, f"{what} is a string that is not JSON ({e}); give a JSON object") from None
     if not isinstance(value, Mapping):
-        raise _err(i, role, f"{what} must be a JSON object (a dict or a string holding one), got {type(value).__name__}")
+        raise _err(i, role, f"{what} must be a JSON object (a dict or a string holding one), got {_kind(value)}")
     return dict(value)
 
 
 def _tool_call(c: Any, i: int, k: int) -> ToolCall:
     what = f"tool_calls[{k}]"
     if not isinstance(c, Mapping):
-        raise _err(i, "assistant", f"{what} must be a dict, got {type(c).__name__}")
+        raise _err(i, "assistant", f"{what} must be a dict, got {_kind(c)}")
     c = {key: v for key, v in c.items() if v is not None}
     fn = c.get("function", c)
     if not isinstance(fn, Mapping):
-        raise _err(i, "assistant", f"{what}.function must be a dict, got {type(fn).__name__}")
+        raise _err(i, "assistant", f"{what}.function must be a dict, got {_kind(fn)}")
     fn = {key: v for key, v in fn.items() if v is not None}
     extra = set(c) - {"id", "type", "function"} if "function" in c else set(c) - {"id", "type", "name", "arguments"}
     extra |= set(fn) - {"name", "arguments"} if "function" in c else set()
@@ -193,7 +193,13 @@ def _content(value: Any, i: int, role: str) -> tuple[str | None, tuple[str, ...]
                 raise _err(i, role, f"content[{k}]['text'] must be a string, got {type(p.get('text')).__name__}")
             texts.append(p["text"])
         return "".join(texts), tuple(texts)
-    raise _err(i, role, f"content must be a string or a list of text parts, got {type(value).__name__}")
+    raise _err(i, role, f"content must be a string or a list of text parts, got {_kind(value)}")
+
+
+def _kind(value: Any) -> str:
+    """A value's type for an error message; an Arrow map that is no dict says why
+    (:class:`rmlprep.readers.base.MapPairs`: a key twice)."""
+    return getattr(value, "arrow_map_note", None) or type(value).__name__
 
 
 def parse_tools(tools: Any) -> tuple[dict, ...] | None:
@@ -215,11 +221,11 @@ def parse_tools(tools: Any) -> tuple[dict, ...] | None:
         if tools is None:
             return None
     if isinstance(tools, Mapping) or not isinstance(tools, Sequence) or isinstance(tools, (bytes, bytearray)):
-        raise ChatFormatError(f"tools must be a list of function definitions, got {type(tools).__name__}")
+        raise ChatFormatError(f"tools must be a list of function definitions, got {_kind(tools)}")
     out = []
     for k, t in enumerate(tools):
         if not isinstance(t, Mapping):
-            raise ChatFormatError(f"tools[{k}] must be a dict, got {type(t).__name__}")
+            raise ChatFormatError(f"tools[{k}] must be a dict, got {_kind(t)}")
         if "function" in t:
             if t.get("type", "function") != "function" or not isinstance(t["function"], Mapping):
                 raise ChatFormatError(f"tools[{k}] must be {{'type': 'function', 'function': {{...}}}}")
@@ -247,7 +253,7 @@ def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
                             "first (json.loads, e.g. in datasets.map) and save the lists")
             except ValueError:
                 pass
-        raise ChatFormatError(f"messages must be a list of {{'role', 'content'}} dicts, got {type(messages).__name__}"
+        raise ChatFormatError(f"messages must be a list of {{'role', 'content'}} dicts, got {_kind(messages)}"
                               + hint)
     if not messages:
         raise ChatFormatError("empty conversation; give at least one message")
@@ -255,7 +261,7 @@ def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
     call_ids: set[str] = set()
     for i, m in enumerate(messages):
         if not isinstance(m, Mapping):
-            raise _err(i, None, f"must be a dict with 'role' and 'content', got {type(m).__name__}")
+            raise _err(i, None, f"must be a dict with 'role' and 'content', got {_kind(m)}")
         role = m.get("role")
         if role is None:
             sharegpt = "from" in m and "value" in m

@@ -284,7 +284,8 @@ def _json_decoder(t: pa.DataType) -> Callable[[Any], Any] | None:
             return None
         ks = ks or (lambda x: x)
         vs = vs or (lambda x: x)
-        return lambda v: None if v is None else [(ks(a), vs(b)) for a, b in v]
+        return lambda v: None if v is None else (
+            {ks(a): vs(b) for a, b in v.items()} if isinstance(v, dict) else [(ks(a), vs(b)) for a, b in v])
     return None
 
 
@@ -330,7 +331,7 @@ def _struct_cleaner(t: pa.DataType):
     """
     if isinstance(t, pa.BaseExtensionType):
         if t.extension_name == "arrow.json" or not _has_struct(t.storage_type):
-            return None
+            return None if t.extension_name == "arrow.json" else _struct_cleaner(t.storage_type)
         scalar = getattr(t, "__arrow_ext_scalar_class__", lambda: pa.ExtensionScalar)()
         array = getattr(t, "__arrow_ext_class__", lambda: pa.ExtensionArray)()
         if scalar is not pa.ExtensionScalar or array is not pa.ExtensionArray:
@@ -368,7 +369,34 @@ def _struct_cleaner(t: pa.DataType):
             ys = [sub(x) for x in v]
             return v if all(y is x for y, x in zip(ys, v)) else ys
         return clean_list
+    if pa.types.is_map(t):
+        sub = _struct_cleaner(t.item_type)
+
+        def to_dict(v):
+            if not isinstance(v, list) or not all(isinstance(p, tuple) and len(p) == 2 for p in v):
+                return v  # not pairs as to_pylist gives them (an extension type's own Python class)
+            pairs = [(k, sub(x) if sub is not None and x is not None else x) for k, x in v]
+            try:
+                d = dict(pairs)
+            except TypeError:  # an unhashable key (a struct or list key): no dict can hold it
+                return MapPairs(pairs, "an Arrow map whose keys are not strings or numbers")
+            if len(d) == len(pairs):
+                return d
+            seen: set = set()
+            dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+            return MapPairs(pairs, f"an Arrow map with the key {dup!r} twice")
+        return to_dict
     return None
+
+
+class MapPairs(list):
+    """An Arrow map value that is no dict (a key twice, or a key a dict cannot hold): its
+    ``(key, value)`` pairs as Arrow gives them, with ``arrow_map_note`` saying why, which the
+    messages schema check names instead of "got list"."""
+
+    def __init__(self, pairs, note: str):
+        super().__init__(pairs)
+        self.arrow_map_note = note
 
 
 def drop_struct_nulls(values: list, type: pa.DataType) -> list:
@@ -383,9 +411,15 @@ def drop_struct_nulls(values: list, type: pa.DataType) -> list:
     from such padding: it reads as absent. JSON keeps its nulls (``"default": null`` in a tool's
     schema), so store tools or arguments as JSON strings to keep them.
 
+    An Arrow map (Spark and Delta write Python dicts as ``map<string, string>``) becomes the dict
+    it is: ``to_pylist`` gives its ``(key, value)`` pairs, which the messages schema would refuse
+    as "got list"; its keys are the row's own, so its null values are real and kept. A map with
+    a key twice (or a key no dict holds) stays its pairs, as a :class:`MapPairs` naming that.
+
     Example: ``drop_struct_nulls([{"a": 1, "b": None}], pa.struct([("a", pa.int64()),
     ("b", pa.int64())]))`` is ``[{"a": 1}]``; with type ``pa.string()`` the values are returned
-    unchanged.
+    unchanged; ``drop_struct_nulls([[("role", "user"), ("content", None)]], pa.map_(pa.string(),
+    pa.string()))`` is ``[{"role": "user", "content": None}]``.
     """
     clean = _struct_cleaner(type)
     return values if clean is None else [clean(v) for v in values]
