@@ -26,10 +26,15 @@ whose behaviour cannot differ from ``Isolated`` (GPT-4o: o200k with ``Removed`` 
 Added tokens: ``special: true`` ones are control tokens, the others user-defined and matched even
 with ``parse_special=False`` (tokenizers' ``encode_special_tokens``); ``normalized: true`` ones are
 matched by their normalized content on the normalized text (a second pass), and decode from it;
-``lstrip``/``rstrip`` take White_Space; ``single_word`` is refused. In a byte-level file every
-token decodes through the byte alphabet (``"<Ġx>"`` -> ``"< x>"``). An id that ``model.vocab``
-leaves without a token (GPT-4o has 19) becomes an unreachable UNUSED placeholder; tokenizers
-decodes it to nothing, rmlprep to the placeholder's text.
+``lstrip``/``rstrip`` take White_Space; ``single_word`` is refused. An id that ``model.vocab``
+leaves without a token (GPT-4o has 19) becomes an unreachable UNUSED placeholder, which ``decode``
+drops as tokenizers does (``decode_bytes`` gives its text).
+
+Decoding: the file's ``decoder`` (null, or any Sequence of ByteLevel, ByteFallback, Fuse, Strip,
+Replace, Metaspace, WordPiece, BPEDecoder and CTC steps, in the file's order) is kept in the spec's
+``decode_chain`` and run on the token strings as tokenizers runs it (:mod:`rmlprep.hf_decode`). A
+step rmlprep does not reproduce (a ``Regex`` Replace, an unknown type) is refused when ids are
+decoded, never at load: such a file loads and encodes.
 
 This module owns the assembly: loading the file, the space style, token types, added-token flags,
 bos/eos/pad from ``tokenizer_config.json`` and the chat template. Reading each component
@@ -248,7 +253,7 @@ def spec_from_tokenizer_json(
             flags.append(f)
 
     pp_before, pp_after = r.post_processor(index)
-    strip = r.decoder(kind == SENTENCEPIECE)
+    strip, decode_chain = r.decoder()
 
     cfg = config or {}
 
@@ -313,6 +318,7 @@ def spec_from_tokenizer_json(
         fuse_unk=model["fuse_unk"],
         added_token_flags=tuple(flags),
         decode_strip_prefix=strip,
+        decode_chain=decode_chain,
         parse_user_defined_always=True,  # non-special added tokens are matched with parse_special=False
         unparsed_specials="pass_over",  # tokenizers' encode_special_tokens reads special ones as text
         decode_added_byte_level=kind == BYTE_LEVEL,  # the ByteLevel decoder sees added tokens too

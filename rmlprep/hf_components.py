@@ -355,33 +355,92 @@ class _Reader:
         return before, after
 
     # -- decoder ---------------------------------------------------------------------------
-    def decoder(self, sentencepiece: bool) -> str:
-        """The spec's decode_strip_prefix for the decoder chain."""
+    def decoder(self) -> tuple[str, tuple[tuple[Any, ...], ...]]:
+        """The decoder chain, as ``(decode_strip_prefix, decode_chain)``.
+
+        ``decode_chain`` holds one step per component, Sequences flattened (``Sequence`` runs
+        its steps in order, so the flat list decodes alike); :mod:`rmlprep.hf_decode` runs it
+        and lists the steps. A component rmlprep does not reproduce exactly (a ``Regex``
+        Replace, an unknown type, a field tokenizers itself would refuse to read) becomes a
+        ``("Refuse", message)`` step naming its JSON path: decoding raises, loading and encoding
+        do not. ``decode_strip_prefix`` is what the older decode path would take from the chain;
+        with ``decode_chain`` set it is not used.
+
+        Raises:
+            LoaderError: a component that is not an object or has no ``type`` string.
+        """
         strip = "none"
+        steps: list[tuple[Any, ...]] = []
         for node, jp in self.flatten(self.data.get("decoder"), "decoder", "decoders"):
             t = self.typ(node, jp)
-            if t in ("ByteLevel", "ByteFallback", "Fuse"):
-                continue
-            if t == "Replace":
-                kind, old = self.string_pattern(node, jp)
-                if not (kind == "String" and old == _SPACE and node.get("content") == " " and sentencepiece):
-                    raise self.unsupported(jp, f"Replace({old!r}, {node.get('content')!r}) is not supported; "
-                                           "rmlprep supports Replace('\u2581', ' ') in SentencePiece-style files")
-            elif t == "Strip":
-                if node.get("content") != " " or node.get("start") != 1 or node.get("stop", 0) != 0:
-                    raise self.unsupported(jp, f"Strip(content={node.get('content')!r}, start={node.get('start')!r},"
-                                           f" stop={node.get('stop')!r}) is not supported; rmlprep supports "
-                                           "Strip(' ', 1, 0)")
+            step = self._decode_step(node, jp, t)
+            if step[0] == "Strip" and step[1:] == (" ", 1, 0):
                 strip = "text"
-            elif t == "Metaspace":
-                if not sentencepiece:
-                    raise self.unsupported(jp, "a Metaspace decoder in a byte-level file is not supported")
-                scheme = node.get("prepend_scheme")
-                if scheme is None:
-                    scheme = "always" if node.get("add_prefix_space", True) else "never"
-                if scheme != "never":
-                    strip = "first_token"
-            else:
-                raise self.unsupported(f"{jp}.type", f"= {t!r} is not supported; rmlprep supports ByteLevel, "
-                                       "Metaspace, Replace, ByteFallback, Fuse, Strip and Sequence decoders")
-        return strip
+            elif step[0] == "Metaspace" and step[2]:
+                strip = "first_token"
+            steps.append(step)
+        return strip, tuple(steps)
+
+    def _decode_step(self, node: Mapping[str, Any], jp: str, t: str) -> tuple[Any, ...]:
+        def refuse(what: str) -> tuple[str, str]:
+            return ("Refuse", f"{self.where}: {jp} {what}; rmlprep does not decode with this decoder (loading and "
+                              "encoding are not affected)")
+
+        def field(key: str, kind: type, default: Any = None) -> Any:
+            v = node.get(key, default)
+            if kind is int:
+                return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+            return v if isinstance(v, kind) else None
+
+        if t in ("ByteLevel", "ByteFallback", "Fuse"):
+            return (t,)
+        if t == "Replace":
+            kind, old = self.string_pattern(node, jp)
+            content = node.get("content")
+            if not isinstance(content, str):
+                return refuse(f"Replace has content = {content!r}, not a string (tokenizers cannot read it)")
+            if kind == "Regex":
+                return refuse(f"Replace({{'Regex': {old!r}}}, {content!r}): a regex Replace decoder is not "
+                              "reproduced (only String patterns are)")
+            if not old:
+                return refuse("Replace with an empty String pattern is not reproduced")
+            return ("Replace", old, content)
+        if t == "Strip":
+            content, start, stop = field("content", str), field("start", int), field("stop", int)
+            if content is None or len(content) != 1 or start is None or stop is None:
+                return refuse(f"Strip(content={node.get('content')!r}, start={node.get('start')!r}, "
+                              f"stop={node.get('stop')!r}) is not one character and two counts (tokenizers "
+                              "cannot read it)")
+            return ("Strip", content, start, stop)
+        if t == "Metaspace":
+            rep = field("replacement", str)
+            scheme = node.get("prepend_scheme", "always")
+            if rep is None or len(rep) != 1 or scheme not in ("first", "always", "never"):
+                return refuse(f"Metaspace(replacement={node.get('replacement')!r}, prepend_scheme={scheme!r}) "
+                              "is not one character and first/always/never (tokenizers cannot read it)")
+            aps = node.get("add_prefix_space")
+            if aps is False and scheme != "never":
+                return refuse(f"Metaspace has add_prefix_space = false with prepend_scheme = {scheme!r} "
+                              "(tokenizers refuses the pair)")
+            return ("Metaspace", rep, scheme != "never")
+        if t == "WordPiece":
+            prefix, cleanup = field("prefix", str), field("cleanup", bool)
+            if prefix is None or cleanup is None:
+                return refuse(f"WordPiece(prefix={node.get('prefix')!r}, cleanup={node.get('cleanup')!r}) is "
+                              "not a string and a bool (tokenizers cannot read it)")
+            return ("WordPiece", prefix, cleanup)
+        if t == "BPEDecoder":
+            suffix = field("suffix", str)
+            if suffix is None:
+                return refuse(f"BPEDecoder(suffix={node.get('suffix')!r}) is not a string (tokenizers cannot "
+                              "read it)")
+            return ("BPEDecoder", suffix)
+        if t == "CTC":
+            pad, delim, cleanup = field("pad_token", str), field("word_delimiter_token", str), field("cleanup", bool)
+            if pad is None or delim is None or cleanup is None:
+                return refuse(f"CTC(pad_token={node.get('pad_token')!r}, word_delimiter_token="
+                              f"{node.get('word_delimiter_token')!r}, cleanup={node.get('cleanup')!r}) is not two "
+                              "strings and a bool (tokenizers cannot read it)")
+            return ("CTC", pad, delim, cleanup)
+        return refuse(f"type = {t!r} is not a decoder rmlprep reproduces (ByteLevel, ByteFallback, Fuse, Strip, "
+                      "Replace, Metaspace, WordPiece, BPEDecoder, CTC and Sequence are)")

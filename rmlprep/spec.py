@@ -65,6 +65,7 @@ class AddedTokenFlags:
 #: while they hold their default, so a spec that does not use them keeps its fingerprint.
 _OMITTED_AT_DEFAULT = frozenset({
     "decoder", "unk_surface", "pre_split_behaviors", "unparsed_specials", "decode_added_byte_level",
+    "decode_chain",
 })
 
 #: id(spec) -> (spec, fingerprint): specs are immutable, and the canonical JSON of a 256k vocab
@@ -154,6 +155,11 @@ class TokenizerSpec:
             as UTF-8 with U+FFFD per bad byte; see :mod:`rmlprep.sp_decode`).
         unk_surface: the text of the unknown piece with ``decoder="sentencepiece"``
             (sentencepiece ``trainer_spec.unk_surface``).
+        decode_chain: ``None``, or a Hugging Face tokenizer.json's decoder as a tuple of steps
+            (``()``: no decoder, tokens joined with ``" "``). When set, :meth:`decode` runs it on
+            the token strings as tokenizers does (:mod:`rmlprep.hf_decode`, which lists the
+            steps) instead of ``decoder``/``decode_strip_prefix``; a ``("Refuse", message)``
+            step makes decoding raise ``UnsupportedTokenizer`` (loading and encoding work).
         name: a human label (file name, encoding name); not part of the fingerprint.
     """
 
@@ -186,6 +192,7 @@ class TokenizerSpec:
     decode_strip_prefix: str = "none"
     decoder: str = "bytes"
     unk_surface: str = " \u2047 "
+    decode_chain: tuple[tuple[Any, ...], ...] | None = None
     name: str = field(default="", compare=False)
 
     # -- canonical form ---------------------------------------------------------------
@@ -196,7 +203,7 @@ class TokenizerSpec:
             v = getattr(self, f.name)
             if f.name == "merges":
                 v = [list(m) for m in v]
-            elif f.name in ("normalizers", "pre_split_behaviors"):
+            elif f.name in ("normalizers", "pre_split_behaviors") or (f.name == "decode_chain" and v is not None):
                 v = [list(n) for n in v]
             elif f.name == "added_token_flags":
                 v = [
@@ -236,6 +243,8 @@ class TokenizerSpec:
             kw["pre_split_behaviors"] = tuple((str(b), bool(inv)) for b, inv in kw["pre_split_behaviors"])
         if "added_token_flags" in kw:
             kw["added_token_flags"] = tuple(AddedTokenFlags(**a) for a in kw["added_token_flags"])
+        if kw.get("decode_chain") is not None:
+            kw["decode_chain"] = tuple(tuple(step) for step in kw["decode_chain"])
         return cls(**kw)
 
     @property

@@ -22,6 +22,7 @@ from operator import itemgetter
 import numpy as np
 
 from .errors import SpecError
+from .hf_decode import STEP_FIELDS
 from .pretokenize import check_behaviors
 from .segment import SPACE as _SPACE
 from .segment import NORMALIZERS, make_normalizer
@@ -99,6 +100,12 @@ def _validate(spec: TokenizerSpec) -> None:
         raise SpecError(
             f"{where}: decode_strip_prefix {spec.decode_strip_prefix!r} is not 'none', 'first_token' or 'text'"
         )
+    for k, step in enumerate(spec.decode_chain or ()):
+        want = STEP_FIELDS.get(step[0]) if isinstance(step, tuple) and step else None
+        if want is None or len(step) != len(want) + 1 or not all(
+                type(v) is t for v, t in zip(step[1:], want)):
+            raise SpecError(f"{where}: decode_chain[{k}] = {step!r} is not a decoder step "
+                            f"({', '.join(STEP_FIELDS)}; see rmlprep.hf_decode)")
     problem = check_behaviors(spec.pre_split, spec.pre_split_behaviors)
     if problem:
         raise SpecError(f"{where}: pre_split_behaviors: {problem}")

@@ -12,9 +12,11 @@ Source: tokenizers (``tokenizer/mod.rs`` ``decode``, ``decoders/*.rs``), sentenc
 from __future__ import annotations
 
 import codecs
+import functools
 from collections.abc import Iterable
 
-from .errors import TokenIdError
+from .errors import TokenIdError, UnsupportedTokenizer
+from .hf_decode import ChainDecoder
 from .sp_decode import SentencePieceDecoder
 
 __all__ = ["StreamDecoder"]
@@ -22,6 +24,11 @@ __all__ = ["StreamDecoder"]
 
 class _Decoding:
     """The decoding methods of :class:`~rmlprep.tokenizer.Tokenizer`."""
+
+    @functools.cached_property
+    def _chain_decoder(self) -> ChainDecoder | None:
+        """The tables of a spec with a Hugging Face decoder chain (None without one)."""
+        return ChainDecoder(self.spec) if self.spec.decode_chain is not None else None
 
     def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
         """Concatenate the raw bytes of ``ids`` (no prefix-space removal).
@@ -44,7 +51,11 @@ class _Decoding:
     def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> str:
         """Decode ids to text; invalid UTF-8 becomes U+FFFD.
 
-        SentencePiece's own prefix space is removed as the spec's ``decode_strip_prefix`` says
+        A spec loaded from a Hugging Face tokenizer.json (one with a ``decode_chain``) decodes
+        as ``tokenizers.Tokenizer.decode(ids, skip_special_tokens=...)`` does: the file's
+        decoder steps run on the token strings (:mod:`rmlprep.hf_decode`); ids the file gives no
+        token decode to nothing, and ``skip_special_tokens`` drops the ``special`` added tokens.
+        Otherwise SentencePiece's own prefix space is removed as the spec's ``decode_strip_prefix`` says
         (``"text"``: from the start of the text, Hugging Face ``Strip`` decoder and
         sentencepiece; ``"first_token"``: only if the first decoded token starts with it,
         Hugging Face ``Metaspace`` decoder). A spec with ``decoder="sentencepiece"`` (loaded
@@ -53,8 +64,17 @@ class _Decoding:
 
         Raises:
             TokenIdError: an id outside ``range(vocab_size)``.
+            UnsupportedTokenizer: the tokenizer.json's decoder has a step rmlprep does not
+                reproduce (the message names it and its JSON path; encoding is not affected),
+                or a ``Strip`` step meets ids where tokenizers panics.
         """
         ids = list(ids)
+        chain = self._chain_decoder
+        if chain is not None:
+            if ids and not (0 <= min(ids) and max(ids) < self._n):
+                for i in ids:
+                    self._check_id(i)  # raises for the first id out of range
+            return chain.decode(ids, skip_special_tokens)
         if skip_special_tokens:
             ids = [i for i in ids if i not in self._skip_ids]
         data = self.decode_bytes(ids)
@@ -79,6 +99,15 @@ class StreamDecoder:
     a sequence that can never complete becomes U+FFFD. ``flush()`` returns what is held back
     (U+FFFD for an incomplete tail). The concatenation of every ``push`` and the final
     ``flush`` equals ``tokenizer.decode(all_ids)``.
+
+    With a Hugging Face decoder chain (:mod:`rmlprep.hf_decode`) the text is found as
+    tokenizers' ``DecodeStream`` finds it (``step_decode_stream``: the ids since the last
+    emitted text are decoded with a few before them, and what extends the earlier decoding is
+    emitted), holding back also while a ByteFallback byte run may continue. A chain for which
+    that is not exact (a step after ``Fuse`` that rewrites across tokens, such as WordPiece
+    cleanup, or ``BPEDecoder``, whose last token decodes apart) holds everything back until
+    ``flush``. ``flush`` checks the emitted text against ``decode`` of all the ids and raises
+    ``UnsupportedTokenizer`` if they ever differed.
     """
 
     # tokenizer: a rmlprep.tokenizer.Tokenizer (not imported here: that module imports this one)
@@ -93,6 +122,12 @@ class StreamDecoder:
             SentencePieceDecoder(tokenizer.spec, tokenizer._bytes)
             if tokenizer.spec.decoder == "sentencepiece" else None
         )
+        self._chain = tokenizer._chain_decoder
+        self._all: list[int] = []  # chain: every id pushed since the last flush
+        self._ids: list[int] = []  # chain: tokenizers' window (ids, prefix, prefix_index)
+        self._prefix = ""
+        self._prefix_index = 0
+        self._emitted: list[str] = []  # chain: text emitted since the last flush
 
     def push(self, token_id: int) -> str:
         """Decode one more id; returns the text it completes (possibly "")."""
@@ -102,6 +137,8 @@ class StreamDecoder:
             return ""
         if self._sp is not None:
             return self._sp.push(token_id)
+        if self._chain is not None:
+            return self._chain_push(token_id)
         raw = tok._bytes[token_id]
         if not self._started:
             self._started = True
@@ -113,7 +150,51 @@ class StreamDecoder:
         """Return the held-back tail (U+FFFD for an incomplete character) and reset."""
         if self._sp is not None:
             return self._sp.flush()
+        if self._chain is not None:
+            return self._chain_flush()
         return self._strip(self._dec.decode(b"", final=True))
+
+    def _chain_decode(self, ids: list[int]) -> str:
+        return self._chain.decode(ids, self._skip)
+
+    def _chain_push(self, token_id: int) -> str:
+        # tokenizers' step_decode_stream, plus: no text while a byte run may continue
+        self._all.append(token_id)
+        if not self._chain.windowed:
+            return ""  # held back until flush: a later token may change this text
+        if not self._prefix and self._ids and not self._chain_decode(self._ids):
+            # tokenizers takes the window's text as the prefix when it has no U+FFFD at its end,
+            # which without a hold-back means it is "" (a text would have been emitted)
+            self._prefix_index = len(self._ids)
+        self._ids.append(token_id)
+        if self._chain.holds_back(token_id):
+            return ""
+        text = self._chain_decode(self._ids)
+        if len(text) <= len(self._prefix) or text.endswith("\ufffd"):
+            return ""
+        if not text.startswith(self._prefix):
+            raise self._changed(text)
+        new = text[len(self._prefix):]
+        keep = len(self._ids) - self._prefix_index
+        self._ids = self._ids[self._prefix_index:]
+        self._prefix = self._chain_decode(self._ids)
+        self._prefix_index = keep
+        self._emitted.append(new)
+        return new
+
+    def _chain_flush(self) -> str:
+        full = self._chain_decode(self._all)
+        emitted = "".join(self._emitted)
+        self._all, self._ids, self._prefix, self._prefix_index, self._emitted = [], [], "", 0, []
+        # what was emitted is checked against the whole decoding, which the windows only approach
+        if not full.startswith(emitted):
+            raise self._changed(full)
+        return full[len(emitted):]
+
+    def _changed(self, text: str) -> UnsupportedTokenizer:
+        return UnsupportedTokenizer(
+            f"{self._chain.where}: the decoder changes text a stream already emitted (now {text[-40:]!r}); "
+            "decode the ids at once with Tokenizer.decode")
 
     def _strip(self, text: str) -> str:
         if self._pending_strip and text:

@@ -378,8 +378,6 @@ def test_config_chat_template_and_specials():
                      id="normalized-with-prepend"),
         pytest.param(_doc(post_processor={"type": "BertProcessing"}),
                      "post_processor.type = 'BertProcessing' is not supported", id="bert-processing"),
-        pytest.param(_doc(decoder={"type": "WordPiece"}), "decoder.type = 'WordPiece' is not supported",
-                     id="wordpiece-decoder"),
         pytest.param(_doc(post_processor={"type": "TemplateProcessing", "single": [
             {"SpecialToken": {"id": "a"}}, {"SpecialToken": {"id": "b"}}, {"Sequence": {"id": "A"}}],
             "special_tokens": {"a": {"ids": [0]}, "b": {"ids": [1]}}}),
