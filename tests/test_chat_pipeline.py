@@ -871,6 +871,18 @@ def test_tool_parameters_stored_as_json_text_are_pointed_out(tmp_path):
     assert "tool schemas" not in texts["json summary"]
 
 
+def _tool_shards(inp: Path, out: Path) -> list:
+    """(input_ids, labels) of the one shard a qwen2.5 run with ``chat.tools_column = "tools"``
+    writes for two tool conversations."""
+    import pyarrow.parquet as pq
+
+    m = run(cfg(inp, out, fmt="qwen2.5", parity={"chat": False}, pack={"seq_len": 2048},
+                chat={"tools_column": "tools"}), log=quiet)
+    assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 0
+    t = pq.read_table(next(out.glob("train-*.parquet")))
+    return [t.column(c).to_pylist() for c in ("input_ids", "labels")]
+
+
 def _tool_rows(default_null: bool) -> list[dict]:
     """The user-trial's two conversations (F1b), calling tools with different argument names;
     with ``default_null`` the weather tool's ``unit`` has a JSON ``"default": null`` and the call
@@ -905,11 +917,7 @@ def test_jsonl_and_parquet_give_the_same_shards(tmp_path):
     tok = tiny(None)
 
     def shards(inp: Path, name: str) -> list:
-        m = run(cfg(inp, tmp_path / name, fmt="qwen2.5", parity={"chat": False}, pack={"seq_len": 2048},
-                    chat={"tools_column": "tools"}), log=quiet)
-        assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 0
-        t = pq.read_table(next((tmp_path / name).glob("train-*.parquet")))
-        return [t.column(c).to_pylist() for c in ("input_ids", "labels")]
+        return _tool_shards(inp, tmp_path / name)
 
     real = _tool_rows(default_null=True)
     _rows(tmp_path / "real.jsonl", real)
@@ -955,11 +963,7 @@ def test_a_registered_extension_type_with_struct_storage_reads_as_its_storage(tm
             return cls(storage)
 
     def shards(inp: Path, name: str) -> list:
-        m = run(cfg(inp, tmp_path / name, fmt="qwen2.5", parity={"chat": False}, pack={"seq_len": 2048},
-                    chat={"tools_column": "tools"}), log=quiet)
-        assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 0
-        t = pq.read_table(next((tmp_path / name).glob("train-*.parquet")))
-        return [t.column(c).to_pylist() for c in ("input_ids", "labels")]
+        return _tool_shards(inp, tmp_path / name)
 
     rows = _tool_rows(default_null=False)
     _rows(tmp_path / "plain.jsonl", rows)
