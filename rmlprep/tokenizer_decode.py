@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import operator
 from collections.abc import Iterable
 
 from .errors import TokenIdError, UnsupportedTokenizer
@@ -20,6 +21,26 @@ from .hf_decode import ChainDecoder
 from .sp_decode import SentencePieceDecoder
 
 __all__ = ["StreamDecoder"]
+
+
+def _id_list(ids: Iterable) -> list[int]:
+    """``ids`` as a list of Python ints: numpy integers and pyarrow integer scalars (iterating an
+    ``input_ids`` row of a Table that ``tokenize_text``/``tokenize_chat`` returned gives those)
+    are taken by value.
+
+    Raises:
+        TokenIdError: an element that is not an integer (a null, a float, a string).
+    """
+    out = list(ids)
+    if all(type(i) is int for i in out):
+        return out
+    for k, i in enumerate(out):
+        v = i.as_py() if hasattr(i, "as_py") else i
+        try:
+            out[k] = operator.index(v)
+        except TypeError:
+            raise TokenIdError(f"token id {i!r} is not an integer") from None
+    return out
 
 
 class _Decoding:
@@ -31,16 +52,17 @@ class _Decoding:
         return ChainDecoder(self.spec) if self.spec.decode_chain is not None else None
 
     def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
-        """Concatenate the raw bytes of ``ids`` (no prefix-space removal).
+        """Concatenate the raw bytes of ``ids`` (no prefix-space removal). Ids may be Python,
+        numpy or pyarrow integers.
 
         Raises:
-            TokenIdError: an id outside ``range(vocab_size)`` (the message names it).
+            TokenIdError: an id outside ``range(vocab_size)`` or not an integer (the message names it).
         """
         tb = self._bytes
         n = self._n
         skip = self._skip_ids if skip_special_tokens else ()
         parts = []
-        for i in ids:
+        for i in _id_list(ids):
             if not 0 <= i < n:
                 raise TokenIdError(f"token id {i!r} is out of range for a vocab of {n} tokens")
             if i in skip:
@@ -63,12 +85,13 @@ class _Decoding:
         (:mod:`rmlprep.sp_decode`).
 
         Raises:
-            TokenIdError: an id outside ``range(vocab_size)``.
+            TokenIdError: an id outside ``range(vocab_size)`` or not an integer (numpy and
+                pyarrow integers are taken by value).
             UnsupportedTokenizer: the tokenizer.json's decoder has a step rmlprep does not
                 reproduce (the message names it and its JSON path; encoding is not affected),
                 or a ``Strip`` step meets ids where tokenizers panics.
         """
-        ids = list(ids)
+        ids = _id_list(ids)
         chain = self._chain_decoder
         if chain is not None:
             if ids and not (0 <= min(ids) and max(ids) < self._n):

@@ -808,3 +808,20 @@ def test_arrow_map_columns_read_as_the_dicts_they_are(tok):
                                             list(conv[1].items())]], type=pa.list_(m))})
     (err,) = fn(dup).column("error").to_pylist()
     assert "message 0: must be a dict with 'role' and 'content', got an Arrow map with the key 'role' twice" in err
+
+
+def test_decode_takes_an_arrow_row_of_ids(tok):
+    """An explorer finding (n1): a Table from tokenize_text holds ``input_ids`` as
+    ``list<uint32>``; iterating a row gives pyarrow scalars, and ``tok.decode(list(row))`` raised
+    a bare TypeError. Worked example: the row decodes as its Python ints do; a null id is a
+    TokenIdError naming it."""
+    from rmlprep.errors import TokenIdError
+
+    out = tokenize_text(tok, add_special_tokens=False)(pa.table({"text": ["ab cd", "x"]}))
+    row = out.column("input_ids")[0]
+    want = tok.decode(row.as_py())
+    assert want == "ab cd"
+    assert tok.decode(list(row)) == tok.decode(row) == tok.decode(row.values) == want
+    assert tok.decode_bytes(list(row)) == b"ab cd"
+    with pytest.raises(TokenIdError, match="is not an integer"):
+        tok.decode(pa.array([row.as_py()[0], None], pa.uint32()))
