@@ -1182,3 +1182,20 @@ def test_extension_types_are_cleaned_as_their_storage():
     assert arrow_values(uuid) == uuid.to_pylist()
     js = pa.array(['{"a": null}'], pa.json_())
     assert arrow_values(js) == ['{"a": null}']
+
+
+def test_prompt_completion_layout_is_named(tmp_path):
+    """An explorer finding (n9): TRL's prompt-completion rows (``{"prompt": [...], "completion":
+    [...]}``) were refused as "no 'messages' field" only; the reason now names the layout and
+    the join it needs, for a JSONL row and for a Parquet file at plan time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    row = {"prompt": [{"role": "user", "content": "Hi"}], "completion": [{"role": "assistant", "content": "Yo"}]}
+    p = tmp_path / "pc.jsonl"
+    p.write_text(json.dumps(row) + "\n")
+    values, rows, errors = read_all(plan_units(inp([p])), "messages")
+    assert values == [] and len(errors) == 1 and "prompt-completion layout" in str(errors[0])
+    pq.write_table(pa.Table.from_pylist([row]), tmp_path / "pc.parquet")
+    with pytest.raises(ConfigError, match=r"has no column 'messages'.*prompt-completion layout.*prompt \+ completion"):
+        plan_units(inp([tmp_path / "pc.parquet"], column="messages"))

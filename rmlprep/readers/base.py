@@ -106,6 +106,17 @@ class Batch:
     watched: dict[int, str] = field(default_factory=dict)
 
 
+def layout_hint(column: str, names) -> str:
+    """``""`` or, for a chat column missing from data in TRL's prompt-completion layout (a
+    ``prompt`` and a ``completion`` field, each a message list or a string), what that layout is
+    and that rmlprep reads one conversation column."""
+    if column != "messages" or not {"prompt", "completion"} <= set(names):
+        return ""
+    return ("; this is TRL's prompt-completion layout: rmlprep reads one conversation column, so join them "
+            "first (messages = prompt + completion, as message lists); naming the completion column alone "
+            "would train answers with no prompt")
+
+
 def check_column(path: str, names: list[str], column: str) -> None:
     """Refuse a file whose columns (a Parquet or Arrow schema's names, a CSV header) lack
     ``column`` or name it more than once: which of two it means is not knowable (pyarrow and
@@ -121,7 +132,7 @@ def check_column(path: str, names: list[str], column: str) -> None:
     if column not in names:
         more = f" and {len(names) - 20} more" if len(names) > 20 else ""
         raise ConfigError(f"input.column: {path} has no column {column!r}; columns: "
-                          f"{[n[:40] for n in names[:20]]}{more}")
+                          f"{[n[:40] for n in names[:20]]}{more}{layout_hint(column, names)}")
     if names.count(column) > 1:
         raise InputError(f"{path}: {names.count(column)} columns are named {column!r}; rename all but one "
                          "(which one input.column means is not knowable)", path=path)

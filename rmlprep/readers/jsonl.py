@@ -40,7 +40,7 @@ from .. import fs
 from ..compressed import compression_of, open_decompressed, zstd_chunks, zstd_frames
 from ..errors import InputError
 from . import base
-from .base import MAX_JSON_DEPTH, Batch, Unit, decoded_size_estimate, one_line
+from .base import MAX_JSON_DEPTH, Batch, Unit, decoded_size_estimate, layout_hint, one_line
 
 _BOM = b"\xef\xbb\xbf"
 EMPTY_VALUES = (None, [], {}, "")  # a watched field holding one of these holds nothing
@@ -241,7 +241,7 @@ def _parse_line(line: bytes, column: str) -> tuple[bool, Any, dict | None]:
     if not isinstance(obj, dict):
         return False, f"line is a JSON {_JSON_TYPES.get(type(obj), type(obj).__name__)}, not an object", None
     if column not in obj:
-        return False, f"no {column!r} field (fields: {sorted(obj)[:8]})", None
+        return False, f"no {column!r} field (fields: {sorted(obj)[:8]}){layout_hint(column, obj)}", None
     return True, obj[column], obj
 
 
