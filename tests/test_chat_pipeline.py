@@ -634,6 +634,21 @@ def test_a_tools_column_the_config_does_not_name_is_refused(tmp_path):
         run(c(plain, "q", tools_column="tools"), log=quiet)
     with pytest.raises(ConfigError, match="chat.tools_column: name the column"):
         c(first, "x", tools_column=True)
+    # a glob mixing files with and without the column (an explorer finding, n3): the files without
+    # it hold conversations without tools, as JSONL rows without the key do; the run says which
+    withtools = tmp_path / "in" / "b.parquet"
+    withtools.parent.mkdir()
+    call = json.loads(json.dumps(_CALL))
+    call[1]["tool_calls"][0]["function"]["arguments"] = "{}"  # Parquet has no struct without fields
+    pq.write_table(pa.Table.from_pylist([{"messages": call, "tools": json.dumps(_TOOLS)}]), withtools)
+    pq.write_table(pa.Table.from_pylist([{"messages": _PLAIN}]), tmp_path / "in" / "a.parquet")
+    logs: list[str] = []
+    m = run(c(tmp_path / "in" / "*.parquet", "mix", tools_column="tools"), log=logs.append)
+    assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 0 and m["totals"]["tool_calls_without_tools"] == 0
+    assert any(line.startswith(f"chat.tools_column = 'tools': {tmp_path / 'in' / 'a.parquet'} have no such column: "
+                               "their conversations have no tools") for line in logs)
+    texts = _decoded(tmp_path / "mix")
+    assert sum('"name": "get_time"' in t for t in texts) == 1
 
 
 def _decoded(out: Path) -> list[str]:

@@ -27,6 +27,7 @@ from ..chat import schema_error
 from ..chat.messages import with_system_prompt
 from ..config import RunConfig
 from ..readers import Batch, Unit, read_unit
+from ..readers.units import column_names
 from ..segment import replace_lone_surrogates
 from .stages import Docs, Rows, Tally, _cat, pack_may_leave_out
 from .tools_column import unread_reason
@@ -61,8 +62,13 @@ def _replace_surrogates_in(value: Any) -> tuple[Any, bool]:
 
 def _column_by_row(unit: Unit, column: str, batch_rows: int) -> dict[int, Any]:
     """The unit's ``column`` values by source row (a second pass over the unit, for
-    ``chat.tools_column`` and ``chat.system_column``; rows without it have none)."""
+    ``chat.tools_column`` and ``chat.system_column``; rows without it have none, and so do the
+    rows of a Parquet, Arrow or CSV file without it: :func:`~rmlprep.pipeline.tools_column.check_named_columns` refused the run
+    if no file has it)."""
     out: dict[int, Any] = {}
+    got = column_names(unit)
+    if got is not None and got[1] and column not in got[0]:
+        return out
     for b in read_unit(unit, column, batch_rows):
         vals = b.values.to_pylist() if isinstance(b.values, pa.Array) else b.values
         out.update(zip(b.rows.tolist(), vals))

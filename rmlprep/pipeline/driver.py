@@ -103,7 +103,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
     t = time.perf_counter()
     units = plan(cfg, log=log)
     timings["plan"] = time.perf_counter() - t
-    check_named_columns(cfg, units)  # sft: a tools, system or media column the config does not name is refused
+    check_named_columns(cfg, units, log=log)  # sft: a tools, system or media column the config does not name is refused
     with out.lock():  # one run per folder, writable: checked before any corpus work
         claim(out)  # the folder is rmlprep's from here on: a killed first run resumes
         if getattr(out, "lock_note", ""):  # an object store's lock (see store.py)

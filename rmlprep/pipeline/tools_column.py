@@ -33,7 +33,7 @@ The same holds for two other columns a conversation set carries beside its messa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..chat.messages import SYSTEM_FIELDS
 from ..config import RunConfig
@@ -94,12 +94,14 @@ def unread_reason(name: str) -> str:
     return unread_tools_reason(name)
 
 
-def check_named_columns(cfg: RunConfig, units: Sequence[Unit]) -> None:
+def check_named_columns(cfg: RunConfig, units: Sequence[Unit], log: Callable[[str], None] = print) -> None:
     """Refuse an sft run whose input has a column of :func:`watched_fields` (tools, a system
     prompt, media) that the config does not name or leave out (see the module docstring), or
-    a Parquet, Arrow or CSV file without the column ``chat.tools_column`` or
-    ``chat.system_column`` names (a JSONL row without it has none). Reads each file's schema,
-    CSV header or first JSONL row once, before any corpus work.
+    whose Parquet, Arrow and CSV files all lack the column ``chat.tools_column`` or
+    ``chat.system_column`` names (a misspelt key). A file without it among files with it holds
+    conversations without tools (or system prompt), as a JSONL row without the key does: one
+    log line names such files. Reads each file's schema, CSV header or first JSONL row once,
+    before any corpus work.
 
     Raises:
         ConfigError: naming the file, the column and the keys to set.
@@ -112,17 +114,22 @@ def check_named_columns(cfg: RunConfig, units: Sequence[Unit]) -> None:
     if not fields and not named:
         return
     seen: set[str] = set()
+    lacking: dict[str, list[tuple[str, list[str]]]] = {key: [] for key, _ in named}
+    holding: set[str] = set()
     for u in units:
         if u.path in seen:
             continue
         seen.add(u.path)
         got = column_names(u)
         if got is None:
+            holding.update(key for key, _ in named)  # not told by a schema: its rows may hold it
             continue
         names, whole = got
         for key, col in named:
             if whole and col not in names:
-                raise ConfigError(f"chat.{key} = {col!r}: {u.path} has no such column; columns: {names[:20]}")
+                lacking[key].append((u.path, names))
+            else:
+                holding.add(key)
         hit = next((f for f in fields if f in names), None)
         if hit is None:
             continue
@@ -140,3 +147,12 @@ def check_named_columns(cfg: RunConfig, units: Sequence[Unit]) -> None:
             f"chat.tools_column is unset, but {u.path} {where} {hit!r} (the conversations' tool definitions, "
             f"which TRL passes to apply_chat_template(tools=...)): without the key every row's tools would be "
             f"left out of its prompt; {_ways_out(hit)}")
+    for key, col in named:
+        if not lacking[key]:
+            continue
+        path, names = lacking[key][0]
+        if key not in holding:  # no file has it: a misspelt column, not files without tools
+            raise ConfigError(f"chat.{key} = {col!r}: {path} has no such column; columns: {names[:20]}")
+        more = f" and {len(lacking[key]) - 1} more" if len(lacking[key]) > 1 else ""
+        log(f"chat.{key} = {col!r}: {path}{more} have no such column: their conversations have "
+            + ("no tools" if key == "tools_column" else "no system prompt of their own"))
