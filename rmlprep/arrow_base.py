@@ -245,7 +245,7 @@ class _MapFunction:
         return f"{type(self).__name__}(spec={self._fingerprint[:12]}, {opts})"
 
     # -- calling ----------------------------------------------------------------------------
-    def __call__(self, batch, indices: Sequence[int] | None = None, *, _one: bool = False):
+    def __call__(self, batch, indices: Sequence[int] | None = None, *, _one: bool = False, _typed: bool = False):
         """Tokenize one batch.
 
         Args:
@@ -291,7 +291,7 @@ class _MapFunction:
         self._check_names(names)
         values = _values(batch, col, is_arrow)
         n = len(values)
-        if not is_arrow and not isinstance(getattr(batch, "pa_table", None), pa.Table) and _from_datasets():
+        if not (is_arrow or _typed or isinstance(getattr(batch, "pa_table", None), pa.Table)) and _from_datasets():
             self._check_streamed(values, lambda name: batch[name] if name in names else None)
 
         def where(i: int) -> str:
@@ -369,7 +369,7 @@ class _MapFunction:
         types = table.schema if isinstance(table, pa.Table) else None
         batch = {k: [drop_struct_nulls([v], types.field(k).type)[0] if types is not None and k in types.names
                      else v] for k, v in example.items()}
-        out = self(batch, None if index is None else [index], _one=True)
+        out = self(batch, None if index is None else [index], _one=True, _typed=types is not None)
         return {k: v[0] for k, v in out.items()}
 
     def _attach_arrow(self, batch, new: dict[str, pa.Array]):

@@ -730,6 +730,21 @@ def test_train_on_reasoning_off_needs_a_format_with_reasoning(tok):
     assert trained == "Hello.<|im_end|>"
 
 
+def test_an_unbatched_map_of_typed_rows_is_not_refused(tok):
+    """A review finding: ``Dataset.map(fn)`` unbatched cleans its LazyRow by the row's table
+    types, then ran the plain-rows refusal on the cleaned row, so a null inside a list argument
+    (``{"ids": [1, None]}``, a value, not struct padding) was refused while the batched map
+    writes it. Worked example: both maps give the same ids."""
+    import datasets
+
+    rows = [_tool_conv("get_weather", {"city": "Paris", "ids": [1, None]}, "Weather?", [_WEATHER])]
+    fn = tokenize_chat(tok, "qwen2.5")
+    ds = datasets.Dataset.from_list(rows)
+    batched = ds.map(fn, batched=True, load_from_cache_file=False)["input_ids"]
+    assert '"ids": [1, null]' in tok.decode(batched[0])
+    assert ds.map(fn, load_from_cache_file=False)["input_ids"] == batched
+
+
 def test_json_nulls_in_string_columns_are_kept(tok):
     """A null in JSON (``"default": null`` in a tool's schema, a ``null`` argument) is a value
     the template renders; tools and arguments stored as JSON strings keep it from Arrow too,
