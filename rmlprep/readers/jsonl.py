@@ -318,12 +318,12 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                 line_at = pos
                 pos += len(line)
                 nbytes += len(line)
-                if base.is_blank_line(line):  # JSON whitespace only (no copy of a long line)
-                    blank += 1
-                    continue
-                if line.isspace():  # \x0b, \x0c: a row the reader cannot parse, never a skipped line
-                    errors.append((r, "line holds only whitespace JSON does not allow (form feed \\x0c or "
-                                      "vertical tab \\x0b), not a JSON object"))
+                if line.isspace():  # one C scan; a row's line fails it at its first byte
+                    if base.is_blank_line(line):  # JSON whitespace only: no row
+                        blank += 1
+                    else:  # \x0b, \x0c: a row the reader cannot parse, never a skipped line
+                        errors.append((r, "line holds only whitespace JSON does not allow (form feed \\x0c or "
+                                          "vertical tab \\x0b), not a JSON object"))
                     continue
                 if first:  # a JSON document (array, pretty-printed object) is a file fault
                     first = False
