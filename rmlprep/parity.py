@@ -199,7 +199,7 @@ def _load_fixture(path: str | os.PathLike) -> dict[str, Any]:
         with open(path, encoding="utf-8") as f:
             fx = json.load(f)
     except FileNotFoundError:
-        raise ConfigError(f"parity.fixture: {path} does not exist") from None
+        raise ConfigError(f"parity.fixture: {path} does not exist", path=str(path)) from None
     except ValueError as e:
         raise ConfigError(f"parity.fixture: {path} is not valid JSON: {e}") from None
     if not isinstance(fx, dict) or not isinstance(fx.get("cases"), list):

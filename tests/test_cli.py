@@ -752,3 +752,9 @@ def test_run_from_another_folder_says_how_relative_paths_resolved(tmp_path, monk
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and want.format(cwd=elsewhere, proj=proj) in err, err
     assert not (elsewhere / "out").exists()
+    # parity.fixture is checked once the run holds its folder (a review finding: it had no note)
+    toml.write_text(body.format(inp=str(proj / "data" / "a.jsonl"), tok=TINY) + '[parity]\nfixture = "fx.json"\n')
+    assert main(["run", str(toml)]) == 2
+    err = capsys.readouterr().err
+    assert ("(parity.fixture gives 'fx.json': a relative path in a config resolves against the current directory, "
+            f"{elsewhere}, not against the config file's folder, {proj}/configs)") in err, err
