@@ -249,3 +249,23 @@ def test_typed_unk_tokens_are_not_fused(tmp_path, pre):
     fn = rmlprep.tokenize_text(tok, parse_special=True)
     import pyarrow as pa
     assert fn(pa.table({"text": texts}))["input_ids"].to_pylist() == expected
+
+
+def test_fuse_unk_across_split_words_is_refused(tmp_path):
+    """A review finding: tokenizers fuses unknown characters inside one pre-tokenized word
+    (``BPE::merge_word``); rmlprep fuses them across a segment. Under a Digits pre-tokenizer
+    "é12ü" is the words "é", "1", "2", "ü": tokenizers gives four ids (three unknowns, unfused
+    across words), a segment-wide fuse three. Such a file is refused at load rather than encoded
+    otherwise; the reference's own ids show the difference the refusal prevents."""
+    vocab = {"a": 0, "<unk>": 1, "\u2581": 2, "1": 3, "\u2581a": 4}
+    ref = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=[("\u2581", "a")], unk_token="<unk>",
+                                          fuse_unk=True, byte_fallback=False))
+    ref.normalizer = normalizers.Replace(" ", "\u2581")
+    ref.pre_tokenizer = pre_tokenizers.Digits(individual_digits=True)
+    assert ref.encode("é12ü").ids == [1, 3, 1, 1]
+    path = tmp_path / "digits.json"
+    ref.save(str(path))
+    from rmlprep.errors import UnsupportedTokenizer
+
+    with pytest.raises(UnsupportedTokenizer, match="model.fuse_unk is true with a pre-tokenizer that splits words"):
+        rmlprep.load_tokenizer(path)
