@@ -24,6 +24,7 @@ from pathlib import Path
 from ._version import __version__
 from .chat import detect_chat_format, encode_chat, format_chat
 from .chat.detect import check_template_format
+from .streams import reports_never_stop_a_run
 from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat_parity import check_chat_format
 from .config import RunConfig, load_config
@@ -160,7 +161,8 @@ def run_exit_status(config: RunConfig | Callable[[], RunConfig], *, resume: bool
         return _run_config(cfg, resume=resume, overwrite=overwrite)
 
     with _sigterm_unwinds():
-        return _exit_status(job)
+        with reports_never_stop_a_run():
+            return _exit_status(job, stream=False)
 
 
 def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
@@ -431,12 +433,17 @@ def _sigterm_unwinds() -> Iterator[None]:
 
 def _run_command(args) -> int:
     """Run a parsed command; map its errors to an exit code and one line."""
-    return _exit_status(lambda: _COMMANDS[args.command](args))
+    if args.command != "run":
+        return _exit_status(lambda: _COMMANDS[args.command](args))
+    with reports_never_stop_a_run():
+        return _exit_status(lambda: _COMMANDS[args.command](args), stream=False)
 
 
-def _exit_status(job: Callable[[], int]) -> int:
+def _exit_status(job: Callable[[], int], *, stream: bool = True) -> int:
     """``job()``'s status, or the exit code and one line of what it raised (the CLI's mapping,
-    shared by :func:`run_exit_status`)."""
+    shared by :func:`run_exit_status`). A closed stdout pipe ends a ``stream`` command (``encode
+    ... | head``: the reader has what it wanted) with 0, and a run with 2: its shards are not all
+    written."""
     try:
         return job()
     except _Terminated:  # 128 + SIGTERM, as a shell reports a process it terminated
@@ -449,7 +456,11 @@ def _exit_status(job: Callable[[], int]) -> int:
         _log(f"rmlprep: error: {_one_line(str(e))}")
         return 2
     except BrokenPipeError:  # `rmlprep encode ... | head`: the reader left, nothing went wrong
-        return 0
+        if stream:
+            return 0
+        _log("rmlprep: error: standard output was closed (the reader of a pipe left) before the run ended; "
+             "the done units stay and --resume continues")
+        return 2
     except OSError as e:  # the system refused a file (missing, permission, I/O, full): environment
         where = f"{e.filename}: " if e.filename else ""
         _log(f"rmlprep: error: {where}{_one_line(e.strerror or str(e))}")

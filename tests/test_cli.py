@@ -647,6 +647,31 @@ def test_ctrl_c_reaches_no_worker():
     assert err == "interrupted\n"
 
 
+@needs_tiny
+def test_a_run_whose_output_pipe_closes_finishes(tmp_path):
+    """A careless-user check: `rmlprep run c.toml 2>&1 | head -2` stopped the run at the first
+    report line written after the reader left, with part of the shards, no manifest, and exit 0
+    (a broken pipe was taken for `encode | head`). The run's reports now go nowhere once their
+    reader leaves and the run finishes: exit 0 and the same shards as a run nobody stopped
+    reading."""
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": f"words {i} " * 40}) + "\n" for i in range(120)))
+    runs = {}
+    for name in ("read", "left"):
+        toml = _toml(tmp_path / f"{name}.toml", [str(tmp_path / "d.jsonl")], tmp_path / name)
+        toml.write_text(toml.read_text().replace('progress = "none"', 'progress = "log"'))
+        p = subprocess.Popen([sys.executable, "-m", "rmlprep.cli", "run", str(toml)], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, cwd=ROOT)
+        if name == "left":
+            p.stdout.readline()
+            p.stdout.close()  # the reader leaves, as `| head -1` does
+        else:
+            p.stdout.read()
+        assert p.wait(timeout=120) == 0
+        m = json.loads((tmp_path / name / "manifest.json").read_text())
+        runs[name] = [(s["shard"], s["documents"]) for s in m["shards"]]
+    assert len(runs["read"]) > 3 and runs["left"] == runs["read"]
+
+
 def _run_with_a_sleeping_unit(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
     """A CLI run (2 workers, 120 documents) whose unit 1 writes its files, then writes its worker's
     pid into ``started`` and sleeps 60 s; returns (the process, the toml, the output folder),
