@@ -83,7 +83,7 @@ def _load(path: str):
     return rmlprep.load_tokenizer(path)
 
 
-def byte_tokenizer(specials: list[str], *, bos: str | None = None, add_bos: bool = False):
+def byte_tokenizer(specials: list[str], *, bos: str | None = None, add_bos: bool = False, eos: str | None = None):
     """A byte-level tokenizer without merges (one token per byte, GPT-2 alphabet) plus
     ``specials`` as control tokens: the bytes under the mask are exactly the masked text."""
     from rmlprep.spec import BYTE_LEVEL, TokenizerSpec, TokenType
@@ -94,5 +94,6 @@ def byte_tokenizer(specials: list[str], *, bos: str | None = None, add_bos: bool
     vocab = [b2u[b] for b in range(256)] + list(dict.fromkeys(specials))
     types = [TokenType.NORMAL] * 256 + [TokenType.CONTROL] * (len(vocab) - 256)
     spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(vocab), token_types=tuple(int(t) for t in types), merges=(),
-                         bos_id=vocab.index(bos) if bos else None, add_bos=add_bos, name="bytes")
+                         bos_id=vocab.index(bos) if bos else None, eos_id=vocab.index(eos) if eos else None,
+                         add_bos=add_bos, name="bytes")
     return Tokenizer.create(spec)

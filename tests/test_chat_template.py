@@ -15,23 +15,27 @@ from rmlprep.errors import ChatFormatError, ConfigError
 pytestmark = [needs_jinja, needs_shared]
 
 MARKERS = ["<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
-           "<s>", "</s>", "[INST]", "[/INST]", "<bos>", "<start_of_turn>", "<end_of_turn>"]
+           "<s>", "</s>", "[INST]", "[/INST]", "<bos>", "<start_of_turn>", "<end_of_turn>", "<|end|>", "<|endoftext|>"]
 
 
-def _tok(template: str, bos: str | None = None):
-    tok = byte_tokenizer(MARKERS, bos=bos)
+def _tok(template: str, bos: str | None = None, eos: str | None = None):
+    tok = byte_tokenizer(MARKERS, bos=bos, eos=eos)
     return type(tok).create(tok.spec, chat_template=template)
 
 
-@pytest.mark.parametrize("name,fmt,bos", [
-    ("chatml-openhermes", "chatml", None),
-    ("llama3", "llama3", "<|begin_of_text|>"),
-    ("mistral-v7", "mistral-v7", "<s>"),
-    ("more/meta-llama-Llama-3.1-8B-Instruct", "llama3.1", "<|begin_of_text|>"),
-    ("gemma3", "gemma3", "<bos>"),
+@pytest.mark.parametrize("name,fmt,bos,eos", [
+    ("chatml-openhermes", "chatml", None, None),
+    ("llama3", "llama3", "<|begin_of_text|>", None),
+    ("mistral-v7", "mistral-v7", "<s>", None),
+    ("more/meta-llama-Llama-3.1-8B-Instruct", "llama3.1", "<|begin_of_text|>", None),
+    ("gemma3", "gemma3", "<bos>", None),
+    # eos_token in every turn (zephyr, whose render of no messages is "" even with the
+    # generation prompt: the assistant_first probe) and only at the end (phi3)
+    ("zephyr", "zephyr", None, "</s>"),
+    ("phi3", "phi3", None, "<|endoftext|>"),
 ])
-def test_template_mode_equals_the_native_format(name, fmt, bos):
-    tok = _tok(template_text(name), bos)
+def test_template_mode_equals_the_native_format(name, fmt, bos, eos):
+    tok = _tok(template_text(name), bos, eos)
     n = 0
     for pid, msgs, tools in PROBES:
         if pid == "special_text":
@@ -173,3 +177,20 @@ def test_template_mode_says_when_its_own_prefix_render_fails():
     with pytest.raises(ChatFormatError, match="renders the conversation but not its first 3 messages") as e:
         encode_chat(_tok(template), conv, "template")
     assert "refuses this conversation" not in str(e.value)
+
+
+def test_zephyr_answer_first_is_masked_after_its_header_in_both_modes():
+    """zephyr.jinja writes its generation prompt only after a last message, so its render of no
+    messages is "" with or without it; a conversation that opens with an answer renders (jinja2)
+    as ``<|assistant|>\\nHello</s>\\n<|user|>\\nq</s>\\n<|assistant|>\\na</s>\\n``. Its first answer
+    is trained from after the ``<|assistant|>\\n`` header, as the second one is and as the native
+    format masks it: the mask was the header too in template mode."""
+    template = template_text("zephyr")
+    tok = _tok(template, eos="</s>")
+    conv = [{"role": "assistant", "content": "Hello"}, {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a"}]
+    hatch, native = encode_chat(tok, conv, "template"), encode_chat(tok, conv, "zephyr")
+    assert tok.decode(hatch.input_ids) == _jinja_render(template, conv, None, eos_token="</s>")
+    trained = tok.decode([i for i, m in zip(hatch.input_ids, hatch.assistant_masks) if m])
+    assert trained == "Hello</s>a</s>"
+    assert (hatch.input_ids, hatch.assistant_masks) == (native.input_ids, native.assistant_masks)

@@ -3,7 +3,8 @@ the model's own Jinja template in jinja2's sandbox, as transformers does.
 
 Opt-in and slower than a native format (1 + 2 x assistant-turns renders per conversation).
 The assistant mask comes from renders of prefixes: assistant message ``i`` spans from the end
-of ``render(messages[:i], add_generation_prompt=True)`` to the end of
+of ``render(messages[:i], add_generation_prompt=True)`` (for ``i = 0``, also past the generation
+prompt where the template writes it only after a message, as Zephyr's does) to the end of
 ``render(messages[:i + 1])`` less trailing whitespace (the newline a template writes after a
 turn's terminator) and less an ``eos_token`` the template writes only where a conversation
 ends instead of the generation prompt (Phi-3's ``<|endoftext|>`` after the last ``<|end|>``:
@@ -86,6 +87,7 @@ class TemplateWriter:
         self.kwargs = dict(kwargs or {})
         self.today = today or "2024-07-26"
         self._eos_end: bool | None = None
+        self._prompt: str | None = None
         compile_template(template, self.today)
 
     def _render(self, conv: Conversation, gen: bool, probe: str | None = None) -> str:
@@ -191,9 +193,38 @@ class TemplateWriter:
                                  and gen.startswith(plain[: len(plain) - len(eos)]))
         return self._eos_end
 
+    def _generation_prompt(self) -> str | None:
+        """What the generation prompt adds after a user turn: ``render([user "Hi"], True)`` less
+        ``render([user "Hi"], False)`` (less the eos a template writes there instead, see
+        :meth:`_ends_with_eos`); a template that wants a system message first is probed with
+        one. None when no probe renders, or the prompt render does not extend the plain one.
+        Worked example (zephyr.jinja): ``<|user|>\nHi</s>\n`` and
+        ``<|user|>\nHi</s>\n<|assistant|>\n``: the prompt is ``<|assistant|>\n``. Rendered once
+        per writer."""
+        if self._prompt is None:
+            self._prompt = ""
+            for msgs in ([{"role": "user", "content": "Hi"}],
+                         [{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}]):
+                probe = parse_conversation(msgs)
+                try:
+                    plain, gen = self._render(probe, False), self._render(probe, True)
+                except (ChatFormatError, IndexError):
+                    continue
+                if self._ends_with_eos():
+                    plain = self._without_ending(plain)
+                if gen.startswith(plain) and len(gen) > len(plain):
+                    self._prompt = gen[len(plain):]
+                break
+        return self._prompt or None
+
     def _first_start(self, conv: Conversation, full: str) -> int:
         """Where a first-message assistant turn starts: after the render of no messages with
-        the generation prompt.
+        the generation prompt, and after the generation prompt itself where that render does
+        not write it but the conversation's does. Zephyr's template writes its prompt only
+        after a last message (``loop.last and add_generation_prompt``), so its render of no
+        messages is ``""`` while ``[assistant "Hello"]`` renders ``<|assistant|>\nHello</s>\n``:
+        the answer starts after ``<|assistant|>\n``, the header, as in every later turn and in
+        the native ``zephyr`` format.
 
         Raises:
             ChatFormatError: the template cannot render that, or not as a prefix.
@@ -205,4 +236,7 @@ class TemplateWriter:
         if head is None or not full.startswith(head):
             raise ChatFormatError("message 0 (assistant): the chat template does not show where a first answer "
                                   "starts (its render of no messages is not a prefix); start with a user message")
+        prompt = self._generation_prompt()
+        if prompt and not head.endswith(prompt) and full.startswith(prompt, len(head)):
+            return len(head) + len(prompt)
         return len(head)
