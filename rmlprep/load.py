@@ -78,15 +78,20 @@ def _resolve(path: Path) -> Path:
     return path
 
 
-def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, str | None]:
+def load_spec(path: str | os.PathLike, *, given: frozenset[str] = frozenset(),
+              **kwargs: Any) -> tuple[TokenizerSpec, str | None]:
     """Read a tokenizer file into ``(spec, chat_template)`` without building a Tokenizer.
 
     Args:
         path: see :func:`load_tokenizer`.
+        given: the spec fields the caller sets itself (:func:`load_tokenizer`'s overrides):
+            ``add_bos`` / ``add_eos`` given there settle what a SentencePiece folder's config
+            leaves open (:func:`_with_config_specials`).
         kwargs: ``name``, ``pattern``, ``special_tokens`` for tiktoken rank files only.
     Raises:
         LoaderError: missing path, unreadable or malformed file, tiktoken arguments given for
-            another format.
+            another format; a SentencePiece folder whose config leaves add_bos_token or
+            add_eos_token open where transformers' default is unknown or disputed.
         UnsupportedTokenizer: a file using a component rmlprep does not implement.
     """
     p = _resolve(Path(path))
@@ -120,21 +125,47 @@ def load_spec(path: str | os.PathLike, **kwargs: Any) -> tuple[TokenizerSpec, st
     template = None
     cfg = read_model_config(p.parent)
     if cfg:
-        spec = _with_config_specials(spec, cfg, p)
+        spec = _with_config_specials(spec, cfg, p, given)
         if isinstance(cfg.get("chat_template"), str):
             template = cfg["chat_template"]
     return spec, _template_file(p.parent, template)
 
 
-def _with_config_specials(spec, cfg: dict[str, Any], p: Path):
+#: transformers' defaults for ``add_bos_token`` / ``add_eos_token`` of a SentencePiece folder
+#: (``tokenizer.model``, no tokenizer.json) whose ``tokenizer_config.json`` names the class but
+#: not the key, as recorded by ``tools/make_bos_defaults_fixtures.py`` (``fixtures/bos_defaults.json``)
+#: with transformers 4.57.1 and 5.24.0: ``True``/``False`` where both add (or not) the token,
+#: ``None`` where they disagree. 4.x's LlamaTokenizerFast and GemmaTokenizerFast default
+#: ``add_bos_token=True`` (``models/llama/tokenization_llama_fast.py``, ``.../gemma/...``); 5.x's
+#: LlamaTokenizer and GemmaTokenizer take ``kwargs.get("add_bos_token", False)``
+#: (``tokenization_utils_tokenizers.py``, ``TokenizersBackend.__init__``) and add none; CodeLlama
+#: keeps True in both; T5 appends its EOS in both (4.x as T5TokenizerFast's template).
+SPM_CLASS_DEFAULTS: dict[str, tuple[bool | None, bool | None]] = {
+    "LlamaTokenizer": (None, False), "LlamaTokenizerFast": (None, False),
+    "GemmaTokenizer": (None, False), "GemmaTokenizerFast": (None, False),
+    "CodeLlamaTokenizer": (True, False), "CodeLlamaTokenizerFast": (True, False),
+    "T5Tokenizer": (False, True), "T5TokenizerFast": (False, True),
+}
+
+
+def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[str] = frozenset()):
     """A SentencePiece ``.model``'s spec with what the folder's ``tokenizer_config.json`` (and
     ``special_tokens_map.json``) say of its special tokens: ``bos_token``, ``eos_token`` and
-    ``pad_token`` by name (the unknown piece stays the model's), and ``add_bos_token`` / ``add_eos_token`` when the
-    config gives them (transformers' slow and fast Llama/Gemma tokenizers take both from it);
-    without them the .model's own defaults stay (sentencepiece's encode adds neither).
+    ``pad_token`` by name (the unknown piece stays the model's), and ``add_bos_token`` /
+    ``add_eos_token`` (transformers' slow and fast Llama/Gemma tokenizers take both from it).
+
+    A key the config leaves out gets transformers' default for its ``tokenizer_class``
+    (:data:`SPM_CLASS_DEFAULTS`), not sentencepiece's (which adds neither): such a folder is
+    one transformers loads, and a Llama one trained without its BOS would be silently wrong.
+    Where the class is not in the table (or absent), or transformers 4.x and 5.x disagree
+    (Llama, Gemma: 4.x adds the BOS, 5.x does not), the load is refused naming the key to set,
+    unless the caller gives the spec field itself (``given``: ``load_tokenizer(..., add_bos=...)``).
+    A ``.model`` with no config beside it keeps sentencepiece's defaults.
+
+    Source: ``fixtures/bos_defaults.json`` (transformers 4.57.1 and 5.24.0 ``AutoTokenizer``).
 
     Raises:
-        LoaderError: a named token that is not a piece of the model.
+        LoaderError: a named token that is not a piece of the model; a key left open as above.
     """
     import dataclasses
 
@@ -153,16 +184,25 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path):
         else:
             raise LoaderError(f"{p.parent}: tokenizer_config.json (or special_tokens_map.json) {key} = "
                               f"{content!r} is not a piece of {p.name}")
-    bos = changes.get("bos_id", spec.bos_id)
-    eos = changes.get("eos_id", spec.eos_id)
-    if "add_bos_token" in cfg:
-        changes["add_bos"] = bool(cfg["add_bos_token"]) and bos is not None
-    elif spec.add_bos and bos is None:
-        changes["add_bos"] = False
-    if "add_eos_token" in cfg:
-        changes["add_eos"] = bool(cfg["add_eos_token"]) and eos is not None
-    elif spec.add_eos and eos is None:
-        changes["add_eos"] = False
+    cls = cfg.get("tokenizer_class")
+    defaults = SPM_CLASS_DEFAULTS.get(cls) if isinstance(cls, str) else None
+    for i, (key, field, tid) in enumerate((("add_bos_token", "add_bos", changes.get("bos_id", spec.bos_id)),
+                                           ("add_eos_token", "add_eos", changes.get("eos_id", spec.eos_id)))):
+        if key in cfg:
+            value = bool(cfg[key])
+        elif field in given:
+            continue
+        elif defaults is not None and defaults[i] is not None:
+            value = defaults[i]
+        else:
+            why = (f"transformers 4.x and 5.x disagree on {cls}'s default (4.x adds the "
+                   f"{'BOS' if i == 0 else 'EOS'}, 5.x does not)" if defaults is not None else
+                   f"rmlprep does not know the default of tokenizer_class {cls!r}" if isinstance(cls, str) else
+                   "it names no tokenizer_class whose default rmlprep knows")
+            raise LoaderError(
+                f"{p.parent}: tokenizer_config.json does not set {key} for {p.name}, and {why}; set "
+                f'"{key}": true or false in tokenizer_config.json (or pass {field}= to load_tokenizer)')
+        changes[field] = value and tid is not None  # transformers drops a flag whose token is None
     return dataclasses.replace(spec, **changes) if changes else spec
 
 
@@ -308,7 +348,7 @@ def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Token
         if hit is not None:
             spec, template = hit.spec, hit.chat_template
         else:
-            spec, template = load_spec(path, **tiktoken_kw)
+            spec, template = load_spec(path, given=frozenset(overrides), **tiktoken_kw)
     # name= is the tiktoken loader's argument (it names the spec already), not a spec override:
     # as one it kept every load of a rank file with name= out of the cache
     changes = {k: v for k, v in overrides.items() if k in _SPEC_FIELDS and k not in _TIKTOKEN_ARGS}

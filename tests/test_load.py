@@ -305,3 +305,59 @@ def test_sentencepiece_folder_takes_its_config_special_tokens(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"eos_token": "<nope>"}))
     with pytest.raises(LoaderError, match="eos_token = '<nope>' is not a piece of tokenizer.model"):
         load_tokenizer(tmp_path)
+
+
+_BOS_DEFAULTS = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "bos_defaults.json")
+                           .read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("cls", sorted(_BOS_DEFAULTS["classes"]))
+def test_sentencepiece_folder_silent_config_follows_transformers_or_refuses(tmp_path, cls):
+    """A folder with ``tokenizer.model`` and a ``tokenizer_config.json`` naming its
+    ``tokenizer_class`` but not ``add_bos_token`` / ``add_eos_token``: transformers adds what
+    the class defaults to (not sentencepiece's nothing). Expected: the ids both transformers
+    4.57.1 and 5.24.0 put around the text (``fixtures/bos_defaults.json``, by
+    ``tools/make_bos_defaults_fixtures.py``) around sentencepiece's own ids; where the two
+    disagree (Llama, Gemma: 4.x adds the BOS, 5.x not), a refusal naming the key to set."""
+    spm = pytest.importorskip("sentencepiece")
+    src = _need(_BOS_DEFAULTS["source"])
+    text = _BOS_DEFAULTS["text"]
+    model = tmp_path / ("spiece.model" if cls.startswith("T5") else "tokenizer.model")
+    shutil.copy(src, model)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": cls}))
+    refs = list(_BOS_DEFAULTS["classes"][cls].values())
+    assert all("error" not in r for r in refs)
+    bare = spm.SentencePieceProcessor(model_file=str(src)).encode(text)
+    if all((r["prefix"], r["suffix"]) == (refs[0]["prefix"], refs[0]["suffix"]) for r in refs):
+        assert load_tokenizer(model).encode(text, add_special_tokens=True) == refs[0]["prefix"] + bare + refs[0]["suffix"]
+    else:
+        key = "add_bos_token" if any(r["prefix"] != refs[0]["prefix"] for r in refs) else "add_eos_token"
+        with pytest.raises(LoaderError, match=rf'disagree on {cls}.*set "{key}": true or false in tokenizer_config'):
+            load_tokenizer(model)
+        field = key.removesuffix("_token")
+        # the caller settles it: either reference's framing, with the flag given (the count of
+        # added ids only: Gemma's default bos_token "<bos>" is no piece of this Llama model)
+        for r in refs:
+            want = bool(r["prefix"] if field == "add_bos" else r["suffix"])
+            ids = load_tokenizer(model, **{field: want}).encode(text, add_special_tokens=True)
+            assert (len(ids), ids[len(r["prefix"]):len(ids) - len(r["suffix"])]) == \
+                (len(r["prefix"]) + len(bare) + len(r["suffix"]), bare)
+
+
+def test_sentencepiece_folder_unknown_class_and_silent_config_is_refused(tmp_path):
+    """An unknown (or absent) ``tokenizer_class`` and no ``add_bos_token``: transformers' default
+    depends on the class (fixtures/bos_defaults.json shows BOS, EOS and neither), so rmlprep
+    refuses rather than guess; the config's key, or load_tokenizer's override, settles it.
+    ``LLaMATokenizer`` is the misspelt class of early converted Llama repos."""
+    shutil.copy(_need("llama2/tokenizer.model"), tmp_path / "tokenizer.model")
+    for cfg, word in (({"tokenizer_class": "LLaMATokenizer"}, "does not know the default of tokenizer_class "
+                                                               "'LLaMATokenizer'"),
+                      ({"bos_token": "<s>"}, "names no tokenizer_class")):
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps(cfg))
+        with pytest.raises(LoaderError, match=rf'does not set add_bos_token .*{word}.*\(or pass add_bos= to load_tokenizer\)$'):
+            load_tokenizer(tmp_path)
+        with pytest.raises(LoaderError, match=r'does not set add_eos_token'):
+            load_tokenizer(tmp_path, add_bos=True)
+        assert load_tokenizer(tmp_path, add_bos=True, add_eos=False).encode("a", add_special_tokens=True)[0] == 1
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"add_bos_token": False, "add_eos_token": False}))
+    assert load_tokenizer(tmp_path).spec.add_bos is False

@@ -1,0 +1,96 @@
+"""Record which BOS/EOS transformers adds for a SentencePiece folder whose config is silent.
+
+A model folder holding ``tokenizer.model`` (no tokenizer.json) and a ``tokenizer_config.json``
+that names its ``tokenizer_class`` but not ``add_bos_token`` / ``add_eos_token`` gets the
+class's defaults in transformers, and they are not sentencepiece's (which adds nothing). This
+builds such a folder per class in :data:`CLASSES` around the real Llama 2 ``tokenizer.model``
+(``spiece.model`` for the T5 classes, the file name they read), loads it with
+``AutoTokenizer.from_pretrained`` of each transformers install given, and records the ids that
+``tok(TEXT)`` puts before and after ``tok(TEXT, add_special_tokens=False)``.
+
+Writes ``fixtures/bos_defaults.json``::
+
+    {"generator": "tools/make_bos_defaults_fixtures.py", "source": "llama2/tokenizer.model",
+     "sha256": "<of it>", "text": TEXT,
+     "references": ["transformers 4.57.1 (tokenizers 0.22.1)", ...],
+     "classes": {cls: {reference: {"loaded_as": name, "prefix": [ids], "suffix": [ids]}
+                                  | {"error": "<exception type>"}}}}
+
+Usage: ``python tools/make_bos_defaults_fixtures.py --transformers DIR [--transformers DIR ...]``
+where each DIR is a ``pip install --target DIR --no-deps transformers==X`` (with, for 4.x,
+``tokenizers==0.22.1`` and ``huggingface_hub<1.0``) that is put first on ``PYTHONPATH`` of a
+child process; the run is offline (``HF_HUB_OFFLINE=1``). rmlprep's tests only read the JSON.
+Needs: sentencepiece; the real tokenizers in ``~/.cache/rmlprep-real-tokenizers`` (env
+RMLPREP_REAL_TOKENIZERS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tools.make_parity_fixtures import real_dir  # noqa: E402
+
+SOURCE = "llama2/tokenizer.model"
+TEXT = "Hello world"
+#: The SentencePiece tokenizer classes of transformers whose silent-config default is recorded.
+CLASSES = ("LlamaTokenizer", "LlamaTokenizerFast", "CodeLlamaTokenizer", "CodeLlamaTokenizerFast",
+           "GemmaTokenizer", "GemmaTokenizerFast", "T5Tokenizer", "T5TokenizerFast")
+
+_CHILD = r"""
+import json, os, shutil, sys, tempfile, tokenizers, transformers
+from transformers import AutoTokenizer
+model, text, classes = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+out = {"reference": f"transformers {transformers.__version__} (tokenizers {tokenizers.__version__})", "classes": {}}
+for cls in classes:
+    d = tempfile.mkdtemp()
+    shutil.copy(model, os.path.join(d, "spiece.model" if cls.startswith("T5") else "tokenizer.model"))
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": cls}, f)
+    try:
+        tok = AutoTokenizer.from_pretrained(d)
+        full, bare = tok(text)["input_ids"], tok(text, add_special_tokens=False)["input_ids"]
+        k = next(i for i in range(len(full) - len(bare) + 1) if full[i:i + len(bare)] == bare)
+        out["classes"][cls] = {"loaded_as": type(tok).__name__, "prefix": full[:k], "suffix": full[k + len(bare):]}
+    except Exception as e:
+        out["classes"][cls] = {"error": type(e).__name__}
+    shutil.rmtree(d)
+print(json.dumps(out))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--transformers", action="append", required=True, help="a --target install of transformers")
+    ap.add_argument("--out", default=str(ROOT / "fixtures" / "bos_defaults.json"))
+    a = ap.parse_args()
+    model = real_dir() / SOURCE
+    refs = []
+    for target in a.transformers:
+        env = dict(os.environ, PYTHONPATH=str(Path(target).resolve()), HF_HUB_OFFLINE="1",
+                   TRANSFORMERS_VERBOSITY="error")
+        r = subprocess.run([sys.executable, "-c", _CHILD, str(model), TEXT, json.dumps(CLASSES)],
+                           env=env, capture_output=True, text=True, check=True, cwd="/")
+        refs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    out = {
+        "generator": "tools/make_bos_defaults_fixtures.py",
+        "source": SOURCE,
+        "sha256": hashlib.sha256(model.read_bytes()).hexdigest(),
+        "text": TEXT,
+        "references": [r["reference"] for r in refs],
+        "classes": {cls: {r["reference"]: r["classes"][cls] for r in refs} for cls in CLASSES},
+    }
+    Path(a.out).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
