@@ -672,6 +672,40 @@ def test_jsonl_last_line_cut_short_is_a_file_error(tmp_path, name, compress):
     assert len(values) == 40 and rows == list(range(40)) and not errors
 
 
+@pytest.mark.parametrize("tail,cut", [
+    pytest.param(b'{"text": "lorem ips', True, id="inside-a-string"),
+    pytest.param(b'{"text": "a"', True, id="before-the-brace"),
+    pytest.param(b'{"txt": "a"}', True, id="no-such-field"),
+    pytest.param(b'{"text": "a"}', False, id="complete"),
+    pytest.param(b'{"text": "a"}  ', False, id="complete-trailing-space"),
+    pytest.param(b"   ", False, id="blank"),
+    pytest.param(b'{"text": "' + b"y" * 1500, True, id="over-long"),
+    pytest.param(b'{"text": "' + b"y" * 1500 + b'"}', False, id="over-long-complete"),
+])
+@pytest.mark.parametrize("bom", [False, True], ids=["", "bom-one-line"])
+def test_a_plain_jsonl_cut_short_is_refused_by_the_plan(tmp_path, monkeypatch, tail, cut, bom):
+    """With ``input.column`` (a run always gives it) the plan reads a plain file's last line when
+    it has no newline and applies the reader's rule to it, so the cut is found before any unit
+    starts (a rerun over a truncated file then never touches the output folder): the plan's line
+    is the reader's, word for word, and a file the reader takes is planned as before. (The reader
+    gave a first line over the row limit after a BOM 3 bytes less of it, and refused that line,
+    complete or not, as cut short.)"""
+    monkeypatch.setattr(readers_base, "MAX_ROW_BYTES", 1000)
+    body = (b"\xef\xbb\xbf" if bom else forty_docs()) + tail
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(body)
+    if not cut:
+        assert plan_units(inp([p], unit_bytes=1000, column="text"))
+        read_path(p, unit_bytes=1000)  # and the reader takes it (a BOM took 3 bytes of its row limit)
+        return
+    with pytest.raises(InputError, match="the last line.* is cut short") as planned:
+        plan_units(inp([p], unit_bytes=1000, column="text"))
+    with pytest.raises(InputError) as read:
+        read_path(p, unit_bytes=1000)  # no column: the plan leaves it to the reader
+    assert str(planned.value) == str(read.value) and planned.value.offset == read.value.offset
+    one_line_error(planned, p)
+
+
 def test_two_files_concatenated_without_a_final_newline(tmp_path):
     """``cat a.jsonl.gz b.jsonl.gz`` where a's last line has no newline: a's last row and b's
     first share a line. The reader cannot tell where one ends without guessing, so the line is

@@ -82,7 +82,69 @@ def _check_jsonl_head(path: str, head: bytes) -> None:
             path=path, offset=offset)
 
 
-def plan_jsonl(path: str, unit_bytes: int) -> list[dict[str, Any]]:
+def _cut(path: str, line_at: int, reason: str, kind: str | None) -> InputError:
+    """The file fault of a last line cut short (no newline, not a row: ``reason``)."""
+    where = f"byte {line_at}" if kind is None else f"decoded byte {line_at}"
+    return InputError(f"{path}: {where}: the last line is cut short (no newline at the end, and {reason}): the "
+                      "file looks truncated (an interrupted download or copy?); fetch it again, or end the file "
+                      "before that line to keep the rest", path=path, offset=line_at if kind is None else None)
+
+
+def _cut_long(path: str, line_at: int, n: int, kind: str | None) -> InputError:
+    """The file fault of a last line over :data:`~.base.MAX_ROW_BYTES` (``n`` bytes) that does not end a JSON object."""
+    where = f"byte {line_at}" if kind is None else f"decoded byte {line_at}"
+    return InputError(f"{path}: {where}: the last line ({n} bytes, over the {base.MAX_ROW_BYTES} byte limit) is cut "
+                      "short (no newline at the end, and it does not end a JSON object): the file looks truncated "
+                      "(an interrupted download or copy?); fetch it again, or end the file before that line to keep "
+                      "the rest", path=path, offset=line_at if kind is None else None)
+
+
+def _check_jsonl_tail(path: str, size: int, column: str | None) -> None:
+    """A plain file's last line cut short, found while the run is planned by the reader's own
+    rule (:func:`read_jsonl`: no newline at the end, and not a row of ``column``; over
+    :data:`~.base.MAX_ROW_BYTES`, not ending in ``}``), so a rerun over a truncated file stops
+    before any work and leaves the output folder as it was. Reads back from the end to the last
+    line's start only (the plan hashes every byte anyway); ``column`` None: left to the reader."""
+    if size == 0 or column is None:
+        return
+    with fs.open(path, "rb") as f:
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        end = b""  # the line's last bytes, up to the row limit + 1
+        line_at = pos = size
+        while pos > 0:
+            step = min(pos, 1 << 20)
+            pos -= step
+            f.seek(pos)
+            chunk = f.read(step)
+            nl = chunk.rfind(b"\n")
+            line_at = pos + nl + 1 if nl >= 0 else pos
+            if len(end) <= base.MAX_ROW_BYTES:
+                end = chunk[nl + 1:] + end
+            if nl >= 0:
+                break
+    if line_at == 0 and end.startswith(_BOM):
+        line_at, end = 3, end[3:]
+    n = size - line_at
+    if n > base.MAX_ROW_BYTES:
+        if not end.rstrip().endswith(b"}"):
+            raise _cut_long(path, line_at, n, None)
+        return
+    if end.isspace():
+        return  # a blank or form-feed line: the reader's, as any line
+    ok, reason, _ = _parse_line(end, column)
+    if not ok:
+        raise _cut(path, line_at, reason, None)
+
+
+def plan_jsonl(path: str, unit_bytes: int, column: str | None = None) -> list[dict[str, Any]]:
+    """The units of a JSONL file (byte ranges of a plain file, zstd frames, else the whole file).
+
+    Raises:
+        InputError: a file fault visible in the first bytes (:func:`_check_jsonl_head`) or, in a
+            plain file, a last line cut short (:func:`_check_jsonl_tail`, against ``column``).
+    """
     size = fs.getsize(path)
     kind = compression_of(path)
     if kind == "zstd":
@@ -91,6 +153,7 @@ def plan_jsonl(path: str, unit_bytes: int) -> list[dict[str, Any]]:
         return [dict(format="jsonl", path=path, nbytes=decoded_size_estimate(path))]
     with fs.open(path, "rb") as f:
         _check_jsonl_head(path, f.read(1 << 16))
+    _check_jsonl_tail(path, size, column)
     if size <= unit_bytes:
         return [dict(format="jsonl", path=path, nbytes=size)]
     out = []
@@ -290,6 +353,8 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                     pos += 3
                     nbytes += 3
                     line = line[3:]
+                    if len(line) == base.MAX_ROW_BYTES - 2 and not line.endswith(b"\n"):
+                        line += f.readline(3)  # readline stopped at the limit, 3 bytes of it the BOM's
             r = row
             row += 1
             if len(line) > base.MAX_ROW_BYTES and not line.endswith(b"\n"):
@@ -305,12 +370,7 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                 if not tail.endswith(b"\n") and not tail.rstrip().endswith(b"}"):
                     # the file's last line, unread: a JSON object line ends with '}', so one that
                     # ends elsewhere with no newline is cut short, as a short cut line is above
-                    where = f"byte {pos}" if kind is None else f"decoded byte {pos}"
-                    raise InputError(f"{unit.path}: {where}: the last line ({n} bytes, over the {base.MAX_ROW_BYTES} "
-                                     "byte limit) is cut short (no newline at the end, and it does not end a JSON "
-                                     "object): the file looks truncated (an interrupted download or copy?); fetch "
-                                     "it again, or end the file before that line to keep the rest",
-                                     path=unit.path, offset=pos if kind is None else None)
+                    raise _cut_long(unit.path, pos, n, kind)
                 pos += n
                 nbytes += n
                 errors.append((r, f"line of {n} bytes is longer than the {base.MAX_ROW_BYTES} byte limit (not read)"))
@@ -336,11 +396,7 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                             break
                 obj = None
                 if not ok and not line.endswith(b"\n"):  # only the file's last line lacks one
-                    where = f"byte {line_at}" if kind is None else f"decoded byte {line_at}"
-                    raise InputError(f"{unit.path}: {where}: the last line is cut short (no newline at the end, and "
-                                     f"{v}): the file looks truncated (an interrupted download or copy?); fetch it "
-                                     "again, or end the file before that line to keep the rest",
-                                     path=unit.path, offset=line_at if kind is None else None)
+                    raise _cut(unit.path, line_at, v, kind)
                 if ok:
                     values.append(v)
                     rows.append(r)

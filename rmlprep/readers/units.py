@@ -191,7 +191,7 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             if fs.isfile(path):
                 sniff(path, fmt)
             if fmt == "jsonl":
-                specs.extend(plan_jsonl(path, inp["unit_bytes"]))
+                specs.extend(plan_jsonl(path, inp["unit_bytes"], column))
             elif fmt == "parquet":
                 specs.extend(plan_parquet(path, inp["unit_rows"], column))
             elif fmt == "csv":
