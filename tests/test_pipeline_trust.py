@@ -18,7 +18,7 @@ import pytest
 
 from rmlprep import cli
 from rmlprep.config import config_from_dict
-from rmlprep.errors import OutputError
+from rmlprep.errors import InputError, OutputError
 from rmlprep.load import open_tokenizer
 from rmlprep.packing import unpack
 from rmlprep.pipeline import output as output_mod
@@ -197,12 +197,20 @@ def test_stale_rejects_file_of_a_redone_unit_is_removed(tmp_path):
     assert_consistent(out, m)
 
 
-def test_a_redo_that_fails_leaves_no_shard_of_the_old_input(tmp_path):
-    """A unit whose input changed is redone; when the redo fails (here the file was cut short in
-    place: a truncated gzip), the folder must not keep the shard of the old input, which
-    ``datasets`` would load beside the others with no marker to say so (a fresh-user trial:
-    2405 rows loaded from a folder whose run exited 2). The unit that did not change keeps its
-    shard and marker."""
+def everything(out: Path) -> dict[str, bytes]:
+    """Every file of the folder, hidden ones too, byte for byte (the lock file aside)."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != ".rmlprep.lock"}
+
+
+def test_a_redo_that_fails_leaves_the_previous_complete_folder_as_it_was(tmp_path):
+    """A unit whose input changed is redone; when the redo fails (here b.jsonl.gz was replaced by
+    a cut copy: an incomplete gzip stream, found only by decoding it), the rerun removed the
+    unit's shards and the reports before failing: a complete folder became a partial one with no
+    manifest (and, before that, kept an old shard ``datasets`` loaded beside the new ones). The
+    files a rerun replaces are set aside until it completes, and a failed rerun puts them back:
+    the folder is the previous run's, file for file (manifest, card, markers), nothing mixed, no
+    set-aside folder left. The input fixed, the next rerun redoes b's units only."""
     import gzip
 
     from rmlprep.errors import RmlprepError
@@ -214,14 +222,150 @@ def test_a_redo_that_fails_leaves_no_shard_of_the_old_input(tmp_path):
     out = tmp_path / "o"
     cfg = make_cfg(str(tmp_path / "*.jsonl.gz"), out)
     m = run(cfg, log=quiet)
-    first = {s["shard"] for s in m["shards"] if s["source"].endswith("a.jsonl.gz")}
-    assert first and len(m["shards"]) > len(first)
-    b.write_bytes(whole[: len(whole) // 2])
+    assert len(m["shards"]) == 2
+    before = everything(out)
+    b.write_bytes(gzip.compress(b"".join(lines(39, start=41)))[:-20])  # another content, cut
+    logs: list[str] = []
     with pytest.raises(RmlprepError, match="b.jsonl.gz"):
+        run(cfg, log=logs.append)
+    assert everything(out) == before
+    assert any("the previous run's folder is back as it was" in x for x in logs)
+    b.write_bytes(gzip.compress(b"".join(lines(39, start=41))))
+    m2 = run(cfg, log=quiet)
+    assert (m2["units_skipped"], m2["units_processed"]) == (1, 1)
+    assert folder(out) == fresh(str(tmp_path / "*.jsonl.gz"), tmp_path, "fresh") and not (out / ".rmlprep.previous").exists()
+    assert_consistent(out, m2)
+
+
+def test_a_rerun_over_a_jsonl_cut_mid_line_is_refused_before_any_work(tmp_path):
+    """A plain JSONL file cut inside its last line (no final newline, the line not JSON) is found
+    while the run is planned, by the reader's own rule, so a rerun stops before the parity stage
+    and never touches the folder (it removed the unit's shards and the reports, then failed); the
+    line names the file and the cut line's first byte. A file that only lacks its final newline
+    is complete, and is read."""
+    inp = tmp_path / "c.jsonl"
+    data = b"".join(lines(60))
+    inp.write_bytes(data)
+    out = tmp_path / "o"
+    cfg = make_cfg(inp, out)
+    run(cfg, log=quiet)
+    before = everything(out)
+    inp.write_bytes(data[:-9])
+    logs: list[str] = []
+    with pytest.raises(InputError, match="the last line is cut short") as ei:
+        run(cfg, log=logs.append)
+    last = data.rstrip(b"\n").rfind(b"\n") + 1
+    assert f"{inp}: byte {last}: " in str(ei.value) and not [x for x in logs if x.startswith(("run:", "parity"))]
+    assert everything(out) == before
+    inp.write_bytes(data[:-1])
+    m = run(cfg, log=quiet)
+    assert m["units_skipped"] == len(m["shards"]) - 1 and m["totals"]["rejects"] == 0
+
+
+def test_a_failed_rerun_of_a_grown_input_removes_its_new_units_too(tmp_path):
+    """The input grew (a new file that sorts last: its units are new numbers) and one changed
+    file fails: the new units' shards, written before the failure, are removed with the rest of
+    what the rerun wrote, so the restored manifest and card describe every shard in the folder."""
+    import gzip
+
+    from rmlprep.errors import RmlprepError
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.jsonl.gz").write_bytes(gzip.compress(b"".join(lines(40))))
+    out = tmp_path / "o"
+    cfg = make_cfg(str(d / "*"), out)
+    run(cfg, log=quiet)
+    before = everything(out)
+    (d / "a.jsonl.gz").write_bytes(gzip.compress(b"".join(lines(30)))[:-30])
+    (d / "b.jsonl").write_bytes(b"".join(lines(40, start=40)))  # several units, all fine
+    with pytest.raises(RmlprepError, match="a.jsonl.gz"):
         run(cfg, log=quiet)
-    assert {p.name for p in out.glob("train-*.parquet")} == first
-    markers = {p.name.replace("shard-", "train-").replace(".done.json", ".parquet") for p in out.glob("shard-*.done.json")}
-    assert markers == first
+    assert everything(out) == before
+
+
+def test_a_rerun_whose_reports_fail_puts_the_previous_folder_back(tmp_path, monkeypatch):
+    """The units are redone but a report's rename fails (an I/O error after stats.json and the
+    card were renamed): the previous run's units and reports come back, and none of this run's
+    reports is left beside them."""
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(60)))
+    out = tmp_path / "o"
+    cfg = make_cfg(inp, out)
+    run(cfg, log=quiet)
+    before = everything(out)
+    inp.write_bytes(b"".join(lines(60)) + b"".join(lines(5, start=60)))  # appended: the last unit changes
+    real = OutputFolder.publish
+
+    def publish(self, tmp, name):
+        if name == "manifest.json":
+            self.discard(tmp)
+            raise OutputError(f"{self.path / name}: Input/output error; check the output folder and rerun")
+        real(self, tmp, name)
+
+    monkeypatch.setattr(OutputFolder, "publish", publish)
+    with pytest.raises(OutputError, match="Input/output error"):
+        run(cfg, log=quiet)
+    assert everything(out) == before
+
+
+def test_overwrite_that_fails_puts_the_other_config_s_folder_back(tmp_path):
+    """``--overwrite`` replaces another config's shards; when the run then fails, they are back
+    as they were (it removed them first: a failed overwrite lost the previous dataset)."""
+    import gzip
+
+    from rmlprep.errors import RmlprepError
+
+    inp = tmp_path / "c.jsonl.gz"
+    whole = gzip.compress(b"".join(lines(40)))
+    inp.write_bytes(whole)
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    before = everything(out)
+    inp.write_bytes(whole[:-10])
+    with pytest.raises(RmlprepError, match="c.jsonl.gz"):
+        run(make_cfg(inp, out, seq_len=64), overwrite=True, log=quiet)
+    assert everything(out) == before
+    inp.write_bytes(whole)
+    m = run(make_cfg(inp, out, seq_len=64), overwrite=True, log=quiet)
+    assert folder(out) == fresh(inp, tmp_path, "fresh", seq_len=64)
+    assert_consistent(out, m)
+
+
+def test_a_stopped_rerun_keeps_its_done_units_and_the_next_resumes(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM) is not a failure: the units the rerun finished stay (the README's
+    "the done units stay and --resume continues"), the files it set aside are dropped, and the
+    folder has no manifest until a run completes. A set-aside folder a SIGKILL left behind is
+    removed by the next run, which says so."""
+    from rmlprep.pipeline import driver
+
+    inp = tmp_path / "c.jsonl"
+    data = b"".join(lines(60))
+    inp.write_bytes(data)
+    out = tmp_path / "o"
+    cfg = make_cfg(inp, out)
+    run(cfg, log=quiet)
+    inp.write_bytes(b"".join(lines(60, start=1)))  # every unit changes
+
+    real = driver.write_reports
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(driver, "write_reports", stop)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, log=quiet)
+    monkeypatch.setattr(driver, "write_reports", real)
+    assert not (out / "manifest.json").exists() and not (out / ".rmlprep.previous").exists()
+    done = {p.name for p in out.glob("shard-*.done.json")}
+    assert done
+    (out / ".rmlprep.previous").mkdir()
+    (out / ".rmlprep.previous" / "train-00000.parquet").write_bytes(b"left by a SIGKILL")
+    logs: list[str] = []
+    m = run(cfg, log=logs.append)
+    assert m["units_skipped"] == len(done) and not (out / ".rmlprep.previous").exists()
+    assert any("removed 1 file of an earlier run" in x for x in logs)
+    assert folder(out) == fresh(inp, tmp_path, "fresh")
 
 
 def test_output_folder_inside_a_recursive_glob(tmp_path):

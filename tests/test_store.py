@@ -174,6 +174,28 @@ def test_resume_on_s3(corpus, tmp_path):
     assert outputs(out) == ref and not o.list("*.tmp-*")
 
 
+def test_a_failed_rerun_puts_the_previous_folder_back_on_s3(corpus, tmp_path):
+    """On a store the files a rerun replaces are set aside by server-side moves, and a rerun that
+    fails (its gzip input replaced by a cut copy) moves them back: every object is as it was."""
+    import gzip
+
+    from rmlprep.errors import RmlprepError
+
+    local_in, _ = corpus
+    inp = tmp_path / "c.jsonl.gz"
+    whole = gzip.compress(local_in.read_bytes())
+    inp.write_bytes(whole)
+    out = f"s3://{BUCKET}/runs/put-back"
+    run(make_cfg(inp, out), log=quiet)
+    o = OutputFolder(out)
+    before = {n: o.read_bytes(n) for n in o.list("**/*")}
+    assert "manifest.json" in before
+    inp.write_bytes(whole[:-10])
+    with pytest.raises(RmlprepError, match="c.jsonl.gz"):
+        run(make_cfg(inp, out), log=quiet)
+    assert {n: o.read_bytes(n) for n in o.list("**/*")} == before
+
+
 def test_kill_and_resume_on_s3(corpus, tmp_path):
     """SIGKILL mid-run (after two units), then a rerun: the same bytes as a clean run. The killed
     run's lock names a process of this host that is gone, so the rerun takes it over at once."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from ..chat_parity import check_chat_markers, resolve_chat_config
@@ -13,7 +14,7 @@ from ..errors import ConfigError, OutputError, RmlprepError
 from ..load import open_tokenizer
 from ..parity import run_parity_stage
 from .engines import cores, open_engine
-from .output import OutputFolder
+from .output import PREVIOUS, OutputFolder
 from .owner import check_owner, check_shards, claim
 from .framing import framing
 from .plan import PlannedUnit, plan
@@ -112,70 +113,105 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
         check_chat_markers(cfg, tokenizer)  # sft: after parity, whose refusal names the right format
-        empty = check_shards(out, cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint, config=cfg)
-        if empty:
-            log(f"output: {empty} unit{'s' if empty != 1 else ''} of another config or tokenizer "
-                f"hold{'s' if empty == 1 else ''} no document "
-                "(every row rejected, or none read): redone without --overwrite")
-        records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint)
-        planned = {u.index for u in units}
-        stale = sorted(i for i in out.unit_files() if i not in planned)
-        out.sweep(keep=planned, redo={u.index for u in todo})
-        if stale:
-            log(f"output: removed the files of {len(stale)} unit{'s' if len(stale) != 1 else ''} that are not in "
-                f"this plan (the input shrank or is planned differently): units {stale[0]}..{stale[-1]}")
-        workers = cfg["run"]["workers"] or cores()
-        workers = max(1, min(workers, len(todo))) if todo else 1
-        total_bytes = sum(u.nbytes for u in units)
-        prog = Progress(cfg["run"]["progress"], total_bytes, len(units), log)
-        for rec in records.values():
-            prog.unit_done(rec, skipped=True)
-        how = "engine ray" if engine_name == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
-        log(f"run: {len(units)} unit{'s' if len(units) != 1 else ''}, {total_bytes / 1e6:.1f} MB, {how}, "
-            f"tokenizer {tokenizer.fingerprint[:12]}, output {out.path}")
-        errors: list[dict[str, Any]] = []
-        # largest units first balances the workers; the output does not depend on order
-        order = sorted(todo, key=lambda u: (-u.nbytes, u.index))
-        t = time.perf_counter()
+        leftover = out.discard_previous()  # a killed rerun's: its done units stay, as a stopped run's do
+        if leftover:
+            log(f"output: removed {len(leftover)} file{'s' if len(leftover) != 1 else ''} of an earlier run that "
+                f"a rerun killed mid-way had set aside in {PREVIOUS}")
+        kept: set[int] = set()  # the units whose files this run leaves as they are
         try:
-            if todo:
-                with open_engine(engine_name, workers=workers, ray_address=cfg["run"]["ray_address"],
-                                 log=log) as engine:
-                    if engine_name == "ray":
-                        timings["engine_start"] = engine.startup_seconds
-                    workers = engine.workers
-                    t = prog.t0 = time.perf_counter()  # rates and ETA from the first unit on
-                    results = engine.imap_unordered(work_unit, order, (cfg, tokenizer))
-                    try:
-                        for rec in results:
-                            if "error" in rec:
-                                errors.append(rec)
-                                if rec.get("fatal"):  # e.g. the output folder is unusable: stop every unit
-                                    break
-                                continue
-                            records[rec["unit"]] = rec
-                            prog.unit_done(rec)
-                    finally:
-                        results.close()  # stops the pool / cancels the tasks still queued
-                    timings["process"] = time.perf_counter() - t
-                    t = time.perf_counter()
-                if engine_name == "ray":
-                    timings["engine_stop"] = time.perf_counter() - t
-        finally:
-            prog.close()
-            # on every way out (done, a fatal error that terminated the pool, an exception, Ctrl-C):
-            # the temporaries of units whose worker was stopped or killed mid-write (a Ray worker
-            # killed by its memory monitor leaves one even when the retried task succeeds); the lock
-            # is held and the engine is closed, so each is this run's and nothing will rename it
+            empty = check_shards(out, cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint, config=cfg)
+            if empty:
+                log(f"output: {empty} unit{'s' if empty != 1 else ''} of another config or tokenizer "
+                    f"hold{'s' if empty == 1 else ''} no document "
+                    "(every row rejected, or none read): redone without --overwrite")
+            records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint)
+            kept.update(records)
+            planned = {u.index for u in units}
+            stale = sorted(i for i in out.unit_files() if i not in planned)
+            out.sweep(keep=planned, redo={u.index for u in todo})
+            if stale:
+                log(f"output: removed the files of {len(stale)} unit{'s' if len(stale) != 1 else ''} that are not in "
+                    f"this plan (the input shrank or is planned differently): units {stale[0]}..{stale[-1]}")
+            workers = cfg["run"]["workers"] or cores()
+            workers = max(1, min(workers, len(todo))) if todo else 1
+            total_bytes = sum(u.nbytes for u in units)
+            prog = Progress(cfg["run"]["progress"], total_bytes, len(units), log)
+            for rec in records.values():
+                prog.unit_done(rec, skipped=True)
+            how = "engine ray" if engine_name == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
+            log(f"run: {len(units)} unit{'s' if len(units) != 1 else ''}, {total_bytes / 1e6:.1f} MB, {how}, "
+                f"tokenizer {tokenizer.fingerprint[:12]}, output {out.path}")
+            errors: list[dict[str, Any]] = []
+            # largest units first balances the workers; the output does not depend on order
+            order = sorted(todo, key=lambda u: (-u.nbytes, u.index))
+            t = time.perf_counter()
             try:
-                out.remove_temporaries()
-            except OutputError:
-                pass  # the folder refuses it: the next run removes them (owner.check_shards)
-        timings.setdefault("process", time.perf_counter() - t)
-        if errors:
-            raise _unit_errors(errors)
-        timings["total"] = time.perf_counter() - t_start
-        return write_reports(cfg, tokenizer, units, records, parity, timings, workers, {u.index for u in todo}, log)
+                if todo:
+                    with open_engine(engine_name, workers=workers, ray_address=cfg["run"]["ray_address"],
+                                     log=log) as engine:
+                        if engine_name == "ray":
+                            timings["engine_start"] = engine.startup_seconds
+                        workers = engine.workers
+                        t = prog.t0 = time.perf_counter()  # rates and ETA from the first unit on
+                        results = engine.imap_unordered(work_unit, order, (cfg, tokenizer))
+                        try:
+                            for rec in results:
+                                if "error" in rec:
+                                    errors.append(rec)
+                                    if rec.get("fatal"):  # e.g. the output folder is unusable: stop every unit
+                                        break
+                                    continue
+                                records[rec["unit"]] = rec
+                                prog.unit_done(rec)
+                        finally:
+                            results.close()  # stops the pool / cancels the tasks still queued
+                        timings["process"] = time.perf_counter() - t
+                        t = time.perf_counter()
+                    if engine_name == "ray":
+                        timings["engine_stop"] = time.perf_counter() - t
+            finally:
+                prog.close()
+                # on every way out (done, a fatal error that terminated the pool, an exception, Ctrl-C):
+                # the temporaries of units whose worker was stopped or killed mid-write (a Ray worker
+                # killed by its memory monitor leaves one even when the retried task succeeds); the lock
+                # is held and the engine is closed, so each is this run's and nothing will rename it
+                try:
+                    out.remove_temporaries()
+                except OutputError:
+                    pass  # the folder refuses it: the next run removes them (owner.check_shards)
+            timings.setdefault("process", time.perf_counter() - t)
+            if errors:
+                raise _unit_errors(errors)
+            timings["total"] = time.perf_counter() - t_start
+            manifest = write_reports(cfg, tokenizer, units, records, parity, timings, workers, {u.index for u in todo}, log)
+        except Exception:  # a failed unit, a full disk, a bug: the previous complete run comes back
+            _put_back(out, kept, log)
+            raise
+        except BaseException:  # Ctrl-C, SIGTERM: the done units stay and --resume continues
+            with suppress(OutputError):
+                out.discard_previous()
+            raise
+        with suppress(OutputError):  # the manifest is committed: the run is done whatever happens here
+            out.discard_previous()
+        return manifest
+
+
+def _put_back(out: OutputFolder, kept: set[int], log: Callable[[str], None]) -> None:
+    """After a run failed: when what it set aside (:meth:`~.output.OutputFolder.sweep`) is a
+    complete run's folder (its manifest among it), put it back and remove what this run wrote, so
+    a bad rerun (an input file cut short, a unit that fails) leaves the previous complete folder as
+    it was, never a mix of two inputs' shards; else (the previous run was itself cut short, or
+    nothing was set aside) drop it, as a stopped run does: the units done stay for a resume."""
+    try:
+        if out.previous_complete():
+            back = out.restore_previous(kept)
+            log(f"output: this run failed, so the previous run's folder is back as it was ({len(back)} files put "
+                "back, the files this run wrote removed)")
+        else:
+            out.discard_previous()
+    except OutputError as e:
+        log(f"output: the previous run's files could not all be put back ({e}); what is left of them is in "
+            f"{PREVIOUS}, which the next run removes")
 
 
 def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:

@@ -129,9 +129,10 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
     """Before a run: refuse a folder holding another config's or another tokenizer's shards
     (``tokenizer``: the run's fingerprint; markers that name none are not compared), or Parquet shards
     under the names of earlier versions (``shard-NNNNN.parquet``, :data:`LEGACY_SHARD_GLOB`),
-    or, with ``overwrite``, remove them; remove the temporaries a killed run left. Units of
-    another config or tokenizer that hold no document (every row rejected, or none read) are
-    not refused: nothing was trained on them, and the run redoes them.
+    or, with ``overwrite``, set every unit file and report aside (:meth:`~.output.OutputFolder.set_aside`:
+    removed when the run completes, put back when it fails); remove the temporaries a killed run
+    left. Units of another config or tokenizer that hold no document (every row rejected, or none
+    read) are not refused: nothing was trained on them, and the run redoes them.
 
     Returns:
         the number of such units without a document.
@@ -173,8 +174,10 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
             f"{other[0]}" + (f"; this config changes {change}" if change else "")
             + "); pass --overwrite to replace them or choose another --output"
         )
-    if overwrite:
-        for name in [n for g in UNIT_GLOBS for n in out.list(g)] + list(REPORT_FILES):
-            out.remove(name)
+    if overwrite:  # set aside, not removed: a run that then fails puts them back (driver._put_back)
+        names = [n for g in UNIT_GLOBS for n in out.list(g)]
+        for name in sorted(names, key=lambda n: not n.endswith(".done.json")):  # markers first
+            out.set_aside(name)
+        out.set_aside_reports()
     out.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
     return empty

@@ -150,6 +150,17 @@ class ObjectStoreFolder(OutputFolder):
     def remove_empty_folder(self, name: str) -> None:
         """Nothing to do: a store has no folders, a prefix without objects is not there."""
 
+    def move(self, name: str, to: str) -> None:
+        """Copy ``name`` to ``to`` server-side and delete it (``FileSystem.move``).
+
+        Raises:
+            OutputError: the copy or the delete failed.
+        """
+        try:
+            self._fs.move(self._key(name), self._key(to))
+        except OSError as e:
+            raise _store_error(self._uri(name), e) from None
+
     def read_bytes(self, name: str) -> bytes:
         with self._fs.open_input_stream(self._key(name)) as f:
             return f.read()
