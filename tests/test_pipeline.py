@@ -394,6 +394,31 @@ def test_other_config_refused(corpus, tmp_path):
     assert m["units_processed"] == len(m["shards"])
 
 
+
+@pytest.mark.parametrize("old_chat,new_chat,want", [
+    pytest.param({"format": "qwen3"}, {"format": "qwen3", "options": {"enable_thinking": False}},
+                 'chat.options null -> {"enable_thinking": false}', id="options-set"),
+    pytest.param({"format": "qwen3", "options": {"enable_thinking": False}}, {"format": "qwen3"},
+                 'chat.options {"enable_thinking": false} -> null', id="options-unset"),
+    pytest.param({"format": "qwen3", "options": {"enable_thinking": False}},
+                 {"format": "qwen3", "options": {"enable_thinking": True}},
+                 "chat.options.enable_thinking false -> true", id="options-changed"),
+])
+def test_other_config_refusal_names_a_table_as_one_change(old_chat, new_chat, want):
+    """A table set where there was none (``chat.options``) was two changes of noise:
+    ``chat.options null -> (unset); chat.options.enable_thinking (unset) -> false``. It is one
+    change of the whole table; a key inside tables on both sides is named by its path."""
+    from rmlprep.pipeline.config_diff import config_change
+
+    def cfg(chat):
+        return config_from_dict({"pipeline": "sft", "input": {"paths": ["/x.jsonl"], "column": "messages"},
+                                 "tokenizer": {"path": "/t.json"}, "pack": {"seq_len": 64},
+                                 "output": {"dir": "/o"}, "chat": chat})
+
+    old = cfg(old_chat)
+    manifest = json.loads(json.dumps({"config_hash": old.config_hash, "config": old.to_dict()}))
+    assert config_change(manifest, cfg(new_chat), old.config_hash) == want
+
 def test_a_tokenizer_file_changed_under_the_same_config_is_not_resumed(corpus, tmp_path):
     """The config names the tokenizer by path, so another tokenizer at that path keeps the config
     hash. Found in a fresh-user trial: the second run skipped every unit as done, its shards

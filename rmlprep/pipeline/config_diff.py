@@ -14,19 +14,22 @@ __all__ = ["config_change"]
 _UNSET: Any = object()
 
 
-def _leaves(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"pack": {"seq_len": 8}}`` -> ``{"pack.seq_len": 8}``."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out.update(_leaves(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
+def _diffs(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """``"pack.seq_len 8 -> 4"`` for each leaf that differs, keys sorted; a table on one side and
+    a value or nothing on the other (``chat.options`` unset, then ``{enable_thinking = false}``)
+    is one change of the whole table, not a null that went and a key that came."""
+    out: list[str] = []
+    for k in sorted(set(old) | set(new)):
+        o, n = old.get(k, _UNSET), new.get(k, _UNSET)
+        if isinstance(o, dict) and isinstance(n, dict) and o and n:
+            out += _diffs(o, n, f"{prefix}{k}.")
+        elif o != n:
+            out.append(f"{prefix}{k} {_short(o)} -> {_short(n)}")
     return out
 
 
 def _short(v: Any) -> str:
-    s = v if v == "(unset)" else json.dumps(v, ensure_ascii=False)
+    s = "(unset)" if v is _UNSET else json.dumps(v, ensure_ascii=False, sort_keys=True)
     return s if len(s) <= 80 else s[:77] + "..."
 
 
@@ -45,9 +48,7 @@ def config_change(manifest: Any, config: RunConfig, old_hash: str) -> str:
             old_cfg = RunConfig(m["config"])
         if old_cfg.config_hash != old_hash:  # hashed by another version's rules: no honest diff
             return ""
-        old, new = _leaves(old_cfg.hashed_part()), _leaves(config.hashed_part())
+        diffs = _diffs(old_cfg.hashed_part(), config.hashed_part())
     except Exception:  # noqa: BLE001 - a manifest of another shape: the refusal goes on without the detail
         return ""
-    diffs = [f"{k} {_short(old.get(k, '(unset)'))} -> {_short(new.get(k, '(unset)'))}"
-             for k in sorted(set(old) | set(new)) if old.get(k, _UNSET) != new.get(k, _UNSET)]
     return "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "")
