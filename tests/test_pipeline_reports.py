@@ -35,10 +35,13 @@ def _run(tmp_path: Path, **pack) -> tuple[dict, str, int]:
     return m, line, in_rows
 
 
-@pytest.mark.parametrize("bos,eos,names", [(False, True, "eos"), (True, True, "bos/eos")])
+@pytest.mark.parametrize("bos,eos,names", [(False, True, "eos <|end_of_text|>"),
+                                           (True, True, "bos <|begin_of_text|>/eos <|end_of_text|>")])
 def test_summary_tokens_count_the_framing(tmp_path, bos, eos, names):
     """Five documents, each framed with eos (and bos): the summary's tokens line adds 5 (10)
-    framing tokens to the documents' own, and the sum is what the shard's rows hold."""
+    framing tokens to the documents' own, and the sum is what the shard's rows hold. It names
+    them: TINY's spec has bos_id 0 and eos_id 1, vocab[0] = '<|begin_of_text|>' and vocab[1] =
+    '<|end_of_text|>'."""
     m, line, in_rows = _run(tmp_path, bos=bos, eos=eos)
     docs = m["totals"]["tokens"]
     n = 5 * (bos + eos)
@@ -46,12 +49,46 @@ def test_summary_tokens_count_the_framing(tmp_path, bos, eos, names):
     assert in_rows == docs + n == m["totals"]["written_tokens"]
 
 
+REAL_QWEN = Path.home() / ".cache" / "rmlprep-real-tokenizers" / "hf" / "qwen2.5"
+
+
+@pytest.mark.parametrize("tokenizer", [
+    pytest.param(TINY, id="tiny"),
+    pytest.param(REAL_QWEN, id="qwen2.5-instruct", marks=pytest.mark.skipif(
+        not (REAL_QWEN / "tokenizer_config.json").exists(), reason=f"{REAL_QWEN} is absent")),
+])
+def test_a_pretraining_run_names_its_eos_before_any_work(tmp_path, tokenizer):
+    """The eos the pack stage puts after every document is the tokenizer's; a model folder's may
+    not be the one a user expects (Qwen2.5-Instruct's is its turn end '<|im_end|>', not
+    '<|endoftext|>'), and a run never said which: the log names it before the units start (right
+    before the "run:" line: a run refused before that stays one line), and the manifest records
+    it (tokenizer.framing). Expected: the eos_token of the folder's
+    tokenizer_config.json, and its id in tokenizer.json's added_tokens; TINY's spec: eos_id 1,
+    vocab[1] '<|end_of_text|>'."""
+    if tokenizer == TINY:
+        want = {"id": 1, "token": "<|end_of_text|>"}
+    else:
+        name = json.loads((tokenizer / "tokenizer_config.json").read_text())["eos_token"]
+        added = json.loads((tokenizer / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]
+        want = {"id": next(t["id"] for t in added if t["content"] == name), "token": name}
+    inp = tmp_path / "c.jsonl"
+    inp.write_text('{"text": "one"}\n{"text": "two"}\n')
+    cfg = config_from_dict({"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(tokenizer)},
+                            "pack": {"seq_len": 32}, "output": {"dir": str(tmp_path / "o")},
+                            "run": {"progress": "none", "histogram": False, "workers": 1}})
+    logs: list[str] = []
+    m = run(cfg, log=logs.append)
+    line = f"pack: every document ends with eos {want['token']!r} (id {want['id']})"
+    assert line in logs and logs.index(line) + 1 == min(i for i, x in enumerate(logs) if x.startswith("run:"))
+    assert m["tokenizer"]["framing"] == {"eos": want}
+
+
 def test_summary_tokens_without_framing_and_with_cuts(tmp_path):
     m, line, in_rows = _run(tmp_path / "a", eos=False)
     assert line.split(None, 1)[1] == f"{m['totals']['tokens']:,} (all in rows)" and in_rows == m["totals"]["tokens"]
     m, line, in_rows = _run(tmp_path / "b", overflow="truncate")
     cut = m["totals"]["truncated_tokens"]
-    assert cut > 0 and line.split(None, 1)[1] == (f"{m['totals']['tokens']:,} in documents + 5 eos - {cut:,} cut "
+    assert cut > 0 and line.split(None, 1)[1] == (f"{m['totals']['tokens']:,} in documents + 5 eos <|end_of_text|> - {cut:,} cut "
                                                   f"(over-long) = {in_rows:,} in rows")
 
 

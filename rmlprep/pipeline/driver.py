@@ -97,7 +97,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
     if tokenizer is None:
         tokenizer, tok_file = load_run_tokenizer(cfg, log=log)
     timings["load_tokenizer"] = time.perf_counter() - t_start
-    framing(cfg, tokenizer)  # [pack] against the tokenizer: before the plan, parity and any corpus work
+    added = framing(cfg, tokenizer).describe(tokenizer)  # [pack] against the tokenizer: before any corpus work
     cfg = resolve_chat_config(cfg, tokenizer, log=log)  # sft: chat.format "auto" → the proved format
     out = OutputFolder(cfg.output_dir)
     check_owner(out, overwrite=overwrite)  # a folder rmlprep did not write: refused, left as it was
@@ -138,6 +138,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             prog = Progress(cfg["run"]["progress"], total_bytes, len(units), log)
             for rec in records.values():
                 prog.unit_done(rec, skipped=True)
+            if added:  # the ids the pack stage adds, named (an instruct folder's eos is its turn end)
+                log(added)
             how = "engine ray" if engine_name == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
             log(f"run: {len(units)} unit{'s' if len(units) != 1 else ''}, {total_bytes / 1e6:.1f} MB, {how}, "
                 f"tokenizer {tokenizer.fingerprint[:12]}, output {out.path}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..config import RunConfig
 from ..errors import ConfigError
@@ -25,6 +26,25 @@ class Framing:
     bos: int | None = None
     eos: int | None = None
     pad: int | None = None
+
+    def tokens(self, tokenizer) -> dict[str, dict[str, Any]]:
+        """The ids added, by role, with their token strings: ``{"eos": {"id": 151645, "token":
+        "<|im_end|>"}}`` (the manifest's ``tokenizer.framing``); {} when none is added."""
+        return {role: {"id": tid, "token": tokenizer.id_to_token(tid)}
+                for role in ("bos", "eos", "pad") if (tid := getattr(self, role)) is not None}
+
+    def describe(self, tokenizer) -> str:
+        """The log's line on what the pack stage adds, naming each token (a folder's eos may not be
+        the one a user expects: an instruct model's is its turn end, Qwen2.5's ``<|im_end|>``);
+        "" when it adds nothing."""
+        t = {role: f"{role} {v['token']!r} (id {v['id']})" for role, v in self.tokens(tokenizer).items()}
+        if "pad" in t:
+            return f"pack: rows are padded with {t['pad']}"
+        if not t:
+            return ""
+        ends = [f"starts with {t['bos']}"] if "bos" in t else []
+        ends += [f"ends with {t['eos']}"] if "eos" in t else []
+        return f"pack: every document {' and '.join(ends)}"
 
 
 def framing(cfg: RunConfig, tokenizer) -> Framing:

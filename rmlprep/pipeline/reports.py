@@ -24,6 +24,7 @@ from ..config import RunConfig
 from ..readers import Unit
 from ..shards import rejects_name
 from .chat_stages import CHAT_COUNTS
+from .framing import framing
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist, unfilled_tokens
@@ -143,7 +144,8 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
         "config_file": cfg.source,
         "config_hash": cfg.config_hash,
         "tokenizer": {"fingerprint": tokenizer.fingerprint, "name": tokenizer.spec.name,
-                      "vocab_size": tokenizer.vocab_size},
+                      "vocab_size": tokenizer.vocab_size,
+                      "framing": framing(cfg, tokenizer).tokens(tokenizer)},  # the ids pack adds, named
         "parity": parity,
         "tail_rule": ("pretrain: the leftover of each unit (< seq_len tokens) is the last, short row of "
                       "that unit's shard" if cfg.pipeline == "pretrain" else
@@ -267,7 +269,9 @@ def _tokens_line(manifest: dict[str, Any]) -> str:
     cut = t.get("truncated_tokens", 0)
     framing = written - docs + cut
     pack = manifest["config"]["pack"]
-    names = "/".join(n for n in ("bos", "eos") if pack.get(n)) if manifest["config"]["pipeline"] == "pretrain" else ""
+    added = manifest.get("tokenizer", {}).get("framing") or {}
+    names = "/".join(f"{n} {added[n]['token']}" if n in added else n for n in ("bos", "eos") if pack.get(n)) \
+        if manifest["config"]["pipeline"] == "pretrain" else ""
     parts = [f"{docs:,} in documents"]
     if framing:
         parts.append(f"+ {framing:,} {names or 'framing'}")
