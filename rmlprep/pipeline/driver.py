@@ -43,9 +43,42 @@ def load_run_tokenizer(cfg: RunConfig, log: Callable[[str], None] = print):
 
 def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokenizer=None,
         log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run a config end to end and return the manifest (:func:`_run`); an error about a path
-    that does not exist says how the config's relative path was resolved
-    (:meth:`~rmlprep.config.RunConfig.relative_note`: against the current directory)."""
+    """Run a config end to end and return the manifest.
+
+    The output folder is locked for the whole run (a second run into it fails at once). A rerun
+    into the same folder (with or without ``resume``) skips every unit whose done marker names
+    this config and this unit's input identity and whose shard's sha256 matches it; other
+    units are redone, and files of units that are no longer in the plan are removed. The files
+    a rerun replaces are set aside until its manifest is written; a rerun that raises puts a
+    complete previous run's folder back as it was (:meth:`.output.OutputFolder.restore_previous`),
+    while one stopped by Ctrl-C or SIGTERM keeps the units it finished for a resume.
+    Units run in a local process pool, or as Ray tasks with ``run.engine = "ray"``; the
+    engine changes neither the bytes nor the config hash.
+
+    Args:
+        cfg: a validated :class:`RunConfig`.
+        resume: say explicitly that a previous run is continued (logged; same behaviour).
+        overwrite: replace shards of a different config in the output directory; in a folder
+            rmlprep did not write, write beside files whose names rmlprep does not use
+            (:mod:`.owner`: files under its names are never replaced).
+        tokenizer: use this tokenizer instead of loading ``tokenizer.path`` (tests, libraries).
+        log: where the run's lines go (the summary table last).
+    Returns:
+        The manifest (``manifest.json``'s content), also for a run whose shards hold no
+        document (every row rejected, or no row read): ``manifest["totals"]["documents"] == 0``
+        is no success, and ``rmlprep run`` and the scripts in ``pipelines/`` exit 2 for it; it
+        is returned, not raised, so a caller can read the counts and the rejects it names. A
+        caller that wants those exit rules calls :func:`rmlprep.cli.run_exit_status` instead.
+    Raises:
+        ConfigError, LoaderError: bad config or tokenizer; Ray missing or its cluster out of
+        reach; an error about a path that does not exist says how the config's relative path
+        was resolved (:meth:`~rmlprep.config.RunConfig.relative_note`: against the current
+        directory). InputError: an input file unreadable as a whole. ParityError: the parity
+        stage failed (nothing is processed). OutputError: the folder is not empty and was not
+        written by rmlprep (:mod:`.owner`), another run holds it, or it cannot be written (the
+        run stops at the first such fault). RmlprepError: units failed in a way that is not a
+        bad row (every failed unit is named).
+    """
     try:
         return _run(cfg, resume=resume, overwrite=overwrite, tokenizer=tokenizer, log=log)
     except ConfigError as e:
@@ -57,35 +90,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
 
 def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokenizer=None,
          log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run a config end to end and return the manifest.
-
-    The output folder is locked for the whole run (a second run into it fails at once). A rerun
-    into the same folder (with or without ``resume``) skips every unit whose done marker names
-    this config and this unit's input identity and whose shard's sha256 matches it; other
-    units are redone, and files of units that are no longer in the plan are removed.
-    Units run in a local process pool, or as Ray tasks with ``run.engine = "ray"``; the
-    engine changes neither the bytes nor the config hash.
-
-    Args:
-        cfg: a validated :class:`RunConfig`.
-        resume: say explicitly that a previous run is continued (logged; same behaviour).
-        overwrite: delete shards of a different config in the output directory first; in a
-            folder rmlprep did not write, write beside files whose names rmlprep does not use
-            (:mod:`.owner`: files under its names are never replaced).
-        tokenizer: use this tokenizer instead of loading ``tokenizer.path`` (tests, libraries).
-    Returns:
-        The manifest (``manifest.json``'s content), also for a run whose shards hold no
-        document (every row rejected, or no row read): ``manifest["totals"]["documents"] == 0``
-        is no success, and ``rmlprep run`` and the scripts in ``pipelines/`` exit 2 for it. A
-        caller that wants those exit rules calls :func:`rmlprep.cli.run_exit_status` instead.
-    Raises:
-        ConfigError, LoaderError: bad config or tokenizer; Ray missing or its cluster out of
-        reach. InputError: an input file unreadable as a whole. ParityError: the parity stage
-        failed (nothing is processed). OutputError: the folder is not empty and was not written
-        by rmlprep (:mod:`.owner`), another run holds it, or it cannot be written (the run
-        stops at the first such fault). RmlprepError: units failed in a way that is not a bad
-        row (every failed unit is named).
-    """
+    """:func:`run` without the note on relative paths."""
     engine_name = cfg["run"]["engine"]
     if engine_name == "ray":
         require_ray()  # before any work: a missing Ray fails with the pip line
