@@ -194,3 +194,26 @@ def test_zephyr_answer_first_is_masked_after_its_header_in_both_modes():
     trained = tok.decode([i for i, m in zip(hatch.input_ids, hatch.assistant_masks) if m])
     assert trained == "Hello</s>a</s>"
     assert (hatch.input_ids, hatch.assistant_masks) == (native.input_ids, native.assistant_masks)
+
+
+BOS_CHATML = ("{{ bos_token }}{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content']"
+              " + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+def test_a_tokenizer_without_bos_renders_bos_token_as_nothing():
+    """transformers renders a template with ``**tokenizer.special_tokens_map``, which holds only
+    the special tokens a tokenizer sets (Qwen2/2.5/3 configs have ``"bos_token": null``), so
+    ``{{ bos_token }}`` is undefined there and writes ``''``. It wrote ``'None'`` before every
+    conversation in template mode (an id no reference produces), and made the format proof fail."""
+    from rmlprep.chat.render import render
+    from rmlprep.chat_parity import resolve_chat_format
+
+    assert render("[{{ bos_token }}|{{ eos_token }}]", [], bos_token=None, eos_token=None) == {"output": "[|]"}
+    assert render("[{{ bos_token }}|{{ eos_token }}]", [], bos_token="<s>", eos_token="</s>") == {"output": "[<s>|</s>]"}
+    tok = _tok(BOS_CHATML)  # no bos, no eos
+    msgs = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    enc = encode_chat(tok, msgs, "template")
+    # worked example: the ChatML turns, nothing before the first marker
+    assert tok.decode(enc.input_ids) == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
+    assert enc.input_ids == encode_chat(tok, msgs, "chatml").input_ids
+    assert resolve_chat_format("auto", tok) == "chatml"

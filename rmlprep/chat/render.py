@@ -115,13 +115,17 @@ def render(template: str, messages: Sequence[Mapping[str, Any]], *, tools: Seque
 
     Called as transformers calls a template: ``messages``, ``tools``, ``documents=None``,
     ``add_generation_prompt``, ``bos_token``, ``eos_token`` and the extra ``kwargs``
-    (``enable_thinking``...). Any exception a template raises is an ``error`` (transformers
-    would raise it to the caller).
+    (``enable_thinking``...). A ``bos_token`` or ``eos_token`` of None is left out, so the
+    template sees it undefined (``{{ bos_token }}`` writes ``''``, not ``'None'``): transformers
+    passes ``special_tokens_map``, which holds only the tokens a tokenizer sets (Qwen's
+    ``"bos_token": null`` is not there). Any exception a template raises is an ``error``
+    (transformers would raise it to the caller).
     """
     t = compile_template(template, now)
+    specials = {k: v for k, v in (("bos_token", bos_token), ("eos_token", eos_token)) if v is not None}
     try:
         out = t.render(messages=messages, tools=tools, documents=None, add_generation_prompt=add_generation_prompt,
-                       bos_token=bos_token, eos_token=eos_token, **kwargs)
+                       **specials, **kwargs)
     except Exception as e:  # a template can raise anything: TemplateError, TypeError, RecursionError...
         return {"error": f"{type(e).__name__}: {e}"}
     return {"output": out}
