@@ -115,6 +115,8 @@ def load_spec(path: str | os.PathLike, *, given: frozenset[str] = frozenset(),
         return spec_from_gguf(p)
     from .tiktoken_file import looks_like_tiktoken, spec_from_tiktoken
 
+    if tiktoken_kw and _starts_like_sentencepiece(head) and not looks_like_tiktoken(p):
+        _no_tiktoken_args(p, tiktoken_kw)  # a .model read as a rank file failed at "line 2: expected ..."
     if tiktoken_kw or looks_like_tiktoken(p):
         return spec_from_tiktoken(p, **tiktoken_kw), None
     if not _starts_like_sentencepiece(head):

@@ -361,3 +361,15 @@ def test_sentencepiece_folder_unknown_class_and_silent_config_is_refused(tmp_pat
         assert load_tokenizer(tmp_path, add_bos=True, add_eos=False).encode("a", add_special_tokens=True)[0] == 1
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"add_bos_token": False, "add_eos_token": False}))
     assert load_tokenizer(tmp_path).spec.add_bos is False
+
+
+def test_tiktoken_arguments_with_a_sentencepiece_model_are_named(tmp_path):
+    """name= (a run's tokenizer.name left from a GPT-2 config) with a SentencePiece .model gets
+    the same line as with a tokenizer.json or GGUF; the .model was parsed as a rank file and
+    refused as 'line 2: expected '<base64 token> <rank>', got b'\\x0e'', which reads as a corrupt file."""
+    p = tmp_path / "tokenizer.model"
+    p.write_bytes(b"\x0a\x09\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02")  # a ModelProto's first piece: <unk>, unknown
+    with pytest.raises(LoaderError, match="only apply to tiktoken rank files"):
+        load_tokenizer(p, name="gpt2")
+    with pytest.raises(LoaderError, match="only apply to tiktoken rank files"):
+        load_tokenizer(_need("llama2/tokenizer.model"), name="gpt2")
