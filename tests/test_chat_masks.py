@@ -299,6 +299,22 @@ def test_straddling_token_is_trained():
     assert enc.input_ids == ref.ids and enc.assistant_masks[k] == 1 and enc.assistant_masks[k - 1] == 0
 
 
+def test_special_token_swallowing_an_answers_whitespace_is_not_trained():
+    """Phi-3's ``<|assistant|>`` has ``rstrip``: before an answer that starts with spaces (an
+    oasst answer does) it swallows the template's "\\n" and those spaces (``tokenizers``' offsets
+    cover them). It stays the template's, untrained; the answer's first word is trained."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = real_tokenizer("hf/phi-3-mini")
+    msgs = [u("q"), a("  If you")]
+    text = format_chat(msgs, "phi3")
+    ref = tokenizers.Tokenizer.from_file(str(REAL / "hf/phi-3-mini/tokenizer.json")).encode(text, add_special_tokens=False)
+    enc = encode_chat(tok, msgs, "phi3")
+    k = next(i for i, t in enumerate(ref.tokens) if t.startswith("<|assistant|>"))
+    assert enc.input_ids == ref.ids
+    assert text[ref.offsets[k][0]:ref.offsets[k][1]] == "<|assistant|>\n  "
+    assert enc.assistant_masks[k] == 0 and enc.assistant_masks[k + 1] == 1 and ref.tokens[k + 1] == "▁If"
+
+
 # -- masks derived from the real templates ---------------------------------------------------------
 #: The text that closes an assistant turn in each family (read off the templates).
 TERMINATORS = {"<|im_end|>", "<|eot_id|>", "</s>", "<end_of_turn>", "<turn|>", "<|end|>", DS_EOS,

@@ -30,6 +30,10 @@ Mask rule: token ``i`` gets mask 1 iff its byte span overlaps a trainable segmen
 A token that straddles template text and an answer (SentencePiece ``"▁answer"``; a byte-level
 ``"\\n\\n"`` whose first newline is the template's) is in the mask: the model must emit it to
 produce the answer. A zero-width token is in the mask iff its offset lies inside a trainable span.
+A template's special token whose ``rstrip``/``lstrip`` swallows an answer's edge whitespace
+(Phi-3's ``<|assistant|>`` before an answer that starts with spaces: ``tokenizers`` gives it
+the offsets of ``"<|assistant|>\\n  "``) is not: it is the template's marker, which the model
+must not learn to write, and the swallowed whitespace is in no token either way.
 """
 
 from __future__ import annotations
