@@ -96,26 +96,88 @@ def fresh(cfg_inp, tmp_path: Path, name: str, **kw) -> dict[str, bytes]:
 
 
 # -- resume never reuses stale work --------------------------------------------------------------
-def test_a_file_added_that_sorts_first_renumbers_and_redoes_with_the_reason(tmp_path):
+def chat_lines(docs: list[bytes]) -> list[bytes]:
+    """Conversations made of documents: the first 40 characters asked, the rest answered."""
+    out = []
+    for line in docs:
+        text = json.loads(line)["text"]
+        msgs = [{"role": "user", "content": text[:40]}, {"role": "assistant", "content": text[40:] or "ok"}]
+        out.append(json.dumps({"messages": msgs}, ensure_ascii=False).encode() + b"\n")
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "megatron", "sft"])
+def test_a_file_added_that_sorts_first_renumbers_the_done_units_without_redoing_them(tmp_path, fmt):
     """A glob that gains a file sorting before the done ones gives every later unit a new
-    number; a shard (its metadata) and its rejects name their unit, so those units are redone,
-    nothing of the old numbering is left (the folder is a fresh run's, byte for byte), and the
-    log says why and how to keep done units."""
+    number. Their shards were redone (all of them, for one small file added); a unit's files
+    name their unit only in the names, the shard's rmlprep.unit, the rejects' "unit" and the
+    marker, so they are renumbered instead: only the new file's unit is processed, the folder is
+    a fresh run's byte for byte (rejects with their new unit number included), and the log says
+    so. A rerun after that skips every unit."""
+    d = tmp_path / "in"
+    d.mkdir()
+    bad = b'{"text": 7}\n{"text": ["\\u00e9\\ud800", 1.5, null, {"k": "\\n"}]}\n'  # rejects whose values round-trip
+    docs = chat_lines if fmt == "sft" else (lambda x: x)
+    if fmt == "sft":
+        bad = bad.replace(b'"text"', b'"messages"')
+    (d / "b.jsonl").write_bytes(b"".join(docs(lines(40))) + bad)
+    (d / "c.jsonl").write_bytes(b"".join(docs(lines(40, start=40))))
+    out = tmp_path / "o"
+    extra = {"megatron": {"output": {"format": "megatron"}}, "parquet": {},
+             "sft": {"pipeline": "sft", "input": {"column": "messages"}, "chat": {"format": "chatml"},
+                     "pack": {"overflow": "truncate"}}}[fmt]
+    first = run(make_cfg(str(d / "*.jsonl"), out, **extra), log=quiet)
+    assert len(first["shards"]) >= 3 and first["totals"]["rejects"] >= 2
+    (d / "a.jsonl").write_bytes(b"".join(docs(lines(10, start=80))))
+    logs: list[str] = []
+    m = run(make_cfg(str(d / "*.jsonl"), out, **extra), log=logs.append)
+    assert m["units_processed"] == 1 and len(m["shards"]) == len(first["shards"]) + 1
+    n = len(first["shards"])
+    assert any(x.startswith(f"resume: {n} done units renumbered, not redone") for x in logs)
+    fresh_out = tmp_path / "fresh"
+    run(make_cfg(str(d / "*.jsonl"), fresh_out, **extra), log=quiet)
+    assert everything_units(out) == everything_units(fresh_out)
+    if fmt != "megatron":
+        assert folder(out) == folder(fresh_out)
+        assert_consistent(out, m)
+    again = run(make_cfg(str(d / "*.jsonl"), out, **extra), log=quiet)
+    assert again["units_skipped"] == len(again["shards"])
+
+
+def test_a_rerun_that_renumbers_and_then_fails_puts_the_previous_folder_back(tmp_path):
+    """The file added first is a cut .gz: the done units were renumbered (their files rewritten
+    under new numbers) before it failed; the previous folder comes back file for file."""
+    import gzip
+
+    from rmlprep.errors import RmlprepError
+
     d = tmp_path / "in"
     d.mkdir()
     (d / "b.jsonl").write_bytes(b"".join(lines(40)) + b'{"text": 7}\n')
-    (d / "c.jsonl").write_bytes(b"".join(lines(40, start=40)))
     out = tmp_path / "o"
-    first = run(make_cfg(str(d / "*.jsonl"), out), log=quiet)
-    (d / "a.jsonl").write_bytes(b"".join(lines(10, start=80)))
+    cfg = make_cfg(str(d / "*"), out)
+    run(cfg, log=quiet)
+    before = everything(out)
+    (d / "a.jsonl.gz").write_bytes(gzip.compress(b"".join(lines(10, start=80)))[:-12])
     logs: list[str] = []
-    m = run(make_cfg(str(d / "*.jsonl"), out), log=logs.append)
-    assert m["units_processed"] == len(m["shards"]) == len(first["shards"]) + 1
-    (line,) = [x for x in logs if x.startswith("resume:")]
-    assert (f"{len(first['shards'])} of them were done, but their input now has another unit number "
-            f"({d / 'a.jsonl'} is new or changed)") in line
-    assert folder(out) == fresh(str(d / "*.jsonl"), tmp_path, "fresh")
-    assert_consistent(out, m)
+    with pytest.raises(RmlprepError, match="a.jsonl.gz"):
+        run(cfg, log=logs.append)
+    assert any(" renumbered, not redone" in x for x in logs)
+    assert everything(out) == before
+
+
+def everything_units(out: Path) -> dict[str, bytes]:
+    """Every unit file (shards of either writer, rejects) byte for byte, and the markers without
+    their timings and folder."""
+    res = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.glob("train-*.parquet"))}
+    res.update({p.name: p.read_bytes() for p in sorted(out.glob("shard-*.bin")) + sorted(out.glob("shard-*.idx"))})
+    res.update({str(p.relative_to(out)): p.read_bytes() for p in sorted(out.glob("rejects/*"))})
+    for p in sorted(out.glob("shard-*.done.json")):
+        mk = json.loads(p.read_text())
+        mk.pop("seconds")
+        mk["input"]["files"] = [[Path(f[0]).name, *f[1:]] for f in mk["input"]["files"]]
+        res[p.name] = json.dumps(mk, sort_keys=True).encode()
+    return res
 
 
 def test_prepend_a_line_then_resume_redoes_every_shifted_unit(tmp_path):

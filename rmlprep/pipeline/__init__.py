@@ -19,6 +19,8 @@ Stages, and the module that owns each::
       output.OutputFolder.sweep    set aside the files of units not in the plan or redone, and the
                                    reports, until the run completes (output.discard_previous); a run
                                    that fails puts a complete previous run back (restore_previous)
+      renumber.adopt_moved         done units whose input only moved to another unit number (a file
+                                   added before them): renumbered from what was set aside, not redone
       engines / ray_engine         run unit.work_unit on every unit left (process pool or Ray);
                                    an OutputError (disk full, ...) stops the run
       output.remove_temporaries    on every way out: what a stopped or killed worker left

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -19,9 +18,11 @@ from .owner import check_owner, check_shards, claim
 from .framing import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
+from .renumber import adopt_moved
 from .reports import Progress, write_reports
 from .tools_column import check_named_columns
 from .unit import work_unit
+from .writers import writer_for
 
 __all__ = ["run", "load_run_tokenizer"]
 
@@ -134,6 +135,10 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             planned = {u.index for u in units}
             stale = sorted(i for i in out.unit_files() if i not in planned)
             out.sweep(keep=planned, redo={u.index for u in todo})
+            adopted = adopt_moved(out, todo, cfg, tokenizer, writer_for(cfg, tokenizer), log)  # moved, not changed
+            if adopted:
+                records.update(adopted)
+                todo = [u for u in todo if u.index not in adopted]
             if stale:
                 log(f"output: removed the files of {len(stale)} unit{'s' if len(stale) != 1 else ''} that are not in "
                     f"this plan (the input shrank or is planned differently): units {stale[0]}..{stale[-1]}")
@@ -232,29 +237,6 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
     return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more units)" if len(msgs) > 5 else ""))
 
 
-def _renumbered(out: OutputFolder, units: list[PlannedUnit], todo: list[PlannedUnit]) -> str:
-    """The log's word on units redone only because their input now has another unit number (an
-    input file added that sorts before them): units are numbered in input order, and a shard's
-    metadata and its rejects name their unit, so such a unit cannot be kept under a new number.
-    "" when there are none."""
-    number = {json.dumps(u.identity, sort_keys=True): u.index for u in units}
-    moved, marked = 0, set()
-    for u in todo:
-        m = out.read_done(u.index)
-        if m is None:
-            continue
-        key = json.dumps(m.get("input"), sort_keys=True)
-        marked.add(key)
-        moved += number.get(key, u.index) != u.index
-    if not moved:
-        return ""
-    new = next((u for u in todo if json.dumps(u.identity, sort_keys=True) not in marked), None)
-    added = f" ({new.path} is new or changed)" if new is not None else ""
-    return (f"; {moved} of them were done, but their input now has another unit number{added}: units are "
-            "numbered in input order (a glob's files sorted by name), and a shard and its rejects name their "
-            "unit, so they are redone. To keep done units, give new input files names that sort after the old ones")
-
-
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, resume: bool,
                 log: Callable[[str], None], tokenizer: str | None = None,
                 ) -> tuple[dict[int, dict[str, Any]], list[PlannedUnit]]:
@@ -273,8 +255,7 @@ def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, r
     if records or redo_reasons:
         log(f"resume: {len(records)} of {len(units)} units already done and verified (input and sha256); "
             f"{len(todo)} to process"
-            + (" (" + "; ".join(f"{why}: {k}" for why, k in redo_reasons.items()) + ")" if redo_reasons else "")
-            + _renumbered(out, units, todo))
+            + (" (" + "; ".join(f"{why}: {k}" for why, k in redo_reasons.items()) + ")" if redo_reasons else ""))
     elif resume:
         log(f"resume: nothing done yet in {out.path}; processing all {len(units)} units")
     return records, todo

@@ -1,0 +1,127 @@
+"""Units that only moved: a done unit whose input now has another unit number is renumbered,
+not redone (:func:`adopt_moved`).
+
+Units are numbered in input order (a glob's files sorted by name), so an input file added that
+sorts before the done ones gives every later unit a new number. A unit's files name their unit:
+the file names, the shard's ``rmlprep.unit`` metadata, each reject record's ``unit`` and the done
+marker's. Nothing else in them depends on the number (``example_index`` counts documents within
+the unit; a reject's ``row`` is the file's), so the files unit ``i`` would get under number
+``j`` are unit ``i``'s with those four things rewritten — byte for byte what a fresh run writes
+as unit ``j`` (``tests/test_pipeline_trust.py`` compares them).
+
+A unit is renumbered only from what :meth:`~.output.OutputFolder.sweep` set aside this run, and
+only when its marker vouches for exactly what a redo would write: this marker version, this
+config hash, this tokenizer fingerprint, this unit's input identity (files, byte range, xxh3),
+and files whose sha256 match the marker. Anything else is redone as before. The new files are
+committed like a unit's (shard, rejects, marker last); the set-aside files stay where they are,
+so a run that fails still puts the previous folder back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, IO
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..config import RunConfig
+from ..shards import rejects_name
+from .pack import SCHEMAS
+from .output import MARKER_VERSION, PREVIOUS, OutputFolder, json_line
+from .plan import PlannedUnit
+from .unit import shard_metadata
+from .writers import ParquetWriter, Writer
+
+__all__ = ["adopt_moved"]
+
+
+def _key(identity: Any) -> str:
+    return json.dumps(identity, sort_keys=True)
+
+
+def adopt_moved(out: OutputFolder, todo: list[PlannedUnit], cfg: RunConfig, tokenizer, writer: Writer,
+                log: Callable[[str], None]) -> dict[int, dict[str, Any]]:
+    """Renumber the units of ``todo`` that a set-aside marker vouches for under another number.
+
+    Returns:
+        {unit number: its new done marker} for the units renumbered (done: not to process).
+    Raises:
+        OutputError: a file cannot be read or written (the run then fails and puts the previous
+            folder back).
+    """
+    by_input: dict[str, dict[str, Any]] = {}
+    for name in out.list(f"{PREVIOUS}/shard-*.done.json"):
+        m = out.read_json(name)
+        if (isinstance(m, dict) and m.get("marker_version") == MARKER_VERSION
+                and m.get("config_hash") == cfg.config_hash and m.get("tokenizer") == tokenizer.fingerprint
+                and isinstance(m.get("unit"), int) and isinstance(m.get("input"), dict)):
+            by_input[_key(m["input"])] = m
+    adopted: dict[int, dict[str, Any]] = {}
+    for u in todo:
+        m = by_input.get(_key(u.identity))
+        if m is None or m["unit"] == u.index or not _vouched(out, m):
+            continue  # the same number: it was redone for its files (a sha256 that differs, ...)
+        adopted[u.index] = _renumber(out, u, m, cfg, tokenizer, writer)
+    if adopted:
+        n = len(adopted)
+        log(f"resume: {n} done unit{'s' if n != 1 else ''} renumbered, not redone (an input file added before "
+            f"{'them' if n != 1 else 'it'} moved {'their' if n != 1 else 'its'} input to another unit number; "
+            "the shard's unit number is rewritten, its rows are the same)")
+    return adopted
+
+
+def _files(m: dict[str, Any]) -> dict[str, str]:
+    return m.get("files") or {m["shard"]: m["sha256"]}
+
+
+def _vouched(out: OutputFolder, m: dict[str, Any]) -> bool:
+    """The set-aside files of marker ``m`` are there and match it (sha256), rejects included."""
+    for name, digest in _files(m).items():
+        if not out.exists(f"{PREVIOUS}/{name}") or out.sha256(f"{PREVIOUS}/{name}") != digest:
+            return False
+    rejects = f"{PREVIOUS}/{rejects_name(m['unit'])}"
+    if m.get("rejects"):
+        return out.exists(rejects) and out.sha256(rejects) == m.get("rejects_sha256")
+    return not out.exists(rejects)
+
+
+def _parquet_source(out: OutputFolder, name: str) -> Any:
+    """What :class:`pyarrow.parquet.ParquetFile` opens for a file of the folder."""
+    if isinstance(out.path, Path):
+        return str(out.path / name)
+    return pa.BufferReader(out.read_bytes(name))  # an object store: the shard, read whole
+
+
+def _renumber(out: OutputFolder, u: PlannedUnit, m: dict[str, Any], cfg: RunConfig, tokenizer,
+              writer: Writer) -> dict[str, Any]:
+    """Commit unit ``m["unit"]``'s set-aside files as unit ``u.index``'s (shard, rejects, marker)."""
+    old = _files(m)
+    if isinstance(writer, ParquetWriter):
+        (shard,) = old
+        pf = pq.ParquetFile(_parquet_source(out, f"{PREVIOUS}/{shard}"))
+        schema = SCHEMAS[cfg.pipeline]  # the pack stage's, as a unit writes it (Parquet reads a list's
+        groups = (pf.read_row_group(k).cast(schema) for k in range(pf.num_row_groups))  # field as "element")
+        files = writer.write(out, u.index, groups, shard_metadata(u, cfg, tokenizer), schema=schema)
+    else:  # Megatron's .bin/.idx hold no unit number: the same bytes under the new names
+        files = {}
+        for (name, _), new in zip(old.items(), writer.files(u.index)):
+            data = out.read_bytes(f"{PREVIOUS}/{name}")
+            files[new] = out.commit(new, lambda f, data=data: f.write(data), digest=True)
+    rec = dict(m)
+    rec.update(unit=u.index, source=u.describe(), shard=next(iter(files)), sha256=next(iter(files.values())))
+    if "files" in m:
+        rec["files"] = files
+    if m.get("rejects"):
+        lines = out.read_bytes(f"{PREVIOUS}/{rejects_name(m['unit'])}").splitlines(keepends=True)
+        data = b"".join(json_line({**json.loads(line), "unit": u.index}) for line in lines)
+
+        def write(f: IO[bytes]) -> None:
+            f.write(data)
+
+        rec["rejects_sha256"] = out.commit(rejects_name(u.index), write, digest=True)
+        rec["rejects_bytes"] = len(data)
+    out.write_done(u.index, rec)
+    return rec
