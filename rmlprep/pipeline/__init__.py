@@ -11,13 +11,13 @@ Stages, and the module that owns each::
       output.OutputFolder.lock     one run per folder (flock), writable: before any corpus work
       owner.claim                  .rmlprep.folder.json: the folder is rmlprep's from here on
       parity.run_parity_stage      tokenizer (and chat format) vs references; stop on a mismatch
-      output.discard_previous      what a rerun killed mid-way set aside (.rmlprep.previous)
+      previous.discard_previous    what a rerun killed mid-way set aside (.rmlprep.previous)
       owner.check_shards           refuse another config's shards (--overwrite: set them aside),
                                    remove a killed run's temporaries
                                    (store.ObjectStoreFolder: the same folder on s3:// and other stores)
       output.verify_done           skip the units whose done marker, input identity and shard verify
-      output.OutputFolder.sweep    set aside the files of units not in the plan or redone, and the
-                                   reports, until the run completes (output.discard_previous); a run
+      previous.sweep               set aside the files of units not in the plan or redone, and the
+                                   reports, until the run completes (previous.discard_previous); a run
                                    that fails puts a complete previous run back (restore_previous)
       renumber.adopt_moved         done units whose input only moved to another unit number (a file
                                    added before them): renumbered from what was set aside, not redone

@@ -15,6 +15,7 @@ from ..parity import run_parity_stage
 from .engines import cores, open_engine
 from .output import PREVIOUS, OutputFolder
 from .owner import check_owner, check_shards, claim
+from .previous import discard_previous, previous_complete, restore_previous, sweep
 from .framing import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
@@ -51,7 +52,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     this config and this unit's input identity and whose shard's sha256 matches it; other
     units are redone, and files of units that are no longer in the plan are removed. The files
     a rerun replaces are set aside until its manifest is written; a rerun that raises puts a
-    complete previous run's folder back as it was (:meth:`.output.OutputFolder.restore_previous`),
+    complete previous run's folder back as it was (:mod:`.previous`),
     while one stopped by Ctrl-C or SIGTERM keeps the units it finished for a resume.
     Units run in a local process pool, or as Ray tasks with ``run.engine = "ray"``; the
     engine changes neither the bytes nor the config hash.
@@ -119,7 +120,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
         check_chat_markers(cfg, tokenizer)  # sft: after parity, whose refusal names the right format
-        leftover = out.discard_previous()  # a killed rerun's: its done units stay, as a stopped run's do
+        leftover = discard_previous(out)  # a killed rerun's: its done units stay, as a stopped run's do
         if leftover:
             log(f"output: removed {len(leftover)} file{'s' if len(leftover) != 1 else ''} of an earlier run that "
                 f"a rerun killed mid-way had set aside in {PREVIOUS}")
@@ -134,7 +135,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             kept.update(records)
             planned = {u.index for u in units}
             stale = sorted(i for i in out.unit_files() if i not in planned)
-            out.sweep(keep=planned, redo={u.index for u in todo})
+            sweep(out, keep=planned, redo={u.index for u in todo})
             adopted = adopt_moved(out, todo, cfg, tokenizer, writer_for(cfg, tokenizer), log)  # moved, not changed
             if adopted:
                 records.update(adopted)
@@ -201,26 +202,26 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             raise
         except BaseException:  # Ctrl-C, SIGTERM: the done units stay and --resume continues
             with suppress(OutputError):
-                out.discard_previous()
+                discard_previous(out)
             raise
         with suppress(OutputError):  # the manifest is committed: the run is done whatever happens here
-            out.discard_previous()
+            discard_previous(out)
         return manifest
 
 
 def _put_back(out: OutputFolder, kept: set[int], log: Callable[[str], None]) -> None:
-    """After a run failed: when what it set aside (:meth:`~.output.OutputFolder.sweep`) is a
+    """After a run failed: when what it set aside (:func:`.previous.sweep`) is a
     complete run's folder (its manifest among it), put it back and remove what this run wrote, so
     a bad rerun (an input file cut short, a unit that fails) leaves the previous complete folder as
     it was, never a mix of two inputs' shards; else (the previous run was itself cut short, or
     nothing was set aside) drop it, as a stopped run does: the units done stay for a resume."""
     try:
-        if out.previous_complete():
-            back = out.restore_previous(kept)
+        if previous_complete(out):
+            back = restore_previous(out, kept)
             log(f"output: this run failed, so the previous run's folder is back as it was ({len(back)} files put "
                 "back, the files this run wrote removed)")
         else:
-            out.discard_previous()
+            discard_previous(out)
     except OutputError as e:
         log(f"output: the previous run's files could not all be put back ({e}); what is left of them is in "
             f"{PREVIOUS}, which the next run removes")

@@ -19,12 +19,8 @@ shard, rejects, done marker — so a done marker is never on disk before the fil
 same tokenizer fingerprint (the config names the tokenizer only by path) and the same input identity (file sizes, mtimes and content hash, see :mod:`.plan`), and the
 shard's sha256 and its rejects file's match the marker (:meth:`OutputFolder.verify_done`);
 anything else is redone from scratch. Files of units that are not in the run's plan (the input
-shrank) or are redone are set aside (:meth:`OutputFolder.sweep`), and so are the reports of a
-previous run as soon as this one changes the folder: a manifest always describes the folder it
-is in. They are removed when the run completes (:meth:`OutputFolder.discard_previous`) or is
-stopped; a run that fails puts a complete previous run's folder back, file for file
-(:meth:`OutputFolder.restore_previous`), so a bad rerun (an input file cut short) never turns a
-complete folder into a partial one, nor leaves a manifest beside shards of two inputs. A folder
+shrank) or are redone, and the previous reports, are set aside until the run completes, and put
+back when it fails (:mod:`.previous`): a manifest always describes the folder it is in. A folder
 holding Parquet shards under the names of earlier versions (``shard-NNNNN.parquet``) is refused
 (:func:`.owner.check_shards`): resuming it would mix two namings, and ``datasets`` would read
 only the new one.
@@ -100,8 +96,8 @@ ACCEPTED_MARKERS: dict[int, Callable[[dict[str, Any]], bool]] = {
     2: lambda m: not m.get("rejects") and "no_assistant" not in m}
 #: The lock file: holds the pid and host of the run that has the folder.
 LOCK_NAME = ".rmlprep.lock"
-#: Where a rerun sets aside the files it replaces (:meth:`OutputFolder.sweep`) until it completes:
-#: hidden, so ``datasets`` never reads it; see :meth:`OutputFolder.restore_previous`.
+#: Where a rerun sets aside the files it replaces until it completes (:mod:`.previous`):
+#: hidden, so ``datasets`` never reads it.
 PREVIOUS = ".rmlprep.previous"
 #: the unit number in a unit file's name (train-N.parquet, shard-N.done.json / .bin / .idx, rejects)
 _UNIT_FILE = re.compile(r"(?:rejects/rejects|shard|train)-(\d+)\.")
@@ -488,98 +484,3 @@ class OutputFolder:
             if m and ".tmp-" not in name:
                 found.setdefault(int(m.group(1)), []).append(name)
         return found
-
-    def sweep(self, keep: set[int], redo: set[int]) -> list[str]:
-        """Make the folder hold nothing stale before units are (re)done.
-
-        Sets aside (:meth:`set_aside`) every file of a unit not in ``keep`` (not in the plan: the
-        input shrank, or the plan changed) or in ``redo``, markers first (so nothing vouches for
-        a file being moved), and the previous run's reports when anything is set aside or redone.
-        A redone unit's shard goes too: were the redo interrupted, a shard of the old input left
-        in the folder would be loaded by ``datasets`` beside the new ones, with no marker to say
-        so. A run that fails puts them back (:meth:`restore_previous`).
-
-        Returns:
-            the names set aside.
-        """
-        moved: list[str] = []
-        for index, names in sorted(self.unit_files().items()):
-            if index in keep and index not in redo:
-                continue
-            for name in sorted(names, key=lambda n: not n.endswith(".done.json")):  # markers first
-                self.set_aside(name)
-                moved.append(name)
-        if moved or redo:
-            moved += self.set_aside_reports()
-        return moved
-
-    def set_aside(self, name: str) -> None:
-        """Move a unit file or report of the previous run into :data:`PREVIOUS` (a rename: no
-        copy on a local disk), out of the names ``datasets`` and a resume read.
-
-        Raises:
-            OutputError: it cannot be moved.
-        """
-        self.move(name, f"{PREVIOUS}/{name}")
-
-    def set_aside_reports(self) -> list[str]:
-        """Set aside the previous run's reports (``manifest.json`` first: no commit point is left
-        beside fewer reports). Returns the names moved."""
-        moved = []
-        for name in sorted(REPORT_FILES, key=lambda n: n != "manifest.json"):
-            if self.exists(name):
-                self.set_aside(name)
-                moved.append(name)
-        return moved
-
-    def _previous_files(self) -> list[str]:
-        """The files in :data:`PREVIOUS`, by their names in the folder."""
-        n = len(PREVIOUS) + 1
-        return [name[n:] for g in (*UNIT_GLOBS, *REPORT_FILES) for name in self.list(f"{PREVIOUS}/{g}")]
-
-    def previous_complete(self) -> bool:
-        """Whether what was set aside is a complete run's folder (its ``manifest.json`` is among it)."""
-        return self.exists(f"{PREVIOUS}/manifest.json")
-
-    def restore_previous(self, keep: set[int]) -> list[str]:
-        """Undo a failed rerun: remove the reports and every unit file whose unit is not in ``keep``
-        (what this run wrote; markers first), then move back what :meth:`sweep` set aside, each
-        unit's marker after its files and ``manifest.json`` last, so the folder is the previous
-        run's again, file for file. A restore cut short (the process killed) leaves no manifest,
-        so no folder that mixes two runs' shards looks complete.
-
-        Args:
-            keep: the units whose files this run left as they were (done and verified).
-        Returns:
-            the names moved back.
-        Raises:
-            OutputError: a file cannot be removed or moved back (what is left of the previous
-                run stays in :data:`PREVIOUS` until the next run removes it).
-        """
-        for name in REPORT_FILES:  # any here are this run's (a report the previous run had not, too)
-            self.remove(name)
-        for index, names in sorted(self.unit_files().items()):
-            if index not in keep:
-                for name in sorted(names, key=lambda n: not n.endswith(".done.json")):
-                    self.remove(name)
-        back = sorted(self._previous_files(), key=lambda n: (n == "manifest.json", n in REPORT_FILES,
-                                                              n.endswith(".done.json"), n))
-        for name in back:
-            self.move(f"{PREVIOUS}/{name}", name)
-        self.remove_empty_folder(f"{PREVIOUS}/rejects")
-        self.remove_empty_folder(PREVIOUS)
-        return back
-
-    def discard_previous(self) -> list[str]:
-        """Remove what :meth:`sweep` set aside (the run completed, or was stopped and keeps its done
-        units, or a killed run left it). Returns the names removed.
-
-        Raises:
-            OutputError: one exists and cannot be removed.
-        """
-        names = self._previous_files()
-        for name in sorted(names, key=lambda n: not n.endswith(".done.json")):
-            self.remove(f"{PREVIOUS}/{name}")
-        self.remove_empty_folder(f"{PREVIOUS}/rejects")
-        self.remove_empty_folder(PREVIOUS)
-        return names

@@ -22,7 +22,7 @@ run looks at the folder (:func:`check_owner`, reading only):
   it did not write.
 
 In a folder rmlprep owns, its file names are its own: a ``train-00007.parquet`` there that no
-unit of the plan writes is removed as stale (:meth:`~.output.OutputFolder.sweep`).
+unit of the plan writes is removed as stale (:func:`.previous.sweep`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from ..errors import ConfigError, OutputError
 from ..shards import LEGACY_SHARD_GLOB, shard_name
 from .config_diff import config_change
 from .output import LOCK_NAME, REPORT_FILES, UNIT_GLOBS, OutputFolder
+from .previous import set_aside, set_aside_reports
 
 __all__ = ["OWNER_NAME", "check_owner", "claim", "check_shards", "rmlprep_name"]
 
@@ -129,7 +130,7 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
     """Before a run: refuse a folder holding another config's or another tokenizer's shards
     (``tokenizer``: the run's fingerprint; markers that name none are not compared), or Parquet shards
     under the names of earlier versions (``shard-NNNNN.parquet``, :data:`LEGACY_SHARD_GLOB`),
-    or, with ``overwrite``, set every unit file and report aside (:meth:`~.output.OutputFolder.set_aside`:
+    or, with ``overwrite``, set every unit file and report aside (:mod:`.previous`:
     removed when the run completes, put back when it fails); remove the temporaries a killed run
     left. Units of another config or tokenizer that hold no document (every row rejected, or none
     read) are not refused: nothing was trained on them, and the run redoes them.
@@ -177,7 +178,7 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
     if overwrite:  # set aside, not removed: a run that then fails puts them back (driver._put_back)
         names = [n for g in UNIT_GLOBS for n in out.list(g)]
         for name in sorted(names, key=lambda n: not n.endswith(".done.json")):  # markers first
-            out.set_aside(name)
-        out.set_aside_reports()
+            set_aside(out, name)
+        set_aside_reports(out)
     out.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
     return empty

@@ -9,7 +9,7 @@ the unit; a reject's ``row`` is the file's), so the files unit ``i`` would get u
 ``j`` are unit ``i``'s with those four things rewritten — byte for byte what a fresh run writes
 as unit ``j`` (``tests/test_pipeline_trust.py`` compares them).
 
-A unit is renumbered only from what :meth:`~.output.OutputFolder.sweep` set aside this run, and
+A unit is renumbered only from what :func:`.previous.sweep` set aside this run, and
 only when its marker vouches for exactly what a redo would write: this marker version, this
 config hash, this tokenizer fingerprint, this unit's input identity (files, byte range, xxh3),
 and files whose sha256 match the marker. Anything else is redone as before. The new files are
