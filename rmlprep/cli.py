@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--tokenizer", help="also encode with this tokenizer and print ids and the assistant mask")
     c.add_argument("--name", help="encoding name for tiktoken rank files")
     c.add_argument("--add-generation-prompt", action="store_true")
+    c.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a chat option, as chat.options in a run (repeatable): enable_thinking=false, "
+                        "reasoning_effort=high, today=2025-03-01...; VALUE is read as a TOML value (true, false, a "
+                        "number, a date, a quoted string), else taken as text")
     c.add_argument("--text-markers", action="store_true",
                    help="with --tokenizer: encode a format whose turn terminator is not a special token of the "
                         "tokenizer, its markers as text (refused by default: a model trained so learns no stop token)")
@@ -315,17 +319,43 @@ def _cmd_chat(a) -> int:
     if Path(fmt_arg).is_file():
         fmt_arg = Path(fmt_arg).read_text(encoding="utf-8")
     fmt = detect_chat_format(fmt_arg)
+    options = _chat_options(a.option)
     if a.tokenizer:
         tok, _ = _open(a.tokenizer, a.name)
         if not a.text_markers and (stop := missing_stop_token(tok, fmt)) is not None:
             raise RmlprepError(f"chat --format {fmt}: {stop_token_refusal(tok, fmt, stop)}; or pass --text-markers "
                                "to encode them as text (chat.text_markers = true in a run)")
         enc = encode_chat(tok, msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools,
-                          text_markers=a.text_markers)
+                          text_markers=a.text_markers, options=options)
         print(json.dumps({"format": fmt, "input_ids": enc.input_ids, "assistant_masks": enc.assistant_masks}))
     else:
-        _write_text(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools), a.no_newline)
+        _write_text(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools,
+                                options=options), a.no_newline)
     return 0
+
+
+def _chat_options(items: list[str]) -> dict | None:
+    """``--option KEY=VALUE`` arguments as chat options: VALUE read as a TOML value (``false`` is
+    the boolean, as ``chat.options`` in a run config reads it), else as text (``high``).
+
+    Raises:
+        RmlprepError: an argument without ``=``; a key given twice.
+    """
+    import tomllib
+
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise RmlprepError(f"--option {item!r}: give KEY=VALUE (e.g. --option enable_thinking=false)")
+        if key in out:
+            raise RmlprepError(f"--option: {key} given twice")
+        try:
+            out[key] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key] = value
+    return out or None
 
 
 def _cmd_parity_chat(a) -> int:

@@ -252,6 +252,27 @@ def _doctored_renders(tmp_path: Path) -> Path:
 
 
 @needs_renders
+def test_chat_options(tmp_path, capsys):
+    """--option KEY=VALUE passes chat options as chat.options does in a run: Qwen3's non-thinking
+    generation prompt (the template's ``enable_thinking is false`` branch writes an empty think
+    block), gpt-oss's reasoning effort and date; a quoted "false" is a string and refused."""
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    assert main(["chat", str(m), "--format", "qwen3", "--add-generation-prompt", "-n"]) == 0
+    assert capsys.readouterr().out == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    assert main(["chat", str(m), "--format", "qwen3", "--add-generation-prompt", "-n",
+                 "--option", "enable_thinking=false"]) == 0
+    assert capsys.readouterr().out == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    assert main(["chat", str(m), "--format", "gpt-oss", "--option", "reasoning_effort=high",
+                 "--option", "today=2025-03-01"]) == 0
+    out = capsys.readouterr().out
+    assert "Current date: 2025-03-01\n\nReasoning: high\n" in out
+    assert main(["chat", str(m), "--format", "qwen3", "--option", 'enable_thinking="false"']) == 2
+    assert "option enable_thinking must be true or false, got 'false'" in capsys.readouterr().err
+    assert main(["chat", str(m), "--format", "qwen3", "--option", "enable_thinking"]) == 2
+    assert "give KEY=VALUE" in capsys.readouterr().err
+
+
 def test_parity_chat_alone(tmp_path, capsys):
     assert main(["parity", "--chat", "chatml"]) == 0
     assert "renders of chatml-openhermes match format 'chatml'" in capsys.readouterr().out
