@@ -221,11 +221,6 @@ def spec_from_tokenizer_json(
         if unk_id is None:
             raise r.bad("model.unk_token", f"= {model['unk_token']!r} is not in the vocab")
         types[unk_id] = int(TokenType.UNKNOWN)
-    if model["fuse_unk"] and unk_id is not None and not byte_fallback and pre["patterns"]:
-        # tokenizers fuses unknowns inside one pre-tokenized word (BPE::merge_word); rmlprep fuses
-        # them across a segment, so "é12ü" under a Digits pre-tokenizer would be 3 ids, not 4
-        raise r.unsupported("model.fuse_unk", "is true with a pre-tokenizer that splits words and no byte fallback",
-                            "rmlprep fuses unknown characters across words where tokenizers fuses within one")
 
     flags: list[AddedTokenFlags] = []
     normalize_steps = norm["steps"]

@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .pretokenize import pattern_name
-from .segment import fuse_unk, fuse_unk_rows, replace_lone_surrogates, segment_preparer
+from .segment import replace_lone_surrogates, segment_preparer
 from .special_prefix import _holds_any, _special_prefix_filter
 from .spec import BYTE_LEVEL
 from .unicode import unicode_to_bytes, unicode_version
@@ -308,6 +308,7 @@ def make_native(tokenizer) -> NativeEncoder | None:
         ignore_merges=bool(spec.ignore_merges),
         byte_fallback=bool(spec.byte_fallback),
         sp_split=sp_split,
+        fuse_unk=bool(spec.fuse_unk),
         vocab_keys=[t.encode("utf-8", "surrogatepass") for t in vocab],
         types=bytes(types),
         pairs=pairs,
@@ -340,7 +341,6 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
         return None
     if tokenizer._two_pass:
         return None  # normalized added tokens match the normalized text: no raw-text filter proves absence
-    unk = s.unk_id if s.fuse_unk else None
     enc, has_surrogate = nat.encode_text, _load_quiet().has_surrogate  # a scan, no UTF-8 copy
     prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
     holds = {True: _holds_any(_special_prefix_filter(tokenizer, True)),
@@ -353,10 +353,7 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
             text = replace_lone_surrogates(text)
         if holds[parse_special](text):
             return None
-        ids = enc(prepare(text))
-        if unk is not None and unk in ids:
-            ids = fuse_unk(ids, unk)
-        return ids
+        return enc(prepare(text))  # fuse_unk is the encoder's, per piece
 
     return fast
 
@@ -407,8 +404,6 @@ def encode_batch_flat(
         ids, offsets = tokenizer._native.encode_batch(segs, num_threads=num_threads)
     else:
         ids, offsets = np.zeros(0, np.uint32), np.zeros(n + 1, np.int64)
-    if fast_ok:  # before the slow rows join: their unk runs may hold added tokens, never fused
-        ids, offsets = fuse_unk_rows(ids, offsets, s.unk_id if s.fuse_unk else None)
     if slow:
         rows = [ids[offsets[i]:offsets[i + 1]] for i in range(n)]
         for i in slow:
@@ -477,7 +472,6 @@ def encode_arrow_flat(
     off_type = np.int32 if pa.types.is_string(values.type) else np.int64
     offsets = np.frombuffer(off_buf, off_type)[values.offset:values.offset + len(values) + 1]
     ids, offsets = nat.encode_utf8(data if data is not None else b"", offsets, num_threads=num_threads)
-    ids, offsets = fuse_unk_rows(ids, offsets, s.unk_id if s.fuse_unk else None)
     return _finish(tokenizer, ids, offsets, add_special_tokens=add_special_tokens)
 
 

@@ -23,8 +23,6 @@ from .spec import BYTE_LEVEL, TokenizerSpec
 __all__ = [
     "NORMALIZERS",
     "SPACE",
-    "fuse_unk",
-    "fuse_unk_rows",
     "lowercase",
     "make_normalizer",
     "normalize_reference",
@@ -308,31 +306,3 @@ def segment_preparer(spec: TokenizerSpec, normalize: Normalize | None, *, spaces
     return prepare
 
 
-def fuse_unk(ids: list[int], unk: int) -> list[int]:
-    """Collapse each run of consecutive ``unk`` ids into one (Hugging Face BPE ``fuse_unk``)."""
-    out: list[int] = []
-    for i in ids:
-        if i == unk and out and out[-1] == unk:
-            continue
-        out.append(i)
-    return out
-
-
-def fuse_unk_rows(ids, offsets, unk: int | None):
-    """:func:`fuse_unk` on flat rows (uint32 ``ids``, int64 ``offsets`` of shape (rows + 1,)),
-    for rows the native encoder made (it does not fuse) from text holding no added token:
-    ``tokenizers`` fuses inside one model call (``BPE::merge_word``), and an added token such as
-    ``"<unk>"`` typed in the text is a piece of its own, so ``"<unk><unk>"`` stays two ids.
-    Returns ``(ids, offsets)``, the same arrays when nothing fuses (``unk`` None: no fusing)."""
-    import numpy as np
-
-    if unk is None or len(ids) < 2:
-        return ids, offsets
-    repeat = np.zeros(len(ids), dtype=bool)  # an unk right after an unk in the same row
-    repeat[1:] = (ids[1:] == unk) & (ids[:-1] == unk)
-    repeat[offsets[:-1][offsets[:-1] < len(ids)]] = False
-    if not repeat.any():
-        return ids, offsets
-    kept = np.zeros(len(ids) + 1, np.int64)
-    np.cumsum(~repeat, out=kept[1:])
-    return ids[~repeat], kept[offsets]

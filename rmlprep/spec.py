@@ -131,7 +131,9 @@ class TokenizerSpec:
             (Hugging Face Metaspace / ByteLevel); ``False`` prepends unconditionally
             (sentencepiece ``add_dummy_prefix``, llama.cpp, HF ``Prepend`` normalizer).
         ignore_merges: a piece that is a token as a whole is taken whole (Llama 3, tiktoken).
-        fuse_unk: consecutive unk ids collapse into one (Hugging Face ``fuse_unk``).
+        fuse_unk: a run of characters outside the vocab within one pre-tokenized piece is one
+            unk id (Hugging Face ``fuse_unk``, ``BPE::merge_word``: runs in two pieces stay two
+            unks; an unk token typed in the text is never fused).
         split_on_space: SentencePiece-style only: pieces are split before each ``"▁"``
             (Hugging Face Metaspace ``split: true``) before BPE.
         added_token_flags: HF matching flags for control/user-defined tokens that have any.

@@ -27,7 +27,9 @@ How the spec mirrors sentencepiece's ``SentencePieceProcessor::Encode``:
 - merges: the adjacent pair whose concatenation is the highest-scoring normal or user-defined
   piece, leftmost on ties (``scores`` mode);
 - a leftover character becomes ``<0xXX>`` byte pieces with ``byte_fallback``, else ``unk``,
-  consecutive unknowns fused into one (``fuse_unk``);
+  consecutive unknowns fused into one (``fuse_unk``; sentencepiece fuses over the whole result,
+  rmlprep per piece, which is the same here: the words a segment is split into for speed all
+  start with a known "▁", see Tokenizer._sp_split_ok);
 - decoding follows ``SentencePieceProcessor.DecodeIds`` for every id (``decoder=
   "sentencepiece"``, :mod:`rmlprep.sp_decode`), not the Hugging Face rules a tokenizer.json
   gets: control pieces (``<s>``, ``</s>``) decode to nothing, the unknown piece to

@@ -36,7 +36,7 @@ from . import native
 from .errors import TokenIdError, TokenizeError
 from .pretokenize import compile_pre_split, pattern_name
 from .segment import SPACE as _SPACE
-from .segment import fuse_unk, make_normalizer, prefix_spaces, replace_lone_surrogates
+from .segment import make_normalizer, prefix_spaces, replace_lone_surrogates
 from .spec import BYTE_LEVEL, TokenizerSpec, TokenType, _known_fingerprint, _remember_fingerprint
 from .tokenizer_build import (  # noqa: F401 (_merge_ids is re-exported: the load cache names it here)
     _merge_ids,
@@ -124,9 +124,14 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
                     self._fallback_ids[b] = self._tok2id.get(f"<0x{b:02X}>")
             # a SentencePiece segment may be split into words before each "▁" that follows a
             # non-"▁" character, unless a token proves a merge could cross there.
+            # fuse_unk fuses per piece (tokenizers' word): those split words are no pieces of the
+            # reference, so they are kept only when "▁" is a known symbol, never an unknown
+            # character fused with an unknown one before it
+            space = self._tok2id.get(_SPACE)
             self._sp_split_ok = not any(
                 _SPACE in t[1:] and re.search(f"[^{_SPACE}]{_SPACE}", t) for t in spec.vocab
-            )
+            ) and not (spec.fuse_unk and spec.unk_id is not None and not spec.byte_fallback
+                       and (space is None or self._types[space] in (TokenType.CONTROL, TokenType.UNUSED)))
         # NFC/NFKC: a native quick check, unicodedata.normalize only on the spans it flags
         self._normalize = make_normalizer(spec.normalizers, native.normalization_suspects() if _USE_NATIVE else None)
         self._build_added_tokens()
@@ -448,14 +453,13 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
     def _encode_fragments(self, fragments: list[str | int], *, normalized: bool = False) -> list[int]:
         ids: list[int] = []
         prev_special = True
-        unk = self.spec.unk_id if self.spec.fuse_unk else None
         for k, f in enumerate(fragments):
             if isinstance(f, int):
                 ids.append(f)
                 prev_special = True
             else:
-                part = self._encode_text(f, at_start=(k == 0), after_special=prev_special, normalized=normalized)
-                ids.extend(fuse_unk(part, unk) if unk is not None else part)  # per fragment: fuse_unk_rows
+                # fuse_unk is applied per piece, inside the encoders (BPE::merge_word)
+                ids.extend(self._encode_text(f, at_start=(k == 0), after_special=prev_special, normalized=normalized))
                 prev_special = False
         return ids
 

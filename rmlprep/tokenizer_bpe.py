@@ -60,13 +60,20 @@ class _SegmentBPE:
                 return (whole,)
         byte_ids = self._byte_ids
         unk = self.spec.unk_id
+        fuse = self.spec.fuse_unk
         syms: list[int] = []
+        prev_unknown = False
         for b in raw:
             t = byte_ids[b]
             if t is None:
                 if unk is None:
                     continue  # dropped, as Hugging Face BPE does without an unk token
+                if prev_unknown and fuse:
+                    continue  # one unk for the piece's run, before merging (BPE::merge_word)
+                prev_unknown = True
                 t = unk
+            else:
+                prev_unknown = False
             syms.append(t)
         return tuple(bpe.merge_loop(syms, self._pair))
 
@@ -100,12 +107,15 @@ class _SegmentBPE:
         # neither unk nor byte fallback such a character is skipped before merging, so its
         # neighbours can merge across it (tokenizers' BPE::merge_word)
         skip_unknown = s.unk_id is None and not s.byte_fallback
+        # fuse_unk: one unk for a run of unknown characters of this piece (tokenizers fuses in
+        # BPE::merge_word, one pre-tokenized word); with byte fallback no character is unk
+        fuse = s.fuse_unk and s.unk_id is not None and not s.byte_fallback
         syms: list[int] = []
         unknown: dict[int, str] = {}
         for ch in word:
             t = t2i.get(ch)
             if t is None or self._types[t] in (TokenType.CONTROL, TokenType.UNUSED):
-                if skip_unknown:
+                if skip_unknown or (fuse and syms and syms[-1] < 0):
                     continue
                 key = -1 - len(unknown)
                 unknown[key] = ch

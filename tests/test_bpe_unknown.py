@@ -47,9 +47,14 @@ def _both_paths(ref, tmp_path: Path, name: str) -> tuple[Tokenizer, Tokenizer]:
     """(rmlprep's tokenizer as loaded, the same spec with the native encoder switched off)."""
     path = tmp_path / f"{name}.json"
     ref.save(str(path))
+    return _both_paths_of(path)
+
+
+def _both_paths_of(path: Path) -> tuple[Tokenizer, Tokenizer]:
     tok = rmlprep.load_tokenizer(path)
     pure = Tokenizer.create(tok.spec)
     pure._native = None
+    pure._fast_encode = None  # else encode takes the whole-text native path even with _native None
     return tok, pure
 
 
@@ -251,21 +256,30 @@ def test_typed_unk_tokens_are_not_fused(tmp_path, pre):
     assert fn(pa.table({"text": texts}))["input_ids"].to_pylist() == expected
 
 
-def test_fuse_unk_across_split_words_is_refused(tmp_path):
-    """A review finding: tokenizers fuses unknown characters inside one pre-tokenized word
-    (``BPE::merge_word``); rmlprep fuses them across a segment. Under a Digits pre-tokenizer
-    "é12ü" is the words "é", "1", "2", "ü": tokenizers gives four ids (three unknowns, unfused
-    across words), a segment-wide fuse three. Such a file is refused at load rather than encoded
-    otherwise; the reference's own ids show the difference the refusal prevents."""
-    vocab = {"a": 0, "<unk>": 1, "\u2581": 2, "1": 3, "\u2581a": 4}
-    ref = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=[("\u2581", "a")], unk_token="<unk>",
-                                          fuse_unk=True, byte_fallback=False))
-    ref.normalizer = normalizers.Replace(" ", "\u2581")
-    ref.pre_tokenizer = pre_tokenizers.Digits(individual_digits=True)
-    assert ref.encode("é12ü").ids == [1, 3, 1, 1]
-    path = tmp_path / "digits.json"
-    ref.save(str(path))
-    from rmlprep.errors import UnsupportedTokenizer
+_FUSE = json.loads((ROOT / "fixtures" / "fuse_unk.json").read_text(encoding="utf-8"))
 
-    with pytest.raises(UnsupportedTokenizer, match="model.fuse_unk is true with a pre-tokenizer that splits words"):
-        rmlprep.load_tokenizer(path)
+
+@pytest.mark.parametrize("variant", sorted(_FUSE["variants"]))
+def test_fuse_unk_is_per_pre_tokenized_word(tmp_path, variant):
+    """A review finding: tokenizers fuses unknown characters inside one pre-tokenized word
+    (``BPE::merge_word``), not across a segment: under a Digits pre-tokenizer "é12ü" is the
+    words "é", "1", "2", "ü", four ids (two unks). Such files were refused at load; rmlprep now
+    fuses per piece in both encoders. Expected ids: ``fixtures/fuse_unk.json``
+    (``tools/make_fuse_unk_fixtures.py``, ``tokenizers``): Digits, Split (on punctuation too), Metaspace
+    with and without split, ByteLevel with byte characters left out of the vocab, and "▁" itself
+    unknown (where the words rmlprep's SentencePiece encoder splits for speed are no words of
+    the reference), through ``encode``, the pure path and ``encode_batch_flat``."""
+    from rmlprep.native import encode_batch_flat
+
+    path = tmp_path / f"{variant}.json"
+    path.write_text(json.dumps(_FUSE["variants"][variant]), encoding="utf-8")
+    tok, pure = _both_paths_of(path)
+    cases = [c for c in _FUSE["cases"] if c["variant"] == variant]
+    assert len(cases) > 100 and tok.spec.fuse_unk and tok.spec.unk_id is not None
+    if variant == "digits-individual":
+        assert next(c["ids"] for c in cases if c["text"] == "é12ü") == [7, 5, 6, 7]  # the docstring's example
+    texts, expected = [c["text"] for c in cases], [c["ids"] for c in cases]
+    for t in (tok, pure):
+        assert [t.encode(x) for x in texts] == expected, "native" if t._native else "pure"
+        flat, offsets = encode_batch_flat(t, texts)
+        assert [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))] == expected

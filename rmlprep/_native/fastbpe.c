@@ -460,6 +460,7 @@ typedef struct Encoder {
     int ignore_merges;
     int byte_fallback;
     int sp_split;
+    int fuse_unk; /* a run of unknown characters in one piece is one unk (tokenizers' merge_word) */
     PairMap pairs;
     uint32_t *bytepair; /* byte-level: [b1 << 8 | b2] -> the byte symbols' pair value, or NO_VALUE */
     uint64_t *joinable; /* byte-level: bit b1 << 8 | b2 set when some merge joins a symbol ending in
@@ -1425,14 +1426,19 @@ static long resolve_byte_level(Ctx *x, const uint8_t *p, size_t n, uint64_t h, u
         return merge_bytes(x, p, n, dst);
     }
     size_t ns = 0;
-    int plain = 1;
+    int plain = 1, prev_unknown = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t t = E->byte_ids[p[i]];
         if (t < 0) {
             plain = 0;
             if (E->unk_id < 0)
                 continue; /* dropped, as Hugging Face BPE does without an unk token */
+            if (prev_unknown && E->fuse_unk)
+                continue; /* one unk for the run, before merging (tokenizers' merge_word) */
+            prev_unknown = 1;
             t = E->unk_id;
+        } else {
+            prev_unknown = 0;
         }
         x->sym[ns++] = (uint32_t)t;
     }
@@ -1463,6 +1469,8 @@ static long resolve_sentencepiece(Ctx *x, const uint8_t *p, size_t n, uint64_t h
         int32_t t = cpmap_get(&E->cps, c);
         if (t < 0 && !E->byte_fallback && E->unk_id < 0)
             continue; /* skipped before merging, so its neighbours can merge (tokenizers' merge_word) */
+        if (t < 0 && E->fuse_unk && ns > 0 && (sym[ns - 1] & BARRIER))
+            continue; /* one unk for the run of this piece, before merging (merge_word) */
         cps[ns] = c;
         sym[ns] = t >= 0 ? (uint32_t)t : (BARRIER | (uint32_t)ns);
         ns++;
@@ -3104,12 +3112,13 @@ out:
 static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"kind", "stages", "byte_ids", "fallback_ids", "unk_id", "ignore_merges",
-                             "byte_fallback", "sp_split", "vocab_keys", "types", "pairs", "scores", "u2b", NULL};
-    int kind, unk_id, ignore_merges, byte_fallback, sp_split;
+                             "byte_fallback", "sp_split", "vocab_keys", "types", "pairs", "scores", "u2b",
+                             "fuse_unk", NULL};
+    int kind, unk_id, ignore_merges, byte_fallback, sp_split, fuse_unk = 0;
     PyObject *stages, *byte_ids, *fallback_ids, *vocab_keys, *types, *pairs, *scores, *u2b;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iOOOipiiOOOOO", kwlist, &kind, &stages, &byte_ids,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iOOOipiiOOOOO|p", kwlist, &kind, &stages, &byte_ids,
                                      &fallback_ids, &unk_id, &ignore_merges, &byte_fallback, &sp_split,
-                                     &vocab_keys, &types, &pairs, &scores, &u2b))
+                                     &vocab_keys, &types, &pairs, &scores, &u2b, &fuse_unk))
         return NULL;
     Py_ssize_t vocab_size = PyObject_Length(vocab_keys);
     if (vocab_size < 0)
@@ -3136,6 +3145,7 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     E->ignore_merges = ignore_merges;
     E->byte_fallback = byte_fallback;
     E->sp_split = sp_split;
+    E->fuse_unk = fuse_unk && unk_id >= 0 && !byte_fallback;
     PyObject *st = PySequence_Fast(stages, "stages must be a sequence of pattern codes");
     if (st == NULL)
         goto fail;
