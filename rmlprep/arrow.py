@@ -90,6 +90,7 @@ from .arrow_base import (  # noqa: F401
     count_errors,
 )
 from .arrow_text import TokenizeText, tokenize_text
+from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS, TOOLS_FIELDS, column_refusal
 from .errors import ChatFormatError, ConfigError, RmlprepError
 from .native import surrogate_rows
 from .spec import TokenizerSpec
@@ -137,6 +138,7 @@ class TokenizeChat(_MapFunction):
     """
 
     _what = "messages"
+    ignore_media = False  # set only when True (see tokenize_chat), so existing fingerprints hold
 
     @staticmethod
     def _one_example(value) -> bool:
@@ -162,47 +164,36 @@ class TokenizeChat(_MapFunction):
         refuse_padding_nulls(values, column(self.tools_column) if self.tools_column else None, self.tools_column)
 
     def _system_values(self, column) -> list | None:
-        """The ``system_column`` values of the batch (None: it has none); a batch holding a
-        system-prompt column (:data:`~rmlprep.chat.messages.SYSTEM_FIELDS`) while
-        ``system_column`` is None is refused, as the sft pipeline refuses it.
-
-        Raises:
-            ConfigError: naming the column and the two ways out.
-        """
-        from .chat.messages import SYSTEM_FIELDS
-
-        if column is None or self.system_column is False:
-            return None
-        if self.system_column is None:
-            for name in SYSTEM_FIELDS:
-                if name != self.column and column(name) is not None:
-                    raise ConfigError(
-                        f"tokenize_chat: the batch has a {name!r} column (each conversation's system prompt), which "
-                        f"would be left out and the format's default system prompt written in its place; pass "
-                        f"system_column={name!r} to write it as the system message, or system_column=False to leave "
-                        "it out on purpose")
+        """The ``system_column`` values of the batch (None: it has none, or none is read)."""
+        if column is None or not self.system_column:
             return None
         return column(self.system_column)
 
     def _check_names(self, names: list[str]) -> None:
-        """A column named ``tools`` or ``functions`` (OpenAI's older name) that ``tools_column``
-        does not name is refused, as the sft run refuses it
-        (:mod:`rmlprep.pipeline.tools_column`): every row's tool definitions would be left out
-        of its prompt without a word (the model trained to call tools it was never shown).
-        ``tools_column=None`` leaves them out on purpose: no check.
+        """A column beside the messages that this callable would not read is refused, as the
+        sft run refuses it (:mod:`rmlprep.chat.columns`, the same words with the keyword
+        arguments for the config keys): tool definitions (``tools``, or OpenAI's older
+        ``functions``) that ``tools_column`` does not name (the model trained to call tools it
+        was never shown), a system prompt (``system``, ``system_prompt``) while
+        ``system_column`` is None (the format's default system prompt would stand in for it),
+        media (``images``, ``image``, ``audio``, ``video``: rmlprep writes text only) unless
+        ``ignore_media``. ``tools_column=None``, ``system_column=False`` and
+        ``ignore_media=True`` leave them out on purpose: no check.
 
         Raises:
-            ConfigError: naming the column and the two ``tools_column=`` ways out.
+            ConfigError: naming the column and the two ways out.
         """
-        if self.tools_column is None:
-            return
-        for hit in ("tools", "functions"):
-            if hit in names and hit != self.tools_column and hit != self.column:
-                raise ConfigError(
-                    f"tokenize_chat: the batch has a column {hit!r} (the conversations' tool definitions) that "
-                    f"tools_column={self.tools_column!r} does not name, so every row's tools would be left out of its "
-                    f"prompt; pass tools_column={hit!r} to write them as the format writes tools, or "
-                    "tools_column=None to leave them out")
+        refusal = None
+        if self.tools_column is not None:
+            refusal = next(((h, f" that tools_column={self.tools_column!r} does not name") for h in TOOLS_FIELDS
+                            if h in names and h != self.tools_column and h != self.column), None)
+        if refusal is None and self.system_column is None:
+            refusal = next(((h, "") for h in SYSTEM_FIELDS if h in names and h != self.column), None)
+        if refusal is None and not self.ignore_media:
+            refusal = next(((h, "") for h in MEDIA_FIELDS if h in names and h != self.column), None)
+        if refusal is not None:
+            raise ConfigError(column_refusal(refusal[0], "tokenize_chat: the batch has a column", config=False,
+                                             after=refusal[1]))
 
     def _template_writer(self):
         """The model's own template (``fmt="template"``), built once per process."""
@@ -302,6 +293,7 @@ def tokenize_chat(
     column: str = "messages",
     tools_column: str | None = "tools",
     system_column: str | bool | None = None,
+    ignore_media: bool = False,
     add_generation_prompt: bool = False,
     options: Mapping[str, Any] | None = None,
     train_on_reasoning: bool = True,
@@ -349,6 +341,11 @@ def tokenize_chat(
             None (default): a batch with a ``system`` or ``system_prompt`` column is refused
             (ConfigError), since the format's default system prompt would stand in for it;
             False: such a column is left out on purpose.
+        ignore_media: a batch with an ``images``, ``image``, ``audio`` or ``video`` column (the
+            LLaVA / TRL vision layout, ``<image>`` placeholders in the text) is refused
+            (ConfigError), as the sft run refuses it (``chat.ignore_media``): rmlprep writes
+            text only, so the placeholders would be trained as words; True leaves such columns
+            out on purpose.
         add_generation_prompt: end each row with the header that opens an assistant turn: for
             prompts (a conversation ending on a user or tool turn). A conversation that ends on
             an assistant turn is then a row error: the header would follow its final answer,
@@ -388,7 +385,8 @@ def tokenize_chat(
         ConfigError: bad on_error / no_assistant / system_column or clashing output column names; the format's
             turn terminator is not a special token of the tokenizer (see ``text_markers``);
             ``train_on_reasoning=False`` with a format that has no reasoning. When called: a
-            batch with a tools column ``tools_column`` does not name.
+            batch with a tools, system-prompt or media column it would not read (see
+            ``tools_column``, ``system_column``, ``ignore_media``).
     """
     from .chat import detect_chat_format
     from .chat.encode import missing_stop_token, stop_token_refusal
@@ -432,6 +430,7 @@ def tokenize_chat(
         "column": column,
         "tools_column": tools_column,
         "system_column": system_column,
+        **({"ignore_media": True} if ignore_media else {}),
         "fmt": fmt,
         "template": tok.chat_template if fmt == "template" else None,
         "add_generation_prompt": bool(add_generation_prompt),

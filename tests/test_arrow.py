@@ -692,7 +692,7 @@ def test_a_tools_column_that_tools_column_does_not_name_is_refused(tok):
     assert "# Tools" in tok.decode(want[0])
     funcs = {"messages": [r["messages"] for r in rows], "functions": [r["tools"] for r in rows]}
     refused = (r"^tokenize_chat: the batch has a column 'functions' .*tools_column='tools' does not name.*"
-               r"pass tools_column='functions' .*or tools_column=None to leave them out$")
+               r"pass tools_column='functions' .*or tools_column=None to leave them out on purpose$")
     fn = tokenize_chat(tok, "qwen2.5")
     with pytest.raises(ConfigError, match=refused):
         fn(funcs)
@@ -779,8 +779,8 @@ def test_a_system_prompt_column_is_written_or_refused(tok):
                           [{"role": "system", "content": "other"}, *conv]],
              "system": ["be kind", None, "be kind", "be kind"]}
     for name in ("system", "system_prompt"):
-        with pytest.raises(ConfigError, match=rf"the batch has a '{name}' column .*system_column='{name}' .*"
-                                              "system_column=False"):
+        with pytest.raises(ConfigError, match=rf"^tokenize_chat: the batch has a column '{name}' \(each conversation's "
+                                              rf"system prompt\): .*system_column='{name}' .*system_column=False"):
             tokenize_chat(tok, "chatml")({"messages": batch["messages"], name: batch["system"]})
     out = tokenize_chat(tok, "chatml", system_column="system", on_error="record")(pa.table(batch))
     with_system = encode_chat(tok, [{"role": "system", "content": "be kind"}, *conv], "chatml").input_ids
@@ -793,6 +793,39 @@ def test_a_system_prompt_column_is_written_or_refused(tok):
     assert ids_of(off["input_ids"])[0] == encode_chat(tok, conv, "chatml").input_ids
     with pytest.raises(ConfigError, match="system_column=True: name the column"):
         tokenize_chat(tok, "chatml", system_column=True)
+
+
+def test_a_media_column_is_refused_as_the_sft_run_refuses_it(tok):
+    """A vision SFT batch (an "images" column beside messages holding <image>) was encoded as
+    text by tokenize_chat while the sft run refused it (chat.ignore_media, explorer G10): now
+    refused alike, in the same words with the keyword for the config key, in a dict, a Table
+    and both datasets maps; ignore_media=True leaves the column out on purpose (the ids of
+    the messages alone); a column named as the messages column is not media."""
+    import datasets
+
+    conv = [{"role": "user", "content": "<image>\nWhat is shown?"}, {"role": "assistant", "content": "A bus."}]
+    alone = tokenize_chat(tok, "chatml")({"messages": [conv]})["input_ids"]
+    fn = tokenize_chat(tok, "chatml")
+    for name in ("images", "image", "audio", "video"):
+        batch = {"messages": [conv], name: [[{"bytes": b"\x89PNG", "path": "a.png"}]]}
+        want = (f"tokenize_chat: the batch has a column {name!r} (media beside the messages, which a vision trainer "
+                "passes to its processor): every row would be trained as text, an <image> placeholder as words; "
+                "rmlprep writes text only: drop the column if the placeholders are meant as text, or pass "
+                "ignore_media=True to leave it out on purpose")
+        for call in (lambda: fn(batch), lambda: fn(pa.table(batch)),
+                     lambda: datasets.Dataset.from_dict(batch).map(fn, batched=True, load_from_cache_file=False),
+                     lambda: datasets.Dataset.from_dict(batch).map(fn, load_from_cache_file=False)):
+            with pytest.raises(ConfigError) as e:
+                call()
+            assert str(e.value) == want
+        off = tokenize_chat(tok, "chatml", ignore_media=True)
+        assert ids_of(off(batch)["input_ids"]) == ids_of(alone)
+        ds = datasets.Dataset.from_dict(batch).map(off, batched=True, load_from_cache_file=False)
+        assert ds["input_ids"] == ids_of(alone)
+    images_as_messages = tokenize_chat(tok, "chatml", column="images")({"images": [conv]})["input_ids"]
+    assert ids_of(images_as_messages) == ids_of(alone)
+    # the default callable pickles as before (datasets' cache fingerprint unchanged)
+    assert "ignore_media" not in pickle.loads(pickle.dumps(fn))._options
 
 
 def test_arrow_map_columns_read_as_the_dicts_they_are(tok):

@@ -35,24 +35,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..chat.messages import SYSTEM_FIELDS
+from ..chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS, TOOLS_FIELDS, column_refusal, ways_out
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..readers import Unit
 from ..readers.units import column_names
 
 __all__ = ["TOOLS_FIELDS", "MEDIA_FIELDS", "watched_fields", "check_named_columns", "unread_reason"]
-
-#: Columns that hold a conversation's tool definitions by the field's convention.
-TOOLS_FIELDS = ("tools", "functions")
-#: Columns that hold a conversation's images, audio or video by the field's convention.
-MEDIA_FIELDS = ("images", "image", "audio", "video")
-
-
-def _ways_out(name: str) -> str:
-    return (f"set chat.tools_column = \"{name}\" to write them as the format writes tools, or "
-            "chat.tools_column = false to leave every row's tools out")
-
 
 def watched_fields(cfg: RunConfig) -> tuple[str, ...]:
     """The fields a JSONL row must not hold unread (sft only): :data:`TOOLS_FIELDS` when
@@ -68,19 +57,10 @@ def watched_fields(cfg: RunConfig) -> tuple[str, ...]:
     return tuple(f for f in fields if f != cfg["input"]["column"])
 
 
-def _system_ways_out(name: str) -> str:
-    return (f"set chat.system_column = \"{name}\" to write it as each conversation's system message, or "
-            "chat.system_column = false to leave it out on purpose")
-
-
-_MEDIA_WAYS_OUT = ("rmlprep writes text only: drop the column if the placeholders are meant as text, or set "
-                   "chat.ignore_media = true to leave it out on purpose")
-
-
 def unread_tools_reason(name: str) -> str:
     """The reject reason of a row holding tool definitions in ``name`` that the run would not read."""
     return (f"the row has {name!r} (tool definitions) but chat.tools_column is unset, so they would be left out "
-            f"of its prompt; {_ways_out(name)}")
+            f"of its prompt; {ways_out(name, config=True)}")
 
 
 def unread_reason(name: str) -> str:
@@ -88,9 +68,9 @@ def unread_reason(name: str) -> str:
     that the run would not read."""
     if name in SYSTEM_FIELDS:
         return (f"the row has {name!r} (a system prompt) but chat.system_column is unset, so the format's "
-                f"default system prompt would stand in for it; {_system_ways_out(name)}")
+                f"default system prompt would stand in for it; {ways_out(name, config=True)}")
     if name in MEDIA_FIELDS:
-        return f"the row has {name!r} (media beside the messages); {_MEDIA_WAYS_OUT}"
+        return f"the row has {name!r} (media beside the messages); {ways_out(name, config=True)}"
     return unread_tools_reason(name)
 
 
@@ -134,19 +114,9 @@ def check_named_columns(cfg: RunConfig, units: Sequence[Unit], log: Callable[[st
         if hit is None:
             continue
         where = "has a column" if whole else "has, in its first row, a field"
-        if hit in SYSTEM_FIELDS:
-            raise ConfigError(
-                f"chat.system_column is unset, but {u.path} {where} {hit!r} (each conversation's system prompt): "
-                f"without the key it would be left out of every prompt, and the format's default system prompt "
-                f"written in its place; {_system_ways_out(hit)}")
-        if hit in MEDIA_FIELDS:
-            raise ConfigError(
-                f"{u.path} {where} {hit!r} (media beside the messages, which a vision trainer passes to its "
-                f"processor): every row would be trained as text, an <image> placeholder as words; {_MEDIA_WAYS_OUT}")
-        raise ConfigError(
-            f"chat.tools_column is unset, but {u.path} {where} {hit!r} (the conversations' tool definitions, "
-            f"which TRL passes to apply_chat_template(tools=...)): without the key every row's tools would be "
-            f"left out of its prompt; {_ways_out(hit)}")
+        key = None if hit in MEDIA_FIELDS else "system_column" if hit in SYSTEM_FIELDS else "tools_column"
+        unset = f"chat.{key} is unset, but " if key else ""
+        raise ConfigError(column_refusal(hit, f"{unset}{u.path} {where}", config=True))
     for key, col in named:
         if not lacking[key]:
             continue
