@@ -203,22 +203,50 @@ def _all_rejected(out_dir: str, manifest: dict) -> str:
             f"in {fs.join(out_dir, 'rejects')}/ (check input.column and pipeline against the data)")
 
 
-def _stdin_text() -> str:
-    """Standard input as UTF-8 text, as the pipeline's readers take it: a UTF-16/32 byte-order
-    mark or invalid UTF-8 is refused (the locale's decoder turned them into U+FFFD and NUL tokens
-    and gave ids for text the user never had)."""
-    from .readers.jsonl import _WIDE_BOMS
+def _utf8_text(data: bytes, name: str, *, file: bool = True) -> str:
+    """``data`` (a file's bytes, or stdin's: ``file=False``) as UTF-8 text, as the pipeline's
+    readers take a file: a UTF-8 byte-order mark at byte 0 is skipped (it marks the encoding
+    and is no text; Windows editors write one, and the JSONL and CSV readers skip it at a file's
+    start); a UTF-16/32 byte-order mark and invalid UTF-8 are refused, naming the byte offset
+    in ``data`` (the locale's decoder turned them into U+FFFD and NUL tokens and gave ids for
+    text the user never had). The one decoder of ``encode``'s stdin, ``chat``'s messages file
+    and a template file given to ``chat --format`` / ``parity --chat``. Worked example:
+    ``b"\\xef\\xbb\\xbfcaf\\xe9"`` is refused at byte 6 (the mark's 3 bytes, then ``caf``).
 
-    data = sys.stdin.buffer.read()
-    for bom, name in _WIDE_BOMS:
+    Raises:
+        InputError: naming ``name``, the encoding or the byte offset, and the iconv line.
+    """
+    from .readers.jsonl import _BOM, _WIDE_BOMS
+
+    for bom, enc in _WIDE_BOMS:
         if data.startswith(bom):
-            raise InputError(f"stdin is {name} (byte-order mark at byte 0); rmlprep reads UTF-8: convert it "
-                             f"with iconv -f {name} -t UTF-8")
+            raise InputError(f"{name}{': the file' if file else ''} is {enc} (byte-order mark at byte 0); rmlprep "
+                             f"reads UTF-8: convert it with iconv -f {enc} -t UTF-8")
+    skip = len(_BOM) if data.startswith(_BOM) else 0
     try:
-        return data.decode("utf-8")
+        return data[skip:].decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"stdin: byte {e.start}: not valid UTF-8 ({e.reason}); rmlprep reads UTF-8 text "
+        raise InputError(f"{name}: byte {skip + e.start}: not valid UTF-8 ({e.reason}); rmlprep reads UTF-8 text "
                          "(convert it with iconv -t UTF-8)") from None
+
+
+def _stdin_text() -> str:
+    """Standard input as UTF-8 text (:func:`_utf8_text`)."""
+    return _utf8_text(sys.stdin.buffer.read(), "stdin", file=False)
+
+
+def _read_file_text(path: str) -> str:
+    """A file's text (:func:`_utf8_text`).
+
+    Raises:
+        RmlprepError: no such file (or it cannot be read).
+    """
+    try:
+        return _utf8_text(Path(path).read_bytes(), path)
+    except FileNotFoundError:
+        raise RmlprepError(f"{path}: no such file") from None
+    except OSError as e:
+        raise RmlprepError(f"{path}: cannot be read ({e.strerror or e})") from None
 
 
 def _cmd_encode(a) -> int:
@@ -291,24 +319,7 @@ def _cmd_inspect(a) -> int:
 
 
 def _cmd_chat(a) -> int:
-    from .readers.jsonl import _BOM, _WIDE_BOMS
-
-    try:
-        raw = Path(a.messages).read_bytes()
-    except FileNotFoundError:
-        raise RmlprepError(f"{a.messages}: no such file") from None
-    for bom, name in _WIDE_BOMS:
-        if raw.startswith(bom):
-            raise InputError(f"{a.messages}: the file is {name} (byte-order mark at byte 0); rmlprep reads "
-                             f"UTF-8: convert it with iconv -f {name} -t UTF-8")
-    # a UTF-8 byte-order mark (Windows editors write one) is skipped, as the JSONL reader skips it at
-    # a file's start: it marks the encoding and is no text of the conversation
-    skip = len(_BOM) if raw.startswith(_BOM) else 0
-    try:
-        text = raw[skip:].decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{a.messages}: byte {skip + e.start}: not valid UTF-8 ({e.reason}); rmlprep reads UTF-8 text (convert it with iconv -t UTF-8)"
-                         ) from None
+    text = _read_file_text(a.messages)
     try:
         data = json.loads(text)
     except ValueError as e:
@@ -317,7 +328,7 @@ def _cmd_chat(a) -> int:
     tools = data.get("tools") if isinstance(data, dict) else None
     fmt_arg = a.format
     if Path(fmt_arg).is_file():
-        fmt_arg = Path(fmt_arg).read_text(encoding="utf-8")
+        fmt_arg = _read_file_text(fmt_arg)
     fmt = detect_chat_format(fmt_arg)
     options = _chat_options(a.option)
     if a.tokenizer:
@@ -361,7 +372,7 @@ def _chat_options(items: list[str]) -> dict | None:
 def _cmd_parity_chat(a) -> int:
     fmt_arg = a.chat
     if Path(fmt_arg).is_file():
-        fmt_arg = Path(fmt_arg).read_text(encoding="utf-8")
+        fmt_arg = _read_file_text(fmt_arg)
     fmt = detect_chat_format(fmt_arg)
     template = _open(a.tokenizer, a.name)[0].chat_template if a.tokenizer else None
     if template:

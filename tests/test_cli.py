@@ -236,6 +236,46 @@ def test_chat_and_parity_commands(tmp_path, capsys):
     assert main(["encode", str(tmp_path / "missing.json"), "x"]) == 2
 
 
+@needs_tiny
+def test_stdin_and_files_read_a_utf8_byte_order_mark_alike(tmp_path, monkeypatch, capsys):
+    """One decoder for stdin, a messages file and a template file: a UTF-8 byte-order mark at
+    byte 0 is skipped, as the JSONL and CSV readers skip it. ``rmlprep encode`` kept it (the
+    ids of U+FEFF before the text) while ``rmlprep chat`` skipped it on the messages file and
+    kept it on a ``--format`` template file, whose render then started with U+FEFF and matched
+    no format. Offsets of invalid bytes count the mark: b"\xef\xbb\xbfcaf\xe9" fails at byte 6."""
+    import io
+
+    def stdin(data: bytes):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+    stdin("Hello 123".encode())
+    assert main(["encode", str(TINY), "--json"]) == 0
+    stdin(b"\xef\xbb\xbf" + "Hello 123".encode())
+    assert main(["encode", str(TINY), "--json"]) == 0
+    plain, marked = capsys.readouterr().out.splitlines()
+    assert marked == plain
+    stdin(b"\xef\xbb\xbfcaf\xe9")
+    assert main(["encode", str(TINY)]) == 2
+    assert "stdin: byte 6: not valid UTF-8" in capsys.readouterr().err
+    # ../shared/chat-templates/chatml-openhermes.jinja, byte for byte
+    template = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+                "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+                "{% endif %}").encode()
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]))
+    t = tmp_path / "t.jinja"
+    t.write_bytes(template)
+    assert main(["chat", str(m), "--format", str(t), "--no-newline"]) == 0
+    want = capsys.readouterr().out
+    assert want == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n"
+    t.write_bytes(b"\xef\xbb\xbf" + template)
+    assert main(["chat", str(m), "--format", str(t), "--no-newline"]) == 0
+    assert capsys.readouterr().out == want
+    t.write_bytes(b"\xff\xfe" + template.decode().encode("utf-16-le"))
+    assert main(["chat", str(m), "--format", str(t)]) == 2
+    assert f"{t}: the file is UTF-16-LE (byte-order mark at byte 0)" in capsys.readouterr().err
+
+
 CHAT_RENDERS = ROOT / "fixtures" / "chat" / "renders.jsonl.gz"
 needs_renders = pytest.mark.skipif(not CHAT_RENDERS.exists(), reason=f"{CHAT_RENDERS} is absent")
 
