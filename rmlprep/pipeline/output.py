@@ -87,7 +87,9 @@ REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "mega
 #: the room of a unit's short last row was counted hold ``unfilled_tokens`` 0: the count is no
 #: part of what a marker vouches for (the shard is the same), so the version stays and the reports
 #: work the room out from ``rows`` and ``written_tokens``, which every marker holds. Likewise sft
-#: markers written before ``untrained_chunks`` was counted lack it (read as 0: a count only).
+#: markers written before ``untrained_chunks`` was counted lack it (a count only: with
+#: ``pack.overflow = "split"`` the manifest's total is then null, not known; with another
+#: overflow no chunk exists and it is 0).
 MARKER_VERSION = 3
 #: Markers of an earlier version that this one still accepts, and when (marker → bool): a
 #: version-2 marker of a pretraining unit without rejects (one with rejects cannot vouch for

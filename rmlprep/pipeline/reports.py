@@ -134,8 +134,12 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     totals["arrow_bytes"] = int(sum(r["arrow_bytes"] for r in recs)) if all("arrow_bytes" in r for r in recs) else None
     if cfg.pipeline == "sft":  # what the chat stage counted (rmlprep.arrow.TokenizeChat.stats)
         totals.update({k: int(sum(r.get(k, 0) for r in recs)) for k in CHAT_COUNTS})
-        # split chunks that train nothing (.untrained); a marker written before the count holds none
-        totals["untrained_chunks"] = int(sum(r.get("untrained_chunks", 0) for r in recs))
+        # split chunks that train nothing (.untrained; only pack.overflow = "split" cuts any): a marker
+        # written before they were counted (2bb738d) lacks the key, and its unit's count is not
+        # known, so the total is null rather than a count that leaves it out (a recount would read
+        # every kept shard's masks, on an object store too, for a count only; --overwrite counts)
+        known = cfg["pack"]["overflow"] != "split" or all("untrained_chunks" in r for r in recs)
+        totals["untrained_chunks"] = int(sum(r.get("untrained_chunks", 0) for r in recs)) if known else None
     hist = np.sum([r["length_hist"] for r in recs], axis=0).astype(np.int64)
     wall = timings.get("process", 0.0)
     manifest = {
@@ -411,6 +415,10 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if t["truncated_tokens"]:
         lines.append(("over-long", f"{t['over_long']:,} documents longer than seq_len truncated "
                                    f"({t['truncated_tokens']:,} tokens cut)"))
+    if t.get("untrained_chunks", 0) is None:
+        lines.append(("over-long", "chunks that pack.overflow = \"split\" cut from longer conversations and that hold no "
+                                   "assistant token: not known (units written before rmlprep counted them were kept "
+                                   "on resume; --overwrite writes them again and counts)"))
     if t.get("untrained_chunks"):
         n = t["untrained_chunks"]
         lines.append(("over-long", f"{n:,} chunk{'s' if n != 1 else ''} that pack.overflow = \"split\" cut from longer "
