@@ -200,7 +200,8 @@ class _Tools:
 
     def parameters(self, props: Mapping, where: str, *, schema: bool = False) -> None:
         """The ``format_parameters`` macro over ``props`` (a ``properties`` mapping; with
-        ``schema``, an object schema without one, whose own keys the template reads so)."""
+        ``schema``, an object schema without one, whose own keys the template reads so):
+        ``NAME:{...}`` per parameter, by sorted name, comma-separated."""
         first = True
         for key, value in _dictsort(props):
             if key in _STANDARD_KEYS:
@@ -213,79 +214,80 @@ class _Tools:
             first = False
             self.c(str(key))
             self.t(":{")
-            comma = False
-
-            def sep() -> None:
-                nonlocal comma
-                if comma:
-                    self.t(",")
-                comma = True
-
-            desc = _get(value, "description")
-            if _true(desc):
-                self.t("description:")
-                self.quoted(str(desc))
-                comma = True
-            typ = _upper(_get(value, "type"))
-            if typ == "STRING":
-                enum = _get(value, "enum")
-                if _true(enum):
-                    sep()
-                    self.t("enum:")
-                    self.argument(enum)
-            elif typ == "ARRAY":
-                items = _get(value, "items")
-                if isinstance(items, Mapping) and items:
-                    sep()
-                    self.t("items:{")
-                    n = 0
-                    for ik, iv in _dictsort(items):
-                        if iv is None:
-                            continue
-                        if n:
-                            self.t(",")
-                        n += 1
-                        if ik == "properties":
-                            self.t("properties:{")
-                            if isinstance(iv, Mapping):
-                                self.parameters(iv, f"{where}.{key}.items.properties")
-                            self.t("}")
-                        elif ik == "required":
-                            self.t("required:")
-                            self.names(iv, f"{where}.{key}.items.required")
-                        elif ik == "type":
-                            self.t("type:")
-                            self.argument(iv.upper() if isinstance(iv, str)
-                                          else [_upper(x) for x in _iter(iv, f"{where}.{key}.items.type")])
-                        else:
-                            self.c(str(ik))
-                            self.t(":")
-                            self.argument(iv)
-                    self.t("}")
-            if _true(_get(value, "nullable")):
-                sep()
-                self.t("nullable:true")
-            if typ == "OBJECT":
-                sub = _get(value, "properties")
-                if isinstance(sub, Mapping):
-                    sep()
-                    self.t("properties:{")
-                    self.parameters(sub, f"{where}.{key}.properties")
-                    self.t("}")
-                elif isinstance(value, Mapping):
-                    sep()
-                    self.t("properties:{")
-                    self.parameters(value, f"{where}.{key}", schema=True)
-                    self.t("}")
-                req = _get(value, "required")
-                if _true(req):
-                    sep()
-                    self.t("required:")
-                    self.names(req, f"{where}.{key}.required")
-            sep()
-            self.t("type:")
-            self.quoted(typ)
+            self._parameter(value, f"{where}.{key}")
             self.t("}")
+
+    def _parameter(self, value, where: str) -> None:
+        """One parameter's schema inside its braces, comma-separated: ``description``; ``enum``
+        (a STRING) or ``items`` (an ARRAY); ``nullable``; ``properties`` and ``required`` (an
+        OBJECT); last its ``type``."""
+        comma = False
+
+        def field(head: str) -> None:
+            nonlocal comma
+            self.t(("," if comma else "") + head)
+            comma = True
+
+        desc = _get(value, "description")
+        if _true(desc):
+            field("description:")
+            self.quoted(str(desc))
+        typ = _upper(_get(value, "type"))
+        if typ == "STRING":
+            enum = _get(value, "enum")
+            if _true(enum):
+                field("enum:")
+                self.argument(enum)
+        elif typ == "ARRAY":
+            items = _get(value, "items")
+            if isinstance(items, Mapping) and items:
+                field("items:{")
+                self._items(items, f"{where}.items")
+                self.t("}")
+        if _true(_get(value, "nullable")):
+            field("nullable:true")
+        if typ == "OBJECT":
+            sub = _get(value, "properties")
+            if isinstance(sub, Mapping):
+                field("properties:{")
+                self.parameters(sub, f"{where}.properties")
+                self.t("}")
+            elif isinstance(value, Mapping):
+                field("properties:{")
+                self.parameters(value, where, schema=True)
+                self.t("}")
+            req = _get(value, "required")
+            if _true(req):
+                field("required:")
+                self.names(req, f"{where}.required")
+        field("type:")
+        self.quoted(typ)
+
+    def _items(self, items: Mapping, where: str) -> None:
+        """An ARRAY parameter's ``items`` schema inside its braces: its keys sorted, null ones
+        left out, ``properties`` as parameters, ``required`` as names, ``type`` upper-cased."""
+        n = 0
+        for ik, iv in _dictsort(items):
+            if iv is None:
+                continue
+            if n:
+                self.t(",")
+            n += 1
+            if ik == "properties":
+                self.t("properties:{")
+                if isinstance(iv, Mapping):
+                    self.parameters(iv, f"{where}.properties")
+                self.t("}")
+            elif ik == "required":
+                self.t("required:")
+                self.names(iv, f"{where}.required")
+            elif ik == "type":
+                self.t("type:")
+                self.argument(iv.upper() if isinstance(iv, str) else [_upper(x) for x in _iter(iv, f"{where}.type")])
+            else:
+                self.c(str(ik))
+                self.t(":")
+                self.argument(iv)
 
     def declaration(self, tool: Mapping, k: int) -> None:
         """The ``format_function_declaration`` macro: ``declaration:NAME{description:...,
@@ -411,12 +413,13 @@ def _w_gemma4(conv: Conversation, gen: bool, opts) -> Out:
         o.t("<turn|>\n")
     loop = msgs[start:]
     last_user = max((j for j, m in enumerate(loop) if m.role == "user"), default=-1)
-    after_calls = False  # the previous non-tool message had tool calls: tool messages are its results
+    # the last non-tool message had tool calls: tool messages are its results, and no generation
+    # prompt follows (the model continues after them)
+    open_calls = False
     prev_role = None  # the previous non-tool message's role
-    open_calls = False  # the last non-tool message had tool calls (no generation prompt then)
     for j, m in enumerate(loop):
         if m.role == "tool":
-            if not after_calls:
+            if not open_calls:
                 raise ChatFormatError(f"message {j + start} (tool): gemma4's template writes a tool result only in "
                                       "the run of tool messages right after the assistant message with the tool "
                                       "calls; it would drop this one")
@@ -435,7 +438,7 @@ def _w_gemma4(conv: Conversation, gen: bool, opts) -> Out:
         if m.role != "assistant":
             o.c("".join(t.strip() for t in texts), m.role)
             o.t("<turn|>\n")
-            after_calls = open_calls = False
+            open_calls = False
             continue
         if written:
             o.t("<|channel>thought\n", "reasoning")
@@ -460,7 +463,7 @@ def _w_gemma4(conv: Conversation, gen: bool, opts) -> Out:
         elif not (results and not (m.parts if m.parts is not None else m.content)):
             o.a("<turn|>")
             o.t("\n")
-        after_calls = open_calls = bool(m.tool_calls)
+        open_calls = bool(m.tool_calls)
     if gen and not open_calls:
         o.t("<|turn>model\n" + ("" if think else "<|channel>thought\n<channel|>"))
     return o
