@@ -76,19 +76,7 @@ from typing import Any
 import numpy as np
 
 # count_errors, OUTPUT_VERSION and the per-process tokenizer cache (_TOKENIZERS) are re-exported
-from .arrow_base import (  # noqa: F401
-    refuse_padding_nulls,
-    _EMPTY,
-    _TOKENIZERS,
-    _U32,
-    OUTPUT_VERSION,
-    _flatten,
-    _calls_tools,
-    _MapFunction,
-    _offsets,
-    _replace_surrogates,
-    count_errors,
-)
+from .arrow_base import _TOKENIZERS, _U32, OUTPUT_VERSION, _calls_tools, _MapFunction, _offsets, count_errors  # noqa: F401
 from .arrow_text import TokenizeText, tokenize_text
 from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS, TOOLS_FIELDS, column_refusal
 from .errors import ChatFormatError, ConfigError, RmlprepError
@@ -286,6 +274,55 @@ class TokenizeChat(_MapFunction):
         ], errors, {}
 
 
+def refuse_padding_nulls(values: list, tools: list | None, tools_column: str | None) -> None:
+    """Refuse chat rows of a ``datasets`` map handed over as plain Python (``IterableDataset.map``,
+    ``Dataset.map(..., input_columns=[...])``) whose tool-call arguments or tool definitions
+    hold a null: there Arrow's struct padding (every row's ``arguments`` padded to the union
+    of all rows' keys) reaches the callable as plain ``None``, which cannot be told from a
+    JSON null, so writing it would teach ``{"city": "Paris", "query": null}``.
+
+    Raises:
+        ConfigError: naming the row and the key, and the fix.
+    """
+    for i, messages in enumerate(values):
+        found = _padding_null(messages, "messages")
+        if found is None and tools is not None and i < len(tools):
+            found = _padding_null(tools[i], tools_column, everywhere=True)
+        if found is not None:
+            raise ConfigError(
+                f"tokenize_chat: row {i} of a datasets batch holds a null at {found}, and the batch "
+                "came without its Arrow types (IterableDataset.map, or map(..., input_columns=...)), "
+                "so Arrow's struct padding (each row gets every other row's keys as null) cannot be "
+                "told from a JSON null. Pass the whole batch: on an IterableDataset call "
+                ".with_format(\"arrow\") before .map(fn, batched=True); on a Dataset leave out "
+                "input_columns. rmlprep then leaves the padding out by the column types; or store "
+                "tools and arguments as JSON strings")
+
+
+def _padding_null(value, path: str, *, everywhere: bool = False) -> str | None:
+    """Where a null sits in ``value`` that Arrow struct padding could have made: anywhere in a
+    tool definition (``everywhere``), else in a message's tool-call arguments; None if none."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            here = f"{path}.{k}"
+            if v is None and everywhere:
+                return here
+            if k == "arguments" and not everywhere:
+                found = _padding_null(v, here, everywhere=True)
+            else:
+                found = _padding_null(v, here, everywhere=everywhere)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for j, v in enumerate(value):
+            if v is None and everywhere:
+                return f"{path}[{j}]"
+            found = _padding_null(v, f"{path}[{j}]", everywhere=everywhere)
+            if found is not None:
+                return found
+    return None
+
+
 def tokenize_chat(
     tokenizer: Tokenizer | TokenizerSpec,
     fmt: str,
@@ -421,9 +458,6 @@ def tokenize_chat(
         no_assistant = "keep" if add_generation_prompt else "reject"
     if no_assistant not in ("keep", "reject"):
         raise ConfigError(f"no_assistant={no_assistant!r}: use 'keep' or 'reject'")
-    if fmt == "template" and not train_on_reasoning:
-        raise ConfigError("tokenize_chat(fmt='template'): the template's render does not tell reasoning apart; "
-                          "train_on_reasoning=False needs a native format")
     if not train_on_reasoning and (why := untrained_reasoning_refusal(fmt)):
         raise ConfigError(f"tokenize_chat(fmt={fmt!r}, train_on_reasoning=False): {why}")
     return TokenizeChat(tok, {

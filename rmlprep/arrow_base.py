@@ -428,55 +428,6 @@ def _from_datasets() -> bool:
     return False
 
 
-def refuse_padding_nulls(values: list, tools: list | None, tools_column: str | None) -> None:
-    """Refuse chat rows of a ``datasets`` map handed over as plain Python (``IterableDataset.map``,
-    ``Dataset.map(..., input_columns=[...])``) whose tool-call arguments or tool definitions
-    hold a null: there Arrow's struct padding (every row's ``arguments`` padded to the union
-    of all rows' keys) reaches the callable as plain ``None``, which cannot be told from a
-    JSON null, so writing it would teach ``{"city": "Paris", "query": null}``.
-
-    Raises:
-        ConfigError: naming the row and the key, and the fix.
-    """
-    for i, messages in enumerate(values):
-        found = _padding_null(messages, "messages")
-        if found is None and tools is not None and i < len(tools):
-            found = _padding_null(tools[i], tools_column, everywhere=True)
-        if found is not None:
-            raise ConfigError(
-                f"tokenize_chat: row {i} of a datasets batch holds a null at {found}, and the batch "
-                "came without its Arrow types (IterableDataset.map, or map(..., input_columns=...)), "
-                "so Arrow's struct padding (each row gets every other row's keys as null) cannot be "
-                "told from a JSON null. Pass the whole batch: on an IterableDataset call "
-                ".with_format(\"arrow\") before .map(fn, batched=True); on a Dataset leave out "
-                "input_columns. rmlprep then leaves the padding out by the column types; or store "
-                "tools and arguments as JSON strings")
-
-
-def _padding_null(value, path: str, *, everywhere: bool = False) -> str | None:
-    """Where a null sits in ``value`` that Arrow struct padding could have made: anywhere in a
-    tool definition (``everywhere``), else in a message's tool-call arguments; None if none."""
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            here = f"{path}.{k}"
-            if v is None and everywhere:
-                return here
-            if k == "arguments" and not everywhere:
-                found = _padding_null(v, here, everywhere=True)
-            else:
-                found = _padding_null(v, here, everywhere=everywhere)
-            if found is not None:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for j, v in enumerate(value):
-            if v is None and everywhere:
-                return f"{path}[{j}]"
-            found = _padding_null(v, f"{path}[{j}]", everywhere=everywhere)
-            if found is not None:
-                return found
-    return None
-
-
 def _calls_tools(messages) -> bool:
     """Whether a (written, so well-formed) conversation holds tool calls (``tool_calls``; calls
     written as JSON text in the content are counted apart, ``json_tool_calls_as_text``, and their

@@ -11,7 +11,6 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Collection
-from pathlib import Path
 from typing import Any
 
 import multiprocess
