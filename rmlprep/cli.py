@@ -133,12 +133,25 @@ def _open(path: str, name: str | None):
 
 
 def _read_texts(path: str) -> list[str]:
+    """``parity --texts``: each non-blank line's ``"text"`` (a line holding another JSON value:
+    that value as ``str``), read as :func:`_utf8_text` reads a file.
+
+    Raises:
+        RmlprepError: no such file; InputError: not UTF-8, or a line that is not JSON or an
+            object without ``"text"``, naming its line (1-based). It was a traceback.
+    """
     out = []
-    with open(path, "rb") as f:
-        for line in f:
-            if line.strip():
-                obj = json.loads(line)
-                out.append(obj["text"] if isinstance(obj, dict) else str(obj))
+    for n, line in enumerate(_read_file_text(path).split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise InputError(f"{path}: line {n}: not valid JSON ({e})") from None
+        if isinstance(obj, dict) and not isinstance(obj.get("text"), str):
+            raise InputError(f"{path}: line {n}: an object without a \"text\" string (--texts takes "
+                             "{\"text\": ...} lines)")
+        out.append(obj["text"] if isinstance(obj, dict) else str(obj))
     return out
 
 

@@ -276,6 +276,24 @@ def test_stdin_and_files_read_a_utf8_byte_order_mark_alike(tmp_path, monkeypatch
     assert f"{t}: the file is UTF-16-LE (byte-order mark at byte 0)" in capsys.readouterr().err
 
 
+@needs_tiny
+def test_parity_texts_file_errors_are_one_line(tmp_path, capsys):
+    """``parity --texts FILE``: a line that is not JSON, or an object without "text", was a
+    traceback (exit 1); now one line naming the file and the line, exit 2. The file is read as
+    every other (a UTF-8 byte-order mark skipped)."""
+    from rmlprep.cli import _read_texts
+
+    f = tmp_path / "t.jsonl"
+    f.write_bytes(b'\xef\xbb\xbf{"text": "a"}\n\n"b"\n{"text": "c"}\n')
+    assert _read_texts(str(f)) == ["a", "b", "c"]
+    for body, why in ((b'{"text": "a"}\n{"text": "b"\n', "line 2: not valid JSON"),
+                      (b'{"txt": "a"}\n', 'line 1: an object without a "text" string')):
+        f.write_bytes(body)
+        assert main(["parity", str(TINY), "--texts", str(f)]) == 2
+        err = capsys.readouterr().err
+        assert f"{f}: {why}" in err and err.count("\n") == 1
+
+
 CHAT_RENDERS = ROOT / "fixtures" / "chat" / "renders.jsonl.gz"
 needs_renders = pytest.mark.skipif(not CHAT_RENDERS.exists(), reason=f"{CHAT_RENDERS} is absent")
 
