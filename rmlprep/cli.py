@@ -27,6 +27,7 @@ from .chat.detect import check_template_format
 from .streams import reports_never_stop_a_run
 from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat_parity import check_chat_format
+from .cli_text import read_file_text, read_texts, stdin_text
 from .config import RunConfig, load_config
 from .errors import ChatFormatError, InputError, ParityError, RmlprepError
 from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
@@ -132,29 +133,6 @@ def _open(path: str, name: str | None):
     return open_tokenizer(path, name=name, log=_log, words=CLI_WORDS)
 
 
-def _read_texts(path: str) -> list[str]:
-    """``parity --texts``: each non-blank line's ``"text"`` (a line holding another JSON value:
-    that value as ``str``), read as :func:`_utf8_text` reads a file.
-
-    Raises:
-        RmlprepError: no such file; InputError: not UTF-8, or a line that is not JSON or an
-            object without ``"text"``, naming its line (1-based). It was a traceback.
-    """
-    out = []
-    for n, line in enumerate(_read_file_text(path).split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as e:
-            raise InputError(f"{path}: line {n}: not valid JSON ({e})") from None
-        if isinstance(obj, dict) and not isinstance(obj.get("text"), str):
-            raise InputError(f"{path}: line {n}: an object without a \"text\" string (--texts takes "
-                             "{\"text\": ...} lines)")
-        out.append(obj["text"] if isinstance(obj, dict) else str(obj))
-    return out
-
-
 def _cmd_run(a) -> int:
     cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output, engine=a.engine)
     return _run_config(cfg, resume=a.resume, overwrite=a.overwrite)
@@ -216,55 +194,9 @@ def _all_rejected(out_dir: str, manifest: dict) -> str:
             f"in {fs.join(out_dir, 'rejects')}/ (check input.column and pipeline against the data)")
 
 
-def _utf8_text(data: bytes, name: str, *, file: bool = True) -> str:
-    """``data`` (a file's bytes, or stdin's: ``file=False``) as UTF-8 text, as the pipeline's
-    readers take a file: a UTF-8 byte-order mark at byte 0 is skipped (it marks the encoding
-    and is no text; Windows editors write one, and the JSONL and CSV readers skip it at a file's
-    start); a UTF-16/32 byte-order mark and invalid UTF-8 are refused, naming the byte offset
-    in ``data`` (the locale's decoder turned them into U+FFFD and NUL tokens and gave ids for
-    text the user never had). The one decoder of ``encode``'s stdin, ``chat``'s messages file
-    and a template file given to ``chat --format`` / ``parity --chat``. Worked example:
-    ``b"\\xef\\xbb\\xbfcaf\\xe9"`` is refused at byte 6 (the mark's 3 bytes, then ``caf``).
-
-    Raises:
-        InputError: naming ``name``, the encoding or the byte offset, and the iconv line.
-    """
-    from .readers.jsonl import _BOM, _WIDE_BOMS
-
-    for bom, enc in _WIDE_BOMS:
-        if data.startswith(bom):
-            raise InputError(f"{name}{': the file' if file else ''} is {enc} (byte-order mark at byte 0); rmlprep "
-                             f"reads UTF-8: convert it with iconv -f {enc} -t UTF-8")
-    skip = len(_BOM) if data.startswith(_BOM) else 0
-    try:
-        return data[skip:].decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{name}: byte {skip + e.start}: not valid UTF-8 ({e.reason}); rmlprep reads UTF-8 text "
-                         "(convert it with iconv -t UTF-8)") from None
-
-
-def _stdin_text() -> str:
-    """Standard input as UTF-8 text (:func:`_utf8_text`)."""
-    return _utf8_text(sys.stdin.buffer.read(), "stdin", file=False)
-
-
-def _read_file_text(path: str) -> str:
-    """A file's text (:func:`_utf8_text`).
-
-    Raises:
-        RmlprepError: no such file (or it cannot be read).
-    """
-    try:
-        return _utf8_text(Path(path).read_bytes(), path)
-    except FileNotFoundError:
-        raise RmlprepError(f"{path}: no such file") from None
-    except OSError as e:
-        raise RmlprepError(f"{path}: cannot be read ({e.strerror or e})") from None
-
-
 def _cmd_encode(a) -> int:
     tok, _ = _open(a.tokenizer, a.name)
-    text = a.text if a.text is not None else _stdin_text()
+    text = a.text if a.text is not None else stdin_text()
     ids = tok.encode(text, add_special_tokens=a.add_special_tokens, parse_special=not a.no_parse_special)
     if a.add_special_tokens and not (tok.spec.add_bos or tok.spec.add_eos):
         # a Llama 2 tokenizer.model adds no BOS here, as sentencepiece's encode adds none, while the
@@ -332,7 +264,7 @@ def _cmd_inspect(a) -> int:
 
 
 def _cmd_chat(a) -> int:
-    text = _read_file_text(a.messages)
+    text = read_file_text(a.messages)
     try:
         data = json.loads(text)
     except ValueError as e:
@@ -341,7 +273,7 @@ def _cmd_chat(a) -> int:
     tools = data.get("tools") if isinstance(data, dict) else None
     fmt_arg = a.format
     if Path(fmt_arg).is_file():
-        fmt_arg = _read_file_text(fmt_arg)
+        fmt_arg = read_file_text(fmt_arg)
     fmt = detect_chat_format(fmt_arg)
     options = _chat_options(a.option)
     if a.tokenizer:
@@ -385,7 +317,7 @@ def _chat_options(items: list[str]) -> dict | None:
 def _cmd_parity_chat(a) -> int:
     fmt_arg = a.chat
     if Path(fmt_arg).is_file():
-        fmt_arg = _read_file_text(fmt_arg)
+        fmt_arg = read_file_text(fmt_arg)
     fmt = detect_chat_format(fmt_arg)
     template = _open(a.tokenizer, a.name)[0].chat_template if a.tokenizer else None
     if template:
@@ -409,7 +341,7 @@ def _cmd_parity(a) -> int:
     if not a.tokenizer:
         raise RmlprepError("parity: give a TOKENIZER (or --chat FORMAT to check a chat format)")
     tok, f = _open(a.tokenizer, a.name)
-    texts = _read_texts(a.texts) if a.texts else list(DEFAULT_TEXTS)
+    texts = read_texts(a.texts) if a.texts else list(DEFAULT_TEXTS)
     if a.make_fixture:
         if f is None:
             raise RmlprepError("parity --make-fixture needs a tokenizer file (the fallback tokenizer has none)")

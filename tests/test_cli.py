@@ -281,11 +281,11 @@ def test_parity_texts_file_errors_are_one_line(tmp_path, capsys):
     """``parity --texts FILE``: a line that is not JSON, or an object without "text", was a
     traceback (exit 1); now one line naming the file and the line, exit 2. The file is read as
     every other (a UTF-8 byte-order mark skipped)."""
-    from rmlprep.cli import _read_texts
+    from rmlprep.cli_text import read_texts
 
     f = tmp_path / "t.jsonl"
     f.write_bytes(b'\xef\xbb\xbf{"text": "a"}\n\n"b"\n{"text": "c"}\n')
-    assert _read_texts(str(f)) == ["a", "b", "c"]
+    assert read_texts(str(f)) == ["a", "b", "c"]
     for body, why in ((b'{"text": "a"}\n{"text": "b"\n', "line 2: not valid JSON"),
                       (b'{"txt": "a"}\n', 'line 1: an object without a "text" string')):
         f.write_bytes(body)

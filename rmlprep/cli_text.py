@@ -1,0 +1,82 @@
+"""What the command line reads as text: ``encode``'s stdin, ``chat``'s messages file, a
+template file given to ``chat --format`` / ``parity --chat``, and ``parity --texts``, all
+through one UTF-8 decoder (:func:`utf8_text`) that takes a file as the pipeline's readers do.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .errors import InputError, RmlprepError
+from .readers.jsonl import _BOM, _WIDE_BOMS
+
+__all__ = ["utf8_text", "stdin_text", "read_file_text", "read_texts"]
+
+
+def utf8_text(data: bytes, name: str, *, file: bool = True) -> str:
+    """``data`` (a file's bytes, or stdin's: ``file=False``) as UTF-8 text, as the pipeline's
+    readers take a file: a UTF-8 byte-order mark at byte 0 is skipped (it marks the encoding
+    and is no text; Windows editors write one, and the JSONL and CSV readers skip it at a file's
+    start); a UTF-16/32 byte-order mark and invalid UTF-8 are refused, naming the byte offset
+    in ``data`` (the locale's decoder turned them into U+FFFD and NUL tokens and gave ids for
+    text the user never had). The one decoder of ``encode``'s stdin, ``chat``'s messages file
+    and a template file given to ``chat --format`` / ``parity --chat``. Worked example:
+    ``b"\\xef\\xbb\\xbfcaf\\xe9"`` is refused at byte 6 (the mark's 3 bytes, then ``caf``).
+
+    Raises:
+        InputError: naming ``name``, the encoding or the byte offset, and the iconv line.
+    """
+    for bom, enc in _WIDE_BOMS:
+        if data.startswith(bom):
+            raise InputError(f"{name}{': the file' if file else ''} is {enc} (byte-order mark at byte 0); rmlprep "
+                             f"reads UTF-8: convert it with iconv -f {enc} -t UTF-8")
+    skip = len(_BOM) if data.startswith(_BOM) else 0
+    try:
+        return data[skip:].decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name}: byte {skip + e.start}: not valid UTF-8 ({e.reason}); rmlprep reads UTF-8 text "
+                         "(convert it with iconv -t UTF-8)") from None
+
+
+def stdin_text() -> str:
+    """Standard input as UTF-8 text (:func:`utf8_text`)."""
+    return utf8_text(sys.stdin.buffer.read(), "stdin", file=False)
+
+
+def read_file_text(path: str) -> str:
+    """A file's text (:func:`utf8_text`).
+
+    Raises:
+        RmlprepError: no such file (or it cannot be read).
+    """
+    try:
+        return utf8_text(Path(path).read_bytes(), path)
+    except FileNotFoundError:
+        raise RmlprepError(f"{path}: no such file") from None
+    except OSError as e:
+        raise RmlprepError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+def read_texts(path: str) -> list[str]:
+    """``parity --texts``: each non-blank line's ``"text"`` (a line holding another JSON value:
+    that value as ``str``), read as :func:`utf8_text` reads a file.
+
+    Raises:
+        RmlprepError: no such file; InputError: not UTF-8, or a line that is not JSON or an
+            object without ``"text"``, naming its line (1-based). It was a traceback.
+    """
+    out = []
+    for n, line in enumerate(read_file_text(path).split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise InputError(f"{path}: line {n}: not valid JSON ({e})") from None
+        if isinstance(obj, dict) and not isinstance(obj.get("text"), str):
+            raise InputError(f"{path}: line {n}: an object without a \"text\" string (--texts takes "
+                             "{\"text\": ...} lines)")
+        out.append(obj["text"] if isinstance(obj, dict) else str(obj))
+    return out
