@@ -360,15 +360,29 @@ class _MapFunction:
         """Refuse a batch by its column names before any row is read (a subclass's guard;
         :class:`~rmlprep.arrow.TokenizeChat`: a tools column it would not read)."""
 
+    #: the options naming the input columns the callable reads (one that is not set reads none)
+    _READ = ("column", "id_column", "tools_column", "system_column")
+
     def _call_one(self, example: Mapping, index: int | None):
         """One example (``datasets.map(fn)`` without ``batched=True``): tokenized as a batch of one
         row, returned as a dict of one value per column (``input_ids`` a 1-D numpy array,
         ``length`` an int), which is what ``datasets`` expects from an unbatched map function.
-        Arrow struct padding is left out by the row's table types, as in a batch (:func:`_values`)."""
+        Arrow struct padding is left out by the row's table types, as in a batch (:func:`_values`).
+        Only the columns the callable reads are formatted (all with ``keep_columns=True``); the
+        others keep their names (for :meth:`_check_names`) and no value: ``datasets`` formats a
+        LazyRow's column when it is read, which decodes an ``Image``/``Audio`` feature (Pillow,
+        a codec) that rmlprep never uses, and fails on one it cannot decode."""
         table = getattr(example, "pa_table", None)  # datasets' LazyRow: its one-row Arrow table
         types = table.schema if isinstance(table, pa.Table) else None
-        batch = {k: [drop_struct_nulls([v], types.field(k).type)[0] if types is not None and k in types.names
-                     else v] for k, v in example.items()}
+        read = None if self.keep_columns else {getattr(self, k, None) for k in self._READ}
+        batch = {}
+        for k in example.keys():
+            if read is not None and k not in read:
+                batch[k] = [None]  # named, never read
+                continue
+            v = example[k]
+            batch[k] = [drop_struct_nulls([v], types.field(k).type)[0] if types is not None and k in types.names
+                        else v]
         out = self(batch, None if index is None else [index], _one=True, _typed=types is not None)
         return {k: v[0] for k, v in out.items()}
 

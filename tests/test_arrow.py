@@ -822,6 +822,15 @@ def test_a_media_column_is_refused_as_the_sft_run_refuses_it(tok):
         assert ids_of(off(batch)["input_ids"]) == ids_of(alone)
         ds = datasets.Dataset.from_dict(batch).map(off, batched=True, load_from_cache_file=False)
         assert ds["input_ids"] == ids_of(alone)
+    # an Image feature (the Hugging Face vision sets) is decoded by datasets when a row's column
+    # is read: an unbatched map read every column, so an image it could not decode (or no
+    # Pillow) failed the map instead of the refusal, or of ignore_media=True's ids
+    ds = datasets.Dataset.from_dict({"messages": [conv], "image": [{"bytes": b"not a png", "path": "a.png"}]})
+    ds = ds.cast_column("image", datasets.Image())
+    with pytest.raises(ConfigError, match=r"^tokenize_chat: the batch has a column 'image' \(media"):
+        ds.map(fn, load_from_cache_file=False)
+    off = tokenize_chat(tok, "chatml", ignore_media=True)
+    assert ds.map(off, load_from_cache_file=False)["input_ids"] == ids_of(alone)
     images_as_messages = tokenize_chat(tok, "chatml", column="images")({"images": [conv]})["input_ids"]
     assert ids_of(images_as_messages) == ids_of(alone)
     # the default callable pickles as before (datasets' cache fingerprint unchanged)
