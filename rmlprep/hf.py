@@ -28,7 +28,7 @@ with ``parse_special=False`` (tokenizers' ``encode_special_tokens``); ``normaliz
 matched by their normalized content on the normalized text (a second pass), and decode from it;
 ``lstrip``/``rstrip`` take White_Space; ``single_word`` is refused. An id that ``model.vocab``
 leaves without a token (GPT-4o has 19) becomes an unreachable UNUSED placeholder, which ``decode``
-drops as tokenizers does (``decode_bytes`` gives its text).
+and ``decode_bytes`` drop as tokenizers' decode does.
 
 Decoding: the file's ``decoder`` (null, or any Sequence of ByteLevel, ByteFallback, Fuse, Strip,
 Replace, Metaspace, WordPiece, BPEDecoder and CTC steps, in the file's order) is kept in the spec's

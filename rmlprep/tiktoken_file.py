@@ -12,7 +12,8 @@ Special tokens are not in the file: they come from a known encoding name (``"gpt
 is read as fancy-regex reads it (tiktoken's engine: a bare ``$`` is the end of the text, see
 :func:`rmlprep.pretokenize.text_anchors`).
 Ids between the ranks and the specials that neither uses (cl100k's 100256, for example) are
-filled with ``UNUSED`` placeholders that no text encodes to.
+filled with ``UNUSED`` placeholders that no text encodes to and that decoding refuses
+(``TokenIdError``), as tiktoken's ``decode``/``decode_bytes`` raise ``KeyError`` for them.
 
 Source: tiktoken ``load.py`` (``load_tiktoken_bpe``), ``src/lib.rs`` (``byte_pair_merge``),
 ``tiktoken_ext/openai_public.py``; Meta ``llama3/tokenizer.py`` (special tokens).

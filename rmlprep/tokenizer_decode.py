@@ -47,6 +47,24 @@ class _Decoding:
     """The decoding methods of :class:`~rmlprep.tokenizer.Tokenizer`."""
 
     @functools.cached_property
+    def _gap_ids(self) -> frozenset[int]:
+        """Ids the tokenizer's file gives no token, held by an ``UNUSED`` placeholder: every
+        ``UNUSED`` id of a tokenizer.json spec (``decode_chain`` set; GPT-4o has 19), and the
+        ``"<unused N>"`` fillers of a tiktoken rank file (cl100k's 100256). SentencePiece and GGUF
+        ``UNUSED`` pieces are real tokens with text and are not gaps."""
+        from .spec import TokenType
+
+        unused = self._ids_of_types(TokenType.UNUSED)
+        if self.spec.decode_chain is not None:
+            return frozenset(unused)
+        vocab = self.spec.vocab
+        return frozenset(i for i in unused if vocab[i] == f"<unused {i}>")
+
+    def _gap(self, i: int) -> TokenIdError:
+        return TokenIdError(f"token id {i} has no token: the tokenizer's file leaves it unused (tiktoken's "
+                            "decode raises KeyError for it)")
+
+    @functools.cached_property
     def _chain_decoder(self) -> ChainDecoder | None:
         """The tables of a spec with a Hugging Face decoder chain (None without one)."""
         return ChainDecoder(self.spec) if self.spec.decode_chain is not None else None
@@ -55,14 +73,25 @@ class _Decoding:
         """Concatenate the raw bytes of ``ids`` (no prefix-space removal). Ids may be Python,
         numpy or pyarrow integers.
 
+        An id the tokenizer's file gives no token (:attr:`_gap_ids`) is dropped for a
+        tokenizer.json, as :meth:`decode` and ``tokenizers``' decode drop it, and refused for a
+        tiktoken rank file, as tiktoken's ``decode_bytes`` refuses it (``KeyError``).
+
         Raises:
-            TokenIdError: an id outside ``range(vocab_size)`` or not an integer (the message names it).
+            TokenIdError: an id outside ``range(vocab_size)``, a tiktoken file's unused id, or not
+                an integer (the message names it).
         """
         tb = self._bytes
         n = self._n
         skip = self._skip_ids if skip_special_tokens else ()
+        ids = _id_list(ids)
+        gaps = self._gap_ids
+        if gaps and not gaps.isdisjoint(ids):  # one pass in C; the loop below stays as it was
+            if self.spec.decode_chain is None:
+                raise self._gap(next(i for i in ids if i in gaps))
+            ids = [i for i in ids if i not in gaps]
         parts = []
-        for i in _id_list(ids):
+        for i in ids:
             if not 0 <= i < n:
                 raise TokenIdError(f"token id {i!r} is out of range for a vocab of {n} tokens")
             if i in skip:
@@ -162,6 +191,8 @@ class StreamDecoder:
             return self._sp.push(token_id)
         if self._chain is not None:
             return self._chain_push(token_id)
+        if token_id in tok._gap_ids:
+            raise tok._gap(token_id)  # tiktoken's refusal, as decode_bytes
         raw = tok._bytes[token_id]
         if not self._started:
             self._started = True

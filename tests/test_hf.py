@@ -718,3 +718,19 @@ def test_cut_added_parts_refuses_what_no_cut_gives_exactly():
     # the same texts in one part, or with both parts parsing, are cut
     assert tok.cut_added_parts([("x<|endof", True), ("text|>", True)]) == [("x", 0, 0), (50256, 0, 1)]
     assert tok.cut_added_parts([("cafe\u0301!", False)]) == [("caf\u00e9!", 0, 0)]
+
+
+def test_decode_bytes_drops_the_ids_gpt4o_gives_no_token_as_decode_does():
+    """GPT-4o's 19 ids without a token: ``tokenizers``' decode drops them, and so do rmlprep's
+    ``decode`` and (it gave their placeholder text) ``decode_bytes``. Expected: the reference's
+    decoding, on ids with every gap among ordinary tokens."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = _real("gpt-4o")
+    ref = tokenizers.Tokenizer.from_file(str(REAL / "hf" / "gpt-4o" / "tokenizer.json"))
+    gaps = [i for i in range(len(tok.spec.vocab)) if ref.id_to_token(i) is None]
+    assert len(gaps) == 19 and sorted(tok._gap_ids) == gaps
+    ids = [x for g in gaps for x in (g, 40, 3381)]
+    want = ref.decode(ids)
+    assert want and tok.decode(ids) == want and tok.decode_bytes(ids) == want.encode()
+    stream = tok.stream_decoder()
+    assert "".join(stream.push(i) for i in ids) + stream.flush() == want

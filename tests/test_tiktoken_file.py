@@ -405,3 +405,28 @@ def test_tiktoken_dollar_is_end_of_text():
     ranks |= {b"aa": 257, b"aab": 258}
     pos = tiktoken.Encoding(name="possessive", pat_str=r"a*+ab|a|b", mergeable_ranks=ranks, special_tokens={})
     assert pos.encode("aab") == [97, 97, 98]  # a*+ never gives an a back: three pieces
+
+
+def test_decoding_an_unused_id_is_refused_as_tiktoken_refuses_it(tmp_path):
+    """An id between the ranks and the specials that neither uses: tiktoken's ``decode`` and
+    ``decode_bytes`` raise ``KeyError`` ("Invalid token for decoding"), the same as for an id
+    out of range; rmlprep's gave the placeholder's text. Now each raises TokenIdError naming
+    the id; the ids around it decode as tiktoken decodes them."""
+    tiktoken = pytest.importorskip("tiktoken")
+    from rmlprep.errors import TokenIdError
+
+    p = _with_bytes(tmp_path, [b"ab"], ranks=[256])
+    spec = spec_from_tiktoken(p, pattern=WORDS, special_tokens={"<|y|>": 259})
+    tok = Tokenizer.create(spec)
+    ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
+    enc = tiktoken.Encoding("gap", pat_str=WORDS, mergeable_ranks=ranks, special_tokens={"<|y|>": 259})
+    for gap in (257, 258):
+        for ref in (enc.decode, enc.decode_bytes):
+            with pytest.raises(KeyError, match=f"Invalid token for decoding: {gap}"):
+                ref([97, gap])
+        for ours in (tok.decode, tok.decode_bytes):
+            with pytest.raises(TokenIdError, match=f"^token id {gap} has no token"):
+                ours([97, gap])
+        with pytest.raises(TokenIdError, match=f"^token id {gap} has no token"):
+            tok.stream_decoder().push(gap)
+    assert tok.decode_bytes([256, 259, 98]) == enc.decode_bytes([256, 259, 98]) == b"ab<|y|>b"
