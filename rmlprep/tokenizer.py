@@ -278,7 +278,15 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
             parse_special: cut control and user-defined token text out as their ids
                 (Hugging Face's default; tiktoken ``allowed_special="all"``). ``False`` encodes
                 such text as plain text (tiktoken ``encode_ordinary``), except user-defined
-                tokens of a spec with ``parse_user_defined_always`` (sentencepiece).
+                tokens of a spec with ``parse_user_defined_always`` (sentencepiece). The
+                default is the same for every file format, so switching a model's
+                tokenizer.json for its ``.model`` never switches parsing on or off. For a
+                SentencePiece ``.model`` the reference is sentencepiece, whose ``encode`` never
+                parses control pieces (``"<s>"`` is text): its ids are ``parse_special=False``
+                (the run config's ``tokenizer.parse_special`` and :func:`rmlprep.tokenize_text`
+                default to that). With ``True`` a ``.model`` cuts ``"<s>"`` out after
+                sentencepiece's dummy prefix (``"<s>Hi"`` is ``▁``, ``<s>``, ``Hi``), ids that
+                neither sentencepiece nor transformers (which drops that ``▁``) gives.
         Returns:
             list of int ids, each in ``range(vocab_size)``.
         """

@@ -490,3 +490,22 @@ def test_truncated_real_model(tmp_path):
                 assert "at byte" in str(e)
         else:
             pytest.fail(f"cut at {cut} of {len(data)} bytes loaded")
+
+
+def test_bare_model_parses_special_text_only_when_asked():
+    """The decision ``Tokenizer.encode``'s docstring records: ``parse_special`` defaults to True
+    for every format; a bare ``.model``'s reference, sentencepiece, never parses control
+    pieces, and its ids are ``parse_special=False``. Expected: sentencepiece's own ids (Llama 2)
+    for text holding "<s>" and "</s>"; with the default, the docstring's worked example
+    (``"<s>Hi"`` is ``▁``, ``<s>``, ``Hi``: the dummy prefix, then the cut control piece)."""
+    spm = pytest.importorskip("sentencepiece")
+    path = REAL / "llama2" / "tokenizer.model"
+    if not path.is_file():
+        pytest.skip(f"{path} {_MISSING}")
+    import rmlprep
+
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    tok = rmlprep.load_tokenizer(path)
+    for text in ("<s>Hi", "a</s> <s>b", "<s>"):
+        assert tok.encode(text, parse_special=False) == sp.encode(text)
+    assert [sp.id_to_piece(i) for i in tok.encode("<s>Hi")] == ["\u2581", "<s>", "Hi"]
