@@ -283,3 +283,18 @@ def test_fuse_unk_is_per_pre_tokenized_word(tmp_path, variant):
         assert [t.encode(x) for x in texts] == expected, "native" if t._native else "pure"
         flat, offsets = encode_batch_flat(t, texts)
         assert [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))] == expected
+
+
+def test_fuse_unk_fixture_has_not_drifted(tmp_path, monkeypatch):
+    """tools/make_fuse_unk_fixtures.py rerun with the installed tokenizers writes the committed
+    fixtures/fuse_unk.json again (a newer tokenizers that fused otherwise would show here)."""
+    import sys
+
+    from tools import make_fuse_unk_fixtures
+
+    if _FUSE["reference"] != f"tokenizers {tokenizers.__version__}":
+        pytest.skip(f"the fixture was made with {_FUSE['reference']}, this is tokenizers {tokenizers.__version__}")
+    out = tmp_path / "fuse_unk.json"
+    monkeypatch.setattr(sys, "argv", ["make_fuse_unk_fixtures.py", "--out", str(out)])
+    make_fuse_unk_fixtures.main()
+    assert json.loads(out.read_text(encoding="utf-8")) == _FUSE
