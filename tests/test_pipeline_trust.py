@@ -394,6 +394,43 @@ def test_overwrite_that_fails_puts_the_other_config_s_folder_back(tmp_path):
     assert_consistent(out, m)
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_setting_aside_never_leaves_the_manifest_beside_fewer_shards(tmp_path, monkeypatch, overwrite):
+    """The set-aside moved the unit files first and the reports last: a move that failed half
+    way (a store's copy, a folder it cannot create) left manifest.json in place naming
+    train-00000.parquet, whose files the failed run then dropped (the manifest not set aside,
+    the previous folder did not count as complete), so ``datasets`` loaded 7 of 8 shards of a
+    folder that read as complete; a SIGKILL between the moves left the same. The manifest is set
+    aside first, and a move that fails puts back what was moved: the folder is as it was. At
+    every move the folder either has no manifest or holds every shard it names."""
+    from rmlprep.errors import OutputError
+
+    inp = tmp_path / "c.jsonl"
+    inp.write_bytes(b"".join(lines(80)))
+    out = tmp_path / "o"
+    cfg = make_cfg(inp, out)
+    run(cfg, log=quiet)
+    before = everything(out)
+    inp.write_bytes(b"".join(lines(80, start=5)))  # every unit changes
+    real = OutputFolder.move
+    calls = []
+
+    def move(self, name, to):
+        if (out / "manifest.json").exists():
+            named = {s["shard"] for s in json.loads((out / "manifest.json").read_text())["shards"]}
+            assert named <= {p.name for p in out.glob("train-*.parquet")}
+        calls.append(name)
+        if len(calls) == 4:
+            raise OutputError(f"cannot move {name}")
+        real(self, name, to)
+
+    monkeypatch.setattr(OutputFolder, "move", move)
+    with pytest.raises(OutputError, match="cannot move"):
+        run(make_cfg(inp, out, seq_len=64) if overwrite else cfg, overwrite=overwrite, log=quiet)
+    monkeypatch.setattr(OutputFolder, "move", real)
+    assert everything(out) == before
+
+
 def test_a_stopped_rerun_keeps_its_done_units_and_the_next_resumes(tmp_path, monkeypatch):
     """Ctrl-C (or SIGTERM) is not a failure: the units the rerun finished stay (the README's
     "the done units stay and --resume continues"), the files it set aside are dropped, and the

@@ -38,7 +38,7 @@ from ..errors import ConfigError, OutputError
 from ..shards import LEGACY_SHARD_GLOB, shard_name
 from .config_diff import config_change
 from .output import LOCK_NAME, REPORT_FILES, UNIT_GLOBS, OutputFolder
-from .previous import set_aside, set_aside_reports
+from .previous import set_aside_all
 
 __all__ = ["OWNER_NAME", "check_owner", "claim", "check_shards", "rmlprep_name"]
 
@@ -176,9 +176,6 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
             + "); pass --overwrite to replace them or choose another --output"
         )
     if overwrite:  # set aside, not removed: a run that then fails puts them back (driver._put_back)
-        names = [n for g in UNIT_GLOBS for n in out.list(g)]
-        for name in sorted(names, key=lambda n: not n.endswith(".done.json")):  # markers first
-            set_aside(out, name)
-        set_aside_reports(out)
+        set_aside_all(out, [n for g in UNIT_GLOBS for n in out.list(g)], reports=True)  # the manifest first
     out.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
     return empty

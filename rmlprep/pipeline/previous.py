@@ -20,9 +20,12 @@ hidden, so ``datasets`` never reads it; renames on a disk, server-side moves on 
 
 from __future__ import annotations
 
+from contextlib import suppress
+
+from ..errors import OutputError
 from .output import PREVIOUS, REPORT_FILES, UNIT_GLOBS, OutputFolder
 
-__all__ = ["sweep", "set_aside", "set_aside_reports", "previous_complete", "restore_previous",
+__all__ = ["sweep", "set_aside", "set_aside_all", "previous_complete", "restore_previous",
            "discard_previous"]
 
 
@@ -33,23 +36,49 @@ def _markers_first(names: list[str]) -> list[str]:
 def sweep(out: OutputFolder, keep: set[int], redo: set[int]) -> list[str]:
     """Make the folder hold nothing stale before units are (re)done: set aside every file of a
     unit not in ``keep`` (not in the plan: the input shrank, or the plan changed) or in ``redo``,
-    markers first, and the previous run's reports when anything is set aside or redone. A redone
-    unit's shard goes too: were the redo interrupted, a shard of the old input left in the folder
-    would be loaded by ``datasets`` beside the new ones, with no marker to say so.
+    and the previous run's reports when anything is set aside or redone, reports first
+    (:func:`set_aside_all`). A redone unit's shard goes too: were the redo interrupted, a shard
+    of the old input left in the folder would be loaded by ``datasets`` beside the new ones, with
+    no marker to say so.
+
+    Returns:
+        the names set aside.
+    Raises:
+        OutputError: a file cannot be moved (what was moved is moved back first).
+    """
+    names = [name for index, files in sorted(out.unit_files().items())
+             if index not in keep or index in redo for name in files]
+    return set_aside_all(out, names, reports=bool(names or redo))
+
+
+def set_aside_all(out: OutputFolder, names: list[str], *, reports: bool) -> list[str]:
+    """Set aside the reports (when ``reports``; ``manifest.json`` first), then the unit files
+    ``names`` (markers first). The manifest goes first so that no moment, a SIGKILL's included,
+    leaves it beside fewer shards than it names: a folder with a manifest reads as complete. A
+    move that fails puts back what this call moved, in reverse order (``manifest.json`` last),
+    so the folder is as it was; should that fail too, the set-aside manifest is dropped, so that
+    nothing puts it back over a folder missing its shards.
 
     Returns:
         the names set aside.
     Raises:
         OutputError: a file cannot be moved.
     """
+    order = [n for n in sorted(REPORT_FILES, key=lambda n: n != "manifest.json") if reports and out.exists(n)]
+    order += _markers_first(names)
     moved: list[str] = []
-    for index, names in sorted(out.unit_files().items()):
-        if index not in keep or index in redo:
-            for name in _markers_first(names):
-                set_aside(out, name)
-                moved.append(name)
-    if moved or redo:
-        moved += set_aside_reports(out)
+    try:
+        for name in order:
+            set_aside(out, name)
+            moved.append(name)
+    except OutputError:
+        try:
+            for name in reversed(moved):
+                out.move(f"{PREVIOUS}/{name}", name)
+        except OutputError:
+            with suppress(OutputError):
+                out.remove(f"{PREVIOUS}/manifest.json")
+        raise
     return moved
 
 
@@ -61,17 +90,6 @@ def set_aside(out: OutputFolder, name: str) -> None:
         OutputError: it cannot be moved.
     """
     out.move(name, f"{PREVIOUS}/{name}")
-
-
-def set_aside_reports(out: OutputFolder) -> list[str]:
-    """Set aside the previous run's reports (``manifest.json`` first: no commit point is left
-    beside fewer reports). Returns the names moved."""
-    moved = []
-    for name in sorted(REPORT_FILES, key=lambda n: n != "manifest.json"):
-        if out.exists(name):
-            set_aside(out, name)
-            moved.append(name)
-    return moved
 
 
 def _previous_files(out: OutputFolder) -> list[str]:
