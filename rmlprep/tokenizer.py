@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import operator
 import os
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -40,6 +39,7 @@ from .segment import make_normalizer, prefix_spaces, replace_lone_surrogates
 from .spec import BYTE_LEVEL, TokenizerSpec, TokenType, _known_fingerprint, _remember_fingerprint
 from .tokenizer_build import (  # noqa: F401 (_merge_ids is re-exported: the load cache names it here)
     _merge_ids,
+    sp_split_ok,
     _token_bytes,
     _validate,
 )
@@ -122,16 +122,7 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
             if spec.byte_fallback:
                 for b in range(256):
                     self._fallback_ids[b] = self._tok2id.get(f"<0x{b:02X}>")
-            # a SentencePiece segment may be split into words before each "▁" that follows a
-            # non-"▁" character, unless a token proves a merge could cross there.
-            # fuse_unk fuses per piece (tokenizers' word): those split words are no pieces of the
-            # reference, so they are kept only when "▁" is a known symbol, never an unknown
-            # character fused with an unknown one before it
-            space = self._tok2id.get(_SPACE)
-            self._sp_split_ok = not any(
-                _SPACE in t[1:] and re.search(f"[^{_SPACE}]{_SPACE}", t) for t in spec.vocab
-            ) and not (spec.fuse_unk and spec.unk_id is not None and not spec.byte_fallback
-                       and (space is None or self._types[space] in (TokenType.CONTROL, TokenType.UNUSED)))
+            self._sp_split_ok = sp_split_ok(spec, self._tok2id)
         # NFC/NFKC: a native quick check, unicodedata.normalize only on the spans it flags
         self._normalize = make_normalizer(spec.normalizers, native.normalization_suspects() if _USE_NATIVE else None)
         self._build_added_tokens()
@@ -278,15 +269,13 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
             parse_special: cut control and user-defined token text out as their ids
                 (Hugging Face's default; tiktoken ``allowed_special="all"``). ``False`` encodes
                 such text as plain text (tiktoken ``encode_ordinary``), except user-defined
-                tokens of a spec with ``parse_user_defined_always`` (sentencepiece). The
-                default is the same for every file format, so switching a model's
-                tokenizer.json for its ``.model`` never switches parsing on or off. For a
-                SentencePiece ``.model`` the reference is sentencepiece, whose ``encode`` never
-                parses control pieces (``"<s>"`` is text): its ids are ``parse_special=False``
-                (the run config's ``tokenizer.parse_special`` and :func:`rmlprep.tokenize_text`
-                default to that). With ``True`` a ``.model`` cuts ``"<s>"`` out after
-                sentencepiece's dummy prefix (``"<s>Hi"`` is ``▁``, ``<s>``, ``Hi``), ids that
-                neither sentencepiece nor transformers (which drops that ``▁``) gives.
+                tokens of a spec with ``parse_user_defined_always`` (sentencepiece). The default
+                is the same for every format (swapping a tokenizer.json for its ``.model`` never
+                switches parsing). sentencepiece's ``encode`` reads control pieces as text:
+                its ids are ``parse_special=False``, the default of the run config's
+                ``tokenizer.parse_special`` and of :func:`rmlprep.tokenize_text`. With ``True`` a
+                ``.model`` cuts ``"<s>"`` out after the dummy prefix (``"<s>Hi"`` is ``▁``,
+                ``<s>``, ``Hi``): ids neither sentencepiece nor transformers (no ``▁``) gives.
         Returns:
             list of int ids, each in ``range(vocab_size)``.
         """

@@ -306,6 +306,22 @@ _WORD_BOUNDARY = re.compile(f"(?<=[^{_SPACE}])(?={_SPACE})")
 _BEFORE_SPACE = re.compile(f"(?={_SPACE})")
 
 
+def sp_split_ok(spec: TokenizerSpec, t2i: dict[str, int]) -> bool:
+    """Whether a SentencePiece segment may be cut into words before each "▁" that follows a
+    non-"▁" character (a speed-up; the ids are the same as encoding the segment whole).
+
+    True unless a token proves a merge could cross such a cut (a token with "▁" after another
+    character), or fuse_unk (without byte fallback) would see the cut words as pieces:
+    tokenizers fuses unknowns per pre-tokenized word, so the words are kept only when "▁" is a
+    known symbol, never an unknown character fused with an unknown one before it.
+    """
+    if any(_SPACE in t[1:] and re.search(f"[^{_SPACE}]{_SPACE}", t) for t in spec.vocab):
+        return False
+    space = t2i.get(_SPACE)
+    return not (spec.fuse_unk and spec.unk_id is not None and not spec.byte_fallback
+                and (space is None or spec.token_types[space] in (TokenType.CONTROL, TokenType.UNUSED)))
+
+
 def _split_words(text: str) -> list[str]:
     """Split before each "▁" that follows a non-"▁" character."""
     return _WORD_BOUNDARY.split(text)
