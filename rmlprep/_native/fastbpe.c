@@ -467,7 +467,7 @@ typedef struct Encoder {
                            byte b1 to one starting with b2; NULL: pieces are never cut (resolve_parts) */
     WholeMap whole;
     CpMap cps;
-    Py_ssize_t n_vocab; /* ids below this are in the int table (ints_reserve) */
+    Py_ssize_t n_ids; /* every id the Encoder writes is below this, and in the int table (ints_reserve) */
     Slot slots[N_SLOTS];
 } Encoder;
 
@@ -1717,33 +1717,13 @@ static int ints_reserve(Py_ssize_t n)
     return 0;
 }
 
-/* Whether a result list took a reference on the int of id t. */
-static inline int holds_ref(uint32_t t, uint32_t nv)
-{
-#ifdef INTS_PIN
-    return t >= nv;
-#else
-    (void)nv;
-    return 1;
-#endif
-}
-
-/* The int of id t: the table's (without a reference when pinned), else a new one; NULL: no memory. */
-static inline PyObject *id_object(PyObject **ints, uint32_t t, uint32_t nv)
-{
-    if (t < nv) {
-        PyObject *x = ints[t];
-        if (holds_ref(t, nv))
-            Py_INCREF(x);
-        return x;
-    }
-    return PyLong_FromUnsignedLong(t);
-}
-
-/* A list of the ids (the GIL held). Its item array is written once, from the front: PyList_New
- * would first zero it (a calloc: a second pass over up to 8 bytes per id). */
+/* A list of the ids (the GIL held). Every id an Encoder writes is below its n_ids (Encoder_new),
+ * so each item is the table's int: no test per id, no int made, nothing that can fail after the
+ * item array is allocated. Its item array is written once, from the front: PyList_New would
+ * first zero it (a calloc: a second pass over up to 8 bytes per id). */
 static PyObject *ids_to_list(Encoder *E, const IdVec *o)
 {
+    (void)E;
     Py_ssize_t n = (Py_ssize_t)o->n;
 #ifdef Py_GIL_DISABLED
     /* The free-threaded build keeps a list's capacity in a header before its items, so the item
@@ -1770,21 +1750,28 @@ static PyObject *ids_to_list(Encoder *E, const IdVec *o)
         return PyErr_NoMemory();
     }
 #endif
-    PyObject **ints = g_ints;
+    PyObject *const *ints = g_ints;
     const uint32_t *v = o->v;
-    uint32_t nv = (uint32_t)E->n_vocab;
-    /* the table is read at random (1.6 MB of pointers at 200k ids): each id's int is requested 16
-     * ids ahead, in a loop of its own so the ids of the tail cost no test of the look-ahead */
+    /* the table is read at random (1.6 MB of pointers at 200k ids): each id's slot is requested 16
+     * ids ahead, in a loop of its own so the ids of the tail cost no test of the look-ahead. With
+     * pinned ints (INTS_PIN) an item is the table's pointer and nothing else is touched. */
     Py_ssize_t i = 0;
-    for (; i + 16 < n; i++) {
-        uint32_t ahead = v[i + 16];
-        __builtin_prefetch(&ints[ahead < nv ? ahead : 0]);
-        if ((items[i] = id_object(ints, v[i], nv)) == NULL)
-            goto fail;
+    for (; i + 20 <= n; i += 4) { /* four at a time: the loop's own test and step once per four */
+        for (int q = 0; q < 4; q++)
+            __builtin_prefetch(&ints[v[i + 16 + q]]);
+        for (int q = 0; q < 4; q++) {
+            items[i + q] = ints[v[i + q]];
+#ifndef INTS_PIN
+            Py_INCREF(items[i + q]);
+#endif
+        }
     }
-    for (; i < n; i++)
-        if ((items[i] = id_object(ints, v[i], nv)) == NULL)
-            goto fail;
+    for (; i < n; i++) {
+        items[i] = ints[v[i]];
+#ifndef INTS_PIN
+        Py_INCREF(items[i]);
+#endif
+    }
 #ifndef Py_GIL_DISABLED
     PyListObject *l = (PyListObject *)list;
     l->ob_item = items;
@@ -1792,17 +1779,6 @@ static PyObject *ids_to_list(Encoder *E, const IdVec *o)
     Py_SET_SIZE(list, n);
 #endif
     return list;
-fail:
-#ifdef Py_GIL_DISABLED
-    Py_DECREF(list); /* its items are references or NULL */
-#else
-    while (i-- > 0) /* release the references taken */
-        if (holds_ref(v[i], nv))
-            Py_DECREF(items[i]);
-    PyMem_Free(items);
-    Py_DECREF(list);
-#endif
-    return NULL;
 }
 
 static int ready_str(PyObject *s)
@@ -3185,9 +3161,21 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         if (build_joinable(E, vocab_keys, u2b, vocab_size) < 0)
             goto fail;
     }
-    if (ints_reserve(vocab_size) < 0)
+    /* every id written is below n_ids: merged and whole-token ids are checked against the vocabulary
+     * (build_vocab), the byte, fallback and unk ids are counted here (ids_to_list reads the int
+     * table without a test) */
+    Py_ssize_t n_ids = vocab_size;
+    for (int b = 0; b < 256; b++) {
+        if (E->byte_ids[b] >= n_ids)
+            n_ids = (Py_ssize_t)E->byte_ids[b] + 1;
+        if (E->fallback_ids[b] >= n_ids)
+            n_ids = (Py_ssize_t)E->fallback_ids[b] + 1;
+    }
+    if (E->unk_id >= n_ids)
+        n_ids = (Py_ssize_t)E->unk_id + 1;
+    if (ints_reserve(n_ids) < 0)
         goto fail;
-    E->n_vocab = vocab_size;
+    E->n_ids = n_ids;
     return (PyObject *)E;
 fail:
     Py_DECREF(E);
