@@ -80,6 +80,7 @@
 #define CACHE_KEYS_MAX (16u << 20) /* bytes of long keys */
 #define CACHE_VALS_MAX (4u << 20)  /* ids of long id lists */
 #define INLINE_IDS 3
+#define ARENA_PAD 8                /* ids of room past the piece cache's id arena (copy_ids8) */
 #define FRONT_BITS 13              /* front cache: 8192 entries, 256 KB */
 #define USED 0x8000u               /* CEntry.nids flag: hit since the last sweep */
 #define SMALL_WORD 48              /* symbols; up to this the merge loop scans instead of a heap */
@@ -856,7 +857,7 @@ static void cache_sweep(Cache *c)
                 c->kn += e.klen;
             }
             if (e.nids > INLINE_IDS) {
-                if (grow((void **)&c->vals, &c->vcap, c->vn + e.nids, 4) < 0)
+                if (grow((void **)&c->vals, &c->vcap, c->vn + e.nids + ARENA_PAD, 4) < 0)
                     continue;
                 memcpy(c->vals + c->vn, ovals + e.ids[0], (size_t)e.nids * 4);
                 e.ids[0] = (uint32_t)c->vn;
@@ -925,7 +926,7 @@ static inline __attribute__((always_inline)) void cache_put(Cache *c, uint64_t h
         memset(e.ids, 0, sizeof(e.ids));
         memcpy(e.ids, ids, m * 4);
     } else {
-        if (grow((void **)&c->vals, &c->vcap, c->vn + m, 4) < 0)
+        if (grow((void **)&c->vals, &c->vcap, c->vn + m + ARENA_PAD, 4) < 0)
             return;
         memcpy(c->vals + c->vn, ids, m * 4);
         e.ids[0] = (uint32_t)c->vn;
@@ -1503,6 +1504,17 @@ static long resolve_sentencepiece(Ctx *x, const uint8_t *p, size_t n, uint64_t h
 /* ---------------------------------------------------------------------------------------- */
 /* pieces: batched, hashed and prefetched, then looked up or resolved */
 
+/* Ids of a cached piece kept in the arena: copied 8 at a time (the arena and every id vector a
+ * flush writes keep ARENA_PAD ids of room past their end, so the last step may overrun). */
+static inline void copy_ids8(uint32_t *dst, const uint32_t *src, size_t m)
+{
+    for (size_t q = 0; q < m; q += 8)
+        memcpy(dst + q, src + q, 32);
+}
+
+#define FN_NONE 0xFFFF  /* fn[i]: not answered in phase 1 */
+#define FN_ARENA 0x8000 /* fn[i]: m | FN_ARENA, the ids at vals + fid[i][0] */
+
 static int flush(Ctx *x)
 {
     const Encoder *E = x->E;
@@ -1511,52 +1523,82 @@ static int flush(Ctx *x)
     if (np == 0)
         return 0;
     const uint8_t *t = x->text;
-    size_t need = INLINE_IDS + 1;
-    for (size_t i = 0; i < np; i++)
-        need += x->span[i].n;
+    /* the spans are in text order and do not overlap: their bytes bound their ids */
+    size_t need = x->span[np - 1].a + x->span[np - 1].n - x->span[0].a + INLINE_IDS + ARENA_PAD;
     if (reserve_out(x->out, need) < 0)
         return -1;
     Cache *c = x->slot ? &x->slot->cache : NULL;
     int byte_level = E->kind == KIND_BYTE_LEVEL;
-    /* phase 1: keys, hashes; a front hit with inline ids is copied here (fid, fn), a front miss
-     * prefetches its table slot. (Phase 2 cannot reread the front: its puts may overwrite it.) */
+    /* phase 1: keys, hashes and the front. A front hit (or a one-byte piece) is answered here: its
+     * ids written out at once while every piece before it was answered too (`done`, so a pass
+     * whose pieces are all cached never reaches phase 2), else kept for phase 2 (fid, fn: inline
+     * ids, or an arena entry's offset, valid while no sweep compacts the arena). A front miss
+     * prefetches its table slot. Phase 2 cannot reread the front: its puts may overwrite it. */
     uint32_t fid[BATCH][INLINE_IDS];
-    uint8_t fn[BATCH];
+    uint16_t fn[BATCH];
     int probe = c && c->tab && c->front; /* phase 1 puts nothing: tested once */
-    for (size_t i = 0; i < np; i++) {
-        size_t a = x->span[i].a, n = x->span[i].n;
-        fn[i] = 0xFF;
-        if (n == 1 && byte_level)
-            continue;
-        uint64_t h = hash_key(t + a, n, a + SHORT_KEY <= x->readable, &x->k0[i], &x->k1[i]);
-        x->kh[i] = h;
-        if (!probe || n > CACHE_KEY_MAX)
-            continue;
-        const CEntry *f = front_slot(c, h);
-        if (!entry_is(c, f, h, t + a, n, x->k0[i], x->k1[i])) {
-            __builtin_prefetch(&c->tab[(size_t)h & c->mask]);
-        } else if ((f->nids & ~USED) <= INLINE_IDS) {
-            memcpy(fid[i], f->ids, sizeof(f->ids));
-            fn[i] = (uint8_t)(f->nids & ~USED);
-        }
-    }
-    /* phase 2: look up, else resolve and remember */
+    const CEntry *front = probe ? c->front : NULL;
+    const uint32_t *vals = probe ? c->vals : NULL;
+    uint64_t sweeps = probe ? c->sweeps : 0;
     uint32_t *o = x->out->v + x->out->n;
+    size_t done = 0;
     for (size_t i = 0; i < np; i++) {
         size_t a = x->span[i].a, n = x->span[i].n;
-        const uint8_t *p = t + a;
-        if (fn[i] != 0xFF) { /* a front hit of phase 1 */
-            memcpy(o, fid[i], sizeof(fid[i]));
-            o += fn[i];
-            continue;
-        }
+        fn[i] = FN_NONE;
         if (n == 1 && byte_level) { /* one byte: its symbol is the answer */
-            int32_t id = E->byte_ids[p[0]];
+            int32_t id = E->byte_ids[t[a]];
             if (id < 0)
                 id = E->unk_id;
-            if (id >= 0)
-                *o++ = (uint32_t)id;
-            continue;
+            fid[i][0] = (uint32_t)id;
+            fn[i] = id >= 0;
+        } else {
+            uint64_t h = hash_key(t + a, n, a + SHORT_KEY <= x->readable, &x->k0[i], &x->k1[i]);
+            x->kh[i] = h;
+            if (!probe || n > CACHE_KEY_MAX)
+                continue;
+            const CEntry *f = &front[h >> (64 - FRONT_BITS)];
+            if (!entry_is(c, f, h, t + a, n, x->k0[i], x->k1[i])) {
+                __builtin_prefetch(&c->tab[(size_t)h & c->mask]);
+                continue;
+            }
+            size_t m = f->nids & ~USED;
+            if (m <= INLINE_IDS) {
+                memcpy(fid[i], f->ids, sizeof(f->ids));
+                fn[i] = (uint16_t)m;
+            } else {
+                fid[i][0] = f->ids[0];
+                fn[i] = (uint16_t)(m | FN_ARENA);
+            }
+        }
+        if (done == i) { /* every piece before this one is out: write it now */
+            if (fn[i] & FN_ARENA) {
+                size_t m = fn[i] & ~FN_ARENA;
+                copy_ids8(o, vals + fid[i][0], m);
+                o += m;
+            } else {
+                memcpy(o, fid[i], sizeof(fid[i]));
+                o += fn[i];
+            }
+            done++;
+        }
+    }
+    /* phase 2: the rest, from the first piece phase 1 could not answer: look up, else resolve and
+     * remember */
+    for (size_t i = done; i < np; i++) {
+        size_t a = x->span[i].a, n = x->span[i].n;
+        const uint8_t *p = t + a;
+        if (fn[i] != FN_NONE) { /* answered in phase 1 */
+            if (!(fn[i] & FN_ARENA)) {
+                memcpy(o, fid[i], sizeof(fid[i]));
+                o += fn[i];
+                continue;
+            }
+            if (c->sweeps == sweeps) { /* the arena offset still holds (it may have moved: c->vals) */
+                size_t m = fn[i] & ~FN_ARENA;
+                copy_ids8(o, c->vals + fid[i][0], m);
+                o += m;
+                continue;
+            }
         }
         int cacheable = c && n <= CACHE_KEY_MAX;
         if (cacheable && c->tab) {
