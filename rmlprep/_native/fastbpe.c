@@ -605,6 +605,24 @@ static inline void put_cp(uint8_t **o, uint8_t **k, uint32_t c, int sp)
     }
 }
 
+/* Code points below U+0800 (ASCII, Latin-1, Latin Extended, Greek, Cyrillic, Armenian, Hebrew,
+ * Arabic, ...): the UTF-8 bytes (one or two) in bits 0-15, the class twice in bits 16-31, the
+ * length from bit 32 (filled at import). 16 KB. */
+static uint64_t U2_TAB[0x800];
+
+/* A byte-level code point below U+0800 to UTF-8 at *o and its class on each byte at *k, without a
+ * branch: both 2-byte stores are made whatever the length (the buffers have PAD bytes of room). */
+static inline void put_small(uint8_t **o, uint8_t **k, uint32_t c)
+{
+    uint64_t e = U2_TAB[c];
+    uint16_t u = (uint16_t)e, w = (uint16_t)(e >> 16);
+    memcpy(*o, &u, 2);
+    memcpy(*k, &w, 2);
+    size_t l = (size_t)(e >> 32);
+    *o += l;
+    *k += l;
+}
+
 static inline int has_space8(uint64_t v) /* a 0x20 byte among 8 ASCII bytes */
 {
     uint64_t x = v ^ 0x2020202020202020ULL;
@@ -635,10 +653,14 @@ static inline __attribute__((always_inline)) size_t to_utf8_1(const uint8_t *s, 
                 continue;
             }
             for (size_t e = i + 16; i < e; i++) /* a non-ASCII one among them: the 16 one by one */
-                put_cp(&o, &k, s[i], sp);
+                put_small(&o, &k, s[i]);
             continue;
         }
 #endif
+        if (k) { /* byte-level, the last characters (or no SSE2) */
+            put_small(&o, &k, s[i++]);
+            continue;
+        }
         if (i + 8 <= n) {
             uint64_t v;
             memcpy(&v, s + i, 8);
@@ -677,11 +699,19 @@ static inline __attribute__((always_inline)) size_t to_utf8_2(const uint16_t *s,
                 i += 16;
                 continue;
             }
-            for (size_t e = i + 16; i < e; i++) /* a non-ASCII one among them: the 16 one by one */
-                put_cp(&o, &k, s[i], sp);
+            for (size_t e = i + 16; i < e; i++) { /* a non-ASCII one among them: the 16 one by one */
+                if (s[i] < 0x800)
+                    put_small(&o, &k, s[i]);
+                else
+                    put_cp(&o, &k, s[i], sp);
+            }
             continue;
         }
 #endif
+        if (k && s[i] < 0x800) { /* byte-level, the last characters (or no SSE2) */
+            put_small(&o, &k, s[i++]);
+            continue;
+        }
         if (i + 4 <= n) {
             uint64_t v;
             memcpy(&v, s + i, 8);
@@ -3544,6 +3574,12 @@ PyMODINIT_FUNC PyInit__fastbpe(void)
 {
     for (uint32_t c = 0; c < 128; c++)
         ASCII_CLS[c] = (uint8_t)cls_cp(c);
+    for (uint32_t c = 0; c < 0x800; c++) {
+        uint8_t b[4];
+        put_utf8(b, c);
+        U2_TAB[c] = (c < 0x80 ? c : (uint32_t)b[0] | (uint32_t)b[1] << 8) | (cls_cp(c) & 0xFF) * 0x01010000u |
+                    (uint64_t)(c < 0x80 ? 1 : 2) << 32;
+    }
     for (int i = 0; i < 256; i++) {
         LINK_NEXT[i] = (uint8_t)(i + 1);
         LINK_PREV[i] = (uint8_t)(i - 1);
