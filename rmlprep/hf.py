@@ -253,7 +253,7 @@ def spec_from_tokenizer_json(
             flags.append(f)
 
     pp_before, pp_after = r.post_processor(index)
-    strip, decode_chain = r.decoder()
+    decode_chain = r.decoder()
 
     cfg = config or {}
 
@@ -317,7 +317,6 @@ def spec_from_tokenizer_json(
         ignore_merges=model["ignore_merges"],
         fuse_unk=model["fuse_unk"],
         added_token_flags=tuple(flags),
-        decode_strip_prefix=strip,
         decode_chain=decode_chain,
         parse_user_defined_always=True,  # non-special added tokens are matched with parse_special=False
         unparsed_specials="pass_over",  # tokenizers' encode_special_tokens reads special ones as text

@@ -355,31 +355,22 @@ class _Reader:
         return before, after
 
     # -- decoder ---------------------------------------------------------------------------
-    def decoder(self) -> tuple[str, tuple[tuple[Any, ...], ...]]:
-        """The decoder chain, as ``(decode_strip_prefix, decode_chain)``.
+    def decoder(self) -> tuple[tuple[Any, ...], ...]:
+        """The decoder chain (a spec's ``decode_chain``).
 
         ``decode_chain`` holds one step per component, Sequences flattened (``Sequence`` runs
         its steps in order, so the flat list decodes alike); :mod:`rmlprep.hf_decode` runs it
         and lists the steps. A component rmlprep does not reproduce exactly (a ``Regex``
         Replace, an unknown type, a field tokenizers itself would refuse to read) becomes a
         ``("Refuse", message)`` step naming its JSON path: decoding raises, loading and encoding
-        do not. ``decode_strip_prefix`` is what the older decode path would take from the chain;
-        with ``decode_chain`` set it is not used.
+        do not. (A spec with a ``decode_chain`` decodes by it alone: its ``decode_strip_prefix``
+        stays ``"none"``.)
 
         Raises:
             LoaderError: a component that is not an object or has no ``type`` string.
         """
-        strip = "none"
-        steps: list[tuple[Any, ...]] = []
-        for node, jp in self.flatten(self.data.get("decoder"), "decoder", "decoders"):
-            t = self.typ(node, jp)
-            step = self._decode_step(node, jp, t)
-            if step[0] == "Strip" and step[1:] == (" ", 1, 0):
-                strip = "text"
-            elif step[0] == "Metaspace" and step[2]:
-                strip = "first_token"
-            steps.append(step)
-        return strip, tuple(steps)
+        return tuple(self._decode_step(node, jp, self.typ(node, jp))
+                     for node, jp in self.flatten(self.data.get("decoder"), "decoder", "decoders"))
 
     def _decode_step(self, node: Mapping[str, Any], jp: str, t: str) -> tuple[Any, ...]:
         def refuse(what: str) -> tuple[str, str]:

@@ -149,8 +149,9 @@ class TokenizerSpec:
             (``"<Ġx>"`` -> ``b"< x>"``; tokenizers' ByteLevel decoder sees every token); else (and
             always when False: tiktoken, llama.cpp) as their UTF-8 text.
         decode_strip_prefix: ``"none"``; ``"first_token"``: remove one leading space from the
-            first token decoded (HF Metaspace decoder); ``"text"``: from the start of the
-            decoded text (HF ``Strip`` decoder, sentencepiece).
+            first token decoded (a GGUF file's ``add_space_prefix``, as HF's Metaspace decoder
+            does); ``"text"``: from the start of the decoded text (sentencepiece). Not used
+            with a ``decode_chain`` (a tokenizer.json's spec leaves it ``"none"``).
         decoder: ``"bytes"``: decode concatenates the tokens' bytes (Hugging Face
             ``tokenizers``, tiktoken, llama.cpp); ``"sentencepiece"``: SentencePiece's rule
             (control pieces are empty, the unknown piece is ``unk_surface``, byte runs are read

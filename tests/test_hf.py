@@ -150,8 +150,8 @@ def test_llama3_settings_and_chat_template():
 
 def test_legacy_sentencepiece_form_maps_to_always_prefix():
     s = _real("mistral-7b-v0.1").spec
-    assert (s.add_prefix_space, s.prefix_scheme, s.prefix_if_missing, s.decode_strip_prefix) == (
-        True, "always", False, "text")
+    assert (s.add_prefix_space, s.prefix_scheme, s.prefix_if_missing) == (True, "always", False)
+    assert s.decode_chain == (("Replace", "\u2581", " "), ("ByteFallback",), ("Fuse",), ("Strip", " ", 1, 0))
     assert s.byte_fallback and s.fuse_unk and s.unk_id == 0
     assert s.token_types[3] == TokenType.BYTE  # <0x00>
 
@@ -232,7 +232,8 @@ def _reference(name: str):
 
 def test_gemma_has_no_prefix_and_no_strip():
     s = _real("gemma").spec
-    assert (s.add_prefix_space, s.decode_strip_prefix) == (False, "none")
+    assert not s.add_prefix_space
+    assert s.decode_chain == (("Replace", "\u2581", " "), ("ByteFallback",), ("Fuse",))
 
 
 def test_phi3_added_tokens_rstrip_and_user_defined():
@@ -317,7 +318,7 @@ def test_metaspace_first_maps_to_first_if_missing():
         pre_tokenizer={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False},
         decoder={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first"}))
     assert (spec.kind, spec.prefix_scheme, spec.prefix_if_missing, spec.split_on_space,
-            spec.decode_strip_prefix) == (SENTENCEPIECE, "first", True, False, "first_token")
+            spec.decode_chain) == (SENTENCEPIECE, "first", True, False, (("Metaspace", "\u2581", True),))
 
 
 def test_template_processing_gives_add_bos_and_add_eos():
