@@ -50,8 +50,8 @@ import re
 from collections.abc import Sequence
 
 from .errors import UnsupportedTokenizer
-from .segment import make_normalizer
-from .spec import TokenizerSpec, TokenType
+from .segment import SPACE, make_normalizer
+from .spec import BYTE_LEVEL, SENTENCEPIECE, TokenizerSpec, TokenType
 from .unicode import unicode_to_bytes
 
 __all__ = ["ChainDecoder", "run_chain", "STEP_FIELDS"]
@@ -70,6 +70,7 @@ _CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), ("
 # a 6-byte token "<0x" + two ASCII characters + ">" whose two characters u8::from_str_radix(_, 16)
 # reads (a leading "+" is accepted); a 6-byte token with one 2-byte character there is no byte
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])>")
+_BYTE_CHARS = frozenset("<0x>+123456789ABCDEFabcdef")
 
 _CHAR_BYTES: dict[str, int] | None = None
 
@@ -119,6 +120,36 @@ def _byte_fallback(tokens: list[str]) -> list[str]:
     if run:
         flush()
     return out
+
+
+def _fallback_text(data: bytes) -> str:
+    """ByteFallback then Fuse on tokens joined as bytes: each piece's UTF-8 (surrogates passed),
+    each byte token ``b"\\xff"`` + its byte (0xFF never occurs in UTF-8, so a byte run starts
+    at its first 0xFF and goes on pair by pair). A valid run is its text, an invalid one U+FFFD
+    per token. When the join without the markers is valid UTF-8 every run is valid (a piece
+    starts and ends on a character boundary), so it is the text."""
+    if 0xFF not in data:
+        return data.decode("utf-8", "surrogatepass")
+    if b"\xff\xff" not in data:  # no byte 0xFF, which is never valid: the markers can go
+        try:
+            return data.replace(b"\xff", b"").decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    out = []
+    pos, end, find = 0, len(data), data.find
+    while (s := find(b"\xff", pos)) >= 0:
+        out.append(data[pos:s].decode("utf-8", "surrogatepass"))
+        e = s + 2
+        while e < end and data[e] == 0xFF:
+            e += 2
+        run = data[s + 1:e:2]
+        try:
+            out.append(run.decode("utf-8"))
+        except UnicodeDecodeError:
+            out.append("\ufffd" * len(run))
+        pos = e
+    out.append(data[pos:].decode("utf-8", "surrogatepass"))
+    return "".join(out)
 
 
 def _strip(token: str, content: str, start: int, stop: int, where: str) -> str:
@@ -233,74 +264,159 @@ def _window_safe(chain: Sequence[tuple]) -> bool:
     return True
 
 
+def decode_strings(spec: TokenizerSpec) -> list[str]:
+    """The string tokenizers decodes each id from: the vocab, with an added token matched on
+    normalized text replaced by its normalized content when the spec normalizes
+    (``AddedVocabulary::simple_id_to_token``: ``"<Think>"`` under Lowercase decodes as
+    ``"<think>"``). A new list, one entry per id; also what :func:`rmlprep.tokenizer_build._token_bytes`
+    takes the raw bytes of."""
+    vocab = list(spec.vocab)
+    normalize = make_normalizer(spec.normalizers)
+    if normalize is not None:
+        for a in spec.added_token_flags:
+            if a.normalized:
+                vocab[a.id] = normalize(vocab[a.id])
+    return vocab
+
+
 class ChainDecoder:
     """The decoding tables of one spec with a ``decode_chain`` (a Hugging Face tokenizer.json).
+
+    The two chains real files ship decode from one bytes table per id, which shares the
+    Tokenizer's raw token bytes (``Tokenizer._bytes``; only a gap id, which decodes to ``b""``,
+    and the few ids whose decoding bytes differ are its own): ``ByteLevel`` first (GPT-2,
+    Llama 3, Qwen, GPT-4o: a token's bytes), and leading ``Replace`` steps, ``ByteFallback``,
+    ``Fuse`` (Llama 2, Mistral, Phi-3, Gemma: the replaced token's UTF-8, or a ``<0xXX>``
+    token's byte after a 0xFF marker, :func:`_fallback_text`). The ids' bytes are joined once
+    and read as UTF-8; the steps after the join run on the one string left. Other chains run
+    step by step on the token strings (:func:`run_chain`).
 
     Attributes:
         tokens: the string tokenizers decodes each id from (None: an id without a token).
         skip: ids dropped by ``skip_special_tokens``.
+        windowed: whether a stream may decode a window of ids (:func:`_window_safe`).
     """
 
-    __slots__ = ("chain", "tokens", "skip", "where", "_bytes", "refusal", "windowed", "_gaps", "_n_replace",
-                 "_replaced")
+    __slots__ = ("chain", "tokens", "skip", "where", "refusal", "windowed", "_spec", "_token_bytes", "_drop",
+                 "_drop_skip", "_join", "_rest", "_table", "_n_replace", "_replaced", "_byte_of",
+                 "_has_fallback")
 
-    def __init__(self, spec: TokenizerSpec):
-        self.chain = spec.decode_chain
+    def __init__(self, spec: TokenizerSpec, token_bytes: list[bytes]):
+        """``token_bytes``: the spec's raw bytes per id (:func:`rmlprep.tokenizer_build._token_bytes`,
+        the Tokenizer's ``_bytes``), shared, never changed."""
+        self.chain = chain = spec.decode_chain
         self.where = spec.name or "tokenizer.json"
-        vocab: list[str | None] = list(spec.vocab)
-        normalize = make_normalizer(spec.normalizers)
-        if normalize is not None:
-            for a in spec.added_token_flags:
-                if a.normalized:
-                    vocab[a.id] = normalize(vocab[a.id])
+        self._spec = spec
+        self._token_bytes = token_bytes
+        vocab: list[str | None] = decode_strings(spec)  # type: ignore[assignment]
         types = spec.token_types
-        for i, t in enumerate(types):
-            if t == TokenType.UNUSED:  # an id model.vocab leaves without a token: tokenizers drops it
-                vocab[i] = None
+        gaps = [i for i, t in enumerate(types) if t == TokenType.UNUSED]
+        for i in gaps:  # an id model.vocab leaves without a token: tokenizers drops it
+            vocab[i] = None
         specials = {spec.vocab[i] for i, t in enumerate(types) if t == TokenType.CONTROL}
         self.tokens = vocab
         self.skip = frozenset(i for i, t in enumerate(vocab) if t is not None and t in specials)
-        self._bytes: list[bytes | None] | None = None
-        self.refusal = next((s[1] for s in self.chain if s[0] == "Refuse"), None)
-        self.windowed = _window_safe(self.chain)
-        self._gaps = frozenset(i for i, t in enumerate(vocab) if t is None)
+        self._drop = frozenset(gaps)
+        self._drop_skip = self.skip | self._drop
+        self.refusal = next((s[1] for s in chain if s[0] == "Refuse"), None)
+        self.windowed = _window_safe(chain)
         # leading Replace steps work on each token alone: done once per id, on first use
-        self._n_replace = next((k for k, s in enumerate(self.chain) if s[0] != "Replace"), len(self.chain))
+        k = self._n_replace = next((k for k, s in enumerate(chain) if s[0] != "Replace"), len(chain))
         self._replaced: list[str | None] | None = None
+        # the join step the bytes table does, and the steps left after it
+        self._join: str | None = None
+        self._rest: tuple = ()
+        if chain[:1] == (("ByteLevel",),):
+            self._join, self._rest = "ByteLevel", chain[1:]
+        elif chain[k:k + 2] == (("ByteFallback",), ("Fuse",)):
+            self._join, self._rest = "ByteFallback", chain[k + 2:]
+        self._table: list[bytes] | None = None
+        self._byte_of: dict[int, int] | None = None
+        self._has_fallback = any(s[0] == "ByteFallback" for s in chain)
 
-    def _byte_table(self) -> list[bytes | None]:
-        if self._bytes is None:
-            self._bytes = [None if t is None else byte_level_bytes(t) for t in self.tokens]
-        return self._bytes
+    def _build_table(self) -> list[bytes]:
+        """The bytes each id decodes to before the join: ``token_bytes`` where it agrees."""
+        spec, tokens, base = self._spec, self.tokens, self._token_bytes
+        fixes: dict[int, bytes] = {}
+        if self._join == "ByteLevel":
+            if spec.kind != BYTE_LEVEL:
+                base = [b"" if t is None else byte_level_bytes(t) for t in tokens]
+            elif not spec.decode_added_byte_level:
+                # _token_bytes gives a byte-level spec's bytes as ByteLevel takes them, but the
+                # UTF-8 of control and user-defined tokens without decode_added_byte_level
+                for i, t in enumerate(spec.token_types):
+                    if t in (TokenType.CONTROL, TokenType.USER_DEFINED) and tokens[i] is not None:
+                        fixes[i] = byte_level_bytes(tokens[i])
+        else:
+            fixes = {i: bytes([0xFF, b]) for i, b in self._byte_ids().items()}
+            if not (spec.kind == SENTENCEPIECE and self.chain[:self._n_replace] == (("Replace", SPACE, " "),)):
+                base = [b"" if t is None else t.encode("utf-8", "surrogatepass") for t in self._replaced_tokens()]
+            # else _token_bytes gives a SentencePiece spec's tokens with "▁" -> " " in UTF-8
+        fixes = {i: b for i, b in fixes.items() if base[i] != b}
+        if base is self._token_bytes and (self._drop or fixes):
+            base = list(base)  # the same bytes objects, 8 bytes an id
+        for i in self._drop:
+            base[i] = b""
+        for i, b in fixes.items():
+            base[i] = b
+        return base
 
-    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
-        """The text tokenizers' ``decode(ids, skip_special_tokens)`` gives (ids already checked)."""
-        if self.refusal is not None:
-            raise UnsupportedTokenizer(self.refusal)
-        drop = self.skip | self._gaps if skip_special_tokens else self._gaps
-        kept = [i for i in ids if i not in drop] if drop else ids
-        chain = self.chain
-        if chain and chain[0] == ("ByteLevel",):
-            table = self._byte_table()
-            return run_chain(chain, [], self.where, [table[i] for i in kept])
-        k = self._n_replace
-        if k:
-            if self._replaced is None:
+    def _byte_ids(self) -> dict[int, int]:
+        """id -> byte, for each token ByteFallback reads as a byte after the leading Replace steps."""
+        if self._byte_of is None:
+            # a Replace whose pattern and content hold none of a byte token's characters, its
+            # content not empty, neither makes a byte token nor unmakes one ("▁" -> " ")
+            inert = all(s[2] and not _BYTE_CHARS.intersection(s[1] + s[2]) for s in self.chain[:self._n_replace])
+            tokens = self.tokens if inert else self._replaced_tokens()
+            self._byte_of = {i: int(t[3:5], 16) for i, t in enumerate(tokens)
+                             if t is not None and len(t) == 6 and _BYTE_TOKEN.fullmatch(t)}
+        return self._byte_of
+
+    def _replaced_tokens(self) -> list[str | None]:
+        """Each id's string after the chain's leading Replace steps."""
+        if self._replaced is None:
+            k = self._n_replace
+            if not k:
+                self._replaced = self.tokens
+            else:
                 out = []
                 for t in self.tokens:
                     if t is not None:
-                        for step in chain[:k]:
+                        for step in self.chain[:k]:
                             t = t.replace(step[1], step[2])
                     out.append(t)
                 self._replaced = out
-            toks = self._replaced
-            return run_chain(chain[k:], [toks[i] for i in kept], self.where)
-        toks = self.tokens
-        return run_chain(chain, [toks[i] for i in kept], self.where)
+        return self._replaced
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        """The text tokenizers' ``decode(ids, skip_special_tokens)`` gives.
+
+        ``ids`` must hold no negative id; an id past the vocab raises IndexError and a
+        non-integer one TypeError (the caller checks them and names the id).
+        """
+        if self.refusal is not None:
+            raise UnsupportedTokenizer(self.refusal)
+        drop = self._drop_skip if skip_special_tokens else self._drop
+        join = self._join
+        if join is not None:
+            table = self._table
+            if table is None:
+                table = self._table = self._build_table()
+            if skip_special_tokens and self.skip:
+                ids = [i for i in ids if i not in drop]
+            data = b"".join([table[i] for i in ids])
+            if join == "ByteLevel":
+                text = data.decode("utf-8", "replace")
+            else:
+                text = _fallback_text(data)
+            return run_chain(self._rest, [text], self.where) if self._rest else text
+        kept = [i for i in ids if i not in drop] if drop else ids
+        toks = self._replaced_tokens()
+        return run_chain(self.chain[self._n_replace:], [toks[i] for i in kept], self.where)
 
     def holds_back(self, token_id: int) -> bool:
         """A stream must not emit after ``token_id``: a ByteFallback run it may continue can
         still turn the run's text into U+FFFD."""
-        t = self.tokens[token_id]
-        return (t is not None and len(t) == 6 and _BYTE_TOKEN.fullmatch(t) is not None
-                and any(s[0] == "ByteFallback" for s in self.chain))
+        return self._has_fallback and token_id in self._byte_ids()
+
+

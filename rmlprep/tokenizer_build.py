@@ -22,10 +22,10 @@ from operator import itemgetter
 import numpy as np
 
 from .errors import SpecError
-from .hf_decode import STEP_FIELDS
+from .hf_decode import STEP_FIELDS, decode_strings
 from .pretokenize import check_behaviors
 from .segment import SPACE as _SPACE
-from .segment import NORMALIZERS, make_normalizer
+from .segment import NORMALIZERS
 from .spec import BYTE_LEVEL, SENTENCEPIECE, TokenizerSpec, TokenType
 from .unicode import unicode_to_bytes, white_space_ranges
 
@@ -227,12 +227,7 @@ def _token_bytes(spec: TokenizerSpec) -> list[bytes]:
     """
     out: list[bytes] = []
     types = spec.token_types
-    vocab = list(spec.vocab)
-    normalize = make_normalizer(spec.normalizers)
-    if normalize is not None:
-        for a in spec.added_token_flags:
-            if a.normalized:
-                vocab[a.id] = normalize(vocab[a.id])
+    vocab = decode_strings(spec)
     if spec.kind == BYTE_LEVEL:
         # str.translate tables: alphabet character -> the latin-1 character of its byte, and
         # alphabet character -> deleted (what is left is not in the alphabet)

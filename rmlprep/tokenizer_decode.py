@@ -67,7 +67,7 @@ class _Decoding:
     @functools.cached_property
     def _chain_decoder(self) -> ChainDecoder | None:
         """The tables of a spec with a Hugging Face decoder chain (None without one)."""
-        return ChainDecoder(self.spec) if self.spec.decode_chain is not None else None
+        return ChainDecoder(self.spec, self._bytes) if self.spec.decode_chain is not None else None
 
     def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
         """Concatenate the raw bytes of ``ids`` (no prefix-space removal). Ids may be Python,
@@ -120,13 +120,22 @@ class _Decoding:
                 reproduce (the message names it and its JSON path; encoding is not affected),
                 or a ``Strip`` step meets ids where tokenizers panics.
         """
-        ids = _id_list(ids)
         chain = self._chain_decoder
         if chain is not None:
-            if ids and not (0 <= min(ids) and max(ids) < self._n):
+            # one pass for the checks (min): the table lookups refuse an id past the vocab
+            # (IndexError) or not an integer (TypeError); then the ids are checked one by one
+            if type(ids) is not list:
+                ids = list(ids)
+            try:
+                if ids and min(ids) < 0:
+                    raise IndexError
+                return chain.decode(ids, skip_special_tokens)
+            except (IndexError, TypeError):
+                ids = _id_list(ids)
                 for i in ids:
                     self._check_id(i)  # raises for the first id out of range
-            return chain.decode(ids, skip_special_tokens)
+                raise
+        ids = _id_list(ids)
         if skip_special_tokens:
             ids = [i for i in ids if i not in self._skip_ids]
         data = self.decode_bytes(ids)
@@ -180,12 +189,13 @@ class StreamDecoder:
         self._prefix = ""
         self._prefix_index = 0
         self._emitted: list[str] = []  # chain: text emitted since the last flush
+        self._window_text: str | None = ""  # chain: the text of _ids, None when not decoded
 
     def push(self, token_id: int) -> str:
         """Decode one more id; returns the text it completes (possibly "")."""
         tok = self._tok
         tok._check_id(token_id)
-        if self._skip and token_id in tok._skip_ids:
+        if self._skip and token_id in (tok._skip_ids if self._chain is None else self._chain.skip):
             return ""
         if self._sp is not None:
             return self._sp.push(token_id)
@@ -216,14 +226,20 @@ class StreamDecoder:
         self._all.append(token_id)
         if not self._chain.windowed:
             return ""  # held back until flush: a later token may change this text
-        if not self._prefix and self._ids and not self._chain_decode(self._ids):
+        if not self._prefix and self._ids:
             # tokenizers takes the window's text as the prefix when it has no U+FFFD at its end,
-            # which without a hold-back means it is "" (a text would have been emitted)
-            self._prefix_index = len(self._ids)
+            # which without a hold-back means it is "" (a text would have been emitted); the
+            # window's text is known unless the last push held back
+            last = self._window_text
+            if last is None:
+                last = self._chain_decode(self._ids)
+            if not last:
+                self._prefix_index = len(self._ids)
         self._ids.append(token_id)
         if self._chain.holds_back(token_id):
+            self._window_text = None
             return ""
-        text = self._chain_decode(self._ids)
+        text = self._window_text = self._chain_decode(self._ids)
         if len(text) <= len(self._prefix) or text.endswith("\ufffd"):
             return ""
         if not text.startswith(self._prefix):
@@ -231,7 +247,7 @@ class StreamDecoder:
         new = text[len(self._prefix):]
         keep = len(self._ids) - self._prefix_index
         self._ids = self._ids[self._prefix_index:]
-        self._prefix = self._chain_decode(self._ids)
+        self._prefix = self._window_text = self._chain_decode(self._ids)
         self._prefix_index = keep
         self._emitted.append(new)
         return new
@@ -240,6 +256,7 @@ class StreamDecoder:
         full = self._chain_decode(self._all)
         emitted = "".join(self._emitted)
         self._all, self._ids, self._prefix, self._prefix_index, self._emitted = [], [], "", 0, []
+        self._window_text = ""
         # what was emitted is checked against the whole decoding, which the windows only approach
         if not full.startswith(emitted):
             raise self._changed(full)
