@@ -9,6 +9,7 @@ every text of a sweep on which the versions disagree, with ``tokenizers``' four 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,11 +26,30 @@ FORMS = ("NFC", "NFD", "NFKC", "NFKD")
 
 
 def test_fixture_banner():
+    """The banner names the generator, tokenizers' Unicode 9.0.0 and the unicodedata2 version
+    the sweep ran on, which is the one pyproject's [reference] extra pins (the sweep's texts
+    depend on it: 15.1.0 missed 88 that 16.0.0 finds, marks and compositions new in 16.0)."""
     banner = FIXTURE["banner"]
     assert banner["generator"] == "tools/make_norm_fixtures.py" and "Unicode 9.0.0" in banner["reference"]
+    pin = re.search(r'"unicodedata2==([0-9.]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pin and f"unicodedata2 (Unicode {pin.group(1)})" in banner["sweep"], (pin, banner["sweep"])
     # the sweep found the disagreements the user trial reported, and more than the controls
     texts = {c["text"] for c in CASES}
     assert {"\u32ff", "x\u0301\u0c3c", "\U00011935\U00011930"} <= texts and len(CASES) > 200
+
+
+@pytest.mark.parity
+def test_fixture_does_not_drift(tmp_path):
+    """Rerunning tools/make_norm_fixtures.py with the installed tokenizers and unicodedata2 gives
+    the committed fixture byte for byte (its banner records the versions, so a fixture swept with
+    another unicodedata2 than the installed one fails here)."""
+    pytest.importorskip("tokenizers", reason="tokenizers not installed")
+    pytest.importorskip("unicodedata2", reason="unicodedata2 not installed (pip install -e '.[reference]')")
+    from tools.make_norm_fixtures import main
+
+    out = tmp_path / "normalization.json"
+    assert main(["--out", str(out)]) == 0
+    assert out.read_bytes() == (ROOT / "fixtures" / "normalization.json").read_bytes()
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -7,15 +7,16 @@ Usage::
 
 ``tokenizers``' normalizers use the Unicode 9.0.0 tables of the crate
 unicode-normalization-alignments; Python's ``unicodedata`` and ``unicodedata2`` are newer. The
-texts are every one below on which ``tokenizers`` and ``unicodedata2`` (15.1.0) disagree in a
-form, found by sweeping:
+texts are every one below on which ``tokenizers`` and the installed ``unicodedata2`` (the
+``[reference]`` extra pins it; the banner records the Unicode version the sweep used) disagree
+in a form, found by sweeping:
 
 - each code point alone (no surrogates): compatibility and canonical decompositions new since
   9.0.0 (U+32FF SQUARE ERA NAME REIWA, U+A7F2.., U+11938 DIVES AKURU VOWEL SIGN O, ...);
 - ``"x"`` + U+0301 + m, ``"x"`` + m + U+0316 and ``"x"`` + m + U+0301 for each code point m
-  of nonzero combining class in 15.1: marks new since 9.0.0 are class 0 there, so they do not
-  reorder (U+0C3C TELUGU SIGN NUKTA, class 7 since 14.0);
-- a + b for each two-code-point canonical decomposition in 15.1: compositions new since 9.0.0
+  of nonzero combining class in ``unicodedata2``: marks new since 9.0.0 are class 0 in
+  tokenizers, so they do not reorder (U+0C3C TELUGU SIGN NUKTA, class 7 since 14.0);
+- a + b for each two-code-point canonical decomposition in ``unicodedata2``: compositions new since 9.0.0
   (U+11935 U+11930 -> U+11938 in 13.0);
 
 plus a few texts on which the versions agree (Latin accents, Hangul jamo, Angstrom, ligatures)
