@@ -61,7 +61,10 @@ def read_file_text(path: str) -> str:
 
 def read_texts(path: str) -> list[str]:
     """``parity --texts``: each non-blank line's ``"text"`` (a line holding another JSON value:
-    that value as ``str``), read as :func:`utf8_text` reads a file.
+    that value as ``str``), read as :func:`utf8_text` reads a file. A blank line is JSON
+    whitespace only (space, tab, CR, LF), as the JSONL reader takes it
+    (:func:`rmlprep.readers.base.is_blank_line`): a line of form feeds or vertical tabs, which
+    ``str.strip`` took for blank and skipped, is a line that is not JSON.
 
     Raises:
         RmlprepError: no such file; InputError: not UTF-8, or a line that is not JSON or an
@@ -69,11 +72,14 @@ def read_texts(path: str) -> list[str]:
     """
     out = []
     for n, line in enumerate(read_file_text(path).split("\n"), 1):
-        if not line.strip():
+        if not line.strip(" \t\r"):
             continue
         try:
             obj = json.loads(line)
         except ValueError as e:
+            if line.isspace():
+                raise InputError(f"{path}: line {n}: not valid JSON (only whitespace JSON does not allow, such as "
+                                 "a form feed \\x0c or a vertical tab \\x0b)") from None
             raise InputError(f"{path}: line {n}: not valid JSON ({e})") from None
         if isinstance(obj, dict) and not isinstance(obj.get("text"), str):
             raise InputError(f"{path}: line {n}: an object without a \"text\" string (--texts takes "

@@ -312,10 +312,14 @@ def test_parity_texts_file_errors_are_one_line(tmp_path, capsys):
     from rmlprep.cli_text import read_texts
 
     f = tmp_path / "t.jsonl"
-    f.write_bytes(b'\xef\xbb\xbf{"text": "a"}\n\n"b"\n{"text": "c"}\n')
+    f.write_bytes(b'\xef\xbb\xbf{"text": "a"}\n\n"b"\n \t\r\n{"text": "c"}\n')
     assert read_texts(str(f)) == ["a", "b", "c"]
     for body, why in ((b'{"text": "a"}\n{"text": "b"\n', "line 2: not valid JSON"),
-                      (b'{"txt": "a"}\n', 'line 1: an object without a "text" string')):
+                      (b'{"txt": "a"}\n', 'line 1: an object without a "text" string'),
+                      # a blank line is JSON whitespace only, as the JSONL reader's: a line of form
+                      # feeds or vertical tabs (skipped by str.strip before) is a line that is not JSON
+                      (b'{"text": "a"}\n\x0c\x0c\n', "line 2: not valid JSON (only whitespace JSON does not allow"),
+                      (b" \t\r\n\x0b\n", "line 2: not valid JSON (only whitespace JSON does not allow")):
         f.write_bytes(body)
         assert main(["parity", str(TINY), "--texts", str(f)]) == 2
         err = capsys.readouterr().err
