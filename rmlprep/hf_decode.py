@@ -284,7 +284,9 @@ class ChainDecoder:
 
     The two chains real files ship decode from one bytes table per id, which shares the
     Tokenizer's raw token bytes (``Tokenizer._bytes``; only a gap id, which decodes to ``b""``,
-    and the few ids whose decoding bytes differ are its own): ``ByteLevel`` first (GPT-2,
+    and the few ids whose decoding bytes differ are its own; a list of references, 8 bytes an
+    id, and with ``skip_special_tokens`` a second one whose skipped ids are ``b""``, so no id is
+    tested against a set): ``ByteLevel`` first (GPT-2,
     Llama 3, Qwen, GPT-4o: a token's bytes), and leading ``Replace`` steps, ``ByteFallback``,
     ``Fuse`` (Llama 2, Mistral, Phi-3, Gemma: the replaced token's UTF-8, or a ``<0xXX>``
     token's byte after a 0xFF marker, :func:`_fallback_text`). The ids' bytes are joined once
@@ -298,7 +300,7 @@ class ChainDecoder:
     """
 
     __slots__ = ("chain", "tokens", "skip", "where", "refusal", "windowed", "_spec", "_token_bytes", "_drop",
-                 "_drop_skip", "_join", "_rest", "_table", "_n_replace", "_replaced", "_byte_of",
+                 "_drop_skip", "_join", "_rest", "_table", "_skip_table", "_n_replace", "_replaced", "_byte_of",
                  "_has_fallback")
 
     def __init__(self, spec: TokenizerSpec, token_bytes: list[bytes]):
@@ -331,8 +333,24 @@ class ChainDecoder:
         elif chain[k:k + 2] == (("ByteFallback",), ("Fuse",)):
             self._join, self._rest = "ByteFallback", chain[k + 2:]
         self._table: list[bytes] | None = None
+        self._skip_table: list[bytes] | None = None
         self._byte_of: dict[int, int] | None = None
         self._has_fallback = any(s[0] == "ByteFallback" for s in chain)
+
+    def _tables(self, skip_special_tokens: bool) -> list[bytes]:
+        """The bytes table, built on first use; with ``skip_special_tokens`` its copy in which
+        the skipped ids decode to ``b""`` (a lookup, not a set test, per id)."""
+        if self._table is None:
+            self._table = self._build_table()
+        if not skip_special_tokens:
+            return self._table
+        table = self._table
+        if self.skip:
+            table = list(table) if table is not self._token_bytes or True else table
+            for i in self.skip:
+                table[i] = b""
+        self._skip_table = table
+        return table
 
     def _build_table(self) -> list[bytes]:
         """The bytes each id decodes to before the join: ``token_bytes`` where it agrees."""
@@ -396,20 +414,18 @@ class ChainDecoder:
         """
         if self.refusal is not None:
             raise UnsupportedTokenizer(self.refusal)
-        drop = self._drop_skip if skip_special_tokens else self._drop
         join = self._join
         if join is not None:
-            table = self._table
+            table = self._skip_table if skip_special_tokens else self._table
             if table is None:
-                table = self._table = self._build_table()
-            if skip_special_tokens and self.skip:
-                ids = [i for i in ids if i not in drop]
+                table = self._tables(skip_special_tokens)
             data = b"".join([table[i] for i in ids])
             if join == "ByteLevel":
                 text = data.decode("utf-8", "replace")
             else:
                 text = _fallback_text(data)
             return run_chain(self._rest, [text], self.where) if self._rest else text
+        drop = self._drop_skip if skip_special_tokens else self._drop
         kept = [i for i in ids if i not in drop] if drop else ids
         toks = self._replaced_tokens()
         return run_chain(self.chain[self._n_replace:], [toks[i] for i in kept], self.where)
