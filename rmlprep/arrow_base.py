@@ -16,6 +16,7 @@ Source: the batched-map contract of ``datasets`` (``arrow_dataset.py`` ``map``,
 from __future__ import annotations
 
 import json
+import numbers
 import sys
 import threading
 import zlib
@@ -264,9 +265,18 @@ class _MapFunction:
             ``keep_columns=True``). Column types are in the module docstring.
         Raises:
             RowError: ``on_error="raise"`` and a row cannot be tokenized.
-            ConfigError: the batch has no column named ``column``, or is not a supported kind.
+            ConfigError: the batch has no column named ``column``, or is not a supported kind;
+                ``input_columns`` naming a second column, which would arrive as ``indices``.
         """
         if isinstance(batch, list) or batch is None or isinstance(batch, str):
+            if not _are_indices(indices):
+                # datasets.map(..., input_columns=[column, other]) passes each column as its own
+                # argument: the second came in as the indices and its values went unread
+                raise ConfigError(
+                    f"{type(self).__name__}: called with a second column of values where the dataset indices go "
+                    f"(datasets.map(..., input_columns=[...]) naming more than one column passes each as its own "
+                    f"argument, and the callable reads only {self.column!r} so); name only {self.column!r} in "
+                    "input_columns, or leave input_columns out so the other columns are read by their names")
             batch = {self.column: batch}  # datasets.map(..., input_columns=[column]) passes the values alone
         if isinstance(batch, Mapping) and self.column in batch and (
                 isinstance(indices, int) or type(batch).__name__ == "LazyRow"  # datasets' one-row mapping
@@ -425,6 +435,14 @@ class _MapFunction:
 
 
 _DATASETS_MAPS = ("datasets.iterable_dataset", "datasets.arrow_dataset")
+
+
+def _are_indices(indices) -> bool:
+    """Whether ``indices`` is what ``datasets.map(..., with_indices=True)`` passes (None without
+    it, an int for one example, a list of ints for a batch) and not another column's values."""
+    if indices is None or isinstance(indices, numbers.Integral):
+        return True
+    return isinstance(indices, (list, tuple, range)) and all(isinstance(i, numbers.Integral) for i in indices)
 
 
 def _from_datasets() -> bool:

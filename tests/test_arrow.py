@@ -837,6 +837,31 @@ def test_a_media_column_is_refused_as_the_sft_run_refuses_it(tok):
     assert "ignore_media" not in pickle.loads(pickle.dumps(fn))._options
 
 
+def test_input_columns_naming_a_second_column_is_refused(tok):
+    """``datasets.map(fn, input_columns=["messages", "tools"])`` passes each named column as its
+    own argument: the second arrived where the dataset indices go and its values went unread,
+    so tools the user named, a system prompt or images (the columns the callable refuses when it
+    sees them) reached no prompt without a word. Refused, batched and unbatched; one column, and
+    with_indices's ints, still map."""
+    import datasets
+
+    conv = [{"role": "user", "content": "<image>\nWhat is shown?"}, {"role": "assistant", "content": "A bus."}]
+    tools = [{"type": "function", "function": {"name": "f", "description": "d",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    fn = tokenize_chat(tok, "chatml", tools_column="tools")
+    for other, value in (("tools", tools), ("system", "be kind"), ("images", ["a.png"])):
+        ds = datasets.Dataset.from_dict({"messages": [conv, conv], other: [value, value]})
+        for kw in ({"batched": True}, {}):
+            with pytest.raises(ConfigError, match=r"^TokenizeChat: called with a second column .*name only "
+                                                  r"'messages' in input_columns"):
+                ds.map(fn, input_columns=["messages", other], load_from_cache_file=False, **kw)
+        alone = ds.map(fn, input_columns=["messages"], with_indices=True, batched=True, load_from_cache_file=False)
+        assert alone["input_ids"] == [ids_of(fn({"messages": [conv]})["input_ids"])[0]] * 2
+    texts = datasets.Dataset.from_dict({"text": ["a b", "c"], "src": ["x", "y"]})
+    with pytest.raises(ConfigError, match="called with a second column"):
+        texts.map(tokenize_text(tok), batched=True, input_columns=["text", "src"], load_from_cache_file=False)
+
+
 def test_arrow_map_columns_read_as_the_dicts_they_are(tok):
     """An explorer finding (n2): Spark and Delta write Python dicts as Arrow ``map<string,
     string>``; ``to_pylist`` gives a map's (key, value) pairs, so ``list<map>`` messages and map
