@@ -123,7 +123,9 @@ class _Decoding:
         chain = self._chain_decoder
         if chain is not None:
             # one pass for the checks (min): the table lookups refuse an id past the vocab
-            # (IndexError) or not an integer (TypeError); then the ids are checked one by one
+            # (IndexError) or one they cannot index with (TypeError); then the ids are taken by
+            # value (pyarrow scalars, which neither min nor a list index takes) and checked one
+            # by one, and the checked list is decoded
             if type(ids) is not list:
                 ids = list(ids)
             try:
@@ -134,7 +136,7 @@ class _Decoding:
                 ids = _id_list(ids)
                 for i in ids:
                     self._check_id(i)  # raises for the first id out of range
-                raise
+            return chain.decode(ids, skip_special_tokens)
         ids = _id_list(ids)
         if skip_special_tokens:
             ids = [i for i in ids if i not in self._skip_ids]

@@ -306,6 +306,22 @@ def test_out_of_range_ids_are_an_error():
         tok.decode([len(tok.spec.vocab)])
 
 
+def test_numpy_and_pyarrow_ids_decode_by_value():
+    """decode takes numpy and pyarrow integers by value (what iterating an ``input_ids`` row of a
+    Table that tokenize_text returned gives) on a decoder chain too: its one-pass check
+    (``min``, then table lookups) raised pyarrow's own TypeError for them. Expected: the
+    fixture's text (tokenizers' decode of the same ids)."""
+    np = pytest.importorskip("numpy")
+    pa = pytest.importorskip("pyarrow")
+    tok = _tok("bl", "bytelevel")
+    c = next(c for c in FIXTURE["cases"] if c["base"] == "bl" and c["variant"] == "bytelevel"
+             and c["text"] and len(c["ids"]) > 1)
+    for ids in (np.array(c["ids"]), pa.array(c["ids"]), list(pa.array(c["ids"]))):
+        assert tok.decode(ids, skip_special_tokens=c["skip"]) == c["text"]
+    with pytest.raises(TokenIdError, match="not an integer"):
+        tok.decode(pa.array([c["ids"][0], None]))
+
+
 # -- streaming --------------------------------------------------------------------------------
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_stream_decoder_concatenates_to_decode(variant):
