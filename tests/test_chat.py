@@ -11,6 +11,7 @@ References (never rmlprep's own output):
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import importlib.util
 import json
@@ -336,6 +337,9 @@ def test_options():
         format_chat([u("q")], "qwen2.5", options={"enable_thinking": True})
     with pytest.raises(ChatFormatError, match="YYYY-MM-DD"):
         format_chat([u("q")], "llama3.2", options={"today": "yesterday"})
+    with pytest.raises(ChatFormatError, match="YYYY-MM-DD"):  # a datetime (TOML's 2025-03-01T10:00:00) is no date
+        format_chat([u("q")], "llama3.2", options={"today": datetime.datetime(2025, 3, 1, 10)})
+    assert "Today Date: 01 Mar 2025" in format_chat([u("Hi")], "llama3.2", options={"today": datetime.date(2025, 3, 1)})
 
 
 def test_mistral_v3_system_placement():

@@ -361,6 +361,9 @@ def test_chat_options(tmp_path, capsys):
     assert "option enable_thinking must be true or false, got 'false'" in capsys.readouterr().err
     assert main(["chat", str(m), "--format", "qwen3", "--option", "enable_thinking"]) == 2
     assert "give KEY=VALUE" in capsys.readouterr().err
+    # a TOML datetime is no date: refused in one line (its isoformat failed later with a traceback, exit 1)
+    assert main(["chat", str(m), "--format", "gpt-oss", "--option", "today=2025-03-01T10:00:00"]) == 2
+    assert "option today must be a date 'YYYY-MM-DD', got datetime.datetime(2025, 3, 1, 10, 0)" in capsys.readouterr().err
 
 
 def test_parity_chat_alone(tmp_path, capsys):

@@ -103,7 +103,8 @@ def resolve_options(f: ChatFormat, options: Mapping[str, Any] | None) -> dict[st
         ChatFormatError: an option the format does not take, a value of the wrong type
             (``enable_thinking = "false"``: true or false only, since the templates test it
             with ``is false``), a ``reasoning_effort`` other than low / medium / high (the
-            Harmony format's values), or a bad ``today``.
+            Harmony format's values), or a bad ``today`` (a date, or its 'YYYY-MM-DD' text; a
+            datetime, TOML's ``2025-03-01T10:00:00``, is refused as its text would be).
     """
     opts = dict(f.options)
     for k, v in (options or {}).items():
@@ -122,7 +123,7 @@ def resolve_options(f: ChatFormat, options: Mapping[str, Any] | None) -> dict[st
             opts[k] = v
     if opts.get("today") is not None:
         t = opts["today"]
-        if isinstance(t, _dt.date):
+        if isinstance(t, _dt.date) and not isinstance(t, _dt.datetime):  # a TOML date; a datetime is refused
             opts["today"] = t.isoformat()
         else:
             try:
