@@ -144,6 +144,27 @@ def test_a_file_added_that_sorts_first_renumbers_the_done_units_without_redoing_
     assert again["units_skipped"] == len(again["shards"])
 
 
+def test_overwrite_rewrites_the_units_an_added_file_moved_instead_of_renumbering_them(tmp_path):
+    """``--overwrite`` rewrites every unit: a marker written before a count existed
+    (``untrained_chunks``) is replaced by one that holds it, as the summary's "--overwrite writes
+    them again and counts" says. Renumbering, which copies the old marker, ran under
+    ``--overwrite`` too, so the units an added file moved were renumbered, not rewritten, while
+    those that kept their number were rewritten."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "b.jsonl").write_bytes(b"".join(lines(40)))
+    (d / "c.jsonl").write_bytes(b"".join(lines(40, start=40)))
+    out = tmp_path / "o"
+    first = run(make_cfg(str(d / "*.jsonl"), out), log=quiet)
+    (d / "a.jsonl").write_bytes(b"".join(lines(10, start=80)))
+    logs: list[str] = []
+    m = run(make_cfg(str(d / "*.jsonl"), out), overwrite=True, log=logs.append)
+    assert m["units_processed"] == len(m["shards"]) == len(first["shards"]) + 1
+    assert not [x for x in logs if "renumbered" in x]
+    assert folder(out) == fresh(str(d / "*.jsonl"), tmp_path, "fresh")
+    assert_consistent(out, m)
+
+
 def test_a_rerun_that_renumbers_and_then_fails_puts_the_previous_folder_back(tmp_path):
     """The file added first is a cut .gz: the done units were renumbered (their files rewritten
     under new numbers) before it failed; the previous folder comes back file for file."""

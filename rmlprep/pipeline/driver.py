@@ -136,7 +136,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             planned = {u.index for u in units}
             stale = sorted(i for i in out.unit_files() if i not in planned)
             sweep(out, keep=planned, redo={u.index for u in todo})
-            adopted = adopt_moved(out, todo, cfg, tokenizer, writer_for(cfg, tokenizer), log)  # moved, not changed
+            # moved, not changed; --overwrite rewrites every unit (and counts what old markers lack)
+            adopted = {} if overwrite else adopt_moved(out, todo, cfg, tokenizer, writer_for(cfg, tokenizer), log)
             if adopted:
                 records.update(adopted)
                 todo = [u for u in todo if u.index not in adopted]

@@ -12,9 +12,10 @@ as unit ``j`` (``tests/test_pipeline_trust.py`` compares them).
 A unit is renumbered only from what :func:`.previous.sweep` set aside this run, and
 only when its marker vouches for exactly what a redo would write: this marker version, this
 config hash, this tokenizer fingerprint, this unit's input identity (files, byte range, xxh3),
-and files whose sha256 match the marker. Anything else is redone as before. The new files are
-committed like a unit's (shard, rejects, marker last); the set-aside files stay where they are,
-so a run that fails still puts the previous folder back.
+and files whose sha256 match the marker. Anything else is redone as before, and so is every
+unit with ``--overwrite`` (the driver does not call it then: an overwrite rewrites the folder).
+The new files are committed like a unit's (shard, rejects, marker last); the set-aside files
+stay where they are, so a run that fails still puts the previous folder back.
 """
 
 from __future__ import annotations
