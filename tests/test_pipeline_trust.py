@@ -347,8 +347,10 @@ def test_a_rerun_over_a_jsonl_cut_mid_line_is_refused_before_any_work(tmp_path):
 
 def test_a_failed_rerun_of_a_grown_input_removes_its_new_units_too(tmp_path):
     """The input grew (a new file that sorts last: its units are new numbers) and one changed
-    file fails: the new units' shards, written before the failure, are removed with the rest of
-    what the rerun wrote, so the restored manifest and card describe every shard in the folder."""
+    file fails: the new units' shards and rejects, written before the failure, are removed with the
+    rest of what the rerun wrote, so the restored manifest and card describe every shard in the
+    folder, and a previous folder without rejects gets no empty ``rejects/`` back (the README:
+    "only when there are any"; the restore left one)."""
     import gzip
 
     from rmlprep.errors import RmlprepError
@@ -361,10 +363,11 @@ def test_a_failed_rerun_of_a_grown_input_removes_its_new_units_too(tmp_path):
     run(cfg, log=quiet)
     before = everything(out)
     (d / "a.jsonl.gz").write_bytes(gzip.compress(b"".join(lines(30)))[:-30])
-    (d / "b.jsonl").write_bytes(b"".join(lines(40, start=40)))  # several units, all fine
+    (d / "b.jsonl").write_bytes(b"".join(lines(40, start=40)) + b'{"text": 7}\n')  # several units, one reject
     with pytest.raises(RmlprepError, match="a.jsonl.gz"):
         run(cfg, log=quiet)
     assert everything(out) == before
+    assert not (out / "rejects").exists()  # the previous run had none: no empty rejects/ left either
 
 
 def test_a_rerun_whose_reports_fail_puts_the_previous_folder_back(tmp_path, monkeypatch):

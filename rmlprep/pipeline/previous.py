@@ -126,6 +126,7 @@ def restore_previous(out: OutputFolder, keep: set[int]) -> list[str]:
                                                        n.endswith(".done.json"), n))
     for name in back:
         out.move(f"{PREVIOUS}/{name}", name)
+    out.remove_empty_folder("rejects")  # this run's rejects removed, the previous run had none
     out.remove_empty_folder(f"{PREVIOUS}/rejects")
     out.remove_empty_folder(PREVIOUS)
     return back
