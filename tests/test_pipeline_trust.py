@@ -144,6 +144,28 @@ def test_a_file_added_that_sorts_first_renumbers_the_done_units_without_redoing_
     assert again["units_skipped"] == len(again["shards"])
 
 
+def test_a_file_removed_that_sorted_first_renumbers_the_done_units_and_says_why(tmp_path):
+    """The other way round: a file that sorted first leaves the glob, and every later unit's
+    number goes down by its units. They are renumbered as for a file added (the folder is a
+    fresh run's, byte for byte), and the log names the cause: it said "an input file added before
+    them" for a file removed."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.jsonl").write_bytes(b"".join(lines(10, start=80)))
+    (d / "b.jsonl").write_bytes(b"".join(lines(40)) + b'{"text": 7}\n')
+    (d / "c.jsonl").write_bytes(b"".join(lines(40, start=40)))
+    out = tmp_path / "o"
+    first = run(make_cfg(str(d / "*.jsonl"), out), log=quiet)
+    (d / "a.jsonl").unlink()
+    logs: list[str] = []
+    m = run(make_cfg(str(d / "*.jsonl"), out), log=logs.append)
+    n = len(first["shards"]) - 1
+    assert m["units_processed"] == 0 and len(m["shards"]) == n
+    assert f"resume: {n} done units renumbered, not redone (an input file added or removed before them" in "\n".join(logs)
+    assert folder(out) == fresh(str(d / "*.jsonl"), tmp_path, "fresh")
+    assert_consistent(out, m)
+
+
 def test_overwrite_rewrites_the_units_an_added_file_moved_instead_of_renumbering_them(tmp_path):
     """``--overwrite`` rewrites every unit: a marker written before a count existed
     (``untrained_chunks``) is replaced by one that holds it, as the summary's "--overwrite writes

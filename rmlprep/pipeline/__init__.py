@@ -20,7 +20,7 @@ Stages, and the module that owns each::
                                    reports, until the run completes (previous.discard_previous); a run
                                    that fails puts a complete previous run back (restore_previous)
       renumber.adopt_moved         done units whose input only moved to another unit number (a file
-                                   added before them): renumbered from what was set aside, not redone
+                                   added or removed before them): renumbered from what was set aside
       engines / ray_engine         run unit.work_unit on every unit left (process pool or Ray);
                                    an OutputError (disk full, ...) stops the run
       output.remove_temporaries    on every way out: what a stopped or killed worker left

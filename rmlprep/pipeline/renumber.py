@@ -1,8 +1,8 @@
 """Units that only moved: a done unit whose input now has another unit number is renumbered,
 not redone (:func:`adopt_moved`).
 
-Units are numbered in input order (a glob's files sorted by name), so an input file added that
-sorts before the done ones gives every later unit a new number. A unit's files name their unit:
+Units are numbered in input order (a glob's files sorted by name), so an input file added (or
+removed) that sorts before the done ones gives every later unit a new number. A unit's files name their unit:
 the file names, the shard's ``rmlprep.unit`` metadata, each reject record's ``unit`` and the done
 marker's. Nothing else in them depends on the number (``example_index`` counts documents within
 the unit; a reject's ``row`` is the file's), so the files unit ``i`` would get under number
@@ -68,8 +68,8 @@ def adopt_moved(out: OutputFolder, todo: list[PlannedUnit], cfg: RunConfig, toke
         adopted[u.index] = _renumber(out, u, m, cfg, tokenizer, writer)
     if adopted:
         n = len(adopted)
-        log(f"resume: {n} done unit{'s' if n != 1 else ''} renumbered, not redone (an input file added before "
-            f"{'them' if n != 1 else 'it'} moved {'their' if n != 1 else 'its'} input to another unit number; "
+        log(f"resume: {n} done unit{'s' if n != 1 else ''} renumbered, not redone (an input file added or removed "
+            f"before {'them' if n != 1 else 'it'} moved {'their' if n != 1 else 'its'} input to another unit number; "
             "the shard's unit number is rewritten, its rows are the same)")
     return adopted
 
