@@ -131,9 +131,10 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
     (``tokenizer``: the run's fingerprint; markers that name none are not compared), or Parquet shards
     under the names of earlier versions (``shard-NNNNN.parquet``, :data:`LEGACY_SHARD_GLOB`),
     or, with ``overwrite``, set every unit file and report aside (:mod:`.previous`:
-    removed when the run completes, put back when it fails); remove the temporaries a killed run
-    left. Units of another config or tokenizer that hold no document (every row rejected, or none
-    read) are not refused: nothing was trained on them, and the run redoes them.
+    removed when the run completes, put back when it fails and they are a complete run's folder);
+    remove the temporaries a killed run left. Units of another config or tokenizer that hold no
+    document (every row rejected, or none read) are not refused: nothing was trained on them, and
+    the run redoes them.
 
     Returns:
         the number of such units without a document.
