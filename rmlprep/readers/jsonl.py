@@ -141,9 +141,19 @@ def _check_jsonl_tail(path: str, size: int, column: str | None) -> None:
 def plan_jsonl(path: str, unit_bytes: int, column: str | None = None) -> list[dict[str, Any]]:
     """The units of a JSONL file (byte ranges of a plain file, zstd frames, else the whole file).
 
+    Args:
+        unit_bytes: a unit's size in bytes (a plain file's ranges end at the newline after it).
+        column: ``input.column``, for the cut-line check (None: that check is left to the reader).
+    Returns:
+        unit specs, in file order: ``format``, ``path``, ``nbytes`` (a compressed file's: its
+        decoded bytes where known, else an estimate), and, where the file is cut into units,
+        ``start``/``stop`` (byte offsets: a plain file's range, the zstd frames') and
+        ``first_row`` (the 0-based line number of its first line; zstd units add ``dstart`` /
+        ``dstop``, decoded offsets within the frames).
     Raises:
         InputError: a file fault visible in the first bytes (:func:`_check_jsonl_head`) or, in a
-            plain file, a last line cut short (:func:`_check_jsonl_tail`, against ``column``).
+            plain file, a last line cut short (:func:`_check_jsonl_tail`, against ``column``), or
+            a file that shrank while it was planned.
     """
     size = fs.getsize(path)
     kind = compression_of(path)

@@ -161,8 +161,9 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             that is not there, or unset with several splits and no ``train``; a Parquet, Arrow
             or CSV file without ``input.column``.
         InputError: a file that is unreadable as a whole (a damaged Parquet footer, a truncated
-            zstd frame, broken ``datasets`` JSON, a JSON document that is not JSON Lines); a
-            Parquet, Arrow or CSV file with two columns named ``input.column``.
+            zstd frame, broken ``datasets`` JSON, a JSON document that is not JSON Lines, a plain
+            JSONL file whose last line is cut short: :func:`.jsonl.plan_jsonl`); a Parquet, Arrow
+            or CSV file with two columns named ``input.column``.
     """
     specs: list[dict[str, Any]] = []
     if inp["format"] == "stdlib":
