@@ -341,7 +341,6 @@ def _doctored_renders(tmp_path: Path) -> Path:
     return p
 
 
-@needs_renders
 def test_chat_options(tmp_path, capsys):
     """--option KEY=VALUE passes chat options as chat.options does in a run: Qwen3's non-thinking
     generation prompt (the template's ``enable_thinking is false`` branch writes an empty think
@@ -366,6 +365,7 @@ def test_chat_options(tmp_path, capsys):
     assert "option today must be a date 'YYYY-MM-DD', got datetime.datetime(2025, 3, 1, 10, 0)" in capsys.readouterr().err
 
 
+@needs_renders
 def test_parity_chat_alone(tmp_path, capsys):
     assert main(["parity", "--chat", "chatml"]) == 0
     assert "renders of chatml-openhermes match format 'chatml'" in capsys.readouterr().out
