@@ -381,7 +381,9 @@ class _MapFunction:
         Only the columns the callable reads are formatted (all with ``keep_columns=True``); the
         others keep their names (for :meth:`_check_names`) and no value: ``datasets`` formats a
         LazyRow's column when it is read, which decodes an ``Image``/``Audio`` feature (Pillow,
-        a codec) that rmlprep never uses, and fails on one it cannot decode."""
+        a codec) that rmlprep never uses, and fails on one it cannot decode. The names are checked
+        first, so a refused column is refused before any value is formatted."""
+        self._check_names(list(example.keys()))  # before any value is read: keep_columns=True reads them all
         table = getattr(example, "pa_table", None)  # datasets' LazyRow: its one-row Arrow table
         types = table.schema if isinstance(table, pa.Table) else None
         read = None if self.keep_columns else {getattr(self, k, None) for k in self._READ}

@@ -829,6 +829,8 @@ def test_a_media_column_is_refused_as_the_sft_run_refuses_it(tok):
     ds = ds.cast_column("image", datasets.Image())
     with pytest.raises(ConfigError, match=r"^tokenize_chat: the batch has a column 'image' \(media"):
         ds.map(fn, load_from_cache_file=False)
+    with pytest.raises(ConfigError, match=r"^tokenize_chat: the batch has a column 'image' \(media"):
+        ds.map(tokenize_chat(tok, "chatml", keep_columns=True), load_from_cache_file=False)  # reads every column
     off = tokenize_chat(tok, "chatml", ignore_media=True)
     assert ds.map(off, load_from_cache_file=False)["input_ids"] == ids_of(alone)
     images_as_messages = tokenize_chat(tok, "chatml", column="images")({"images": [conv]})["input_ids"]
