@@ -441,9 +441,12 @@ _DATASETS_MAPS = ("datasets.iterable_dataset", "datasets.arrow_dataset")
 
 def _are_indices(indices) -> bool:
     """Whether ``indices`` is what ``datasets.map(..., with_indices=True)`` passes (None without
-    it, an int for one example, a list of ints for a batch) and not another column's values."""
+    it, an int for one example, a list of ints for a batch; a caller's integer numpy array too)
+    and not another column's values."""
     if indices is None or isinstance(indices, numbers.Integral):
         return True
+    if isinstance(indices, np.ndarray):
+        return indices.ndim == 1 and np.issubdtype(indices.dtype, np.integer)
     return isinstance(indices, (list, tuple, range)) and all(isinstance(i, numbers.Integral) for i in indices)
 
 

@@ -862,6 +862,10 @@ def test_input_columns_naming_a_second_column_is_refused(tok):
     texts = datasets.Dataset.from_dict({"text": ["a b", "c"], "src": ["x", "y"]})
     with pytest.raises(ConfigError, match="called with a second column"):
         texts.map(tokenize_text(tok), batched=True, input_columns=["text", "src"], load_from_cache_file=False)
+    # a caller's own indices, a list or an integer numpy array, still name the rows
+    for idx in ([7, 8], np.array([7, 8])):
+        with pytest.raises(RowError, match="row 1 of the batch, dataset index 8"):
+            tokenize_text(tok)(["a", None], idx)
 
 
 def test_arrow_map_columns_read_as_the_dicts_they_are(tok):
