@@ -10,8 +10,7 @@ The format is told from the path, never from a guess at the model:
   (Llama 3's ``tokenizer.model`` is one);
 - any other file that starts as a SentencePiece ``ModelProto`` does (:mod:`rmlprep.spm`); a
   file that is none of these is refused as not a tokenizer, with this list;
-- ``demo:gpt2``: the embedded demo's tokenizer (:mod:`rmlprep.demo`: GPT-2's rank file fetched
-  once from PyPI, else a small committed tokenizer).
+- ``demo:gpt2``: the embedded demo's tokenizer (:mod:`rmlprep.demo`: GPT-2's, else a small fallback).
 
 :func:`open_tokenizer` is the resolution the CLI and the pipeline use: everything above, plus
 rmlprep's own ``*.spec.json`` files and tokenizer fixtures, and it also returns the file whose
@@ -90,8 +89,7 @@ def load_spec(path: str | os.PathLike, *, given: frozenset[str] = frozenset(),
         kwargs: ``name``, ``pattern``, ``special_tokens`` for tiktoken rank files only.
     Raises:
         LoaderError: missing path, unreadable or malformed file, tiktoken arguments given for
-            another format; a SentencePiece folder whose config leaves add_bos_token or
-            add_eos_token open where transformers' default is unknown or disputed.
+            another format.
         UnsupportedTokenizer: a file using a component rmlprep does not implement.
     """
     p = _resolve(Path(path))
@@ -160,14 +158,16 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[s
     (:data:`SPM_CLASS_DEFAULTS`), not sentencepiece's (which adds neither): such a folder is
     one transformers loads, and a Llama one trained without its BOS would be silently wrong.
     Where the class is not in the table (or absent), or transformers 4.x and 5.x disagree
-    (Llama, Gemma: 4.x adds the BOS, 5.x does not), the load is refused naming the key to set,
-    unless the caller gives the spec field itself (``given``: ``load_tokenizer(..., add_bos=...)``).
+    (Llama, Gemma: 4.x adds the BOS, 5.x does not), the key goes into ``unset_specials`` (the flag
+    stays False) unless the caller sets the field (``given``: ``load_tokenizer(..., add_bos=...)``):
+    encoding with special tokens is refused naming the key (``TokenizerSpec.check_adds``), encoding
+    without works (a run framing documents with ``pack.bos``/``pack.eos`` never reads the flag).
     A ``.model`` with no config beside it keeps sentencepiece's defaults.
 
     Source: ``fixtures/bos_defaults.json`` (transformers 4.57.1 and 5.24.0 ``AutoTokenizer``).
 
     Raises:
-        LoaderError: a named token that is not a piece of the model; a key left open as above.
+        LoaderError: a named token that is not a piece of the model.
     """
     import dataclasses
 
@@ -188,6 +188,7 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[s
                               f"{content!r} is not a piece of {p.name}")
     cls = cfg.get("tokenizer_class")
     defaults = SPM_CLASS_DEFAULTS.get(cls) if isinstance(cls, str) else None
+    unset: list[str] = []
     for i, (key, field, tid) in enumerate((("add_bos_token", "add_bos", changes.get("bos_id", spec.bos_id)),
                                            ("add_eos_token", "add_eos", changes.get("eos_id", spec.eos_id)))):
         if key in cfg:
@@ -201,10 +202,12 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[s
                    f"{'BOS' if i == 0 else 'EOS'}, 5.x does not)" if defaults is not None else
                    f"rmlprep does not know the default of tokenizer_class {cls!r}" if isinstance(cls, str) else
                    "it names no tokenizer_class whose default rmlprep knows")
-            raise LoaderError(
-                f"{p.parent}: tokenizer_config.json does not set {key} for {p.name}, and {why}; set "
-                f'"{key}": true or false in tokenizer_config.json (or pass {field}= to load_tokenizer)')
+            unset.append(f"{key}: tokenizer_config.json does not set it for {p.name}, and {why}; "
+                         f'set "{key}": true or false there (or pass {field}= to load_tokenizer)')
+            value = False
         changes[field] = value and tid is not None  # transformers drops a flag whose token is None
+    if unset:
+        changes["unset_specials"] = tuple(unset)
     return dataclasses.replace(spec, **changes) if changes else spec
 
 
@@ -358,6 +361,8 @@ def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Token
         for k in ("eot_ids", "pre_split"):
             if k in changes and not isinstance(changes[k], tuple):
                 changes[k] = tuple(changes[k])
+        if spec.unset_specials:  # a cache hit made without these overrides
+            changes["unset_specials"] = tuple(m for m in spec.unset_specials if m.split("_token:")[0] not in changes)
         spec = spec.replace(**changes)
     elif hit is not None:
         return Tokenizer._from_cache(spec, template, hit.merge_table)

@@ -420,6 +420,8 @@ def _finish(tokenizer, ids: np.ndarray, offsets: np.ndarray, *,
     """What ``encode`` does after its rows are tokenized, on flat rows: BOS/EOS added."""
     s = tokenizer.spec
     n = len(offsets) - 1
+    if add_special_tokens:
+        s.check_adds()
     if add_special_tokens and (s.add_bos or s.add_eos):
         nb, ne = int(s.add_bos), int(s.add_eos)
         lens = np.diff(offsets)

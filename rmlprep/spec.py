@@ -65,7 +65,7 @@ class AddedTokenFlags:
 #: while they hold their default, so a spec that does not use them keeps its fingerprint.
 _OMITTED_AT_DEFAULT = frozenset({
     "decoder", "unk_surface", "pre_split_behaviors", "unparsed_specials", "decode_added_byte_level",
-    "decode_chain",
+    "decode_chain", "unset_specials",
 })
 
 #: id(spec) -> (spec, fingerprint): specs are immutable, and the canonical JSON of a 256k vocab
@@ -163,6 +163,10 @@ class TokenizerSpec:
             the token strings as tokenizers does (:mod:`rmlprep.hf_decode`, which lists the
             steps) instead of ``decoder``/``decode_strip_prefix``; a ``("Refuse", message)``
             step makes decoding raise ``UnsupportedTokenizer`` (loading and encoding work).
+        unset_specials: one message per ``add_bos_token``/``add_eos_token`` a SentencePiece
+            folder's config leaves open where transformers' default is unknown or disputed
+            (``add_bos``/``add_eos`` are then False); encoding with special tokens raises
+            ``LoaderError`` with them (:meth:`check_adds`), encoding without works.
         name: a human label (file name, encoding name); not part of the fingerprint.
     """
 
@@ -196,6 +200,7 @@ class TokenizerSpec:
     decoder: str = "bytes"
     unk_surface: str = " \u2047 "
     decode_chain: tuple[tuple[Any, ...], ...] | None = None
+    unset_specials: tuple[str, ...] = ()
     name: str = field(default="", compare=False)
 
     # -- canonical form ---------------------------------------------------------------
@@ -237,7 +242,7 @@ class TokenizerSpec:
             kw["merges"] = tuple((str(a), str(b)) for a, b in kw["merges"])
         if kw.get("scores") is not None:
             kw["scores"] = tuple(float(s) for s in kw["scores"])
-        for k in ("pre_split", "eot_ids"):
+        for k in ("pre_split", "eot_ids", "unset_specials"):
             if k in kw:
                 kw[k] = tuple(kw[k])
         if "normalizers" in kw:
@@ -267,6 +272,20 @@ class TokenizerSpec:
         fp = hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
         _remember_fingerprint(self, fp)
         return fp
+
+    def check_adds(self) -> None:
+        """Refuse to add special tokens while the tokenizer's folder leaves ``add_bos_token`` or
+        ``add_eos_token`` open (:attr:`unset_specials`, set by ``rmlprep.load`` for a
+        SentencePiece folder whose config names neither the key nor a class whose
+        transformers default is agreed). Encoding without special tokens is unaffected.
+
+        Raises:
+            LoaderError: one line per open key: which key, why it is open, what to set.
+        """
+        if self.unset_specials:
+            from .errors import LoaderError
+
+            raise LoaderError("add_special_tokens: " + "; ".join(self.unset_specials))
 
     def replace(self, **changes: Any) -> "TokenizerSpec":
         """A copy with some fields changed (e.g. ``add_bos=False``)."""

@@ -278,6 +278,9 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
                 ``<s>``, ``Hi``): ids neither sentencepiece nor transformers (no ``▁``) gives.
         Returns:
             list of int ids, each in ``range(vocab_size)``.
+        Raises:
+            TokenizeError: ``text`` is not a str. LoaderError: ``add_special_tokens`` while the
+                folder leaves add_bos_token/add_eos_token open (``TokenizerSpec.check_adds``).
         """
         fast = self._fast_encode
         if fast is not None:
@@ -298,14 +301,8 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
         """``encode(text, parse_special=False)`` (tiktoken's name)."""
         return self.encode(text, parse_special=False)
 
-    def encode_batch(
-        self,
-        texts: Iterable[str],
-        *,
-        add_special_tokens: bool = False,
-        parse_special: bool = True,
-        num_threads: int = 1,
-    ) -> list[list[int]]:
+    def encode_batch(self, texts: Iterable[str], *, add_special_tokens: bool = False, parse_special: bool = True,
+                     num_threads: int = 1) -> list[list[int]]:
         """``[encode(t, ...) for t in texts]``; with the compiled hot path and ``num_threads > 1``
         the texts are encoded on that many threads (the GIL is released)."""
         if num_threads > 1 and self._native is not None:
@@ -385,6 +382,8 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
         shifts: list[int] = []  # prefix bytes the tokenizer added to the part
         sizes: list[int] = []  # byte length of the part (offsets are clamped to it)
         pos = 0
+        if add_special_tokens:
+            self.spec.check_adds()
         if add_special_tokens and self.spec.add_bos:
             ids.append(self.spec.bos_id)
             counts.append(1), bases.append(0), shifts.append(0), sizes.append(0)
@@ -441,6 +440,7 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
 
     def _add_special(self, ids: list[int]) -> list[int]:
         s = self.spec
+        s.check_adds()
         if s.add_bos:
             ids = [s.bos_id, *ids]
         if s.add_eos:

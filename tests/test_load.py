@@ -318,7 +318,8 @@ def test_sentencepiece_folder_silent_config_follows_transformers_or_refuses(tmp_
     the class defaults to (not sentencepiece's nothing). Expected: the ids both transformers
     4.57.1 and 5.24.0 put around the text (``fixtures/bos_defaults.json``, by
     ``tools/make_bos_defaults_fixtures.py``) around sentencepiece's own ids; where the two
-    disagree (Llama, Gemma: 4.x adds the BOS, 5.x not), a refusal naming the key to set."""
+    disagree (Llama, Gemma: 4.x adds the BOS, 5.x not), adding special tokens is refused naming
+    the key to set, while encoding without them gives sentencepiece's ids."""
     spm = pytest.importorskip("sentencepiece")
     src = _need(_BOS_DEFAULTS["source"])
     text = _BOS_DEFAULTS["text"]
@@ -332,8 +333,16 @@ def test_sentencepiece_folder_silent_config_follows_transformers_or_refuses(tmp_
         assert load_tokenizer(model).encode(text, add_special_tokens=True) == refs[0]["prefix"] + bare + refs[0]["suffix"]
     else:
         key = "add_bos_token" if any(r["prefix"] != refs[0]["prefix"] for r in refs) else "add_eos_token"
-        with pytest.raises(LoaderError, match=rf'disagree on {cls}.*set "{key}": true or false in tokenizer_config'):
-            load_tokenizer(model)
+        tok = load_tokenizer(model)
+        assert tok.encode(text, parse_special=False) == bare
+        match = rf'^add_special_tokens: {key}: .*disagree on {cls}.*set "{key}": true or false there'
+        with pytest.raises(LoaderError, match=match):
+            tok.encode(text, add_special_tokens=True)
+        for n in (1, 2):  # the batch paths (native flat rows; the pure loop) refuse alike
+            with pytest.raises(LoaderError, match=match):
+                tok.encode_batch([text], add_special_tokens=True, num_threads=n)
+        with pytest.raises(LoaderError, match=match):
+            tok.encode_fragments([text], add_special_tokens=True)
         field = key.removesuffix("_token")
         # the caller settles it: either reference's framing, with the flag given (the count of
         # added ids only: Gemma's default bos_token "<bos>" is no piece of this Llama model)
@@ -347,20 +356,50 @@ def test_sentencepiece_folder_silent_config_follows_transformers_or_refuses(tmp_
 def test_sentencepiece_folder_unknown_class_and_silent_config_is_refused(tmp_path):
     """An unknown (or absent) ``tokenizer_class`` and no ``add_bos_token``: transformers' default
     depends on the class (fixtures/bos_defaults.json shows BOS, EOS and neither), so rmlprep
-    refuses rather than guess; the config's key, or load_tokenizer's override, settles it.
-    ``LLaMATokenizer`` is the misspelt class of early converted Llama repos."""
+    refuses to add special tokens rather than guess (the load and plain encoding work); the
+    config's key, or load_tokenizer's override, settles it, also when the first load without
+    the override was cached. ``LLaMATokenizer`` is the misspelt class of early converted Llama repos."""
     shutil.copy(_need("llama2/tokenizer.model"), tmp_path / "tokenizer.model")
     for cfg, word in (({"tokenizer_class": "LLaMATokenizer"}, "does not know the default of tokenizer_class "
                                                                "'LLaMATokenizer'"),
                       ({"bos_token": "<s>"}, "names no tokenizer_class")):
         (tmp_path / "tokenizer_config.json").write_text(json.dumps(cfg))
-        with pytest.raises(LoaderError, match=rf'does not set add_bos_token .*{word}.*\(or pass add_bos= to load_tokenizer\)$'):
-            load_tokenizer(tmp_path)
-        with pytest.raises(LoaderError, match=r'does not set add_eos_token'):
-            load_tokenizer(tmp_path, add_bos=True)
+        tok = load_tokenizer(tmp_path)
+        assert tok.encode("a") == [263] and tok.spec.add_bos is False  # sentencepiece's "▁a"
+        with pytest.raises(LoaderError, match=rf'add_bos_token: tokenizer_config.json does not set it .*{word}'
+                                              r'.*\(or pass add_bos= to load_tokenizer\); add_eos_token: '):
+            tok.encode("a", add_special_tokens=True)
+        with pytest.raises(LoaderError, match=r'^add_special_tokens: add_eos_token: ((?!add_bos_token).)*$'):
+            load_tokenizer(tmp_path, add_bos=True).encode("a", add_special_tokens=True)
         assert load_tokenizer(tmp_path, add_bos=True, add_eos=False).encode("a", add_special_tokens=True)[0] == 1
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"add_bos_token": False, "add_eos_token": False}))
     assert load_tokenizer(tmp_path).spec.add_bos is False
+
+
+def test_a_run_over_a_folder_that_leaves_add_bos_open_frames_with_pack_or_refuses(tmp_path):
+    """A Llama ``tokenizer.model`` folder whose config names its class but not ``add_bos_token``
+    (transformers 4.x adds the BOS, 5.x not) had stopped every run at load, also runs that frame
+    documents with ``pack.bos``/``pack.eos`` and never read the flag (the run default
+    ``tokenizer.add_special_tokens = false``). Such a run is planned; one that asks the tokenizer
+    for its special tokens is refused at plan time naming the key (exit 2 in the CLI)."""
+    from rmlprep.config import config_from_dict
+    from rmlprep.errors import ConfigError
+    from rmlprep.pipeline.framing import framing
+
+    shutil.copy(_need("llama2/tokenizer.model"), tmp_path / "tokenizer.model")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "LlamaTokenizer"}))
+    tok = load_tokenizer(tmp_path)
+
+    def cfg(add):
+        return config_from_dict({"input": {"paths": [str(tmp_path / "in.jsonl")]},
+                                 "tokenizer": {"path": str(tmp_path), "add_special_tokens": add},
+                                 "pack": {"seq_len": 64, "bos": not add, "eos": not add},
+                                 "output": {"dir": str(tmp_path / "out")}})
+
+    f = framing(cfg(False), tok)
+    assert (f.bos, f.eos) == (1, 2)  # the model's <s> and </s>
+    with pytest.raises(ConfigError, match=r'^tokenizer\.add_special_tokens: add_bos_token: .*disagree on LlamaTokenizer'):
+        framing(cfg(True), tok)
 
 
 def test_tiktoken_arguments_with_a_sentencepiece_model_are_named(tmp_path):

@@ -97,6 +97,8 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
                 "if documents may be packed with no " + ("start" if flag == "bos" else "end") + " marker between them")
     if cfg["tokenizer"]["add_special_tokens"]:
         spec = tokenizer.spec
+        if spec.unset_specials:
+            raise ConfigError("tokenizer.add_special_tokens: " + "; ".join(spec.unset_specials))
         if not (spec.add_bos or spec.add_eos):
             raise ConfigError(
                 "tokenizer.add_special_tokens: this tokenizer adds no bos/eos (its add_bos and add_eos are false, "
