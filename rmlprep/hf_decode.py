@@ -54,7 +54,7 @@ from .segment import SPACE, make_normalizer
 from .spec import BYTE_LEVEL, SENTENCEPIECE, TokenizerSpec, TokenType
 from .unicode import unicode_to_bytes
 
-__all__ = ["ChainDecoder", "run_chain", "STEP_FIELDS"]
+__all__ = ["ChainDecoder", "run_chain", "decode_strings", "STEP_FIELDS"]
 
 #: each step's fields after its name (what a spec's ``decode_chain`` may hold)
 STEP_FIELDS = {
@@ -344,13 +344,14 @@ class ChainDecoder:
             self._table = self._build_table()
         if not skip_special_tokens:
             return self._table
-        table = self._table
-        if self.skip:
-            table = list(table) if table is not self._token_bytes or True else table
-            for i in self.skip:
-                table[i] = b""
-        self._skip_table = table
-        return table
+        if self._skip_table is None:
+            table = self._table
+            if self.skip:
+                table = list(table)  # never the shared Tokenizer._bytes, nor the plain table
+                for i in self.skip:
+                    table[i] = b""
+            self._skip_table = table
+        return self._skip_table
 
     def _build_table(self) -> list[bytes]:
         """The bytes each id decodes to before the join: ``token_bytes`` where it agrees."""

@@ -16,7 +16,7 @@ Writes ``fixtures/fuse_unk.json``::
      "cases": [{"variant": name, "text": str, "ids": [int]}]}
 
 Usage: ``python tools/make_fuse_unk_fixtures.py [--out fixtures/fuse_unk.json] [--random 150]``
-Needs: tokenizers (the ``reference`` extra). rmlprep's tests only read the JSON.
+Needs: tokenizers (the ``reference`` extra). rmlprep's tests read the JSON, and a drift test reruns this script and compares.
 """
 
 from __future__ import annotations
