@@ -74,6 +74,28 @@ def test_template_mode_refuses_what_it_cannot_derive_or_would_drop():
                     "template")
 
 
+def test_template_mode_refuses_text_parts_the_template_renders_empty():
+    """SmolLM3's template writes ``content if content is string else ""``: a content given as
+    text parts would be an empty turn (a prompt lost, or an answer that trains only its
+    terminator), so template mode refuses it as it refuses other ignored fields; a template that
+    writes the parts (Gemma 3 iterates them) renders them."""
+    smol = _tok(template_text("more/HuggingFaceTB-SmolLM3-3B"))
+    q, four = [{"type": "text", "text": "What is 2+2?"}], [{"type": "text", "text": "4"}]
+    for msgs in ([{"role": "user", "content": q}, {"role": "assistant", "content": "4"}],
+                 [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": four}]):
+        with pytest.raises(ChatFormatError, match=r"\((user|assistant)\): text parts: the chat template ignores them"):
+            encode_chat(smol, msgs, "template")
+    enc = encode_chat(smol, [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4"}],
+                      "template")
+    assert "user\nWhat is 2+2?<|im_end|>" in smol.decode(enc.input_ids)  # the same text as a string is written
+    gemma3 = _tok(template_text("gemma3"), "<bos>")
+    enc = encode_chat(gemma3, [{"role": "user", "content": q}, {"role": "assistant", "content": "4"}], "template")
+    assert "What is 2+2?" in gemma3.decode(enc.input_ids)
+    # parts whose text is empty are nothing to lose: not refused
+    encode_chat(smol, [{"role": "user", "content": [{"type": "text", "text": ""}]}, {"role": "assistant", "content": "4"}],
+                "template")
+
+
 def test_tokenize_chat_template_mode():
     tok = _tok(template_text("llama3"), "<|begin_of_text|>")
     conv = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]

@@ -13,7 +13,8 @@ are not (one that rewrites earlier turns, such as Qwen3 dropping reasoning from 
 refused for that conversation, naming the turn; so is an answer the template ends with no
 terminator (GLM-4.6 ends a turn with the next ``<|user|>``): its mask would teach no stop
 token. A field the template ignores (its render is
-the same without it: ``reasoning_content``, ``tool_calls``, ``tools``...) is refused too,
+the same without it: ``reasoning_content``, ``tool_calls``, ``tools``, text parts that SmolLM3's
+template renders as an empty content...) is refused too,
 so nothing is dropped silently (a template that raises once the field is gone reads it: Qwen2.5
 on a ``content: null`` tool call without its ``tool_calls``), and so are text parts a template writes as a Python list. The render is tokenized as a whole, as transformers does:
 special-token text inside a message becomes its control token (native formats never do that).
@@ -57,6 +58,8 @@ def _drop(conv: Conversation, i: int | None, what: str) -> Conversation:
         m = type(m)(m.role, m.content, m.parts, None, m.tool_calls, m.tool_call_id, m.name)
     elif what == "tool_calls":
         m = type(m)(m.role, m.content, m.parts, m.reasoning, (), m.tool_call_id, m.name)
+    elif what == "text parts":
+        m = type(m)(m.role, "", None, m.reasoning, m.tool_calls, m.tool_call_id, m.name)
     msgs[i] = m
     return Conversation(tuple(msgs), conv.tools)
 
@@ -124,6 +127,8 @@ class TemplateWriter:
                 checks.append((i, "reasoning"))
             if m.tool_calls:
                 checks.append((i, "tool_calls"))
+            if m.parts is not None and "".join(m.parts).strip():
+                checks.append((i, "text parts"))
         for i, what in checks:
             try:
                 same = self._render(_drop(conv, i, what), add_generation_prompt, "it without that field") == full
@@ -133,6 +138,9 @@ class TemplateWriter:
                 same = False
             if same:
                 where = "tools" if i is None else f"message {i} ({conv.messages[i].role}): {what}"
+                if what == "text parts":  # SmolLM3's `content if content is string else ""`
+                    raise ChatFormatError(f"{where}: the chat template ignores them (it renders the message as if "
+                                          "its content were empty); join them into one string first")
                 raise ChatFormatError(f"{where}: the chat template ignores it (the render is the same without it); "
                                       "drop it, or use a template that writes it")
         o = Out()
