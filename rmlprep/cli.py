@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("chat", help="format a messages JSON file with a chat format (optionally encode it)")
     c.add_argument("messages", help='JSON file: [{"role": ..., "content": ...}, ...] or {"messages": [...]}')
-    c.add_argument("--format", required=True, help="chat format name (chatml, llama3, ...) or a Jinja template file")
+    c.add_argument("--format", required=True, help="chat format name (chatml, llama3, ...) or a Jinja template file; "
+                   "with --tokenizer also auto (the format proved on its chat template) or template (that template)")
     c.add_argument("--tokenizer", help="also encode with this tokenizer and print ids and the assistant mask")
     c.add_argument("--name", help="encoding name for tiktoken rank files")
     c.add_argument("--add-generation-prompt", action="store_true")
@@ -274,17 +275,27 @@ def _cmd_chat(a) -> int:
     fmt_arg = a.format
     if Path(fmt_arg).is_file():
         fmt_arg = read_file_text(fmt_arg)
-    fmt = detect_chat_format(fmt_arg)
+    elif fmt_arg in ("auto", "template") and not a.tokenizer:
+        raise RmlprepError(f"chat --format {fmt_arg}: give --tokenizer, whose own chat template it takes "
+                           "(as chat.format does in a run)")
     options = _chat_options(a.option)
     if a.tokenizer:
         tok, _ = _open(a.tokenizer, a.name)
-        if not a.text_markers and (stop := missing_stop_token(tok, fmt)) is not None:
+        if fmt_arg in ("auto", "template") and not tok.chat_template:
+            raise RmlprepError(f"chat --format {fmt_arg}: {a.tokenizer} carries no chat_template; name the format")
+        s = tok.spec  # "auto": the format proved on the tokenizer's template, with its bos/eos, as a run does
+        fmt = fmt_arg if fmt_arg == "template" else detect_chat_format(
+            tok.chat_template if fmt_arg == "auto" else fmt_arg,
+            bos_token=s.vocab[s.bos_id] if s.bos_id is not None else None,
+            eos_token=s.vocab[s.eos_id] if s.eos_id is not None else None)
+        if not a.text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
             raise RmlprepError(f"chat --format {fmt}: {stop_token_refusal(tok, fmt, stop)}; or pass --text-markers "
                                "to encode them as text (chat.text_markers = true in a run)")
         enc = encode_chat(tok, msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools,
                           text_markers=a.text_markers, options=options)
         print(json.dumps({"format": fmt, "input_ids": enc.input_ids, "assistant_masks": enc.assistant_masks}))
     else:
+        fmt = detect_chat_format(fmt_arg)
         _write_text(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools,
                                 options=options), a.no_newline)
     return 0

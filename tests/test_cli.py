@@ -365,6 +365,33 @@ def test_chat_options(tmp_path, capsys):
     assert "option today must be a date 'YYYY-MM-DD', got datetime.datetime(2025, 3, 1, 10, 0)" in capsys.readouterr().err
 
 
+def test_chat_auto_and_template_take_the_tokenizers_template(tmp_path, capsys):
+    """--format auto / template with --tokenizer take the tokenizer's own chat template, as
+    chat.format does in a run (both were refused as unknown format names); without --tokenizer,
+    or with a tokenizer that has no template, they say what to give. Worked example, read off
+    Qwen3's template with enable_thinking false: the render below, "yo<|im_end|>" trained."""
+    real = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS", "~/.cache/rmlprep-real-tokenizers")).expanduser() / "hf"
+    if not (real / "qwen3").is_dir() or not (real / "gpt2").is_dir():
+        pytest.skip(f"{real} is absent (bash ../shared/real-tokenizers/get.sh)")
+    tokenizers = pytest.importorskip("tokenizers")
+    pytest.importorskip("jinja2")
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]))
+    assert main(["chat", str(m), "--format", "auto"]) == 2
+    assert "chat --format auto: give --tokenizer" in capsys.readouterr().err
+    assert main(["chat", str(m), "--format", "template", "--tokenizer", str(real / "gpt2")]) == 2
+    assert "carries no chat_template" in capsys.readouterr().err
+    text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nyo<|im_end|>\n"
+    ref = tokenizers.Tokenizer.from_file(str(real / "qwen3" / "tokenizer.json")).encode(text, add_special_tokens=False)
+    k = ref.tokens.index("yo")
+    for fmt, named in (("qwen3", "qwen3"), ("auto", "qwen3"), ("template", "template")):
+        assert main(["chat", str(m), "--format", fmt, "--tokenizer", str(real / "qwen3"),
+                     "--option", "enable_thinking=false"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["format"] == named and out["input_ids"] == ref.ids
+        assert out["assistant_masks"] == [int(i in (k, k + 1)) for i in range(len(ref.ids))]
+
+
 @needs_renders
 def test_parity_chat_alone(tmp_path, capsys):
     assert main(["parity", "--chat", "chatml"]) == 0
