@@ -227,7 +227,7 @@ class TokenizeChat(_MapFunction):
                     messages, tools, k = json_tools(messages, tools)
                     self.stats["json_tool_calls"] += k
                 else:
-                    if json_tools(messages, tools)[2]:  # LLaMA-Factory's shape, kept as text: counted for a hint
+                    if json_tools(messages, tools, check=False)[2]:  # LLaMA-Factory's shape, kept as text: counted for a hint
                         self.stats["json_tool_calls_as_text"] += 1
                     if tools is not None and parameters_as_text(tools):  # schemas as strings: likewise
                         self.stats["json_tool_parameters_as_text"] += 1

@@ -317,7 +317,10 @@ def _sample_conversations(cfg, units, n: int) -> list[tuple[Any, Any]]:
         for r, v in convs.items():
             t = tools.get(r)
             v = with_system_prompt(v, systems.get(r), scol)[0]  # as the run writes it (a refused one: as read)
-            out.append(json_tools(v, t)[:2] if convert else (v, t))
+            try:
+                out.append(json_tools(v, t)[:2] if convert else (v, t))
+            except ChatFormatError:  # a call to an undefined tool: the run rejects the row; not compared
+                continue
             if len(out) >= n:
                 return out
     return out

@@ -105,6 +105,30 @@ def test_text_parts_joined_as_each_template_joins_them():
     assert "<start_of_turn>user\nHelloworld<end_of_turn>" in format_chat(msgs, "gemma3")  # each part stripped
 
 
+def test_json_tools_refuses_a_call_to_a_tool_the_conversation_does_not_define():
+    """explorer E3: with json_tools, an answer that is JSON data shaped as a call
+    ({"name": "Alice", "arguments": {...}}) in a conversation defining only `search` was
+    converted into a call of `Alice`, uncounted. A call naming no defined tool is now refused
+    (the run writes the row aside with this reason); with no definitions at all it is still
+    converted (the run counts tool_calls_without_tools); check=False (the hint count of a run
+    without json_tools) converts it."""
+    answer = {"role": "assistant", "content": '{"name": "Alice", "arguments": {"age": 3}}'}
+    search = {"name": "search", "description": "d", "parameters": {"type": "object"}}
+    system = {"role": "system", "content": json.dumps([search])}
+    wrapped = [{"type": "function", "function": search}]
+    plain = [{"role": "system", "content": "You help."}, u("Give JSON for Alice"), answer]
+    for msgs, tools in (([system, u("Give JSON for Alice"), answer], None), (plain, [search]),
+                        (plain, wrapped), (plain, json.dumps(wrapped))):
+        with pytest.raises(ChatFormatError, match=r"message 2 \(assistant\) is JSON shaped as a call to a tool "
+                           r"named 'Alice', which the conversation's tools do not define \('search'\).*"
+                           r"chat.json_tools = false"):
+            json_tools(msgs, tools)
+        assert json_tools(msgs, tools, check=False)[2] == 1
+    assert json_tools([u("q"), answer])[2] == 1  # no definitions: converted (and counted by the run)
+    assert json_tools([u("q"), answer], [])[2] == 1
+    assert json_tools([u("q"), answer], [{"name": "Alice"}])[2] == 1
+
+
 def test_json_tools_conversion():
     """A LLaMA-Factory tool-call row: tools as a JSON list in the system message, a call as
     JSON in the assistant's text."""
@@ -125,7 +149,7 @@ def test_json_tools_conversion():
     assert json_tools([{"role": "system", "content": "[]"}, u("q")])[:2] == ([u("q")], None)
     assert json_tools([{"role": "system", "content": "You help."}, u("q")])[1] is None
     # given tools win: the system message is kept as text
-    assert json_tools(msgs, tools=[{"name": "g"}])[0][0] == msgs[0]
+    assert json_tools(msgs, tools=[{"name": "f"}])[0][0] == msgs[0]
     # parameters written as JSON text (bare or wrapped definitions, a list or a JSON string of
     # one) become the object; parameters_as_text counts them; other strings stay
     bare = {"name": "g", "parameters": '{"type": "object"}'}

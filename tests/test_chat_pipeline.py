@@ -763,6 +763,40 @@ def test_a_media_column_is_refused(tmp_path):
                                                         "writes text only")
 
 
+def test_json_tools_call_to_an_undefined_tool_is_a_reject(tmp_path):
+    """explorer E3: with chat.json_tools, a JSON answer naming a tool the conversation does not
+    define was written as a call of it and counted nowhere. It is now a reject whose reason
+    names the tool; the conversation calling its defined tool is converted as before."""
+    inp = tmp_path / "c.jsonl"
+    tools = json.dumps([{"name": "search", "description": "look up", "parameters": {"type": "object"}}])
+    _rows(inp, [[{"role": "system", "content": tools}, {"role": "user", "content": "Give JSON for Alice"},
+                 {"role": "assistant", "content": json.dumps({"name": "Alice", "arguments": {"age": 3}})}],
+                [{"role": "system", "content": tools}, {"role": "user", "content": "find cats"},
+                 {"role": "assistant", "content": json.dumps({"name": "search", "arguments": {"q": "cats"}})},
+                 {"role": "tool", "content": "3 cats"}, {"role": "assistant", "content": "Three."}]])
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", parity={"chat": False}, chat={"json_tools": True},
+                pack={"seq_len": 1024}), log=quiet)
+    assert m["totals"]["documents"] == 1 and m["totals"]["rejects"] == 1 and m["totals"]["json_tool_calls"] == 1
+    (rec,) = _reject_records(tmp_path / "o")
+    assert rec["row"] == 0 and "a call to a tool named 'Alice', which the conversation's tools do not define" in rec["reason"]
+
+
+@needs_jinja
+@pytest.mark.skipif(not (REAL_HF / "qwen2.5" / "tokenizer.json").exists(), reason=f"{REAL_HF}/qwen2.5 is absent")
+def test_json_tools_reject_is_left_out_of_the_live_chat_comparison(tmp_path):
+    """The live comparison samples conversations as the run writes them: the one the run
+    rejects for a call to an undefined tool is not sampled (it raised out of the sampling)."""
+    inp = tmp_path / "c.jsonl"
+    tools = json.dumps([{"name": "search", "description": "look up", "parameters": {"type": "object"}}])
+    _rows(inp, [[{"role": "system", "content": tools}, {"role": "user", "content": "Give JSON for Alice"},
+                 {"role": "assistant", "content": json.dumps({"name": "Alice", "arguments": {"age": 3}})}],
+                [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello."}]])
+    m = run(cfg(inp, tmp_path / "o", fmt="auto", tokenizer=str(REAL_HF / "qwen2.5"), parity={"chat_live_sample": 5},
+                chat={"json_tools": True, "text_markers": False}), log=quiet)
+    assert m["totals"]["documents"] == 1 and m["totals"]["rejects"] == 1
+    assert m["parity"]["chat"]["live"]["compared"] == 1
+
+
 def test_tool_calls_without_tool_definitions_are_counted(tmp_path):
     """A conversation that calls tools with no tool definitions beside it is written as the
     format writes it (templates accept it), counted (tool_calls_without_tools) and named in

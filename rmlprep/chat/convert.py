@@ -6,7 +6,8 @@ tool definitions as a JSON list in the system message and each tool call as a JS
 a model would learn that text; :func:`json_tools` turns them into ``tools`` and
 ``tool_calls`` so the format writes them the way the model's template writes tool calls.
 It is opt-in (``chat.json_tools = true`` in a run): an answer that merely looks like a tool
-call would be converted too.
+call would be converted too, so a call naming a tool the conversation does not define is
+refused (the row is a reject with its reason), not converted.
 
 Source: LLaMA-Factory ``data/glaive_toolcall_en_demo.json`` and its ``function_call`` /
 ``observation`` roles.
@@ -17,6 +18,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ..errors import ChatFormatError
 
 __all__ = ["json_tools", "parameters_as_text"]
 
@@ -33,7 +36,7 @@ def _loads(text: Any) -> Any:
         return None
 
 
-def json_tools(messages: Any, tools: Any = None) -> tuple[Any, Any, int]:
+def json_tools(messages: Any, tools: Any = None, *, check: bool = True) -> tuple[Any, Any, int]:
     """Move tool definitions and tool calls written as JSON text into ``tools`` / ``tool_calls``.
 
     * a first system message whose whole content is a JSON list of function definitions
@@ -41,7 +44,11 @@ def json_tools(messages: Any, tools: Any = None) -> tuple[Any, Any, int]:
       tools) and is removed; only when ``tools`` is not given already;
     * an assistant message whose whole content is a JSON object with exactly the keys
       ``name`` (a string) and ``arguments`` (an object) becomes a message with that one tool
-      call and ``content: None``;
+      call and ``content: None``; when the conversation defines tools (given, or from its
+      system message) and the call names none of them, ``ChatFormatError`` (with ``check``):
+      such an answer is as likely JSON data that looks like a call (``{"name": "Alice",
+      "arguments": {...}}``) as a call, and either way converting it would train the model
+      to call a tool its prompt never shows;
     * a tool definition whose ``parameters`` is a string holding a JSON object (Parquet and
       ``datasets`` tool sets store the schemas so, their keys differing from tool to tool)
       gets that object (:func:`parameters_as_text` finds them).
@@ -50,28 +57,58 @@ def json_tools(messages: Any, tools: Any = None) -> tuple[Any, Any, int]:
         messages: the conversation (left unchanged; anything that is not a list is returned
             as is, for the schema check to refuse).
         tools: the conversation's own tools, if any.
+        check: refuse a call to an undefined tool (False: convert it, for callers that only
+            count the calls, as the hint of a run without ``json_tools`` does).
     Returns:
         (messages, tools, number of tool calls converted).
+    Raises:
+        ChatFormatError: with ``check``, a call naming a tool absent from a non-empty
+            ``tools``, naming the message, the tool and the tools defined.
     """
     if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)) or not messages:
         return messages, tools, 0
     out = list(messages)
     first = out[0]
+    skipped = 0  # messages removed before out[0] (the system message of definitions)
     if tools is None and isinstance(first, Mapping) and first.get("role") == "system":
         v = _loads(first.get("content"))
         if isinstance(v, list) and all(isinstance(t, Mapping) and isinstance(t.get("name"), str) for t in v):
             tools = v or None
             out = out[1:]
+            skipped = 1
+    defined = _names(tools) if check else None
     n = 0
     for i, m in enumerate(out):
         if isinstance(m, Mapping) and m.get("role") == "assistant" and not m.get("tool_calls"):
             v = _loads(m.get("content"))
             if (isinstance(v, dict) and set(v) == {"name", "arguments"} and isinstance(v["name"], str)
                     and isinstance(v["arguments"], dict)):
+                if defined and v["name"] not in defined:
+                    raise ChatFormatError(
+                        f"message {i + skipped} (assistant) is JSON shaped as a call to a tool named "
+                        f"{v['name']!r}, which the conversation's tools do not define "
+                        f"({', '.join(map(repr, sorted(defined)))}); json_tools does not convert it, as it "
+                        "cannot tell such a call from an answer that is JSON data, and either way the model "
+                        "would be trained to call a tool its prompt never shows: fix the row, or set "
+                        "chat.json_tools = false (json_tools=False) to train it as the text it is")
                 out[i] = {**m, "content": None,
                           "tool_calls": [{"type": "function", "function": {"name": v["name"], "arguments": v["arguments"]}}]}
                 n += 1
     return out, _parameters_parsed(tools), n
+
+
+def _names(tools: Any) -> set[str] | None:
+    """The names of a conversation's tool definitions (bare ``{"name": ...}`` or OpenAI's
+    ``{"type": "function", "function": {"name": ...}}``); None when there are none, or when a
+    definition's name cannot be read (then nothing is refused on its account)."""
+    names = set()
+    for t in _definitions(tools) or ():
+        fn = t.get("function", t) if isinstance(t, Mapping) else None
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if not isinstance(name, str):
+            return None
+        names.add(name)
+    return names or None
 
 
 def _definitions(tools: Any) -> list | None:
