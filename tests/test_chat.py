@@ -384,6 +384,35 @@ def test_format_refusals(fmt, conv, tools, pattern):
         format_chat(conv, fmt, tools=tools)
 
 
+@needs_shared
+@needs_jinja
+def test_smollm3_text_parts_are_refused_as_its_template_writes_them_as_nothing():
+    """SmolLM3's template keeps string contents only (``message.content if message.content is
+    string else ""``, as in SmolLM3-3B's own template on the Hub): given text parts it writes an
+    empty turn (the jinja2 render below, as transformers passes the list). The native smollm3
+    format joined them, writing text the model's template never writes, and template mode
+    followed the template, silently training an empty turn; both now refuse, naming the message."""
+    from rmlprep.chat.render import render
+    from rmlprep.chat.template import TemplateWriter
+
+    parts = [{"type": "text", "text": "Hello "}, {"type": "text", "text": "world"}]
+    conv = [s("Be brief."), u(parts), a("Hi.")]
+    t = template_text("more/HuggingFaceTB-SmolLM3-3B")
+    ref = render(t, conv, add_generation_prompt=False)["output"]
+    assert "<|im_start|>user\n<|im_end|>" in ref and "Hello" not in ref  # the reference drops the text
+    with pytest.raises(ChatFormatError, match=r"message 1 \(user\): its content is a list of text parts, which "
+                                              r"smollm3's template writes as \"\""):
+        format_chat(conv, "smollm3")
+    with pytest.raises(ChatFormatError, match=r"message 0 \(system\): its content is a list of text parts"):
+        format_chat([s(parts), u("q"), a("x")], "smollm3")
+    with pytest.raises(ChatFormatError, match=r"message 1 \(user\): text parts: the chat template ignores them"):
+        TemplateWriter(t, bos_token=None, eos_token="<|im_end|>").write(conv)
+    # a template that writes parts itself is unaffected (gemma3 iterates them)
+    g = TemplateWriter(template_text("gemma3"), bos_token="<bos>", eos_token="<eos>").write(conv).text()
+    assert "Helloworld" in g  # each part stripped, as gemma3 writes them
+    assert format_chat(conv, "chatml").count("Hello world") == 1  # ChatML-family formats join them, as before
+
+
 # -- gemma4 tools, live against its template -----------------------------------------------------
 _G4_WORDS = ["city", "City", "unit", "a", "B", "x y", "Ünï", '<|"|>', "query", "items", "enum", "default"]
 

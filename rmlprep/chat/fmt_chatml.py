@@ -246,11 +246,20 @@ def _w_smollm3(conv: Conversation, gen: bool, opts) -> Out:
     answer (the template has no reasoning field): a content that starts with
     ``<think>…</think>`` (after leading newlines, which the template strips) has that block,
     with the whitespace after it, written as reasoning (left out of the mask with
-    ``train_on_reasoning`` off); the text is unchanged.
+    ``train_on_reasoning`` off); the text is unchanged. A content given as a list of text
+    parts is refused: the template writes a content that is not a string as ``""``
+    (``message.content if message.content is string else ""``, also in SmolLM3-3B's own
+    template on the Hub), so joining the parts would write what the model's template never
+    does and following it would train an empty turn.
 
     Source: more/HuggingFaceTB-SmolLM3-3B.jinja (Unsloth's edit of SmolLM3-3B's template).
     """
     msgs = conv.messages
+    for i, m in enumerate(msgs):
+        if m.parts is not None:
+            raise ChatFormatError(f"message {i} ({m.role}): its content is a list of text parts, which smollm3's "
+                                  'template writes as "" (it keeps string contents only), losing the text; give '
+                                  "the content as one string")
     mode = "/think" if opts.get("enable_thinking", True) is not False else "/no_think"
     custom = ""
     if msgs[0].role == "system":
