@@ -361,7 +361,7 @@ def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Token
         for k in ("eot_ids", "pre_split"):
             if k in changes and not isinstance(changes[k], tuple):
                 changes[k] = tuple(changes[k])
-        if spec.unset_specials:  # a cache hit made without these overrides
+        if spec.unset_specials and "unset_specials" not in changes:  # a cache hit made without these overrides
             changes["unset_specials"] = tuple(m for m in spec.unset_specials if m.split("_token:")[0] not in changes)
         spec = spec.replace(**changes)
     elif hit is not None:

@@ -372,6 +372,9 @@ def test_sentencepiece_folder_unknown_class_and_silent_config_is_refused(tmp_pat
         with pytest.raises(LoaderError, match=r'^add_special_tokens: add_eos_token: ((?!add_bos_token).)*$'):
             load_tokenizer(tmp_path, add_bos=True).encode("a", add_special_tokens=True)
         assert load_tokenizer(tmp_path, add_bos=True, add_eos=False).encode("a", add_special_tokens=True)[0] == 1
+        # an explicit unset_specials= is the caller's (it was replaced by the cached spec's, filtered)
+        for _ in (1, 2):  # a cache miss, then a hit
+            assert load_tokenizer(tmp_path, unset_specials=()).encode("a", add_special_tokens=True) == [263]
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"add_bos_token": False, "add_eos_token": False}))
     assert load_tokenizer(tmp_path).spec.add_bos is False
 
