@@ -17,7 +17,10 @@ start-up and imports included), the tools interleaved run by run, the median rep
   phases of the run;
 - processing against the tokenizer alone: ``encode_batch_flat`` on the same texts with as many
   threads as workers, cold, in a fresh process; the run's processing phase over the same UTF-8
-  bytes should reach 80% of it.
+  bytes should reach 80% of it. The same in CPU seconds, which do not move with the machine's
+  load: ``encode_batch_flat``'s (all its threads) against the units' summed from the done
+  markers (read, tokenize, pack, write); their ratio is the share the processing phase would
+  reach with every worker busy from start to end, and the workers' busy share is the rest.
 
 Writes ``bench/results/job-<time>.json``. Speed is measured here, never asserted in tests.
 """
@@ -82,9 +85,9 @@ import rmlprep
 texts = [t for f in sys.argv[4:] for t in read_texts(f)]
 nbytes = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
 tok = rmlprep.load_tokenizer(sys.argv[2], name="gpt2")
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 tok.encode_batch_flat(texts, parse_special=False, num_threads=int(sys.argv[3]))
-print(json.dumps({"bytes": nbytes, "seconds": time.perf_counter() - t0}))
+print(json.dumps({"bytes": nbytes, "seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
 """
 
 
@@ -163,6 +166,8 @@ def run_job(reps: int = 3, workers: int = 2, log=print) -> dict:
                 f"{walls['gigatoken script'][-1]:.2f} s")
     med = {k: statistics.median(v) for k, v in phases.items()}
     flat_mbps = statistics.median(f["bytes"] / f["seconds"] for f in flats) / 1e6
+    flat_cpu = statistics.median(f["cpu"] for f in flats)
+    units_cpu = statistics.median(u["cpu"].get("total", 0.0) for u in unit_runs)
     proc_mbps = text_bytes / med["process"] / 1e6 if med.get("process") else float("nan")
     startup = statistics.median(imports) + med.get("load_tokenizer", 0) + med.get("plan", 0) + med.get("parity", 0)
     doc = {"files": [str(f) for f in files], "bytes": nbytes, "text_bytes": text_bytes, "seq_len": SEQ_LEN,
@@ -177,7 +182,8 @@ def run_job(reps: int = 3, workers: int = 2, log=print) -> dict:
                      "cpu": {k: statistics.median(u["cpu"].get(k, 0.0) for u in unit_runs)
                              for k in unit_runs[0]["cpu"]}},
            "processing_vs_flat": {"processing_mbps": proc_mbps, "flat_mbps": flat_mbps,
-                                  "ratio": proc_mbps / flat_mbps}}
+                                  "ratio": proc_mbps / flat_mbps, "flat_cpu": flat_cpu, "units_cpu": units_cpu,
+                                  "cpu_ratio": flat_cpu / units_cpu if units_cpu else float("nan")}}
     return doc
 
 

@@ -174,6 +174,10 @@ def job_table(doc: dict) -> str:
         out.append(f"Processing throughput {p['processing_mbps']:.1f} MB/s = {p['ratio']:.0%} of "
                    f"`encode_batch_flat` on the same texts and {doc['workers']} threads "
                    f"({p['flat_mbps']:.1f} MB/s).")
+        if p.get("units_cpu"):  # results of bench/job.py before the CPU figures have none
+            out.append(f"In CPU seconds (not moved by the machine's load): `encode_batch_flat` {p['flat_cpu']:.2f} s, "
+                       f"the units {p['units_cpu']:.2f} s = {p['cpu_ratio']:.0%}: the share the processing phase "
+                       f"would reach with the workers busy from start to end.")
     return "\n".join(out)
 
 
