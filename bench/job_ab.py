@@ -6,7 +6,7 @@
 Each argument is a checkout with its extension built (``PYTHONPATH`` points at it), optionally
 followed by ``@NAME=VALUE,...``: environment variables for that variant. Every round runs
 ``rmlprep run`` once per variant on the job of :mod:`bench.job` (the two bench corpora, GPT-2,
-seq_len 2048, 2 workers, the parity fixture check), the order reversed every other round
+seq_len 2048, 2 workers unless ``--workers`` says otherwise, the parity fixture check), the order reversed every other round
 (A B, B A, ...). Per run: user and system CPU seconds and minor faults of the whole command
 tree (``/usr/bin/time``), wall seconds, the manifest's phases and the units' stage CPU seconds
 summed from the done markers. Printed: medians per variant and, against the first variant, the
@@ -70,6 +70,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variants", nargs="+", help="TREE or TREE@NAME=VALUE,...; the first is the baseline")
     ap.add_argument("--pairs", type=int, default=6, help="rounds (each runs every variant once)")
+    ap.add_argument("--workers", type=int, default=2, help="run.workers (1: the units in the command's own process)")
     args = ap.parse_args(argv)
     files = [corpus_file("debian"), corpus_file("multilingual")]
     tok = REAL / "gpt2" / "gpt2.tiktoken"
@@ -82,7 +83,7 @@ def main(argv=None) -> None:
                 out = Path(d) / "out"
                 cfg = Path(d) / "job.toml"
                 cfg.write_text(CONFIG.format(paths=", ".join(f'"{f}"' for f in files), tok=tok, seq_len=SEQ_LEN,
-                                             out=out, workers=2))
+                                             out=out, workers=args.workers))
                 runs[v].append(one_run(v, cfg, out))
                 shutil.rmtree(out)
     med = statistics.median
