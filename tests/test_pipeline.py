@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmlprep.config import config_from_dict
-from rmlprep.errors import ConfigError, ParityError
+from rmlprep.errors import ConfigError, PackingError, ParityError
 from rmlprep.packing import unpack
 from rmlprep.pipeline import open_tokenizer, run
 from rmlprep.pipeline.output import MARKER_VERSION
@@ -133,6 +133,22 @@ def test_every_token_kept_and_tail_rule(corpus, tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["totals"]["tokens"] == sum(len(e) - 1 for e in expected)
     assert (out / "stats.json").exists()
+
+
+def test_unpack_refuses_the_shards_of_a_run_together(corpus, tmp_path):
+    """example_index numbers each shard's documents from 0: unpacking a list of a run's shards
+    joined document k of every shard into one (fewer, longer documents came back), with no
+    error. Shard by shard gives every document; the list is refused, naming why."""
+    inp, texts = corpus
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    shards = [pq.read_table(p) for p in sorted(out.glob("train-*.parquet"))]
+    assert len(shards) > 1
+    assert sum(len(unpack(t)) for t in shards) == len(texts)
+    with pytest.raises(PackingError, match=f"the tables are {len(shards)} shards of a run .*unpack each shard"):
+        unpack(shards)
+    halves = unpack([shards[0].slice(0, 2), shards[0].slice(2)])  # one shard in pieces: as the shard
+    assert [d.tolist() for d in halves] == [d.tolist() for d in unpack(shards[0])]
 
 
 def test_rejects(tmp_path):

@@ -47,7 +47,16 @@ def _table(rows: Any) -> pa.Table:
     if isinstance(rows, Sequence) and rows and all(
         isinstance(r, (pa.RecordBatch, pa.Table)) for r in rows
     ):
-        return pa.concat_tables([_table(r) for r in rows])
+        tables = [_table(r) for r in rows]
+        units = sorted({u for t in tables if (u := (t.schema.metadata or {}).get(b"rmlprep.unit")) is not None})
+        if len(units) > 1:  # a run's shards each number their documents from 0
+            raise PackingError(
+                f"unpack: the tables are {len(units)} shards of a run (rmlprep.unit "
+                f"{', '.join(u.decode(errors='replace') for u in units[:4])}{', ...' if len(units) > 4 else ''}); "
+                "example_index numbers each shard's documents from 0, so their documents would be joined: "
+                "unpack each shard on its own"
+            )
+        return pa.concat_tables(tables)
     raise PackingError(
         f"unpack: expected a RecordBatch, a Table or a list of them, got {type(rows).__name__}"
     )
@@ -61,9 +70,14 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
     they were packed: with the bos/eos that :func:`pack_concat` added, truncated where the
     overflow mode truncated; dropped and empty documents are absent.
 
+    The rows must come from one pack call: one shard of a run (``example_index`` numbers each
+    shard's documents from 0, so rows of several shards, e.g. a ``datasets.load_dataset`` of a
+    run's folder, would join the documents that share a number; unpack shard by shard).
+
     Args:
         rows: the ``rows`` of a :class:`PackResult`, a Table, or a list of batches/tables
-            (e.g. ``[result.rows, result.tail]``).
+            of one pack result (e.g. ``[result.rows, result.tail]``); a list of shards of a
+            run (their ``rmlprep.unit`` metadata differ) is refused.
         column: which token column to rebuild (input_ids, labels, assistant_masks,
             position_ids).
 
@@ -71,7 +85,8 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
         Unpacked with one document per distinct example_index, ascending.
 
     Raises:
-        PackingError: a missing column, or seq_lengths that do not sum to the row lengths.
+        PackingError: a missing column, seq_lengths that do not sum to the row lengths, or
+            tables of several shards of a run.
     """
     table = _table(rows)
     for name in (column, "seq_lengths", "example_index"):
