@@ -538,3 +538,29 @@ def test_an_empty_document_is_counted(tmp_path, eos, empty):
            for i in r}
     assert idx == ({0, 2} if empty else {0, 1, 2})
     assert any("1 document has no token" in line for line in lines) == bool(empty)
+
+
+@pytest.mark.parametrize("eos", [False, True])
+def test_a_kept_marker_older_than_the_empty_documents_count_is_not_read_as_0(tmp_path, eos):
+    """``empty_documents`` came into the done markers within marker version 3 (e4c4bf2), so a unit
+    written before it is kept on resume without the count. Without framing (``pack.eos =
+    false``) its empty documents are not known: the total is null in the manifest and stats.json
+    and the summary says so (it read as 0, leaving out row 1's empty document). With eos no
+    document is empty, so 0 is exact; ``--overwrite`` counts again."""
+    inp = tmp_path / "e.jsonl"
+    inp.write_text('{"text": "a"}\n{"text": ""}\n{"text": "b"}\n')
+    out = tmp_path / "o"
+    run(make_cfg(inp, out, pack={"seq_len": 16, "eos": eos}), log=quiet)
+    for p in out.glob("shard-*.done.json"):  # as a marker written before e4c4bf2
+        mk = json.loads(p.read_text())
+        del mk["empty_documents"]
+        p.write_text(json.dumps(mk))
+    lines: list[str] = []
+    m = run(make_cfg(inp, out, pack={"seq_len": 16, "eos": eos}), resume=True, log=lines.append)
+    assert m["units_processed"] == 0 and m["totals"]["documents"] == 3
+    assert m["totals"]["empty_documents"] == (0 if eos else None)
+    assert json.loads((out / "stats.json").read_text())["totals"]["empty_documents"] == (0 if eos else None)
+    unknown = "documents of no token (empty text, and no bos/eos framing): not known (units written before"
+    assert any(unknown in line for line in lines) == (not eos)
+    m = run(make_cfg(inp, out, pack={"seq_len": 16, "eos": eos}), overwrite=True, log=quiet)
+    assert m["totals"]["empty_documents"] == (0 if eos else 1)

@@ -16,6 +16,7 @@ Stages, and the module that owns each::
                                    remove a killed run's temporaries
                                    (store.ObjectStoreFolder: the same folder on s3:// and other stores)
       output.verify_done           skip the units whose done marker, input identity and shard verify
+                                   (late_keys.marker_needs: keys a marker must hold for this config)
       previous.sweep               set aside the files of units not in the plan or redone, and the
                                    reports, until the run completes (previous.discard_previous); a run
                                    that fails puts a complete previous run back (restore_previous)
@@ -43,6 +44,7 @@ Stages, and the module that owns each::
       │    output.write_done         shard-NNNNN.done.json: the commit, always last
       ▼
       reports.write_reports        manifest.json, stats.json, lengths.png, the summary table
+                                   (late_keys.late_counts: a count a kept marker predates is null)
 
 Every stage after reading is a pure function of (unit, config, tokenizer), so the shards are
 byte-identical for any number of workers and either engine, and a rerun after a kill gives the

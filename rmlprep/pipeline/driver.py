@@ -13,6 +13,7 @@ from ..errors import ConfigError, OutputError, RmlprepError
 from ..load import open_tokenizer
 from ..parity import run_parity_stage
 from .engines import cores, open_engine
+from .late_keys import marker_needs
 from .output import PREVIOUS, OutputFolder
 from .owner import check_owner, check_shards, claim
 from .previous import discard_previous, previous_complete, restore_previous, sweep
@@ -131,7 +132,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                 log(f"output: {empty} unit{'s' if empty != 1 else ''} of another config or tokenizer "
                     f"hold{'s' if empty == 1 else ''} no document "
                     "(every row rejected, or none read): redone without --overwrite")
-            records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint)
+            records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint,
+                                        marker_needs(cfg))
             kept.update(records)
             planned = {u.index for u in units}
             stale = sorted(i for i in out.unit_files() if i not in planned)
@@ -240,14 +242,14 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
 
 
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, resume: bool,
-                log: Callable[[str], None], tokenizer: str | None = None,
+                log: Callable[[str], None], tokenizer: str | None = None, needs: dict[str, str] | None = None,
                 ) -> tuple[dict[int, dict[str, Any]], list[PlannedUnit]]:
     """Split the plan into units already done (their verified markers) and units to process."""
     records: dict[int, dict[str, Any]] = {}
     todo: list[PlannedUnit] = []
     redo_reasons: dict[str, int] = {}
     for u in units:
-        m, why = out.verify_done(u.index, config_hash, u.identity, tokenizer)
+        m, why = out.verify_done(u.index, config_hash, u.identity, tokenizer, needs)
         if m is not None:
             records[u.index] = m
         else:

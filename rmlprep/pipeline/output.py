@@ -86,10 +86,12 @@ REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "mega
 #: chat counts, e.g. ``no_assistant``) is not. Pretraining markers of version 3 written before
 #: the room of a unit's short last row was counted hold ``unfilled_tokens`` 0: the count is no
 #: part of what a marker vouches for (the shard is the same), so the version stays and the reports
-#: work the room out from ``rows`` and ``written_tokens``, which every marker holds. Likewise sft
-#: markers written before ``untrained_chunks`` was counted lack it (a count only: with
-#: ``pack.overflow = "split"`` the manifest's total is then null, not known; with another
-#: overflow no chunk exists and it is 0).
+#: work the room out from ``rows`` and ``written_tokens``, which every marker holds. Likewise
+#: markers written before ``untrained_chunks`` (sft) or ``empty_documents`` (pretraining) was
+#: counted lack it (a count only: where the config can count some, the manifest's total is then
+#: null, not known), and sft markers written before ``reasoning_untrained`` lack it: under
+#: ``chat.train_on_reasoning = false`` such a unit is redone, since its shard may train
+#: SmolLM3's reasoning (:mod:`.late_keys`).
 MARKER_VERSION = 3
 #: Markers of an earlier version that this one still accepts, and when (marker → bool): a
 #: version-2 marker of a pretraining unit without rejects (one with rejects cannot vouch for
@@ -417,7 +419,8 @@ class OutputFolder:
         return m if isinstance(m, dict) else None
 
     def verify_done(self, index: int, config_hash: str, input_identity: dict[str, Any] | None = None,
-                    tokenizer: str | None = None) -> tuple[dict[str, Any] | None, str]:
+                    tokenizer: str | None = None, needs: dict[str, str] | None = None,
+                    ) -> tuple[dict[str, Any] | None, str]:
         """Whether unit ``index`` is done for this config (and this input and tokenizer).
 
         Args:
@@ -427,6 +430,8 @@ class OutputFolder:
                 checked). The config names the tokenizer by path, so the same config over a
                 tokenizer file that changed (or a fallback tokenizer one run, the real one the
                 next) hashes the same: only the fingerprint tells the shards apart.
+            needs: keys the marker must hold, with the reason it is redone without one
+                (:func:`.late_keys.marker_needs`).
         Returns:
             (marker, "") when the marker exists, names ``config_hash``, the input identity and
             the tokenizer, is of :data:`MARKER_VERSION` (or accepted by :data:`ACCEPTED_MARKERS`),
@@ -446,6 +451,9 @@ class OutputFolder:
         if version != MARKER_VERSION and not ACCEPTED_MARKERS.get(version, lambda m: False)(m):
             return None, (f"done marker of marker version {version} "  # before hashing a shard redone anyway
                           f"(this rmlprep writes {MARKER_VERSION})")
+        for key, why in (needs or {}).items():
+            if key not in m:
+                return None, why
         files = m.get("files") or {m.get("shard") or shard_name(index): m.get("sha256")}
         for shard, digest in files.items():  # a writer's files (Parquet: one; Megatron: .bin, .idx)
             if not self.exists(shard):

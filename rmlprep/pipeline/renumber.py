@@ -11,7 +11,8 @@ as unit ``j`` (``tests/test_pipeline_trust.py`` compares them).
 
 A unit is renumbered only from what :func:`.previous.sweep` set aside this run, and
 only when its marker vouches for exactly what a redo would write: this marker version, this
-config hash, this tokenizer fingerprint, this unit's input identity (files, byte range, xxh3),
+config hash, this tokenizer fingerprint, the keys this config needs a marker to hold
+(:func:`.late_keys.marker_needs`), this unit's input identity (files, byte range, xxh3),
 and files whose sha256 match the marker. Anything else is redone as before, and so is every
 unit with ``--overwrite`` (the driver does not call it then: an overwrite rewrites the folder).
 The new files are committed like a unit's (shard, rejects, marker last); the set-aside files
@@ -31,6 +32,7 @@ import pyarrow.parquet as pq
 from ..config import RunConfig
 from ..shards import rejects_name
 from .pack import SCHEMAS
+from .late_keys import marker_needs
 from .output import MARKER_VERSION, PREVIOUS, OutputFolder, json_line
 from .plan import PlannedUnit
 from .unit import shard_metadata
@@ -54,11 +56,13 @@ def adopt_moved(out: OutputFolder, todo: list[PlannedUnit], cfg: RunConfig, toke
             folder back).
     """
     by_input: dict[str, dict[str, Any]] = {}
+    needs = marker_needs(cfg)  # keys a marker of this version must hold for this config
     for name in out.list(f"{PREVIOUS}/shard-*.done.json"):
         m = out.read_json(name)
         if (isinstance(m, dict) and m.get("marker_version") == MARKER_VERSION
                 and m.get("config_hash") == cfg.config_hash and m.get("tokenizer") == tokenizer.fingerprint
-                and isinstance(m.get("unit"), int) and isinstance(m.get("input"), dict)):
+                and isinstance(m.get("unit"), int) and isinstance(m.get("input"), dict)
+                and all(k in m for k in needs)):
             by_input[_key(m["input"])] = m
     adopted: dict[int, dict[str, Any]] = {}
     for u in todo:

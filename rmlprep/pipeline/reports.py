@@ -24,6 +24,7 @@ from ..readers import Unit
 from ..shards import rejects_name
 from .chat_stages import CHAT_COUNTS
 from .framing import framing
+from .late_keys import late_counts
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist, unfilled_tokens
@@ -133,12 +134,10 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     totals["arrow_bytes"] = int(sum(r["arrow_bytes"] for r in recs)) if all("arrow_bytes" in r for r in recs) else None
     if cfg.pipeline == "sft":  # what the chat stage counted (rmlprep.arrow.TokenizeChat.stats)
         totals.update({k: int(sum(r.get(k, 0) for r in recs)) for k in CHAT_COUNTS})
-        # split chunks that train nothing (.untrained; only pack.overflow = "split" cuts any): a marker
-        # written before they were counted (2bb738d) lacks the key, and its unit's count is not
-        # known, so the total is null rather than a count that leaves it out (a recount would read
-        # every kept shard's masks, on an object store too, for a count only; --overwrite counts)
-        known = cfg["pack"]["overflow"] != "split" or all("untrained_chunks" in r for r in recs)
-        totals["untrained_chunks"] = int(sum(r.get("untrained_chunks", 0) for r in recs)) if known else None
+        totals["untrained_chunks"] = int(sum(r.get("untrained_chunks", 0) for r in recs))  # split chunks (.untrained)
+    for k, possible in late_counts(cfg).items():
+        if possible and not all(k in r for r in recs):
+            totals[k] = None  # a kept marker predates the count, and this config can count some
     hist = np.sum([r["length_hist"] for r in recs], axis=0).astype(np.int64)
     wall = timings.get("process", 0.0)
     manifest = {
@@ -407,6 +406,10 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if t["dropped_documents"]:
         lines.append(("over-long", f"{t['dropped_documents']:,} documents longer than seq_len dropped, "
                                    f"written to rejects/ ({t['dropped_tokens']:,} tokens)"))
+    if t["empty_documents"] is None:
+        lines.append(("empty", "documents of no token (empty text, and no bos/eos framing): not known (units written "
+                               "before rmlprep counted them were kept on resume; --overwrite writes them again and "
+                               "counts)"))
     if t["empty_documents"]:
         n = t["empty_documents"]
         lines.append(("empty", f"{n:,} document{'s have' if n != 1 else ' has'} no token (empty text, and no "

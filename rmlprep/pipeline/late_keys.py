@@ -1,0 +1,60 @@
+"""Keys added to the done markers within a marker version (:data:`.output.MARKER_VERSION`).
+
+A marker of the current version may have been written by a rmlprep from before such a key
+existed, and a resumed run keeps it (or renumbers it) when it vouches for the shard. What a
+missing key means depends on the key and the config: a count this config cannot produce is 0; a
+count it can is not known (:func:`late_counts`: the total is null); a key that came with a
+change of the shard makes the marker unable to vouch for the unit (:func:`marker_needs`: redone).
+"""
+
+from __future__ import annotations
+
+from ..config import RunConfig
+
+__all__ = ["late_counts", "marker_needs"]
+
+
+def late_counts(cfg: RunConfig) -> dict[str, bool]:
+    """The counts added to done markers within their marker version, each with whether
+    this config can count any.
+
+    A marker written before a count existed is still kept on resume (and renumbered) when its
+    shard is what this version writes, so it lacks the key. Where the config can count some, the
+    total is then not known: null in the manifest and stats.json, "not known" in the summary,
+    rather than a count that leaves those units out (a recount would read every kept shard, on an
+    object store too, for a count only; ``--overwrite`` writes them again and counts). Where it
+    cannot (no such document or chunk exists), the missing count is 0 and the total stays exact.
+
+    - ``empty_documents`` (e4c4bf2): pretraining documents of no token; only without framing
+      (``pack.bos``, ``pack.eos`` and ``tokenizer.add_special_tokens`` all off) can a document
+      have none.
+    - ``untrained_chunks`` (2bb738d): sft chunks that train nothing; only ``pack.overflow =
+      "split"`` cuts chunks.
+
+    (``reasoning_untrained``, added in 3c8d725, is not here: a marker without it under
+    ``chat.train_on_reasoning = false`` may hold a shard that trains SmolLM3's reasoning, so
+    :func:`marker_needs` has the unit redone, not kept; the other chat counts and
+    ``arrow_bytes`` were in every marker this version keeps, or are null when missing.)
+    """
+    if cfg.pipeline == "sft":
+        return {"untrained_chunks": cfg["pack"]["overflow"] == "split"}
+    pack = cfg["pack"]
+    return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
+
+
+def marker_needs(cfg: RunConfig) -> dict[str, str]:
+    """The keys a done marker of :data:`.output.MARKER_VERSION` must hold to vouch for a unit of
+    this config, each with the reason a marker without it is redone
+    (:meth:`.output.OutputFolder.verify_done`) and not renumbered (:mod:`.renumber`).
+
+    A key added to markers within a version marks the code that wrote them. Most are counts
+    only (:func:`late_counts`: the total is then null), but ``reasoning_untrained``
+    (3c8d725) came with a change of the shard: before it, ``chat.train_on_reasoning = false``
+    left nothing out for SmolLM3 (its reasoning, a leading ``<think>…</think>`` of the content,
+    was trained), so a marker without it cannot vouch for the masks under that setting. With
+    the setting on, no reasoning is left out and the missing count is 0.
+    """
+    if cfg.pipeline == "sft" and not cfg["chat"]["train_on_reasoning"]:
+        return {"reasoning_untrained": "done marker predates chat.train_on_reasoning = false leaving SmolLM3's "
+                                       "reasoning out of the mask (it has no reasoning_untrained)"}
+    return {}
