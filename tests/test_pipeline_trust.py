@@ -513,6 +513,92 @@ def test_a_stopped_rerun_keeps_its_done_units_and_the_next_resumes(tmp_path, mon
     assert folder(out) == fresh(inp, tmp_path, "fresh")
 
 
+#: A rerun in a child process that SIGKILLs itself in the final removal of the set-aside folder,
+#: after its manifest is committed: before its ``KILL_AT``-th removal (-1: before the last;
+#: "folder": all files removed, before the folder itself).
+_KILLED_IN_DISCARD = """
+import json, os, signal, sys
+from pathlib import Path
+from rmlprep.config import config_from_dict
+from rmlprep.pipeline import run
+from rmlprep.pipeline.output import PREVIOUS, OutputFolder
+
+cfg = config_from_dict(json.loads(Path(sys.argv[1]).read_text()))
+kill_at = json.loads(sys.argv[2])
+real_remove, real_rmdir = OutputFolder.remove, OutputFolder.remove_empty_folder
+seen = []
+
+def remove(self, name):
+    if name.startswith(PREVIOUS + "/"):
+        assert (self.path / "manifest.json").exists()  # only the final removal touches it in this run
+        if not seen:
+            seen.append(sum(1 for p in (self.path / PREVIOUS).rglob("*") if p.is_file()))
+        if kill_at != "folder" and len(seen) - 1 == (kill_at if kill_at >= 0 else seen[0] + kill_at):
+            os.kill(os.getpid(), signal.SIGKILL)
+        seen.append(name)
+    real_remove(self, name)
+
+def rmdir(self, name):
+    if kill_at == "folder" and name == PREVIOUS and seen:  # not the start's check for a leftover
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_rmdir(self, name)
+
+OutputFolder.remove, OutputFolder.remove_empty_folder = remove, rmdir
+run(cfg, log=lambda m: None)
+"""
+
+
+@pytest.mark.parametrize("kill_at", [0, 1, 4, -1, "folder"])
+def test_a_rerun_killed_while_it_removes_the_set_aside_files_leaves_a_complete_folder(tmp_path, kill_at):
+    """A rerun commits its manifest, then removes what it set aside (``.rmlprep.previous``). A
+    SIGKILL there leaves the old run's files in that hidden folder in some state: all of them
+    (the old manifest among them), the markers removed but not the shards, only the reports (the
+    old manifest last but one), or the empty folder. Whatever the state, the folder is the
+    rerun's, complete and consistent (``datasets`` skips the hidden folder), and the next run
+    removes the leftover first and says so, then keeps every unit. It must not be taken for this
+    run's set-aside: here that run fails (b.jsonl.gz cut) and puts the previous folder back,
+    which is the killed rerun's, without c's old shard (c.jsonl.gz left the input between the two
+    runs, so its shard was in the leftover)."""
+    import gzip
+
+    from rmlprep.errors import RmlprepError
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for name, start in (("a", 0), ("b", 30), ("c", 60)):
+        (d / f"{name}.jsonl.gz").write_bytes(gzip.compress(b"".join(lines(30, start=start)) + b'{"text": 7}\n'))
+    out = tmp_path / "o"
+    cfg = make_cfg(str(d / "*.jsonl.gz"), out)
+    first = run(cfg, log=quiet)
+    assert len(first["shards"]) == 3
+    (d / "c.jsonl.gz").unlink()
+    b = gzip.compress(b"".join(lines(29, start=31)))
+    (d / "b.jsonl.gz").write_bytes(b)
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg.to_dict()))
+    child = subprocess.run([sys.executable, "-c", _KILLED_IN_DISCARD, str(tmp_path / "cfg.json"), json.dumps(kill_at)],
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    assert child.returncode == -9, child.stderr
+    assert (out / ".rmlprep.previous").is_dir()
+    left = sorted(str(p.relative_to(out / ".rmlprep.previous")) for p in (out / ".rmlprep.previous").rglob("*")
+                  if p.is_file())
+    assert ("manifest.json" in left) == (kill_at in (0, 1, 4)) and bool(left) == (kill_at != "folder")
+    m = json.loads((out / "manifest.json").read_text())
+    assert_consistent(out, m)
+    new = fresh(str(d / "*.jsonl.gz"), tmp_path, "fresh")
+    assert folder(out) == new
+    (d / "b.jsonl.gz").write_bytes(b[:-20])  # a run that fails: the killed rerun's folder comes back
+    logs: list[str] = []
+    with pytest.raises(RmlprepError, match="b.jsonl.gz"):
+        run(cfg, log=logs.append)
+    n = len(left)
+    assert any(f"output: removed {n} file{'s' if n != 1 else ''} of an earlier run" in x for x in logs) == bool(n)
+    assert folder(out) == new and not (out / ".rmlprep.previous").exists()
+    assert_consistent(out, json.loads((out / "manifest.json").read_text()))
+    (d / "b.jsonl.gz").write_bytes(b)
+    m = run(cfg, log=quiet)
+    assert m["units_processed"] == 0 and folder(out) == new and not (out / ".rmlprep.previous").exists()
+
+
 def test_output_folder_inside_a_recursive_glob(tmp_path):
     data = tmp_path / "data"
     (data / "sub").mkdir(parents=True)
