@@ -133,7 +133,13 @@ def test_a_file_added_that_sorts_first_renumbers_the_done_units_without_redoing_
     m = run(make_cfg(str(d / "*.jsonl"), out, **extra), log=logs.append)
     assert m["units_processed"] == 1 and len(m["shards"]) == len(first["shards"]) + 1
     n = len(first["shards"])
-    assert any(x.startswith(f"resume: {n} done units renumbered, not redone") for x in logs)
+    # the log says which units were kept, renumbered and redone: it said "0 of 4 units already
+    # done and verified ...; 4 to process (input changed since the unit was done: 3)" before
+    # the renumber line, for the units that were then renumbered
+    assert (f"resume: 0 of {n + 1} units already done and verified (input and sha256); {n} renumbered; 1 to process "
+            "(input changed since the unit was done: 1 (unit 0))") in logs
+    assert any(x.startswith(f"resume: {n} done units renumbered, not redone: 0..{n - 1} -> 1..{n} (an input file")
+               for x in logs)
     fresh_out = tmp_path / "fresh"
     run(make_cfg(str(d / "*.jsonl"), fresh_out, **extra), log=quiet)
     assert everything_units(out) == everything_units(fresh_out)
@@ -161,9 +167,26 @@ def test_a_file_removed_that_sorted_first_renumbers_the_done_units_and_says_why(
     m = run(make_cfg(str(d / "*.jsonl"), out), log=logs.append)
     n = len(first["shards"]) - 1
     assert m["units_processed"] == 0 and len(m["shards"]) == n
-    assert f"resume: {n} done units renumbered, not redone (an input file added or removed before them" in "\n".join(logs)
+    assert f"resume: 0 of {n} units already done and verified (input and sha256); {n} renumbered; 0 to process" in logs
+    assert (f"resume: {n} done units renumbered, not redone: 1..{n} -> 0..{n - 1} (an input file added or removed "
+            "before them") in "\n".join(logs)
     assert folder(out) == fresh(str(d / "*.jsonl"), tmp_path, "fresh")
     assert_consistent(out, m)
+
+
+def test_the_resume_lines_name_the_units_as_runs():
+    """Worked example: units 1, 2 were 0, 1 and unit 5 was 3 (a file added before the first two,
+    another removed before the last): two runs of old -> new numbers. Units to process are
+    named as runs of numbers, four at most and how many more."""
+    from rmlprep.pipeline.driver import _unit_list
+    from rmlprep.pipeline.renumber import renumbered_line
+
+    assert renumbered_line({1: 0, 2: 1, 5: 3}).startswith(
+        "resume: 3 done units renumbered, not redone: 0..1 -> 1..2, 3 -> 5 (an input file added or removed before them")
+    assert renumbered_line({4: 3}).startswith("resume: 1 done unit renumbered, not redone: 3 -> 4 (an input file "
+                                              "added or removed before it moved its input")
+    assert _unit_list([0]) == "unit 0" and _unit_list([7, 0, 1, 2, 9]) == "units 0..2, 7, 9"
+    assert _unit_list([0, 2, 4, 6, 8, 10]) == "units 0, 2, 4, 6, and 2 more runs"
 
 
 def test_overwrite_rewrites_the_units_an_added_file_moved_instead_of_renumbering_them(tmp_path):

@@ -20,7 +20,7 @@ from .previous import discard_previous, previous_complete, restore_previous, swe
 from .framing import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
-from .renumber import adopt_moved
+from .renumber import adopt_moved, renumbered_line
 from .reports import Progress, write_reports
 from .tools_column import check_named_columns
 from .unit import work_unit
@@ -132,17 +132,17 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                 log(f"output: {empty} unit{'s' if empty != 1 else ''} of another config or tokenizer "
                     f"hold{'s' if empty == 1 else ''} no document "
                     "(every row rejected, or none read): redone without --overwrite")
-            records, todo = _done_units(out, units, cfg.config_hash, resume, log, tokenizer.fingerprint,
-                                        marker_needs(cfg))
+            records, todo, why = _done_units(out, units, cfg.config_hash, tokenizer.fingerprint, marker_needs(cfg))
             kept.update(records)
             planned = {u.index for u in units}
             stale = sorted(i for i in out.unit_files() if i not in planned)
             sweep(out, keep=planned, redo={u.index for u in todo})
             # moved, not changed; --overwrite rewrites every unit (and counts what old markers lack)
-            adopted = {} if overwrite else adopt_moved(out, todo, cfg, tokenizer, writer_for(cfg, tokenizer), log)
-            if adopted:
-                records.update(adopted)
-                todo = [u for u in todo if u.index not in adopted]
+            adopted = {} if overwrite else adopt_moved(out, todo, cfg, tokenizer, writer_for(cfg, tokenizer))
+            records.update({i: rec for i, (_, rec) in adopted.items()})
+            todo = [u for u in todo if u.index not in adopted]
+            _log_resume(out, len(units), len(kept), {i: old for i, (old, _) in adopted.items()}, todo, why, resume,
+                        log)
             if stale:
                 log(f"output: removed the files of {len(stale)} unit{'s' if len(stale) != 1 else ''} that are not in "
                     f"this plan (the input shrank or is planned differently): units {stale[0]}..{stale[-1]}")
@@ -241,25 +241,49 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
     return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more units)" if len(msgs) > 5 else ""))
 
 
-def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, resume: bool,
-                log: Callable[[str], None], tokenizer: str | None = None, needs: dict[str, str] | None = None,
-                ) -> tuple[dict[int, dict[str, Any]], list[PlannedUnit]]:
-    """Split the plan into units already done (their verified markers) and units to process."""
+def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, tokenizer: str | None = None,
+                needs: dict[str, str] | None = None,
+                ) -> tuple[dict[int, dict[str, Any]], list[PlannedUnit], dict[int, str]]:
+    """Split the plan into units already done (their verified markers) and units to process,
+    with the reason each of those is (:meth:`.output.OutputFolder.verify_done`)."""
     records: dict[int, dict[str, Any]] = {}
     todo: list[PlannedUnit] = []
-    redo_reasons: dict[str, int] = {}
+    why: dict[int, str] = {}
     for u in units:
-        m, why = out.verify_done(u.index, config_hash, u.identity, tokenizer, needs)
+        m, reason = out.verify_done(u.index, config_hash, u.identity, tokenizer, needs)
         if m is not None:
             records[u.index] = m
         else:
             todo.append(u)
-            if why != "no done marker":
-                redo_reasons[why] = redo_reasons.get(why, 0) + 1
-    if records or redo_reasons:
-        log(f"resume: {len(records)} of {len(units)} units already done and verified (input and sha256); "
-            f"{len(todo)} to process"
-            + (" (" + "; ".join(f"{why}: {k}" for why, k in redo_reasons.items()) + ")" if redo_reasons else ""))
+            why[u.index] = reason
+    return records, todo, why
+
+
+def _log_resume(out: OutputFolder, n_units: int, n_kept: int, moves: dict[int, int], todo: list[PlannedUnit],
+                why: dict[int, str], resume: bool, log: Callable[[str], None]) -> None:
+    """The log's resume lines: how many units are kept as done, renumbered ({new: old}) and to
+    process, and why (its units named); a run with nothing done says so only with ``resume``."""
+    redo: dict[str, list[int]] = {}
+    for u in todo:
+        redo.setdefault(why[u.index], []).append(u.index)
+    if n_kept or moves or set(redo) - {"no done marker"}:
+        log(f"resume: {n_kept} of {n_units} units already done and verified (input and sha256); "
+            + (f"{len(moves)} renumbered; " if moves else "") + f"{len(todo)} to process"
+            + (" (" + "; ".join(f"{w}: {len(ix)} ({_unit_list(ix)})" for w, ix in redo.items()) + ")" if redo else ""))
+        if moves:
+            log(renumbered_line(moves))
     elif resume:
-        log(f"resume: nothing done yet in {out.path}; processing all {len(units)} units")
-    return records, todo
+        log(f"resume: nothing done yet in {out.path}; processing all {n_units} units")
+
+
+def _unit_list(indices: list[int], most: int = 4) -> str:
+    """Unit numbers as runs: ``unit 3``, ``units 0..6, 9``; past ``most`` runs, how many more."""
+    runs: list[list[int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    shown = [str(a) if a == b else f"{a}..{b}" for a, b in runs[:most]]
+    more = f", and {len(runs) - most} more runs" if len(runs) > most else ""
+    return f"unit{'s' if len(indices) != 1 else ''} {', '.join(shown)}{more}"

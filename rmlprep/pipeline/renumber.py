@@ -22,7 +22,6 @@ stay where they are, so a run that fails still puts the previous folder back.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, IO
 
@@ -38,19 +37,20 @@ from .plan import PlannedUnit
 from .unit import shard_metadata
 from .writers import ParquetWriter, Writer
 
-__all__ = ["adopt_moved"]
+__all__ = ["adopt_moved", "renumbered_line"]
 
 
 def _key(identity: Any) -> str:
     return json.dumps(identity, sort_keys=True)
 
 
-def adopt_moved(out: OutputFolder, todo: list[PlannedUnit], cfg: RunConfig, tokenizer, writer: Writer,
-                log: Callable[[str], None]) -> dict[int, dict[str, Any]]:
+def adopt_moved(out: OutputFolder, todo: list[PlannedUnit], cfg: RunConfig, tokenizer,
+                writer: Writer) -> dict[int, tuple[int, dict[str, Any]]]:
     """Renumber the units of ``todo`` that a set-aside marker vouches for under another number.
 
     Returns:
-        {unit number: its new done marker} for the units renumbered (done: not to process).
+        {unit number: (its number before, its new done marker)} for the units renumbered (done:
+        not to process); the driver logs them (:func:`renumbered_line`).
     Raises:
         OutputError: a file cannot be read or written (the run then fails and puts the previous
             folder back).
@@ -64,18 +64,30 @@ def adopt_moved(out: OutputFolder, todo: list[PlannedUnit], cfg: RunConfig, toke
                 and isinstance(m.get("unit"), int) and isinstance(m.get("input"), dict)
                 and all(k in m for k in needs)):
             by_input[_key(m["input"])] = m
-    adopted: dict[int, dict[str, Any]] = {}
+    adopted: dict[int, tuple[int, dict[str, Any]]] = {}
     for u in todo:
         m = by_input.get(_key(u.identity))
         if m is None or m["unit"] == u.index or not _vouched(out, m):
             continue  # the same number: it was redone for its files (a sha256 that differs, ...)
-        adopted[u.index] = _renumber(out, u, m, cfg, tokenizer, writer)
-    if adopted:
-        n = len(adopted)
-        log(f"resume: {n} done unit{'s' if n != 1 else ''} renumbered, not redone (an input file added or removed "
-            f"before {'them' if n != 1 else 'it'} moved {'their' if n != 1 else 'its'} input to another unit number; "
-            "the shard's unit number is rewritten, its rows are the same)")
+        adopted[u.index] = (m["unit"], _renumber(out, u, m, cfg, tokenizer, writer))
     return adopted
+
+
+def renumbered_line(moves: dict[int, int]) -> str:
+    """The log's line on the units renumbered ({new number: old number}), naming them as runs of
+    old -> new numbers: ``resume: 7 done units renumbered, not redone: 0..6 -> 1..7 (...)``."""
+    n = len(moves)
+    runs: list[list[int]] = []  # [first new, first old, length]
+    for new in sorted(moves):
+        if runs and new == runs[-1][0] + runs[-1][2] and moves[new] == runs[-1][1] + runs[-1][2]:
+            runs[-1][2] += 1
+        else:
+            runs.append([new, moves[new], 1])
+    shown = [f"{o} -> {w}" if k == 1 else f"{o}..{o + k - 1} -> {w}..{w + k - 1}" for w, o, k in runs[:4]]
+    more = f", and {len(runs) - 4} more runs" if len(runs) > 4 else ""
+    return (f"resume: {n} done unit{'s' if n != 1 else ''} renumbered, not redone: {', '.join(shown)}{more} (an input "
+            f"file added or removed before {'them' if n != 1 else 'it'} moved {'their' if n != 1 else 'its'} input to "
+            "another unit number; the shard's unit number is rewritten, its rows are the same)")
 
 
 def _files(m: dict[str, Any]) -> dict[str, str]:
