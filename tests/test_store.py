@@ -196,6 +196,26 @@ def test_a_failed_rerun_puts_the_previous_folder_back_on_s3(corpus, tmp_path):
     assert {n: o.read_bytes(n) for n in o.list("**/*")} == before
 
 
+def test_a_file_added_first_renumbers_the_done_units_on_s3(corpus, tmp_path):
+    """Renumbering on a store reads each set-aside shard by ranges, one row group at a time (it
+    read the object whole into memory), and the rejects line by line: the objects are the bytes
+    a fresh local run writes, rejects with their new unit number included."""
+    local_in, _ = corpus
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "b.jsonl").write_bytes(local_in.read_bytes())
+    out = f"s3://{BUCKET}/runs/renumber"
+    first = run(make_cfg(d / "*.jsonl", out), log=quiet)
+    (d / "a.jsonl").write_bytes(b"".join(local_in.read_bytes().splitlines(keepends=True)[:5]))
+    logs: list[str] = []
+    m = run(make_cfg(d / "*.jsonl", out), log=logs.append)
+    n = len(first["shards"])
+    assert m["units_processed"] == 1 and any(x.startswith(f"resume: {n} done units renumbered") for x in logs)
+    run(make_cfg(d / "*.jsonl", tmp_path / "fresh"), log=quiet)
+    got = outputs(out)
+    assert got == outputs(tmp_path / "fresh") and "rejects/rejects-00001.jsonl" in got
+
+
 def test_kill_and_resume_on_s3(corpus, tmp_path):
     """SIGKILL mid-run (after two units), then a rerun: the same bytes as a clean run. The killed
     run's lock names a process of this host that is gone, so the rerun takes it over at once."""

@@ -86,12 +86,9 @@ REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "mega
 #: chat counts, e.g. ``no_assistant``) is not. Pretraining markers of version 3 written before
 #: the room of a unit's short last row was counted hold ``unfilled_tokens`` 0: the count is no
 #: part of what a marker vouches for (the shard is the same), so the version stays and the reports
-#: work the room out from ``rows`` and ``written_tokens``, which every marker holds. Likewise
-#: markers written before ``untrained_chunks`` (sft) or ``empty_documents`` (pretraining) was
-#: counted lack it (a count only: where the config can count some, the manifest's total is then
-#: null, not known), and sft markers written before ``reasoning_untrained`` lack it: under
-#: ``chat.train_on_reasoning = false`` such a unit is redone, since its shard may train
-#: SmolLM3's reasoning (:mod:`.late_keys`).
+#: work the room out from ``rows`` and ``written_tokens``, which every marker holds. Markers
+#: written before ``untrained_chunks``, ``empty_documents`` or ``reasoning_untrained`` existed
+#: lack them: what that means per config is in :mod:`.late_keys` (a null total, or a redo).
 MARKER_VERSION = 3
 #: Markers of an earlier version that this one still accepts, and when (marker → bool): a
 #: version-2 marker of a pretraining unit without rejects (one with rejects cannot vouch for
@@ -278,6 +275,14 @@ class OutputFolder:
     def read_bytes(self, name: str) -> bytes:
         return (self.path / name).read_bytes()
 
+    def open_input(self, name: str) -> IO[bytes]:
+        """``name`` opened for reading: binary, buffered, seekable (``pyarrow.parquet`` reads one
+        row group at a time from it), iterable by lines. Raises OutputError if it cannot be."""
+        try:
+            return open(self.path / name, "rb")
+        except OSError as e:
+            raise _output_error(str(self.path / name), e) from None
+
     def sha256(self, name: str) -> str:
         return sha256_file(self.path / name)
 
@@ -451,9 +456,8 @@ class OutputFolder:
         if version != MARKER_VERSION and not ACCEPTED_MARKERS.get(version, lambda m: False)(m):
             return None, (f"done marker of marker version {version} "  # before hashing a shard redone anyway
                           f"(this rmlprep writes {MARKER_VERSION})")
-        for key, why in (needs or {}).items():
-            if key not in m:
-                return None, why
+        if missing := [why for key, why in (needs or {}).items() if key not in m]:
+            return None, missing[0]
         files = m.get("files") or {m.get("shard") or shard_name(index): m.get("sha256")}
         for shard, digest in files.items():  # a writer's files (Parquet: one; Megatron: .bin, .idx)
             if not self.exists(shard):

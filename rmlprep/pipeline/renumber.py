@@ -22,10 +22,9 @@ stay where they are, so a run that fails still puts the previous folder back.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import shutil
 from typing import Any, IO
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..config import RunConfig
@@ -38,6 +37,9 @@ from .unit import shard_metadata
 from .writers import ParquetWriter, Writer
 
 __all__ = ["adopt_moved", "renumbered_line"]
+
+#: bytes copied at a time when a Megatron file is renumbered (it is never read whole)
+_CHUNK = 1 << 20
 
 
 def _key(identity: Any) -> str:
@@ -105,40 +107,39 @@ def _vouched(out: OutputFolder, m: dict[str, Any]) -> bool:
     return not out.exists(rejects)
 
 
-def _parquet_source(out: OutputFolder, name: str) -> Any:
-    """What :class:`pyarrow.parquet.ParquetFile` opens for a file of the folder."""
-    if isinstance(out.path, Path):
-        return str(out.path / name)
-    return pa.BufferReader(out.read_bytes(name))  # an object store: the shard, read whole
-
-
 def _renumber(out: OutputFolder, u: PlannedUnit, m: dict[str, Any], cfg: RunConfig, tokenizer,
               writer: Writer) -> dict[str, Any]:
     """Commit unit ``m["unit"]``'s set-aside files as unit ``u.index``'s (shard, rejects, marker)."""
     old = _files(m)
     if isinstance(writer, ParquetWriter):
         (shard,) = old
-        pf = pq.ParquetFile(_parquet_source(out, f"{PREVIOUS}/{shard}"))
-        schema = SCHEMAS[cfg.pipeline]  # the pack stage's, as a unit writes it (Parquet reads a list's
-        groups = (pf.read_row_group(k).cast(schema) for k in range(pf.num_row_groups))  # field as "element")
-        files = writer.write(out, u.index, groups, shard_metadata(u, cfg, tokenizer), schema=schema)
-    else:  # Megatron's .bin/.idx hold no unit number: the same bytes under the new names
+        with out.open_input(f"{PREVIOUS}/{shard}") as src:  # one row group at a time, on a store too
+            pf = pq.ParquetFile(src)
+            schema = SCHEMAS[cfg.pipeline]  # the pack stage's, as a unit writes it (Parquet reads a list's
+            groups = (pf.read_row_group(k).cast(schema) for k in range(pf.num_row_groups))  # field as "element")
+            files = writer.write(out, u.index, groups, shard_metadata(u, cfg, tokenizer), schema=schema)
+    else:  # Megatron's .bin/.idx hold no unit number: the same bytes under the new names, copied in chunks
         files = {}
         for (name, _), new in zip(old.items(), writer.files(u.index)):
-            data = out.read_bytes(f"{PREVIOUS}/{name}")
-            files[new] = out.commit(new, lambda f, data=data: f.write(data), digest=True)
+            with out.open_input(f"{PREVIOUS}/{name}") as src:
+                files[new] = out.commit(new, lambda f, src=src: shutil.copyfileobj(src, f, _CHUNK), digest=True)
     rec = dict(m)
     rec.update(unit=u.index, source=u.describe(), shard=next(iter(files)), sha256=next(iter(files.values())))
     if "files" in m:
         rec["files"] = files
     if m.get("rejects"):
-        lines = out.read_bytes(f"{PREVIOUS}/{rejects_name(m['unit'])}").splitlines(keepends=True)
-        data = b"".join(json_line({**json.loads(line), "unit": u.index}) for line in lines)
+        size = 0
 
-        def write(f: IO[bytes]) -> None:
-            f.write(data)
+        def write(f: IO[bytes]) -> None:  # line by line: a unit's rejects hold whole rows
+            nonlocal size
+            size = 0
+            with out.open_input(f"{PREVIOUS}/{rejects_name(m['unit'])}") as src:
+                for line in src:
+                    data = json_line({**json.loads(line), "unit": u.index})
+                    f.write(data)
+                    size += len(data)
 
         rec["rejects_sha256"] = out.commit(rejects_name(u.index), write, digest=True)
-        rec["rejects_bytes"] = len(data)
+        rec["rejects_bytes"] = size
     out.write_done(u.index, rec)
     return rec

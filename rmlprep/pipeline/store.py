@@ -33,6 +33,7 @@ and verified on resume, but their reports may mix). Temporaries are removed unde
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import socket
@@ -164,6 +165,14 @@ class ObjectStoreFolder(OutputFolder):
     def read_bytes(self, name: str) -> bytes:
         with self._fs.open_input_stream(self._key(name)) as f:
             return f.read()
+
+    def open_input(self, name: str) -> IO[bytes]:
+        """See :meth:`OutputFolder.open_input`: ranged reads of the object (``open_input_file``),
+        buffered, never the whole object at once."""
+        try:
+            return io.BufferedReader(self._fs.open_input_file(self._key(name)), 1 << 20)
+        except OSError as e:
+            raise _store_error(self._uri(name), e) from None
 
     def sha256(self, name: str) -> str:
         h = hashlib.sha256()
