@@ -383,21 +383,33 @@ static inline __attribute__((always_inline)) size_t m_o200k(const uint8_t *s, co
 /* stages */
 
 static int push_piece(Ctx *x, size_t a, size_t n);
+static int flush(Ctx *x);
 
 /* Each match of the stage's matcher over [a, e), passed to the next stage, or (last stage)
  * appended to the batch of pieces. */
 #define STAGE_LOOP(MATCH)                                                   \
     do {                                                                    \
-        if (last) {                                                         \
+        if (last && !x->collect) {                                          \
+            Span *sp_ = x->span;                                            \
+            size_t ns_ = x->nspan;                                          \
             while (i < e) {                                                 \
                 size_t m_ = (MATCH);                                        \
-                if (!x->collect && x->nspan < BATCH - 1) {                  \
-                    x->span[x->nspan].a = (uint32_t)i;                      \
-                    x->span[x->nspan].n = (uint32_t)(m_ - i);               \
-                    x->nspan++;                                             \
-                } else if (push_piece(x, i, m_ - i) < 0) {                  \
-                    return -1;                                              \
+                sp_[ns_].a = (uint32_t)i;                                   \
+                sp_[ns_].n = (uint32_t)(m_ - i);                            \
+                if (++ns_ == BATCH) {                                       \
+                    x->nspan = ns_;                                         \
+                    if (flush(x) < 0)                                       \
+                        return -1;                                          \
+                    ns_ = 0;                                                \
                 }                                                           \
+                i = m_;                                                     \
+            }                                                               \
+            x->nspan = ns_;                                                 \
+        } else if (last) {                                                  \
+            while (i < e) {                                                 \
+                size_t m_ = (MATCH);                                        \
+                if (push_piece(x, i, m_ - i) < 0)                           \
+                    return -1;                                              \
                 i = m_;                                                     \
             }                                                               \
         } else {                                                            \
