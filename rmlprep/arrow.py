@@ -429,7 +429,7 @@ def tokenize_chat(
     from .chat.encode import missing_stop_token, stop_token_refusal
     from .hf import named_templates_note, tool_use_hint
     from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
-    from .chat.render import JINJA_PIP, jinja_available
+    from .chat.render import JINJA_PIP, check_template_options, jinja_available
 
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)
     if fmt == "auto":
@@ -440,7 +440,7 @@ def tokenize_chat(
         fmt = detect_chat_format(tok.chat_template,
                                  bos_token=spec.vocab[spec.bos_id] if spec.bos_id is not None else None,
                                  eos_token=spec.vocab[spec.eos_id] if spec.eos_id is not None else None)
-    elif fmt != "template":
+    if fmt != "template":
         fmt = detect_chat_format(fmt)
         resolve_options(get_format(fmt), options)  # unknown options fail here, not per row
     if fmt == "template" and not tok.chat_template:
@@ -449,6 +449,8 @@ def tokenize_chat(
     if fmt == "template" and not jinja_available():  # here, not as an error on every row
         raise ConfigError(f"tokenize_chat(fmt='template') renders the tokenizer's template with jinja2, which is not "
                           f"installed: {JINJA_PIP}")
+    if fmt == "template":
+        check_template_options(tok.chat_template, options)  # a misspelt option fails here, not silently
     if not text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
         raise ConfigError(f"tokenize_chat(fmt={fmt!r}): {stop_token_refusal(tok, fmt, stop)}; or pass "
                           "text_markers=True to write them as text")

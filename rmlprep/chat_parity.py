@@ -48,9 +48,9 @@ from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.detect import check_template_format
 from .chat.encode import missing_stop_token, stop_token_refusal
-from .chat.registry import check_conversation, get_format, read_view, untrained_reasoning_refusal, write
+from .chat.registry import check_conversation, get_format, read_view, resolve_options, untrained_reasoning_refusal, write
 from .hf import named_templates_note
-from .chat.render import JINJA_PIP, jinja_available, render
+from .chat.render import JINJA_PIP, check_template_options, jinja_available, render
 from .errors import ChatFormatError, ConfigError, ParityError
 
 __all__ = [
@@ -368,6 +368,10 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
         if not jinja_available():  # before any corpus work: each unit would fail at its first row
             raise ConfigError(f"chat.format = \"template\" renders the tokenizer's template with jinja2, which is not "
                               f"installed: {JINJA_PIP}")
+        try:  # a misspelt option would be passed to the template and read by nothing
+            check_template_options(template, data["chat"]["options"])
+        except ChatFormatError as e:
+            raise ConfigError(f"chat.options: {e}") from None
         data["chat"]["template_sha256"] = template_sha256(template)
         log(f"chat: conversations are rendered with the tokenizer's own template (sha256 "
             f"{data['chat']['template_sha256'][:12]}) in jinja2's sandbox")
@@ -379,6 +383,10 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
                      "or name the format and set parity.chat = false, having compared it with the template yourself")
             raise ConfigError(f"chat.format = \"auto\": {e}; {other}") from None
         log(f"chat: chat.format = \"auto\" → {data['chat']['format']!r} (reproduces the tokenizer's chat template)")
+        try:  # checked here, before any work, as a named format's are at config load (each unit failed)
+            resolve_options(get_format(data["chat"]["format"]), data["chat"]["options"])
+        except ChatFormatError as e:
+            raise ConfigError(f"chat.options: chat.format = \"auto\" found {data['chat']['format']!r}: {e}") from None
         if not data["chat"]["train_on_reasoning"] and (why := untrained_reasoning_refusal(data["chat"]["format"])):
             raise ConfigError(f"chat.train_on_reasoning = false: chat.format = \"auto\" found "
                               f"{data['chat']['format']!r}; {why}")

@@ -96,6 +96,38 @@ def test_template_mode_refuses_text_parts_the_template_renders_empty():
                 "template")
 
 
+def test_a_misspelt_option_is_refused_before_any_row():
+    """Template mode passes options as the template's variables: ``enable_thinkng = false`` was
+    read by nothing and Qwen3 kept thinking on, without a word; it is refused naming the
+    variables the template reads. With ``"auto"`` the proved format checks its options when the
+    function (or the run) is made: each unit failed, and tokenize_chat failed every row with
+    "fix the row"."""
+    from rmlprep.chat_parity import resolve_chat_config
+    from rmlprep.config import config_from_dict
+
+    qwen3 = _tok(template_text("more/Qwen-Qwen3-0.6B"))
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    typo = {"enable_thinkng": False}
+    with pytest.raises(ChatFormatError, match="option 'enable_thinkng': the chat template reads no such variable.*"
+                                              "its own variables: .*enable_thinking"):
+        tokenize_chat(qwen3, "template", options=typo)
+    with pytest.raises(ChatFormatError, match="option 'enable_thinkng'"):
+        encode_chat(qwen3, conv, "template", options=typo)
+    with pytest.raises(ChatFormatError, match="qwen3: no option 'enable_thinkng'"):
+        tokenize_chat(qwen3, "auto", options=typo)
+    # the right spelling and today (the date, not a variable) pass; the empty think block is template text
+    out = tokenize_chat(qwen3, "template", options={"enable_thinking": False, "today": "2025-01-01"})({"messages": [conv]})
+    trained = [i for i, m in zip(out["input_ids"][0].tolist(), out["assistant_masks"][0].tolist()) if m]
+    assert qwen3.decode(trained) == "Hello.<|im_end|>"
+    for fmt, want in (("template", "chat.options: option 'enable_thinkng': the chat template reads no such"),
+                      ("auto", "chat.options: chat.format = \"auto\" found 'qwen3': qwen3: no option 'enable_thinkng'")):
+        c = config_from_dict({"pipeline": "sft", "input": {"paths": ["x.jsonl"]}, "tokenizer": {"path": "t"},
+                              "chat": {"format": fmt, "options": typo}, "pack": {"seq_len": 64}, "output": {"dir": "o"}})
+        with pytest.raises(ConfigError) as e:
+            resolve_chat_config(c, qwen3, log=lambda _m: None)
+        assert want in str(e.value)
+
+
 def test_tokenize_chat_template_mode():
     tok = _tok(template_text("llama3"), "<|begin_of_text|>")
     conv = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]

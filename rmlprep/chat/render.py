@@ -15,7 +15,8 @@ from typing import Any
 
 from ..errors import ChatFormatError
 
-__all__ = ["JINJA_PIP", "jinja_available", "jinja_environment", "compile_template", "render"]
+__all__ = ["JINJA_PIP", "jinja_available", "jinja_environment", "compile_template", "render", "template_variables",
+           "check_template_options"]
 
 #: How to install what rendering a template needs (jinja2), for error messages.
 JINJA_PIP = "pip install 'rmlprep[chat]' (it brings jinja2)"
@@ -129,3 +130,39 @@ def render(template: str, messages: Sequence[Mapping[str, Any]], *, tools: Seque
     except Exception as e:  # a template can raise anything: TemplateError, TypeError, RecursionError...
         return {"error": f"{type(e).__name__}: {e}"}
     return {"output": out}
+
+
+@functools.lru_cache(maxsize=16)
+def template_variables(template: str) -> frozenset[str]:
+    """The names ``template`` reads from its caller (jinja2's ``meta.find_undeclared_variables``:
+    ``messages``, ``add_generation_prompt``, ``enable_thinking``..., also those it only tests
+    with ``is defined``).
+
+    Raises:
+        ChatFormatError: jinja2 missing, or the template does not compile.
+    """
+    env = jinja_environment()
+    import jinja2
+    import jinja2.meta
+
+    try:
+        return frozenset(jinja2.meta.find_undeclared_variables(env.parse(template)))
+    except jinja2.exceptions.TemplateError as e:
+        raise ChatFormatError(f"the chat template does not compile: {type(e).__name__}: {e}") from None
+
+
+def check_template_options(template: str, options: Mapping[str, Any] | None) -> None:
+    """Refuse an option (a template variable; ``today`` aside, the date ``strftime_now`` gives)
+    that the template never reads: a misspelt ``enable_thinkng = false`` would be passed, read
+    by nothing, and the template's default (thinking on) would stand without a word.
+
+    Raises:
+        ChatFormatError: naming the option and the variables the template reads.
+    """
+    reads = template_variables(template)
+    for k in options or {}:
+        if k != "today" and k not in reads:
+            own = sorted(reads - {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token",
+                                  "raise_exception", "strftime_now"})
+            raise ChatFormatError(f"option {k!r}: the chat template reads no such variable, so it would be ignored "
+                                  f"(its own variables: {', '.join(own) or 'none'}; and today, the date)")

@@ -78,12 +78,13 @@ class TemplateWriter:
         kwargs: extra template variables (``enable_thinking``...).
         today: the date ``strftime_now`` returns (ISO), default 2024-07-26.
     Raises:
-        ChatFormatError: jinja2 is not installed, or the template does not compile.
+        ChatFormatError: jinja2 is not installed, the template does not compile, or it reads
+            no variable of one of ``kwargs``' names (a misspelt option would be ignored).
     """
 
     def __init__(self, template: str, *, bos_token: str | None, eos_token: str | None,
                  kwargs: Mapping[str, Any] | None = None, today: str | None = None):
-        from .render import compile_template
+        from .render import check_template_options, compile_template
 
         self.template = template
         self.bos_token, self.eos_token = bos_token, eos_token
@@ -92,6 +93,7 @@ class TemplateWriter:
         self._eos_end: bool | None = None
         self._prompt: str | None = None
         compile_template(template, self.today)
+        check_template_options(template, self.kwargs)
 
     def _render(self, conv: Conversation, gen: bool, probe: str | None = None) -> str:
         """The template's render of ``conv``; ``probe`` names what a render of rmlprep's own
