@@ -470,6 +470,12 @@ def _hostile_files(d: Path) -> dict[str, tuple[str, int | None]]:
     gz = gzip.compress(body)
     (d / "cut.jsonl.gz").write_bytes(gz[: len(gz) * 2 // 3])
     cases["cut.jsonl.gz"] = ("file", None)
+    import bz2
+    import lzma
+
+    for name, packed in (("cut.jsonl.bz2", bz2.compress(body)), ("cut.jsonl.xz", lzma.compress(body))):
+        (d / name).write_bytes(packed[: len(packed) * 2 // 3])  # a cut download, found when decoded
+        cases[name] = ("file", None)
     (d / "random.jsonl.zst").write_bytes(zst[:20] + os.urandom(2000))
     cases["random.jsonl.zst"] = ("file", None)
     (d / "garbage.parquet").write_bytes(b"PAR1" + os.urandom(3000) + b"PAR1")
@@ -524,7 +530,9 @@ def _check_accounting(out: Path, rows_in: dict[str, int]) -> None:
 @needs_tiny
 def test_run_over_hostile_inputs_never_exits_1(tmp_path, capsys):
     """Each hostile input alone, then all row-level ones together, then everything at once: exit
-    0 with every row accounted for, or exit 2 with one line naming the file; never 1."""
+    0 with every row accounted for, or exit 2 with one line naming the file and no manifest;
+    never 1. A compressed file cut short (.gz, .zst, .bz2, .xz) is such a file on a fresh run
+    too: zstd's frames are walked while the run is planned, the others fail when decoded."""
     d = tmp_path / "in"
     d.mkdir()
     cases = _hostile_files(d)
@@ -537,6 +545,8 @@ def test_run_over_hostile_inputs_never_exits_1(tmp_path, capsys):
         if rc != 0:
             errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
             assert len(errors) == 1 and name in errors[0] and "Traceback" not in err, (name, err)
+        if kind == "file":  # a fresh run: no manifest says the folder is complete
+            assert not (out / "manifest.json").exists(), name
     rows = {k: n for k, (kind, n) in cases.items() if kind != "file"}
     out = tmp_path / "rows"
     rc, err = _run_cli(capsys, _toml(tmp_path / "rows.toml", [str(d / k) for k in sorted(rows)], out))
@@ -544,6 +554,7 @@ def test_run_over_hostile_inputs_never_exits_1(tmp_path, capsys):
     _check_accounting(out, rows)
     rc, err = _run_cli(capsys, _toml(tmp_path / "all.toml", [str(d / "*")], tmp_path / "all"))
     assert rc == 2 and err.count("rmlprep: error") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "all" / "manifest.json").exists()
 
 
 @needs_tiny
