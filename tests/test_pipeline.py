@@ -540,6 +540,22 @@ def test_an_empty_document_is_counted(tmp_path, eos, empty):
     assert any("1 document has no token" in line for line in lines) == bool(empty)
 
 
+def test_a_rerun_with_nothing_to_do_says_so_instead_of_a_worker_count(corpus, tmp_path):
+    """A fresh-user trial: the demo's first run logged "2 workers" and its no-op rerun "1 worker"
+    (the pool is sized to the units left, and no pool starts for none), which read as a change
+    of setting. The rerun's line says that every unit is done instead."""
+    inp, _ = corpus
+    first: list[str] = []
+    run(make_cfg(inp, tmp_path / "o", workers=2), log=first.append)
+    again: list[str] = []
+    m = run(make_cfg(inp, tmp_path / "o", workers=2), log=again.append)
+    assert m["units_processed"] == 0
+    (line1,) = [x for x in first if x.startswith("run: ")]
+    (line2,) = [x for x in again if x.startswith("run: ")]
+    assert ", 2 workers, tokenizer " in line1
+    assert ", every unit done, nothing to process, tokenizer " in line2 and "worker" not in line2
+
+
 @pytest.mark.parametrize("eos", [False, True])
 def test_a_kept_marker_older_than_the_empty_documents_count_is_not_read_as_0(tmp_path, eos):
     """``empty_documents`` came into the done markers within marker version 3 (e4c4bf2), so a unit

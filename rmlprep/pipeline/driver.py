@@ -154,7 +154,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                 prog.unit_done(rec, skipped=True)
             if added:  # the ids the pack stage adds, named (an instruct folder's eos is its turn end)
                 log(added)
-            how = "engine ray" if engine_name == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
+            how = ("every unit done, nothing to process" if not todo else "engine ray" if engine_name == "ray"
+                   else f"{workers} worker{'s' if workers != 1 else ''}")  # a pool starts only for units to do
             log(f"run: {len(units)} unit{'s' if len(units) != 1 else ''}, {total_bytes / 1e6:.1f} MB, {how}, "
                 f"tokenizer {tokenizer.fingerprint[:12]}, output {out.path}")
             errors: list[dict[str, Any]] = []
