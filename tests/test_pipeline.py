@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -149,6 +150,35 @@ def test_unpack_refuses_the_shards_of_a_run_together(corpus, tmp_path):
         unpack(shards)
     halves = unpack([shards[0].slice(0, 2), shards[0].slice(2)])  # one shard in pieces: as the shard
     assert [d.tolist() for d in halves] == [d.tolist() for d in unpack(shards[0])]
+
+
+def test_unpack_refuses_a_pretrain_shard_table_holding_several_shards(corpus, tmp_path):
+    """pa.concat_tables of a run's shards (or pq.read_table of their paths) is one table with
+    the first shard's metadata: unpack joined document k of every shard, with no error. A
+    pretrain shard's example_index never goes down and only its last row is short, so such a
+    table is refused; each check is exercised on its own (the second by renumbering shard 1's
+    documents after shard 0's, so that only the short row in the middle tells)."""
+    inp, texts = corpus
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    shards = [pq.read_table(p) for p in sorted(out.glob("train-*.parquet"))]
+    assert len(shards) > 1 and shards[0].schema.metadata[b"rmlprep.pipeline"] == b"pretrain"
+    for joined in (pa.concat_tables(shards), pq.read_table(sorted(str(p) for p in out.glob("train-*.parquet")))):
+        assert joined.schema.metadata[b"rmlprep.unit"] == b"0"  # the first shard's metadata only
+        with pytest.raises(PackingError, match=r"marked as one pretrain shard \(rmlprep.unit 0\) but example_index "
+                                               r"goes down from \d+ to 0.*unpack each shard on its own"):
+            unpack(joined)
+    first = shards[0].column("input_ids").to_pylist()
+    assert len(first[-1]) < 128  # the tail row: the shard's documents do not fill it
+    last = max(max(r) for r in shards[0].column("example_index").to_pylist())
+    shifted = shards[1].set_column(shards[1].schema.get_field_index("example_index"), "example_index",
+                                   pa.array([[i + last + 1 for i in r] for r in shards[1].column("example_index").to_pylist()],
+                                            pa.list_(pa.int64())))
+    with pytest.raises(PackingError, match=rf"but row {len(first) - 1} of \d+ is shorter than seq_len 128"):
+        unpack(pa.concat_tables([shards[0], shifted]))
+    # without the metadata nothing tells the shards apart (the docstring says so): documents are joined
+    bare = pa.concat_tables(shards).replace_schema_metadata(None)
+    assert len(unpack(bare)) < len(texts)
 
 
 def test_rejects(tmp_path):

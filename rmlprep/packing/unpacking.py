@@ -62,6 +62,30 @@ def _table(rows: Any) -> pa.Table:
     )
 
 
+def _check_one_pretrain_shard(table: pa.Table, ex: np.ndarray, row_lens: np.ndarray) -> None:
+    """Refuse rows marked as a pretrain shard (``rmlprep.pipeline`` metadata) that no single
+    shard can hold: a shard is one concat stream of its documents in order, so its
+    ``example_index`` never goes down and only its last row is shorter than ``seq_len``
+    (:mod:`rmlprep.pipeline.pack`'s tail rule). ``pa.concat_tables`` of several shards keeps
+    the first one's metadata and breaks both at each border after the first."""
+    md = table.schema.metadata or {}
+    if md.get(b"rmlprep.pipeline") != b"pretrain":
+        return
+    why = ""
+    if len(ex) > 1 and (down := np.flatnonzero(np.diff(ex) < 0)).size:
+        why = f"example_index goes down from {int(ex[down[0]])} to {int(ex[down[0] + 1])}"
+    elif (seq_len := md.get(b"rmlprep.seq_len", b"")).isdigit() and len(row_lens) > 1 and (
+        short := np.flatnonzero(row_lens[:-1] < int(seq_len))
+    ).size:
+        why = f"row {int(short[0])} of {len(row_lens)} is shorter than seq_len {int(seq_len)}"
+    if why:
+        raise PackingError(
+            f"unpack: the rows are marked as one pretrain shard (rmlprep.unit {md.get(b'rmlprep.unit', b'?').decode(errors='replace')}) "
+            f"but {why}, which one shard never has: they hold several shards of a run (e.g. pa.concat_tables of "
+            "them), whose example_index each start at 0, so their documents would be joined: unpack each shard on its own"
+        )
+
+
 def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
     """Rebuild the packed documents of ``column`` from ``seq_lengths`` and ``example_index``.
 
@@ -71,8 +95,15 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
     overflow mode truncated; dropped and empty documents are absent.
 
     The rows must come from one pack call: one shard of a run (``example_index`` numbers each
-    shard's documents from 0, so rows of several shards, e.g. a ``datasets.load_dataset`` of a
-    run's folder, would join the documents that share a number; unpack shard by shard).
+    shard's documents from 0, so rows of several shards would join the documents that share a
+    number; unpack shard by shard, e.g. ``pq.read_table`` of each ``train-NNNNN.parquet``).
+    What is refused: a list of tables of several shards (their ``rmlprep.unit`` metadata
+    differ), and a table marked as a pretrain shard (``rmlprep.pipeline`` metadata, kept by
+    ``pa.concat_tables`` from the first table) whose ``example_index`` goes down or whose rows
+    other than the last are shorter than its ``rmlprep.seq_len``, which no pretrain shard has.
+    Not detected: rows without the ``rmlprep.*`` metadata (``datasets.load_dataset`` of a run's
+    folder keeps only its own ``huggingface`` key), and sft shards joined into one table (BFD
+    rows legitimately repeat and reorder indices): nothing in such rows tells the shards apart.
 
     Args:
         rows: the ``rows`` of a :class:`PackResult`, a Table, or a list of batches/tables
@@ -86,7 +117,7 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
 
     Raises:
         PackingError: a missing column, seq_lengths that do not sum to the row lengths, or
-            tables of several shards of a run.
+            tables of several shards of a run (as detected above).
     """
     table = _table(rows)
     for name in (column, "seq_lengths", "example_index"):
@@ -107,6 +138,7 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
             f"unpack: row {bad}: seq_lengths sum to {int(row_sums[bad])} but {column} has "
             f"{int(row_lens[bad])} values; the rows were not made by pack_concat / pack_bfd"
         )
+    _check_one_pretrain_shard(table, ex, row_lens)
     frag_starts = cumsum0(seq)[:-1]
     real = ex >= 0
     frag_starts, seq, ex = frag_starts[real], seq[real], ex[real].astype(np.int64)
