@@ -193,7 +193,7 @@ class TokenizeChat(_MapFunction):
             opts = dict(self.options or {})
             today = opts.pop("today", None)
             self._writer = TemplateWriter(self.template, bos_token=name(spec.bos_id), eos_token=name(spec.eos_id),
-                                          kwargs=opts, today=today)
+                                          kwargs=opts, today=today, tokens=self.tokenizer.template_tokens)
         return self._writer
 
     def _encode(self, values: list, where, column=None):
@@ -429,7 +429,7 @@ def tokenize_chat(
     from .chat.encode import missing_stop_token, stop_token_refusal
     from .hf import named_templates_note, tool_use_hint
     from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
-    from .chat.render import JINJA_PIP, check_template_options, jinja_available
+    from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens
 
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)
     if fmt == "auto":
@@ -451,6 +451,10 @@ def tokenize_chat(
                           f"installed: {JINJA_PIP}")
     if fmt == "template":
         check_template_options(tok.chat_template, options)  # a misspelt option fails here, not silently
+        try:  # a special token rmlprep cannot pass: here, not as an error on every row
+            refuse_unpassed_tokens(tok.chat_template, options, tok.template_tokens)
+        except ChatFormatError as e:
+            raise ConfigError(f"tokenize_chat(fmt='template'): {e}") from None
     if not text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
         raise ConfigError(f"tokenize_chat(fmt={fmt!r}): {stop_token_refusal(tok, fmt, stop)}; or pass "
                           "text_markers=True to write them as text")

@@ -50,7 +50,7 @@ from .chat.detect import check_template_format
 from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat.registry import check_conversation, get_format, read_view, resolve_options, untrained_reasoning_refusal, write
 from .hf import named_templates_note
-from .chat.render import JINJA_PIP, check_template_options, jinja_available, render
+from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens, render
 from .errors import ChatFormatError, ConfigError, ParityError
 
 __all__ = [
@@ -368,11 +368,14 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
         if not jinja_available():  # before any corpus work: each unit would fail at its first row
             raise ConfigError(f"chat.format = \"template\" renders the tokenizer's template with jinja2, which is not "
                               f"installed: {JINJA_PIP}")
-        try:  # a misspelt option would be passed to the template and read by nothing
+        try:  # an option read by nothing (misspelt), a special token rmlprep cannot pass: before any work
             check_template_options(template, data["chat"]["options"])
+            refuse_unpassed_tokens(template, data["chat"]["options"], tokens := getattr(tokenizer, "template_tokens", None))
         except ChatFormatError as e:
             raise ConfigError(f"chat.options: {e}") from None
         data["chat"]["template_sha256"] = template_sha256(template)
+        if tokens:  # they change the renders too: part of the config hash a done marker checks
+            data["chat"]["template_tokens"] = tokens
         log(f"chat: conversations are rendered with the tokenizer's own template (sha256 "
             f"{data['chat']['template_sha256'][:12]}) in jinja2's sandbox")
     else:

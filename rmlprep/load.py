@@ -307,26 +307,20 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
         if gc_was_on:
             gc.enable()
     if not (isinstance(path, str) and path.startswith(DEMO_PREFIX)):
-        tok.chat_templates = _named_templates(Path(path)) or None
+        _folder_extras(tok, Path(path))
     return tok
 
 
-def _named_templates(path: Path) -> dict[str, str]:
-    """The named templates of the tokenizer_config.json beside the tokenizer, when its
-    ``chat_template`` is a list (:func:`rmlprep.hf.named_chat_templates`); read apart from the
-    load cache, which keeps only the template in use."""
-    from .hf import named_chat_templates, read_tokenizer_config
+def _folder_extras(tok: Tokenizer, path: Path) -> None:
+    """Set what the tokenizer_config.json beside a tokenizer.json or ``.model`` holds for the chat
+    template, read apart from the load cache (which keeps only the template in use):
+    ``chat_templates`` and ``template_tokens`` (:mod:`rmlprep.folder_config`)."""
+    from .folder_config import named_templates, template_tokens
 
     p = _resolve(path)
-    config = p.parent / "tokenizer_config.json"
-    if p.suffix not in (".json", ".model") or not config.is_file():
-        return {}
-    try:
-        if not re.search(rb'"chat_template"\s*:\s*\[', config.read_bytes()):  # the common case, no parse
-            return {}
-        return named_chat_templates(read_tokenizer_config(config))
-    except (LoaderError, OSError):
-        return {}
+    if p.suffix in (".json", ".model"):
+        tok.chat_templates = named_templates(p.parent / "tokenizer_config.json") or None
+        tok.template_tokens = template_tokens(p.parent, tok.chat_template)
 
 
 def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Tokenizer:

@@ -59,9 +59,9 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
     cheap to send to worker processes.
     """
 
-    #: the named templates when tokenizer_config.json lists several (``{"default": ..., "tool_use":
-    #: ...}``, :func:`rmlprep.hf.named_chat_templates`); ``chat_template`` is the ``default`` one
+    #: named templates (rmlprep.hf.named_chat_templates), the template's other special tokens (rmlprep.folder_config)
     chat_templates: dict[str, str] | None = None
+    template_tokens: dict[str, Any] | None = None
 
     def __init__(self, spec: TokenizerSpec, *, chat_template: str | None = None, _token=None, _merge_table=None):
         if _token is not _CREATE:
@@ -168,13 +168,13 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
         # spec paid ~0.5 s (Llama 3) to ~1.3 s (Gemma 3) of CPU
         table = self._merge_table
         return {"spec": self.spec, "chat_template": self.chat_template, "chat_templates": self.chat_templates,
-                "merge_table": None if table is None else table.tobytes(),
+                "template_tokens": self.template_tokens, "merge_table": None if table is None else table.tobytes(),
                 "fingerprint": _known_fingerprint(self.spec)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.spec = state["spec"]
         self.chat_template = state["chat_template"]
-        self.chat_templates = state.get("chat_templates")
+        self.chat_templates, self.template_tokens = state.get("chat_templates"), state.get("template_tokens")
         blob, fingerprint = state.get("merge_table"), state.get("fingerprint")
         table = None
         if blob is not None and self.spec.merges:

@@ -271,3 +271,137 @@ def test_a_tokenizer_without_bos_renders_bos_token_as_nothing():
     assert tok.decode(enc.input_ids) == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
     assert enc.input_ids == encode_chat(tok, msgs, "chatml").input_ids
     assert resolve_chat_format("auto", tok) == "chatml"
+
+
+def _fixture_folder(tmp_path, src, template, tokenizer_json=True, **config):
+    """A copy of the model folder ``src`` whose tokenizer_config.json holds ``template``."""
+    import json
+    import shutil
+
+    d = tmp_path / src.name
+    d.mkdir(parents=True)
+    for f in ("tokenizer.json", "special_tokens_map.json")[0 if tokenizer_json else 1:]:
+        if (src / f).is_file():
+            shutil.copy(src / f, d / f)
+    cfg = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8")) if config == {} else config
+    (d / "tokenizer_config.json").write_text(json.dumps({**cfg, "chat_template": template}), encoding="utf-8")
+    return d
+
+
+def test_template_mode_passes_the_special_tokens_transformers_passes(tmp_path):
+    """transformers renders a template with every special token the tokenizer sets
+    (``special_tokens_map``: unk/sep/pad/cls/mask, additional_special_tokens, a config's
+    extra_special_tokens), from the config, else the tokenizer class's default; rmlprep passed
+    bos_token/eos_token only, so ``{{ pad_token }}`` rendered ``''`` here and ``<|endoftext|>``
+    there, silently. The references: transformers 4.57.1's render of one template over nine
+    real folders (fixtures/template_tokens.json, tools/make_template_tokens_fixtures.py)."""
+    import hashlib
+    import json
+    import pickle
+
+    from _chat_common import REAL, REPO
+    from rmlprep.chat.template import TemplateWriter
+    from rmlprep.folder_config import template_tokens
+    from rmlprep.load import load_tokenizer
+
+    fx = json.loads((REPO / "fixtures" / "template_tokens.json").read_text(encoding="utf-8"))
+    assert fx["reference"].startswith("transformers 4.57.1")
+    t, msgs = fx["template"], fx["messages"]
+    checked = []
+    for name, ref in fx["folders"].items():
+        src = REAL / name
+        if not all((src / f).is_file() and hashlib.sha256((src / f).read_bytes()).hexdigest() == h
+                   for f, h in ref["sha256"].items()):
+            continue
+        # bos/eos as transformers passes them (rmlprep's own are the end-to-end check below)
+        bos, eos = (ref["special_tokens_map"].get(k) for k in ("bos_token", "eos_token"))
+        tokens = template_tokens(_fixture_folder(tmp_path, src, t, tokenizer_json=False), t)
+        w = TemplateWriter(t, bos_token=bos, eos_token=eos, tokens=tokens)
+        assert w.write(msgs, add_generation_prompt=True).text() == ref["render"], name
+        checked.append(name)
+    if not checked:
+        pytest.skip(f"none of {sorted(fx['folders'])} under {REAL} as recorded")
+    # end to end on one folder (the smallest): the load sets them, they reach the workers,
+    # tokenize_chat takes them; the model's own template reads none (no second config parse)
+    name = "hf/gpt2" if "hf/gpt2" in checked else checked[0]
+    assert load_tokenizer(REAL / name).template_tokens is None
+    tok = load_tokenizer(_fixture_folder(tmp_path / "e2e", REAL / name, t))
+    assert tok.template_tokens == template_tokens(REAL / name, t)
+    assert pickle.loads(pickle.dumps(tok)).template_tokens == tok.template_tokens
+    ids = tokenize_chat(tok, "template", add_generation_prompt=True, no_assistant="keep")({"messages": [msgs]})
+    assert tok.decode(list(ids["input_ids"][0])) == fx["folders"][name]["render"]
+    # a run's config hash covers them (a marker made with other values is not trusted)
+    from rmlprep.chat_parity import resolve_chat_config
+    from rmlprep.config import config_from_dict
+
+    cfg = config_from_dict({"pipeline": "sft", "input": {"paths": [str(tmp_path / "c.jsonl")]},
+                            "tokenizer": {"path": str(tmp_path / "e2e")}, "chat": {"format": "template"},
+                            "pack": {"seq_len": 64}, "output": {"dir": str(tmp_path / "o")}})
+    assert resolve_chat_config(cfg, tok, log=lambda m: None)["chat"]["template_tokens"] == tok.template_tokens
+
+
+def test_the_class_defaults_table_is_the_fixtures():
+    """rmlprep/_template_token_defaults.py is what the generator writes from the fixture's
+    ``classes`` (transformers' special tokens for a config that names the class only): an edit
+    of either without the other fails here, without transformers."""
+    import json
+    import sys
+
+    from _chat_common import REPO
+
+    sys.path.insert(0, str(REPO))
+    try:
+        from tools.make_template_tokens_fixtures import table_source
+    finally:
+        sys.path.remove(str(REPO))
+    fx = json.loads((REPO / "fixtures" / "template_tokens.json").read_text(encoding="utf-8"))
+    table = REPO / "rmlprep" / "_template_token_defaults.py"
+    assert table.read_text(encoding="utf-8") == table_source(fx)
+    # worked example: Qwen2.5's config sets "unk_token": null, so no unk_token is passed though
+    # Qwen2TokenizerFast's default is <|endoftext|>
+    assert fx["classes"]["Qwen2Tokenizer"]["special_tokens_map"]["unk_token"] == "<|endoftext|>"
+    assert "unk_token" not in fx["folders"]["hf/qwen2.5"]["special_tokens_map"]
+
+
+def test_a_special_token_whose_value_rmlprep_does_not_know_is_refused(tmp_path):
+    """A template reading a special token the config does not set, for a tokenizer class whose
+    defaults are not in the table (or with no tokenizer_config.json read), is refused in
+    template mode (TemplateWriter, tokenize_chat, a run at plan time), naming the variables;
+    a template option gives the value."""
+    import json
+
+    from _chat_common import REAL
+    from rmlprep.chat.template import TemplateWriter
+    from rmlprep.config import config_from_dict
+    from rmlprep.load import load_tokenizer
+    from rmlprep.pipeline import run
+    from rmlprep.tokenizer import Tokenizer
+
+    src = REAL / "hf" / "gpt2"
+    if not (src / "tokenizer.json").is_file():
+        pytest.skip(f"{src} not found")
+    t = "{% for m in messages %}{{ m.content }}{% endfor %}[{{ pad_token }}|{{ sep_token }}|{{ image_token }}]"
+    d = _fixture_folder(tmp_path, src, t, tokenizer_class="BertTokenizerFast", pad_token="<|endoftext|>")
+    tok = load_tokenizer(d)
+    assert tok.template_tokens == {"pad_token": "<|endoftext|>"}
+    refusal = r"the chat template reads sep_token, which tokenizer_config.json does not set, and rmlprep does not know"
+    with pytest.raises(ChatFormatError, match="^" + refusal):
+        TemplateWriter(t, bos_token=None, eos_token=None, tokens=tok.template_tokens)
+    with pytest.raises(ConfigError, match=r"^tokenize_chat\(fmt='template'\): " + refusal):
+        tokenize_chat(tok, "template")
+    w = TemplateWriter(t, bos_token=None, eos_token=None, tokens=tok.template_tokens, kwargs={"sep_token": "S"})
+    assert w.write([{"role": "user", "content": "Hi"}]).text() == "Hi[<|endoftext|>|S|]"  # image_token: unset
+    with pytest.raises(ChatFormatError, match=r"^the chat template reads image_token, pad_token, sep_token, whose values "
+                                              r"rmlprep reads only from a tokenizer_config.json"):
+        TemplateWriter(t, bos_token=None, eos_token=None)  # a GGUF's template, a bare Tokenizer
+    with pytest.raises(ConfigError, match="and none was read for this tokenizer"):
+        tokenize_chat(Tokenizer.create(tok.spec, chat_template=t), "template")
+    (tmp_path / "c.jsonl").write_text(json.dumps({"messages": [{"role": "user", "content": "Hi"},
+                                                               {"role": "assistant", "content": "ok"}]}) + "\n")
+    cfg = config_from_dict({"pipeline": "sft", "input": {"paths": [str(tmp_path / "c.jsonl")]},
+                            "tokenizer": {"path": str(d)}, "chat": {"format": "template"},
+                            "pack": {"seq_len": 64}, "output": {"dir": str(tmp_path / "o")},
+                            "run": {"workers": 1, "progress": "none"}})
+    with pytest.raises(ConfigError, match=r'^chat.options: ' + refusal):
+        run(cfg, log=lambda m: None)
+    assert not (tmp_path / "o" / "manifest.json").exists()

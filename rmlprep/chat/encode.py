@@ -184,7 +184,7 @@ def _template_writer(tokenizer, options: Mapping[str, Any] | None):
     return TemplateWriter(tokenizer.chat_template,
                           bos_token=spec.vocab[spec.bos_id] if spec.bos_id is not None else None,
                           eos_token=spec.vocab[spec.eos_id] if spec.eos_id is not None else None,
-                          kwargs=opts, today=today)
+                          kwargs=opts, today=today, tokens=getattr(tokenizer, "template_tokens", None))
 
 
 def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:

@@ -15,8 +15,12 @@ from typing import Any
 
 from ..errors import ChatFormatError
 
-__all__ = ["JINJA_PIP", "jinja_available", "jinja_environment", "compile_template", "render", "template_variables",
-           "check_template_options"]
+__all__ = ["JINJA_PIP", "STANDARD_TOKENS", "jinja_available", "jinja_environment", "compile_template", "render",
+           "template_variables", "check_template_options", "read_special_tokens", "refuse_unpassed_tokens"]
+
+#: The special-token attributes every transformers tokenizer has besides bos/eos (its
+#: ``SPECIAL_TOKENS_ATTRIBUTES``); a template may read them (:func:`read_special_tokens`).
+STANDARD_TOKENS = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token", "additional_special_tokens")
 
 #: How to install what rendering a template needs (jinja2), for error messages.
 JINJA_PIP = "pip install 'rmlprep[chat]' (it brings jinja2)"
@@ -166,3 +170,46 @@ def check_template_options(template: str, options: Mapping[str, Any] | None) -> 
                                   "raise_exception", "strftime_now"})
             raise ChatFormatError(f"option {k!r}: the chat template reads no such variable, so it would be ignored "
                                   f"(its own variables: {', '.join(own) or 'none'}; and today, the date)")
+
+
+def read_special_tokens(template: str) -> tuple[str, ...]:
+    """The special-token variables ``template`` reads besides ``bos_token`` / ``eos_token``:
+    ``unk_token``, ``sep_token``, ``pad_token``, ``cls_token``, ``mask_token``,
+    ``additional_special_tokens`` and any other ``*_token`` (a config's ``extra_special_tokens``,
+    such as Gemma 3's ``image_token``), sorted (of :func:`template_variables`). transformers
+    passes every one a tokenizer sets (``apply_chat_template``: ``{**self.special_tokens_map,
+    **kwargs}``, 4.57.1); the template mode passes them from the folder's config
+    (:func:`rmlprep.folder_config.template_tokens`). No template in the reference set reads one.
+
+    Raises:
+        ChatFormatError: jinja2 missing, or the template does not compile.
+    """
+    return tuple(sorted(n for n in template_variables(template)
+                        if (n.endswith("_token") and n not in ("bos_token", "eos_token"))
+                        or n == "additional_special_tokens"))
+
+
+def refuse_unpassed_tokens(template: str, kwargs: Mapping[str, Any] | None = None,
+                           tokens: Mapping[str, Any] | None = None) -> None:
+    """Refuse a template that reads a special-token variable besides bos/eos
+    (:func:`~rmlprep.chat.render.read_special_tokens`) whose value transformers would pass and
+    rmlprep does not know: ``tokens`` (:func:`rmlprep.folder_config.template_tokens`: None when
+    no tokenizer_config.json was read) lacks it (a standard name its config does not set: the
+    tokenizer class's default), and ``kwargs`` (the template options) does not give it. A
+    ``*_token`` name that is neither standard nor in the config's ``extra_special_tokens`` is not
+    passed by transformers either: undefined in both.
+
+    Raises:
+        ChatFormatError: naming the variables and the ways out.
+    """
+    unpassed = [n for n in read_special_tokens(template) if n not in (kwargs or {}) and n not in (tokens or {})
+                and (tokens is None or n in STANDARD_TOKENS)]
+    if unpassed:
+        why = ("whose values rmlprep reads only from a tokenizer_config.json beside a tokenizer.json or "
+               "tokenizer.model, and none was read for this tokenizer" if tokens is None else
+               "which tokenizer_config.json does not set, and rmlprep does not know its tokenizer_class's "
+               "default (rmlprep/_template_token_defaults.py)")
+        raise ChatFormatError(
+            f"the chat template reads {', '.join(unpassed)}, {why}; transformers passes the tokenizer's value, so "
+            "the render could differ from it: set it in tokenizer_config.json, give the value as a template "
+            "option (chat.options), or use a native format")

@@ -76,24 +76,31 @@ class TemplateWriter:
         template: the Jinja chat template.
         bos_token, eos_token: the tokenizer's.
         kwargs: extra template variables (``enable_thinking``...).
+        tokens: the tokenizer's other special tokens (``Tokenizer.template_tokens``,
+            :func:`rmlprep.folder_config.template_tokens`), passed as transformers passes them.
         today: the date ``strftime_now`` returns (ISO), default 2024-07-26.
     Raises:
-        ChatFormatError: jinja2 is not installed, the template does not compile, or it reads
-            no variable of one of ``kwargs``' names (a misspelt option would be ignored).
+        ChatFormatError: jinja2 is not installed, the template does not compile, it reads
+            no variable of one of ``kwargs``' names (a misspelt option would be ignored), or it
+            reads a special-token variable whose value rmlprep does not know
+            (:func:`~rmlprep.chat.render.refuse_unpassed_tokens`).
     """
 
     def __init__(self, template: str, *, bos_token: str | None, eos_token: str | None,
-                 kwargs: Mapping[str, Any] | None = None, today: str | None = None):
-        from .render import check_template_options, compile_template
+                 kwargs: Mapping[str, Any] | None = None, today: str | None = None,
+                 tokens: Mapping[str, Any] | None = None):
+        from .render import check_template_options, compile_template, refuse_unpassed_tokens
 
+        compile_template(template, today or "2024-07-26")  # first: jinja2 missing or a bad template says so
+        check_template_options(template, kwargs)  # the caller's options, not the tokens passed besides them
+        refuse_unpassed_tokens(template, kwargs, tokens)
         self.template = template
         self.bos_token, self.eos_token = bos_token, eos_token
-        self.kwargs = dict(kwargs or {})
+        # transformers: {**special_tokens_map, **kwargs}, the options win; an unset token is not passed
+        self.kwargs = {**{k: v for k, v in (tokens or {}).items() if v is not None}, **(kwargs or {})}
         self.today = today or "2024-07-26"
         self._eos_end: bool | None = None
         self._prompt: str | None = None
-        compile_template(template, self.today)
-        check_template_options(template, self.kwargs)
 
     def _render(self, conv: Conversation, gen: bool, probe: str | None = None) -> str:
         """The template's render of ``conv``; ``probe`` names what a render of rmlprep's own

@@ -1,0 +1,92 @@
+"""What a model folder's ``tokenizer_config.json`` holds for its chat template, read apart from
+the load cache (which keeps only the spec and the template in use): the named templates, and
+the special-token variables transformers passes to a template besides ``bos_token`` /
+``eos_token``.
+
+Source: transformers 4.57.1 ``tokenization_utils_base.py``: ``apply_chat_template`` renders with
+``{**self.special_tokens_map, **kwargs}``; ``special_tokens_map`` holds each attribute of
+``SPECIAL_TOKENS_ATTRIBUTES`` (``unk_token``, ``sep_token``, ``pad_token``, ``cls_token``,
+``mask_token``, ``additional_special_tokens``, and the keys of a config's
+``extra_special_tokens``) whose value is truthy; ``from_pretrained`` reads them from the config,
+and from ``special_tokens_map.json`` only when the config has no ``added_tokens_decoder``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .errors import LoaderError
+
+__all__ = ["named_templates", "template_tokens"]
+
+
+#: A template that may read one of them (any ``*_token`` name but bos/eos): only then is the
+#: config parsed again.
+_READS = re.compile(r"\b(?!bos_token\b|eos_token\b)\w+_token\b|\badditional_special_tokens\b")
+
+
+def named_templates(config: Path) -> dict[str, str]:
+    """The named templates of ``config`` (a tokenizer_config.json) when its ``chat_template`` is a
+    list (:func:`rmlprep.hf.named_chat_templates`), else ``{}``."""
+    from .hf import named_chat_templates, read_tokenizer_config
+
+    try:
+        if not config.is_file() or not re.search(rb'"chat_template"\s*:\s*\[', config.read_bytes()):
+            return {}  # the common case, no parse
+        return named_chat_templates(read_tokenizer_config(config))
+    except (LoaderError, OSError):
+        return {}
+
+
+def template_tokens(folder: Path, template: str | None) -> dict[str, Any] | None:
+    """The special-token variables transformers would pass to ``template`` for the tokenizer of
+    ``folder``, besides ``bos_token`` / ``eos_token``: ``{name: value}``, value a string, a list
+    of strings (``additional_special_tokens``) or None (not passed: the template sees it
+    undefined). A standard name (:data:`rmlprep.chat.render.STANDARD_TOKENS`) the config does not set gets the
+    default of the config's ``tokenizer_class`` (``Qwen2TokenizerFast``:
+    ``unk_token="<|endoftext|>"``; the generated table
+    ``rmlprep/_template_token_defaults.py``, from transformers 4.57.1), and is left out
+    (unknown) for a class not in the table: a template that reads an unknown name is refused
+    (:func:`rmlprep.chat.template.refuse_unpassed_tokens`).
+
+    Returns:
+        None when the template reads no such variable (nothing is read) or the folder has no
+        ``tokenizer_config.json``.
+    Raises:
+        LoaderError: a config that is not valid JSON.
+    """
+    if not template or "_token" not in template.replace("bos_token", "").replace("eos_token", ""):
+        return None  # the common case, three scans of the text (the regex alone took ~0.7 ms on 16 kB)
+    if not _READS.search(template):
+        return None
+    from ._template_token_defaults import CLASS_TOKEN_DEFAULTS
+    from .chat.render import STANDARD_TOKENS
+    from .hf import _token_content, read_tokenizer_config
+
+    cfg = read_tokenizer_config(folder / "tokenizer_config.json")
+    if cfg is None:
+        return None
+    cfg = dict(cfg)
+    legacy = read_tokenizer_config(folder / "special_tokens_map.json") if "added_tokens_decoder" not in cfg else None
+    for k, v in (legacy or {}).items():
+        if k == "additional_special_tokens" and isinstance(v, list):  # appended to the config's
+            have = list(cfg.get(k) or [])
+            v = have + [t for t in v if _token_content(t) not in {_token_content(h) for h in have}]
+        cfg[k] = v
+    cls = cfg.get("tokenizer_class")
+    defaults = CLASS_TOKEN_DEFAULTS.get(cls) if isinstance(cls, str) else None
+    out: dict[str, Any] = {}
+    for k in STANDARD_TOKENS:
+        if k not in cfg:
+            if defaults is not None:
+                out[k] = defaults[k]
+        elif k == "additional_special_tokens":
+            out[k] = [c for c in map(_token_content, cfg[k] or ()) if c is not None] or None
+        else:
+            out[k] = _token_content(cfg[k]) or None
+    extra = cfg.get("extra_special_tokens")
+    for k, v in (extra.items() if isinstance(extra, dict) else ()):
+        out[k] = _token_content(v) or None
+    return out
