@@ -464,6 +464,8 @@ typedef struct Encoder {
     int fuse_unk; /* a run of unknown characters in one piece is one unk (tokenizers' merge_word) */
     PairMap pairs;
     uint32_t *bytepair; /* byte-level: [b1 << 8 | b2] -> the byte symbols' pair value, or NO_VALUE */
+    int lean; /* byte-level, PairMap.direct, a pair table: 1, the merge loop's lean builds
+                 (merge_scan_lean, merge_blocks_lean); 2, their SSE4.1 builds (the CPU has it) */
     uint64_t *joinable; /* byte-level: bit b1 << 8 | b2 set when some merge joins a symbol ending in
                            byte b1 to one starting with b2; NULL: pieces are never cut (resolve_parts) */
     WholeMap whole;
@@ -1031,7 +1033,29 @@ static inline int32_t pr_key(uint32_t prio, size_t i)
  * first), copied in whole with fixed-size copies instead of written symbol by symbol */
 static uint8_t LINK_NEXT[256], LINK_PREV[256];
 
-static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
+/* The pair value of a lean word (PairMap.direct, no barrier symbols, a table; merge_scan_lean):
+ * pair_value_kh without the tests that cannot fail there. */
+static inline uint32_t pair_value_lean(const PairMap *m, uint64_t key, uint64_t h)
+{
+    size_t fb = (size_t)(h >> 40) & ((1u << PAIR_FILTER_BITS) - 1);
+    if (!(m->filter[fb >> 6] >> (fb & 63) & 1))
+        return NO_VALUE;
+    size_t i = (size_t)h & m->mask;
+    for (;;) {
+        uint64_t s = m->tab[i];
+        if ((s & PK_KEY) == key)
+            return (uint32_t)(s >> (2 * PK_BITS));
+        if (s == PAIR_EMPTY)
+            return NO_VALUE;
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* Words of up to SMALL_WORD symbols. lean (a constant): the Encoder's `lean` holds (PairMap.direct,
+ * so a value is both the merged id and its priority; byte-level symbols, never a barrier; a pair
+ * table), and the loop reads no mg[] and tests neither. */
+static inline __attribute__((always_inline)) size_t merge_scan_body(Ctx *x, size_t n, const uint8_t *bytes,
+                                                                     const int lean)
 {
     const PairMap *P = &x->E->pairs;
     uint32_t *sym = x->sym;
@@ -1046,16 +1070,19 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
         const uint32_t *bp = x->E->bytepair;
         for (size_t i = 0; i + 1 < n; i++) {
             uint32_t v = bp[(size_t)bytes[i] << 8 | bytes[i + 1]];
-            pr[i] = pr_key(v_prio(P, v), i);
-            mg[i] = v;
+            pr[i] = pr_key(lean ? v : v_prio(P, v), i);
+            if (!lean)
+                mg[i] = v;
         }
     } else {
         for (size_t i = 0; i + 1 < n; i++) /* independent lookups: let their misses overlap */
             pair_prefetch(P, sym[i], sym[i + 1]);
         for (size_t i = 0; i + 1 < n; i++) {
-            uint32_t v = pair_value(P, sym[i], sym[i + 1]);
-            pr[i] = pr_key(v_prio(P, v), i);
-            mg[i] = v;
+            uint64_t key = pair_key(sym[i], sym[i + 1]);
+            uint32_t v = lean ? pair_value_lean(P, key, mix64(key)) : pair_value(P, sym[i], sym[i + 1]);
+            pr[i] = pr_key(lean ? v : v_prio(P, v), i);
+            if (!lean)
+                mg[i] = v;
         }
     }
     size_t hi = n - 1; /* pairs start below hi */
@@ -1072,7 +1099,7 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
             break;
         size_t b = best & 63, d = nx[b], r = nx[d], l = pv[b];
         uint32_t prio = (uint32_t)best >> 6;
-        uint32_t merged = P->by_rank ? P->merged_of[prio] : P->direct ? prio : mg[b];
+        uint32_t merged = lean ? prio : P->by_rank ? P->merged_of[prio] : P->direct ? prio : mg[b];
         /* both new pairs' slots requested before either is read: their misses overlap */
         uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
         if (r < n) {
@@ -1090,17 +1117,19 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
         pr[d] = PR_NONE;
         if (r < n) {
             pv[r] = (uint8_t)b;
-            uint32_t v = pair_value_kh(P, merged, sym[r], kr, hr);
-            pr[b] = pr_key(v_prio(P, v), b);
-            mg[b] = v;
+            uint32_t v = lean ? pair_value_lean(P, kr, hr) : pair_value_kh(P, merged, sym[r], kr, hr);
+            pr[b] = pr_key(lean ? v : v_prio(P, v), b);
+            if (!lean)
+                mg[b] = v;
         } else {
             pr[b] = PR_NONE;
             hi = b; /* b is the last symbol: no pair starts at or after it */
         }
         if (l < n) {
-            uint32_t v = pair_value_kh(P, sym[l], merged, kl, hl);
-            pr[l] = pr_key(v_prio(P, v), l);
-            mg[l] = v;
+            uint32_t v = lean ? pair_value_lean(P, kl, hl) : pair_value_kh(P, sym[l], merged, kl, hl);
+            pr[l] = pr_key(lean ? v : v_prio(P, v), l);
+            if (!lean)
+                mg[l] = v;
         }
     }
     size_t m = 0;
@@ -1108,6 +1137,30 @@ static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
         sym[m++] = sym[i];
     return m;
 }
+
+static size_t merge_scan(Ctx *x, size_t n, const uint8_t *bytes)
+{
+    return merge_scan_body(x, n, bytes, 0);
+}
+
+static size_t merge_scan_lean(Ctx *x, size_t n, const uint8_t *bytes)
+{
+    return merge_scan_body(x, n, bytes, 1);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same for a CPU with SSE4.1 (E->lean == 2, asked at load; the module is built for SSE2): the
+ * scan's minimum of 16 keys in pminsd, where SSE2 compares and blends (pcmpgtd, pand, pandn, por)
+ * (merge_blocks_lean41: pminud) */
+__attribute__((target("sse4.1"))) static size_t merge_scan_lean41(Ctx *x, size_t n, const uint8_t *bytes)
+{
+    return merge_scan_body(x, n, bytes, 1);
+}
+#define HAVE_LEAN41 1
+#else
+#define merge_scan_lean41 merge_scan_lean
+#define HAVE_LEAN41 0
+#endif
 
 static inline void heap_down(uint64_t *h, size_t n, size_t i)
 {
@@ -1203,7 +1256,8 @@ static size_t merge_heap(Ctx *x, size_t n)
  * and looks each popped pair up again (Llama 3 on the Debian sample: merge_heap 232 M
  * instructions, merge_blocks 199 M for the same words; bench/README.md). */
 #define BLOCK_WORD 255
-static size_t merge_blocks(Ctx *x, size_t n, const uint8_t *bytes)
+static inline __attribute__((always_inline)) size_t merge_blocks_body(Ctx *x, size_t n, const uint8_t *bytes,
+                                                                       const int lean)
 {
     const PairMap *P = &x->E->pairs;
     uint32_t *sym = x->sym;
@@ -1219,17 +1273,21 @@ static size_t merge_blocks(Ctx *x, size_t n, const uint8_t *bytes)
     if (bytes != NULL && x->E->bytepair != NULL) {
         const uint32_t *bp = x->E->bytepair;
         for (size_t i = 0; i + 1 < n; i++) {
-            uint32_t v = bp[(size_t)bytes[i] << 8 | bytes[i + 1]], r = v_prio(P, v);
+            uint32_t v = bp[(size_t)bytes[i] << 8 | bytes[i + 1]], r = lean ? v : v_prio(P, v);
             pr[i] = r == NO_RANK ? PR_NONE : r << 8 | (uint32_t)i;
-            mg[i] = v;
+            if (!lean)
+                mg[i] = v;
         }
     } else {
         for (size_t i = 0; i + 1 < n; i++)
             pair_prefetch(P, sym[i], sym[i + 1]);
         for (size_t i = 0; i + 1 < n; i++) {
-            uint32_t v = pair_value(P, sym[i], sym[i + 1]), r = v_prio(P, v);
+            uint64_t key = pair_key(sym[i], sym[i + 1]);
+            uint32_t v = lean ? pair_value_lean(P, key, mix64(key)) : pair_value(P, sym[i], sym[i + 1]);
+            uint32_t r = lean ? v : v_prio(P, v);
             pr[i] = r == NO_RANK ? PR_NONE : r << 8 | (uint32_t)i;
-            mg[i] = v;
+            if (!lean)
+                mg[i] = v;
         }
     }
     for (size_t b = 0; b < nb; b++) {
@@ -1246,7 +1304,7 @@ static size_t merge_blocks(Ctx *x, size_t n, const uint8_t *bytes)
             break;
         size_t b = best & 255, d = nx[b], r = nx[d], l = pv[b];
         uint32_t prio = best >> 8;
-        uint32_t merged = P->by_rank ? P->merged_of[prio] : P->direct ? prio : mg[b];
+        uint32_t merged = lean ? prio : P->by_rank ? P->merged_of[prio] : P->direct ? prio : mg[b];
         uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
         if (r < n) {
             kr = pair_key(merged, sym[r]);
@@ -1263,16 +1321,20 @@ static size_t merge_blocks(Ctx *x, size_t n, const uint8_t *bytes)
         pr[d] = PR_NONE;
         if (r < n) {
             pv[r] = (uint8_t)b;
-            uint32_t v = pair_value_kh(P, merged, sym[r], kr, hr), rk = v_prio(P, v);
+            uint32_t v = lean ? pair_value_lean(P, kr, hr) : pair_value_kh(P, merged, sym[r], kr, hr);
+            uint32_t rk = lean ? v : v_prio(P, v);
             pr[b] = rk == NO_RANK ? PR_NONE : rk << 8 | (uint32_t)b;
-            mg[b] = v;
+            if (!lean)
+                mg[b] = v;
         } else {
             pr[b] = PR_NONE;
         }
         if (l < n) {
-            uint32_t v = pair_value_kh(P, sym[l], merged, kl, hl), rk = v_prio(P, v);
+            uint32_t v = lean ? pair_value_lean(P, kl, hl) : pair_value_kh(P, sym[l], merged, kl, hl);
+            uint32_t rk = lean ? v : v_prio(P, v);
             pr[l] = rk == NO_RANK ? PR_NONE : rk << 8 | (uint32_t)l;
-            mg[l] = v;
+            if (!lean)
+                mg[l] = v;
         }
         size_t touched[3] = {b >> 4, d < n ? d >> 4 : b >> 4, l < n ? l >> 4 : b >> 4};
         for (size_t t = 0; t < 3; t++) {
@@ -1291,14 +1353,37 @@ static size_t merge_blocks(Ctx *x, size_t n, const uint8_t *bytes)
     return m;
 }
 
+static size_t merge_blocks(Ctx *x, size_t n, const uint8_t *bytes)
+{
+    return merge_blocks_body(x, n, bytes, 0);
+}
+
+static size_t merge_blocks_lean(Ctx *x, size_t n, const uint8_t *bytes)
+{
+    return merge_blocks_body(x, n, bytes, 1);
+}
+
+#if HAVE_LEAN41
+__attribute__((target("sse4.1"))) static size_t merge_blocks_lean41(Ctx *x, size_t n, const uint8_t *bytes)
+{
+    return merge_blocks_body(x, n, bytes, 1);
+}
+#else
+#define merge_blocks_lean41 merge_blocks_lean
+#endif
+
 static size_t merge_loop(Ctx *x, size_t n, const uint8_t *bytes)
 {
     if (n < 2)
         return n;
     if (n <= SMALL_WORD)
-        return merge_scan(x, n, bytes);
+        return x->E->lean == 2 ? merge_scan_lean41(x, n, bytes)
+               : x->E->lean    ? merge_scan_lean(x, n, bytes)
+                               : merge_scan(x, n, bytes);
     if (n <= BLOCK_WORD)
-        return merge_blocks(x, n, bytes);
+        return x->E->lean == 2 ? merge_blocks_lean41(x, n, bytes)
+               : x->E->lean    ? merge_blocks_lean(x, n, bytes)
+                               : merge_blocks(x, n, bytes);
     return merge_heap(x, n);
 }
 
@@ -3232,6 +3317,11 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                         : pair_value(&E->pairs, (uint32_t)E->byte_ids[b1], (uint32_t)E->byte_ids[b2]);
         if (build_joinable(E, vocab_keys, u2b, vocab_size) < 0)
             goto fail;
+        E->lean = E->pairs.direct && E->pairs.tab != NULL;
+#if HAVE_LEAN41
+        if (E->lean && __builtin_cpu_supports("sse4.1"))
+            E->lean = 2;
+#endif
     }
     /* every id written is below n_ids: merged and whole-token ids are checked against the vocabulary
      * (build_vocab), the byte, fallback and unk ids are counted here (ids_to_list reads the int
