@@ -38,7 +38,7 @@ import numpy as np
 
 from ._gguf_pre_table import LLAMA_CPP, PRE_NAMES, PRE_TYPES
 from .errors import LoaderError, UnsupportedTokenizer
-from .gguf_reader import MAX_ARRAY_DEPTH, metadata_sha256, read_gguf_metadata  # noqa: F401 (re-exported)
+from .gguf_reader import MAX_ARRAY_DEPTH, llama_cpp_id, metadata_sha256, read_gguf_metadata  # noqa: F401 (re-exported)
 from .spec import BYTE_LEVEL, SENTENCEPIECE, AddedTokenFlags, TokenizerSpec, TokenType
 
 __all__ = ["GGUF_PRE_SPLIT", "GGUF_PRE_REFUSED", "GGUFPre", "LLAMA_CPP", "metadata_sha256", "read_gguf_metadata",
@@ -256,18 +256,6 @@ def _describe(v: Any) -> str:
     return f"a {type(v).__name__}"
 
 
-def _id(meta: Mapping[str, Any], key: str, default: int | None, n: int) -> int | None:
-    """An id key as llama.cpp reads it: an out-of-range default is dropped, an out-of-range
-    value keeps the default."""
-    if default is not None and default >= n:
-        default = None
-    v = meta.get(key)
-    if v is None or isinstance(v, (bool, str, list, np.ndarray)):
-        return default
-    v = int(v)
-    return v if 0 <= v < n else default
-
-
 def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
     """Build a TokenizerSpec from a GGUF file's ``tokenizer.*`` metadata.
 
@@ -290,7 +278,8 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
       (llama.cpp ``tokenizer_st_partition``). Tokens llama.cpp treats as end-of-generation by
       their text (``<|im_end|>``, ``<|eot_id|>``, ...) are typed CONTROL as llama.cpp does.
     - ids ``bos/eos/unknown/padding/eot/eom_token_id`` with llama.cpp's defaults (llama: bos 1,
-      eos 2, unk 0; gpt2: bos = eos = 11) where the key is absent, dropped when out of range.
+      eos 2, unk 0; gpt2: bos = eos = 11, named in ``spec.defaulted_ids``) where the key is absent,
+      dropped when out of range.
       A byte-level ("gpt2") vocabulary gets no ``unk_id`` whatever ``unknown_token_id`` says:
       llama.cpp's BPE tokenizer never emits it, and a byte that has no token is dropped
       (SmolLM2 names ``<|endoftext|>`` as its unknown token and lacks 21 byte tokens, so
@@ -354,8 +343,8 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
     # llama.cpp: tokens that end generation by their text become CONTROL.
     # Without the eot/eom keys llama.cpp takes the first token (in hash order) whose text is in
     # its list; rmlprep keeps every such token, in id order.
-    eot_key = _id(meta, "tokenizer.ggml.eot_token_id", None, n)
-    eom_key = _id(meta, "tokenizer.ggml.eom_token_id", None, n)
+    eot_key = llama_cpp_id(meta, "tokenizer.ggml.eot_token_id", None, n)
+    eom_key = llama_cpp_id(meta, "tokenizer.ggml.eom_token_id", None, n)
     eot_ids: set[int] = {i for i in (eot_key, eom_key) if i is not None}
     eog_or_eot = _EOG_TEXTS | _EOT_TEXTS
     for i in [i for i, t in enumerate(vocab) if t in eog_or_eot]:
@@ -453,14 +442,18 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
             decode_strip_prefix="first_token" if add_prefix else "none",
         )
 
-    bos_id = _id(meta, "tokenizer.ggml.bos_token_id", bos_default, n)
-    eos_id = _id(meta, "tokenizer.ggml.eos_token_id", eos_default, n)
+    bos_id = llama_cpp_id(meta, "tokenizer.ggml.bos_token_id", bos_default, n)
+    eos_id = llama_cpp_id(meta, "tokenizer.ggml.eos_token_id", eos_default, n)  # BPE's 11 is a "," (defaulted_ids)
+    defaulted = tuple(role for role, tid, d in (("bos", bos_id, bos_default), ("eos", eos_id, eos_default))
+                      if model != "llama" and tid is not None and tid == d
+                      and llama_cpp_id(meta, f"tokenizer.ggml.{role}_token_id", None, n) is None)
     # llama.cpp's BPE session never emits the unknown token: a byte without a token is dropped
     # (llm_tokenizer_bpe_session::tokenize), as Hugging Face BPE does without an unk_token.
     # Kept for SentencePiece and "whitespace" (whose tokenizer.json emits unk_token; without the key
     # a character outside the vocab is skipped before merging, as tokenizers does: tokenizer_bpe).
-    unk_id = _id(meta, "tokenizer.ggml.unknown_token_id", unk_default, n) if model in ("llama", "whitespace") else None
-    pad_id = _id(meta, "tokenizer.ggml.padding_token_id", None, n)
+    unk_id = (llama_cpp_id(meta, "tokenizer.ggml.unknown_token_id", unk_default, n)
+              if model in ("llama", "whitespace") else None)
+    pad_id = llama_cpp_id(meta, "tokenizer.ggml.padding_token_id", None, n)
     add_bos = bool(_get(meta, "tokenizer.ggml.add_bos_token", bool, p, add_bos_default))
     add_eos = bool(_get(meta, "tokenizer.ggml.add_eos_token", bool, p, False))
     if add_bos and bos_id is None:
@@ -494,6 +487,7 @@ def spec_from_gguf(path: str | os.PathLike) -> tuple[TokenizerSpec, str | None]:
         add_eos=add_eos,
         added_token_flags=flags,
         parse_user_defined_always=True,
+        defaulted_ids=defaulted,
         name=name,
         **common,
     )

@@ -29,13 +29,14 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from .errors import LoaderError, UnsupportedTokenizer
 
-__all__ = ["MAX_ARRAY_DEPTH", "metadata_sha256", "read_gguf_metadata"]
+__all__ = ["MAX_ARRAY_DEPTH", "llama_cpp_id", "metadata_sha256", "read_gguf_metadata"]
 
 _MAGIC = b"GGUF"
 
@@ -336,3 +337,15 @@ def _open(p: str):
         return open(p, "rb")
     except OSError as e:
         raise LoaderError(f"{p}: cannot open GGUF file: {e.strerror or e}") from None
+
+
+def llama_cpp_id(meta: Mapping[str, Any], key: str, default: int | None, n: int) -> int | None:
+    """An id key as llama.cpp reads it: an out-of-range default is dropped, an out-of-range
+    value keeps the default."""
+    if default is not None and default >= n:
+        default = None
+    v = meta.get(key)
+    if v is None or isinstance(v, (bool, str, list, np.ndarray)):
+        return default
+    v = int(v)
+    return v if 0 <= v < n else default

@@ -65,7 +65,7 @@ class AddedTokenFlags:
 #: while they hold their default, so a spec that does not use them keeps its fingerprint.
 _OMITTED_AT_DEFAULT = frozenset({
     "decoder", "unk_surface", "pre_split_behaviors", "unparsed_specials", "decode_added_byte_level",
-    "decode_chain", "unset_specials",
+    "decode_chain", "unset_specials", "defaulted_ids",
 })
 
 #: id(spec) -> (spec, fingerprint): specs are immutable, and the canonical JSON of a 256k vocab
@@ -167,6 +167,10 @@ class TokenizerSpec:
             folder's config leaves open where transformers' default is unknown or disputed
             (``add_bos``/``add_eos`` are then False); encoding with special tokens raises
             ``LoaderError`` with them (:meth:`check_adds`), encoding without works.
+        defaulted_ids: the roles (``"bos"``, ``"eos"``) whose id is llama.cpp's byte-level BPE
+            default, id 11 (``","`` in GPT-2-style vocabularies), because a GGUF names none or
+            one out of range: kept for encoding, as llama.cpp does; a run that frames documents
+            with it is refused (:func:`rmlprep.pipeline.framing.framing`).
         name: a human label (file name, encoding name); not part of the fingerprint.
     """
 
@@ -201,6 +205,7 @@ class TokenizerSpec:
     unk_surface: str = " \u2047 "
     decode_chain: tuple[tuple[Any, ...], ...] | None = None
     unset_specials: tuple[str, ...] = ()
+    defaulted_ids: tuple[str, ...] = ()
     name: str = field(default="", compare=False)
 
     # -- canonical form ---------------------------------------------------------------
@@ -242,7 +247,7 @@ class TokenizerSpec:
             kw["merges"] = tuple((str(a), str(b)) for a, b in kw["merges"])
         if kw.get("scores") is not None:
             kw["scores"] = tuple(float(s) for s in kw["scores"])
-        for k in ("pre_split", "eot_ids", "unset_specials"):
+        for k in ("pre_split", "eot_ids", "unset_specials", "defaulted_ids"):
             if k in kw:
                 kw[k] = tuple(kw[k])
         if "normalizers" in kw:

@@ -186,6 +186,47 @@ def _tiny_bpe_kvs(pre: str) -> list[tuple[str, str, object]]:
             ("tokenizer.ggml.merges", "arr:str", merges)]
 
 
+def test_a_defaulted_bpe_eos_is_refused_for_framing_not_for_encoding(tmp_path):
+    """llama.cpp gives a BPE GGUF without tokenizer.ggml.eos_token_id (or with one out of range)
+    eos = bos = 11, a vocabulary's "," in GPT-2's byte order: a pretraining run then ended every
+    document with it, the log saying only "eos ',' (id 11)". The spec keeps llama.cpp's ids (encode
+    is unchanged) and names them in defaulted_ids; framing documents with one is refused, naming
+    the key. An id the file names (in range) is no default, and SentencePiece's defaults (</s>) stay."""
+    from rmlprep.config import config_from_dict
+    from rmlprep.errors import ConfigError
+    from rmlprep.pipeline import open_tokenizer
+    from rmlprep.pipeline.framing import framing
+
+    cases = {"absent": [], "out_of_range": [("tokenizer.ggml.eos_token_id", "u32", 10**6)],
+             "named": [("tokenizer.ggml.eos_token_id", "u32", 300)]}
+    for case, extra in cases.items():
+        path = write_gguf(tmp_path / f"{case}.gguf", _tiny_bpe_kvs("gpt-2") + [("tokenizer.ggml.bos_token_id", "u32", 300)] + extra)
+        spec, _ = spec_from_gguf(path)
+        assert spec.bos_id == 300
+        assert (spec.eos_id, spec.defaulted_ids) == ((300, ()) if case == "named" else (11, ("eos",)))
+        assert "defaulted_ids" not in spec.to_dict() or case != "named"  # a named id keeps its old fingerprint
+        tok, _ = open_tokenizer(str(path))
+        assert tok.encode("hello world") == Tokenizer.create(spec).encode("hello world")
+        for eos in (True, False):
+            cfg = config_from_dict({"input": {"paths": [str(tmp_path / "in.jsonl")]}, "tokenizer": {"path": str(path)},
+                                    "pack": {"seq_len": 64, "eos": eos, "bos": True}, "output": {"dir": str(tmp_path / "o")}})
+            if eos and case != "named":
+                with pytest.raises(ConfigError, match=r"^pack\.eos: the GGUF names no tokenizer\.ggml\.eos_token_id "
+                                                      r"\(or one out of range\), so its eos is llama\.cpp's default, "
+                                                      rf"{tok.id_to_token(11)!r} \(id 11\), which would end every document"):
+                    framing(cfg, tok)
+            else:
+                f = framing(cfg, tok)
+                assert (f.bos, f.eos) == (300, 300 if eos else None)
+    no_ids = write_gguf(tmp_path / "none.gguf", _tiny_bpe_kvs("gpt-2"))
+    cfg = config_from_dict({"input": {"paths": [str(tmp_path / "in.jsonl")]}, "tokenizer": {"path": str(no_ids)},
+                            "pack": {"seq_len": 64, "eos": False, "bos": True}, "output": {"dir": str(tmp_path / "o")}})
+    with pytest.raises(ConfigError, match=r"^pack\.bos: the GGUF names no tokenizer\.ggml\.bos_token_id .* start every"):
+        framing(cfg, open_tokenizer(str(no_ids))[0])
+    spm, _ = spec_from_gguf(write_gguf(tmp_path / "spm.gguf", _tiny_llama_kvs()))
+    assert (spm.eos_id, spm.defaulted_ids) == (2, ())
+
+
 @pytest.mark.parametrize("pre", sorted(set(GGUF_PRE_SPLIT) - {"whitespace"}))
 def test_every_pre_name_loads(tmp_path, pre):
     """A GGUF with this tokenizer.ggml.pre loads, encodes mixed text and decodes it back.

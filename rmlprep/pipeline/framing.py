@@ -68,6 +68,8 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
     Raises:
         ConfigError: ``pack.bos`` / ``pack.eos`` and the tokenizer has no bos / eos id (for a
             tokenizer.json without the ``tokenizer_config.json`` that names them, the message says so);
+            ``pack.bos`` / ``pack.eos`` and the id is llama.cpp's BPE default because a GGUF names
+            none (``spec.defaulted_ids``: id 11, a vocabulary's ``","``);
             ``pack.bos`` / ``pack.eos`` and the tokenizer already adds that id (with
             ``tokenizer.add_special_tokens``); ``tokenizer.add_special_tokens`` and it adds
             neither; ``pack.pad`` and it has neither a pad nor an eos id.
@@ -95,6 +97,13 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
                 f"pack.{flag}: the tokenizer has no {flag} id (its files name no {flag}_token: tokenizer_config.json "
                 f"and special_tokens_map.json are where a Hugging Face model keeps it); set pack.{flag} = false only "
                 "if documents may be packed with no " + ("start" if flag == "bos" else "end") + " marker between them")
+    for flag, tid in (("bos", bos), ("eos", eos)):
+        if tid is not None and flag in getattr(tokenizer.spec, "defaulted_ids", ()):
+            raise ConfigError(
+                f"pack.{flag}: the GGUF names no tokenizer.ggml.{flag}_token_id (or one out of range), "
+                f"so its {flag} is llama.cpp's default, {tokenizer.id_to_token(tid)!r} (id {tid}), which would "
+                + ("start" if flag == "bos" else "end") + " every document; name the model's in the file "
+                f"(gguf-py's gguf_new_metadata.py --special-token {flag} TOKEN), or set pack.{flag} = false")
     if cfg["tokenizer"]["add_special_tokens"]:
         spec = tokenizer.spec
         if spec.unset_specials:
