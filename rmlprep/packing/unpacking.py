@@ -79,10 +79,11 @@ def _check_one_pretrain_shard(table: pa.Table, ex: np.ndarray, row_lens: np.ndar
     ).size:
         why = f"row {int(short[0])} of {len(row_lens)} is shorter than seq_len {int(seq_len)}"
     if why:
+        unit = md.get(b"rmlprep.unit", b"?").decode(errors="replace")
         raise PackingError(
-            f"unpack: the rows are marked as one pretrain shard (rmlprep.unit {md.get(b'rmlprep.unit', b'?').decode(errors='replace')}) "
-            f"but {why}, which one shard never has: they hold several shards of a run (e.g. pa.concat_tables of "
-            "them), whose example_index each start at 0, so their documents would be joined: unpack each shard on its own"
+            f"unpack: the rows are marked as one pretrain shard (rmlprep.unit {unit}) but {why}, which one shard "
+            "never has: they hold several shards of a run (e.g. pa.concat_tables of them), whose example_index "
+            "each start at 0, so their documents would be joined: unpack each shard on its own"
         )
 
 
