@@ -98,7 +98,9 @@ class TokenizerSpec:
             tokens are Unicode strings with ``"▁"`` for space, plus ``<0xXX>`` byte tokens).
         vocab: token string of each id, ``vocab[id]``.
         token_types: one :class:`TokenType` value per id (same length as ``vocab``).
-        merges: ranked merges, ``merges[rank] = (left, right)``; empty when ``scores`` rule.
+        merges: ranked merges, ``merges[rank] = (left, right)``; empty when ``scores`` rule,
+            or with ``scores`` None: nothing merges (a tokenizer.json BPE with ``"merges": []``,
+            a character-level vocab: each word is its characters' ids, as in ``tokenizers``).
         scores: one float per id when merges are chosen by score (SentencePiece, GGUF
             "llama", tiktoken ranks as ``-rank``); the merged string must be a normal or
             user-defined token and the highest score merges first. ``None`` with merges.

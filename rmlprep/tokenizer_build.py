@@ -58,10 +58,6 @@ def _validate(spec: TokenizerSpec) -> None:
         )
     if spec.merges and spec.scores is not None:
         raise SpecError(f"{where}: give merges or scores, not both")
-    if spec.kind == SENTENCEPIECE and not spec.merges and spec.scores is None:
-        raise SpecError(
-            f"{where}: a SentencePiece BPE spec without merges needs one score per token (scores is None)"
-        )
     if set(map(type, spec.vocab)) != {str}:
         for i, tok in enumerate(spec.vocab):
             if not isinstance(tok, str):

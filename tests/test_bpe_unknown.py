@@ -298,3 +298,51 @@ def test_fuse_unk_fixture_has_not_drifted(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["make_fuse_unk_fixtures.py", "--out", str(out)])
     make_fuse_unk_fixtures.main()
     assert json.loads(out.read_text(encoding="utf-8")) == _FUSE
+
+
+_EMPTY = json.loads((ROOT / "fixtures" / "empty_merges.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("variant", sorted(_EMPTY["variants"]))
+def test_a_bpe_with_no_merges_encodes_as_tokenizers_does(tmp_path, variant):
+    """A tokenizer.json BPE with ``"merges": []`` (a character-level vocab) was refused at load
+    for a SentencePiece-style file ("needs one score per token"); tokenizers loads and encodes
+    it: each word is its characters' ids (byte-level: its bytes'), the multi-character tokens
+    of the vocab are never produced unless ``ignore_merges`` takes a whole word, and unknown
+    characters follow unk / fuse_unk / byte_fallback as with merges. Expected ids and decodes:
+    ``fixtures/empty_merges.json`` (``tools/make_empty_merges_fixtures.py``, ``tokenizers``),
+    through ``encode``, the pure path, ``encode_batch_flat`` and ``decode``."""
+    from rmlprep.native import encode_batch_flat
+
+    path = tmp_path / f"{variant}.json"
+    path.write_text(json.dumps(_EMPTY["variants"][variant]), encoding="utf-8")
+    tok, pure = _both_paths_of(path)
+    assert tok.spec.merges == () and tok.spec.scores is None
+    cases = [c for c in _EMPTY["cases"] if c["variant"] == variant]
+    texts, expected = [c["text"] for c in cases], [c["ids"] for c in cases]
+    if variant == "metaspace-unk":  # worked example: "▁the" is a token, but nothing merges into it
+        v = _EMPTY["variants"][variant]["model"]["vocab"]
+        assert next(c["ids"] for c in cases if c["text"] == "the thing")[:4] == [v["\u2581"], v["t"], v["h"], v["e"]]
+    assert tok._native is not None, "the native encoder declined"
+    for t in (tok, pure):
+        assert [t.encode(x) for x in texts] == expected, "native" if t._native else "pure"
+        flat, offsets = encode_batch_flat(t, texts)
+        assert [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))] == expected
+    assert [tok.decode(c["ids"]) for c in cases] == [c["decoded"] for c in cases]
+
+
+def test_empty_merges_fixture_has_not_drifted(tmp_path, monkeypatch):
+    """tools/make_empty_merges_fixtures.py rerun with the installed tokenizers writes the committed
+    fixtures/empty_merges.json again."""
+    import sys
+
+    from tools import make_empty_merges_fixtures
+
+    if _EMPTY["reference"] != f"tokenizers {tokenizers.__version__}":
+        pytest.skip(f"the fixture was made with {_EMPTY['reference']}, this is tokenizers {tokenizers.__version__}")
+    if not make_empty_merges_fixtures.CORPUS.is_file():
+        pytest.skip(f"{make_empty_merges_fixtures.CORPUS} not found (../shared is beside the clone in CI)")
+    out = tmp_path / "empty_merges.json"
+    monkeypatch.setattr(sys, "argv", ["make_empty_merges_fixtures.py", "--out", str(out)])
+    make_empty_merges_fixtures.main()
+    assert json.loads(out.read_text(encoding="utf-8")) == _EMPTY

@@ -156,10 +156,6 @@ def _bl(**kw):
             TokenizerSpec(kind=SENTENCEPIECE, vocab=("a", "b"), token_types=(1, 1), scores=(0.0,)),
             "scores has 1 entries but the vocab has 2", id="scores-len",
         ),
-        pytest.param(
-            TokenizerSpec(kind=SENTENCEPIECE, vocab=("a", "b"), token_types=(1, 1)),
-            "needs one score per token", id="no-scores",
-        ),
         pytest.param(_bl(bos_id=256), "bos_id = 256 is out of range for a vocab of 256", id="bos-range"),
         pytest.param(_bl(eot_ids=(5, -1)), "eot_ids[1] = -1 is out of range", id="eot-range"),
         pytest.param(_bl(add_bos=True), "add_bos is set but bos_id is None", id="add-bos"),
