@@ -301,7 +301,7 @@ class ChainDecoder:
 
     __slots__ = ("chain", "tokens", "skip", "where", "refusal", "windowed", "_spec", "_token_bytes", "_drop",
                  "_drop_skip", "_join", "_rest", "_table", "_skip_table", "_n_replace", "_replaced", "_byte_of",
-                 "_has_fallback")
+                 "_has_fallback", "_one")
 
     def __init__(self, spec: TokenizerSpec, token_bytes: list[bytes]):
         """``token_bytes``: the spec's raw bytes per id (:func:`rmlprep.tokenizer_build._token_bytes`,
@@ -336,6 +336,7 @@ class ChainDecoder:
         self._skip_table: list[bytes] | None = None
         self._byte_of: dict[int, int] | None = None
         self._has_fallback = any(s[0] == "ByteFallback" for s in chain)
+        self._one: tuple[dict[int, str], dict[int, str]] = ({}, {})  # decode_one's, per skip_special_tokens
 
     def _tables(self, skip_special_tokens: bool) -> list[bytes]:
         """The bytes table, built on first use; with ``skip_special_tokens`` its copy in which
@@ -406,6 +407,16 @@ class ChainDecoder:
                     out.append(t)
                 self._replaced = out
         return self._replaced
+
+    def decode_one(self, i: int, skip_special_tokens: bool = False) -> str:
+        """``decode([i], skip_special_tokens)``, kept per id: a stream decoder's window after it
+        emits is usually one id, decoded again as the next window's prefix (tokenizers'
+        ``step_decode_stream`` decodes it each time)."""
+        memo = self._one[skip_special_tokens]
+        text = memo.get(i)
+        if text is None:
+            text = memo[i] = self.decode([i], skip_special_tokens)
+        return text
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
         """The text tokenizers' ``decode(ids, skip_special_tokens)`` gives.

@@ -248,8 +248,9 @@ class StreamDecoder:
             raise self._changed(text)
         new = text[len(self._prefix):]
         keep = len(self._ids) - self._prefix_index
-        self._ids = self._ids[self._prefix_index:]
-        self._prefix = self._window_text = self._chain_decode(self._ids)
+        ids = self._ids = self._ids[self._prefix_index:]
+        self._prefix = self._window_text = (self._chain.decode_one(ids[0], self._skip) if len(ids) == 1
+                                            else self._chain_decode(ids))
         self._prefix_index = keep
         self._emitted.append(new)
         return new
