@@ -353,6 +353,60 @@ def test_sentencepiece_folder_silent_config_follows_transformers_or_refuses(tmp_
                 (len(r["prefix"]) + len(bare) + len(r["suffix"]), bare)
 
 
+def _bos_generator():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    try:
+        from tools import make_bos_defaults_fixtures
+    finally:
+        sys.path.pop(0)
+    return make_bos_defaults_fixtures
+
+
+def test_bos_defaults_fixture_is_its_generators():
+    """The fixture's banner and inputs are the generator's (no transformers needed): its name,
+    source model and sha256 (when the real file is here), text and classes, one answer per
+    class from each reference, and every class rmlprep's table (SPM_CLASS_DEFAULTS) names is
+    one the fixture answers for. An edit of the generator's inputs without a regeneration
+    fails here."""
+    import hashlib
+
+    from rmlprep.load import SPM_CLASS_DEFAULTS
+
+    gen = _bos_generator()
+    fx = _BOS_DEFAULTS
+    assert (fx["generator"], fx["source"], fx["text"]) == ("tools/make_bos_defaults_fixtures.py", gen.SOURCE, gen.TEXT)
+    assert list(fx["classes"]) == list(gen.CLASSES)
+    assert [r.split(" ")[:2] for r in fx["references"]] == [["transformers", "4.57.1"], ["transformers", "5.24.0"]]
+    assert all(list(v) == fx["references"] for v in fx["classes"].values())
+    assert set(SPM_CLASS_DEFAULTS) <= set(fx["classes"])
+    model = gen.real_dir() / gen.SOURCE
+    if model.is_file():
+        assert hashlib.sha256(model.read_bytes()).hexdigest() == fx["sha256"]
+
+
+def test_bos_defaults_fixture_has_not_drifted(tmp_path, monkeypatch):
+    """Rerun tools/make_bos_defaults_fixtures.py with the two transformers installs it was made
+    with and compare. Needs ``RMLPREP_TRANSFORMERS_TARGETS`` = the two ``pip install --target``
+    folders, joined with ``os.pathsep`` (the generator's docstring says how to make them); without
+    it this is skipped, as CI has neither install. Given, installs of other versions fail here
+    (the fixture's references are what the runtime table follows)."""
+    import os
+
+    targets = os.environ.get("RMLPREP_TRANSFORMERS_TARGETS")
+    if not targets:
+        pytest.skip("set RMLPREP_TRANSFORMERS_TARGETS to the transformers 4.57.1 and 5.24.0 --target installs")
+    gen = _bos_generator()
+    if not (gen.real_dir() / gen.SOURCE).is_file():
+        pytest.skip(f"{gen.real_dir() / gen.SOURCE} not found")
+    out = tmp_path / "bos_defaults.json"
+    argv = ["make_bos_defaults_fixtures.py", "--out", str(out)]
+    for t in targets.split(os.pathsep):
+        argv += ["--transformers", t]
+    monkeypatch.setattr(sys, "argv", argv)
+    gen.main()
+    assert json.loads(out.read_text(encoding="utf-8")) == _BOS_DEFAULTS
+
+
 def test_sentencepiece_folder_unknown_class_and_silent_config_is_refused(tmp_path):
     """An unknown (or absent) ``tokenizer_class`` and no ``add_bos_token``: transformers' default
     depends on the class (fixtures/bos_defaults.json shows BOS, EOS and neither), so rmlprep

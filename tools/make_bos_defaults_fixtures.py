@@ -18,8 +18,12 @@ Writes ``fixtures/bos_defaults.json``::
 
 Usage: ``python tools/make_bos_defaults_fixtures.py --transformers DIR [--transformers DIR ...]``
 where each DIR is a ``pip install --target DIR --no-deps transformers==X`` (with, for 4.x,
-``tokenizers==0.22.1`` and ``huggingface_hub<1.0``) that is put first on ``PYTHONPATH`` of a
-child process; the run is offline (``HF_HUB_OFFLINE=1``). rmlprep's tests only read the JSON.
+``tokenizers==0.22.1`` and ``huggingface_hub<1.0``; both need ``safetensors``, 5.x
+``safetensors>=0.8.0``) that is put first on ``PYTHONPATH`` of a child process; the run is
+offline (``HF_HUB_OFFLINE=1``). rmlprep's tests read the JSON and check it against this
+script's inputs; with ``RMLPREP_TRANSFORMERS_TARGETS`` = the two folders (``os.pathsep``
+between them) ``tests/test_load.py::test_bos_defaults_fixture_has_not_drifted`` reruns it and
+compares.
 Needs: sentencepiece; the real tokenizers in ``~/.cache/rmlprep-real-tokenizers`` (env
 RMLPREP_REAL_TOKENIZERS).
 """
