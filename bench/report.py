@@ -45,6 +45,72 @@ def _fmt(x: float) -> str:
     return f"{x:.0f}" if x >= 20 else f"{x:.1f}"
 
 
+def _held_row(doc: dict, libs: list[str]) -> str:
+    """The single-thread table's last row: how each library was held to one thread."""
+    from bench.run import ONE_THREAD
+
+    held = doc.get("one_thread")
+    if held is None:  # results from before the pinning: RAYON_NUM_THREADS=1 only
+        return "| held to one thread by | " + " | ".join("unpinned; RAYON_NUM_THREADS=1 only" for _ in libs) + " | |"
+    cpu = doc.get("pinned_cpu")
+    where = f"CPU {cpu}; " if cpu is not None else "unpinned; "
+    return ("| held to one thread by | " + " | ".join(where + held.get(lib, ONE_THREAD.get(lib, "?")) for lib in libs)
+            + " | |")
+
+
+def _cpu_table(doc: dict, by: dict, corpora: list[str], toks: list[str], libs: list[str]) -> list[str]:
+    """Single thread, cold: MB per CPU second (every thread's CPU), CPU ÷ wall, the other threads' share."""
+    from bench.run import TOKENIZERS
+
+    rows = []
+    for c in corpora:
+        for t in toks:
+            ours = by.get((c, t, "rmlprep", "doc", 1))
+            if ours is None or "error" in ours or not ours.get("cpu"):
+                continue
+            cells, peers = [], []
+            for lib in libs:
+                r = by.get((c, t, lib, "doc", 1))
+                if r is None or "error" in r or not r.get("cpu"):
+                    cells.append("")
+                    continue
+                cpu, wall = r["cpu"][0], r["times"][0]
+                other = max(0.0, cpu - r["cpu_main"][0]) / cpu if cpu > 0 else 0.0
+                mbc = r["bytes"] / 1e6 / cpu if cpu > 0 else float("nan")
+                cells.append(f"{_fmt(mbc)} ({cpu / wall:.2f}, {other:.0%})")
+                if lib != "rmlprep":
+                    peers.append(mbc)
+            mine = ours["bytes"] / 1e6 / ours["cpu"][0]
+            ratio = f"{mine / max(peers):.2f}×" if peers else ""
+            rows.append(f"| {c}, {TOKENIZERS[t]['label']} | " + " | ".join(cells) + f" | {ratio} |")
+    if not rows:
+        return []
+    return ["", "The same cold passes in CPU time: MB per CPU second of every thread of the process (CPU ÷ wall, "
+            "the share of the CPU off the calling thread); above 1.00 or above 0% a library used another thread:", "",
+            "| corpus, tokenizer | " + " | ".join(LIB_LABEL[lib] for lib in libs) + " | rmlprep ÷ fastest peer |",
+            "|---|" + "---:|" * (len(libs) + 1)] + rows
+
+
+def _scaling_range(one: dict, two: dict) -> str:
+    """' (a-b×)': the scaling process by process (the i-th 1-thread run against the i-th n-thread one)."""
+    if not one.get("runs") or not two.get("runs"):
+        return ""
+    r = sorted(a["times"][0] / b["times"][0] for a, b in zip(one["runs"], two["runs"]))
+    return f" ({r[0]:.2f}-{r[-1]:.2f}×)" if len(r) > 1 else ""
+
+
+def _worker_cpu(one: dict, two: dict) -> str:
+    """'0.19 / 0.10 + 0.10': CPU s of the cold pass, 1 thread / the calling thread + the other workers."""
+    if not one.get("cpu") or not two.get("cpu"):
+        return ""
+
+    def cold(r, key):  # the median over the fresh processes, when there are several
+        return statistics.median(x[key][0] for x in r["runs"]) if r.get("runs") else r[key][0]
+
+    main, whole = cold(two, "cpu_main"), cold(two, "cpu")
+    return f"{cold(one, 'cpu'):.2f} / {main:.2f} + {max(0.0, whole - main):.2f}"
+
+
 def encode_tables(doc: dict) -> str:
     from bench.run import LIBS, TOKENIZERS
 
@@ -93,6 +159,8 @@ def encode_tables(doc: dict) -> str:
                 oc, ow = _speeds(ours)
                 ratio = f"{oc / max(peers_c):.2f}× / " + (f"{ow / max(peers_w):.2f}×" if peers_w else "—")
             out.append(f"| {c}, {TOKENIZERS[t]['label']} | " + " | ".join(cells) + f" | {ratio} |")
+    out.append(_held_row(doc, libs))
+    out += _cpu_table(doc, by, corpora, toks, libs)
     threads = sorted({r["threads"] for r in res if r["mode"] == "batch" and r["threads"] > 1})
     for n in threads:
         out.append("")
@@ -100,9 +168,14 @@ def encode_tables(doc: dict) -> str:
                    f"rmlprep's 1-thread batch and its scaling:")
         out.append("")
         peer_libs = [lib for lib in libs if lib != "rmlprep"]
-        out.append(f"| corpus, tokenizer | rmlprep, 1 thread | rmlprep, {n} threads | scaling | "
-                   + " | ".join(LIB_LABEL[lib] for lib in peer_libs) + " | rmlprep ÷ fastest peer, cold |")
-        out.append("|---|" + "---:|" * (len(peer_libs) + 4))
+        reps = doc.get("scaling_reps", 1)
+        if reps > 1:
+            out[-2] += (f" rmlprep's two are each the median cold pass of {reps} fresh processes run in turn, "
+                        "the scaling's range process by process beside it; the CPU seconds of the cold pass, "
+                        "the calling thread + the other workers (1 thread pinned to one CPU).")
+        out.append(f"| corpus, tokenizer | rmlprep, 1 thread | rmlprep, {n} threads | scaling "
+                   f"| CPU s, 1 / {n} threads | " + " | ".join(LIB_LABEL[lib] for lib in peer_libs) + " | rmlprep ÷ fastest peer, cold |")
+        out.append("|---|" + "---:|" * (len(peer_libs) + 5))
         for c in corpora:
             for t in toks:
                 one, two = by.get((c, t, "rmlprep", "batch", 1)), by.get((c, t, "rmlprep", "batch", n))
@@ -123,7 +196,8 @@ def encode_tables(doc: dict) -> str:
                         peers.append(pc)
                 ratio = f"{c2 / max(peers):.2f}×" if peers else ""
                 out.append(f"| {c}, {TOKENIZERS[t]['label']} | {_fmt(c1)} / {_fmt(w1)} | {_fmt(c2)} / {_fmt(w2)} "
-                           f"| {c2 / c1:.2f}× | " + " | ".join(cells) + f" | {ratio} |")
+                           f"| {c2 / c1:.2f}×{_scaling_range(one, two)} | {_worker_cpu(one, two)} | "
+                           + " | ".join(cells) + f" | {ratio} |")
     loads = {}
     for r in res:
         if "error" not in r and r["mode"] == "doc":

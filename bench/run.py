@@ -21,6 +21,18 @@ of UTF-8. The reference libraries ``tokenizers`` and sentencepiece (0.5-5 MB/s) 
 (cold) and no batch row, so the default run (GPT-2, Llama 3, Qwen2.5, o200k, Llama 2 on both
 corpora; batch rows for GPT-2 and Llama 3) takes under 10 minutes on 2 cores.
 
+One thread means one core: every 1-thread process (the per-document rows and rmlprep's 1-thread
+batch) is pinned to the same CPU (``sched_setaffinity``, the mask Rust's ``available_parallelism``
+and so rayon's and fastokens' default pool sizes read) and told so by each library's own setting:
+``RAYON_NUM_THREADS=1`` (tiktoken, gigatoken, fastokens' rayon pool), ``FASTOKENS_BPE_THREADS=1``
+(fastokens splits one large ``encode`` across a pool of that many threads, all cores by default),
+``TOKENIZERS_PARALLELISM=false``, ``OMP_NUM_THREADS=1``; ``--pin none`` drops the pinning, the
+settings stay. Each pass's CPU time (all threads, ``time.process_time``) and the calling
+thread's (``RUSAGE_THREAD``) are recorded beside its wall time, so a library that still used a
+second thread shows it (CPU above wall, a share of the CPU off the calling thread). rmlprep's
+1- and 2-thread batch rows (its scaling) are run in ``--scaling-reps`` fresh processes each,
+alternating, and the cold figure is their median; the 2-thread pass's CPU is shown per worker.
+
 Same ids: every library's ids are hashed per document and compared with rmlprep's (in the same
 special-token mode: tiktoken and sentencepiece with ``parse_special=False``; ``tokenizers``,
 fastokens and gigatoken parse special-token text, like ``parse_special=True``); a difference is
@@ -188,7 +200,23 @@ def _digests(rows) -> list[str]:
     return [hashlib.blake2b(np.asarray(r, dtype="<u4").tobytes(), digest_size=8).hexdigest() for r in rows]
 
 
+#: what holds each library to one thread in the 1-thread rows, besides the pinned CPU (printed in the table)
+ONE_THREAD = {"rmlprep": "one thread (its `encode`)", "tiktoken": "RAYON_NUM_THREADS=1",
+              "fastokens": "FASTOKENS_BPE_THREADS=1, RAYON_NUM_THREADS=1", "gigatoken": "RAYON_NUM_THREADS=1",
+              "tokenizers": "TOKENIZERS_PARALLELISM=false", "sentencepiece": "one thread (its `encode`)"}
+
+
+def _cpu_now() -> tuple[float, float, int]:
+    """(CPU seconds of the whole process, of the calling thread, minor faults of the process)."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_THREAD)
+    return time.process_time(), me.ru_utime + me.ru_stime, resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def _measure(args) -> dict:
+    if args.cpu is not None:  # before any library builds a thread pool sized by the affinity mask
+        os.sched_setaffinity(0, {args.cpu})
     texts = read_texts(Path(args.corpus))
     nbytes = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
     t0 = time.perf_counter()
@@ -200,30 +228,49 @@ def _measure(args) -> dict:
     else:
         def run():
             return batch(texts)
-    times, first = [], None
+    times, cpu, cpu_main, faults, first = [], [], [], [], None
     for _ in range(args.reps):
         ids = None  # the previous pass's result is freed here, not inside this pass's timing
+        c0, m0, f0 = _cpu_now()
         t0 = time.perf_counter()
         ids = run()
         times.append(time.perf_counter() - t0)
+        c1, m1, f1 = _cpu_now()
+        cpu.append(c1 - c0)
+        cpu_main.append(m1 - m0)
+        faults.append(f1 - f0)
         if first is None:
             first = ids
     out = {"lib": args.lib, "tok": args.tok, "mode": args.mode, "threads": args.threads, "bytes": nbytes,
            "docs": len(texts), "tokens": int(sum(len(r) for r in first)), "load_s": load_s, "times": times,
+           "cpu": cpu, "cpu_main": cpu_main, "faults": faults, "pinned": args.cpu,
            "digests": _digests(first)}
     if rml is not None:  # rmlprep's ids in the peers' special-token mode, untimed
         out["digests_specials"] = _digests(rml.encode(t) for t in texts)
     return out
 
 
-def measure(lib: str, tok: str, corpus: Path, mode: str, threads: int, reps: int) -> dict:
-    """Run one measurement in a fresh process; {"error": ...} when the library cannot run it."""
-    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
-               OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+def pin_cpu(pin: str) -> int | None:
+    """The CPU the 1-thread rows are pinned to: ``auto`` the highest one this process may use,
+    ``none`` no pinning, else the number given."""
+    if pin == "none" or not hasattr(os, "sched_getaffinity"):
+        return None
+    if pin == "auto":
+        return max(os.sched_getaffinity(0))
+    return int(pin)
+
+
+def measure(lib: str, tok: str, corpus: Path, mode: str, threads: int, reps: int, cpu: int | None = None) -> dict:
+    """Run one measurement in a fresh process (pinned to ``cpu`` when given); {"error": ...} when the
+    library cannot run it."""
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), FASTOKENS_BPE_THREADS=str(threads),
+               TOKENIZERS_PARALLELISM="true" if threads > 1 else "false", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # the load time includes the import: with bytecode caches, as installed
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         cmd = [sys.executable, "-m", "bench.run", "--_measure", f.name, "--lib", lib, "--tok", tok,
                "--corpus", str(corpus), "--mode", mode, "--threads", str(threads), "--reps", str(reps)]
+        if cpu is not None:
+            cmd += ["--cpu", str(cpu)]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
         if p.returncode != 0:
             lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
@@ -265,8 +312,22 @@ def machine() -> str:
     return f"{cpu or 'unknown CPU'}, {os.cpu_count()} cores"
 
 
+def _merged(runs: list[dict]) -> dict:
+    """One result from several fresh processes of the same measurement: the cold pass of median wall
+    time (its CPU with it), every warm pass; each process's cold pass under ``runs``."""
+    ok = [r for r in runs if "error" not in r]
+    if not ok:
+        return runs[0]
+    mid = sorted(ok, key=lambda r: r["times"][0])[(len(ok) - 1) // 2]
+    out = dict(mid)
+    out["times"] = [mid["times"][0]] + [t for r in ok for t in r["times"][1:]]
+    out["runs"] = [{k: r[k] for k in ("times", "cpu", "cpu_main", "faults")} for r in ok]
+    return out
+
+
 def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: list[int], log=print,
-               batch_tokenizers: list[str] | None = None) -> dict:
+               batch_tokenizers: list[str] | None = None, pin: str = "auto", scaling_reps: int = 3) -> dict:
+    cpu = pin_cpu(pin)
     results = []
     files = {c: corpus_file(c) for c in corpora}
     for c in corpora:
@@ -283,15 +344,31 @@ def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: li
                 modes = [("doc", 1)] if n == 1 else [("batch", n)]
                 if n > 1:
                     modes.insert(0, ("batch", 1))  # rmlprep's own 1-thread batch: its scaling
+                if n > 1 and scaling_reps > 1:
+                    # rmlprep's scaling: its 1- and n-thread batch in alternating fresh processes, medians
+                    runs: dict[int, list[dict]] = {1: [], n: []}
+                    for _ in range(scaling_reps):
+                        for k in (1, n):
+                            runs[k].append(measure("rmlprep", tok, files[c], "batch", k, reps,
+                                                   cpu if k == 1 else None))
+                    for k in (1, n):
+                        r = _merged(runs[k])
+                        r["corpus"] = c
+                        results.append(r)
+                        log("  " + _line(r))
                 for mode, k in modes:
                     for lib in libs_for(tok):
                         if mode == "batch" and (lib not in BATCH_LIBS or (k == 1 and lib != "rmlprep")):
                             continue
-                        r = measure(lib, tok, files[c], mode, k, 1 if lib in SLOW_LIBS else reps)
+                        if mode == "batch" and lib == "rmlprep" and scaling_reps > 1:
+                            continue  # measured above
+                        r = measure(lib, tok, files[c], mode, k, 1 if lib in SLOW_LIBS else reps,
+                                    cpu if k == 1 else None)
                         r["corpus"] = c
                         results.append(r)
                         log("  " + _line(r))
-    return {"machine": machine(), "versions": versions(), "reps": reps,
+    return {"machine": machine(), "versions": versions(), "reps": reps, "pinned_cpu": cpu,
+            "scaling_reps": scaling_reps, "one_thread": ONE_THREAD,
             "corpora": {c: {"path": str(files[c]), "label": CORPORA[c]["label"]} for c in corpora},
             "results": results}
 
@@ -303,7 +380,9 @@ def _line(r: dict) -> str:
     mb = r["bytes"] / 1e6
     cold = mb / r["times"][0]
     warm = mb / min(r["times"][1:]) if len(r["times"]) > 1 else float("nan")
-    return f"{head} cold {cold:7.1f} warm {warm:7.1f} MB/s  load {r['load_s']:.2f} s"
+    cpu = f"  cold CPU/wall {r['cpu'][0] / r['times'][0]:.2f}" if r.get("cpu") else ""
+    runs = f"  ({len(r['runs'])} processes)" if r.get("runs") else ""
+    return f"{head} cold {cold:7.1f} warm {warm:7.1f} MB/s  load {r['load_s']:.2f} s{cpu}{runs}"
 
 
 def main(argv=None) -> None:
@@ -314,7 +393,12 @@ def main(argv=None) -> None:
     ap.add_argument("--corpora", default=",".join(CORPORA))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=3, help="passes per process: 1 cold + warm ones (default 3)")
+    ap.add_argument("--pin", default="auto",
+                    help="CPU the 1-thread processes are pinned to: auto (the highest allowed), none, or a number")
+    ap.add_argument("--scaling-reps", type=int, default=3,
+                    help="fresh processes for each of rmlprep's 1- and 2-thread batch rows (median; default 3)")
     ap.add_argument("--_measure", help=argparse.SUPPRESS)
+    ap.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--lib"), ap.add_argument("--tok"), ap.add_argument("--corpus"), ap.add_argument("--mode")
     args = ap.parse_args(argv)
     if args._measure:
@@ -324,7 +408,8 @@ def main(argv=None) -> None:
     batch = None if args.batch_tokenizers == "all" else [t for t in args.batch_tokenizers.split(",") if t]
     t0 = time.perf_counter()
     doc = run_encode([t for t in args.tokenizers.split(",") if t], [c for c in args.corpora.split(",") if c],
-                     args.reps, [int(t) for t in args.threads.split(",")], batch_tokenizers=batch)
+                     args.reps, [int(t) for t in args.threads.split(",")], batch_tokenizers=batch, pin=args.pin,
+                     scaling_reps=args.scaling_reps)
     doc["seconds"] = round(time.perf_counter() - t0, 1)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"encode-{time.strftime('%Y%m%d-%H%M%S')}.json"
