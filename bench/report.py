@@ -108,7 +108,9 @@ def _worker_cpu(one: dict, two: dict) -> str:
         return statistics.median(x[key][0] for x in r["runs"]) if r.get("runs") else r[key][0]
 
     main, whole = cold(two, "cpu_main"), cold(two, "cpu")
-    return f"{cold(one, 'cpu'):.2f} / {main:.2f} + {max(0.0, whole - main):.2f}"
+    n = two["threads"]
+    bound = f" ({n * cold(one, 'cpu') / whole:.2f}×)" if whole > 0 else ""
+    return f"{cold(one, 'cpu'):.2f} / {main:.2f} + {max(0.0, whole - main):.2f}{bound}"
 
 
 def encode_tables(doc: dict) -> str:
@@ -172,7 +174,9 @@ def encode_tables(doc: dict) -> str:
         if reps > 1:
             out[-2] += (f" rmlprep's two are each the median cold pass of {reps} fresh processes run in turn, "
                         "the scaling's range process by process beside it; the CPU seconds of the cold pass, "
-                        "the calling thread + the other workers (1 thread pinned to one CPU).")
+                        "the calling thread + the other workers (1 thread pinned to one CPU), and in brackets the scaling "
+                        "that CPU allows (n × the 1-thread CPU ÷ all workers' CPU: the wall ratio of a quiet machine "
+                        "when the workers end together).")
         out.append(f"| corpus, tokenizer | rmlprep, 1 thread | rmlprep, {n} threads | scaling "
                    f"| CPU s, 1 / {n} threads | " + " | ".join(LIB_LABEL[lib] for lib in peer_libs) + " | rmlprep ÷ fastest peer, cold |")
         out.append("|---|" + "---:|" * (len(peer_libs) + 5))
