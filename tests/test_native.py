@@ -521,6 +521,26 @@ def test_cache_is_bounded():
     assert len(ids) >= 700_000
 
 
+def test_cache_arenas_move_and_sweep():
+    """Pieces of more than 16 bytes and 3 ids keep their key and ids in the cache's arenas, which
+    from 2 MB on are mappings that double by mremap (fastbpe.c arena_grow) and are rebuilt by a
+    sweep once 4 M ids are kept: 300k such pieces (~20 ids each in this fixture) take them past
+    4 MB and through a sweep; ids stay the pure path's for pieces swept out and pieces kept, and
+    a piece answered from the moved arena gives the ids of its first encode."""
+    tok, pure, _ = fixture_pair("bl_llama3")
+    tok._native.clear_cache()
+    words = [" qwjxvbkzqpfgyhmd" + _letters(i) for i in range(300_000)]
+    head = "".join(words[:100_000])
+    first = tok._native.encode_text(head)
+    info = tok._native.cache_info()[0]
+    assert info["bytes"] - info["slots"] * 32 > 4 << 20 and info["sweeps"] == 0  # arenas past one move
+    assert tok._native.encode_text(head) == first  # every piece a hit, read from the moved arenas
+    tok._native.encode_text("".join(words[100_000:]))
+    assert tok._native.cache_info()[0]["sweeps"] >= 1
+    for sample in ("".join(words[:1500]), "".join(words[-1500:])):
+        assert tok._native.encode_text(sample) == _pure_segment(pure, sample)
+
+
 # -- generated tables ---------------------------------------------------------------------------
 
 

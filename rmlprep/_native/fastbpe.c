@@ -2166,7 +2166,10 @@ static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
  * after the join: a few units, where a copy of all ids after the join was a serial pass writing
  * (and first touching) 4 bytes per token, 10-20% of a 2-thread batch's wall time. The
  * per-document copies are made while the ids are still in cache, on both cores at once. One
- * thread writes its range from the front.
+ * thread writes its range from the front. With the mapping, the side vectors are mappings too,
+ * reserved at the bound of the ranges a worker can take units from (never grown: a realloc'd
+ * side vector copied itself at each doubling, 0.5-1 k of worker 1's page faults per cold call)
+ * and on 2 MB pages.
  *
  * The mapping is taken from MAP_MIN_BYTES of bound on, on 2 MB pages (transparent huge pages on
  * request, like the big tables): a result is fresh memory on every call (the previous one is the
@@ -2206,6 +2209,7 @@ typedef struct Batch {
     int nworkers;
     Ctx *ctx[MAX_THREADS];
     IdVec side[MAX_THREADS]; /* with the mapping: each worker's units from other ranges */
+    size_t side_map[MAX_THREADS]; /* bytes of a side vector that is a mapping (0: malloc'd) */
     IdVec whole;             /* the result of 2+ workers without a mapping */
     uint32_t *map;           /* the result (NULL: below MAP_MIN_BYTES, or the mapping failed) */
     size_t map_len;          /* bytes */
@@ -2315,9 +2319,18 @@ static void batch_unit(Batch *B, int t, size_t u, int to)
             x->out = &B->side[t];
         B->unit_vec[u] = x->out;
         B->unit_pos[u] = x->out->n;
-        for (Py_ssize_t i = first; i < last && !__atomic_load_n(&B->failed, __ATOMIC_RELAXED); i++)
+        for (Py_ssize_t i = first; i < last && !__atomic_load_n(&B->failed, __ATOMIC_RELAXED); i++) {
+            const DocRef *d = &B->docs[i];
+            /* a mapped side vector cannot grow: its reserve covers every unit it can take (flush
+             * reserves at most the document's bound + INLINE_IDS + ARENA_PAD past its ids) */
+            if (B->side_map[t] && x->out->n + text_bound(B->E->kind != KIND_BYTE_LEVEL, d->kind, d->ascii,
+                                                         (size_t)d->len) + 64 > x->out->cap) {
+                batch_fail(B, -1, i); /* cannot happen: ids <= text_bound */
+                break;
+            }
             if (batch_doc(B, x, i) < 0)
                 break;
+        }
         x->out = own;
         return;
     }
@@ -2379,7 +2392,7 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
     PyObject *res = NULL;
     Slot *slots[MAX_THREADS] = {0};
     IdVec *priv = NULL;
-    uint64_t *unit_bytes = NULL, *unit_bound = NULL;
+    uint64_t *unit_bytes = NULL, *unit_bound = NULL, range_bound[MAX_THREADS] = {0};
     if (B == NULL || offs == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -2432,13 +2445,14 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
         uint64_t done_bytes = 0, bound = 0;
         for (int t = 0; t < nw; t++) {
             size_t start = u;
-            uint64_t goal = total * (uint64_t)(t + 1) / (uint64_t)nw;
+            uint64_t goal = total * (uint64_t)(t + 1) / (uint64_t)nw, before = bound;
             while (u < nu && (t == nw - 1 || done_bytes + unit_bytes[u] / 2 < goal)) {
                 done_bytes += unit_bytes[u];
                 bound += unit_bound[u];
                 u++;
             }
             B->ranges[t] = ((uint64_t)start << 32) | u;
+            range_bound[t] = bound - before;
             if (t == 0)
                 B->mid = (size_t)bound;
         }
@@ -2451,6 +2465,16 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
         B->map_len = ((B->bound_hi + 1) * 4 + 4095) & ~(size_t)4095;
         B->map = map_huge(B->map_len, MAP_NORESERVE);
         B->back = B->fwd = B->mid;
+        for (int t = 0; B->map != NULL && nw > 1 && t < nw; t++) {
+            /* ids of the ranges it can take units from (workers 2 and up: their own too), + flush's
+             * reserve beyond them; NULL: grown as before */
+            size_t cap = (size_t)(t >= 2 ? B->bound_hi : B->bound_hi - range_bound[t]) + 256;
+            size_t bytes = (cap * 4 + 4095) & ~(size_t)4095;
+            if ((B->side[t].v = map_huge(bytes, MAP_NORESERVE)) != NULL) {
+                B->side[t].cap = cap;
+                B->side_map[t] = bytes;
+            }
+        }
     }
     priv = PyMem_Calloc((size_t)nw, sizeof(IdVec));
     if (priv == NULL) {
@@ -2554,7 +2578,10 @@ done:
         PyMem_Free(B->unit_vec);
         PyMem_Free(B->unit_pos);
         for (int t = 0; t < MAX_THREADS; t++)
-            free(B->side[t].v);
+            if (B->side_map[t])
+                munmap(B->side[t].v, B->side_map[t]);
+            else
+                free(B->side[t].v);
         free(B->whole.v);
         if (B->map)
             munmap(B->map, B->map_len);
