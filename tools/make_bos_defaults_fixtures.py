@@ -20,10 +20,14 @@ Usage: ``python tools/make_bos_defaults_fixtures.py --transformers DIR [--transf
 where each DIR is a ``pip install --target DIR --no-deps transformers==X`` (with, for 4.x,
 ``tokenizers==0.22.1`` and ``huggingface_hub<1.0``; both need ``safetensors``, 5.x
 ``safetensors>=0.8.0``) that is put first on ``PYTHONPATH`` of a child process; the run is
-offline (``HF_HUB_OFFLINE=1``). rmlprep's tests read the JSON and check it against this
-script's inputs; with ``RMLPREP_TRANSFORMERS_TARGETS`` = the two folders (``os.pathsep``
-between them) ``tests/test_load.py::test_bos_defaults_fixture_has_not_drifted`` reruns it and
-compares.
+offline (``HF_HUB_OFFLINE=1``).
+
+``--check`` (with the same ``--transformers`` installs, 4.57.1 then 5.24.0) regenerates the
+fixture in memory and compares it with ``fixtures/bos_defaults.json`` (or ``--out``) instead of
+writing it: exit 0 and ``fixtures/bos_defaults.json: unchanged``, else exit 1 naming each class
+(or banner key) that differs. This is the fixture's drift check; it is not in the test suite,
+which has neither install (``tests/test_load.py::test_bos_defaults_fixture_is_its_generators``
+checks the fixture against this script's inputs on every run, without transformers).
 Needs: sentencepiece; the real tokenizers in ``~/.cache/rmlprep-real-tokenizers`` (env
 RMLPREP_REAL_TOKENIZERS).
 """
@@ -71,20 +75,17 @@ print(json.dumps(out))
 """
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--transformers", action="append", required=True, help="a --target install of transformers")
-    ap.add_argument("--out", default=str(ROOT / "fixtures" / "bos_defaults.json"))
-    a = ap.parse_args()
+def generate(targets: list[str]) -> dict:
+    """The fixture, from a child process per transformers install in ``targets``."""
     model = real_dir() / SOURCE
     refs = []
-    for target in a.transformers:
+    for target in targets:
         env = dict(os.environ, PYTHONPATH=str(Path(target).resolve()), HF_HUB_OFFLINE="1",
                    TRANSFORMERS_VERBOSITY="error")
         r = subprocess.run([sys.executable, "-c", _CHILD, str(model), TEXT, json.dumps(CLASSES)],
                            env=env, capture_output=True, text=True, check=True, cwd="/")
         refs.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    out = {
+    return {
         "generator": "tools/make_bos_defaults_fixtures.py",
         "source": SOURCE,
         "sha256": hashlib.sha256(model.read_bytes()).hexdigest(),
@@ -92,9 +93,38 @@ def main() -> None:
         "references": [r["reference"] for r in refs],
         "classes": {cls: {r["reference"]: r["classes"][cls] for r in refs} for cls in CLASSES},
     }
+
+
+def drift(have: dict, want: dict) -> list[str]:
+    """What differs between a fixture ``have`` (the committed one) and a regeneration ``want``:
+    one line per banner key and per class whose answers differ; ``[]`` when they are equal."""
+    out = [f"{k}: {have.get(k)!r} -> {want.get(k)!r}" for k in sorted((set(have) | set(want)) - {"classes"})
+           if have.get(k) != want.get(k)]
+    hc, wc = have.get("classes") or {}, want.get("classes") or {}
+    out += [f"classes[{c!r}]: {hc.get(c)!r} -> {wc.get(c)!r}" for c in list(hc) + [c for c in wc if c not in hc]
+            if hc.get(c) != wc.get(c)]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--transformers", action="append", required=True, help="a --target install of transformers")
+    ap.add_argument("--out", default=str(ROOT / "fixtures" / "bos_defaults.json"))
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate in memory and compare with --out (exit 1 on a difference) instead of writing it")
+    a = ap.parse_args(argv)
+    out = generate(a.transformers)
+    if a.check:
+        lines = drift(json.loads(Path(a.out).read_text(encoding="utf-8")), out)
+        for line in lines:
+            print(f"{a.out}: {line}")
+        if not lines:
+            print(f"{a.out}: unchanged")
+        return 1 if lines else 0
     Path(a.out).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {a.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
