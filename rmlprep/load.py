@@ -211,19 +211,23 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[s
     return dataclasses.replace(spec, **changes) if changes else spec
 
 
-#: The file of older Hub repos that names the special tokens (transformers' ``from_pretrained``
-#: reads it after ``tokenizer_config.json``, and its names win; :func:`read_model_config`).
+#: The file of older Hub repos that names the special tokens (:func:`read_model_config`).
 SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
 
 _MAPPED_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token")
 
 
 def read_model_config(folder: str | os.PathLike) -> dict[str, Any] | None:
-    """A model folder's tokenizer settings: its ``tokenizer_config.json`` with the special
-    tokens named in its ``special_tokens_map.json`` on top, as transformers'
-    ``PreTrainedTokenizerBase.from_pretrained`` reads them (the map's ``bos_token``,
-    ``eos_token``, ``unk_token`` and ``pad_token`` replace the config's); None when the folder
-    has neither file.
+    """A model folder's tokenizer settings: its ``tokenizer_config.json``, with the special
+    tokens of its ``special_tokens_map.json`` on top (``bos_token``, ``eos_token``, ``unk_token``,
+    ``pad_token``) when the config has no ``added_tokens_decoder``, as transformers'
+    ``_from_pretrained`` reads them (4.57.1 and 5.x: the map is read in the ``else`` branch of
+    ``if "added_tokens_decoder" in init_kwargs``); None when the folder has neither file.
+
+    Worked example (checked with transformers 4.57.1): a config ``{"eos_token": "<|im_end|>",
+    "added_tokens_decoder": {...}}`` (``save_pretrained`` writes the key) beside a map
+    ``{"eos_token": "<|endoftext|>"}`` loads with eos ``<|im_end|>``: the map is never opened.
+    Without ``added_tokens_decoder`` (an older repo) the pair loads with eos ``<|endoftext|>``.
 
     Raises:
         LoaderError: a file that is not valid JSON or not an object.
@@ -232,6 +236,8 @@ def read_model_config(folder: str | os.PathLike) -> dict[str, Any] | None:
 
     folder = Path(folder)
     cfg = read_tokenizer_config(folder / "tokenizer_config.json")
+    if cfg is not None and "added_tokens_decoder" in cfg:
+        return cfg
     mapped = read_tokenizer_config(folder / SPECIAL_TOKENS_MAP_FILE)
     if mapped is None:
         return cfg

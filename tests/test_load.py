@@ -283,6 +283,42 @@ def test_special_tokens_map_names_the_special_tokens(tmp_path):
     assert load_tokenizer(tmp_path).spec.eos_id == vocab["</s>"]
 
 
+def test_special_tokens_map_is_not_read_beside_added_tokens_decoder(tmp_path):
+    """transformers reads ``special_tokens_map.json`` only when ``tokenizer_config.json`` has no
+    ``added_tokens_decoder`` (``_from_pretrained``: the map is opened in the ``else`` branch of
+    ``if "added_tokens_decoder" in init_kwargs``, 4.57.1 and 5.x); rmlprep put the map over
+    every config, so a folder whose config was edited after saving (a fine-tune's eos
+    ``<|im_end|>`` in the config, the base's ``<|endoftext|>`` left in the map) framed and
+    terminated with the map's token, silently. Worked example (read_model_config's docstring):
+    with ``added_tokens_decoder`` the config's names stand, on a tokenizer.json and on a
+    SentencePiece .model folder; without it the map's win (the test above)."""
+    src = _need("hf/qwen2.5/tokenizer.json")
+    vocab = {t["content"]: t["id"] for t in json.loads(src.read_text(encoding="utf-8"))["added_tokens"]}
+    shutil.copy(src, tmp_path / "tokenizer.json")
+    decoder = {str(vocab[t]): {"content": t, "special": True, "lstrip": False, "rstrip": False,
+                               "normalized": False, "single_word": False} for t in ("<|endoftext|>", "<|im_end|>")}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "added_tokens_decoder": decoder}))
+    (tmp_path / "special_tokens_map.json").write_text(json.dumps(
+        {"eos_token": {"content": "<|endoftext|>"}, "pad_token": "<|im_end|>"}))
+    tok = load_tokenizer(tmp_path)
+    assert (tok.spec.eos_id, tok.spec.pad_id) == (vocab["<|im_end|>"], vocab["<|endoftext|>"])
+    cfg = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    del cfg["added_tokens_decoder"]
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(cfg))
+    tok = load_tokenizer(tmp_path)
+    assert (tok.spec.eos_id, tok.spec.pad_id) == (vocab["<|endoftext|>"], vocab["<|im_end|>"])
+
+    spm_dir = tmp_path / "spm"
+    spm_dir.mkdir()
+    shutil.copy(_need("llama2/tokenizer.model"), spm_dir / "tokenizer.model")
+    (spm_dir / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "add_eos_token": False, "eos_token": "</s>",
+         "added_tokens_decoder": {"2": {"content": "</s>", "special": True}}}))
+    (spm_dir / "special_tokens_map.json").write_text(json.dumps({"eos_token": "<unk>"}))
+    assert load_tokenizer(spm_dir).spec.eos_id == 2  # llama2's </s>; the map's <unk> is id 0
+
+
 def test_sentencepiece_folder_takes_its_config_special_tokens(tmp_path):
     """An explorer finding (G8): a folder with ``tokenizer.model`` and a ``tokenizer_config.json``
     (the slow-tokenizer layout of many Hub repos) had its chat template read but not its
