@@ -120,9 +120,11 @@ class TokenizeChat(_MapFunction):
     ``generation_prompt_after_answer`` (conversations refused because they end on an assistant
     turn under ``add_generation_prompt``), ``tool_calls_without_tools`` (written
     conversations with ``tool_calls`` but no tool definitions: the model is trained to call
-    tools its prompt never shows) and ``surrogate_rows`` (encoded conversations whose written
-    text held surrogate code points, replaced as :func:`tokenize_text` replaces them:
-    :func:`rmlprep.segment.replace_lone_surrogates`).
+    tools its prompt never shows), ``tool_calls_undefined`` (written conversations with tool
+    definitions whose ``tool_calls`` call a tool they do not define: likewise;
+    :func:`rmlprep.chat.convert.undefined_tool_calls`) and ``surrogate_rows`` (encoded
+    conversations whose written text held surrogate code points, replaced as
+    :func:`tokenize_text` replaces them: :func:`rmlprep.segment.replace_lone_surrogates`).
     """
 
     _what = "messages"
@@ -144,7 +146,7 @@ class TokenizeChat(_MapFunction):
 
     def _extra_stats(self) -> None:
         self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
-                          generation_prompt_after_answer=0, tool_calls_without_tools=0,
+                          generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
                           json_tool_parameters_as_text=0, reasoning_untrained=0)
         self._writer = None
 
@@ -197,7 +199,7 @@ class TokenizeChat(_MapFunction):
         return self._writer
 
     def _encode(self, values: list, where, column=None):
-        from .chat.convert import json_tools, parameters_as_text
+        from .chat.convert import json_tools, parameters_as_text, undefined_tool_calls
         from .chat.encode import encode_segments
         from .chat.messages import with_system_prompt
         from .chat.registry import write
@@ -258,6 +260,8 @@ class TokenizeChat(_MapFunction):
                 self.stats["surrogate_rows"] += 1
             if not tools and _calls_tools(messages):
                 self.stats["tool_calls_without_tools"] += 1
+            elif tools and undefined_tool_calls(messages, tools):
+                self.stats["tool_calls_undefined"] += 1
             if len(mask) != len(ids):  # encode_segments' contract; checked so columns never misalign
                 raise RmlprepError(f"{where(i)}: the chat encoder gave {len(ids)} ids but {len(mask)} mask values")
             ids_buf.fromlist(ids)

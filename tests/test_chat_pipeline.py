@@ -854,6 +854,36 @@ def test_tool_calls_without_tool_definitions_are_counted(tmp_path):
     assert "2 conversations call tools but carry no tool definitions" in line and "chat.tools_column" in line
 
 
+def test_tool_calls_to_undefined_tools_are_counted(tmp_path):
+    """A conversation whose tool definitions do not hold a tool it calls (``get_time`` called, only
+    ``get_date`` defined) trains the model to call a tool its prompt never shows, as a call with
+    no definitions does: written as the format writes it, counted (``tool_calls_undefined``; the
+    JSON shape of such a call is a reject, json_tools cannot tell it from data) and named in the
+    summary. Calls to defined tools and tool-less rows count nothing; a done marker that
+    predates the count makes the total null ("not known"), not 0."""
+    other = [{"type": "function", "function": {"name": "get_date", "description": "today",
+                                               "parameters": {"type": "object"}}}]
+    inp = tmp_path / "c.jsonl"
+    _rows(inp, [{"messages": _CALL, "tools": other}, {"messages": _CALL, "tools": _TOOLS}, {"messages": _PLAIN},
+                {"messages": _CALL, "tools": _TOOLS + other}, {"messages": _CALL, "tools": json.dumps(other)}])
+    c = cfg(inp, tmp_path / "o", fmt="qwen2.5", parity={"chat": False}, pack={"seq_len": 512},
+            chat={"tools_column": "tools"})
+    logs: list[str] = []
+    m = run(c, log=logs.append)
+    assert m["totals"]["documents"] == 5 and m["totals"]["rejects"] == 0
+    assert (m["totals"]["tool_calls_undefined"], m["totals"]["tool_calls_without_tools"]) == (2, 0)
+    line = next(x for x in logs[-1].splitlines() if x.startswith("tool calls"))
+    assert "2 conversations call a tool their tool definitions do not hold" in line
+    for mk in (tmp_path / "o").glob("shard-*.done.json"):  # as markers written before the count
+        d = json.loads(mk.read_text())
+        del d["tool_calls_undefined"]
+        mk.write_text(json.dumps(d))
+    logs.clear()
+    m = run(c, resume=True, log=logs.append)
+    assert m["units_processed"] == 0 and m["totals"]["tool_calls_undefined"] is None
+    assert any(x.startswith("tool calls") and "not known" in x for x in logs[-1].splitlines())
+
+
 def test_shards_store_the_types_tokenize_chat_gives(tmp_path):
     """An sft shard's input_ids, labels and assistant_masks have the types rmlprep.tokenize_chat
     returns for the same conversations (list<uint32>, list<int32>, list<uint8>; the shards

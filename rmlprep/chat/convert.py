@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ChatFormatError
 
-__all__ = ["json_tools", "parameters_as_text"]
+__all__ = ["json_tools", "parameters_as_text", "undefined_tool_calls"]
 
 
 def _loads(text: Any) -> Any:
@@ -95,6 +95,26 @@ def json_tools(messages: Any, tools: Any = None, *, check: bool = True) -> tuple
                           "tool_calls": [{"type": "function", "function": {"name": v["name"], "arguments": v["arguments"]}}]}
                 n += 1
     return out, _parameters_parsed(tools), n
+
+
+def undefined_tool_calls(messages: Any, tools: Any) -> list[str]:
+    """The names of the tools a (written, so well-formed) conversation's ``tool_calls`` call that
+    its ``tools`` do not define, in order of first call: such a conversation trains the model to
+    call a tool its prompt never shows (the run counts it, ``tool_calls_undefined``, as it counts
+    calls with no definitions at all; a JSON call to such a tool is refused by
+    :func:`json_tools`, which cannot tell it from JSON data). ``[]`` when ``tools`` defines none
+    (``tool_calls_without_tools`` counts those) or a definition's name cannot be read."""
+    defined = _names(tools)
+    if not defined or not isinstance(messages, Sequence):
+        return []
+    out: list[str] = []
+    for m in messages:
+        for c in (m.get("tool_calls") or ()) if isinstance(m, Mapping) else ():
+            fn = c.get("function", c) if isinstance(c, Mapping) else None
+            name = fn.get("name") if isinstance(fn, Mapping) else None
+            if isinstance(name, str) and name not in defined and name not in out:
+                out.append(name)
+    return out
 
 
 def _names(tools: Any) -> set[str] | None:

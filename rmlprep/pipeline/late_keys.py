@@ -30,6 +30,8 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
       have none.
     - ``untrained_chunks`` (2bb738d): sft chunks that train nothing; only ``pack.overflow =
       "split"`` cuts chunks.
+    - ``tool_calls_undefined``: sft conversations whose tool calls name a tool their
+      definitions do not hold; any chat config can count some.
 
     (``reasoning_untrained``, added in 3c8d725, is not here: a marker without it under
     ``chat.train_on_reasoning = false`` may hold a shard that trains SmolLM3's reasoning, so
@@ -37,7 +39,7 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     ``arrow_bytes`` were in every marker this version keeps, or are null when missing.)
     """
     if cfg.pipeline == "sft":
-        return {"untrained_chunks": cfg["pack"]["overflow"] == "split"}
+        return {"untrained_chunks": cfg["pack"]["overflow"] == "split", "tool_calls_undefined": True}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 

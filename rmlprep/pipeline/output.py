@@ -87,8 +87,8 @@ REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "mega
 #: the room of a unit's short last row was counted hold ``unfilled_tokens`` 0: the count is no
 #: part of what a marker vouches for (the shard is the same), so the version stays and the reports
 #: work the room out from ``rows`` and ``written_tokens``, which every marker holds. Markers
-#: written before ``untrained_chunks``, ``empty_documents`` or ``reasoning_untrained`` existed
-#: lack them: what that means per config is in :mod:`.late_keys` (a null total, or a redo).
+#: written before a key of :mod:`.late_keys` existed (``reasoning_untrained``...) lack it: what
+#: that means per config is there (a null total, or a redo).
 MARKER_VERSION = 3
 #: Markers of an earlier version that this one still accepts, and when (marker → bool): a
 #: version-2 marker of a pretraining unit without rejects (one with rejects cannot vouch for

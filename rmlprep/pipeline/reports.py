@@ -447,6 +447,14 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                                     f"{'carry' if n != 1 else 'carries'} no tool definitions (trained to call tools "
                                     "its prompt never shows)" + ("; if the rows hold them in a column, name it in "
                                                                  "chat.tools_column" if unset else "")))
+    if t.get("tool_calls_undefined", 0) is None:
+        lines.append(("tool calls", "conversations calling a tool their definitions do not hold: not known (units "
+                                    "written before rmlprep counted them were kept on resume; --overwrite counts)"))
+    if t.get("tool_calls_undefined"):
+        n = t["tool_calls_undefined"]
+        lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} a tool "
+                                    f"{'their' if n != 1 else 'its'} tool definitions do not hold (trained to call "
+                                    "a tool the prompt never shows)"))
     lines.append(("input", f"{t['bytes'] / 1e6:.2f} MB"))
     if th["mb_per_s"] is not None:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "
