@@ -172,7 +172,9 @@ class TokenizerSpec:
         defaulted_ids: the roles (``"bos"``, ``"eos"``) whose id is llama.cpp's byte-level BPE
             default, id 11 (``","`` in GPT-2-style vocabularies), because a GGUF names none or
             one out of range: kept for encoding, as llama.cpp does; a run that frames documents
-            with it is refused (:func:`rmlprep.pipeline.framing.framing`).
+            with it is refused (:func:`rmlprep.pipeline.framing.framing`). Not part of the
+            fingerprint (the ids are the same either way); :meth:`replace` with ``bos_id`` /
+            ``eos_id`` (``load_tokenizer(path, eos_id=...)``) drops that role from it.
         name: a human label (file name, encoding name); not part of the fingerprint.
     """
 
@@ -274,6 +276,9 @@ class TokenizerSpec:
             return known
         d = self.to_dict()
         d.pop("name", None)
+        # which ids are llama.cpp's defaults changes no id (framing refuses them, :attr:`defaulted_ids`):
+        # in the fingerprint it made a folder written before the field existed "another tokenizer"
+        d.pop("defaulted_ids", None)
         blob = json.dumps(d, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                           allow_nan=False)
         fp = hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
@@ -295,7 +300,11 @@ class TokenizerSpec:
             raise LoaderError("add_special_tokens: " + "; ".join(self.unset_specials))
 
     def replace(self, **changes: Any) -> "TokenizerSpec":
-        """A copy with some fields changed (e.g. ``add_bos=False``)."""
+        """A copy with some fields changed (e.g. ``add_bos=False``). A ``bos_id`` / ``eos_id``
+        given here is the caller's, no default: its role leaves :attr:`defaulted_ids` (unless
+        ``defaulted_ids`` is given too)."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.defaulted_ids and "defaulted_ids" not in changes:
+            d["defaulted_ids"] = tuple(r for r in self.defaulted_ids if f"{r}_id" not in changes)
         d.update(changes)
         return type(self)(**d)

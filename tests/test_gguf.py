@@ -227,6 +227,48 @@ def test_a_defaulted_bpe_eos_is_refused_for_framing_not_for_encoding(tmp_path):
     assert (spm.eos_id, spm.defaulted_ids) == (2, ())
 
 
+def test_a_defaulted_id_added_by_add_special_tokens_is_refused_and_an_override_is_no_default(tmp_path):
+    """The other ways a defaulted id (see the test above) reached every document or was refused:
+    a "llama-bpe" GGUF without tokenizer.ggml.bos_token_id adds bos (add_bos_token's default
+    for that pre is true), so tokenizer.add_special_tokens = true started every document with
+    llama.cpp's id 11 with no word, as pack.bos = true did before 96fc923. An eos named by
+    the caller (load_tokenizer(path, eos_id=300)) is no default: framing with it was refused,
+    the message calling id 300 llama.cpp's default. And which ids are defaults changes no id, so
+    it is no part of the fingerprint (a folder written before the field existed kept its
+    tokenizer)."""
+    from rmlprep.config import config_from_dict
+    from rmlprep.errors import ConfigError
+    from rmlprep.load import load_tokenizer
+    from rmlprep.pipeline.framing import framing
+
+    def cfg(path, **pack):
+        return config_from_dict({"input": {"paths": [str(tmp_path / "in.jsonl")]},
+                                 "tokenizer": {"path": str(path), "add_special_tokens": pack.pop("add", False)},
+                                 "pack": {"seq_len": 64, **pack}, "output": {"dir": str(tmp_path / "o")}})
+
+    keyless = write_gguf(tmp_path / "keyless.gguf", _tiny_bpe_kvs("llama-bpe"))
+    tok = load_tokenizer(str(keyless))
+    assert (tok.spec.add_bos, tok.spec.bos_id, tok.spec.defaulted_ids) == (True, 11, ("bos", "eos"))
+    assert tok.encode("hello", add_special_tokens=True)[0] == 11  # llama.cpp's ids, kept for encoding
+    with pytest.raises(ConfigError, match=r"^tokenizer\.add_special_tokens: the tokenizer adds its bos to every "
+                                          r"document, and the GGUF names no tokenizer\.ggml\.bos_token_id .*\(id 11\)"):
+        framing(cfg(keyless, eos=False, add=True), tok)
+    named = write_gguf(tmp_path / "named.gguf", _tiny_bpe_kvs("llama-bpe") + [("tokenizer.ggml.bos_token_id", "u32", 300)])
+    f = framing(cfg(named, eos=False, add=True), load_tokenizer(str(named)))
+    assert (f.bos, f.eos) == (None, None)  # the tokenizer adds its named bos: nothing refused
+
+    over = load_tokenizer(str(keyless), eos_id=300)
+    assert (over.spec.eos_id, over.spec.defaulted_ids) == (300, ("bos",))
+    f = framing(cfg(keyless, eos=True), over)
+    assert (f.bos, f.eos) == (None, 300)
+    with pytest.raises(ConfigError, match=r"^pack\.bos: .* \(id 11\)"):
+        framing(cfg(keyless, eos=True, bos=True), over)  # the role not overridden is still a default
+    assert load_tokenizer(str(keyless)).spec.defaulted_ids == ("bos", "eos")  # the override stays the caller's
+
+    assert tok.spec.fingerprint == tok.spec.replace(defaulted_ids=()).fingerprint
+    assert over.spec.fingerprint == tok.spec.replace(eos_id=300, defaulted_ids=()).fingerprint
+
+
 @pytest.mark.parametrize("pre", sorted(set(GGUF_PRE_SPLIT) - {"whitespace"}))
 def test_every_pre_name_loads(tmp_path, pre):
     """A GGUF with this tokenizer.ggml.pre loads, encodes mixed text and decodes it back.

@@ -68,8 +68,9 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
     Raises:
         ConfigError: ``pack.bos`` / ``pack.eos`` and the tokenizer has no bos / eos id (for a
             tokenizer.json without the ``tokenizer_config.json`` that names them, the message says so);
-            ``pack.bos`` / ``pack.eos`` and the id is llama.cpp's BPE default because a GGUF names
-            none (``spec.defaulted_ids``: id 11, a vocabulary's ``","``);
+            ``pack.bos`` / ``pack.eos``, or ``tokenizer.add_special_tokens`` with a tokenizer that
+            adds that id, and the id is llama.cpp's BPE default because a GGUF names none
+            (``spec.defaulted_ids``: id 11, a vocabulary's ``","``);
             ``pack.bos`` / ``pack.eos`` and the tokenizer already adds that id (with
             ``tokenizer.add_special_tokens``); ``tokenizer.add_special_tokens`` and it adds
             neither; ``pack.pad`` and it has neither a pad nor an eos id.
@@ -114,6 +115,13 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
                 "as for a SentencePiece .model or a tiktoken file, whose libraries add none unless asked), so it "
                 "would change nothing; frame documents with pack.bos / pack.eos, or set it to false"
             )
+        for flag, adds, tid in (("bos", spec.add_bos, spec.bos_id), ("eos", spec.add_eos, spec.eos_id)):
+            if adds and flag in spec.defaulted_ids:  # as pack.bos / pack.eos above: the GGUF's add_bos_token
+                raise ConfigError(  # (llama-bpe's default: true) adds llama.cpp's default id to every document
+                    f"tokenizer.add_special_tokens: the tokenizer adds its {flag} to every document, and the GGUF "
+                    f"names no tokenizer.ggml.{flag}_token_id (or one out of range), so that {flag} is llama.cpp's "
+                    f"default, {tokenizer.id_to_token(tid)!r} (id {tid}); name the model's in the file (gguf-py's "
+                    f"gguf_new_metadata.py --special-token {flag} TOKEN), or set tokenizer.add_special_tokens = false")
         for flag, adds, name, tid in (("bos", spec.add_bos, "BOS", bos), ("eos", spec.add_eos, "EOS", eos)):
             if pack[flag] and adds:
                 raise ConfigError(
