@@ -378,48 +378,64 @@ def test_split_chunks_that_train_nothing_are_counted(tmp_path):
     assert m["units_processed"] == 0 and m["totals"]["untrained_chunks"] == 0  # truncate cuts no chunk
 
 
-def test_a_marker_older_than_reasoning_untrained_is_redone_when_reasoning_is_left_out(tmp_path):
+def test_a_marker_older_than_reasoning_untrained_is_redone_for_smollm3_and_kept_as_unknown_otherwise(tmp_path):
     """``reasoning_untrained`` came into the done markers within marker version 3 (3c8d725), with
-    a change of the shard: before it, ``chat.train_on_reasoning = false`` left SmolLM3's
-    reasoning in the mask. A marker without it is kept on resume, and renumbered when a file is
-    added before it, so under that setting the count read 0 and the shard may train reasoning
-    the config leaves out. Such a unit is now redone (and said), not kept or renumbered; with
-    the setting on, no reasoning is left out and the kept unit's count is 0."""
-    d = tmp_path / "in"
-    d.mkdir()
-    convs = [{"messages": [{"role": "user", "content": f"q{i}"},
-                           {"role": "assistant", "content": f"a{i}", "reasoning_content": f"think {i}"}]}
-             for i in range(3)]
-    (d / "b.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
+    a change of SmolLM3's shards only: before it, ``chat.train_on_reasoning = false`` left
+    SmolLM3's reasoning (a leading ``<think>…</think>`` of the content) in the mask. A marker
+    without it was kept on resume, and renumbered when a file is added before it, the count
+    reading 0: such a smollm3 unit is redone (and said), not kept or renumbered. qwen3's
+    reasoning field was left out before 3c8d725 as after, so its unit is kept (and renumbered),
+    not redone, and the total is null, "not known" (every such unit was redone, for nothing);
+    ``--overwrite`` counts. With the setting on, no reasoning is left out and the count is 0."""
+    from rmlprep.pipeline.reports import summary_table
 
     def strip(out):  # as markers written before 3c8d725
         for p in out.glob("shard-*.done.json"):
             mk = json.loads(p.read_text())
-            del mk["reasoning_untrained"]
+            mk.pop("reasoning_untrained", None)  # a kept one lacks it already
             p.write_text(json.dumps(mk))
 
-    def c(out, on):
-        return cfg(str(d / "*.jsonl"), out, fmt="qwen3", parity={"chat": False}, chat={"train_on_reasoning": on})
+    for fmt in ("smollm3", "qwen3"):
+        d = tmp_path / fmt / "in"
+        d.mkdir(parents=True)
+        convs = [{"messages": [{"role": "user", "content": f"q{i}"},
+                               {"role": "assistant", "content": f"<think>\nthink {i}\n</think>\n\na{i}"}]}
+                 for i in range(3)]
+        (d / "b.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
 
-    out = tmp_path / "off"
-    assert run(c(out, False), log=quiet)["totals"]["reasoning_untrained"] == 3
-    strip(out)
-    logs: list[str] = []
-    m = run(c(out, False), resume=True, log=logs.append)
-    assert m["units_processed"] == 1 and m["totals"]["reasoning_untrained"] == 3
-    assert any("done marker predates chat.train_on_reasoning = false leaving SmolLM3's reasoning out of the mask"
-               in x for x in logs)
-    strip(out)  # and a file added before it: redone, not renumbered
-    (d / "a.jsonl").write_text(json.dumps(convs[0]) + "\n")
-    logs.clear()
-    m = run(c(out, False), log=logs.append)
-    assert m["units_processed"] == 2 and m["totals"]["reasoning_untrained"] == 4
-    assert not any("renumbered" in x for x in logs)
-    on = tmp_path / "on"
-    run(c(on, True), log=quiet)
-    strip(on)
-    m = run(c(on, True), resume=True, log=quiet)
-    assert m["units_processed"] == 0 and m["totals"]["reasoning_untrained"] == 0
+        def c(out, on, fmt=fmt, d=d):
+            return cfg(str(d / "*.jsonl"), out, fmt=fmt, parity={"chat": False}, chat={"train_on_reasoning": on})
+
+        out = tmp_path / fmt / "off"
+        assert run(c(out, False), log=quiet)["totals"]["reasoning_untrained"] == 3
+        strip(out)
+        logs: list[str] = []
+        m = run(c(out, False), resume=True, log=logs.append)
+        said = any("done marker predates chat.train_on_reasoning = false leaving SmolLM3's reasoning out of the mask"
+                   in x for x in logs)
+        if fmt == "smollm3":
+            assert m["units_processed"] == 1 and m["totals"]["reasoning_untrained"] == 3 and said
+        else:
+            assert m["units_processed"] == 0 and m["totals"]["reasoning_untrained"] is None and not said
+            assert json.loads((out / "stats.json").read_text())["totals"]["reasoning_untrained"] is None
+            assert "conversations whose reasoning was left out of the loss mask (chat.train_on_reasoning = false): " \
+                   "not known" in summary_table(m, json.loads((out / "stats.json").read_text()))
+        strip(out)  # and a file added before it: smollm3's is redone, not renumbered; qwen3's renumbered
+        (d / "a.jsonl").write_text(json.dumps(convs[0]) + "\n")
+        logs.clear()
+        m = run(c(out, False), log=logs.append)
+        renumbered = any("renumbered, not redone" in x for x in logs)
+        if fmt == "smollm3":
+            assert m["units_processed"] == 2 and m["totals"]["reasoning_untrained"] == 4 and not renumbered
+        else:
+            assert m["units_processed"] == 1 and m["totals"]["reasoning_untrained"] is None and renumbered
+            m = run(c(out, False), overwrite=True, log=quiet)
+            assert m["units_processed"] == 2 and m["totals"]["reasoning_untrained"] == 4
+        on = tmp_path / fmt / "on"
+        run(c(on, True), log=quiet)
+        strip(on)
+        m = run(c(on, True), resume=True, log=quiet)
+        assert m["units_processed"] == 0 and m["totals"]["reasoning_untrained"] == 0
 
 
 def test_a_parquet_map_messages_column_is_read_as_dicts(tmp_path):

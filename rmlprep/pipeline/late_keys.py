@@ -32,14 +32,18 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
       "split"`` cuts chunks.
     - ``tool_calls_undefined``: sft conversations whose tool calls name a tool their
       definitions do not hold; any chat config can count some.
+    - ``reasoning_untrained`` (3c8d725): conversations whose reasoning was left out of the
+      mask; only ``chat.train_on_reasoning = false`` leaves any out. A marker without it under
+      that setting is kept only where 3c8d725 left the shard as it was (a format with a
+      reasoning field: ``qwen3``, ``gpt-oss``...); for ``smollm3`` :func:`marker_needs` has it
+      redone.
 
-    (``reasoning_untrained``, added in 3c8d725, is not here: a marker without it under
-    ``chat.train_on_reasoning = false`` may hold a shard that trains SmolLM3's reasoning, so
-    :func:`marker_needs` has the unit redone, not kept; the other chat counts and
-    ``arrow_bytes`` were in every marker this version keeps, or are null when missing.)
+    (The other chat counts and ``arrow_bytes`` were in every marker this version keeps, or are
+    null when missing.)
     """
     if cfg.pipeline == "sft":
-        return {"untrained_chunks": cfg["pack"]["overflow"] == "split", "tool_calls_undefined": True}
+        return {"untrained_chunks": cfg["pack"]["overflow"] == "split", "tool_calls_undefined": True,
+                "reasoning_untrained": not cfg["chat"]["train_on_reasoning"]}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 
@@ -51,12 +55,29 @@ def marker_needs(cfg: RunConfig) -> dict[str, str]:
 
     A key added to markers within a version marks the code that wrote them. Most are counts
     only (:func:`late_counts`: the total is then null), but ``reasoning_untrained``
-    (3c8d725) came with a change of the shard: before it, ``chat.train_on_reasoning = false``
-    left nothing out for SmolLM3 (its reasoning, a leading ``<think>…</think>`` of the content,
-    was trained), so a marker without it cannot vouch for the masks under that setting. With
-    the setting on, no reasoning is left out and the missing count is 0.
+    (3c8d725) came with a change of SmolLM3's shards: before it, ``chat.train_on_reasoning =
+    false`` left nothing out for ``smollm3`` (its reasoning, a leading ``<think>…</think>`` of
+    the content, was trained), so a marker without it cannot vouch for those masks under that
+    setting. The formats with a reasoning field (``qwen3``'s think block, ``gpt-oss``'s
+    analysis channel) left it out before 3c8d725 as after: their kept units' count is not
+    known (:func:`late_counts`), their shards are the same. With the setting on, no reasoning
+    is left out and the missing count is 0. ``chat.format = "auto"`` not yet resolved to the
+    format it proves counts as ``smollm3`` (:func:`rmlprep.pipeline.run` resolves it first).
     """
-    if cfg.pipeline == "sft" and not cfg["chat"]["train_on_reasoning"]:
+    fmt = cfg["chat"]["format"] if cfg.pipeline == "sft" else None
+    if fmt is not None and not cfg["chat"]["train_on_reasoning"] and (fmt == "auto" or _reasoning_in_content(fmt)):
         return {"reasoning_untrained": "done marker predates chat.train_on_reasoning = false leaving SmolLM3's "
                                        "reasoning out of the mask (it has no reasoning_untrained)"}
     return {}
+
+
+def _reasoning_in_content(fmt: str) -> bool:
+    """Whether the format marks a leading ``<think>…</think>`` of the content as reasoning
+    (``smollm3``); an unknown name (refused elsewhere) counts as one: its units are redone."""
+    from ..chat.registry import get_format
+    from ..errors import ChatFormatError
+
+    try:
+        return get_format(fmt).reasoning_in_content
+    except ChatFormatError:
+        return True

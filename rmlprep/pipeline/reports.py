@@ -436,6 +436,10 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(("tool schemas", f"{n:,} conversation{'s have' if n != 1 else ' has'} tool definitions holding "
                                       "parameters as a string of JSON, written as one escaped string (as the template "
                                       "would write it), not as the schema object; chat.json_tools = true parses them"))
+    if "reasoning_untrained" in t and t["reasoning_untrained"] is None:
+        lines.append(("reasoning", "conversations whose reasoning was left out of the loss mask (chat.train_on_reasoning "
+                                   "= false): not known (units written before rmlprep counted them were kept on resume; "
+                                   "--overwrite writes them again and counts)"))
     if t.get("reasoning_untrained"):
         n = t["reasoning_untrained"]
         whose = "conversations'" if n != 1 else "conversation's"
