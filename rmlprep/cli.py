@@ -29,7 +29,8 @@ from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat_parity import check_chat_format
 from .cli_text import read_file_text, read_texts, stdin_text
 from .config import RunConfig, load_config
-from .errors import ChatFormatError, InputError, ParityError, RmlprepError
+from . import json_rows
+from .errors import ChatFormatError, InputError, ParityError, RmlprepError, RowError
 from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
 from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
 from .pipeline import run
@@ -267,7 +268,9 @@ def _cmd_inspect(a) -> int:
 def _cmd_chat(a) -> int:
     text = read_file_text(a.messages)
     try:
-        data = json.loads(text)
+        data = json_rows.loads(text)
+    except RowError as e:
+        raise RmlprepError(f"{a.messages}: {e}") from None
     except ValueError as e:
         raise RmlprepError(f"{a.messages}: not valid JSON: {e}") from None
     msgs = data["messages"] if isinstance(data, dict) and "messages" in data else data

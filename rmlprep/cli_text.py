@@ -5,11 +5,11 @@ through one UTF-8 decoder (:func:`utf8_text`) that takes a file as the pipeline'
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from .errors import InputError, RmlprepError
+from . import json_rows
+from .errors import InputError, RmlprepError, RowError
 from .readers.jsonl import _BOM, _WIDE_BOMS
 
 __all__ = ["utf8_text", "stdin_text", "read_file_text", "read_texts"]
@@ -75,7 +75,9 @@ def read_texts(path: str) -> list[str]:
         if not line.strip(" \t\r"):
             continue
         try:
-            obj = json.loads(line)
+            obj = json_rows.loads(line)
+        except RowError as e:
+            raise InputError(f"{path}: line {n}: {e}") from None
         except ValueError as e:
             if line.isspace():
                 raise InputError(f"{path}: line {n}: not valid JSON (only whitespace JSON does not allow, such as "

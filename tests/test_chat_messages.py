@@ -61,6 +61,10 @@ def test_canonical_form():
      "not JSON"),
     ([{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": "[1]"}}]}],
      "must be a JSON object"),
+    # json.loads keeps the last value of a key given twice ({"x": 2}); which one is meant is unknowable
+    ([{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": '{"x": 1, "x": 2}'}}]}],
+     r"message 0 \(assistant\): tool_calls\[0\]\.function\.arguments is a string in which a JSON object holds the key "
+     r"'x' twice \(the object at \$\)"),
     ([{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "", "arguments": {}}}]}],
      "non-empty string"),
     ([{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f"}}]}], "arguments is missing"),
@@ -77,6 +81,8 @@ def test_schema_errors_name_the_message_and_field(messages, pattern):
 @pytest.mark.parametrize("tools,pattern", [
     ({"name": "f"}, "must be a list"),
     ("not json", "not JSON"),
+    ('[{"name": "f", "parameters": {"type": "object", "type": "string"}}]',
+     r"tools: a string in which a JSON object holds the key 'type' twice \(the object at \$\[0\]\.parameters\)"),
     ([1], r"tools\[0\] must be a dict"),
     ([{"description": "no name"}], "has no name"),
     ([{"type": "retrieval", "function": {"name": "f"}}], "must be"),
@@ -127,6 +133,17 @@ def test_json_tools_refuses_a_call_to_a_tool_the_conversation_does_not_define():
     assert json_tools([u("q"), answer])[2] == 1  # no definitions: converted (and counted by the run)
     assert json_tools([u("q"), answer], [])[2] == 1
     assert json_tools([u("q"), answer], [{"name": "Alice"}])[2] == 1
+
+
+def test_json_tools_leaves_json_with_a_key_twice_as_text():
+    """An answer '{"name": "f", "arguments": {}, "name": "g"}' was converted into a call of
+    ``g`` (json.loads keeps a key's last value): which tool it calls is unknowable, so it is no
+    call and stays the answer's text; a system message of definitions so written stays a system
+    message."""
+    answer = {"role": "assistant", "content": '{"name": "f", "arguments": {}, "name": "g"}'}
+    assert json_tools([u("q"), answer]) == ([u("q"), answer], None, 0)
+    system = {"role": "system", "content": '[{"name": "f", "name": "g"}]'}
+    assert json_tools([system, u("q"), answer]) == ([system, u("q"), answer], None, 0)
 
 
 def test_json_tools_conversion():

@@ -486,6 +486,25 @@ def test_markers_of_versions_that_kept_untrained_truncations_are_redone(tmp_path
     assert m["units_processed"] == 1 and m["totals"]["rejects"] == 1
 
 
+def test_a_message_with_a_key_twice_is_a_read_reject(tmp_path):
+    """A careless-user trial: {"role": "user", "content": "SECRET USER TEXT", "role": "assistant"}
+    read as an assistant message (json.loads keeps a key's last value): the user's text was
+    trained as an answer and the run exited 0. Now the row is a read reject naming the key and
+    the message's place; the other conversation is written."""
+    inp = tmp_path / "c.jsonl"
+    inp.write_text('{"messages": [{"role": "user", "content": "SECRET USER TEXT", "role": "assistant"}, '
+                   '{"role": "assistant", "content": "ok"}]}\n'
+                   + json.dumps({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})
+                   + "\n")
+    m = run(cfg(inp, tmp_path / "o", parity={"chat": False}), log=quiet)
+    assert m["totals"]["rows_read"] == 2 and m["totals"]["documents"] == 1 and m["totals"]["rejects"] == 1
+    (rec,) = [json.loads(x) for x in (tmp_path / "o" / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert (rec["row"], rec["stage"]) == (0, "read")
+    assert rec["reason"] == ("a JSON object holds the key 'role' twice (the object at $.messages[0]): which value is "
+                             "meant is not knowable")
+    assert "SECRET" not in "".join(_decoded(tmp_path / "o"))
+
+
 def test_generation_prompt_after_an_answer_is_a_reject(tmp_path):
     """chat.add_generation_prompt = true in an sft run: a conversation ending on an assistant
     turn is a reject whose reason says what to set (the header after its answer would be an

@@ -246,6 +246,12 @@ def test_chat_and_parity_commands(tmp_path, capsys):
     capsys.readouterr()
     assert main(["chat", str(m), "--format", "no-such-format"]) == 2
     capsys.readouterr()
+    # a message holding a key twice is refused (json.loads kept the last: the user's text read as an answer)
+    d = tmp_path / "dup.json"
+    d.write_text('[{"role": "user", "content": "q", "role": "assistant"}, {"role": "assistant", "content": "a"}]')
+    assert main(["chat", str(d), "--format", "chatml"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"{d}: a JSON object holds the key 'role' twice (the object at "
+                                                    "$[0]): which value is meant is not knowable")
     # a UTF-8 byte-order mark at byte 0 is skipped, as the JSONL reader does (_hostile_jsonl
     # below): the same text follows; it was refused as "Unexpected UTF-8 BOM" (explorer n6). A
     # UTF-16 file is refused by name, bytes that are not UTF-8 with their offset.
@@ -319,7 +325,9 @@ def test_parity_texts_file_errors_are_one_line(tmp_path, capsys):
                       # a blank line is JSON whitespace only, as the JSONL reader's: a line of form
                       # feeds or vertical tabs (skipped by str.strip before) is a line that is not JSON
                       (b'{"text": "a"}\n\x0c\x0c\n', "line 2: not valid JSON (only whitespace JSON does not allow"),
-                      (b" \t\r\n\x0b\n", "line 2: not valid JSON (only whitespace JSON does not allow")):
+                      (b" \t\r\n\x0b\n", "line 2: not valid JSON (only whitespace JSON does not allow"),
+                      # json.loads kept the last "text": which one is meant is unknowable
+                      (b'{"text": "a", "text": "b"}\n', "line 1: a JSON object holds the key 'text' twice")):
         f.write_bytes(body)
         assert main(["parity", str(TINY), "--texts", str(f)]) == 2
         err = capsys.readouterr().err

@@ -195,6 +195,22 @@ def test_rejects(tmp_path):
     assert m["rejects"]["files"] == ["rejects/rejects-00000.jsonl"]
 
 
+def test_a_key_twice_is_a_read_reject(tmp_path):
+    """A careless-user trial: '{"text": "first", "text": "second"}' became the document "second"
+    (json.loads keeps a key's last value), the run exiting 0. Now the row is a read reject naming
+    the key, counted and written aside; a key twice deeper in a row (metadata) is one too."""
+    p = tmp_path / "dup.jsonl"
+    p.write_text('{"text": "first", "text": "second"}\n{"text": "good one"}\n'
+                 '{"text": "good two", "meta": {"src": "a", "src": "b"}}\n')
+    out = tmp_path / "o"
+    m = run(make_cfg(p, out), log=quiet)
+    assert m["totals"]["rows_read"] == 3 and m["totals"]["documents"] == 1 and m["totals"]["rejects"] == 2
+    recs = [json.loads(x) for x in (out / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert [(r["row"], r["stage"]) for r in recs] == [(0, "read"), (2, "read")]
+    assert recs[0]["reason"].startswith("a JSON object holds the key 'text' twice (the object at $)")
+    assert recs[1]["reason"].startswith("a JSON object holds the key 'src' twice (the object at $.meta)")
+
+
 def _strict_json(line: str):
     """json.loads that refuses what RFC 8259 does not allow (NaN, Infinity): what jq reads."""
     def bad(c):

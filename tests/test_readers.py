@@ -1065,6 +1065,39 @@ def test_a_lone_arrow_file_of_the_datasets_cache(tmp_path):
     assert values == [f"t{i}" for i in range(25)] and rows == list(range(25)) and not errors
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_jsonl_object_with_a_key_twice_is_a_reject(tmp_path, suffix):
+    """A careless-user trial: json.loads keeps the last value of a key given twice, so
+    '{"text": "first", "text": "second"}' was the document "second", silently. Any object of the
+    line holding a key twice (at any depth, in the column or not) makes the row a reject naming
+    the key and the object's JSONPath, as an Arrow map holding a key twice is. A last line without
+    its newline so written is whole JSON: a reject, not a file cut short (plan: plain; reader: .gz)."""
+    p = tmp_path / f"d{suffix}"
+    data = (b'{"text": "first", "text": "second"}\n'
+            b'{"text": "ok", "meta": {"tags": [{"k": 1}, {"k": 1, "k": 2}]}}\n'
+            b'{"text": "fine", "meta": {"k": 1}, "k": 2}\n'
+            b'{"text": "x", "text": "y"}')
+    p.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    values, rows, errors, _ = read_path(p)
+    assert values == ["fine"] and rows == [2]
+    twice = "a JSON object holds the key {} twice (the object at {}): which value is meant is not knowable"
+    assert errors == [(0, twice.format("'text'", "$")), (1, twice.format("'k'", "$.meta.tags[1]")),
+                      (3, twice.format("'text'", "$"))]
+
+
+def test_json_extension_column_with_a_key_twice_is_a_reject(tmp_path):
+    """An ``arrow.json`` value holding an object with a key twice is a reject naming the key,
+    as a JSONL line so written is (json.loads, as ``datasets`` decodes it, kept the last)."""
+    import pyarrow as pa
+
+    f = tmp_path / "a.arrow"
+    _write_table(pa.table({"text": _json_column(['"ok"', '{"a": {"b": 1, "b": 2}}'])}), f, "arrow")
+    values, rows, errors, _ = read_full(plan_units(inp([f])))
+    assert values == ["ok"] and rows == [0]
+    assert errors == [(1, "text holds JSON text (Arrow's arrow.json type) in which a JSON object holds the key 'b' "
+                          "twice (the object at $.a): which value is meant is not knowable")]
+
+
 def test_json_reject_reasons_read_as_sentences():
     """Worked example: json's messages end in "at" where a position follows, so the reason is
     "Invalid control character at column 12" (a raw U+0001 inside the string: '{"text": "a'

@@ -15,10 +15,10 @@ Source: LLaMA-Factory ``data/glaive_toolcall_en_demo.json`` and its ``function_c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import json_rows
 from ..errors import ChatFormatError
 
 __all__ = ["json_tools", "parameters_as_text", "undefined_tool_calls"]
@@ -31,7 +31,7 @@ def _loads(text: Any) -> Any:
     if not t or t[0] not in "[{":
         return None
     try:
-        return json.loads(t)
+        return json_rows.loads(t)  # an object with a key twice: no call, no tools (left as text)
     except ValueError:
         return None
 

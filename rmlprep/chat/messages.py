@@ -56,7 +56,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ChatFormatError
+from .. import json_rows
+from ..errors import ChatFormatError, RowError
 
 __all__ = ["ROLES", "ToolCall", "Message", "Conversation", "parse_conversation", "parse_tools", "schema_error",
            "SYSTEM_FIELDS", "with_system_prompt"]
@@ -136,7 +137,9 @@ def _err(i: int | None, role: str | None, what: str) -> ChatFormatError:
 def _json_object(value: Any, i: int, role: str, what: str) -> dict:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json_rows.loads(value)
+        except RowError as e:
+            raise _err(i, role, f"{what} is a string in which {e}") from None
         except ValueError as e:
             raise _err(i, role, f"{what} is a string that is not JSON ({e}); give a JSON object") from None
     if not isinstance(value, Mapping):
@@ -215,7 +218,9 @@ def parse_tools(tools: Any) -> tuple[dict, ...] | None:
         return None
     if isinstance(tools, str):
         try:
-            tools = json.loads(tools)
+            tools = json_rows.loads(tools)
+        except RowError as e:
+            raise ChatFormatError(f"tools: a string in which {e}") from None
         except ValueError as e:
             raise ChatFormatError(f"tools: a string that is not JSON ({e})") from None
         if tools is None:

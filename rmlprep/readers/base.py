@@ -4,7 +4,6 @@ values become Python values (:func:`arrow_values`: a struct's null fields are ab
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import zlib
@@ -16,9 +15,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .. import fs
+from .. import fs, json_rows
 from ..compressed import compression_of, zstd_frames
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, RowError
 
 #: A JSONL line or CSV record longer than this is a row fault (JSONL: skipped unread) or, for CSV,
 #: a file fault: no single row may make a reader hold more than this in memory.
@@ -268,14 +267,16 @@ def _json_decoder(t: pa.DataType) -> Callable[[Any], Any] | None:
     ``datasets`` >= 5 writes for its ``Json`` feature (a column whose rows mix shapes, e.g.
     message content as a string in one row and a list of parts in another) and which a Parquet
     column annotated JSON reads as. ``to_pylist`` gives such a value's storage, its JSON text;
-    ``datasets`` decodes it with ``json.loads`` before a map function sees it, and so does this.
+    ``datasets`` decodes it with ``json.loads`` before a map function sees it, and so does this
+    (refusing an object with a key twice, which json.loads would keep the last of).
     None when ``t`` holds no JSON text.
 
-    The function raises ValueError on a value that is not valid JSON.
+    The function raises ValueError on a value that is not valid JSON, RowError (a ValueError) on
+    one holding an object with a key twice (:func:`rmlprep.json_rows.loads`).
     """
     if isinstance(t, pa.BaseExtensionType):
         if t.extension_name == "arrow.json":
-            return lambda v: None if v is None else json.loads(v)
+            return lambda v: None if v is None else json_rows.loads(v)
         return _json_decoder(t.storage_type)
     if pa.types.is_struct(t):
         subs = {t.field(i).name: _json_decoder(t.field(i).type) for i in range(t.num_fields)}
@@ -307,6 +308,8 @@ def _decoded(values: list, decode, rows: np.ndarray, column: str) -> tuple[list,
         try:
             out.append(decode(v))
             keep.append(i)
+        except RowError as e:  # a key twice
+            errors.append((int(rows[i]), f"{column} holds JSON text (Arrow's arrow.json type) in which {e}"))
         except (ValueError, TypeError) as e:
             errors.append((int(rows[i]), f"{column} holds JSON text (Arrow's arrow.json type) that is not valid "
                                          f"JSON ({one_line(e)})"))

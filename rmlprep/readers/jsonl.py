@@ -6,7 +6,7 @@ U+2028, U+0085 and lone ``\\r`` inside JSON strings, which ``str.splitlines()`` 
 file is skipped. Blank lines (JSON whitespace only: :func:`~rmlprep.readers.base.is_blank_line`)
 are counted in :attr:`Batch.blank`; a line of form feeds or vertical tabs is a row fault. Row
 faults: not UTF-8, not JSON,
-not an object, no such field, a number over Python's 4300-digit limit, nesting deeper than
+not an object, an object holding a key twice (:mod:`rmlprep.json_rows`), no such field, a number over Python's 4300-digit limit, nesting deeper than
 :data:`MAX_JSON_DEPTH` (checked before parsing, so the parser never recurses that deep), a line
 over :data:`MAX_ROW_BYTES` (skipped unread). File faults: a UTF-16/32 byte-order mark; a first line
 that is a JSON array or the ``{``/``[`` of a pretty-printed document (not JSON Lines); lines ended
@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import fs
+from .. import fs, json_rows
 from ..compressed import compression_of, open_decompressed, zstd_chunks, zstd_frames
-from ..errors import InputError
+from ..errors import InputError, RowError
 from . import base
 from .base import MAX_JSON_DEPTH, Batch, Unit, decoded_size_estimate, layout_hint, one_line
 
@@ -134,7 +134,7 @@ def _check_jsonl_tail(path: str, size: int, column: str | None) -> None:
     if end.isspace():
         return  # a blank or form-feed line: the reader's, as any line
     ok, reason, _ = _parse_line(end, column)
-    if not ok:
+    if not ok and not reason.startswith(json_rows.DUPLICATE_KEY):  # a key twice: whole JSON, a reject
         raise _cut(path, line_at, reason, None)
 
 
@@ -292,7 +292,9 @@ def _parse_line(line: bytes, column: str) -> tuple[bool, Any, dict | None]:
     except UnicodeDecodeError as e:
         return False, f"line is not valid UTF-8 ({e.reason} at byte {e.start})", None
     try:
-        obj = json.loads(text)
+        obj = json_rows.loads(text)
+    except RowError as e:  # an object holding a key twice
+        return False, str(e), None
     except json.JSONDecodeError as e:
         if text.endswith("\n"):  # the line's own end inside a string read as "Invalid control character":
             try:                  # a cut line's error is what the text before it lacks
@@ -405,8 +407,8 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                             watched[r] = k
                             break
                 obj = None
-                if not ok and not line.endswith(b"\n"):  # only the file's last line lacks one
-                    raise _cut(unit.path, line_at, v, kind)
+                if not ok and not line.endswith(b"\n") and not v.startswith(json_rows.DUPLICATE_KEY):
+                    raise _cut(unit.path, line_at, v, kind)  # only the file's last line lacks a newline
                 if ok:
                     values.append(v)
                     rows.append(r)
