@@ -90,6 +90,47 @@ def _token_content(value: Any) -> str | None:
     return None
 
 
+def _check_config_added(config: Mapping[str, Any] | None, tokens: list[str | None], where: str) -> None:
+    """Refuse a ``tokenizer_config.json`` whose ``added_tokens_decoder`` does not describe this
+    tokenizer.json: an id it names that the tokenizer.json lacks, or holds with other content
+    (``tokens``: the vocab with the added tokens at the ids tokenizers gives them, None for a gap).
+
+    transformers' ``from_pretrained`` adds the config's entries to the tokenizer: with a
+    tokenizer.json from another model (Qwen2.5's beside Qwen3's config) it would encode
+    ``<think>`` as one id, while this tokenizer.json alone splits it into text ids. Only the id
+    and content are compared: the flags (special, lstrip, ...) are the tokenizer.json's, and an
+    entry for an id of the model vocab with the same content agrees (every real folder's config
+    under test matches its tokenizer.json this way).
+
+    Raises:
+        LoaderError: one line naming the folder, the id and both contents (and how many other
+            ids disagree), or an ``added_tokens_decoder`` that is not ``{"id": {"content": ...}}``.
+    """
+    decoder = (config or {}).get("added_tokens_decoder")
+    if decoder is None:
+        return
+    folder = str(Path(where).parent) if where != "tokenizer.json" else "tokenizer.json"
+    if not isinstance(decoder, Mapping):
+        raise LoaderError(f"{folder}: tokenizer_config.json added_tokens_decoder is not an object")
+    bad: list[tuple[int, str, str | None]] = []
+    for key, entry in decoder.items():
+        content = _token_content(entry)
+        if not (isinstance(key, str) and key.isascii() and key.isdigit()) or content is None:
+            raise LoaderError(f"{folder}: tokenizer_config.json added_tokens_decoder entry {key!r} is not "
+                              "an id with a {\"content\": ...} object")
+        tid = int(key)
+        have = tokens[tid] if tid < len(tokens) else None
+        if have != content:
+            bad.append((tid, content, have))
+    if bad:
+        tid, content, have = min(bad)
+        more = f" (and {len(bad) - 1} more ids)" if len(bad) > 1 else ""
+        held = f"has {have!r} there" if have is not None else "has no such id"
+        raise LoaderError(f"{folder}: tokenizer_config.json added_tokens_decoder gives id {tid} {content!r}, but "
+                          f"tokenizer.json {held}{more}; the two files are from different models (or versions): "
+                          "take both from the same model")
+
+
 def read_tokenizer_config(path: str | os.PathLike) -> dict[str, Any] | None:
     """Read ``tokenizer_config.json`` (None when the file does not exist).
 
@@ -200,6 +241,7 @@ def spec_from_tokenizer_json(
     tokens: list[str | None] = model["tokens"]  # type: ignore[assignment]
     model_size = len(tokens)
     added = r.added_tokens(tokens, model["entries"])
+    _check_config_added(config, tokens, where)
     index = {t: i for i, t in enumerate(tokens) if t is not None}
 
     types = [int(TokenType.NORMAL)] * len(tokens)

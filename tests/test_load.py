@@ -502,3 +502,41 @@ def test_tiktoken_arguments_with_a_sentencepiece_model_are_named(tmp_path):
         load_tokenizer(p, name="gpt2")
     with pytest.raises(LoaderError, match="only apply to tiktoken rank files"):
         load_tokenizer(_need("llama2/tokenizer.model"), name="gpt2")
+
+
+def test_config_added_tokens_decoder_must_match_the_tokenizer_json(tmp_path):
+    """A careless-user finding: a folder with one model's tokenizer.json and another's
+    tokenizer_config.json loaded when their bos/eos matched, though transformers would add the
+    config's ``added_tokens_decoder`` entries the tokenizer.json lacks (encoding them as one id
+    each, where rmlprep split them into text). Worked example: the tiny vocab gives ``<s>`` id 3
+    and ``ab`` id 2; a config giving id 3 as ``</s>``, or naming id 4, is refused; one naming id
+    2 ``ab`` (a model-vocab id, as real configs list ``<|endoftext|>``) and id 3 ``<s>`` with
+    other flags agrees."""
+    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    cfg = tmp_path / "tokenizer_config.json"
+    cfg.write_text(json.dumps({"added_tokens_decoder": {
+        "2": {"content": "ab", "special": False}, "3": {"content": "<s>", "special": False, "lstrip": True}}}))
+    assert load_tokenizer(tmp_path).encode("<s>ab") == [3, 2]
+    cfg.write_text(json.dumps({"added_tokens_decoder": {"3": {"content": "</s>", "special": True}}}))
+    with pytest.raises(LoaderError, match=rf"^{tmp_path}: tokenizer_config.json added_tokens_decoder gives id 3 "
+                       r"'</s>', but tokenizer.json has '<s>' there; the two files are from different models"):
+        load_tokenizer(tmp_path)
+    cfg.write_text(json.dumps({"added_tokens_decoder": {"5": {"content": "<x>"}, "4": {"content": "</s>"}}}))
+    with pytest.raises(LoaderError, match=r"gives id 4 '</s>', but tokenizer.json has no such id \(and 1 more ids\)"):
+        load_tokenizer(tmp_path)
+    cfg.write_text(json.dumps({"added_tokens_decoder": {"x": {"content": "<s>"}}}))
+    with pytest.raises(LoaderError, match=r"added_tokens_decoder entry 'x' is not an id"):
+        load_tokenizer(tmp_path)
+
+
+def test_mixed_model_folder_is_refused(tmp_path):
+    """The finding's folder: Qwen2.5's tokenizer.json with Qwen3's tokenizer_config.json (same
+    bos/eos) was taken as 'qwen3' and encoded ``<think>`` as text; Qwen3's config declares ids
+    151665-151668 (``<tool_response>`` ... ``</think>``), which Qwen2.5's file (151665 ids) lacks.
+    Every real folder with both files still loads (each config's entries are its tokenizer.json's
+    ids and contents): tests/test_hf.py loads each of them with its config."""
+    shutil.copy(_need("hf/qwen2.5/tokenizer.json"), tmp_path / "tokenizer.json")
+    shutil.copy(_need("hf/qwen3/tokenizer_config.json"), tmp_path / "tokenizer_config.json")
+    with pytest.raises(LoaderError, match=r"gives id 151665 '<tool_response>', but tokenizer.json has no such id "
+                       r"\(and 3 more ids\)"):
+        load_tokenizer(tmp_path)
