@@ -384,6 +384,20 @@ def test_format_refusals(fmt, conv, tools, pattern):
         format_chat(conv, fmt, tools=tools)
 
 
+@pytest.mark.parametrize("conv,what", [
+    ([u("q"), a(None, tool_calls=[CALL])], r"message 1 \(assistant\): deepseek3 refuses tool_calls: "),
+    ([u("q"), {"role": "tool", "content": "1"}], r"message 1 \(tool\): deepseek3 refuses tool results: "),
+])
+def test_deepseek3_says_why_it_refuses_tool_turns(conv, what):
+    """The refusal said the DeepSeek-V3 template "has no tool calls" / "writes no tool results",
+    which is false: it writes them, wrongly (deepseek-v3.jinja: ``ns.is_first`` and
+    ``ns.is_output_first`` are never reset, and ``<｜tool▁calls▁end｜>`` follows only a second
+    call). The message now says so and names deepseek-v3.1."""
+    with pytest.raises(ChatFormatError, match=what + r"its template \(DeepSeek-V3's\) writes tool turns wrongly "
+                       r"\(a lone tool call never gets .*; use deepseek-v3.1, whose template writes them"):
+        format_chat(conv, "deepseek3")
+
+
 @needs_shared
 @needs_jinja
 def test_smollm3_text_parts_are_refused_as_its_template_writes_them_as_nothing():

@@ -42,6 +42,8 @@ class ChatFormat:
             it is (SmolLM3): the writer marks that block as reasoning.
         tool_calls: it can write assistant tool calls.
         tools: it can write tool definitions.
+        tools_refused: why it refuses tool calls and tool results that its template does write
+            (wrongly), for the refusal; ``""``: its template writes none.
         options: option name -> default (None: the template's own default applies).
         template_vars: the options passed to the Jinja template as variables.
         probe_options: option sets (besides the defaults) detection proves the format with.
@@ -64,6 +66,7 @@ class ChatFormat:
     reasoning_in_content: bool = False
     tool_calls: bool = False
     tools: bool = False
+    tools_refused: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
     template_vars: frozenset = frozenset()
     probe_options: tuple = ()

@@ -221,7 +221,10 @@ def _f(name, writer, source, **kw) -> ChatFormat:
 
 FORMATS = [
     _f("deepseek-llm", _w_deepseek_llm, "deepseek-llm.jinja"),
-    _f("deepseek3", _w_deepseek3, "deepseek-v3.jinja"),
+    _f("deepseek3", _w_deepseek3, "deepseek-v3.jinja", tools_refused=(
+        "its template (DeepSeek-V3's) writes tool turns wrongly (a lone tool call never gets "
+        f"{CALLS_END}{EOS}; a later tool-call message or round of tool results loses its opening tokens; "
+        "calls beside text are dropped); use deepseek-v3.1, whose template writes them, or drop the tool turns")),
     _f("deepseek-r1", _r1(False), "deepseek-r1-distill-qwen.jinja", reasoning=True),
     _f("deepseek-r1-llamacpp", _r1(True), "more/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", reasoning=True,
        options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),

@@ -151,6 +151,8 @@ def check_conversation(messages: Any, fmt: str | ChatFormat, *, tools: Any = Non
     conv = messages if isinstance(messages, Conversation) else parse_conversation(messages, tools)
     for i, m in enumerate(conv.messages):
         if m.role not in f.roles:
+            if m.role == "tool" and f.tools_refused:
+                raise ChatFormatError(f"message {i} (tool): {f.name} refuses tool results: {f.tools_refused}")
             if m.role == "tool":
                 raise ChatFormatError(f"message {i} (tool): {f.name} has no tool role (its template writes no tool "
                                       "results); use a format with tools, or drop the tool turns")
@@ -158,6 +160,8 @@ def check_conversation(messages: Any, fmt: str | ChatFormat, *, tools: Any = Non
         if m.reasoning is not None and not f.reasoning:
             raise ChatFormatError(f"message {i} (assistant): {f.name} cannot write reasoning_content (its template "
                                   "drops it); drop it, or put it into content if the model was trained so")
+        if m.tool_calls and not f.tool_calls and f.tools_refused:
+            raise ChatFormatError(f"message {i} (assistant): {f.name} refuses tool_calls: {f.tools_refused}")
         if m.tool_calls and not f.tool_calls:
             raise ChatFormatError(f"message {i} (assistant): {f.name} cannot write tool_calls (its template has no "
                                   "tool calls)")
