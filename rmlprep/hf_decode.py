@@ -412,7 +412,7 @@ class ChainDecoder:
         """``decode([i], skip_special_tokens)``, kept per id: a stream decoder's window after it
         emits is usually one id, decoded again as the next window's prefix (tokenizers'
         ``step_decode_stream`` decodes it each time)."""
-        memo = self._one[skip_special_tokens]
+        memo = self._one[1 if skip_special_tokens else 0]  # any truthy value, as decode takes it (None, numpy bools)
         text = memo.get(i)
         if text is None:
             text = memo[i] = self.decode([i], skip_special_tokens)

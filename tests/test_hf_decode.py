@@ -347,6 +347,20 @@ def test_stream_decoder_concatenates_to_decode(variant):
     assert bool(streams) == (variant not in HELD_BACK), streams
 
 
+def test_stream_decoder_takes_any_truthy_skip():
+    """skip_special_tokens is taken by truth, as decode takes it: None and numpy bools stream the
+    text decode gives for False / True (the one-id window's memo indexed its pair of tables with the
+    value itself: None raised TypeError at the first emitting push). Expected: decode's text, which
+    test_stream_decoder_concatenates_to_decode holds to tokenizers'."""
+    np = pytest.importorskip("numpy")
+    tok = _tok("bl", "bytelevel")
+    for ids in id_lists(FIXTURE["bases"]["bl"], 10, seed=3):
+        for skip in (None, np.False_, np.True_, 0, 1):
+            sd = tok.stream_decoder(skip_special_tokens=skip)
+            got = "".join(sd.push(i) for i in ids) + sd.flush()
+            assert got == tok.decode(ids, skip_special_tokens=bool(skip)), (ids, skip)
+
+
 #: the fixture's chains a stream holds back until flush, and why a window's text is not exact there
 HELD_BACK = {
     "fuse-wordpiece": "WordPiece cleanup after Fuse rewrites across tokens (' .' -> '.')",
