@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .errors import ConfigError
 from .pretokenize import pattern_name
 from .segment import replace_lone_surrogates, segment_preparer
 from .special_prefix import _holds_any, _special_prefix_filter
@@ -243,9 +244,21 @@ def make_native(tokenizer) -> NativeEncoder | None:
     something without a native twin (a pre-split pattern without a matcher in the extension,
     see :func:`native_pattern_names`; a ``Split`` behaviour other than Isolated; a pre-split
     on a SentencePiece-style spec; more than 8 patterns; a NaN score).
+
+    ``RMLPREP_NATIVE_LEAN`` caps the merge loop's build the encoder takes (``Encoder.merge_build()``):
+    0 the generic loop, 1 the lean build for SSE2, 2 or unset the best the spec and the CPU allow
+    (a byte-level spec whose pair values are both merged id and priority runs the lean build, its
+    SSE4.1 copy on a CPU with SSE4.1); the tests use it to compare the builds' ids.
+
+    Raises:
+        ConfigError: ``RMLPREP_NATIVE_LEAN`` is set to something other than 0, 1 or 2.
     """
     if os.environ.get("RMLPREP_PURE_PYTHON", "") not in ("", "0"):
         return None
+    lean = os.environ.get("RMLPREP_NATIVE_LEAN", "")
+    if lean not in ("", "0", "1", "2"):  # read by the extension when the Encoder is made
+        raise ConfigError(f"RMLPREP_NATIVE_LEAN={lean!r}: give 0 (the generic merge loop), 1 (the lean build "
+                          "for SSE2) or 2 (the best the CPU allows, as when unset)")
     mod = _load()
     if mod is None:
         return None

@@ -326,6 +326,136 @@ def test_long_words_every_length(name):
         word = "".join(rng.choice("etaoinshrdlu") for _ in range(n))
         assert tok._native.encode_text(word) == _pure_segment(pure, word), n
 
+# -- the merge loop's builds ---------------------------------------------------------------------
+# A byte-level spec whose pair values are both merged id and priority (merges ranked in their merged
+# ids' order: tiktoken files, the byte-level tokenizer.json files at hand) runs lean builds of the
+# merge loop for words of up to 255 symbols, their SSE4.1 copy when the CPU has it: on such a CPU
+# the SSE2 lean build runs only when RMLPREP_NATIVE_LEAN=1 asks for it (a CPU without SSE4.1 runs it).
+
+
+def _cpu_has_sse41() -> bool | None:
+    """Whether /proc/cpuinfo's flags list sse4_1 (None: no such file, or not x86)."""
+    try:
+        flags = next(ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags"))
+    except (OSError, StopIteration):
+        return None
+    return "sse4_1" in flags.split()
+
+
+def _builds(tok: Tokenizer, monkeypatch) -> dict[int, native.NativeEncoder]:
+    """One native encoder of ``tok``'s spec per RMLPREP_NATIVE_LEAN value (0, 1, 2), and the build
+    each took checked: 0 the generic loop; 1 the SSE2 lean build; 2 its SSE4.1 copy where the CPU
+    has SSE4.1 (x86-64)."""
+    import platform
+
+    encs = {}
+    for limit in (0, 1, 2):
+        monkeypatch.setenv("RMLPREP_NATIVE_LEAN", str(limit))
+        encs[limit] = native.make_native(tok)
+    monkeypatch.delenv("RMLPREP_NATIVE_LEAN")
+    got = [encs[k]._enc.merge_build() for k in (0, 1, 2)]
+    sse41 = _cpu_has_sse41() if platform.machine() in ("x86_64", "AMD64") else False
+    assert got[:2] == [0, 1] and got[2] in ((1, 2) if sse41 is None else (2 if sse41 else 1,)), got
+    assert native.make_native(tok)._enc.merge_build() == got[2]  # unset: the best
+    return encs
+
+
+def _words_every_length(letters: str, seed: int = 14) -> list[str]:
+    """Words of 2-300 letters: every length the scan (up to 48 symbols), the block minima (up to
+    255) and the heap take."""
+    import random
+
+    rng = random.Random(seed)
+    return ["".join(rng.choice(letters) for _ in range(n)) for n in range(2, 301)]
+
+
+def _same_ids_every_build(encs: dict, texts: list[str]) -> np.ndarray:
+    ids0, off0 = encs[0].encode_batch(texts)
+    for k in (1, 2):
+        ids, off = encs[k].encode_batch(texts)
+        if not np.array_equal(ids, ids0):
+            i = next(i for i in range(len(texts)) if not np.array_equal(ids[off[i]:off[i + 1]], ids0[off0[i]:off0[i + 1]]))
+            pytest.fail(f"build {k}: text {i} ({texts[i][:40]!r}) differs from the generic loop's ids")
+    ids, off = encs[1].encode_batch(texts, num_threads=2)
+    assert np.array_equal(ids, ids0) and np.array_equal(off, off0)
+    return ids0
+
+
+def test_lean_builds_equal_generic_synthetic(monkeypatch):
+    """A byte-level vocabulary without "q" (unk: a word holding it takes the symbol path, not the
+    byte-pair table) whose merges are ranked in id order: every build gives the pure path's ids,
+    on words of every length and on words holding the unknown byte."""
+    import random
+
+    b2u = bytes_to_unicode()
+    letters = "etaoinshrd"
+    byte_toks = [b2u[b] for b in range(256) if b != ord("q")]
+    vocab, merges = byte_toks + ["<unk>"], []
+    rng, have = random.Random(3), set(letters)
+    pool = list(letters)
+    while len(merges) < 400:  # merges in id order: merge k makes id 256 + k
+        a, b = rng.choice(pool), rng.choice(pool)
+        if a + b in have or len(a + b) > 6:
+            continue
+        merges.append((a, b))
+        vocab.append(a + b)
+        have.add(a + b)
+        pool.append(a + b)
+    types = [1] * len(vocab)
+    types[255] = 2  # <unk>
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(vocab), token_types=tuple(types), merges=tuple(merges),
+                         unk_id=255, pre_split=(KNOWN_PATTERNS["gpt2"],))
+    tok = Tokenizer.create(spec)
+    pure = _pure(tok)
+    encs = _builds(tok, monkeypatch)
+    assert encs[1]._enc.joinable_pairs() is None  # a byte without a token: pieces are never cut
+    words = _words_every_length(letters)
+    texts = words + ["q".join(w[i:i + 9] for i in range(0, len(w), 9)) for w in words]
+    _same_ids_every_build(encs, texts)
+    for k in (0, 1, 2):
+        for t in texts[::7]:
+            assert encs[k].encode_text(t) == _pure_segment(pure, t), (k, t)
+
+
+@pytest.mark.parametrize("name", [n for n in FIXTURE_NAMES if n.startswith("bl_")])
+def test_lean_builds_equal_generic_fixtures(name, monkeypatch):
+    """The byte-level fixtures: every build of the merge loop gives the same ids (the SSE2 lean
+    build included, which a CPU with SSE4.1 never takes unless told)."""
+    tok, _, doc = fixture_pair(name)
+    encs = _builds(tok, monkeypatch)
+    texts = _words_every_length("etaoinshrdlu") + _mixed_docs(60) + [c["text"] for c in doc["cases"]]
+    _same_ids_every_build(encs, texts)
+
+
+LEAN_REAL = {"gpt2": REAL / "gpt2" / "gpt2.tiktoken", "llama3": REAL / "llama3" / "llama3.tiktoken",
+             "qwen2.5": REAL / "hf" / "qwen2.5" / "tokenizer.json", "gpt-4o": REAL / "hf" / "gpt-4o" / "tokenizer.json"}
+
+
+@pytest.mark.parametrize("name", sorted(LEAN_REAL))
+def test_lean_builds_equal_generic_real(name, monkeypatch):
+    """Real tokenizers (GPT-2 and Llama 3 rank files, Qwen2.5 and GPT-4o tokenizer.json) on real
+    multilingual text and on words of every length: every build of the merge loop gives the same ids."""
+    path = LEAN_REAL[name]
+    if not path.exists() or not CORPUS.exists():
+        pytest.skip(f"{path} or {CORPUS} not found (set RMLPREP_REAL_TOKENIZERS)")
+    from rmlprep import load_tokenizer
+
+    tok = load_tokenizer(path, **({"name": name} if path.suffix == ".tiktoken" else {}))
+    encs = _builds(tok, monkeypatch)
+    texts = _words_every_length("etaoinshrdlu") + _words_every_length("абвгдежзик") + _corpus_docs(120, 3000)
+    _same_ids_every_build(encs, texts)
+
+
+def test_lean_limit_refused():
+    """RMLPREP_NATIVE_LEAN other than 0, 1, 2 is refused in one line when an encoder is made."""
+    from rmlprep.errors import ConfigError
+
+    tok, _, _ = fixture_pair("bl_llama3")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RMLPREP_NATIVE_LEAN", "sse2")
+        with pytest.raises(ConfigError, match="RMLPREP_NATIVE_LEAN='sse2': give 0"):
+            native.make_native(tok)
+
 # -- hostile shapes ----------------------------------------------------------------------------
 
 HOSTILE = [

@@ -473,7 +473,8 @@ typedef struct Encoder {
     PairMap pairs;
     uint32_t *bytepair; /* byte-level: [b1 << 8 | b2] -> the byte symbols' pair value, or NO_VALUE */
     int lean; /* byte-level, PairMap.direct, a pair table: 1, the merge loop's lean builds
-                 (merge_scan_lean, merge_blocks_lean); 2, their SSE4.1 builds (the CPU has it) */
+                 (merge_scan_lean, merge_blocks_lean); 2, their SSE4.1 builds (the CPU has it);
+                 at most RMLPREP_NATIVE_LEAN (lean_limit) */
     uint64_t *joinable; /* byte-level: bit b1 << 8 | b2 set when some merge joins a symbol ending in
                            byte b1 to one starting with b2; NULL: pieces are never cut (resolve_parts) */
     WholeMap whole;
@@ -523,12 +524,20 @@ static int arena_grow(void **p, size_t *cap, size_t used, size_t need, size_t el
         if (used)
             memcpy(q, *p, used * elem);
         free(*p);
-    } else { /* the old mapping moved over the new one (aligned: its 2 MB pages move whole) */
+    } else {
+#if defined(MREMAP_MAYMOVE) && defined(MREMAP_FIXED) && !defined(FASTBPE_NO_MREMAP)
+        /* the old mapping moved over the new one (aligned: its 2 MB pages move whole) */
         void *r = mremap(*p, ob, nb, MREMAP_MAYMOVE | MREMAP_FIXED, q);
         if (r == MAP_FAILED) {
             munmap(q, nb);
             return -1;
         }
+#else
+        /* no mremap (Linux only: macOS, the BSDs; -DFASTBPE_NO_MREMAP tries this on Linux): copied */
+        if (used)
+            memcpy(q, *p, used * elem);
+        munmap(*p, ob);
+#endif
     }
     *p = q;
     *cap = c;
@@ -2741,6 +2750,11 @@ static PyObject *Encoder_joinable_pairs(Encoder *E, PyObject *Py_UNUSED(ignored)
     return PyLong_FromLong(n);
 }
 
+static PyObject *Encoder_merge_build(Encoder *E, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromLong(E->lean);
+}
+
 static PyObject *Encoder_cache_info(Encoder *E, PyObject *Py_UNUSED(ignored))
 {
     PyObject *out = PyList_New(0);
@@ -3318,6 +3332,24 @@ out:
     return rc;
 }
 
+/* The highest merge-loop build an Encoder may take, from RMLPREP_NATIVE_LEAN when it is made: 0 the
+ * generic merge loop, 1 the lean build for SSE2, 2 (or unset) the best the spec and the CPU allow.
+ * The lean builds are chosen by the spec and the SSE4.1 one by the CPU, so a machine with SSE4.1
+ * never runs the SSE2 lean build unless told: tests/test_native.py compares every build's ids
+ * (and a measurement can pair them). -1 with ValueError set for another value. */
+static int lean_limit(void)
+{
+    const char *s = getenv("RMLPREP_NATIVE_LEAN");
+    if (s == NULL || s[0] == '\0')
+        return 2;
+    if ((s[0] == '0' || s[0] == '1' || s[0] == '2') && s[1] == '\0')
+        return s[0] - '0';
+    PyErr_Format(PyExc_ValueError,
+                 "RMLPREP_NATIVE_LEAN=%s: give 0 (the generic merge loop), 1 (the lean build for SSE2) or 2 "
+                 "(the best the CPU allows, as when unset)", s);
+    return -1;
+}
+
 static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"kind", "stages", "byte_ids", "fallback_ids", "unk_id", "ignore_merges",
@@ -3344,6 +3376,9 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "sp_split %d is not a known word split", sp_split);
         return NULL;
     }
+    int limit = lean_limit();
+    if (limit < 0)
+        return NULL;
     Encoder *E = (Encoder *)type->tp_alloc(type, 0);
     if (E == NULL)
         return NULL;
@@ -3398,6 +3433,8 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         if (E->lean && __builtin_cpu_supports("sse4.1"))
             E->lean = 2;
 #endif
+        if (E->lean > limit)
+            E->lean = limit;
     }
     /* every id written is below n_ids: merged and whole-token ids are checked against the vocabulary
      * (build_vocab), the byte, fallback and unk ids are counted here (ids_to_list reads the int
@@ -3716,6 +3753,10 @@ static PyMethodDef Encoder_methods[] = {
     {"joinable_pairs", (PyCFunction)Encoder_joinable_pairs, METH_NOARGS,
      "joinable_pairs() -> int | None: how many byte pairs (b1, b2) some merge joins (a missed piece is\n"
      "cut between the other pairs and its parts merged alone), None when pieces are never cut."},
+    {"merge_build", (PyCFunction)Encoder_merge_build, METH_NOARGS,
+     "merge_build() -> int: the merge loop's build for words of up to 255 symbols: 0 the generic one,\n"
+     "1 the lean build (a byte-level spec whose pair values are both merged id and priority), 2 its\n"
+     "SSE4.1 copy (the CPU has SSE4.1); at most RMLPREP_NATIVE_LEAN when the Encoder was made."},
     {"cache_info", (PyCFunction)Encoder_cache_info, METH_NOARGS,
      "cache_info() -> list of {slot, entries, slots, bytes, sweeps} for the piece caches in use."},
     {NULL, NULL, 0, NULL},
