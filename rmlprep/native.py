@@ -245,13 +245,7 @@ def make_native(tokenizer) -> NativeEncoder | None:
     see :func:`native_pattern_names`; a ``Split`` behaviour other than Isolated; a pre-split
     on a SentencePiece-style spec; more than 8 patterns; a NaN score).
 
-    ``RMLPREP_NATIVE_LEAN`` caps the merge loop's build the encoder takes (``Encoder.merge_build()``):
-    0 the generic loop, 1 the lean build for SSE2, 2 or unset the best the spec and the CPU allow
-    (a byte-level spec whose pair values are both merged id and priority runs the lean build, its
-    SSE4.1 copy on a CPU with SSE4.1); the tests use it to compare the builds' ids.
-
-    Raises:
-        ConfigError: ``RMLPREP_NATIVE_LEAN`` is set to something other than 0, 1 or 2.
+    Raises ConfigError when ``RMLPREP_NATIVE_LEAN`` (the merge loop's build, README "Speed") is not 0, 1 or 2.
     """
     if os.environ.get("RMLPREP_PURE_PYTHON", "") not in ("", "0"):
         return None
