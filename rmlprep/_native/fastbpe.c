@@ -281,10 +281,10 @@ static inline uint64_t pair_key(uint32_t a, uint32_t b)
 
 /* The value of pair (a, b), whose key and hash are given, or NO_VALUE (no merge; barrier symbols
  * never merge). */
-static inline uint32_t pair_value_kh(const PairMap *m, uint32_t a, uint32_t b, uint64_t key, uint64_t h)
+/* The value of pair key `key` (hash h) in a map with a table, or NO_VALUE: the probe alone, for a
+ * caller that has ruled out barrier symbols and a missing table (merge_scan_lean's words). */
+static inline uint32_t pair_value_lean(const PairMap *m, uint64_t key, uint64_t h)
 {
-    if ((a | b) & BARRIER || m->tab == NULL)
-        return NO_VALUE;
     size_t fb = (size_t)(h >> 40) & ((1u << PAIR_FILTER_BITS) - 1);
     if (!(m->filter[fb >> 6] >> (fb & 63) & 1))
         return NO_VALUE;
@@ -297,6 +297,13 @@ static inline uint32_t pair_value_kh(const PairMap *m, uint32_t a, uint32_t b, u
             return NO_VALUE;
         i = (i + 1) & m->mask;
     }
+}
+
+static inline uint32_t pair_value_kh(const PairMap *m, uint32_t a, uint32_t b, uint64_t key, uint64_t h)
+{
+    if ((a | b) & BARRIER || m->tab == NULL)
+        return NO_VALUE;
+    return pair_value_lean(m, key, h);
 }
 
 static inline uint32_t pair_value(const PairMap *m, uint32_t a, uint32_t b)
@@ -1095,24 +1102,6 @@ static inline int32_t pr_key(uint32_t prio, size_t i)
 /* nx and pv of merge_scan and merge_blocks before any merge: i + 1 and i - 1 (0xFF before the
  * first), copied in whole with fixed-size copies instead of written symbol by symbol */
 static uint8_t LINK_NEXT[256], LINK_PREV[256];
-
-/* The pair value of a lean word (PairMap.direct, no barrier symbols, a table; merge_scan_lean):
- * pair_value_kh without the tests that cannot fail there. */
-static inline uint32_t pair_value_lean(const PairMap *m, uint64_t key, uint64_t h)
-{
-    size_t fb = (size_t)(h >> 40) & ((1u << PAIR_FILTER_BITS) - 1);
-    if (!(m->filter[fb >> 6] >> (fb & 63) & 1))
-        return NO_VALUE;
-    size_t i = (size_t)h & m->mask;
-    for (;;) {
-        uint64_t s = m->tab[i];
-        if ((s & PK_KEY) == key)
-            return (uint32_t)(s >> (2 * PK_BITS));
-        if (s == PAIR_EMPTY)
-            return NO_VALUE;
-        i = (i + 1) & m->mask;
-    }
-}
 
 /* Words of up to SMALL_WORD symbols. lean (a constant): the Encoder's `lean` holds (PairMap.direct,
  * so a value is both the merged id and its priority; byte-level symbols, never a barrier; a pair
