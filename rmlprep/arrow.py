@@ -69,6 +69,7 @@ Source: the batched-map contract of ``datasets`` (``arrow_dataset.py`` ``map``,
 
 from __future__ import annotations
 
+import warnings
 from array import array
 from collections.abc import Mapping
 from typing import Any
@@ -77,6 +78,7 @@ import numpy as np
 
 # count_errors, OUTPUT_VERSION and the per-process tokenizer cache (_TOKENIZERS) are re-exported
 from .arrow_base import _TOKENIZERS, _U32, OUTPUT_VERSION, _calls_tools, _MapFunction, _offsets, count_errors  # noqa: F401
+from .arrow_checks import refuse_padding_nulls, refuse_unread_tools
 from .arrow_text import TokenizeText, tokenize_text
 from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS, TOOLS_FIELDS, column_refusal
 from .errors import ChatFormatError, ConfigError, RmlprepError
@@ -93,6 +95,13 @@ _GENERATION_PROMPT_AFTER_ANSWER = (
     "opening another assistant turn after that answer (a training example that ends asking for a reply); "
     "set add_generation_prompt=False (chat.add_generation_prompt = false) to train on it, or end it on a user "
     "turn if it is a prompt")
+
+
+#: Warned at a callable's first conversation that calls tools with no definitions beside it.
+_TOOL_CALLS_WITHOUT_TOOLS = (
+    "tokenize_chat: a conversation calls tools (tool_calls) with no tool definitions beside it (a null or empty "
+    "tools value, or no tools column in the batch): it is written, and the model learns to call tools its prompt "
+    "never shows; fn.stats['tool_calls_without_tools'] counts them (the sft run names them in its summary)")
 
 
 def _has_reasoning(seg) -> bool:
@@ -129,6 +138,7 @@ class TokenizeChat(_MapFunction):
 
     _what = "messages"
     ignore_media = False  # set only when True (see tokenize_chat), so existing fingerprints hold
+    warn = True  # the sft run sets it False: its summary names what the warning would say
 
     @staticmethod
     def _one_example(value) -> bool:
@@ -149,6 +159,9 @@ class TokenizeChat(_MapFunction):
                           generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
                           json_tool_parameters_as_text=0, reasoning_untrained=0)
         self._writer = None
+
+    def _check_alone(self, values: list) -> None:
+        refuse_unread_tools(values, self.column, self.tools_column)
 
     def _check_streamed(self, values: list, column) -> None:
         refuse_padding_nulls(values, column(self.tools_column) if self.tools_column else None, self.tools_column)
@@ -260,6 +273,8 @@ class TokenizeChat(_MapFunction):
                 self.stats["surrogate_rows"] += 1
             if not tools and _calls_tools(messages):
                 self.stats["tool_calls_without_tools"] += 1
+                if self.stats["tool_calls_without_tools"] == 1 and self.warn and self.tools_column:
+                    warnings.warn(_TOOL_CALLS_WITHOUT_TOOLS, stacklevel=2)  # once per callable (per worker)
             elif tools and undefined_tool_calls(messages, tools):
                 self.stats["tool_calls_undefined"] += 1
             if len(mask) != len(ids):  # encode_segments' contract; checked so columns never misalign
@@ -276,55 +291,6 @@ class TokenizeChat(_MapFunction):
             (self.mask_column, mask, off),
             (self.labels_column, labels, off),
         ], errors, {}
-
-
-def refuse_padding_nulls(values: list, tools: list | None, tools_column: str | None) -> None:
-    """Refuse chat rows of a ``datasets`` map handed over as plain Python (``IterableDataset.map``,
-    ``Dataset.map(..., input_columns=[...])``) whose tool-call arguments or tool definitions
-    hold a null: there Arrow's struct padding (every row's ``arguments`` padded to the union
-    of all rows' keys) reaches the callable as plain ``None``, which cannot be told from a
-    JSON null, so writing it would teach ``{"city": "Paris", "query": null}``.
-
-    Raises:
-        ConfigError: naming the row and the key, and the fix.
-    """
-    for i, messages in enumerate(values):
-        found = _padding_null(messages, "messages")
-        if found is None and tools is not None and i < len(tools):
-            found = _padding_null(tools[i], tools_column, everywhere=True)
-        if found is not None:
-            raise ConfigError(
-                f"tokenize_chat: row {i} of a datasets batch holds a null at {found}, and the batch "
-                "came without its Arrow types (IterableDataset.map, or map(..., input_columns=...)), "
-                "so Arrow's struct padding (each row gets every other row's keys as null) cannot be "
-                "told from a JSON null. Pass the whole batch: on an IterableDataset call "
-                ".with_format(\"arrow\") before .map(fn, batched=True); on a Dataset leave out "
-                "input_columns. rmlprep then leaves the padding out by the column types; or store "
-                "tools and arguments as JSON strings")
-
-
-def _padding_null(value, path: str, *, everywhere: bool = False) -> str | None:
-    """Where a null sits in ``value`` that Arrow struct padding could have made: anywhere in a
-    tool definition (``everywhere``), else in a message's tool-call arguments; None if none."""
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            here = f"{path}.{k}"
-            if v is None and everywhere:
-                return here
-            if k == "arguments" and not everywhere:
-                found = _padding_null(v, here, everywhere=True)
-            else:
-                found = _padding_null(v, here, everywhere=everywhere)
-            if found is not None:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for j, v in enumerate(value):
-            if v is None and everywhere:
-                return f"{path}[{j}]"
-            found = _padding_null(v, f"{path}[{j}]", everywhere=everywhere)
-            if found is not None:
-                return found
-    return None
 
 
 def tokenize_chat(
@@ -427,7 +393,13 @@ def tokenize_chat(
             turn terminator is not a special token of the tokenizer (see ``text_markers``);
             ``train_on_reasoning=False`` with a format that has no reasoning. When called: a
             batch with a tools, system-prompt or media column it would not read (see
-            ``tools_column``, ``system_column``, ``ignore_media``).
+            ``tools_column``, ``system_column``, ``ignore_media``); the messages column alone
+            (``datasets.map(..., input_columns=["messages"])``) holding tool calls while
+            ``tools_column`` is set (:func:`rmlprep.arrow_checks.refuse_unread_tools`).
+    Warns:
+        UserWarning: once per callable, at the first conversation that calls tools with no
+            definitions beside it while ``tools_column`` is set (counted in
+            ``fn.stats["tool_calls_without_tools"]``).
     """
     from .chat import detect_chat_format
     from .chat.encode import missing_stop_token, stop_token_refusal

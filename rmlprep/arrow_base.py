@@ -246,7 +246,8 @@ class _MapFunction:
         return f"{type(self).__name__}(spec={self._fingerprint[:12]}, {opts})"
 
     # -- calling ----------------------------------------------------------------------------
-    def __call__(self, batch, indices: Sequence[int] | None = None, *, _one: bool = False, _typed: bool = False):
+    def __call__(self, batch, indices: Sequence[int] | None = None, *, _one: bool = False, _typed: bool = False,
+                 _alone: bool = False):
         """Tokenize one batch.
 
         Args:
@@ -277,11 +278,11 @@ class _MapFunction:
                     f"(datasets.map(..., input_columns=[...]) naming more than one column passes each as its own "
                     f"argument, and the callable reads only {self.column!r} so); name only {self.column!r} in "
                     "input_columns, or leave input_columns out so the other columns are read by their names")
-            batch = {self.column: batch}  # datasets.map(..., input_columns=[column]) passes the values alone
+            batch, _alone = {self.column: batch}, True  # map(..., input_columns=[column]) passes the values alone
         if isinstance(batch, Mapping) and self.column in batch and (
                 isinstance(indices, int) or type(batch).__name__ == "LazyRow"  # datasets' one-row mapping
                 or self._one_example(batch[self.column])):
-            return self._call_one(batch, indices)
+            return self._call_one(batch, indices, _alone)
         is_arrow = isinstance(batch, (pa.RecordBatch, pa.Table))
         if is_arrow:
             names = batch.schema.names
@@ -303,6 +304,8 @@ class _MapFunction:
         n = len(values)
         if not (is_arrow or _typed or isinstance(getattr(batch, "pa_table", None), pa.Table)) and _from_datasets():
             self._check_streamed(values, lambda name: batch[name] if name in names else None)
+        if _alone:  # datasets.map(..., input_columns=[column]): no other column was seen
+            self._check_alone(values)
 
         def where(i: int) -> str:
             parts = ["the example (an unbatched map)" if _one else f"row {i} of the batch"]
@@ -366,6 +369,10 @@ class _MapFunction:
         to clean them by (:func:`_from_datasets`): the chat callable refuses those whose struct
         padding cannot be told from JSON nulls."""
 
+    def _check_alone(self, values: list) -> None:
+        """Refuse rows handed over as the column's values alone, no other column seen (a
+        subclass's guard; :class:`~rmlprep.arrow.TokenizeChat`: tool calls whose tools go unread)."""
+
     def _check_names(self, names: list[str]) -> None:
         """Refuse a batch by its column names before any row is read (a subclass's guard;
         :class:`~rmlprep.arrow.TokenizeChat`: a tools column it would not read)."""
@@ -373,7 +380,7 @@ class _MapFunction:
     #: the options naming the input columns the callable reads (one that is not set reads none)
     _READ = ("column", "id_column", "tools_column", "system_column")
 
-    def _call_one(self, example: Mapping, index: int | None):
+    def _call_one(self, example: Mapping, index: int | None, alone: bool = False):
         """One example (``datasets.map(fn)`` without ``batched=True``): tokenized as a batch of one
         row, returned as a dict of one value per column (``input_ids`` a 1-D numpy array,
         ``length`` an int), which is what ``datasets`` expects from an unbatched map function.
@@ -395,7 +402,7 @@ class _MapFunction:
             v = example[k]
             batch[k] = [drop_struct_nulls([v], types.field(k).type)[0] if types is not None and k in types.names
                         else v]
-        out = self(batch, None if index is None else [index], _one=True, _typed=types is not None)
+        out = self(batch, None if index is None else [index], _one=True, _typed=types is not None, _alone=alone)
         return {k: v[0] for k, v in out.items()}
 
     def _attach_arrow(self, batch, new: dict[str, pa.Array]):

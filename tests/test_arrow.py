@@ -868,6 +868,51 @@ def test_input_columns_naming_a_second_column_is_refused(tok):
             tokenize_text(tok)(["a", None], idx)
 
 
+def test_input_columns_messages_alone_with_tool_calls_is_refused(tok):
+    """Careless-user trial S3: ``ds.map(fn, input_columns=["messages"])`` hands over the messages
+    alone, so the dataset's ``tools`` column never reached the callable and a conversation with
+    tool calls was written without its definitions (qwen2.5: 83 ids instead of 205), counted
+    only in ``fn.stats``. Now refused, batched and unbatched, naming both fixes; rows without
+    tool calls still map alone; ``tools_column=None`` writes them without definitions on
+    purpose, the same ids as a batch without a tools column. Where the batch is seen whole and
+    holds no tools, the row is written, counted and warned of once (the sft run names it in its
+    summary)."""
+    import warnings
+
+    import datasets
+
+    rows = [_tool_conv("get_weather", {"city": "Paris"}, "Weather in Paris?", [_WEATHER])]
+    ds = datasets.Dataset.from_list(rows)
+    fn = tokenize_chat(tok, "qwen2.5")
+    for kw in ({"batched": True}, {}):
+        with pytest.raises(ConfigError, match=r"^tokenize_chat: row 0 of the batch calls a tool \(tool_calls\), "
+                                              r"and the batch is the 'messages' column alone .*leave input_columns "
+                                              r"out so the 'tools' column is read, or pass tools_column=None"):
+            ds.map(fn, input_columns=["messages"], load_from_cache_file=False, **kw)
+    whole = ds.map(fn, batched=True, load_from_cache_file=False)["input_ids"]
+    assert "# Tools" in tok.decode(whole[0])
+    off = tokenize_chat(tok, "qwen2.5", tools_column=None)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        alone = ds.map(off, input_columns=["messages"], batched=True, load_from_cache_file=False)["input_ids"]
+        assert seen == []  # tools_column=None: left out on purpose, no warning
+        bare = fn({"messages": [rows[0]["messages"]] * 2})
+    assert ids_of(bare["input_ids"])[0] == alone[0] and len(alone[0]) < len(whole[0])
+    assert fn.stats["tool_calls_without_tools"] == 2
+    assert [str(w.message) for w in seen] == [
+        "tokenize_chat: a conversation calls tools (tool_calls) with no tool definitions beside it (a null or "
+        "empty tools value, or no tools column in the batch): it is written, and the model learns to call tools "
+        "its prompt never shows; fn.stats['tool_calls_without_tools'] counts them (the sft run names them in its "
+        "summary)"]
+    tool_turn_only = [{"role": "user", "content": "x"}, {"role": "tool", "content": "20C"},
+                      {"role": "assistant", "content": "ok"}]
+    with pytest.raises(ConfigError, match=r"row 1 of the batch holds a tool turn"):
+        fn([[{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], tool_turn_only])
+    plain = datasets.Dataset.from_dict({"messages": [[{"role": "user", "content": "x"},
+                                                      {"role": "assistant", "content": "y"}]], "tools": [None]})
+    assert len(plain.map(fn, input_columns=["messages"], batched=True, load_from_cache_file=False)) == 1
+
+
 def test_arrow_map_columns_read_as_the_dicts_they_are(tok):
     """An explorer finding (n2): Spark and Delta write Python dicts as Arrow ``map<string,
     string>``; ``to_pylist`` gives a map's (key, value) pairs, so ``list<map>`` messages and map

@@ -138,6 +138,7 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
                        train_on_reasoning=chat["train_on_reasoning"], json_tools=chat["json_tools"],
                        no_assistant=chat["no_assistant"], text_markers=True,  # the driver checked them
                        on_error="record", keep_columns=False, id_column=None)
+    fn.warn = False  # the summary names tool_calls_without_tools
     least = pack_may_leave_out(cfg)
     for b in batches:
         ids: list[np.ndarray] = []

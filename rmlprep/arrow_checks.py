@@ -1,0 +1,95 @@
+"""Refusals of ``datasets`` batches that reach :class:`rmlprep.arrow.TokenizeChat` without
+what it needs to write them faithfully: plain Python rows whose Arrow struct padding cannot be
+told from a JSON null (:func:`refuse_padding_nulls`), and the messages column alone, with tool
+calls whose definitions could not be read (:func:`refuse_unread_tools`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .errors import ConfigError
+
+__all__ = ["refuse_padding_nulls", "refuse_unread_tools"]
+
+
+def refuse_unread_tools(values: list, column: str, tools_column: str | None) -> None:
+    """Refuse conversations handed over as the messages column alone (``datasets.map(fn,
+    input_columns=["messages"])``) that call tools (``tool_calls``, or a ``tool`` turn) while
+    ``tools_column`` is set: a tools column of the dataset never reaches the callable then, so
+    the prompt would be written without its tool definitions and nothing would say so (the
+    careless-user trial's S3: qwen2.5 wrote 83 ids where the whole batch gives 205). A batch
+    whose columns are seen and hold no tools column is written and counted instead
+    (``tool_calls_without_tools``), as the sft run does; ``tools_column=None`` writes such
+    rows without definitions on purpose (no check).
+
+    Args:
+        values: the batch's conversations (lists of message dicts; other values are left to the
+            row checks).
+        column: the messages column's name; tools_column: the callable's ``tools_column``.
+    Raises:
+        ConfigError: naming the first such row, the column that went unread and both fixes.
+    """
+    if tools_column is None:
+        return
+    for i, messages in enumerate(values):
+        if not isinstance(messages, (list, tuple)):
+            continue
+        for m in messages:
+            if isinstance(m, Mapping) and (m.get("tool_calls") or m.get("role") == "tool"):
+                what = "calls a tool (tool_calls)" if m.get("tool_calls") else "holds a tool turn"
+                raise ConfigError(
+                    f"tokenize_chat: row {i} of the batch {what}, and the batch is the {column!r} column alone "
+                    f"(datasets.map(..., input_columns=[{column!r}])), so a {tools_column!r} column cannot be "
+                    "read and its tool definitions would be left out of the prompt; leave input_columns out so "
+                    f"the {tools_column!r} column is read, or pass tools_column=None to write the conversations "
+                    "without tool definitions on purpose")
+
+
+def refuse_padding_nulls(values: list, tools: list | None, tools_column: str | None) -> None:
+    """Refuse chat rows of a ``datasets`` map handed over as plain Python (``IterableDataset.map``,
+    ``Dataset.map(..., input_columns=[...])``) whose tool-call arguments or tool definitions
+    hold a null: there Arrow's struct padding (every row's ``arguments`` padded to the union
+    of all rows' keys) reaches the callable as plain ``None``, which cannot be told from a
+    JSON null, so writing it would teach ``{"city": "Paris", "query": null}``.
+
+    Raises:
+        ConfigError: naming the row and the key, and the fix.
+    """
+    for i, messages in enumerate(values):
+        found = _padding_null(messages, "messages")
+        if found is None and tools is not None and i < len(tools):
+            found = _padding_null(tools[i], tools_column, everywhere=True)
+        if found is not None:
+            raise ConfigError(
+                f"tokenize_chat: row {i} of a datasets batch holds a null at {found}, and the batch "
+                "came without its Arrow types (IterableDataset.map, or map(..., input_columns=...)), "
+                "so Arrow's struct padding (each row gets every other row's keys as null) cannot be "
+                "told from a JSON null. Pass the whole batch: on an IterableDataset call "
+                ".with_format(\"arrow\") before .map(fn, batched=True); on a Dataset leave out "
+                "input_columns. rmlprep then leaves the padding out by the column types; or store "
+                "tools and arguments as JSON strings")
+
+
+def _padding_null(value, path: str, *, everywhere: bool = False) -> str | None:
+    """Where a null sits in ``value`` that Arrow struct padding could have made: anywhere in a
+    tool definition (``everywhere``), else in a message's tool-call arguments; None if none."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            here = f"{path}.{k}"
+            if v is None and everywhere:
+                return here
+            if k == "arguments" and not everywhere:
+                found = _padding_null(v, here, everywhere=True)
+            else:
+                found = _padding_null(v, here, everywhere=everywhere)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for j, v in enumerate(value):
+            if v is None and everywhere:
+                return f"{path}[{j}]"
+            found = _padding_null(v, f"{path}[{j}]", everywhere=everywhere)
+            if found is not None:
+                return found
+    return None
