@@ -17,7 +17,7 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     unit_rows = 50_000               # parquet / hf: rows per unit (row groups kept whole);
                                      # sft: BFD packs windows of this many conversations
     batch_rows = 1024                # rows per streamed record batch
-    max_bytes = 4_000_000            # stdlib only: stop collecting source files past this
+    max_bytes = 4_000_000            # stdlib: stop collecting files past this (another format: refused)
 
     [tokenizer]
     path = "tokenizer.json"          # REQUIRED: file/dir accepted by load_tokenizer, or "demo:gpt2"
@@ -88,14 +88,12 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # Ray with `workers` CPUs and stops it at the end. "auto": the
                                      # cluster this machine belongs to (`ray start --head` /
                                      # `ray start --address=...`, or RAY_ADDRESS); "ray://host:10001":
-                                     # a remote cluster through Ray Client. Needs
-                                     # pip install 'rmlprep[ray]'.
+                                     # a remote cluster through Ray Client. Needs pip install 'rmlprep[ray]'.
 
-The engine, like the worker count, never changes the output: the same units, shard names
-and bytes, so ``engine`` and ``ray_address`` are left out of the config hash and a run
-started with one engine can be resumed with the other. The chat parity keys
-(``parity.chat``, ``chat_renders``, ``chat_live_sample``) only decide what is checked before
-the run, so they are left out of the hash too.
+The engine, like the worker count, never changes the output: the same units, shard names and bytes,
+so ``engine`` and ``ray_address`` are left out of the config hash and a run started with one engine
+can be resumed with the other. The chat parity keys (``parity.chat``, ``chat_renders``,
+``chat_live_sample``) only decide what is checked before the run: left out of the hash too.
 
 Relative paths resolve against the current directory (not the config file's), so
 ``rmlprep run configs/demo.toml`` run from a clone writes under that clone.
@@ -292,7 +290,7 @@ class RunConfig:
             d["run"]["workers"] = workers
         relative = self.relative
         if output is not None:
-            d["output"]["dir"] = _abs_dir(output)
+            d["output"]["dir"] = _abs_dir(output, "--output")
             relative = tuple(r for r in relative if r[0] != "output.dir")  # --output is not the config's
         return RunConfig(d, self.source, relative=relative, cwd=self.cwd)
 
@@ -391,12 +389,15 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     for k in ("unit_bytes", "unit_rows", "batch_rows", "max_bytes"):
         if inp[k] < 1:
             raise ConfigError(f"{w}input.{k}: must be >= 1, got {inp[k]}")
+    if inp["format"] != "stdlib" and inp["max_bytes"] != SCHEMA["input"]["max_bytes"][1]:
+        raise ConfigError(f"{w}input.max_bytes: only input.format = \"stdlib\" reads it (the demo's cap on the stdlib "
+                          f"files collected); input.format = {inp['format']!r} reads every input whole: remove it")
     if inp["column"] is None:
         inp["column"] = "messages" if pipeline == "sft" else "text"
     relative: list[tuple[str, str, str]] = []
 
     def resolved(key: str, p: str, absolute=None) -> str:
-        a = (absolute or _abs)(p)
+        a = (absolute or _abs)(p, w + key)
         if a != p and not os.path.isabs(os.path.expanduser(p)):
             relative.append((key, p, a))
         return a

@@ -8,24 +8,50 @@ import os
 from pathlib import Path
 
 from . import fs
+from .errors import ConfigError
 
 __all__ = ["relative_note"]
 
 
-def _abs(p: str) -> str:
+def _check_uri(p: str, key: str) -> None:
+    """Refuse an object-store URI whose key holds an empty (``//``), ``.`` or ``..`` segment.
+
+    A key is not a path, and the store's client does not treat such segments one way: pyarrow's
+    S3 client refuses ``//`` (an ArrowInvalid), while its requests resolve ``./`` and ``../`` (so
+    ``s3://b/c/./a.jsonl`` beside ``s3://b/c/a.jsonl`` read one object twice, and a server-side
+    copy, which sends the key as given, missed the object its upload had just written).
+    Local paths are normalised instead (``..`` names a folder; the same file reads once).
+
+    Raises:
+        ConfigError: naming ``key`` and the URI.
+    """
+    path = fs._split(p).path.rstrip("/")  # a trailing "/" names the same prefix
+    seg = next((s for s in path.split("/") if s in ("", ".", "..")), None) if path else None
+    if seg is not None:
+        what = "an empty segment ('//')" if seg == "" else f"a {seg!r} segment"
+        raise ConfigError(f"{key}: {p!r} has {what}; an object-store key is not a path, and the store's client "
+                          "resolves such segments for some requests and not others (the same object read twice, "
+                          "a write that lands elsewhere): write the key without them")
+
+
+def _abs(p: str, key: str = "path") -> str:
     """An absolute local path; ``demo:NAME`` and object-store URIs (``s3://...``, see
-    :mod:`rmlprep.fs`) as they are."""
-    if p.startswith("demo:") or fs.is_remote(p):
+    :mod:`rmlprep.fs`) as they are, once :func:`_check_uri` accepts them (else a ConfigError
+    naming ``key``)."""
+    if p.startswith("demo:"):
+        return p
+    if fs.is_remote(p):
+        _check_uri(p, key)
         return p
     return str(Path(os.path.expanduser(p)).absolute())
 
 
-def _abs_dir(p: str) -> str:
+def _abs_dir(p: str, key: str = "output.dir") -> str:
     """``output.dir`` as :func:`_abs` makes it, ``..`` and ``.`` taken out
     (``/work/rmlprep/../out/a1`` → ``/work/out/a1``, the folder the user sees in the log and the
     manifest) when that names the same folder: a ``..`` after a symbolic link goes up from the
     link's target, so there the path is kept as given. ``output.dir`` is not in the config hash."""
-    a = _abs(p)
+    a = _abs(p, key)
     if a == p and (p.startswith("demo:") or fs.is_remote(p)):
         return a
     n = os.path.normpath(a)

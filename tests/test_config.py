@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -170,3 +171,41 @@ def test_relative_paths_are_remembered_outside_the_hash(tmp_path, monkeypatch):
     assert [r[0] for r in rel.with_overrides(output="x").relative if r[0] == "output.dir"] == []
     assert rel.relative_note(str(tmp_path / "d" / "*.jsonl")).startswith(" (input.paths gives 'd/*.jsonl'")
     assert rel.relative_note(str(tmp_path / "elsewhere")) == ""
+
+
+@pytest.mark.parametrize("uri, seg", [("s3://b//corpus/a.jsonl", "empty segment ('//')"),
+                                      ("s3://b/corpus/./a.jsonl", "'.' segment"),
+                                      ("s3://b/corpus/../corpus/a.jsonl", "'..' segment"),
+                                      ("gs://b/x//*.jsonl", "empty segment ('//')")])
+def test_an_object_store_key_with_dot_or_empty_segments_is_refused(uri, seg):
+    """explorer5 X1/X2: pyarrow's S3 client raised ArrowInvalid for '//' (a traceback, exit 1),
+    and resolved './' and '../' in its reads, so s3://b/c/./a.jsonl beside s3://b/c/a.jsonl read one
+    object twice (100 documents from a 50-line file); an output.dir with './' lost its commit
+    (the server-side copy sends the key as given). Refused at load, naming the key."""
+    with pytest.raises(ConfigError, match=rf"^input\.paths: '{re.escape(uri)}' has an? {re.escape(seg)}"):
+        config_from_dict(cfg(input={"paths": [uri]}))
+    with pytest.raises(ConfigError, match=rf"^output\.dir: '{re.escape(uri)}' has an? {re.escape(seg)}"):
+        config_from_dict(cfg(output={"dir": uri}))
+    with pytest.raises(ConfigError, match=rf"^--output: '{re.escape(uri)}' has an? {re.escape(seg)}"):
+        config_from_dict(cfg()).with_overrides(output=uri)
+
+
+def test_object_store_uris_without_such_segments_are_taken_as_given():
+    c = config_from_dict(cfg(input={"paths": ["s3://b/corpus/**/*.jsonl", "s3://b/c/a.jsonl/", "s3://b/.hidden/a..b"]},
+                             output={"dir": "s3://b/runs/r1/"}))
+    assert c["input"]["paths"] == ["s3://b/corpus/**/*.jsonl", "s3://b/c/a.jsonl/", "s3://b/.hidden/a..b"]
+    assert c.with_overrides(output="s3://b").output_dir == "s3://b"
+
+
+def test_max_bytes_is_refused_where_nothing_reads_it(tmp_path):
+    """explorer5 X4: input.max_bytes capped only format = "stdlib"; with a JSONL input a run read
+    every row (a trial run meant to stop at 100 bytes read the whole corpus), and the key was
+    still hashed. Its default stays accepted, so a manifest's config (every key) loads back."""
+    with pytest.raises(ConfigError, match=r'^input\.max_bytes: only input\.format = "stdlib" reads it.*\'auto\''):
+        config_from_dict(cfg(input={"paths": ["data.jsonl"], "max_bytes": 100}))
+    with pytest.raises(ConfigError, match=r"input\.format = 'parquet' reads every input whole"):
+        config_from_dict(cfg(input={"paths": ["d.parquet"], "format": "parquet", "max_bytes": 10_000_000}))
+    c = config_from_dict(cfg(input={"paths": ["data.jsonl"], "max_bytes": 4_000_000}))
+    assert config_from_dict(c.to_dict()).config_hash == c.config_hash
+    assert config_from_dict({"input": {"format": "stdlib", "max_bytes": 100}, "tokenizer": {"path": "t.json"},
+                             "pack": {"seq_len": 8}, "output": {"dir": str(tmp_path)}})["input"]["max_bytes"] == 100
