@@ -22,7 +22,11 @@ seq_lengths      list<int32>         lengths of the fragments in the row; they s
 example_index    list<int64>         per fragment: which input row it came from (-1 = pad run)
 ===============  ==================  ==============================================================
 
-``labels`` are int32, as :func:`rmlprep.tokenize_chat` gives them: signed for -100, and every
+``labels`` are not shifted (``labels[i]`` is the target at position ``i``, Hugging Face's
+convention; its models shift inside the loss, over the whole row): the first label of a fragment
+is then predicted from the previous fragment's last token, another example, so a trainer masks
+``labels[position_ids == 0]`` as TRL's padding-free collator does (only a chunk of
+``overflow="split"`` can start with a trained token). ``labels`` are int32, as :func:`rmlprep.tokenize_chat` gives them: signed for -100, and every
 token id of a real vocabulary fits (an id past 2**31 - 1 is a :class:`PackingError`); half the
 bytes of int64, and ``datasets``' torch format hands out int64 tensors from it anyway (as it
 does from ``input_ids``' uint32), the type cross-entropy takes.
