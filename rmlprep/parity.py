@@ -23,7 +23,10 @@ The run's parity stage (:func:`run_parity_stage`):
 2. re-encodes every case and stops at the first difference with a :class:`ParityError`
    (text, first differing position, both id runs);
 3. when ``parity.live_sample = N > 0`` and the reference library is installed, encodes the
-   first N documents of the corpus with both and compares them the same way.
+   first N documents of the corpus with both and compares them the same way, in the run's own
+   mode: special-token text parsed as ``tokenizer.parse_special`` says (pretrain; never in sft
+   message text), so the ids compared are the ones the run writes (sentencepiece never parses
+   it: a ``.model`` run that parses is compared without, and the log says so).
 
 No fixture: a warning (or a stop, with ``parity.require = true``).
 
@@ -230,9 +233,15 @@ def check_fixture(tokenizer, path: str | os.PathLike) -> int:
 RefEncoder = Callable[[str, bool], list[int]]
 
 
-def reference_encoder(tokenizer_file: str | os.PathLike, tokenizer=None) -> tuple[RefEncoder, str, bool] | None:
+def reference_encoder(tokenizer_file: str | os.PathLike, tokenizer=None, *,
+                      parse_special: bool | None = None) -> tuple[RefEncoder, str, bool] | None:
     """An encoder from the reference library for this tokenizer file, if it is installed.
 
+    Args:
+        parse_special: whether the reference cuts special-token text out as its id (``tokenizers``
+            ``encode_special_tokens = not parse_special``; tiktoken ``encode(allowed_special="all")``
+            or ``encode_ordinary``); None, each library's own default (``tokenizers``: parsed;
+            tiktoken: not). sentencepiece never parses: always False.
     Returns:
         (encode(text, add_special_tokens) -> ids, "library version", parse_special the reference
         uses) or None when no reference library applies or it is not installed.
@@ -252,7 +261,9 @@ def reference_encoder(tokenizer_file: str | os.PathLike, tokenizer=None) -> tupl
         # (PreTrainedTokenizerFast.set_truncation_and_padding), and rmlprep never applies them
         ht.no_truncation()
         ht.no_padding()
-        return (lambda t, a: ht.encode(t, add_special_tokens=a).ids), f"tokenizers {tokenizers.__version__}", True
+        parse = True if parse_special is None else bool(parse_special)
+        ht.encode_special_tokens = not parse
+        return (lambda t, a: ht.encode(t, add_special_tokens=a).ids), f"tokenizers {tokenizers.__version__}", parse
     if low.endswith(".model"):
         try:
             import sentencepiece as spm  # optional reference library
@@ -281,14 +292,15 @@ def reference_encoder(tokenizer_file: str | os.PathLike, tokenizer=None) -> tupl
         enc = tiktoken.Encoding(name=f"rmlprep-ref-{os.path.basename(p)}", pat_str=tokenizer.spec.pre_split[0],
                                 mergeable_ranks=ranks, special_tokens=specials)
         spec = tokenizer.spec
+        parse = bool(parse_special)
 
         def enc_tt(t: str, a: bool) -> list[int]:
-            ids = enc.encode_ordinary(t)
+            ids = enc.encode(t, allowed_special="all") if parse else enc.encode_ordinary(t)
             if a:
                 ids = ([spec.bos_id] if spec.add_bos else []) + ids + ([spec.eos_id] if spec.add_eos else [])
             return ids
 
-        return enc_tt, f"tiktoken {tiktoken.__version__}", False
+        return enc_tt, f"tiktoken {tiktoken.__version__}", parse
     return None
 
 
@@ -357,18 +369,28 @@ def no_live_reference_reason(tokenizer_file: str | os.PathLike, tokenizer=None) 
 
 
 def live_check(tokenizer, tokenizer_file: str | os.PathLike, texts: Sequence[str], *,
-               add_special_tokens: bool = False) -> tuple[int, str] | None:
+               add_special_tokens: bool = False, parse_special: bool | None = None) -> tuple[int, str] | None:
     """Compare ``texts`` live with the reference library; None when it is not available.
 
+    Args:
+        parse_special: the mode to compare (a run's ``tokenizer.parse_special``); None, the
+            reference's own default (:func:`reference_encoder`).
     Returns:
-        (number of texts compared, library version).
+        (number of texts compared, library version; with the mode when ``parse_special`` was
+        given: "special-token text parsed" or "as text", and why when the reference cannot do
+        the mode asked).
     Raises:
         ParityError: the first text whose ids differ.
     """
-    ref = reference_encoder(tokenizer_file, tokenizer)
+    ref = reference_encoder(tokenizer_file, tokenizer, parse_special=parse_special)
     if ref is None:
         return None
-    enc, lib, parse_special = ref
+    enc, lib, parse = ref
+    if parse_special is not None:
+        lib += f" ({'special-token text parsed' if parse else 'special-token text as text'}"
+        lib += ", as the run encodes)" if parse == bool(parse_special) else (
+            ": sentencepiece never parses it, this run does)")
+    parse_special = parse
     for i, t in enumerate(texts):
         compare_ids(t, enc(t, add_special_tokens),
                     tokenizer.encode(t, add_special_tokens=add_special_tokens, parse_special=parse_special),
@@ -434,7 +456,8 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
                 "(given in code, or the demo's built-in byte tokenizer)")
         else:
             texts = _sample_texts(cfg, units, par["live_sample"])
-            res = live_check(tokenizer, tokenizer_file, texts)
+            parse = cfg["tokenizer"]["parse_special"] and cfg.pipeline != "sft"  # sft: message text is text
+            res = live_check(tokenizer, tokenizer_file, texts, parse_special=parse)
             if res is None:
                 log(f"parity: live comparison skipped for {tokenizer_file}: "
                     f"{no_live_reference_reason(tokenizer_file, tokenizer)}")

@@ -578,7 +578,7 @@ def test_a_run_whose_every_row_is_rejected_exits_2(tmp_path, capsys, monkeypatch
     toml = _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out)
     toml.write_text(toml.read_text() + "[parity]\nlive_sample = 8\n")
     from rmlprep import parity  # no reference reads the tiny fixture: a live check that counts what it gets
-    monkeypatch.setattr(parity, "live_check", lambda tok, path, texts: (len(texts), "tokenizers"))
+    monkeypatch.setattr(parity, "live_check", lambda tok, path, texts, **kw: (len(texts), "tokenizers"))
     rc, err = _run_cli(capsys, toml)
     errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
     assert rc == 2 and len(errors) == 1 and "Traceback" not in err, err

@@ -144,6 +144,48 @@ def test_live_check_ignores_truncation_and_padding_sections(tmp_path):
     assert live_check(tok, f, [text, "x"])[0] == 2
 
 
+
+@pytest.mark.parity
+@pytest.mark.parametrize("parse_special", [False, True])
+def test_the_runs_live_check_compares_the_ids_the_run_writes(tmp_path, monkeypatch, parse_special):
+    """explorer5 X7: the live sample compared ``tokenizers.encode(t)`` (special-token text parsed)
+    with ``tok.encode(t, parse_special=True)`` whatever ``tokenizer.parse_special`` said, so in a
+    default run (text kept as text) a wrong id of that path on a corpus document passed as "N
+    corpus documents match" (the fixture's 40 parse_special=False cases hold other texts). Here
+    the parse_special=False path (or the True one) is made wrong on one corpus document:
+    the run must stop with a ParityError in that mode, and pass in the other."""
+    pytest.importorskip("tokenizers")
+    src = REAL / "hf" / "gpt2"
+    if not (src / "tokenizer.json").exists():
+        pytest.skip(f"{src} is absent (set RMLPREP_REAL_TOKENIZERS)")
+    from rmlprep.config import config_from_dict
+    from rmlprep.pipeline import run
+    from rmlprep.tokenizer import Tokenizer
+
+    (tmp_path / "d.jsonl").write_text(json.dumps({"text": "zq <|endoftext|> zq"}) + "\n" + '{"text": "plain"}\n')
+    encode = Tokenizer.encode
+
+    def wrong_in_one_mode(self, text, *, add_special_tokens=False, parse_special=True):
+        ids = encode(self, text, add_special_tokens=add_special_tokens, parse_special=parse_special)
+        return ids + [0] if parse_special == broken and text == "zq <|endoftext|> zq" else ids
+
+    def cfg(out):
+        return config_from_dict({"input": {"paths": [str(tmp_path / "d.jsonl")]}, "tokenizer": {
+            "path": str(src), "parse_special": parse_special}, "parity": {"live_sample": 2},
+            "pack": {"seq_len": 16, "eos": False}, "output": {"dir": str(tmp_path / out)},
+            "run": {"workers": 1, "progress": "none", "histogram": False}})
+
+    monkeypatch.setattr(Tokenizer, "encode", wrong_in_one_mode)
+    broken = parse_special
+    with pytest.raises(ParityError, match="live comparison with tokenizers"):
+        run(cfg("o1"), log=lambda *_: None)
+    broken = not parse_special
+    m = run(cfg("o2"), log=lambda *_: None)
+    mode = "special-token text parsed" if parse_special else "special-token text as text"
+    assert m["parity"]["live"] == {"documents": 2, "reference": m["parity"]["live"]["reference"]}
+    assert m["parity"]["live"]["reference"].endswith(f"({mode}, as the run encodes)")
+
+
 # -- chat parity config keys (the check itself: tests/test_chat.py, tests/test_pipeline.py) -------
 SFT = {"pipeline": "sft", "input": {"paths": ["d.jsonl"]}, "tokenizer": {"path": "t.json"},
        "chat": {"format": "chatml"}, "pack": {"seq_len": 16}, "output": {"dir": "out"}}
