@@ -36,7 +36,8 @@ def _same(r: dict, ours: dict | None) -> str:
     if ref is None:
         return ""
     diff = sum(a != b for a, b in zip(r["digests"], ref)) + abs(len(r["digests"]) - len(ref))
-    return f" (ids differ in {diff} docs)" if diff else ""
+    moved = " (ids differ between its processes)" if r.get("unstable_ids") or ours.get("unstable_ids") else ""
+    return (f" (ids differ in {diff} docs)" if diff else "") + moved
 
 
 def _fmt(x: float) -> str:
@@ -74,21 +75,30 @@ def _cpu_table(doc: dict, by: dict, corpora: list[str], toks: list[str], libs: l
                 if r is None or "error" in r or not r.get("cpu"):
                     cells.append("")
                     continue
-                cpu, wall = r["cpu"][0], r["times"][0]
-                other = max(0.0, cpu - r["cpu_main"][0]) / cpu if cpu > 0 else 0.0
+                cpu = _cold(r, "cpu")
+                per = r.get("runs") or [r]  # CPU ÷ wall and the off-thread share process by process, then the median
+                ratio_w = statistics.median(x["cpu"][0] / x["times"][0] for x in per)
+                other = statistics.median(max(0.0, x["cpu"][0] - x["cpu_main"][0]) / x["cpu"][0] if x["cpu"][0] > 0
+                                          else 0.0 for x in per)
                 mbc = r["bytes"] / 1e6 / cpu if cpu > 0 else float("nan")
-                cells.append(f"{_fmt(mbc)} ({cpu / wall:.2f}, {other:.0%})")
+                cells.append(f"{_fmt(mbc)} ({ratio_w:.2f}, {other:.0%})")
                 if lib != "rmlprep":
                     peers.append(mbc)
-            mine = ours["bytes"] / 1e6 / ours["cpu"][0]
+            mine = ours["bytes"] / 1e6 / _cold(ours, "cpu")
             ratio = f"{mine / max(peers):.2f}×" if peers else ""
             rows.append(f"| {c}, {TOKENIZERS[t]['label']} | " + " | ".join(cells) + f" | {ratio} |")
     if not rows:
         return []
     return ["", "The same cold passes in CPU time: MB per CPU second of every thread of the process (CPU ÷ wall, "
-            "the share of the CPU off the calling thread); above 1.00 or above 0% a library used another thread:", "",
+            "the share of the CPU off the calling thread; each the median over the row's processes); above 1.00 "
+            "or above 0% a library used another thread:", "",
             "| corpus, tokenizer | " + " | ".join(LIB_LABEL[lib] for lib in libs) + " | rmlprep ÷ fastest peer |",
             "|---|" + "---:|" * (len(libs) + 1)] + rows
+
+
+def _cold(r: dict, key: str) -> float:
+    """The cold pass's ``key`` (times, cpu, cpu_main): the median over the row's fresh processes."""
+    return statistics.median(x[key][0] for x in r["runs"]) if r.get("runs") else r[key][0]
 
 
 def _scaling_range(one: dict, two: dict) -> str:
@@ -104,13 +114,24 @@ def _worker_cpu(one: dict, two: dict) -> str:
     if not one.get("cpu") or not two.get("cpu"):
         return ""
 
-    def cold(r, key):  # the median over the fresh processes, when there are several
-        return statistics.median(x[key][0] for x in r["runs"]) if r.get("runs") else r[key][0]
-
-    main, whole = cold(two, "cpu_main"), cold(two, "cpu")
+    main, whole = _cold(two, "cpu_main"), _cold(two, "cpu")
     n = two["threads"]
-    bound = f" ({n * cold(one, 'cpu') / whole:.2f}×)" if whole > 0 else ""
-    return f"{cold(one, 'cpu'):.2f} / {main:.2f} + {max(0.0, whole - main):.2f}{bound}"
+    bound = f" ({n * _cold(one, 'cpu') / whole:.2f}×)" if whole > 0 else ""
+    return f"{_cold(one, 'cpu'):.2f} / {main:.2f} + {max(0.0, whole - main):.2f}{bound}"
+
+
+def _procs_note(doc: dict) -> str:
+    """How many fresh processes each single-thread row is the median of."""
+    if "procs" not in doc:  # results from before the rounds: one process per row
+        return "; one fresh process per row"
+    n, slow = doc["procs"], doc.get("slow_procs", 1)
+    passes = doc.get("reps", 2)
+    warm = (f", warm the median of each process's best of {passes - 1} warm passes" if passes > 2
+            else ", warm the median of each process's warm pass" if passes == 2 else "")
+    refs = (f"; the reference libraries (HF tokenizers, sentencepiece: 0.5-5 MB/s, cold only) "
+            f"{slow} process{'es' if slow != 1 else ''}" if slow != n else "")
+    return (f"; each row the median of {n} fresh processes run in rounds (every library in turn), "
+            f"cold the median cold pass{warm}{refs}")
 
 
 def encode_tables(doc: dict) -> str:
@@ -130,7 +151,7 @@ def encode_tables(doc: dict) -> str:
         out.append(f"- `{c}`: {doc['corpora'][c]['label']} ({doc['corpora'][c]['path'].split('/')[-1]})")
     out.append("")
     out.append("Single thread, one `encode` call per document, MB/s cold / warm (ids equal to rmlprep's "
-               "unless noted):")
+               "unless noted)" + _procs_note(doc) + ":")
     out.append("")
     out.append("| corpus, tokenizer | " + " | ".join(LIB_LABEL[lib] for lib in libs)
                + " | rmlprep ÷ fastest peer, cold / warm |")
@@ -171,12 +192,16 @@ def encode_tables(doc: dict) -> str:
         out.append("")
         peer_libs = [lib for lib in libs if lib != "rmlprep"]
         reps = doc.get("scaling_reps", 1)
-        if reps > 1:
-            out[-2] += (f" rmlprep's two are each the median cold pass of {reps} fresh processes run in turn, "
-                        "the scaling's range process by process beside it; the CPU seconds of the cold pass, "
-                        "the calling thread + the other workers (1 thread pinned to one CPU), and in brackets the scaling "
-                        "that CPU allows (n × the 1-thread CPU ÷ all workers' CPU: the wall ratio of a quiet machine "
-                        "when the workers end together).")
+        cpu_note = ("the scaling's range process by process beside it; the CPU seconds of the cold pass, "
+                    "the calling thread + the other workers (1 thread pinned to one CPU), and in brackets the scaling "
+                    "that CPU allows (n × the 1-thread CPU ÷ all workers' CPU: the wall ratio of a quiet machine "
+                    "when the workers end together).")
+        if "procs" in doc:
+            out[-2] += (f" Every row (each library's) is the median cold pass of {doc['procs']} fresh processes "
+                        "run in turn, " + cpu_note)
+        elif reps > 1:
+            out[-2] += (f" rmlprep's two are each the median cold pass of {reps} fresh processes run in turn "
+                        "(the peers' one process each), " + cpu_note)
         out.append(f"| corpus, tokenizer | rmlprep, 1 thread | rmlprep, {n} threads | scaling "
                    f"| CPU s, 1 / {n} threads | " + " | ".join(LIB_LABEL[lib] for lib in peer_libs) + " | rmlprep ÷ fastest peer, cold |")
         out.append("|---|" + "---:|" * (len(peer_libs) + 5))

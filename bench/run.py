@@ -18,8 +18,8 @@ fastokens ``encode_batch_flat`` / gigatoken ``encode_batch`` on a 2-thread rayon
 (``RAYON_NUM_THREADS=2``); rmlprep's batch is also run on 1 thread (its scaling). Cold = the
 first pass over text the process has never seen; warm = the best of the passes after it. MB/s
 of UTF-8. The reference libraries ``tokenizers`` and sentencepiece (0.5-5 MB/s) get one pass
-(cold) and no batch row, so the default run (GPT-2, Llama 3, Qwen2.5, o200k, Llama 2 on both
-corpora; batch rows for GPT-2 and Llama 3) takes under 10 minutes on 2 cores.
+(cold) and no batch row (the default run: GPT-2, Llama 3, Qwen2.5, o200k, Llama 2 on both
+corpora; batch rows for GPT-2 and Llama 3).
 
 One thread means one core: every 1-thread process (the per-document rows and rmlprep's 1-thread
 batch) is pinned to the same CPU (``sched_setaffinity``, the mask Rust's ``available_parallelism``
@@ -29,9 +29,17 @@ and so rayon's and fastokens' default pool sizes read) and told so by each libra
 ``TOKENIZERS_PARALLELISM=false``, ``OMP_NUM_THREADS=1``; ``--pin none`` drops the pinning, the
 settings stay. Each pass's CPU time (all threads, ``time.process_time``) and the calling
 thread's (``RUSAGE_THREAD``) are recorded beside its wall time, so a library that still used a
-second thread shows it (CPU above wall, a share of the CPU off the calling thread). rmlprep's
-1- and 2-thread batch rows (its scaling) are run in ``--scaling-reps`` fresh processes each,
-alternating, and the cold figure is their median; the 2-thread pass's CPU is shown per worker.
+second thread shows it (CPU above wall, a share of the CPU off the calling thread); the 2-thread
+pass's CPU is shown per worker.
+
+Every row, of every library and both thread counts, is the median of ``--procs`` (3) fresh
+processes of ``--reps`` (2) passes each: cold = the median of their cold passes, warm = the median
+of each process's best warm pass. The processes run in rounds, each round every row of one
+(corpus, tokenizer) in turn (rmlprep's 1- and 2-thread batches next to each other), so a change of
+the machine's load falls on every library alike; one cold pass per row moved 10-40% between two
+runs of this bench. The reference libraries (``tokenizers``, sentencepiece: 0.5-5 MB/s, one cold
+pass of 3-20 s, never the fastest peer) get ``--slow-procs`` (1) processes, which keeps the default
+run near 7 minutes on 2 cores.
 
 Same ids: every library's ids are hashed per document and compared with rmlprep's (in the same
 special-token mode: tiktoken and sentencepiece with ``parse_special=False``; ``tokenizers``,
@@ -49,6 +57,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -313,20 +322,41 @@ def machine() -> str:
 
 
 def _merged(runs: list[dict]) -> dict:
-    """One result from several fresh processes of the same measurement: the cold pass of median wall
-    time (its CPU with it), every warm pass; each process's cold pass under ``runs``."""
+    """One result from several fresh processes of the same measurement: the process whose cold pass
+    is the median (its wall, CPU and faults), as the cold figure; as the warm figure the median over
+    the processes of each one's best warm pass; every process's passes under ``runs``."""
     ok = [r for r in runs if "error" not in r]
     if not ok:
         return runs[0]
     mid = sorted(ok, key=lambda r: r["times"][0])[(len(ok) - 1) // 2]
     out = dict(mid)
-    out["times"] = [mid["times"][0]] + [t for r in ok for t in r["times"][1:]]
+    warm = [min(r["times"][1:]) for r in ok if len(r["times"]) > 1]
+    out["times"] = [mid["times"][0]] + ([statistics.median(warm)] if warm else [])
+    out["load_s"] = statistics.median(r["load_s"] for r in ok)
     out["runs"] = [{k: r[k] for k in ("times", "cpu", "cpu_main", "faults")} for r in ok]
+    if any(r["digests"] != mid["digests"] for r in ok):  # one library, one tokenizer: ids must not move
+        out["unstable_ids"] = True
+    return out
+
+
+def cells_for(tok: str, threads: list[int], batch_tokenizers: list[str] | None) -> list[tuple[str, str, int]]:
+    """(library, mode, threads) of every row one tokenizer gets on one corpus, in table order."""
+    out = []
+    for n in threads:
+        if n == 1:
+            out += [(lib, "doc", 1) for lib in libs_for(tok)]
+        elif batch_tokenizers is None or tok in batch_tokenizers:
+            out.append(("rmlprep", "batch", 1))  # rmlprep's own 1-thread batch: its scaling
+            out += [(lib, "batch", n) for lib in libs_for(tok) if lib in BATCH_LIBS]
     return out
 
 
 def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: list[int], log=print,
-               batch_tokenizers: list[str] | None = None, pin: str = "auto", scaling_reps: int = 3) -> dict:
+               batch_tokenizers: list[str] | None = None, pin: str = "auto", procs: int = 3,
+               slow_procs: int = 1) -> dict:
+    """Every row the median of ``procs`` fresh processes (``slow_procs`` for the reference libraries),
+    run in rounds: each round runs every row of a (corpus, tokenizer) once, in turn, so a change of
+    the machine's load falls on every library alike."""
     cpu = pin_cpu(pin)
     results = []
     files = {c: corpus_file(c) for c in corpora}
@@ -338,37 +368,23 @@ def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: li
             if not (REAL / src).exists():
                 log(f"  {tok}: {REAL / src} missing (run ../shared/real-tokenizers/get.sh)")
                 continue
-            for n in threads:
-                if n > 1 and batch_tokenizers is not None and tok not in batch_tokenizers:
-                    continue
-                modes = [("doc", 1)] if n == 1 else [("batch", n)]
-                if n > 1:
-                    modes.insert(0, ("batch", 1))  # rmlprep's own 1-thread batch: its scaling
-                if n > 1 and scaling_reps > 1:
-                    # rmlprep's scaling: its 1- and n-thread batch in alternating fresh processes, medians
-                    runs: dict[int, list[dict]] = {1: [], n: []}
-                    for _ in range(scaling_reps):
-                        for k in (1, n):
-                            runs[k].append(measure("rmlprep", tok, files[c], "batch", k, reps,
-                                                   cpu if k == 1 else None))
-                    for k in (1, n):
-                        r = _merged(runs[k])
-                        r["corpus"] = c
-                        results.append(r)
-                        log("  " + _line(r))
-                for mode, k in modes:
-                    for lib in libs_for(tok):
-                        if mode == "batch" and (lib not in BATCH_LIBS or (k == 1 and lib != "rmlprep")):
-                            continue
-                        if mode == "batch" and lib == "rmlprep" and scaling_reps > 1:
-                            continue  # measured above
-                        r = measure(lib, tok, files[c], mode, k, 1 if lib in SLOW_LIBS else reps,
-                                    cpu if k == 1 else None)
-                        r["corpus"] = c
-                        results.append(r)
-                        log("  " + _line(r))
+            cells = cells_for(tok, threads, batch_tokenizers)
+            runs: dict[tuple, list[dict]] = {cell: [] for cell in cells}
+            for i in range(max(procs, slow_procs)):
+                for lib, mode, k in cells:
+                    if i >= (slow_procs if lib in SLOW_LIBS else procs):
+                        continue
+                    if runs[(lib, mode, k)] and "error" in runs[(lib, mode, k)][0]:
+                        continue  # cannot load this tokenizer: once is enough
+                    runs[(lib, mode, k)].append(measure(lib, tok, files[c], mode, k, 1 if lib in SLOW_LIBS else reps,
+                                                        cpu if k == 1 else None))
+            for cell in cells:
+                r = _merged(runs[cell])
+                r["corpus"] = c
+                results.append(r)
+                log("  " + _line(r))
     return {"machine": machine(), "versions": versions(), "reps": reps, "pinned_cpu": cpu,
-            "scaling_reps": scaling_reps, "one_thread": ONE_THREAD,
+            "procs": procs, "slow_procs": slow_procs, "scaling_reps": procs, "one_thread": ONE_THREAD,
             "corpora": {c: {"path": str(files[c]), "label": CORPORA[c]["label"]} for c in corpora},
             "results": results}
 
@@ -392,11 +408,14 @@ def main(argv=None) -> None:
                     help="tokenizers that get the batch rows ('all': every one of --tokenizers)")
     ap.add_argument("--corpora", default=",".join(CORPORA))
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--reps", type=int, default=3, help="passes per process: 1 cold + warm ones (default 3)")
+    ap.add_argument("--reps", type=int, default=2, help="passes per process: 1 cold + warm ones (default 2)")
     ap.add_argument("--pin", default="auto",
                     help="CPU the 1-thread processes are pinned to: auto (the highest allowed), none, or a number")
-    ap.add_argument("--scaling-reps", type=int, default=3,
-                    help="fresh processes for each of rmlprep's 1- and 2-thread batch rows (median; default 3)")
+    ap.add_argument("--procs", type=int, default=3,
+                    help="fresh processes per row, every library alike, run in rounds (median; default 3)")
+    ap.add_argument("--slow-procs", type=int, default=1,
+                    help="fresh processes per row of the reference libraries tokenizers and sentencepiece "
+                         "(0.5-5 MB/s, one cold pass each; default 1)")
     ap.add_argument("--_measure", help=argparse.SUPPRESS)
     ap.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--lib"), ap.add_argument("--tok"), ap.add_argument("--corpus"), ap.add_argument("--mode")
@@ -409,7 +428,7 @@ def main(argv=None) -> None:
     t0 = time.perf_counter()
     doc = run_encode([t for t in args.tokenizers.split(",") if t], [c for c in args.corpora.split(",") if c],
                      args.reps, [int(t) for t in args.threads.split(",")], batch_tokenizers=batch, pin=args.pin,
-                     scaling_reps=args.scaling_reps)
+                     procs=args.procs, slow_procs=args.slow_procs)
     doc["seconds"] = round(time.perf_counter() - t0, 1)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"encode-{time.strftime('%Y%m%d-%H%M%S')}.json"
