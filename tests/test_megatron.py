@@ -100,6 +100,18 @@ def test_megatron_documents_read_back(corpus, tmp_path):
     assert not list((tmp_path / "o").glob("*.parquet")) and not (tmp_path / "o" / "README.md").exists()
 
 
+def test_megatron_summary_names_sequences_not_packed_rows(corpus, tmp_path):
+    """explorer5 X6: the summary of a Megatron run said "packed rows 15 x 64 (2 short)",
+    "unfilled ... in the short last row of each shard" and "tokens ... = 874 in rows": rows no
+    file holds."""
+    lines: list[str] = []
+    run(make_cfg(corpus[0], tmp_path / "o", workers=1), log=lines.append)
+    summary = next(x for x in lines if x.startswith("summary"))
+    assert "packed rows" not in summary and "unfilled" not in summary and "short last row" not in summary, summary
+    assert "each document one sequence of shard-NNNNN.bin/.idx" in summary, summary
+    assert " in rows" not in summary and "in the .bin files" in summary, summary
+
+
 def test_megatron_without_a_document_writes_no_data_args(tmp_path):
     """Every row rejected: no megatron-data-args.txt to point Megatron at an empty dataset, but
     the README that says there is no data, as a Parquet run writes."""

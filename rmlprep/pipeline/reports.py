@@ -266,8 +266,9 @@ def _tokens_line(manifest: dict[str, Any]) -> str:
     documents ``overflow = "drop"`` left out are rejects, not documents)."""
     t = manifest["totals"]
     docs, written = t["tokens"], t.get("written_tokens", t["tokens"])
+    where = "in the .bin files" if manifest["config"]["output"].get("format") == "megatron" else "in rows"
     if written == docs:
-        return f"{docs:,} (all in rows)"
+        return f"{docs:,} (all {where})"
     cut = t.get("truncated_tokens", 0)
     framing = written - docs + cut
     pack = manifest["config"]["pack"]
@@ -279,7 +280,7 @@ def _tokens_line(manifest: dict[str, Any]) -> str:
         parts.append(f"+ {framing:,} {names or 'framing'}")
     if cut:
         parts.append(f"- {cut:,} cut (over-long)")
-    return " ".join(parts) + f" = {written:,} in rows"
+    return " ".join(parts) + f" = {written:,} {where}"
 
 
 def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
@@ -376,6 +377,18 @@ def _padding_line(manifest: dict[str, Any]) -> tuple[str, str]:
     return "padding", room
 
 
+def _rows_lines(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    """The packed rows and the room they leave; for ``output.format = "megatron"`` what the
+    .bin/.idx hold instead: documents, each one sequence (the rows it was packed into on the way
+    are no output, so their count and room would describe nothing written; explorer5 X6)."""
+    t = manifest["totals"]
+    if manifest["config"]["output"].get("format") == "megatron":
+        return [("megatron", "each document one sequence of shard-NNNNN.bin/.idx, framed as [pack] says (Megatron "
+                             "packs them at training time, with its own sequence length)")]
+    return [("packed rows", f"{t['rows']:,} x {manifest['config']['pack']['seq_len']} ({t['short_rows']} short)"),
+            _padding_line(manifest)]
+
+
 def tokens_rate(per_s: float) -> str:
     """Tokens per second as the summary writes them: millions from 0.1 M up ("1.23 M tokens/s"),
     plain below it ("5,120 tokens/s"), so a small sft run does not read "0.00 M tokens/s"."""
@@ -398,8 +411,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         ("documents", f"{t['documents']:,}"),
         ("rejects", f"{t['rejects']:,}" + (f" (see {manifest['config']['output']['dir']}/rejects/)" if t["rejects"] else "")),
         ("tokens", _tokens_line(manifest)),
-        ("packed rows", f"{t['rows']:,} x {manifest['config']['pack']['seq_len']} ({t['short_rows']} short)"),
-        _padding_line(manifest),
+        *_rows_lines(manifest),
     ]
     if t["lone_surrogate_rows"]:
         lines.append(("surrogates", f"{t['lone_surrogate_rows']:,} rows had lone surrogates, kept with U+FFFD"))
