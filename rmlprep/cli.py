@@ -34,6 +34,7 @@ from .errors import ChatFormatError, InputError, ParityError, RmlprepError, RowE
 from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
 from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
 from .pipeline import run
+from .pipeline.verdict import run_verdict
 
 __all__ = ["main", "build_parser"]
 
@@ -67,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local: a process pool on this machine; ray: Ray tasks on a local Ray or the cluster "
                         "in run.ray_address (pip install 'rmlprep[ray]'). Same shards either way "
                         "(default: run.engine)")
+    r.add_argument("--max-reject-fraction", type=float, metavar="F",
+                   help="exit 2 when more than this share of the rows read is rejected (default: "
+                        "run.max_reject_fraction, 0.1; 1 never)")
 
     e = sub.add_parser("encode", help="encode text to token ids")
     e.add_argument("tokenizer", help=TOKENIZER_HELP)
@@ -136,7 +140,8 @@ def _open(path: str, name: str | None):
 
 
 def _cmd_run(a) -> int:
-    cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output, engine=a.engine)
+    cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output, engine=a.engine,
+                                               max_reject_fraction=a.max_reject_fraction)
     return _run_config(cfg, resume=a.resume, overwrite=a.overwrite)
 
 
@@ -145,8 +150,9 @@ def run_exit_status(config: RunConfig | Callable[[], RunConfig], *, resume: bool
     """Run a job as ``rmlprep run`` does and return its exit status, for a script's ``main``
     (``pipelines/pretrain.py``, ``pipelines/sft.py``): 0 when the shards hold a document
     (``shards: DIR`` on stdout); 2 for a user error (:class:`~rmlprep.errors.RmlprepError`, a
-    refused file, out of memory) or an empty dataset (every row rejected, or no row at all: no
-    success); 3 for a parity failure; 130 on Ctrl-C, 143 on SIGTERM. Each failure is one line
+    refused file, out of memory), an empty dataset (every row rejected, or no row at all: no
+    success) or rejects over ``run.max_reject_fraction`` of the rows read
+    (:func:`rmlprep.pipeline.verdict.run_verdict`); 3 for a parity failure; 130 on Ctrl-C, 143 on SIGTERM. Each failure is one line
     on stderr, never a traceback.
 
     Args:
@@ -164,36 +170,12 @@ def run_exit_status(config: RunConfig | Callable[[], RunConfig], *, resume: bool
 
 def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
     manifest = run(cfg, resume=resume, overwrite=overwrite, log=_log)
-    t = manifest["totals"]
-    if not t["documents"]:  # an empty dataset is no success: exit 2, not 0, and no "shards:" line
-        _log(f"rmlprep: error: {_all_rejected(cfg.output_dir, manifest) if t['rejects'] else _no_rows(manifest)}")
+    why = run_verdict(cfg, manifest)  # no document, or rejects over run.max_reject_fraction: exit 2, no "shards:"
+    if why is not None:
+        _log(f"rmlprep: error: {why}")
         return 2
     print(f"shards: {cfg.output_dir}")
     return 0
-
-
-def _no_rows(manifest: dict) -> str:
-    n = len(manifest["shards"])
-    return (f"the input holds no rows ({n} unit{'s' if n != 1 else ''} read, each empty or blank lines only): "
-            "no document in the shards; check input.paths")
-
-
-def _all_rejected(out_dir: str, manifest: dict) -> str:
-    """The line for a run whose every row went to rejects/ (a wrong ``input.column`` or
-    ``pipeline`` does that): the count, and the first reject's source, row and reason."""
-    from . import fs
-
-    n = manifest["totals"]["rejects"]
-    first = ""
-    try:
-        with fs.open(fs.join(out_dir, manifest["rejects"]["files"][0])) as f:
-            r = json.loads(f.readline())
-        first = f"; the first: {r['source']} row {r['row']}: {r['reason']}"
-    except (OSError, ValueError, KeyError, IndexError):  # the count is the message; the reason is a help
-        pass
-    return (f"every row was rejected ({n:,} row{'s' if n != 1 else ''}, no document in the shards){first}; "
-            "every row's reason is "
-            f"in {fs.join(out_dir, 'rejects')}/ (check input.column and pipeline against the data)")
 
 
 def _cmd_encode(a) -> int:

@@ -89,6 +89,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # cluster this machine belongs to (`ray start --head` /
                                      # `ray start --address=...`, or RAY_ADDRESS); "ray://host:10001":
                                      # a remote cluster through Ray Client. Needs pip install 'rmlprep[ray]'.
+    max_reject_fraction = 0.1        # rejects over this share of the rows read: exit 2 (rmlprep run,
+                                     # run_exit_status), the output written as usual; 1.0: never
 
 The engine, like the worker count, never changes the output: the same units, shard names and bytes,
 so ``engine`` and ``ray_address`` are left out of the config hash and a run started with one engine
@@ -103,7 +105,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import importlib.util
 import json
 import os
 import tomllib
@@ -113,6 +114,7 @@ from typing import Any
 
 from . import fs
 from .config_paths import _abs, _abs_dir, relative_note
+from .config_run import ENGINES, _check_engine, check_reject_fraction, check_run  # noqa: F401 (ENGINES)
 from .chat import detect_chat_format
 from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
 from .errors import ChatFormatError, ConfigError
@@ -180,6 +182,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "histogram": ((bool,), True),
         "engine": ((str,), "local"),
         "ray_address": ((str,), None),
+        "max_reject_fraction": ((float, int), 0.1),
     },
 }
 _TOP = {"pipeline": ((str,), "pretrain")}
@@ -187,19 +190,17 @@ _FORMATS = ("auto", "jsonl", "parquet", "csv", "hf", "stdlib")
 _PIPELINES = ("pretrain", "sft")
 #: Pretrain-only switches that would add or parse special tokens: refused when set true in sft.
 _NOT_SFT = (("tokenizer", "add_special_tokens"), ("tokenizer", "parse_special"), ("pack", "bos"), ("pack", "eos"))
-_PROGRESS = ("auto", "bar", "log", "none")
 _OUTPUT_FORMATS = ("parquet", "megatron")
 #: pyarrow's Parquet codecs (``pq.write_table(compression=...)``, case-insensitive)
 _COMPRESSION = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
 # keys left out of the hash while at their default (added after configs were hashed without them)
 _HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False,
                           ("chat", "system_column"): None, ("chat", "ignore_media"): False}
-ENGINES = ("local", "ray")
 # pack.seq_len's ceiling is the pack functions' own (rmlprep.packing.common.MAX_SEQ_LEN, 2**24)
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
 # keys that change how a run goes but never its output bytes: left out of the config hash
 _NOT_HASHED = {("run", "workers"), ("run", "progress"), ("run", "histogram"), ("run", "engine"),
-               ("run", "ray_address"), ("output", "dir"),
+               ("run", "ray_address"), ("run", "max_reject_fraction"), ("output", "dir"),
                ("parity", "chat"), ("parity", "chat_renders"), ("parity", "chat_live_sample")}
 
 
@@ -274,13 +275,17 @@ class RunConfig:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def with_overrides(self, *, workers: int | None = None, output: str | None = None,
-                       engine: str | None = None) -> "RunConfig":
-        """A copy with ``run.workers``, ``output.dir`` and/or ``run.engine`` replaced (CLI flags).
+                       engine: str | None = None, max_reject_fraction: float | None = None) -> "RunConfig":
+        """A copy with ``run.workers``, ``output.dir``, ``run.engine`` and/or
+        ``run.max_reject_fraction`` replaced (CLI flags).
 
         Raises:
-            ConfigError: a negative worker count; an unknown engine; engine "ray" without Ray.
+            ConfigError: a negative worker count; an unknown engine; engine "ray" without Ray; a
+                reject fraction outside 0..1.
         """
         d = copy.deepcopy(self.data)
+        if max_reject_fraction is not None:
+            d["run"]["max_reject_fraction"] = check_reject_fraction(max_reject_fraction, "--max-reject-fraction")
         if engine is not None:
             _check_engine(engine, "--engine")
             d["run"]["engine"] = engine
@@ -293,15 +298,6 @@ class RunConfig:
             d["output"]["dir"] = _abs_dir(output, "--output")
             relative = tuple(r for r in relative if r[0] != "output.dir")  # --output is not the config's
         return RunConfig(d, self.source, relative=relative, cwd=self.cwd)
-
-
-def _check_engine(engine: str, where: str) -> None:
-    """Refuse an unknown engine, and engine "ray" when Ray is not installed (before any work)."""
-    if engine not in ENGINES:
-        raise ConfigError(f"{where}: must be one of {list(ENGINES)}, got {engine!r}")
-    if engine == "ray":
-        if importlib.util.find_spec("ray") is None:
-            raise ConfigError(f"{where} = 'ray' needs Ray, which is not installed: pip install 'rmlprep[ray]'")
 
 
 def _where(source: str) -> str:
@@ -484,17 +480,5 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
         raise ConfigError(f"{w}output.compression: must be one of {list(_COMPRESSION)}, got {out['compression']!r}")
     if out["row_group_rows"] < 1:
         raise ConfigError(f"{w}output.row_group_rows: must be >= 1, got {out['row_group_rows']}")
-    run = data["run"]
-    if run["workers"] < 0:
-        raise ConfigError(f"{w}run.workers: must be >= 0 (0 = all cores), got {run['workers']}")
-    if run["progress"] not in _PROGRESS:
-        raise ConfigError(f"{w}run.progress: must be one of {list(_PROGRESS)}, got {run['progress']!r}")
-    _check_engine(run["engine"], f"{w}run.engine")
-    if run["ray_address"] is not None:
-        if run["engine"] != "ray":
-            raise ConfigError(f"{w}run.ray_address: only used with engine = \"ray\"; set run.engine = \"ray\" "
-                              "or remove ray_address")
-        if not run["ray_address"]:
-            raise ConfigError(f"{w}run.ray_address: empty; leave it out to start a local Ray, or give "
-                              "\"auto\" or \"ray://host:10001\"")
+    check_run(data["run"], w)
     return RunConfig(data, source, relative=tuple(relative), cwd=os.getcwd() if relative else "")

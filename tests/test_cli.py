@@ -512,10 +512,13 @@ def _run_cli(capsys, toml: Path) -> tuple[int, str]:
     return rc, capsys.readouterr().err
 
 
-def _toml(path: Path, inputs: list[str], out: Path) -> Path:
+def _toml(path: Path, inputs: list[str], out: Path, *, rejects_ok: bool = False) -> Path:
+    """A config of the tiny tokenizer; ``rejects_ok``: run.max_reject_fraction = 1 (inputs of
+    mostly bad rows on purpose, whose exit 0 is the point)."""
     path.write_text(f"[input]\npaths = {json.dumps(inputs)}\nunit_bytes = 2000\n[tokenizer]\npath = \"{TINY}\"\n"
                     f"[pack]\nseq_len = 64\n[output]\ndir = \"{out}\"\n"
-                    "[run]\nworkers = 1\nprogress = \"none\"\nhistogram = false\n")
+                    "[run]\nworkers = 1\nprogress = \"none\"\nhistogram = false\n"
+                    + ("max_reject_fraction = 1\n" if rejects_ok else ""))
     return path
 
 
@@ -546,7 +549,7 @@ def test_run_over_hostile_inputs_never_exits_1(tmp_path, capsys):
     cases = _hostile_files(d)
     for i, (name, (kind, n)) in enumerate(sorted(cases.items())):
         out = tmp_path / f"o{i}"
-        rc, err = _run_cli(capsys, _toml(tmp_path / f"c{i}.toml", [str(d / name)], out))
+        rc, err = _run_cli(capsys, _toml(tmp_path / f"c{i}.toml", [str(d / name)], out, rejects_ok=True))
         assert rc == (0 if kind == "rows" else 2), (name, err)
         if kind != "file":
             _check_accounting(out, {name: n})
@@ -557,7 +560,7 @@ def test_run_over_hostile_inputs_never_exits_1(tmp_path, capsys):
             assert not (out / "manifest.json").exists(), name
     rows = {k: n for k, (kind, n) in cases.items() if kind != "file"}
     out = tmp_path / "rows"
-    rc, err = _run_cli(capsys, _toml(tmp_path / "rows.toml", [str(d / k) for k in sorted(rows)], out))
+    rc, err = _run_cli(capsys, _toml(tmp_path / "rows.toml", [str(d / k) for k in sorted(rows)], out, rejects_ok=True))
     assert rc == 0, err
     _check_accounting(out, rows)
     rc, err = _run_cli(capsys, _toml(tmp_path / "all.toml", [str(d / "*")], tmp_path / "all"))
@@ -625,6 +628,51 @@ def test_a_run_over_no_rows_exits_2(tmp_path, capsys, body):
     errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
     assert rc == 2 and len(errors) == 1 and "Traceback" not in err, err
     assert "the input holds no rows (1 unit read" in errors[0], errors[0]
+
+
+@needs_tiny
+def test_a_run_over_max_reject_fraction_exits_2_with_the_rejects_by_stage(tmp_path, capsys):
+    """Careless-user trial: a run whose 90 of 100 rows were rejects exited 0, its summary saying
+    only "rejects 90". Rows (worked out from the loop below): every 10th row is good (10); of
+    the others, i % 3 == 0 is not JSON and i % 3 == 1 has no "text" field (read: 30 + 30), i %
+    3 == 2 has a number for text (validate: 30). Over run.max_reject_fraction (0.1 by default)
+    the run writes its folder as usual and exits 2 with one line: the count, the share, the
+    stages, the first reject and the flag that accepts them; the summary and the manifest give
+    the stages too. The rerun with --max-reject-fraction 0.9 finds every unit done and exits 0;
+    1 never fails; 11 rejects of 110 rows (10%) pass the default."""
+    lines = []
+    for i in range(100):
+        lines.append(json.dumps({"text": f"good row {i}"}) if i % 10 == 0 else
+                     "{not json" if i % 3 == 0 else json.dumps({"txt": "x"}) if i % 3 == 1 else json.dumps({"text": 5}))
+    (tmp_path / "d.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "o"
+    toml = _toml(tmp_path / "c.toml", [str(tmp_path / "d.jsonl")], out)
+    rc, err = _run_cli(capsys, toml)
+    errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
+    assert rc == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert errors[0] == (
+        "rmlprep: error: 90 of 100 rows were rejected (90.0% of rows read: read 60, validate 30), more than "
+        f"run.max_reject_fraction = 0.1; the first: {tmp_path / 'd.jsonl'} row 1: no 'text' field (fields: ['txt']); "
+        f"every row's reason is in {out / 'rejects'}/ (the shards and manifest are written: if these rejects are "
+        "expected, rerun with --max-reject-fraction 0.9 or set run.max_reject_fraction)")
+    assert f"rejects      90 (90.0% of rows read: read 60, validate 30; see {out / 'rejects'}/)" in err
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["rejects"]["by_stage"] == {"read": 60, "validate": 30} and m["totals"]["documents"] == 10
+    assert json.loads((out / "shard-00000.done.json").read_text())["rejects_by_stage"] == {"read": 60, "validate": 30}
+    rc = main(["run", str(toml), "--max-reject-fraction", "0.9"])
+    cap = capsys.readouterr()
+    assert rc == 0 and cap.out == f"shards: {out}\n" and "rmlprep: error" not in cap.err, cap.err
+    marker = out / "shard-00000.done.json"  # a kept marker of an rmlprep before the count: not known
+    marker.write_text(json.dumps({k: v for k, v in json.loads(marker.read_text()).items() if k != "rejects_by_stage"}))
+    toml.write_text(toml.read_text() + "max_reject_fraction = 1\n")
+    rc, err = _run_cli(capsys, toml)
+    assert rc == 0 and "rejects      90 (90.0% of rows read: stages not known; see" in err, err
+    assert json.loads((out / "manifest.json").read_text())["rejects"]["by_stage"] is None
+    assert main(["run", str(toml), "--max-reject-fraction", "1.5"]) == 2
+    assert "rmlprep: error: --max-reject-fraction: must be a number from 0 to 1" in capsys.readouterr().err
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps({"text": f"t {i}"}) + "\n" for i in range(99)) + "{bad\n" * 11)
+    rc, err = _run_cli(capsys, _toml(tmp_path / "e.toml", [str(tmp_path / "e.jsonl")], tmp_path / "e"))
+    assert rc == 0 and "rejects      11 (10.0% of rows read: read 11; see" in err, err
 
 
 def _script(name: str):

@@ -45,6 +45,8 @@ Stages, and the module that owns each::
       ▼
       reports.write_reports        manifest.json, stats.json, lengths.png, the summary table
                                    (late_keys.late_counts: a count a kept marker predates is null)
+      verdict.run_verdict          no document, or rejects over run.max_reject_fraction: the CLI's
+                                   exit 2 (verdict.rejects_by_stage: the count per stage)
 
 Every stage after reading is a pure function of (unit, config, tokenizer), so the shards are
 byte-identical for any number of workers and either engine, and a rerun after a kill gives the

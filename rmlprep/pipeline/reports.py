@@ -28,6 +28,7 @@ from .late_keys import late_counts
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist, unfilled_tokens
+from .verdict import reject_line, rejects_by_stage
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
 
@@ -154,7 +155,8 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
                       "sft: best-fit-decreasing per unit; rows hold at most seq_len tokens"),
         "totals": totals,
         "shards": [_shard_entry(u, r) for u, r in zip(units, recs)],
-        "rejects": {"count": totals["rejects"], "files": [rejects_name(r["unit"]) for r in recs if r["rejects"]]},
+        "rejects": {"count": totals["rejects"], "by_stage": rejects_by_stage(recs),
+                    "files": [rejects_name(r["unit"]) for r in recs if r["rejects"]]},
         "timings": {k: round(v, 3) for k, v in timings.items()},
         "engine": cfg["run"]["engine"],
         "workers": workers,
@@ -409,7 +411,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                    f"{manifest['units_skipped']} skipped as done)"),
         ("rows read", f"{t['rows_read']:,}"),
         ("documents", f"{t['documents']:,}"),
-        ("rejects", f"{t['rejects']:,}" + (f" (see {manifest['config']['output']['dir']}/rejects/)" if t["rejects"] else "")),
+        ("rejects", reject_line(manifest)),
         ("tokens", _tokens_line(manifest)),
         *_rows_lines(manifest),
     ]

@@ -153,6 +153,7 @@ class Tally:
             replaced; see :attr:`Rows.originals`), as JSON (:func:`json_value`;
             ``value_encoded`` when part of it is not JSON as it is).
         n_rejects: rejected rows so far (flushed or not, the pack stage's included).
+        by_stage: the same, per stage (:data:`REJECT_STAGES`; the marker's ``rejects_by_stage``).
         rejects_bytes: the size of the rejects file :meth:`write_rejects` wrote.
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
             ``json_tool_calls``, ...: :data:`rmlprep.pipeline.chat_stages.CHAT_COUNTS`).
@@ -165,6 +166,7 @@ class Tally:
     surrogate_rows: int = 0
     rejects: list[dict[str, Any]] = field(default_factory=list)
     n_rejects: int = 0
+    by_stage: dict[str, int] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     rejects_bytes: int = 0
     _spool: Any = None
@@ -186,6 +188,7 @@ class Tally:
         """Record a rejected row of the batch in flight (``stage``: one of :data:`REJECT_STAGES`)."""
         self.rejects.append(self._record(row, stage, reason, value))
         self.n_rejects += 1
+        self.by_stage[stage] = self.by_stage.get(stage, 0) + 1
 
     def reject_packed(self, row: int, reason: str, value: Any = None) -> None:
         """Record a row the pack stage left out (after its batch was flushed), with its value as
@@ -198,6 +201,7 @@ class Tally:
         self._packed_spool.write(json_line(self._record(row, "pack", reason, value)))
         self._last_packed_row = int(row)
         self.n_rejects += 1
+        self.by_stage["pack"] = self.by_stage.get("pack", 0) + 1
 
     def flush(self) -> None:
         """Spool the records of the batches every stage is done with, in source-row order.

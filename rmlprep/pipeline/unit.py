@@ -23,7 +23,7 @@ from .output import MARKER_VERSION, OutputFolder
 from .pack import Packed, pack_conversations, pack_documents, unfilled_tokens
 from .plan import check_unchanged, input_identity
 from .chat_stages import format_and_tokenize, validate_conversations
-from .stages import Tally, read, tokenize_texts, validate_texts
+from .stages import REJECT_STAGES, Tally, read, tokenize_texts, validate_texts
 from .writers import writer_for
 
 __all__ = ["process_unit", "work_unit", "StageClock"]
@@ -147,7 +147,9 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "short_rows": packed.short_rows,
         "documents": packed.documents,
         "rejects": tally.n_rejects,
-        **({"rejects_sha256": rejects_sha256, "rejects_bytes": tally.rejects_bytes} if tally.n_rejects else {}),
+        **({"rejects_sha256": rejects_sha256, "rejects_bytes": tally.rejects_bytes,
+            "rejects_by_stage": {k: tally.by_stage[k] for k in REJECT_STAGES if k in tally.by_stage}}
+           if tally.n_rejects else {}),
         "blank_lines": tally.blank,
         "lone_surrogate_rows": tally.surrogate_rows,
         "tokens": packed.tokens,

@@ -1,0 +1,96 @@
+"""Whether a finished run is a success, from its manifest: a run with no document (every row
+rejected, or no row at all) is not, nor one whose rejects pass ``run.max_reject_fraction`` of
+the rows read (:func:`run_verdict`; ``rmlprep run`` and :func:`rmlprep.cli.run_exit_status`
+exit 2 with its line); and the rejects' breakdown by stage that the summary and that line give
+(:func:`rejects_by_stage`, :func:`reject_line`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .. import fs
+from ..config import RunConfig
+from .stages import REJECT_STAGES
+
+__all__ = ["rejects_by_stage", "reject_line", "run_verdict"]
+
+
+def rejects_by_stage(recs: list[dict[str, Any]]) -> dict[str, int] | None:
+    """The rejects per stage (``read``, ``validate``, ``format``, ``tokenize``, ``pack``: the
+    stage that found them, in that order; a stage with none is absent), summed over the done
+    markers' ``rejects_by_stage``; None (not known) when a kept marker with rejects predates
+    the key (a resumed run; ``--overwrite`` counts again)."""
+    if any(r["rejects"] and "rejects_by_stage" not in r for r in recs):
+        return None
+    out: dict[str, int] = {}
+    for r in recs:
+        for k, n in r.get("rejects_by_stage", {}).items():
+            out[k] = out.get(k, 0) + n
+    return {k: out[k] for k in REJECT_STAGES if k in out}
+
+
+def _breakdown(manifest: dict[str, Any]) -> str:
+    """``90.0% of rows read: read 60, validate 30`` (the stages' counts, when known)."""
+    t = manifest["totals"]
+    by = manifest["rejects"].get("by_stage")
+    stages = ", ".join(f"{k} {n:,}" for k, n in by.items()) if by is not None else "stages not known"
+    return (f"{t['rejects'] / t['rows_read']:.1%} of rows read: " if t.get("rows_read") else "") + stages
+
+
+def reject_line(manifest: dict[str, Any]) -> str:
+    """The summary's rejects: the count, its share of the rows read and the count per stage
+    (``90 (90.0% of rows read: read 60, validate 30; see DIR/rejects/)``); ``0`` for none."""
+    t = manifest["totals"]
+    if not t["rejects"]:
+        return "0"
+    return f"{t['rejects']:,} ({_breakdown(manifest)}; see {fs.join(manifest['config']['output']['dir'], 'rejects')}/)"
+
+
+def _first_reject(out_dir: str, manifest: dict[str, Any]) -> str:
+    """``; the first: FILE row N: REASON`` from the first rejects file ("" when it cannot be read:
+    the count is the message, the reason a help)."""
+    try:
+        with fs.open(fs.join(out_dir, manifest["rejects"]["files"][0])) as f:
+            r = json.loads(f.readline())
+        return f"; the first: {r['source']} row {r['row']}: {r['reason']}"
+    except (OSError, ValueError, KeyError, IndexError):
+        return ""
+
+
+def run_verdict(cfg: RunConfig, manifest: dict[str, Any]) -> str | None:
+    """Why the finished run is no success (one line, for ``rmlprep: error: ...``), or None.
+
+    - No document: every row was rejected (a wrong ``input.column`` in JSONL, chat data given to
+      the pretrain pipeline), or the input holds no rows.
+    - More rejects than ``run.max_reject_fraction`` of the rows read (default 0.1): a share of
+      bad rows that more likely means a wrong column, encoding or file among the inputs than a
+      few damaged rows. The output is written and committed as usual (a rerun with a higher
+      fraction finds every unit done and succeeds); the line gives the count per stage and the
+      first reject.
+    """
+    out_dir = str(cfg.output_dir)
+    t = manifest["totals"]
+    n = t["rejects"]
+    if not t["documents"] and not n:
+        units = len(manifest["shards"])
+        return (f"the input holds no rows ({units} unit{'s' if units != 1 else ''} read, each empty or blank lines "
+                "only): no document in the shards; check input.paths")
+    rejects = f"{fs.join(out_dir, 'rejects')}/"
+    if not t["documents"]:
+        return (f"every row was rejected ({n:,} row{'s' if n != 1 else ''}, no document in the shards)"
+                f"{_first_reject(out_dir, manifest)}; every row's reason is in {rejects} (check input.column and "
+                "pipeline against the data)")
+    limit = cfg["run"]["max_reject_fraction"]
+    if t["rows_read"] and n / t["rows_read"] > limit:
+        return (f"{n:,} of {t['rows_read']:,} rows were rejected ({_breakdown(manifest)}), more than "
+                f"run.max_reject_fraction = {limit:g}{_first_reject(out_dir, manifest)}; every row's reason is in "
+                f"{rejects} (the shards and manifest are written: if these rejects are expected, rerun with "
+                f"--max-reject-fraction {min(1.0, _ceil2(n / t['rows_read'])):g} or set run.max_reject_fraction)")
+    return None
+
+
+def _ceil2(x: float) -> float:
+    """x rounded up to 2 decimals (the fraction a rerun needs to accept these rejects)."""
+    return -(-round(x * 10000) // 100) / 100
