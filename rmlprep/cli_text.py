@@ -10,7 +10,8 @@ from pathlib import Path
 
 from . import json_rows
 from .errors import InputError, RmlprepError, RowError
-from .readers.jsonl import _BOM, _WIDE_BOMS
+from .encoding_hints import not_utf8_hint, wide_encoding
+from .readers.jsonl import _BOM
 
 __all__ = ["utf8_text", "stdin_text", "read_file_text", "read_texts"]
 
@@ -28,16 +29,20 @@ def utf8_text(data: bytes, name: str, *, file: bool = True) -> str:
     Raises:
         InputError: naming ``name``, the encoding or the byte offset, and the iconv line.
     """
-    for bom, enc in _WIDE_BOMS:
-        if data.startswith(bom):
-            raise InputError(f"{name}{': the file' if file else ''} is {enc} (byte-order mark at byte 0); rmlprep "
-                             f"reads UTF-8: convert it with iconv -f {enc} -t UTF-8")
+    wide = wide_encoding(data[:64])
+    if wide is not None:
+        raise InputError(f"{name}{': the file' if file else ''} is {wide[0]} ({wide[2]}); rmlprep "
+                         f"reads UTF-8: convert it with iconv -f {wide[1]} -t UTF-8")
     skip = len(_BOM) if data.startswith(_BOM) else 0
     try:
         return data[skip:].decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{name}: byte {skip + e.start}: not valid UTF-8 ({e.reason}); rmlprep reads UTF-8 text "
-                         "(convert it with iconv -t UTF-8)") from None
+        line_at = data.rfind(b"\n", 0, skip + e.start) + 1  # the hint reads the line, not the whole file
+        end = data.find(b"\n", skip + e.start)
+        line = data[line_at:end if end >= 0 else len(data)]
+        hint = not_utf8_hint(line, skip + e.start - line_at, e.reason)
+        raise InputError(f"{name}: byte {skip + e.start}: not valid UTF-8 ({e.reason}{hint}); rmlprep reads UTF-8 "
+                         "text" + ("" if hint else " (convert it with iconv -t UTF-8)")) from None
 
 
 def stdin_text() -> str:

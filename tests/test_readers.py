@@ -290,8 +290,8 @@ def test_random_bytes_inside_a_zst(tmp_path):
 def test_not_zstd_at_all(tmp_path):
     p = tmp_path / "plain.jsonl.zst"
     p.write_bytes(forty_docs())
-    with pytest.raises(InputError, match="not zstd-compressed") as ei:
-        read_path(p)
+    with pytest.raises(InputError, match=r"is named \.zst but holds no zstd data: it is plain text") as ei:
+        plan_units(inp([p]))  # found while the run is planned (careless-user U2), not when the unit decodes it
     one_line_error(ei, p)
 
 
@@ -305,8 +305,8 @@ def test_broken_gz_is_a_file_error(tmp_path, damage):
         b = bytearray(good)
         b[len(b) // 2] ^= 0xFF
         bad, match = bytes(b), "corrupt gzip data"
-    elif damage == "not-gzip":
-        bad, match = data, "corrupt gzip data"
+    elif damage == "not-gzip":  # now found while the run is planned: test_a_file_that_is_not_what_it_is_named
+        bad, match = data, r"is named \.gz but holds no gzip data: it is plain text"
     else:
         bad, match = good + b"garbage!", "corrupt gzip data"
     p = tmp_path / "x.jsonl.gz"
@@ -1053,6 +1053,71 @@ def test_compression_that_the_name_does_not_tell(tmp_path, name, data, match):
     with pytest.raises(InputError, match=match) as ei:
         plan_units(inp([p]))
     one_line_error(ei, p)
+
+
+def _parquet_bytes() -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"text": ["a", "b"]}), buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name,data,match", [
+    pytest.param("x.jsonl", _parquet_bytes(), r": is a Parquet file \(magic PAR1 at byte 0\), not JSONL; rename it to "
+                 r"end in \.parquet or set input\.format = \"parquet\"$", id="parquet-named-jsonl"),
+    pytest.param("x.csv", _parquet_bytes(), r": is a Parquet file \(magic PAR1 at byte 0\), not CSV", id="parquet-named-csv"),
+    pytest.param("x.jsonl", b"PK\x03\x04\x14\x00\x00\x00", r"is a zip archive \(magic PK at byte 0\), not JSONL; rename "
+                 r"it to end in \.zip", id="zip-named-jsonl"),
+    pytest.param("x.jsonl.gz", b'{"text": "a"}\n' * 3, r": is named \.gz but holds no gzip data: it is plain text "
+                 r"\('\{\"text\": \"a\"\}\\n\{\"text\": \"'\.\.\.\); rename it without the \.gz \(a "
+                 r"download saved decompressed\?\)$", id="plain-named-gz"),
+    pytest.param("x.jsonl.zst", b'{"text": "a"}\n', r"is named \.zst but holds no zstd data: it is plain text",
+                 id="plain-named-zst"),
+    pytest.param("x.csv.bz2", b"text\na\n", r"is named \.bz2 but holds no bzip2 data: it is plain text", id="plain-named-bz2"),
+    pytest.param("x.jsonl.xz", _parquet_bytes(), r"is named \.xz but holds no xz data: it is a Parquet file", id="parquet-named-xz"),
+    pytest.param("x.csv", "text\nhello\n".encode("utf-16"), r": the file is UTF-16-LE \(byte-order mark at byte 0\); "
+                 r"rmlprep reads UTF-8: convert it with iconv -f UTF-16LE -t UTF-8$", id="utf16-bom-csv"),
+    pytest.param("x.csv", "text\nhello\n".encode("utf-16-be"), r": the file is UTF-16-BE \(no byte-order mark, a NUL "
+                 r"byte before each ASCII character\); .*iconv -f UTF-16BE -t UTF-8$", id="utf16be-csv"),
+    pytest.param("x.jsonl", '{"text": "hi"}\n'.encode("utf-16-le"), r": the file is UTF-16-LE \(no byte-order mark, a "
+                 r"NUL byte after each ASCII character\); .*iconv -f UTF-16LE -t UTF-8$", id="utf16le-jsonl"),
+])
+def test_a_file_that_is_not_what_it_is_named(tmp_path, name, data, match):
+    """Careless-user trial U1-U3: a Parquet file named .jsonl was "cut short" (its last line
+    had no newline), plain JSONL named .jsonl.gz failed only when its unit ran ("corrupt gzip
+    data"), a UTF-16 CSV was "not valid UTF-8 in a column name". The plan's first-bytes check
+    now names what the file holds (a magic number, a byte-order mark, NUL bytes between ASCII
+    characters) before any work; iconv's names (UTF-16LE, not UTF-16-LE, which it refuses).
+    A zstd file starting with a skippable frame (pzstd's) and an empty bzip2 stream still plan."""
+    p = tmp_path / name
+    p.write_bytes(data)
+    with pytest.raises(InputError, match=match) as ei:
+        plan_units(inp([p]))
+    one_line_error(ei, p)
+    skippable = b"\x50\x2a\x4d\x18\x04\x00\x00\x00abcd" + zstandard.ZstdCompressor().compress(b'{"text": "a"}\n')
+    (tmp_path / "s.jsonl.zst").write_bytes(skippable)
+    (tmp_path / "e.jsonl.bz2").write_bytes(__import__("bz2").compress(b""))
+    assert len(plan_units(inp([tmp_path / "s.jsonl.zst", tmp_path / "e.jsonl.bz2"]))) == 2
+
+
+def test_latin1_text_gets_an_encoding_hint(tmp_path):
+    """Careless-user trial U3: Latin-1 rows were rejected as "not valid UTF-8 (invalid
+    continuation byte at byte 13)" alone. Still rejects (rmlprep reads UTF-8 only), now naming
+    the text as Windows-1252 reads it and the iconv line. Worked example: b'{"text": "caf\\xe9
+    cr\\xe8me"}': byte 13 is 0xE9 ('é' in Windows-1252), which would start a 3-byte UTF-8
+    sequence that ' ' does not continue. No hint for binary bytes, nor for a UTF-8 line ('né')
+    with a bad byte after its valid UTF-8."""
+    row = '{"text": "café crème"}\n'.encode("latin-1")
+    (tmp_path / "l.jsonl").write_bytes(row + b'{"text": "\xff\xfe\x00\x01"}\n' + '{"text": "né \xe9"}\n'.encode()[:15] + b'\n')
+    values, rows, errors, _ = read_path(tmp_path / "l.jsonl")
+    assert values == [] and [r for r, _ in errors] == [0, 1, 2]
+    hint = ("; read as Windows-1252 (Latin-1) it is '\"text\": \"café crème\"}': if the file is so encoded, convert it "
+            "with iconv -f CP1252 -t UTF-8")
+    assert errors[0][1] == f"line is not valid UTF-8 (invalid continuation byte at byte 13{hint})"
+    assert "Windows-1252" not in errors[1][1] and "Windows-1252" not in errors[2][1], errors
+    (tmp_path / "l.csv").write_bytes("text\nna\u00efve\n".encode("latin-1"))
+    values, rows, errors, _ = read_path(tmp_path / "l.csv")
+    assert errors == [(0, "text is not valid UTF-8 (invalid continuation byte at byte 2; read as Windows-1252 "
+                          "(Latin-1) it is 'naïve': if the file is so encoded, convert it with iconv -f CP1252 -t UTF-8)")]
 
 
 def test_a_lone_arrow_file_of_the_datasets_cache(tmp_path):

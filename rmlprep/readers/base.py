@@ -9,7 +9,6 @@ import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ import pyarrow as pa
 from .. import fs, json_rows
 from ..compressed import compression_of, zstd_frames
 from ..errors import ConfigError, InputError, RowError
+from .sniff import LFS_POINTER, sniff  # noqa: F401 (re-exported: the plan's first-bytes check)
 
 #: A JSONL line or CSV record longer than this is a row fault (JSONL: skipped unread) or, for CSV,
 #: a file fault: no single row may make a reader hold more than this in memory.
@@ -140,45 +140,6 @@ def check_column(path: str, names: list[str], column: str) -> None:
 def one_line(e: BaseException | str, limit: int = 300) -> str:
     s = " ".join(str(e).split()) or type(e).__name__
     return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
-_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"), (b"\xfd7zXZ\x00", "xz", ".xz"))
-
-
-LFS_POINTER = b"version https://git-lfs.github.com/spec/"
-
-
-def sniff(path: str, fmt: str) -> None:
-    """File faults visible in a file's first bytes, found at plan time.
-
-    Raises:
-        InputError: the file cannot be opened; it is a Git LFS pointer (a clone without
-            ``git lfs pull``); a compressed name on a 0-byte file (no compressor writes one: an
-            interrupted download) or on another compression's data; plain-text JSONL/CSV that
-            is in fact compressed (a download saved without its suffix).
-    """
-    try:
-        with fs.open(path, "rb") as f:
-            head = f.read(64)
-    except OSError as e:
-        raise InputError(f"{path}: cannot be read ({e.strerror or e})", path=path) from None
-    if head.startswith(LFS_POINTER):
-        raise InputError(f"{path}: is a Git LFS pointer, not the data (the repository was cloned without "
-                         "its LFS files); fetch them with: git lfs pull", path=path, offset=0)
-    magic = next(((name, suffix) for m, name, suffix in _MAGIC if head.startswith(m)), None)
-    if magic is None and head.startswith(b"BZh") and head[4:10] == b"1AY&SY":
-        magic = ("bzip2", ".bz2")
-    kind = compression_of(path)
-    if kind is not None:
-        if not head:
-            raise InputError(f"{path}: is empty, but a {kind} file is never 0 bytes (an interrupted download "
-                             "or copy?); fetch the file again", path=path, offset=0)
-        if magic is not None and magic[0] != kind:
-            raise InputError(f"{path}: holds {magic[0]} data, not {kind}; rename it to end in {magic[1]}",
-                             path=path, offset=0)
-    elif magic is not None and fmt in ("jsonl", "csv"):
-        raise InputError(f"{path}: is {magic[0]}-compressed but its name does not say so; rename it to "
-                         f"{Path(path).name}{magic[1]}", path=path, offset=0)
 
 
 #: compressed bytes of a .gz file inflated at plan time to judge its ISIZE trailer (~0.7 ms of CPU)

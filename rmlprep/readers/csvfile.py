@@ -26,6 +26,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..compressed import COMPRESSED_SUFFIXES, open_decompressed
+from ..encoding_hints import not_utf8_hint
 from ..errors import InputError
 from . import base
 from .base import Batch, Unit
@@ -80,10 +81,11 @@ class _LineBounded(io.RawIOBase):
 
 def _not_utf8(value: str) -> str:
     """Why a value decoded with surrogateescape is not UTF-8, as the strict decoder says it."""
+    data = value.encode("utf-8", "surrogateescape")
     try:
-        value.encode("utf-8", "surrogateescape").decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError as e:
-        return f"{e.reason} at byte {e.start}"
+        return f"{e.reason} at byte {e.start}{not_utf8_hint(data, e.start, e.reason)}"
     return "not UTF-8"  # pragma: no cover - only called for values holding an escaped byte
 
 

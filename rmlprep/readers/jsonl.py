@@ -38,6 +38,7 @@ import numpy as np
 
 from .. import fs, json_rows
 from ..compressed import compression_of, open_decompressed, zstd_chunks, zstd_frames
+from ..encoding_hints import not_utf8_hint, wide_encoding
 from ..errors import InputError, RowError
 from . import base
 from .base import MAX_JSON_DEPTH, Batch, Unit, decoded_size_estimate, layout_hint, one_line
@@ -48,8 +49,6 @@ EMPTY_VALUES = (None, [], {}, "")  # a watched field holding one of these holds 
 
 _CR_ONLY = re.compile(rb"\}[ \t]*\r[ \t\r]*\{")  # one object, a lone CR, the next object
 
-_WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE"),
-              (b"\xfe\xff", "UTF-16-BE"), (b"\xff\xfe", "UTF-16-LE"))
 
 #: JSON's names of the values json.loads returns (a reject reason says "null", not "NoneType")
 _JSON_TYPES = {type(None): "null", str: "string", int: "number", float: "number", bool: "boolean", list: "array"}
@@ -57,10 +56,10 @@ _JSON_TYPES = {type(None): "null", str: "string", int: "number", float: "number"
 
 def _check_jsonl_head(path: str, head: bytes) -> None:
     """File faults visible in the first bytes: a UTF-16/32 byte-order mark, a JSON document."""
-    for bom, name in _WIDE_BOMS:
-        if head.startswith(bom):
-            raise InputError(f"{path}: the file is {name} (byte-order mark at byte 0); rmlprep reads "
-                             f"UTF-8: convert it with iconv -f {name} -t UTF-8", path=path, offset=0)
+    wide = wide_encoding(head)
+    if wide is not None:
+        raise InputError(f"{path}: the file is {wide[0]} ({wide[2]}); rmlprep reads UTF-8: convert it with "
+                         f"iconv -f {wide[1]} -t UTF-8", path=path, offset=0)
     if head.startswith(_BOM):
         head = head[3:]
     stripped = head.lstrip()
@@ -290,7 +289,8 @@ def _parse_line(line: bytes, column: str) -> tuple[bool, Any, dict | None]:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
-        return False, f"line is not valid UTF-8 ({e.reason} at byte {e.start})", None
+        hint = not_utf8_hint(line, e.start, e.reason)  # Latin-1 text: named
+        return False, f"line is not valid UTF-8 ({e.reason} at byte {e.start}{hint})", None
     try:
         obj = json_rows.loads(text)
     except RowError as e:  # an object holding a key twice

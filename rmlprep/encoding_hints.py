@@ -1,0 +1,70 @@
+"""What an input file that is not UTF-8 text holds, told from its bytes, for the one line that
+refuses it: a UTF-16/32 byte-order mark, UTF-16 without one (a NUL byte beside every ASCII
+character), Latin-1 / Windows-1252 text (invalid UTF-8 whose bytes read as letters there), or
+another file format under a text name (Parquet, Arrow, zip). rmlprep reads UTF-8 only: these
+only word the refusal or the reject better, they never read the file another way.
+"""
+
+from __future__ import annotations
+
+__all__ = ["WIDE_BOMS", "wide_encoding", "binary_format", "not_utf8_hint"]
+
+#: (byte-order mark, the encoding's name, iconv's name for it); the 4-byte marks first
+WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE", "UTF-32BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE", "UTF-32LE"),
+             (b"\xfe\xff", "UTF-16-BE", "UTF-16BE"), (b"\xff\xfe", "UTF-16-LE", "UTF-16LE"))
+
+#: a file format's magic number at byte 0 -> (its name, the suffix that names it)
+_FORMATS = ((b"PAR1", "a Parquet file (magic PAR1 at byte 0)", ".parquet"),
+            (b"ARROW1", "an Arrow IPC file (magic ARROW1 at byte 0)", ".arrow"),
+            (b"PK\x03\x04", "a zip archive (magic PK at byte 0)", ".zip"),
+            (b"SQLite format 3\x00", "an SQLite database", ".sqlite"))
+
+
+def wide_encoding(head: bytes) -> tuple[str, str, str] | None:
+    """(encoding, iconv name, how it shows) of a file starting with ``head`` when that is
+    UTF-16/32: a byte-order mark, or (UTF-16, no mark) a NUL byte beside each of its first 4
+    ASCII characters (``{\\x00"\\x00t\\x00e\\x00``: little-endian); None otherwise."""
+    for bom, name, iconv in WIDE_BOMS:
+        if head.startswith(bom):
+            return name, iconv, "byte-order mark at byte 0"
+    if len(head) >= 8:
+        even, odd = head[0:8:2], head[1:8:2]
+        if odd == b"\x00" * 4 and all(0x09 <= b < 0x80 for b in even):
+            return "UTF-16-LE", "UTF-16LE", "no byte-order mark, a NUL byte after each ASCII character"
+        if even == b"\x00" * 4 and all(0x09 <= b < 0x80 for b in odd):
+            return "UTF-16-BE", "UTF-16BE", "no byte-order mark, a NUL byte before each ASCII character"
+    return None
+
+
+def binary_format(head: bytes) -> tuple[str, str] | None:
+    """(what the file is, the suffix that names it) when ``head`` starts with the magic number
+    of a format that is not text (Parquet ``PAR1``, Arrow ``ARROW1``, zip, SQLite); else None."""
+    return next(((what, suffix) for magic, what, suffix in _FORMATS if head.startswith(magic)), None)
+
+
+def not_utf8_hint(data: bytes, start: int, reason: str) -> str:
+    """``; read as Windows-1252 it is 'café crème': convert the file with iconv -f CP1252 -t
+    UTF-8`` when the invalid UTF-8 at ``start`` of ``data`` (a line, a value) looks like Latin-1
+    / Windows-1252 text: the byte there reads as a letter or common sign in Windows-1252 beside
+    an ASCII letter or digit, the whole of ``data`` reads as printable text so, and no valid
+    UTF-8 beyond ASCII comes before it; "" otherwise (binary bytes; UTF-8 text with a bad byte; UTF-8 cut at the end: ``reason``
+    "unexpected end of data"). A lone byte that ASCII follows may be either (a UTF-8 character
+    cut mid-way, or Latin-1): the hint says "if". Worked example: ``b'caf\\xe9 cr\\xe8me'``
+    fails at byte 3 (``\\xe9`` starts a 3-byte sequence, ``' '`` does not continue it); 0xE9 is
+    'é' in Windows-1252, so the hint names ``'café crème'``."""
+    if reason == "unexpected end of data" or not 0 <= start < len(data) or data[start] < 0x80:
+        return ""
+    if any(b >= 0x80 for b in data[:start]):  # valid UTF-8 beyond ASCII before it: UTF-8 with a bad byte
+        return ""
+    text = data.decode("cp1252", errors="replace")
+    if "\ufffd" in text or any(c < " " and c not in "\t\r\n" for c in text):
+        return ""
+    ch = text[start]  # cp1252 is one byte per character
+    if not (ch.isalpha() or ch in "’‘“”–—…«»°£€©®±·§¿¡"):
+        return ""
+    if not any(chr(b).isalnum() for b in data[max(0, start - 1):start] + data[start + 1:start + 2] if b < 0x80):
+        return ""  # a Latin-1 letter or sign sits in a word: beside an ASCII letter or digit
+    lo, hi = max(0, start - 12), min(len(text), start + 12)
+    word = text[lo:hi].strip()
+    return (f"; read as Windows-1252 (Latin-1) it is {word!r}: if the file is so encoded, convert it with "
+            "iconv -f CP1252 -t UTF-8")
