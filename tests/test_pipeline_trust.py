@@ -622,6 +622,59 @@ def test_a_rerun_killed_while_it_removes_the_set_aside_files_leaves_a_complete_f
     assert m["units_processed"] == 0 and folder(out) == new and not (out / ".rmlprep.previous").exists()
 
 
+#: An --overwrite run in a child process that SIGKILLs itself once its first unit is committed.
+_KILLED_OVERWRITE = """
+import json, os, signal, sys
+from pathlib import Path
+from rmlprep.config import config_from_dict
+from rmlprep.pipeline import run
+from rmlprep.pipeline.output import OutputFolder
+
+real = OutputFolder.write_done
+
+def write_done(self, index, record):
+    real(self, index, record)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+OutputFolder.write_done = write_done
+run(config_from_dict(json.loads(Path(sys.argv[1]).read_text())), overwrite=True, log=lambda m: None)
+"""
+
+
+def test_a_rerun_after_a_killed_overwrite_refuses_before_removing_the_set_aside_run(tmp_path):
+    """Careless-user trial U5: config A's complete folder, then ``--overwrite`` with config B
+    (another seq_len), SIGKILLed after its first unit: A's files are set aside in
+    ``.rmlprep.previous`` (its manifest among them), B's first unit is in the folder. A rerun
+    with config A removed that set-aside folder (A's complete output) first and then refused the
+    folder as another config's, so nothing was left of A. It now refuses before removing
+    anything, and says where A's folder is; ``--overwrite`` then replaces both, as asked."""
+    from rmlprep.errors import ConfigError
+
+    inp = tmp_path / "a.jsonl"
+    inp.write_bytes(b"".join(lines(120)))
+    out = tmp_path / "o"
+    cfg_a, cfg_b = make_cfg(inp, out), make_cfg(inp, out, seq_len=64)
+    assert len(run(cfg_a, log=quiet)["shards"]) > 1
+    a_files = folder(out)
+    (tmp_path / "b.json").write_text(json.dumps(cfg_b.to_dict()))
+    child = subprocess.run([sys.executable, "-c", _KILLED_OVERWRITE, str(tmp_path / "b.json")],
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+    assert child.returncode == -9, child.stderr
+    prev = out / ".rmlprep.previous"
+    files = lambda: sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != ".rmlprep.lock")  # noqa: E731
+    before = files()
+    assert (prev / "manifest.json").exists() and not (out / "manifest.json").exists()
+    assert folder(prev) == a_files  # A's complete folder, set aside
+    with pytest.raises(ConfigError, match=r"holds shards of a different config .*; \.rmlprep\.previous/ holds a "
+                                          r"complete run's folder that a killed rerun set aside"):
+        run(cfg_a, log=quiet)
+    assert files() == before, before  # nothing removed
+    assert folder(prev) == a_files
+    logs: list[str] = []
+    m = run(cfg_a, overwrite=True, log=logs.append)
+    assert folder(out) == a_files and m["units_processed"] == len(m["shards"]) and not prev.exists()
+
+
 def test_output_folder_inside_a_recursive_glob(tmp_path):
     data = tmp_path / "data"
     (data / "sub").mkdir(parents=True)

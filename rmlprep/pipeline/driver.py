@@ -121,13 +121,17 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
         check_chat_markers(cfg, tokenizer)  # sft: after parity, whose refusal names the right format
+        if not overwrite:  # another config's folder is refused before a killed rerun's set-aside files are removed:
+            # they may be the complete run it was replacing (careless-user trial U5)
+            empty = check_shards(out, cfg.config_hash, overwrite=False, tokenizer=tokenizer.fingerprint, config=cfg)
         leftover = discard_previous(out)  # a killed rerun's: its done units stay, as a stopped run's do
         if leftover:
             log(f"output: removed {len(leftover)} file{'s' if len(leftover) != 1 else ''} of an earlier run that "
                 f"a rerun killed mid-way had set aside in {PREVIOUS}")
         kept: set[int] = set()  # the units whose files this run leaves as they are
         try:
-            empty = check_shards(out, cfg.config_hash, overwrite=overwrite, tokenizer=tokenizer.fingerprint, config=cfg)
+            if overwrite:  # sets every file aside: after the leftover is gone
+                empty = check_shards(out, cfg.config_hash, overwrite=True, tokenizer=tokenizer.fingerprint, config=cfg)
             if empty:
                 log(f"output: {empty} unit{'s' if empty != 1 else ''} of another config or tokenizer "
                     f"hold{'s' if empty == 1 else ''} no document "

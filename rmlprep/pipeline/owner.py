@@ -37,8 +37,8 @@ from ..config import RunConfig
 from ..errors import ConfigError, OutputError
 from ..shards import LEGACY_SHARD_GLOB, shard_name
 from .config_diff import config_change
-from .output import LOCK_NAME, REPORT_FILES, UNIT_GLOBS, OutputFolder
-from .previous import set_aside_all
+from .output import LOCK_NAME, PREVIOUS, REPORT_FILES, UNIT_GLOBS, OutputFolder
+from .previous import previous_complete, set_aside_all
 
 __all__ = ["OWNER_NAME", "check_owner", "claim", "check_shards", "rmlprep_name"]
 
@@ -149,6 +149,9 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
             "rewrite them or choose another --output"
         )
     other, other_tok, empty = [], [], 0
+    kept = (f"; {PREVIOUS}/ holds a complete run's folder that a killed rerun set aside (its manifest.json "
+            "among it), left as it is: move its files back into the folder to keep that run, or --overwrite "
+            "replaces both") if previous_complete(out) and not overwrite else ""
     for name in out.list("shard-*.done.json"):
         m = out.read_json(name)
         if not isinstance(m, dict):
@@ -166,7 +169,7 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
             f"output.dir: {out.path} holds shards made with another tokenizer ({_markers(len(other_tok))}, "
             f"e.g. {name}: tokenizer {str(fp)[:12]}, this run's {tokenizer[:12]}; the tokenizer files changed "
             "under the same config, or the demo ran on its offline fallback tokenizer); pass --overwrite to replace them or choose another --output"
-        )
+            + kept)
     if other and not overwrite:
         m = out.read_json(other[0])
         change = (config_change(out.read_json("manifest.json"), config, m.get("config_hash"))
@@ -174,8 +177,7 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
         raise ConfigError(
             f"output.dir: {out.path} holds shards of a different config ({_markers(len(other))}, e.g. "
             f"{other[0]}" + (f"; this config changes {change}" if change else "")
-            + "); pass --overwrite to replace them or choose another --output"
-        )
+            + "); pass --overwrite to replace them or choose another --output" + kept)
     if overwrite:  # set aside, not removed: a run that then fails puts them back (driver._put_back)
         set_aside_all(out, [n for g in UNIT_GLOBS for n in out.list(g)], reports=True)  # the manifest first
     out.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
