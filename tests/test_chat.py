@@ -597,6 +597,14 @@ def test_stop_ids_and_terminators():
     assert stop_ids(tok, "chatml") == [ids["<|im_end|>"]]
     assert stop_ids(tok, "llama3") == [ids["<|eot_id|>"]]
     assert stop_ids(tok, "command-r") == []  # terminator not in this vocab
+    # Llama 3.1/3.2 also stop at <|eom_id|> (their generation_config.json: eos_token_id
+    # [128001, 128008, 128009] = <|end_of_text|>, <|eom_id|>, <|eot_id|>); gpt-oss at <|call|>
+    tok = byte_tokenizer(["<|end_of_text|>", "<|eom_id|>", "<|eot_id|>", "<|return|>", "<|call|>"], eos="<|end_of_text|>")
+    ids = tok.special_tokens
+    assert stop_ids(tok, "llama3.1") == stop_ids(tok, "llama3.2") == [ids[t] for t in ("<|end_of_text|>", "<|eot_id|>",
+                                                                                       "<|eom_id|>")]
+    assert stop_ids(tok, "llama3") == [ids["<|end_of_text|>"], ids["<|eot_id|>"]]  # Llama 3: no <|eom_id|>
+    assert stop_ids(tok, "gpt-oss")[-2:] == [ids["<|return|>"], ids["<|call|>"]]
     assert turn_terminator("llama2") == " </s>" and turn_terminator("gpt-oss") == "<|return|>"
     with pytest.raises(ChatFormatError):
         stop_ids(tok, "nope")

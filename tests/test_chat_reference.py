@@ -292,6 +292,18 @@ def test_openai_harmony_tools_and_calls(harmony):
     assert ours == want
 
 
+
+def test_stop_ids_of_gpt_oss_are_harmonys(harmony):
+    """explorer5 X9: stop_ids(tok, "gpt-oss") gave [<|return|>, <|end|>], without <|call|>, the
+    end of every tool-call message (which the masks train): generation set up with it ran past
+    every call. openai-harmony's stop tokens: <|return|> and <|call|> for assistant actions, and
+    <|end|> with them in ``stop_tokens()``."""
+    from rmlprep.chat import stop_ids
+
+    _, enc = harmony
+    ids = stop_ids(real_tokenizer("hf/gpt-oss"), "gpt-oss")
+    assert set(enc.stop_tokens_for_assistant_actions()) <= set(ids) and set(ids) == set(enc.stop_tokens())
+
 def test_openai_harmony_known_difference_developer_instructions(harmony):
     """The Hugging Face template ends the developer instructions with "\\n\\n", harmony does not:
     rmlprep follows the template (the model's tokenizer_config), and this records the difference."""

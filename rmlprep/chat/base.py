@@ -35,6 +35,10 @@ class ChatFormat:
             the template never writes that variable).
         terminator: the text that ends an assistant turn (``"<|im_end|>"``).
         stop: the terminator's token text for :func:`rmlprep.chat.stop_ids`.
+        more_stops: other tokens its model ends a generation with, for :func:`~rmlprep.chat.stop_ids`
+            (gpt-oss ``<|call|>`` after a tool call: openai-harmony's
+            ``stop_tokens_for_assistant_actions``; Llama 3.1/3.2 ``<|eom_id|>``: their
+            ``generation_config.json``).
         roles: the roles it writes.
         reasoning: it can write an assistant's reasoning (somewhere).
         reasoning_in_content: its model writes its reasoning as a leading
@@ -61,6 +65,7 @@ class ChatFormat:
     eos: str | None
     terminator: str
     stop: str
+    more_stops: tuple[str, ...] = ()
     roles: frozenset = frozenset(("system", "user", "assistant"))
     reasoning: bool = False
     reasoning_in_content: bool = False

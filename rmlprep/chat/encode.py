@@ -298,15 +298,17 @@ def stop_token_refusal(tokenizer, fmt: str, stop: str) -> str:
 
 
 def stop_ids(tokenizer, fmt: str) -> list[int]:
-    """Ids that end generation for ``fmt``: EOS, the spec's end-of-turn ids, and the format's
-    turn terminator when it is a single token in the vocabulary (no duplicates, in that order).
+    """Ids that end generation for ``fmt``: EOS, the spec's end-of-turn ids, the format's turn
+    terminator and the other tokens its model stops at (gpt-oss ``<|call|>``, Llama 3.1/3.2
+    ``<|eom_id|>``: :attr:`ChatFormat.more_stops`), each when it is a single token in the
+    vocabulary (no duplicates, in that order).
 
     Raises:
         ChatFormatError: unknown format.
     """
     f = get_format(fmt)
     out: list[int] = []
-    for i in (tokenizer.eos_id, *tokenizer.spec.eot_ids, tokenizer.token_to_id(f.stop)):
+    for i in (tokenizer.eos_id, *tokenizer.spec.eot_ids, *(tokenizer.token_to_id(s) for s in (f.stop, *f.more_stops))):
         if i is not None and i not in out:
             out.append(i)
     return out

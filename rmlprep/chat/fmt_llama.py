@@ -17,7 +17,7 @@ from .segments import Out, Segment, strip_segments, tojson
 
 __all__ = ["FORMATS"]
 
-BOT, EOT = "<|begin_of_text|>", "<|eot_id|>"
+BOT, EOT, EOM = "<|begin_of_text|>", "<|eot_id|>", "<|eom_id|>"
 
 
 def _h(role: str) -> str:
@@ -163,13 +163,13 @@ FORMATS = [
     ChatFormat("llama2", _w_llama2, bos="<s>", eos="</s>", terminator=" </s>", stop="</s>", source="llama2.jinja"),
     ChatFormat("llama3", _w_llama3, bos=BOT, eos=EOT, terminator=EOT, stop=EOT, roles=ALL_ROLES,
                source="llama3.jinja"),
-    ChatFormat("llama3.1", _llama31(False), bos=BOT, eos=EOT, terminator=EOT, stop=EOT, roles=ALL_ROLES,
-               tool_calls=True, tools=True, options={"date_string": None, "today": None},
+    ChatFormat("llama3.1", _llama31(False), bos=BOT, eos=EOT, terminator=EOT, stop=EOT, more_stops=(EOM,),
+               roles=ALL_ROLES, tool_calls=True, tools=True, options={"date_string": None, "today": None},
                template_vars=frozenset({"date_string"}),
                probe_options=({"today": "2025-01-15"}, {"date_string": "01 Jan 2025"}),
                source="llama3.1.jinja = more/meta-llama-Llama-3.1-8B-Instruct.jinja"),
-    ChatFormat("llama3.2", _llama31(True), bos=BOT, eos=EOT, terminator=EOT, stop=EOT, roles=ALL_ROLES,
-               tool_calls=True, tools=True, options={"date_string": None, "today": None},
+    ChatFormat("llama3.2", _llama31(True), bos=BOT, eos=EOT, terminator=EOT, stop=EOT, more_stops=(EOM,),
+               roles=ALL_ROLES, tool_calls=True, tools=True, options={"date_string": None, "today": None},
                template_vars=frozenset({"date_string"}),
                probe_options=({"today": "2025-01-15"}, {"date_string": "01 Jan 2025"}),
                source="llama3.2.jinja"),
