@@ -149,7 +149,19 @@ class ObjectStoreFolder(OutputFolder):
             raise _store_error(self._uri(name), e) from None
 
     def remove_empty_folder(self, name: str) -> None:
-        """Nothing to do: a store has no folders, a prefix without objects is not there."""
+        """Remove the empty ``name/`` marker object pyarrow's S3 client writes when it deletes
+        the last object under ``name`` (it keeps the "folder"), when nothing is under it: a
+        completed rerun left ``.rmlprep.previous/`` in the prefix (explorer5 X8). Never raises: a
+        marker left is harmless (:meth:`list` and :meth:`entries` read objects only)."""
+        import pyarrow.fs as pafs
+
+        key = self._key(name)
+        try:
+            if (self._fs.get_file_info(key).type == pafs.FileType.Directory
+                    and not self._fs.get_file_info(pafs.FileSelector(key, recursive=True))):
+                self._fs.delete_dir(key)
+        except OSError:
+            pass
 
     def move(self, name: str, to: str) -> None:
         """Copy ``name`` to ``to`` server-side and delete it (``FileSystem.move``).
