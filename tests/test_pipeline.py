@@ -136,34 +136,76 @@ def test_every_token_kept_and_tail_rule(corpus, tmp_path):
     assert (out / "stats.json").exists()
 
 
-def test_unpack_refuses_the_shards_of_a_run_together(corpus, tmp_path):
-    """example_index numbers each shard's documents from 0: unpacking a list of a run's shards
-    joined document k of every shard into one (fewer, longer documents came back), with no
-    error. Shard by shard gives every document; the list is refused, naming why."""
+def _docs(u) -> list[tuple[int, int, list[int]]]:
+    return [(int(u.unit[i]) if u.unit is not None else -1, int(u.index[i]), u[i].tolist()) for i in range(len(u))]
+
+
+def _without_unit(t: pa.Table) -> pa.Table:
+    """A shard as written before the unit column (metadata kept)."""
+    return t.drop_columns(["unit"])
+
+
+def test_unpack_of_a_runs_shards_together_keys_documents_by_unit(corpus, tmp_path):
+    """example_index numbers each shard's documents from 0: unpacking the rows of several
+    shards as one table joined document k of every shard into one (fewer, longer documents
+    came back), with no error: ``datasets.load_dataset`` of the folder (which keeps no
+    ``rmlprep.*`` metadata), ``pq.read_table`` of their paths, a list of them. Each shard now
+    holds its unit number on every row (``unit``), and unpack keys documents by (unit,
+    example_index): every such table gives the documents of unpacking shard by shard, with
+    their shard. Without the column the 300 documents of 27 shards came back as 14."""
+    datasets = pytest.importorskip("datasets")
     inp, texts = corpus
     out = tmp_path / "o"
     run(make_cfg(inp, out), log=quiet)
-    shards = [pq.read_table(p) for p in sorted(out.glob("train-*.parquet"))]
+    paths = sorted(out.glob("train-*.parquet"))
+    shards = [pq.read_table(p) for p in paths]
     assert len(shards) > 1
-    assert sum(len(unpack(t)) for t in shards) == len(texts)
-    with pytest.raises(PackingError, match=f"the tables are {len(shards)} shards of a run .*unpack each shard"):
-        unpack(shards)
-    halves = unpack([shards[0].slice(0, 2), shards[0].slice(2)])  # one shard in pieces: as the shard
-    assert [d.tolist() for d in halves] == [d.tolist() for d in unpack(shards[0])]
+    for i, t in enumerate(shards):
+        assert t.schema.field("unit").type == pa.int32() and set(t.column("unit").to_pylist()) == {i}
+    want = [d for t in shards for d in _docs(unpack(t))]
+    assert len(want) == len(texts) and [d[0] for d in want] == sorted(d[0] for d in want)
+    hf = datasets.load_dataset("parquet", data_dir=str(out), cache_dir=str(tmp_path / "hf"))["train"]
+    card = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf2"))["train"]
+    for joined in (shards, pa.concat_tables(shards), pq.read_table([str(p) for p in paths]),
+                   hf.with_format("arrow")[:], card.with_format("arrow")[:], shards[::-1]):
+        assert _docs(unpack(joined)) == want
+    assert not hf.with_format("arrow")[:].schema.metadata.get(b"rmlprep.unit")  # only the unit column tells
+    with pytest.raises(PackingError, match=r"documents come from \d+ shards \(unit column\).*key them by"):
+        unpack(shards).to_dict()
+    assert unpack(shards[1]).to_dict() == {k: d for _, k, d in _docs(unpack(shards[1]))}
+    with pytest.raises(PackingError, match=r"got Dataset \(a datasets.Dataset: pass ds.with_format\('arrow'\)\[:\]\)"):
+        unpack(hf)
+    # without the column (shards of earlier versions), what the metadata shows is refused ...
+    old = [_without_unit(t) for t in shards]
+    with pytest.raises(PackingError, match=f"the tables are {len(old)} shards of a run .*not all with a 'unit' column.*"
+                                           "unpack each shard"):
+        unpack(old)
+    halves = unpack([old[0].slice(0, 2), old[0].slice(2)])  # one shard in pieces: as the shard
+    assert _docs(halves) == [(-1, k, d) for u, k, d in want if u == 0]
+    with pytest.raises(PackingError, match=r"shards of a run \(rmlprep.unit 0, 1\), not all with a 'unit' column"):
+        unpack([shards[0], old[1]])
+    with pytest.raises(PackingError, match=r"different columns.*unpack each on its own"):
+        unpack([shards[0], old[0]])
+    # ... and what it cannot show is not (the docstring says so): documents are joined
+    assert len(unpack(pa.concat_tables(old).replace_schema_metadata(None))) < len(texts)
 
 
 def test_unpack_refuses_a_pretrain_shard_table_holding_several_shards(corpus, tmp_path):
-    """pa.concat_tables of a run's shards (or pq.read_table of their paths) is one table with
-    the first shard's metadata: unpack joined document k of every shard, with no error. A
-    pretrain shard's example_index never goes down and only its last row is short, so such a
-    table is refused; each check is exercised on its own (the second by renumbering shard 1's
-    documents after shard 0's, so that only the short row in the middle tells)."""
+    """pa.concat_tables of a run's shards written without the unit column (or pq.read_table of
+    their paths) is one table with the first shard's metadata: unpack joined document k of every
+    shard, with no error. A pretrain shard's example_index never goes down and only its last
+    row is short, so such a table is refused; each check is exercised on its own (the second by
+    renumbering shard 1's documents after shard 0's, so that only the short row in the middle
+    tells). With the unit column each unit's rows are checked so: the same unit twice (unit 0
+    of two runs) is refused."""
     inp, texts = corpus
     out = tmp_path / "o"
     run(make_cfg(inp, out), log=quiet)
-    shards = [pq.read_table(p) for p in sorted(out.glob("train-*.parquet"))]
+    shards = [_without_unit(pq.read_table(p)) for p in sorted(out.glob("train-*.parquet"))]
     assert len(shards) > 1 and shards[0].schema.metadata[b"rmlprep.pipeline"] == b"pretrain"
-    for joined in (pa.concat_tables(shards), pq.read_table(sorted(str(p) for p in out.glob("train-*.parquet")))):
+    for joined in (pa.concat_tables(shards), pa.concat_tables(shards[:1] + shards),
+                   pq.read_table(sorted(str(p) for p in out.glob("train-*.parquet"))).drop_columns(["unit"]),
+                   pa.concat_tables([pq.read_table(out / "train-00000.parquet")] * 2)):
         assert joined.schema.metadata[b"rmlprep.unit"] == b"0"  # the first shard's metadata only
         with pytest.raises(PackingError, match=r"marked as one pretrain shard \(rmlprep.unit 0\) but example_index "
                                                r"goes down from \d+ to 0.*unpack each shard on its own"):
@@ -176,9 +218,54 @@ def test_unpack_refuses_a_pretrain_shard_table_holding_several_shards(corpus, tm
                                             pa.list_(pa.int64())))
     with pytest.raises(PackingError, match=rf"but row {len(first) - 1} of \d+ is shorter than seq_len 128"):
         unpack(pa.concat_tables([shards[0], shifted]))
-    # without the metadata nothing tells the shards apart (the docstring says so): documents are joined
-    bare = pa.concat_tables(shards).replace_schema_metadata(None)
-    assert len(unpack(bare)) < len(texts)
+
+
+def test_unpack_of_sft_shards_loaded_with_datasets(tmp_path):
+    """sft shards joined into one table could not be told apart at all (BFD rows repeat and
+    reorder example_index legitimately, so no order check applies): document k of every shard
+    became one conversation. With the unit column ``datasets.load_dataset`` of the folder
+    unpacks to the conversations of each shard, labels and masks too."""
+    datasets = pytest.importorskip("datasets")
+    p = tmp_path / "chat.jsonl"
+    p.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"question {i} " * (1 + i % 7)},
+                                                  {"role": "assistant", "content": f"answer {i} " * (1 + i % 5)}]}) + "\n"
+                         for i in range(900)))
+    out = tmp_path / "o"
+    m = run(make_cfg(p, out, pipeline="sft", chat={"format": "chatml"}, pack={"overflow": "truncate"},
+                     parity={"chat": False}), log=quiet)
+    shards = [pq.read_table(s) for s in sorted(out.glob("train-*.parquet"))]
+    assert len(shards) > 1 and m["totals"]["documents"] == 900
+    table = datasets.load_dataset("parquet", data_dir=str(out), cache_dir=str(tmp_path / "hf"))["train"].with_format("arrow")[:]
+    for column in ("input_ids", "labels", "assistant_masks"):
+        want = [d for t in shards for d in _docs(unpack(t, column))]
+        assert len(want) == 900 and _docs(unpack(table, column)) == want
+    assert len(unpack(table.drop_columns(["unit"]))) < 900  # what it was: joined, no error
+
+
+def test_shards_written_before_the_unit_column_are_redone_on_resume(corpus, tmp_path):
+    """A resumed run that kept shards without the unit column and wrote new ones with it would
+    leave a folder ``datasets`` cannot load (the card names the column; the old shards lack it)
+    and whose old rows unpack cannot key. Their done markers lack ``columns``: such units are
+    redone, saying why, and the folder is then a fresh run's, byte for byte."""
+    from rmlprep.shards import marker_name, sha256_file
+
+    inp, _ = corpus
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    fresh = shard_bytes(out)
+    for i, p in enumerate(sorted(out.glob("train-*.parquet"))):  # as written before the column
+        pq.write_table(pq.read_table(p).drop_columns(["unit"]), p, compression="zstd", use_dictionary=False,
+                       write_statistics=False, store_schema=True)
+        mk = json.loads((out / marker_name(i)).read_text())
+        del mk["columns"]
+        (out / marker_name(i)).write_text(json.dumps({**mk, "sha256": sha256_file(p)}))
+    lines: list[str] = []
+    m = run(make_cfg(inp, out), resume=True, log=lines.append)
+    assert m["units_processed"] == len(fresh) > 1
+    assert any("done marker predates the shards' unit column (its shard lacks it)" in x for x in lines), lines
+    assert shard_bytes(out) == fresh
+    assert json.loads((out / marker_name(0)).read_text())["columns"] == [
+        "input_ids", "position_ids", "seq_lengths", "example_index", "unit"]
 
 
 def test_rejects(tmp_path):

@@ -122,17 +122,23 @@ def test_output_folder_loads_with_datasets(tmp_path, pipeline):
     stats.json or rejects/*.jsonl beside them), and the card's YAML names the same files for
     load_dataset(OUTPUT); with or without the card, every row of every shard (pyarrow's count),
     with the packed schema's types: input_ids list<uint32>, position_ids and seq_lengths
-    list<int32>, example_index list<int64> (sft: labels list<int32>, assistant_masks list<int8>)."""
+    list<int32>, example_index list<int64> (sft: labels list<int32>, assistant_masks list<int8>),
+    and the shard's number as unit int32 (the card's features name it too)."""
     datasets = pytest.importorskip("datasets")
     from rmlprep.pipeline.pack import SCHEMAS
+    from rmlprep.pipeline.writers import shard_schema
 
     out, m = _folder_with_rejects(tmp_path, pipeline)
     shards = sorted(out.glob("train-*.parquet"))
     assert [p.name for p in shards] == [s["shard"] for s in m["shards"]] == [f"train-0000{i}.parquet" for i in range(3)]
     rows = [pq.read_metadata(p).num_rows for p in shards]
     assert rows[1] == 0 and pq.read_metadata(shards[1]).num_row_groups == 0 and sum(rows) == m["totals"]["rows"] > 0
-    want = datasets.Features.from_arrow_schema(SCHEMAS[pipeline])
+    want = datasets.Features.from_arrow_schema(shard_schema(SCHEMAS[pipeline]))
     assert want["input_ids"] == datasets.List(datasets.Value("uint32"))
+    assert list(want)[-1] == "unit" and want["unit"] == datasets.Value("int32")
+    assert "  - name: unit\n    dtype: int32\n" in (out / "README.md").read_text()
+    assert "; `unit` (the shard's number, `N` of `train-N.parquet`, on each of its rows). A document is (`unit`, " \
+           "`example_index`)" in (out / "README.md").read_text()
     assert want["example_index"] == datasets.List(datasets.Value("int64"))
     card = (out / "README.md").read_text()
     assert card.startswith("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: train-*.parquet\n")
@@ -156,8 +162,8 @@ def test_output_folder_loads_with_datasets(tmp_path, pipeline):
 
 def test_card_gives_the_split_size_and_datasets_checks_it(tmp_path):
     """The card's ``dataset_info.splits`` gives the train split's num_examples (the rows of every
-    shard, pyarrow's count) and num_bytes (Packed.arrow_bytes: offsets and values of every
-    column, row group by row group), so datasets loads it without a warning and checks the
+    shard, pyarrow's count) and num_bytes (Packed.arrow_bytes: offsets and values of every list
+    column, row group by row group, and the int32 unit column), so datasets loads it without a warning and checks the
     count: a folder that lost a shard after its card was written is refused, not loaded short."""
     datasets = pytest.importorskip("datasets")
     out, m = _folder_with_rejects(tmp_path, "pretrain")
@@ -172,6 +178,7 @@ def test_card_gives_the_split_size_and_datasets_checks_it(tmp_path):
         t, groups = pq.read_table(p), pq.read_metadata(p).num_row_groups
         for name, width in (("input_ids", 4), ("position_ids", 4), ("seq_lengths", 4), ("example_index", 8)):
             want += 4 * (t.num_rows + groups) + width * len(t.column(name).combine_chunks().flatten())
+        want += 4 * t.num_rows  # the unit column: int32, no offsets
     assert m["totals"]["arrow_bytes"] == want
     ds = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf"))
     assert ds["train"].info.splits["train"].num_examples == rows

@@ -88,21 +88,23 @@ def test_row_groups_are_the_cuts_of_the_whole_table(n_rows, group, cuts):
        cuts=st.lists(st.integers(0, 400), max_size=6), codec=st.sampled_from(["zstd", "snappy", "none"]))
 def test_a_streamed_shard_has_the_bytes_of_write_table(tmp_path_factory, n_rows, group, cuts, codec):
     """The reference is what the writer did before it streamed: ``pq.write_table`` over the
-    unit's whole table (no dictionary, no statistics, schema stored; no row group when empty)."""
+    unit's whole table and its ``unit`` column (only that column dictionary-encoded, no
+    statistics, schema stored; no row group when empty)."""
     table = packed_table(n_rows, seed=n_rows)
-    meta = {"rmlprep.unit": "0", "rmlprep.config_hash": "h"}
+    meta = {"rmlprep.unit": "7", "rmlprep.config_hash": "h"}
     ref = io.BytesIO()
-    whole = table.replace_schema_metadata({k.encode(): v.encode() for k, v in meta.items()})
+    whole = table.append_column(pa.field("unit", pa.int32()), pa.array([7] * n_rows, pa.int32()))
+    whole = whole.replace_schema_metadata({k.encode(): v.encode() for k, v in meta.items()})
     if n_rows:
-        pq.write_table(whole, ref, compression=codec, row_group_size=group, use_dictionary=False,
+        pq.write_table(whole, ref, compression=codec, row_group_size=group, use_dictionary=["unit"],
                        write_statistics=False, store_schema=True)
     else:
-        pq.ParquetWriter(ref, whole.schema, compression=codec, use_dictionary=False, write_statistics=False,
+        pq.ParquetWriter(ref, whole.schema, compression=codec, use_dictionary=["unit"], write_statistics=False,
                          store_schema=True).close()
     out = OutputFolder(tmp_path_factory.mktemp("o"))
     ParquetWriter(compression=codec, row_group_rows=group).write(
-        out, 0, iter(pieces_of(table, cuts)), meta, schema=table.schema)
-    assert out.read_bytes(shard_name(0)) == ref.getvalue()
+        out, 7, iter(pieces_of(table, cuts)), meta, schema=table.schema)
+    assert out.read_bytes(shard_name(7)) == ref.getvalue()
 
 
 def test_rows_are_written_before_the_unit_is_read(tmp_path, monkeypatch):

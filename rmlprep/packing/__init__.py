@@ -22,6 +22,10 @@ seq_lengths      list<int32>         lengths of the fragments in the row; they s
 example_index    list<int64>         per fragment: which input row it came from (-1 = pad run)
 ===============  ==================  ==============================================================
 
+A run's Parquet shards add ``unit`` (int32, the shard's number on every row): ``example_index``
+restarts at 0 in each shard, and :func:`unpack` keys documents by (unit, example_index) when the
+rows have that column.
+
 ``labels`` are not shifted (``labels[i]`` is the target at position ``i``, Hugging Face's
 convention; its models shift inside the loss, over the whole row): the first label of a fragment
 is then predicted from the previous fragment's last token, another example, so a trainer masks

@@ -17,6 +17,11 @@ from .arrays import EMPTY_I64, UINT32_MAX, to_numpy
 IGNORE_INDEX = -100
 """Label value that the loss ignores (PyTorch ``CrossEntropyLoss(ignore_index=-100)``)."""
 
+UNIT_COLUMN = "unit"
+"""The int32 column a run's Parquet shards hold besides the packed ones: the shard's unit number
+on every row (:data:`rmlprep.pipeline.writers.UNIT_FIELD`); :func:`.unpacking.unpack` keys
+documents by it and ``example_index``."""
+
 
 @dataclass(frozen=True, slots=True)
 class PackStats:
@@ -121,14 +126,19 @@ class Unpacked:
     """Documents rebuilt by :func:`unpack`.
 
     Attributes:
-        index: int64 [n], the ``example_index`` of each rebuilt document, ascending.
-        values: flat values of all documents, in ``index`` order (dtype of the column).
+        index: int64 [n], the ``example_index`` of each rebuilt document, ascending (within
+            each unit when ``unit`` is given).
+        values: flat values of all documents, in document order (dtype of the column).
         offsets: int64 [n + 1]; document i is ``values[offsets[i]:offsets[i + 1]]``.
+        unit: int64 [n], the shard (``unit`` column, :data:`UNIT_COLUMN`) of each document,
+            ascending, when the rows had that column; else None. Document i is document
+            ``index[i]`` of shard ``unit[i]``.
     """
 
     index: np.ndarray
     values: np.ndarray
     offsets: np.ndarray
+    unit: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.index)
@@ -137,7 +147,17 @@ class Unpacked:
         return self.values[self.offsets[i] : self.offsets[i + 1]]
 
     def to_dict(self) -> dict[int, list[int]]:
-        """``{example_index: list of values}``."""
+        """``{example_index: list of values}``.
+
+        Raises:
+            PackingError: the documents come from several shards (``unit`` holds more than one
+                number), whose example_index overlap: iterate, or key by ``(unit[i], index[i])``.
+        """
+        if self.unit is not None and len(self.unit) and self.unit[0] != self.unit[-1]:
+            raise PackingError(
+                f"Unpacked.to_dict: the documents come from {len(np.unique(self.unit))} shards (unit column), "
+                "whose example_index overlap: key them by (unit[i], index[i]) instead"
+            )
         return {int(k): self[i].tolist() for i, k in enumerate(self.index)}
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import PackingError
-from .arrays import EMPTY_I64, cumsum0, gather_index
-from .common import Unpacked, check_seq_len, flat_offsets
+from .arrays import EMPTY_I64, cumsum0, gather_index, to_numpy
+from .common import UNIT_COLUMN as UNIT, Unpacked, check_seq_len, flat_offsets
 
 def naive_padding_ratio(lengths: Any, seq_len: int) -> float:
     """Padding ratio of one example per row, each truncated to ``seq_len`` (the baseline).
@@ -49,27 +49,57 @@ def _table(rows: Any) -> pa.Table:
     ):
         tables = [_table(r) for r in rows]
         units = sorted({u for t in tables if (u := (t.schema.metadata or {}).get(b"rmlprep.unit")) is not None})
-        if len(units) > 1:  # a run's shards each number their documents from 0
+        if len(units) > 1 and not all(UNIT in t.column_names for t in tables):
+            # shards written before the unit column: each numbers its documents from 0
             raise PackingError(
                 f"unpack: the tables are {len(units)} shards of a run (rmlprep.unit "
-                f"{', '.join(u.decode(errors='replace') for u in units[:4])}{', ...' if len(units) > 4 else ''}); "
-                "example_index numbers each shard's documents from 0, so their documents would be joined: "
-                "unpack each shard on its own"
+                f"{', '.join(u.decode(errors='replace') for u in units[:4])}{', ...' if len(units) > 4 else ''}), "
+                f"not all with a {UNIT!r} column; example_index numbers each shard's documents from 0, so their "
+                "documents would be joined: unpack each shard on its own"
             )
-        return pa.concat_tables(tables)
+        try:
+            return pa.concat_tables(tables)
+        except pa.ArrowInvalid as e:
+            raise PackingError(
+                f"unpack: the tables have different columns, e.g. {tables[0].column_names} and "
+                f"{next(t.column_names for t in tables if not t.schema.equals(tables[0].schema, check_metadata=False))} "
+                f"(shards of another version or pipeline?): unpack each on its own ({str(e).splitlines()[0]})"
+            ) from None
+    hint = " (a datasets.Dataset: pass ds.with_format('arrow')[:])" if hasattr(rows, "with_format") else ""
     raise PackingError(
-        f"unpack: expected a RecordBatch, a Table or a list of them, got {type(rows).__name__}"
+        f"unpack: expected a RecordBatch, a Table or a list of them, got {type(rows).__name__}{hint}"
     )
 
 
-def _check_one_pretrain_shard(table: pa.Table, ex: np.ndarray, row_lens: np.ndarray) -> None:
+def _row_units(table: pa.Table) -> np.ndarray | None:
+    """int64 [rows]: each row's ``unit`` column (the shard it came from), or None without one."""
+    if UNIT not in table.column_names:
+        return None
+    col = table.column(UNIT)
+    if not pa.types.is_integer(col.type) or col.null_count:
+        raise PackingError(
+            f"unpack: the {UNIT!r} column must be integers without nulls (the shard's unit number), "
+            f"got {col.type}{f' with {col.null_count} nulls' if col.null_count else ''}"
+        )
+    return to_numpy(col).astype(np.int64) if len(col) else EMPTY_I64
+
+
+def _check_one_pretrain_shard(table: pa.Table, ex: np.ndarray, row_lens: np.ndarray,
+                              frag_units: np.ndarray | None, row_units: np.ndarray | None) -> None:
     """Refuse rows marked as a pretrain shard (``rmlprep.pipeline`` metadata) that no single
     shard can hold: a shard is one concat stream of its documents in order, so its
     ``example_index`` never goes down and only its last row is shorter than ``seq_len``
     (:mod:`rmlprep.pipeline.pack`'s tail rule). ``pa.concat_tables`` of several shards keeps
-    the first one's metadata and breaks both at each border after the first."""
+    the first one's metadata and breaks both at each border after the first. With a ``unit``
+    column the rows of each unit are checked on their own (several units are told apart by it;
+    one unit twice, e.g. unit 0 of two runs, is not one shard)."""
     md = table.schema.metadata or {}
     if md.get(b"rmlprep.pipeline") != b"pretrain":
+        return
+    if row_units is not None and len(row_units) and row_units.min() != row_units.max():
+        for u in np.unique(row_units).tolist():
+            _check_one_pretrain_shard(table.replace_schema_metadata({**md, b"rmlprep.unit": str(u).encode()}),
+                                      ex[frag_units == u], row_lens[row_units == u], None, None)
         return
     why = ""
     if len(ex) > 1 and (down := np.flatnonzero(np.diff(ex) < 0)).size:
@@ -82,8 +112,8 @@ def _check_one_pretrain_shard(table: pa.Table, ex: np.ndarray, row_lens: np.ndar
         unit = md.get(b"rmlprep.unit", b"?").decode(errors="replace")
         raise PackingError(
             f"unpack: the rows are marked as one pretrain shard (rmlprep.unit {unit}) but {why}, which one shard "
-            "never has: they hold several shards of a run (e.g. pa.concat_tables of them), whose example_index "
-            "each start at 0, so their documents would be joined: unpack each shard on its own"
+            "never has: they hold several shards (e.g. pa.concat_tables of them, or of two runs), whose "
+            "example_index each start at 0, so their documents would be joined: unpack each shard on its own"
         )
 
 
@@ -95,30 +125,39 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
     they were packed: with the bos/eos that :func:`pack_concat` added, truncated where the
     overflow mode truncated; dropped and empty documents are absent.
 
-    The rows must come from one pack call: one shard of a run (``example_index`` numbers each
-    shard's documents from 0, so rows of several shards would join the documents that share a
-    number; unpack shard by shard, e.g. ``pq.read_table`` of each ``train-NNNNN.parquet``).
-    What is refused: a list of tables of several shards (their ``rmlprep.unit`` metadata
-    differ), and a table marked as a pretrain shard (``rmlprep.pipeline`` metadata, kept by
-    ``pa.concat_tables`` from the first table) whose ``example_index`` goes down or whose rows
-    other than the last are shorter than its ``rmlprep.seq_len``, which no pretrain shard has.
-    Not detected: rows without the ``rmlprep.*`` metadata (``datasets.load_dataset`` of a run's
-    folder keeps only its own ``huggingface`` key), and sft shards joined into one table (BFD
-    rows legitimately repeat and reorder indices): nothing in such rows tells the shards apart.
+    ``example_index`` numbers each shard's documents from 0. A run's Parquet shards also hold a
+    ``unit`` column (the shard's number on every row, :data:`.common.UNIT_COLUMN`): when the rows
+    have it, documents are keyed by (unit, example_index), so the rows of several shards read as
+    one table unpack right, e.g. ``datasets.load_dataset(OUTPUT)["train"].with_format("arrow")[:]``
+    (which keeps no ``rmlprep.*`` metadata), ``pq.read_table`` of several paths, a list of shards;
+    :attr:`Unpacked.unit` then says each document's shard. Each shard's rows must keep their
+    order (not shuffled): a document continued into the next row is joined in row order.
+
+    Shards written without the ``unit`` column (by earlier versions) must be unpacked one at a
+    time: their documents that share a number would be joined. Refused for
+    them: a list of tables of several shards (their ``rmlprep.unit`` metadata differ), and a table
+    marked as a pretrain shard (``rmlprep.pipeline`` metadata, kept by ``pa.concat_tables`` from
+    the first table) whose ``example_index`` goes down or whose rows other than the last are
+    shorter than its ``rmlprep.seq_len``, which no pretrain shard has (with a ``unit`` column
+    this is checked unit by unit: it catches unit 0 of two runs joined). Not detected for them:
+    rows without the ``rmlprep.*`` metadata (``datasets.load_dataset`` of an old folder), and
+    sft shards joined into one table (BFD rows legitimately repeat and reorder indices).
 
     Args:
         rows: the ``rows`` of a :class:`PackResult`, a Table, or a list of batches/tables
-            of one pack result (e.g. ``[result.rows, result.tail]``); a list of shards of a
-            run (their ``rmlprep.unit`` metadata differ) is refused.
+            (e.g. ``[result.rows, result.tail]``, or the shards of a run with their ``unit``
+            column).
         column: which token column to rebuild (input_ids, labels, assistant_masks,
             position_ids).
 
     Returns:
-        Unpacked with one document per distinct example_index, ascending.
+        Unpacked with one document per distinct (unit, example_index), ascending; ``unit`` is
+        None when the rows have no ``unit`` column.
 
     Raises:
-        PackingError: a missing column, seq_lengths that do not sum to the row lengths, or
-            tables of several shards of a run (as detected above).
+        PackingError: a missing column, seq_lengths that do not sum to the row lengths, a
+            ``unit`` column that is not integers without nulls, tables with different columns,
+            or old shards of a run together (as detected above).
     """
     table = _table(rows)
     for name in (column, "seq_lengths", "example_index"):
@@ -139,12 +178,22 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
             f"unpack: row {bad}: seq_lengths sum to {int(row_sums[bad])} but {column} has "
             f"{int(row_lens[bad])} values; the rows were not made by pack_concat / pack_bfd"
         )
-    _check_one_pretrain_shard(table, ex, row_lens)
+    row_units = _row_units(table)
+    frag_units = None if row_units is None else np.repeat(row_units, np.diff(frag_offsets))
+    _check_one_pretrain_shard(table, ex, row_lens, frag_units, row_units)
     frag_starts = cumsum0(seq)[:-1]
     real = ex >= 0
     frag_starts, seq, ex = frag_starts[real], seq[real], ex[real].astype(np.int64)
-    order = np.argsort(ex, kind="stable")
+    if frag_units is None:
+        order = np.argsort(ex, kind="stable")
+        index, first = np.unique(ex[order], return_index=True)
+        units = None
+    else:
+        frag_units = frag_units[real]
+        order = np.lexsort((ex, frag_units))  # stable: a document's fragments stay in row order
+        u, e = frag_units[order], ex[order]
+        first = np.flatnonzero(np.concatenate([[True], (u[1:] != u[:-1]) | (e[1:] != e[:-1])])) if len(e) else EMPTY_I64
+        index, units = e[first], u[first]
     out_values = values[gather_index(frag_starts[order], seq[order])]
-    index, first = np.unique(ex[order], return_index=True)
     doc_lens = np.add.reduceat(seq[order], first) if len(first) else EMPTY_I64
-    return Unpacked(index=index, values=out_values, offsets=cumsum0(doc_lens))
+    return Unpacked(index=index, values=out_values, offsets=cumsum0(doc_lens), unit=units)

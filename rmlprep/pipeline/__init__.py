@@ -36,7 +36,8 @@ Stages, and the module that owns each::
       │    pack.pack_documents       pretrain: concat packing, the unit's tail is its last short row
       │    pack.pack_conversations   sft: best-fit-decreasing over windows of unit_rows conversations
       │    writers.ParquetWriter     train-NNNNN.parquet, one row group at a time into the
-      │                              temporary, renamed when the last row is in; metadata in the footer
+      │                              temporary, renamed when the last row is in; metadata in the footer;
+      │                              adds the unit column (the shard's number on every row)
       │                              (writers.writer_for: megatron.MegatronWriter for .bin/.idx)
       │    unit._then_checked        before that rename: the input is unchanged since the plan, and
       │                              rows read (the reader's count) = documents + rejects

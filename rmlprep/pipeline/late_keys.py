@@ -63,12 +63,20 @@ def marker_needs(cfg: RunConfig) -> dict[str, str]:
     known (:func:`late_counts`), their shards are the same. With the setting on, no reasoning
     is left out and the missing count is 0. ``chat.format = "auto"`` not yet resolved to the
     format it proves counts as ``smollm3`` (:func:`rmlprep.pipeline.run` resolves it first).
+
+    ``columns`` (the Parquet shard's column names) came with the ``unit`` column
+    (:data:`.writers.UNIT_FIELD`): a Parquet shard written before it lacks the column, and a
+    folder mixing both would not load with ``datasets`` (the card names the column, the old
+    shards lack it), so such a unit is redone; Megatron's ``.bin``/``.idx`` did not change.
     """
+    needs = {}
+    if cfg["output"]["format"] == "parquet":
+        needs["columns"] = "done marker predates the shards' unit column (its shard lacks it)"
     fmt = cfg["chat"]["format"] if cfg.pipeline == "sft" else None
     if fmt is not None and not cfg["chat"]["train_on_reasoning"] and (fmt == "auto" or _reasoning_in_content(fmt)):
-        return {"reasoning_untrained": "done marker predates chat.train_on_reasoning = false leaving SmolLM3's "
-                                       "reasoning out of the mask (it has no reasoning_untrained)"}
-    return {}
+        needs["reasoning_untrained"] = ("done marker predates chat.train_on_reasoning = false leaving SmolLM3's "
+                                        "reasoning out of the mask (it has no reasoning_untrained)")
+    return needs
 
 
 def _reasoning_in_content(fmt: str) -> bool:

@@ -34,7 +34,8 @@ README's "Joining rows back to the input" gives the join).
 the writer pulls (and with them every stage before), and the counts of the done marker, which
 are final once the stream is spent.
 
-Output columns: :data:`SCHEMAS` (``example_index`` numbers the unit's documents from 0).
+Output columns: :data:`SCHEMAS` (``example_index`` numbers the unit's documents from 0; the
+Parquet writer adds the unit's number as the ``unit`` column, :data:`.writers.UNIT_FIELD`).
 """
 
 from __future__ import annotations
@@ -148,17 +149,18 @@ class Packed:
 
     def arrow_bytes(self, row_group_rows: int) -> int:
         """The rows' size in Arrow memory, the ``num_bytes`` of the dataset card's split: per row
-        group and column, its int32 offsets (rows + 1) and its values. ``datasets`` records the
-        ``nbytes`` of the shards as pyarrow reads them, which may add a validity bitmap (1 bit a
-        value) to some columns although no value is null: its figure is up to ~3% larger (it
-        checks ``num_examples``, not this). Final once the rows are spent.
+        group and list column, its int32 offsets (rows + 1) and its values, and 4 bytes a row for
+        the int32 ``unit`` column the Parquet writer adds (:data:`.writers.UNIT_FIELD`).
+        ``datasets`` records the ``nbytes`` of the shards as pyarrow reads them, which may add a
+        validity bitmap (1 bit a value) to some columns although no value is null: its figure is
+        up to ~3% larger (it checks ``num_examples``, not this). Final once the rows are spent.
 
         Example: 5 rows in row groups of 4 (4 + 1), 100 input_ids in them: input_ids take
-        4 x (5 + 2) + 4 x 100 = 428 bytes.
+        4 x (5 + 2) + 4 x 100 = 428 bytes, the unit column 4 x 5 = 20.
         """
         groups = -(-self.rows // row_group_rows)
-        return sum(4 * (self.rows + groups) + self.schema.field(name).type.value_type.bit_width // 8 * n
-                   for name, n in self.values.items())
+        return 4 * self.rows + sum(4 * (self.rows + groups) + self.schema.field(name).type.value_type.bit_width // 8 * n
+                                   for name, n in self.values.items())
 
     def __iter__(self) -> Iterator[pa.Table]:
         while (box := [next(self.source, None)])[0] is not None:

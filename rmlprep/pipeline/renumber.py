@@ -3,10 +3,10 @@ not redone (:func:`adopt_moved`).
 
 Units are numbered in input order (a glob's files sorted by name), so an input file added (or
 removed) that sorts before the done ones gives every later unit a new number. A unit's files name their unit:
-the file names, the shard's ``rmlprep.unit`` metadata, each reject record's ``unit`` and the done
-marker's. Nothing else in them depends on the number (``example_index`` counts documents within
+the file names, the shard's ``rmlprep.unit`` metadata and ``unit`` column, each reject record's
+``unit`` and the done marker's. Nothing else in them depends on the number (``example_index`` counts documents within
 the unit; a reject's ``row`` is the file's), so the files unit ``i`` would get under number
-``j`` are unit ``i``'s with those four things rewritten — byte for byte what a fresh run writes
+``j`` are unit ``i``'s with those five things rewritten — byte for byte what a fresh run writes
 as unit ``j`` (``tests/test_pipeline_trust.py`` compares them).
 
 A unit is renumbered only from what :func:`.previous.sweep` set aside this run, and
@@ -116,7 +116,8 @@ def _renumber(out: OutputFolder, u: PlannedUnit, m: dict[str, Any], cfg: RunConf
         with out.open_input(f"{PREVIOUS}/{shard}") as src:  # one row group at a time, on a store too
             pf = pq.ParquetFile(src)
             schema = SCHEMAS[cfg.pipeline]  # the pack stage's, as a unit writes it (Parquet reads a list's
-            groups = (pf.read_row_group(k).cast(schema) for k in range(pf.num_row_groups))  # field as "element")
+            groups = (pf.read_row_group(k, columns=schema.names).cast(schema)  # field as "element"); the
+                      for k in range(pf.num_row_groups))  # writer adds the unit column with the new number
             files = writer.write(out, u.index, groups, shard_metadata(u, cfg, tokenizer), schema=schema)
     else:  # Megatron's .bin/.idx hold no unit number: the same bytes under the new names, copied in chunks
         files = {}

@@ -29,6 +29,7 @@ from .megatron import data_args
 from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, SCHEMAS, hist_edges, length_hist, unfilled_tokens
 from .verdict import reject_line, rejects_by_stage
+from .writers import UNIT_FIELD
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
 
@@ -307,6 +308,7 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     if not t["documents"]:
         return _no_data_readme(manifest)
     feats = [f"  - name: {f.name}\n    list: {f.type.value_type}" for f in SCHEMAS[pipeline]]
+    feats.append(f"  - name: {UNIT_FIELD.name}\n    dtype: {UNIT_FIELD.type}")  # the Parquet writer's
     tok = manifest["tokenizer"]
     seq_len = manifest["config"]["pack"]["seq_len"]
     where = str(manifest["config"]["output"]["dir"])
@@ -333,6 +335,12 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
         f"- {len(manifest['shards'])} shards, {t['rows']:,} rows, {t['documents']:,} documents, "
         f"{t['written_tokens']:,} tokens in rows ({t['tokens']:,} in documents), {t['rejects']:,} rejected rows"
         + (" (in `rejects/`)" if t["rejects"] else "") + "\n\n"
+        "## Columns\n\n"
+        "`input_ids`" + (", `labels` (-100 where not trained), `assistant_masks`" if pipeline == "sft" else "") +
+        "; `position_ids` (from 0 in each document piece); `seq_lengths` (the pieces' lengths); `example_index` "
+        "(which document of its shard each piece is: from 0 in every shard, -1 for padding); `unit` (the shard's "
+        "number, `N` of `train-N.parquet`, on each of its rows). A document is (`unit`, `example_index`): "
+        "`rmlprep.unpack(ds.with_format(\"arrow\")[:])` gives the documents back, keyed so.\n\n"
         "## Loading\n\n"
         "The `configs` above name the shards relative to this card (`train-*.parquet`), so the folder loads\n"
         "from wherever it sits: moved, copied, or uploaded to the Hub as a dataset repository.\n\n"

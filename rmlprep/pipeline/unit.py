@@ -24,7 +24,7 @@ from .pack import Packed, pack_conversations, pack_documents, unfilled_tokens
 from .plan import check_unchanged, input_identity
 from .chat_stages import format_and_tokenize, validate_conversations
 from .stages import REJECT_STAGES, Tally, read, tokenize_texts, validate_texts
-from .writers import writer_for
+from .writers import shard_schema, writer_for
 
 __all__ = ["process_unit", "work_unit", "StageClock"]
 
@@ -140,6 +140,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "shard": shard,
         "sha256": digest,
         **({"files": files} if len(files) > 1 else {}),  # every file the marker vouches for
+        # a Parquet shard's columns: with the unit column since the key exists (late_keys.marker_needs)
+        **({"columns": shard_schema(packed.schema).names} if cfg["output"]["format"] == "parquet" else {}),
         "config_hash": cfg.config_hash,
         "input": identity,
         "rows_read": tally.rows_read,

@@ -17,7 +17,8 @@ truncated, a file changed since the plan) is raised as itself, never as an
 =================  =================================  ======================================
 writer             files of unit N                    notes
 =================  =================================  ======================================
-``ParquetWriter``  ``train-NNNNN.parquet``            metadata in the Parquet footer
+``ParquetWriter``  ``train-NNNNN.parquet``            metadata in the Parquet footer; adds the
+                                                      ``unit`` column (:data:`UNIT_FIELD`)
 ``MegatronWriter`` ``shard-NNNNN.bin``, ``.idx``      documents, Megatron-LM's indexed dataset
                                                       (:mod:`.megatron`)
 =================  =================================  ======================================
@@ -28,18 +29,35 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import IO, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..config import RunConfig
+from ..packing.arrays import from_numpy
+from ..packing.common import UNIT_COLUMN
 from ..shards import shard_name
 from .megatron import MegatronWriter
 from .output import OutputFolder, committing, from_stream
 
-__all__ = ["Writer", "ParquetWriter", "writer_for", "row_groups"]
+__all__ = ["Writer", "ParquetWriter", "writer_for", "row_groups", "UNIT_FIELD", "shard_schema"]
 
 #: What a writer is given: one table, or the unit's rows as a stream of tables in row order.
 Rows = pa.Table | Iterable[pa.Table]
+
+#: The column :class:`ParquetWriter` adds after the pack stage's: the unit's number (the ``N`` of
+#: ``train-N.parquet``, its ``rmlprep.unit`` metadata) on every row. ``example_index`` numbers
+#: each unit's documents from 0, and a table of several shards' rows (``datasets.load_dataset``
+#: of the folder, which keeps no ``rmlprep.*`` metadata; ``pq.read_table`` of several paths)
+#: tells them apart only by it: :func:`rmlprep.packing.unpack` keys documents by (unit,
+#: example_index). Dictionary-encoded, so it costs ~220 bytes a row group whatever the codec
+#: (a footer entry, a one-value dictionary and a run-length page); renumbering a unit rewrites it.
+UNIT_FIELD = pa.field(UNIT_COLUMN, pa.int32())
+
+
+def shard_schema(schema: pa.Schema) -> pa.Schema:
+    """A Parquet shard's columns: the pack stage's (``schema``) and then :data:`UNIT_FIELD`."""
+    return schema.append(UNIT_FIELD)
 
 
 class Writer(Protocol):
@@ -87,11 +105,12 @@ def row_groups(pieces: Iterable[pa.Table], rows_per_group: int) -> Iterator[pa.T
 
 
 class ParquetWriter:
-    """One Parquet file per unit: no dictionary encoding, no statistics, the schema stored.
+    """One Parquet file per unit: the pack stage's columns and the ``unit`` column
+    (:data:`UNIT_FIELD`, the only one dictionary-encoded), no statistics, the schema stored.
 
     Rows are written one row group at a time as they arrive (``pyarrow.parquet.ParquetWriter``
     on the commit's temporary file), cut every ``row_group_rows`` rows of the unit: the bytes are
-    those of ``pq.write_table`` over the unit's whole table.
+    those of ``pq.write_table`` over the unit's whole table with its ``unit`` column.
 
     A unit without rows (every row rejected or blank) still gets its shard, with the schema and
     metadata and **no row group**: ``datasets.load_dataset("parquet")``, ``pyarrow.dataset`` and
@@ -118,14 +137,15 @@ class ParquetWriter:
             raise TypeError("ParquetWriter.write: give the schema of a stream of rows")
         meta = dict(schema.metadata or {})
         meta.update({k.encode(): v.encode() for k, v in metadata.items()})
-        schema = schema.with_metadata(meta)
+        schema = shard_schema(schema).with_metadata(meta)
 
         def write(f: IO[bytes]) -> None:
-            w = pq.ParquetWriter(f, schema, compression=self.compression, use_dictionary=False,
+            w = pq.ParquetWriter(f, schema, compression=self.compression, use_dictionary=[UNIT_FIELD.name],
                                  write_statistics=False, store_schema=True)
             try:
                 for group in row_groups(from_stream(rows), self.row_group_rows):
-                    w.write_table(group, row_group_size=self.row_group_rows)
+                    unit = from_numpy(np.full(group.num_rows, index, dtype=np.int32))  # pa.array imports pandas
+                    w.write_table(group.append_column(UNIT_FIELD, unit), row_group_size=self.row_group_rows)
             except BaseException:
                 try:
                     w.close()  # the temporary is removed by the commit; the first error is the one raised
