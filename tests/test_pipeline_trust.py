@@ -283,6 +283,29 @@ def test_input_shrank_then_plain_rerun_leaves_no_orphans(tmp_path):
     assert any("not in this plan" in x for x in logs)
 
 
+def test_a_file_changed_during_the_run_is_named_once(tmp_path):
+    """Careless-user trial U8: a file of 18 units touched once the run had started failed each
+    unit, and the error said "unit N failed: FILE: changed during the run (...)" for 5 of them,
+    then "(and 13 more units)". The same error is said once, naming the units it failed."""
+    from rmlprep.errors import RmlprepError
+
+    inp = tmp_path / "a.jsonl"
+    inp.write_bytes(b"".join(lines(200)))
+    cfg = make_cfg(inp, tmp_path / "o")
+
+    def touch_when_running(msg: str) -> None:
+        if msg.startswith("run:"):  # planned, no unit started
+            st = inp.stat()
+            os.utime(inp, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+
+    with pytest.raises(RmlprepError) as e:
+        run(cfg, log=touch_when_running)
+    msg = str(e.value)
+    assert re.fullmatch(rf"units 0\.\.(\d+) failed: {re.escape(str(inp))}: changed during the run \(size \d+ -> \d+, "
+                        r"mtime_ns \d+ -> \d+\); rerun to plan it again", msg), msg
+    assert int(re.match(r"units 0\.\.(\d+)", msg).group(1)) > 1  # the file is several units
+
+
 def test_same_size_same_mtime_rewrite_is_caught_by_the_hash(tmp_path):
     """A byte changed in place with size and mtime restored (cp -p, rsync -a would do that): the
     xxh3 of the unit's byte range differs, so that unit (and only it) is redone."""

@@ -241,9 +241,21 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
     if fatal:  # the one that stopped the run, as its own kind
         kind = {"OutputError": OutputError, "ConfigError": ConfigError}.get(fatal[0]["kind"], RmlprepError)
         return kind(fatal[0]["error"])
-    errors = sorted(errors, key=lambda e: e["unit"])
-    msgs = [f"unit {e['unit']} failed: {e['error']}" for e in errors]
-    return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more units)" if len(msgs) > 5 else ""))
+    same: dict[str, list[int]] = {}  # one line per error, naming its units (a file changed under 18 units: once)
+    for e in sorted(errors, key=lambda e: e["unit"]):
+        same.setdefault(e["error"], []).append(e["unit"])
+    msgs = [f"{_units_named(units)} failed: {error}" for error, units in same.items()]
+    return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more errors)" if len(msgs) > 5 else ""))
+
+
+def _units_named(units: list[int]) -> str:
+    """``unit 3``, ``units 0..17`` (a run of numbers), ``units 1, 4, 9`` (at most 5 named)."""
+    if len(units) == 1:
+        return f"unit {units[0]}"
+    if units[-1] - units[0] == len(units) - 1:
+        return f"units {units[0]}..{units[-1]}"
+    more = f" and {len(units) - 5} more" if len(units) > 5 else ""
+    return "units " + ", ".join(map(str, units[:5])) + more
 
 
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, tokenizer: str | None = None,
