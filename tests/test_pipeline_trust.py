@@ -698,6 +698,25 @@ def test_a_rerun_after_a_killed_overwrite_refuses_before_removing_the_set_aside_
     assert folder(out) == a_files and m["units_processed"] == len(m["shards"]) and not prev.exists()
 
 
+def test_resume_overwrite_over_another_configs_folder_says_what_it_replaces(tmp_path):
+    """Careless-user trial U4: ``--resume --overwrite`` over another config's complete folder
+    logged "resume: nothing done yet", as if the folder were empty: --overwrite had set its
+    units aside first. It now says how many units it set aside and that every unit is written
+    again; on an empty folder "nothing done yet" is still what --resume says."""
+    inp = tmp_path / "a.jsonl"
+    inp.write_bytes(b"".join(lines(120)))
+    out = tmp_path / "o"
+    n = len(run(make_cfg(inp, out), log=quiet)["shards"])
+    logs: list[str] = []
+    run(make_cfg(inp, out, seq_len=64), resume=True, overwrite=True, log=logs.append)
+    assert f"output: --overwrite: the {n} units in {out} set aside (removed once this run completes) and every unit " \
+           "written again" in logs, logs
+    assert not any("nothing done yet" in x for x in logs), logs
+    logs.clear()
+    run(make_cfg(inp, tmp_path / "new", seq_len=64), resume=True, overwrite=True, log=logs.append)
+    assert any(x.startswith("resume: nothing done yet in ") for x in logs) and not any("--overwrite:" in x for x in logs)
+
+
 def test_output_folder_inside_a_recursive_glob(tmp_path):
     data = tmp_path / "data"
     (data / "sub").mkdir(parents=True)

@@ -130,8 +130,12 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                 f"a rerun killed mid-way had set aside in {PREVIOUS}")
         kept: set[int] = set()  # the units whose files this run leaves as they are
         try:
+            replaced = len(out.unit_files()) if overwrite else 0
             if overwrite:  # sets every file aside: after the leftover is gone
                 empty = check_shards(out, cfg.config_hash, overwrite=True, tokenizer=tokenizer.fingerprint, config=cfg)
+                if replaced:  # said, whatever config they were of (careless-user U4: "nothing done yet")
+                    log(f"output: --overwrite: the {replaced} unit{'s' if replaced != 1 else ''} in {out.path} set aside "
+                        "(removed once this run completes) and every unit written again")
             if empty:
                 log(f"output: {empty} unit{'s' if empty != 1 else ''} of another config or tokenizer "
                     f"hold{'s' if empty == 1 else ''} no document "
@@ -145,8 +149,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             adopted = {} if overwrite else adopt_moved(out, todo, cfg, tokenizer, writer_for(cfg, tokenizer))
             records.update({i: rec for i, (_, rec) in adopted.items()})
             todo = [u for u in todo if u.index not in adopted]
-            _log_resume(out, len(units), len(kept), {i: old for i, (old, _) in adopted.items()}, todo, why, resume,
-                        log)
+            _log_resume(out, len(units), len(kept), {i: old for i, (old, _) in adopted.items()}, todo, why,
+                        resume and not replaced, log)  # what --overwrite set aside is not resumed: said above
             if stale:
                 log(f"output: removed the files of {len(stale)} unit{'s' if len(stale) != 1 else ''} that are not in "
                     f"this plan (the input shrank or is planned differently): units {stale[0]}..{stale[-1]}")
@@ -244,18 +248,8 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
     same: dict[str, list[int]] = {}  # one line per error, naming its units (a file changed under 18 units: once)
     for e in sorted(errors, key=lambda e: e["unit"]):
         same.setdefault(e["error"], []).append(e["unit"])
-    msgs = [f"{_units_named(units)} failed: {error}" for error, units in same.items()]
+    msgs = [f"{_unit_list(units)} failed: {error}" for error, units in same.items()]
     return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more errors)" if len(msgs) > 5 else ""))
-
-
-def _units_named(units: list[int]) -> str:
-    """``unit 3``, ``units 0..17`` (a run of numbers), ``units 1, 4, 9`` (at most 5 named)."""
-    if len(units) == 1:
-        return f"unit {units[0]}"
-    if units[-1] - units[0] == len(units) - 1:
-        return f"units {units[0]}..{units[-1]}"
-    more = f" and {len(units) - 5} more" if len(units) > 5 else ""
-    return "units " + ", ".join(map(str, units[:5])) + more
 
 
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, tokenizer: str | None = None,
