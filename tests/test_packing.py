@@ -82,6 +82,28 @@ def test_concat_worked_example_tail():
     assert unpack([r.rows, r.tail]).to_dict() == {0: [1, 2, 3], 1: [4, 5], 2: [6, 7, 8, 9]}
 
 
+def test_all_rows_holds_the_tail_and_unpacked_is_indexed_by_position():
+    """Careless-user trial U10 and unpack(t)["input_ids"]. ``pack_concat(...).rows`` leaves the
+    short last row in ``.tail`` (documented), so writing ``.rows`` of a single call lost the
+    last 1..seq_len-1 tokens: ``all_rows`` is rows then tail (the worked example above: [9]
+    last). An Unpacked indexed by a column name raised numpy's IndexError; it is a PackingError
+    naming unpack(rows, column=...). unpacked[-1] was ``values[offsets[-1]:offsets[0]]``, an
+    empty array; it is the last document."""
+    r = pack_concat([[1, 2, 3], [4, 5], [6, 7, 8, 9]], seq_len=4)
+    assert cols(r.all_rows)["input_ids"] == [[1, 2, 3, 4], [5, 6, 7, 8], [9]]
+    assert r.all_rows.schema == r.rows.schema
+    full = pack_concat([[1, 2, 3], [4, 5], [6, 7, 8, 9]], seq_len=4, eos_id=0)
+    assert full.all_rows is full.rows  # no tail (the first worked example)
+    u = unpack(r.all_rows)
+    assert u.to_dict() == {0: [1, 2, 3], 1: [4, 5], 2: [6, 7, 8, 9]}
+    assert u[-1].tolist() == [6, 7, 8, 9] and u[np.int64(1)].tolist() == [4, 5] and len(list(u)) == 3
+    with pytest.raises(PackingError, match=r"^Unpacked\['input_ids'\]: documents are indexed by position, .*"
+                                           r"unpack\(rows, column='input_ids'\) rebuilds that column$"):
+        u["input_ids"]
+    with pytest.raises(IndexError, match=r"Unpacked\[3\]: out of range \(3 documents\)"):
+        u[3]
+
+
 def test_concat_worked_example_bos_eos_truncate():
     """bos 100, eos 0, seq_len 4, overflow truncate.
 

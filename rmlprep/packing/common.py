@@ -106,7 +106,8 @@ class PackResult:
     Attributes:
         rows: the packed rows, columns as in the module docstring.
         tail: same schema, 0 or 1 row shorter than ``seq_len``: the concat leftover, to prepend
-            to the next batch or write as a short last row (always 0 rows for BFD).
+            to the next batch or write as a short last row (always 0 rows for BFD);
+            :attr:`all_rows` is ``rows`` with it.
         stats: counts for this batch.
         dropped: int64 [k], indices of the documents left out (overflow="drop"), ascending.
         over_long: int64 [m], indices of the documents longer than ``seq_len``, ascending.
@@ -119,6 +120,17 @@ class PackResult:
     dropped: np.ndarray = field(default_factory=lambda: EMPTY_I64)
     over_long: np.ndarray = field(default_factory=lambda: EMPTY_I64)
     empty: np.ndarray = field(default_factory=lambda: EMPTY_I64)
+
+    @property
+    def all_rows(self) -> pa.RecordBatch:
+        """``rows`` then ``tail`` in one batch: every packed token, the last row shorter than
+        ``seq_len`` when there is a tail (what a shard of a run holds). ``rows`` alone leaves
+        the tail's tokens out (careless-user trial U10): use this for the last (or only) batch,
+        and carry ``tail`` into the next call otherwise."""
+        if not self.tail.num_rows:
+            return self.rows
+        table = pa.Table.from_batches([self.rows, self.tail]).combine_chunks()  # pa.concat_batches: pyarrow 19+
+        return table.to_batches()[0]
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,23 @@ class Unpacked:
         return len(self.index)
 
     def __getitem__(self, i: int) -> np.ndarray:
-        return self.values[self.offsets[i] : self.offsets[i + 1]]
+        """Document ``i`` (by position; negative counts from the end).
+
+        Raises:
+            PackingError: ``i`` is not an integer (``unpack(t)["input_ids"]``: an Unpacked is
+                one column's documents; numpy said only "only integers, slices ... are valid").
+            IndexError: ``i`` out of range (what ends iteration).
+        """
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            hint = (f"; it holds one column's documents: unpack(rows, column={i!r}) rebuilds that column"
+                    if isinstance(i, str) else "")
+            raise PackingError(f"Unpacked[{i!r}]: documents are indexed by position, unpacked[0] is the first "
+                               f"(index[0] its example_index){hint}")
+        n = len(self.index)
+        j = int(i) + n if i < 0 else int(i)  # offsets[-1:0] would be an empty document, not the last
+        if not 0 <= j < n:
+            raise IndexError(f"Unpacked[{i}]: out of range ({n} documents)")
+        return self.values[self.offsets[j] : self.offsets[j + 1]]
 
     def to_dict(self) -> dict[int, list[int]]:
         """``{example_index: list of values}``.

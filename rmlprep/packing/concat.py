@@ -54,7 +54,8 @@ def pack_concat(
     Each document is framed as ``[bos] + ids + [eos]`` (bos/eos only when given), the framed
     documents are concatenated in input order, and the stream is cut every ``seq_len`` tokens.
     The last ``len(stream) % seq_len`` tokens do not fill a row: they are returned as
-    :attr:`PackResult.tail`, never lost.
+    :attr:`PackResult.tail`, never lost, and not in ``rows``: write
+    :attr:`PackResult.all_rows` (``rows`` then ``tail``) for the last batch.
 
     Worked example (``seq_len=4, eos_id=0``), documents ``[1,2,3], [4,5], [6,7,8,9]``::
 
