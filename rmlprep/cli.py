@@ -27,10 +27,9 @@ from .chat.detect import check_template_format
 from .streams import reports_never_stop_a_run
 from .chat.encode import missing_stop_token, stop_token_refusal
 from .chat_parity import check_chat_format
-from .cli_text import read_file_text, read_texts, stdin_text
+from .cli_text import read_file_text, read_json_file, read_texts, stdin_text
 from .config import RunConfig, load_config
-from . import json_rows
-from .errors import ChatFormatError, InputError, ParityError, RmlprepError, RowError
+from .errors import ChatFormatError, InputError, ParityError, RmlprepError
 from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
 from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
 from .pipeline import run
@@ -74,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("encode", help="encode text to token ids")
     e.add_argument("tokenizer", help=TOKENIZER_HELP)
-    e.add_argument("text", nargs="?", help="text to encode (default: read stdin)")
+    e.add_argument("text", nargs="?", help="text to encode (default, or -: read stdin; encode the text \"-\" "
+                                                "through stdin)")
     e.add_argument("--name", help="encoding name for tiktoken rank files (gpt2, llama3, ...)")
     e.add_argument("--add-special-tokens", action="store_true",
                    help="add the bos/eos the tokenizer file adds, as its reference library's encode does: a "
@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("decode", help="decode token ids to text")
     d.add_argument("tokenizer", help=TOKENIZER_HELP)
-    d.add_argument("ids", nargs="*", help="ids, integers (default: read whitespace/comma separated ids from stdin)")
+    d.add_argument("ids", nargs="*", help="ids, integers (default, or -: read whitespace/comma separated ids from "
+                                            "stdin); a negative id after --: refused as out of range")
     d.add_argument("--name", help="encoding name for tiktoken rank files")
     d.add_argument("--skip-special-tokens", action="store_true")
     d.add_argument("-n", "--no-newline", action="store_true",
@@ -180,7 +181,7 @@ def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
 
 def _cmd_encode(a) -> int:
     tok, _ = _open(a.tokenizer, a.name)
-    text = a.text if a.text is not None else stdin_text()
+    text = a.text if a.text not in (None, "-") else stdin_text()  # "-": stdin, as cat and iconv take it
     ids = tok.encode(text, add_special_tokens=a.add_special_tokens, parse_special=not a.no_parse_special)
     if a.add_special_tokens and not (tok.spec.add_bos or tok.spec.add_eos):
         # a Llama 2 tokenizer.model adds no BOS here, as sentencepiece's encode adds none, while the
@@ -211,7 +212,7 @@ def _parse_ids(words: list[str], where: str) -> list[int]:
 
 
 def _cmd_decode(a) -> int:
-    ids = _parse_ids(a.ids, "on the command line") if a.ids else None
+    ids = _parse_ids(a.ids, "on the command line") if a.ids and a.ids != ["-"] else None  # "-": stdin
     tok, _ = _open(a.tokenizer, a.name)
     if ids is None:
         ids = _parse_ids([sys.stdin.read()], "on stdin")
@@ -248,13 +249,7 @@ def _cmd_inspect(a) -> int:
 
 
 def _cmd_chat(a) -> int:
-    text = read_file_text(a.messages)
-    try:
-        data = json_rows.loads(text)
-    except RowError as e:
-        raise RmlprepError(f"{a.messages}: {e}") from None
-    except ValueError as e:
-        raise RmlprepError(f"{a.messages}: not valid JSON: {e}") from None
+    data = read_json_file(a.messages)
     msgs = data["messages"] if isinstance(data, dict) and "messages" in data else data
     tools = data.get("tools") if isinstance(data, dict) else None
     fmt_arg = a.format

@@ -5,15 +5,17 @@ through one UTF-8 decoder (:func:`utf8_text`) that takes a file as the pipeline'
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import json_rows
 from .errors import InputError, RmlprepError, RowError
 from .encoding_hints import not_utf8_hint, wide_encoding
 from .readers.jsonl import _BOM
 
-__all__ = ["utf8_text", "stdin_text", "read_file_text", "read_texts"]
+__all__ = ["utf8_text", "stdin_text", "read_file_text", "read_json_file", "read_texts"]
 
 
 def utf8_text(data: bytes, name: str, *, file: bool = True) -> str:
@@ -62,6 +64,37 @@ def read_file_text(path: str) -> str:
         raise RmlprepError(f"{path}: no such file") from None
     except OSError as e:
         raise RmlprepError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+def read_json_file(path: str) -> Any:
+    """``rmlprep chat``'s messages file: one JSON document (:func:`read_file_text`, then
+    :func:`rmlprep.json_rows.loads`: a key twice is refused).
+
+    Raises:
+        RmlprepError: no such file, not JSON (a file of JSON Lines is named as such: ``chat``
+            writes one conversation, and said only "Extra data: line 2 column 1").
+    """
+    text = read_file_text(path)
+    try:
+        return json_rows.loads(text)
+    except RowError as e:
+        raise RmlprepError(f"{path}: {e}") from None
+    except ValueError as e:
+        lines = [x for x in text.split("\n") if x.strip(" \t\r")]
+        if getattr(e, "msg", "") == "Extra data" and len(lines) > 1 and _all_json(lines):
+            raise RmlprepError(f"{path}: holds {len(lines)} JSON lines (JSON Lines, one conversation each), and chat "
+                               "writes one: a JSON list of messages or {\"messages\": [...]}; give one line (e.g. "
+                               f"head -n 1 {path} > one.json), or run the sft pipeline over the file") from None
+        raise RmlprepError(f"{path}: not valid JSON: {e}") from None
+
+
+def _all_json(lines: list[str]) -> bool:
+    for line in lines:
+        try:
+            json.loads(line)
+        except ValueError:
+            return False
+    return True
 
 
 def read_texts(path: str) -> list[str]:

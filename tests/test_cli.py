@@ -173,6 +173,32 @@ def test_decode_names_a_bad_id_in_one_line(capsys, args, bad):
     assert err.count("\n") == 1 and f"{bad} on the command line is not a token id" in err
 
 
+@needs_tiny
+def test_dash_is_stdin_and_a_jsonl_file_to_chat_is_named(tmp_path, capsys, monkeypatch):
+    """Careless-user trial U7. ``encode TOK -`` encoded the text "-" (id 12 for GPT-2) where a
+    Unix user means stdin, as cat and iconv take "-": it reads stdin now (decode too). ``chat``
+    given a JSON Lines file said "not valid JSON: Extra data: line 2 column 1"; it names the file
+    as JSON Lines and says what chat takes. ``decode -- -1`` was already one line naming the id."""
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"the the")))
+    assert main(["encode", str(TINY), "-"]) == 0
+    dash = capsys.readouterr().out
+    assert main(["encode", str(TINY), "the the"]) == 0 and capsys.readouterr().out == dash != "12\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(dash))
+    assert main(["decode", str(TINY), "-", "-n"]) == 0 and capsys.readouterr().out == "the the"
+    conv = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+    (tmp_path / "c.jsonl").write_text(json.dumps(conv) + "\n" + json.dumps(conv) + "\n")
+    assert main(["chat", str(tmp_path / "c.jsonl"), "--format", "chatml"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"rmlprep: error: {tmp_path / 'c.jsonl'}: holds 2 JSON lines (JSON Lines, one conversation each), "
+                   "and chat writes one: a JSON list of messages or {\"messages\": [...]}; give one line (e.g. head -n 1 "
+                   f"{tmp_path / 'c.jsonl'} > one.json), or run the sft pipeline over the file\n"), err
+    assert main(["decode", str(TINY), "--", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "token id -1 is out of range" in err, err
+
+
 def test_decode_reads_comma_separated_ids_as_the_references_decode_them(capsys):
     """``40,41`` on the command line is the ids 40 and 41 (it was checked only against
     rmlprep's own decoding of ``40 41``). Expected text: the real GPT-2's decoding of the same
