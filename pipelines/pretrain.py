@@ -1,7 +1,7 @@
 """Pretraining pipeline: text documents → token ids → rows of seq_len with eos between documents.
 
     python pipelines/pretrain.py CORPUS... --tokenizer TOKENIZER --output DIR [--seq-len 2048]
-        [--name gpt2] [--column text] [--workers N]
+        [--name gpt2] [--column text] [--workers N] [--max-reject-fraction 0.1]
 
 The same job as ``rmlprep run configs/pretrain.toml``, built from a dict: stages are
 rmlprep's (readers → parity → arrow.tokenize_text → packing.pack_concat → shards); the tail of
@@ -17,7 +17,8 @@ from rmlprep.cli import run_exit_status
 from rmlprep.config import config_from_dict
 
 
-def config(paths, *, tokenizer, output, seq_len=2048, name=None, column="text", workers=0, bos=False):
+def config(paths, *, tokenizer, output, seq_len=2048, name=None, column="text", workers=0, bos=False,
+           max_reject_fraction=0.1):
     tok = {"path": tokenizer}
     if name:
         tok["name"] = name
@@ -27,7 +28,7 @@ def config(paths, *, tokenizer, output, seq_len=2048, name=None, column="text", 
         "tokenizer": tok,
         "pack": {"seq_len": seq_len, "eos": True, "bos": bos, "overflow": "wrap"},
         "output": {"dir": output},
-        "run": {"workers": workers},
+        "run": {"workers": workers, "max_reject_fraction": max_reject_fraction},
     })
 
 
@@ -40,10 +41,14 @@ def main(argv=None) -> int:
     p.add_argument("--seq-len", type=int, default=2048)
     p.add_argument("--column", default="text")
     p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--max-reject-fraction", type=float, default=0.1,
+                   help="exit 2 when more than this share of the rows read is rejected (run.max_reject_fraction)")
     a = p.parse_args(argv)
-    # the CLI's exit rules: 2 for an error or an empty dataset (every row rejected), 3 for parity
+    # the CLI's exit rules: 2 for an error, an empty dataset (every row rejected) or rejects over
+    # --max-reject-fraction, 3 for parity
     return run_exit_status(lambda: config(a.paths, tokenizer=a.tokenizer, output=a.output, seq_len=a.seq_len,
-                                          name=a.name, column=a.column, workers=a.workers))
+                                          name=a.name, column=a.column, workers=a.workers,
+                                          max_reject_fraction=a.max_reject_fraction))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     python pipelines/sft.py CORPUS... --tokenizer TOKENIZER --format chatml --output DIR
         [--seq-len 2048] [--pad] [--workers N] [--tools-column tools|false]
-        [--system-column system|false] [--ignore-media] [--text-markers]
+        [--system-column system|false] [--ignore-media] [--text-markers] [--max-reject-fraction 0.1]
 
 The same job as ``rmlprep run configs/sft.toml``: rmlprep's readers → parity →
 arrow.tokenize_chat (chat.encode_chat: no Jinja, mask on assistant content and turn
@@ -20,7 +20,8 @@ from rmlprep.config import config_from_dict
 
 
 def config(paths, *, tokenizer, fmt, output, seq_len=2048, column="messages", workers=0, pad=False,
-           overflow="truncate", tools_column=None, system_column=None, ignore_media=False, text_markers=False):
+           overflow="truncate", tools_column=None, system_column=None, ignore_media=False, text_markers=False,
+           max_reject_fraction=0.1):
     return config_from_dict({
         "pipeline": "sft",
         "input": {"paths": list(paths), "column": column},
@@ -31,7 +32,7 @@ def config(paths, *, tokenizer, fmt, output, seq_len=2048, column="messages", wo
                  **({"ignore_media": True} if ignore_media else {})},
         "pack": {"seq_len": seq_len, "overflow": overflow, "pad": pad},
         "output": {"dir": output},
-        "run": {"workers": workers},
+        "run": {"workers": workers, "max_reject_fraction": max_reject_fraction},
     })
 
 
@@ -54,12 +55,16 @@ def main(argv=None) -> int:
     p.add_argument("--text-markers", action="store_true",
                    help="run a format whose turn terminator is not a special token of the tokenizer, its markers "
                         "written as text (chat.text_markers)")
+    p.add_argument("--max-reject-fraction", type=float, default=0.1,
+                   help="exit 2 when more than this share of the rows read is rejected (run.max_reject_fraction)")
     a = p.parse_args(argv)
-    # the CLI's exit rules: 2 for an error or an empty dataset (every row rejected), 3 for parity
+    # the CLI's exit rules: 2 for an error, an empty dataset (every row rejected) or rejects over
+    # --max-reject-fraction, 3 for parity
     return run_exit_status(lambda: config(a.paths, tokenizer=a.tokenizer, fmt=a.format, output=a.output,
                                           seq_len=a.seq_len, column=a.column, workers=a.workers, pad=a.pad,
                                           tools_column=a.tools_column, system_column=a.system_column,
-                                          ignore_media=a.ignore_media, text_markers=a.text_markers))
+                                          ignore_media=a.ignore_media, text_markers=a.text_markers,
+                                          max_reject_fraction=a.max_reject_fraction))
 
 
 if __name__ == "__main__":

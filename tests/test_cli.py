@@ -731,6 +731,12 @@ def test_the_pipeline_scripts_exit_as_rmlprep_run(tmp_path, capsys, monkeypatch)
     good.write_text('{"text": "12 34"}\n')
     assert pretrain.main([str(good), *common, "--output", str(tmp_path / "g")]) == 0
     assert capsys.readouterr().out == f"shards: {tmp_path / 'g'}\n"
+    half = tmp_path / "half.jsonl"  # 1 reject of 2 rows: over run.max_reject_fraction's default 0.1
+    half.write_text('{"text": "12 34"}\n{"txt": "b"}\n')
+    assert pretrain.main([str(half), *common, "--output", str(tmp_path / "h")]) == 2
+    assert "1 of 2 rows were rejected (50.0% of rows read: read 1), more than run.max_reject_fraction" in \
+        capsys.readouterr().err
+    assert pretrain.main([str(half), *common, "--output", str(tmp_path / "h"), "--max-reject-fraction", "0.5"]) == 0
 
     def parity_fails(*a, **k):
         raise ParityError("12 34", 0, [1], [2], message="ids differ from the reference")
