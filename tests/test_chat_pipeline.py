@@ -355,11 +355,11 @@ def test_split_chunks_that_train_nothing_are_counted(tmp_path):
     for r in rows:
         pos = 0
         for n, e in zip(r["seq_lengths"], r["example_index"]):
-            untrained += e >= 0 and not any(r["assistant_masks"][pos:pos + n])
+            untrained += e >= 0 and all(x == -100 for x in r["labels"][pos:pos + n])
             pos += n
     assert untrained >= 2 and m["totals"]["untrained_chunks"] == untrained
     table = summary_table(m, json.loads((out / "stats.json").read_text()))
-    assert f'{untrained} chunks that pack.overflow = "split" cut from longer conversations hold no assistant token' in table
+    assert f'{untrained} chunks that pack.overflow = "split" cut from longer conversations hold no assistant token after the first' in table
     m = run(cfg(inp, tmp_path / "t", parity={"chat": False}), log=quiet)  # truncate: a reject, no chunk
     assert m["totals"]["rejects"] == 1 and m["totals"]["untrained_chunks"] == 0
     # a unit whose marker predates the count (2bb738d) is kept on resume: its chunks are not
@@ -373,9 +373,57 @@ def test_split_chunks_that_train_nothing_are_counted(tmp_path):
     assert m["units_processed"] == 0 and m["totals"]["untrained_chunks"] is None
     assert json.loads((out / "stats.json").read_text())["totals"]["untrained_chunks"] is None
     table = summary_table(m, json.loads((out / "stats.json").read_text()))
-    assert "hold no assistant token: not known (units written before rmlprep counted them" in table
+    assert "hold no assistant token after their first: not known (units written before rmlprep counted" in table
     m = run(cfg(inp, tmp_path / "t", parity={"chat": False}), resume=True, log=quiet)
     assert m["units_processed"] == 0 and m["totals"]["untrained_chunks"] == 0  # truncate cuts no chunk
+
+
+def test_split_chunks_start_with_label_minus_100_and_old_units_are_redone(tmp_path):
+    """explorer5 X3: a pack.overflow = "split" chunk that starts inside an answer kept a trained
+    first label, which a Hugging Face loss (shifted over the flat row) predicts from the
+    previous example's last token. pack_bfd writes -100 as every fragment's first label (TRL's
+    padding-free collator masks labels[position_ids == 0]). Expected values read back from
+    the shard: every fragment's first label is -100, with the assistant mask still 1 where a
+    chunk starts inside the 300-word answer (first_labels_masked counts those); a chunk is
+    untrained when all its labels are -100. A unit whose marker predates the change (no
+    first_labels_masked) is redone on resume under split; a truncate run keeps it (its
+    conversations start with template text, label -100 already)."""
+    import pyarrow.parquet as pq
+
+    inp = tmp_path / "c.jsonl"
+    long_answer = [{"role": "user", "content": "count"},
+                   {"role": "assistant", "content": " ".join(f"w{i}" for i in range(300))}]
+    write_chats(inp, n=10, extra=[long_answer])
+    out = tmp_path / "o"
+    split = cfg(inp, out, parity={"chat": False}, pack={"overflow": "split"})
+    m = run(split, log=quiet)
+    rows = pq.read_table(next(out.glob("train-*.parquet"))).to_pylist()
+    starts = untrained = 0
+    for r in rows:
+        pos = 0
+        for n, e in zip(r["seq_lengths"], r["example_index"]):
+            assert r["labels"][pos] == -100 and r["position_ids"][pos] == 0
+            starts += e >= 0 and r["assistant_masks"][pos] == 1
+            untrained += e >= 0 and all(x == -100 for x in r["labels"][pos:pos + n])
+            pos += n
+    (marker,) = [json.loads(p.read_text()) for p in out.glob("shard-*.done.json")]
+    assert starts >= 2 and marker["first_labels_masked"] == starts
+    assert m["totals"]["untrained_chunks"] == untrained
+    before = {p.name: p.read_bytes() for p in out.glob("train-*.parquet")}
+    trunc = tmp_path / "t"
+    run(cfg(inp, trunc, parity={"chat": False}), log=quiet)
+    for d in (out, trunc):  # markers as written before first_labels_masked existed
+        for p in d.glob("shard-*.done.json"):
+            mk = json.loads(p.read_text())
+            del mk["first_labels_masked"]
+            p.write_text(json.dumps(mk))
+    logs: list[str] = []
+    m = run(split, resume=True, log=logs.append)
+    assert m["units_processed"] == len(m["shards"]) == 1
+    assert any("predates pack_bfd writing -100 as the first label" in x for x in logs), logs
+    assert {p.name: p.read_bytes() for p in out.glob("train-*.parquet")} == before
+    m = run(cfg(inp, trunc, parity={"chat": False}), resume=True, log=quiet)
+    assert m["units_processed"] == 0
 
 
 def test_a_marker_older_than_reasoning_untrained_is_redone_for_smollm3_and_kept_as_unknown_otherwise(tmp_path):

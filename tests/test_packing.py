@@ -157,7 +157,7 @@ def test_bfd_worked_example_padded_with_labels_and_masks():
     #2 (4) -> row 0 (2 free); #0 (3) -> row 1 (3 free); #1 (2) fits row 0 (2 free, fuller than
     row 1's 3) -> row 0 full; #3 (1) -> row 1 (2 free).
     Row 0 [6,7,8,9,4,5]; row 1 [1,2,3,10] + 2 pads -> [1,2,3,10,99,99], labels -100 for the
-    pads, masks 0; the pad run is a fragment of its own: seq_lengths [3,1,2], example_index
+    pads and for each fragment's first token (see test_bfd_masks_the_first_label_of_every_fragment), masks 0; the pad run is a fragment of its own: seq_lengths [3,1,2], example_index
     [0,3,-1], position_ids restart at it: [0,1,2,0,0,1].
     Padding ratio 2 / 12.
     """
@@ -166,7 +166,7 @@ def test_bfd_worked_example_padded_with_labels_and_masks():
     r = pack_bfd(docs, docs, seq_len=6, pad_id=99, assistant_masks=masks)
     assert cols(r.rows) == {
         "input_ids": [[6, 7, 8, 9, 4, 5], [1, 2, 3, 10, 99, 99]],
-        "labels": [[6, 7, 8, 9, 4, 5], [1, 2, 3, 10, -100, -100]],
+        "labels": [[-100, 7, 8, 9, -100, 5], [-100, 2, 3, -100, -100, -100]],
         "assistant_masks": [[0, 0, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0]],
         "position_ids": [[0, 1, 2, 3, 0, 1], [0, 1, 2, 0, 0, 1]],
         "seq_lengths": [[4, 2], [3, 1, 2]],
@@ -188,6 +188,31 @@ def test_bfd_worked_example_split():
     assert cols(r.rows)["example_index"] == [[0], [0], [1, 0]]
     assert r.stats.split_examples == 1
     assert unpack(r.rows).to_dict() == {0: [1, 2, 3, 4, 5, 6, 7], 1: [8, 9]}
+
+
+def test_bfd_masks_the_first_label_of_every_fragment():
+    """Labels are unshifted and a Hugging Face loss shifts them over the flat row, so a
+    fragment's first label would be predicted from the previous fragment's last token (another
+    example): pack_bfd writes it -100, as TRL's padding-free collator (``labels[position_ids ==
+    0] = -100``) and transformers' DataCollatorWithFlattening do (explorer5 X3).
+
+    Worked example (``seq_len=5``, split): example 1 [1..7] is cut into (1..5) and (6, 7);
+    longest first: (1..5) -> row 0, example 0 (3) -> row 1, (6, 7) -> row 1. The chunk (6, 7)
+    starts inside the answer: its labels [6, 7] become [-100, 7]; example 0's first label
+    was -100 already. Assistant masks are not changed."""
+    r = pack_bfd([[100, 101, 102], [1, 2, 3, 4, 5, 6, 7]],
+                 labels=[[-100, 101, 102], [-100, 2, 3, 4, 5, 6, 7]], seq_len=5, overflow="split",
+                 assistant_masks=[[0, 1, 1], [0, 1, 1, 1, 1, 1, 1]])
+    d = cols(r.rows)
+    assert d["input_ids"] == [[1, 2, 3, 4, 5], [100, 101, 102, 6, 7]]
+    assert d["position_ids"] == [[0, 1, 2, 3, 4], [0, 1, 2, 0, 1]]
+    assert d["labels"] == [[-100, 2, 3, 4, 5], [-100, 101, 102, -100, 7]]
+    assert d["assistant_masks"] == [[0, 1, 1, 1, 1], [0, 1, 1, 1, 1]]
+    assert unpack(r.rows, "labels").to_dict() == {0: [-100, 101, 102], 1: [-100, 2, 3, 4, 5, -100, 7]}
+    # a whole example is a fragment too, in any mode, padded or not; the input is not changed
+    labels = [[9, 8], [7]]
+    r = pack_bfd([[1, 2], [3]], labels=labels, seq_len=4, pad_id=0)
+    assert cols(r.rows)["labels"] == [[-100, 8, -100, -100]] and labels == [[9, 8], [7]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,8 +350,11 @@ def test_bfd_round_trip(batch, seq_len, overflow, pad, form, with_extras):
             continue
         keep[i] = len(d) if overflow == "split" else min(len(d), seq_len)
     assert unpack(r.rows).to_dict() == {i: docs[i][:n] for i, n in keep.items()}
-    if with_extras:
-        assert unpack(r.rows, "labels").to_dict() == {i: labels[i][:n] for i, n in keep.items()}
+    if with_extras:  # every fragment's first label is -100: at every seq_len-th token (split)
+        assert unpack(r.rows, "labels").to_dict() == {
+            i: [IGNORE_INDEX if j % seq_len == 0 else x for j, x in enumerate(labels[i][:n])]
+            for i, n in keep.items()
+        }
         assert unpack(r.rows, "assistant_masks").to_dict() == {
             i: masks[i][:n] for i, n in keep.items()
         }

@@ -27,10 +27,16 @@ restarts at 0 in each shard, and :func:`unpack` keys documents by (unit, example
 rows have that column.
 
 ``labels`` are not shifted (``labels[i]`` is the target at position ``i``, Hugging Face's
-convention; its models shift inside the loss, over the whole row): the first label of a fragment
-is then predicted from the previous fragment's last token, another example, so a trainer masks
-``labels[position_ids == 0]`` as TRL's padding-free collator does (only a chunk of
-``overflow="split"`` can start with a trained token). ``labels`` are int32, as :func:`rmlprep.tokenize_chat` gives them: signed for -100, and every
+convention; its models shift inside the loss, over the whole row), so the first label of a
+fragment would be predicted from the previous fragment's last token, another example.
+:func:`pack_bfd` therefore writes **-100 as the first label of every fragment**
+(``labels[position_ids == 0] == -100`` on every row): TRL's padding-free collator masks
+``labels[position_ids == 0]`` and transformers' ``DataCollatorWithFlattening`` puts -100 as each
+sequence's first label for the same reason. Nothing is lost: an example alone in a row never
+trains its first label either (nothing precedes it). A whole conversation starts with template
+text (-100 already); a chunk of ``overflow="split"`` can start inside an answer, and that token
+is then not trained (``assistant_masks`` keep its 1: it is an assistant token).
+``labels`` are int32, as :func:`rmlprep.tokenize_chat` gives them: signed for -100, and every
 token id of a real vocabulary fits (an id past 2**31 - 1 is a :class:`PackingError`); half the
 bytes of int64, and ``datasets``' torch format hands out int64 tensors from it anyway (as it
 does from ``input_ids``' uint32), the type cross-entropy takes.

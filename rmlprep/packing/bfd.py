@@ -88,13 +88,15 @@ def pack_bfd(
     Args:
         input_ids: list<uint32> per example (same input forms as :func:`pack_concat`).
         labels: optional list<int> per example, aligned token by token with input_ids
-            (-100 = ignored by the loss), each from -2**31 to 2**31 - 1.
+            (-100 = ignored by the loss), each from -2**31 to 2**31 - 1. The first label of
+            every fragment is written -100 (of every example, and of every chunk of
+            ``overflow="split"``): see the module docstring.
         seq_len: row capacity, 1 to 2**24 (:data:`~rmlprep.packing.common.MAX_SEQ_LEN`).
         overflow: what to do with an example longer than ``seq_len``:
             - ``"truncate"``: keep its first ``seq_len`` tokens (``stats.truncated_tokens``
               counts the rest);
             - ``"split"``: cut it into ``seq_len`` chunks, each packed as its own example
-              (same example_index; position_ids restart in each chunk);
+              (same example_index; position_ids restart in each chunk; its first label -100);
             - ``"drop"``: leave it out; its index is in :attr:`PackResult.dropped`.
         pad_id: when given, every row is padded to ``seq_len``: input_ids with pad_id, labels
             with -100, assistant_masks with 0. The pad run is a fragment of its own: it is the
@@ -173,6 +175,8 @@ def pack_bfd(
     frags_per_row = np.bincount(row_of_item, minlength=n_rows).astype(np.int64)
     src = gather_index(item_start[placed], frag_len)
     packed = {name: col[src] for name, col in columns.items()}
+    if "labels" in packed:  # every fragment's first label: see the module docstring (TRL, transformers)
+        packed["labels"][cumsum0(frag_len)[:-1]] = IGNORE_INDEX
     real_tokens = int(frag_len.sum())
 
     if pad_id is None or n_rows == 0:

@@ -123,7 +123,9 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
     Fragments with the same example_index are joined in row order (the order both pack
     functions write them in); pad runs (example_index -1) are skipped. Documents come back as
     they were packed: with the bos/eos that :func:`pack_concat` added, truncated where the
-    overflow mode truncated; dropped and empty documents are absent.
+    overflow mode truncated, ``labels`` with the -100 that :func:`pack_bfd` writes as each
+    fragment's first label (an ``overflow="split"`` example's at every ``seq_len``-th token);
+    dropped and empty documents are absent.
 
     ``example_index`` numbers each shard's documents from 0. A run's Parquet shards also hold a
     ``unit`` column (the shard's number on every row, :data:`.common.UNIT_COLUMN`): when the rows

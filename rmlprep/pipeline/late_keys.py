@@ -68,6 +68,13 @@ def marker_needs(cfg: RunConfig) -> dict[str, str]:
     (:data:`.writers.UNIT_FIELD`): a Parquet shard written before it lacks the column, and a
     folder mixing both would not load with ``datasets`` (the card names the column, the old
     shards lack it), so such a unit is redone; Megatron's ``.bin``/``.idx`` did not change.
+
+    ``first_labels_masked`` came with :func:`rmlprep.pack_bfd` writing -100 as every fragment's
+    first label (a chunk of ``pack.overflow = "split"`` that starts inside an answer trained it,
+    predicted from another example's last token under a Hugging Face loss), so a marker without
+    it cannot vouch for the labels of a split run, nor of ``chat.format = "template"`` (a
+    template may write an assistant token first); every built-in format starts a conversation
+    with template text (label -100), so other runs' shards are the same.
     """
     needs = {}
     if cfg["output"]["format"] == "parquet":
@@ -76,6 +83,9 @@ def marker_needs(cfg: RunConfig) -> dict[str, str]:
     if fmt is not None and not cfg["chat"]["train_on_reasoning"] and (fmt == "auto" or _reasoning_in_content(fmt)):
         needs["reasoning_untrained"] = ("done marker predates chat.train_on_reasoning = false leaving SmolLM3's "
                                         "reasoning out of the mask (it has no reasoning_untrained)")
+    if fmt is not None and (cfg["pack"]["overflow"] == "split" or fmt == "template"):
+        needs["first_labels_masked"] = ("done marker predates pack_bfd writing -100 as the first label of every "
+                                        "fragment (it has no first_labels_masked)")
     return needs
 
 

@@ -110,7 +110,9 @@ class Packed:
         values: each column's list values in the rows (tokens for the token columns, pieces
             for ``seq_lengths`` and ``example_index``), for :meth:`arrow_bytes`.
         stats: ``dropped_documents``, ``dropped_tokens``, ``truncated_tokens``, ``over_long``
-            (and ``split_examples``, ``untrained_rejected``, ``untrained_chunks`` for sft).
+            (and ``split_examples``, ``untrained_rejected``, ``untrained_chunks``,
+            ``first_labels_masked`` for sft: fragments that start on an assistant token, whose
+            first label :func:`rmlprep.pack_bfd` writes -100).
     """
 
     def __init__(self, pipeline: str, seq_len: int):
@@ -412,6 +414,7 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
     untrained_rejected = pack["overflow"] == "truncate" and cfg["chat"]["no_assistant"] == "reject"  # .untrained
     packed.stats["untrained_rejected"] = 0  # every sft marker says how many (0 or more)
     packed.stats["untrained_chunks"] = 0  # split chunks that train nothing (.untrained), kept and counted
+    packed.stats["first_labels_masked"] = 0  # fragments starting on an assistant token: label -100 (pack_bfd)
 
     def pack_window(held: list[Docs], first: int) -> Iterator[pa.Table]:
         lens = _cat([d.lengths for d in held], np.int64)
@@ -443,6 +446,9 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
         if len(res.dropped):
             _reject_dropped(tally, src_rows[res.dropped], lens[res.dropped], pack["seq_len"], "", values)
         packed.add_lengths(np.delete(lens, res.dropped))
+        starts = list_values(res.rows.column("position_ids")) == 0
+        masked = list_values(res.rows.column("assistant_masks"))[starts]
+        packed.stats["first_labels_masked"] += int(np.count_nonzero(masked))
         for k in _BFD_STATS:
             packed.stats[k] += getattr(res.stats, k)
         if index is None and first:

@@ -441,13 +441,14 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                                    f"({t['truncated_tokens']:,} tokens cut)"))
     if t.get("untrained_chunks", 0) is None:
         lines.append(("over-long", "chunks that pack.overflow = \"split\" cut from longer conversations and that hold no "
-                                   "assistant token: not known (units written before rmlprep counted them were kept "
-                                   "on resume; --overwrite writes them again and counts)"))
+                                   "assistant token after their first: not known (units written before rmlprep counted "
+                                   "them were kept on resume; --overwrite writes them again and counts)"))
     if t.get("untrained_chunks"):
         n = t["untrained_chunks"]
         lines.append(("over-long", f"{n:,} chunk{'s' if n != 1 else ''} that pack.overflow = \"split\" cut from longer "
-                                   f"conversations hold{'' if n != 1 else 's'} no assistant token: kept, but train"
-                                   f"{'' if n != 1 else 's'} nothing (row space only; each chunk is its own example)"))
+                                   f"conversations hold{'' if n != 1 else 's'} no assistant token after the first "
+                                   f"(whose label is -100): kept, but train{'' if n != 1 else 's'} nothing (row space "
+                                   "only; each chunk is its own example)"))
     if t.get("json_tool_calls_as_text"):
         n = t["json_tool_calls_as_text"]
         lines.append(("tool calls", f"{n:,} conversation{'s write' if n != 1 else ' writes'} tool calls as JSON text in the "

@@ -9,8 +9,9 @@ such conversations here (:func:`untrained_after_truncation`), rejects them with
 
 With ``pack.overflow = "split"`` a conversation longer than ``seq_len`` becomes chunks of
 ``seq_len`` tokens, each its own example (position_ids restart, so no chunk sees another); a
-chunk holding no assistant token trains nothing and only takes row space. Such chunks are kept
-(each is part of its conversation, which still trains) and counted
+chunk holding no assistant token after its first trains nothing and only takes row space (its
+first label is -100: :func:`rmlprep.pack_bfd` masks every fragment's first label). Such chunks
+are kept (each is part of its conversation, which still trains) and counted
 (:func:`untrained_chunks`, ``untrained_chunks`` in the markers, manifest and summary).
 """
 
@@ -46,19 +47,20 @@ def untrained_after_truncation(masks: np.ndarray, offs: np.ndarray, seq_len: int
 
 def untrained_chunks(masks: np.ndarray, offs: np.ndarray, seq_len: int) -> int:
     """How many of the ``seq_len``-token chunks that ``pack.overflow = "split"`` cuts from the
-    conversations longer than ``seq_len`` hold no assistant token, counted over the
-    conversations that hold one (a conversation that trains nothing is ``chat.no_assistant``'s
-    business, not the split's).
+    conversations longer than ``seq_len`` hold no assistant token after their first (whose
+    label :func:`rmlprep.pack_bfd` writes -100), counted over the conversations that hold one
+    (a conversation that trains nothing is ``chat.no_assistant``'s business, not the split's).
 
     Args: as :func:`untrained_after_truncation`.
 
-    Worked example (``seq_len`` 2): the first conversation (6 tokens, trained at 4 and 5) is cut
-    into [0, 2), [2, 4), [4, 6), of which two train nothing; the second is not over-long, the
-    third trains nothing at all:
+    Worked example (``seq_len`` 2): the first conversation (7 tokens, assistant tokens at 4,
+    5 and 6) is cut into [0, 2), [2, 4), [4, 6), [6, 7), of which three train nothing: two
+    without an assistant token and [6, 7), whose only one is its first; the second is not
+    over-long, the third trains nothing at all:
 
-    >>> m = np.array([0, 0, 0, 0, 1, 1,  0, 1,  0, 0, 0], dtype=np.uint8)
-    >>> untrained_chunks(m, np.array([0, 6, 8, 11]), 2)
-    2
+    >>> m = np.array([0, 0, 0, 0, 1, 1, 1,  0, 1,  0, 0, 0], dtype=np.uint8)
+    >>> untrained_chunks(m, np.array([0, 7, 9, 12]), 2)
+    3
     """
     n = len(offs) - 1
     if not n:
@@ -75,7 +77,7 @@ def untrained_chunks(masks: np.ndarray, offs: np.ndarray, seq_len: int) -> int:
     k = np.arange(int(chunks.sum()), dtype=np.int64) - np.repeat(first, chunks)
     cs = np.repeat(starts[long], chunks) + k * seq_len
     ce = np.minimum(cs + seq_len, np.repeat(ends[long], chunks))
-    return int(np.count_nonzero(c[ce] == c[cs]))
+    return int(np.count_nonzero(c[ce] == c[cs + 1]))  # the first token's label is -100 (pack_bfd)
 
 
 def untrained_reason(tokens: int, seq_len: int) -> str:
