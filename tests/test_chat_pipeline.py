@@ -393,21 +393,27 @@ def test_split_chunks_start_with_label_minus_100_and_old_units_are_redone(tmp_pa
     inp = tmp_path / "c.jsonl"
     long_answer = [{"role": "user", "content": "count"},
                    {"role": "assistant", "content": " ".join(f"w{i}" for i in range(300))}]
-    write_chats(inp, n=10, extra=[long_answer])
+    # 122 words put the first answer's last trained token (the end of "<|im_end|>") first in
+    # a chunk whose other tokens are template text and the next prompt: that chunk now trains
+    # nothing and is counted in untrained_chunks (found by trying prompt lengths)
+    edge = [{"role": "user", "content": " ".join(f"w{i}" for i in range(122))}, {"role": "assistant", "content": "ok."},
+            {"role": "user", "content": " ".join(f"v{i}" for i in range(200))}, {"role": "assistant", "content": "done."}]
+    write_chats(inp, n=10, extra=[long_answer, edge])
     out = tmp_path / "o"
     split = cfg(inp, out, parity={"chat": False}, pack={"overflow": "split"})
     m = run(split, log=quiet)
     rows = pq.read_table(next(out.glob("train-*.parquet"))).to_pylist()
-    starts = untrained = 0
+    starts = untrained = only_first = 0
     for r in rows:
         pos = 0
         for n, e in zip(r["seq_lengths"], r["example_index"]):
             assert r["labels"][pos] == -100 and r["position_ids"][pos] == 0
             starts += e >= 0 and r["assistant_masks"][pos] == 1
+            only_first += r["assistant_masks"][pos] == 1 and sum(r["assistant_masks"][pos:pos + n]) == 1
             untrained += e >= 0 and all(x == -100 for x in r["labels"][pos:pos + n])
             pos += n
     (marker,) = [json.loads(p.read_text()) for p in out.glob("shard-*.done.json")]
-    assert starts >= 2 and marker["first_labels_masked"] == starts
+    assert starts >= 3 and only_first >= 1 and marker["first_labels_masked"] == starts
     assert m["totals"]["untrained_chunks"] == untrained
     before = {p.name: p.read_bytes() for p in out.glob("train-*.parquet")}
     trunc = tmp_path / "t"
