@@ -203,11 +203,12 @@ class TokenizeChat(_MapFunction):
         if self._writer is None:
             from .chat.template import TemplateWriter
 
-            spec = self.tokenizer.spec
-            name = lambda i: spec.vocab[i] if i is not None else None  # noqa: E731
+            from .chat.encode import template_specials
+
+            bos, eos = template_specials(self.tokenizer, self.template, self.options)
             opts = dict(self.options or {})
             today = opts.pop("today", None)
-            self._writer = TemplateWriter(self.template, bos_token=name(spec.bos_id), eos_token=name(spec.eos_id),
+            self._writer = TemplateWriter(self.template, bos_token=bos, eos_token=eos,
                                           kwargs=opts, today=today, tokens=self.tokenizer.template_tokens)
         return self._writer
 
@@ -388,8 +389,10 @@ def tokenize_chat(
     Returns:
         A picklable callable (see :class:`TokenizeChat`).
     Raises:
-        ChatFormatError: unknown format or option; ``"auto"`` and a template no format reproduces.
-        ConfigError: bad on_error / no_assistant / system_column or clashing output column names; the format's
+        ChatFormatError: unknown format or option; ``"auto"`` and a template no format reproduces,
+            or one that reads a GGUF's defaulted bos/eos (:func:`rmlprep.chat.encode.template_specials`).
+        ConfigError: bad on_error / no_assistant / system_column or clashing output column names;
+            ``"template"`` and a template that reads a GGUF's defaulted bos/eos; the format's
             turn terminator is not a special token of the tokenizer (see ``text_markers``);
             ``train_on_reasoning=False`` with a format that has no reasoning. When called: a
             batch with a tools, system-prompt or media column it would not read (see
@@ -402,7 +405,7 @@ def tokenize_chat(
             ``fn.stats["tool_calls_without_tools"]``).
     """
     from .chat import detect_chat_format
-    from .chat.encode import missing_stop_token, stop_token_refusal
+    from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
     from .hf import named_templates_note, tool_use_hint
     from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
     from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens
@@ -412,10 +415,8 @@ def tokenize_chat(
         if not tok.chat_template:
             raise ConfigError(f"tokenize_chat(fmt='auto'): the tokenizer carries no chat_template"
                               f"{named_templates_note(tok)}; name the format")
-        spec = tok.spec
-        fmt = detect_chat_format(tok.chat_template,
-                                 bos_token=spec.vocab[spec.bos_id] if spec.bos_id is not None else None,
-                                 eos_token=spec.vocab[spec.eos_id] if spec.eos_id is not None else None)
+        bos, eos = template_specials(tok, tok.chat_template)  # a GGUF's defaulted bos/eos read: refused
+        fmt = detect_chat_format(tok.chat_template, bos_token=bos, eos_token=eos)
     if fmt != "template":
         fmt = detect_chat_format(fmt)
         resolve_options(get_format(fmt), options)  # unknown options fail here, not per row
@@ -429,6 +430,7 @@ def tokenize_chat(
         check_template_options(tok.chat_template, options)  # a misspelt option fails here, not silently
         try:  # a special token rmlprep cannot pass: here, not as an error on every row
             refuse_unpassed_tokens(tok.chat_template, options, tok.template_tokens)
+            template_specials(tok, tok.chat_template, options)
         except ChatFormatError as e:
             raise ConfigError(f"tokenize_chat(fmt='template'): {e}") from None
     if not text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:

@@ -47,25 +47,15 @@ from typing import Any
 from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.detect import check_template_format
-from .chat.encode import missing_stop_token, stop_token_refusal
+from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
 from .chat.registry import check_conversation, get_format, read_view, resolve_options, untrained_reasoning_refusal, write
 from .hf import named_templates_note
 from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens, render
 from .errors import ChatFormatError, ConfigError, ParityError
 
-__all__ = [
-    "renders_path",
-    "load_renders",
-    "check_render_row",
-    "check_chat_renders",
-    "check_chat_format",
-    "text_parity_error",
-    "read_view",
-    "live_chat_check",
-    "resolve_chat_format",
-    "resolve_chat_config",
-    "run_chat_parity_stage",
-]
+__all__ = ["renders_path", "load_renders", "check_render_row", "check_chat_renders", "check_chat_format",
+           "text_parity_error", "read_view", "live_chat_check", "resolve_chat_format", "resolve_chat_config",
+           "run_chat_parity_stage"]
 
 DEFAULT_TODAY = "2024-07-26"
 
@@ -333,6 +323,7 @@ def resolve_chat_format(fmt: str, tokenizer) -> str:
     Raises:
         ConfigError: ``"auto"`` and the tokenizer has no chat template.
         ChatTemplateError: no format (or several) reproduces the template.
+        ChatFormatError: it reads a GGUF's defaulted bos/eos (:func:`~rmlprep.chat.encode.template_specials`).
     """
     if fmt != "auto":
         return fmt
@@ -340,8 +331,8 @@ def resolve_chat_format(fmt: str, tokenizer) -> str:
     if not template:
         raise ConfigError("chat.format = \"auto\": the tokenizer carries no chat_template to detect the format from"
                           f"{named_templates_note(tokenizer)}; name the format")
-    return detect_chat_format(template, bos_token=_token_text(tokenizer, tokenizer.spec.bos_id),
-                              eos_token=_token_text(tokenizer, tokenizer.spec.eos_id))
+    bos, eos = template_specials(tokenizer, template)  # a GGUF's defaulted bos/eos read: refused, not guessed
+    return detect_chat_format(template, bos_token=bos, eos_token=eos)
 
 
 def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
@@ -352,6 +343,7 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
 
     Raises:
         ConfigError: no chat template to detect or render, or no format reproduces it; the
+            template reads a GGUF's defaulted bos/eos (:func:`rmlprep.chat.encode.template_specials`); the
             format found has no reasoning and ``chat.train_on_reasoning = false``
             (:func:`rmlprep.chat.registry.untrained_reasoning_refusal`).
     """
@@ -360,8 +352,13 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
     from .config import RunConfig
 
     data = copy.deepcopy(cfg.data)
-    template = getattr(tokenizer, "chat_template", None)
-    if cfg["chat"]["format"] == "template":
+    template, fmt = getattr(tokenizer, "chat_template", None), cfg["chat"]["format"]
+    try:  # a GGUF's defaulted bos/eos the template reads: before any work ("auto": not "no format reproduces")
+        if template:
+            template_specials(tokenizer, template, data["chat"]["options"] if fmt == "template" else None)
+    except ChatFormatError as e:
+        raise ConfigError(f"chat.format = \"{fmt}\": {e}") from None
+    if fmt == "template":
         if not template:
             raise ConfigError(f"chat.format = \"template\": the tokenizer carries no chat_template"
                               f"{named_templates_note(tokenizer)}")

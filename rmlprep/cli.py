@@ -25,7 +25,7 @@ from ._version import __version__
 from .chat import detect_chat_format, encode_chat, format_chat
 from .chat.detect import check_template_format
 from .streams import reports_never_stop_a_run
-from .chat.encode import missing_stop_token, stop_token_refusal
+from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
 from .chat_parity import check_chat_format
 from .cli_text import read_file_text, read_json_file, read_texts, stdin_text
 from .config import RunConfig, load_config
@@ -263,11 +263,11 @@ def _cmd_chat(a) -> int:
         tok, _ = _open(a.tokenizer, a.name)
         if fmt_arg in ("auto", "template") and not tok.chat_template:
             raise RmlprepError(f"chat --format {fmt_arg}: {a.tokenizer} carries no chat_template; name the format")
-        s = tok.spec  # "auto": the format proved on the tokenizer's template, with its bos/eos, as a run does
-        fmt = fmt_arg if fmt_arg == "template" else detect_chat_format(
-            tok.chat_template if fmt_arg == "auto" else fmt_arg,
-            bos_token=s.vocab[s.bos_id] if s.bos_id is not None else None,
-            eos_token=s.vocab[s.eos_id] if s.eos_id is not None else None)
+        fmt = fmt_arg
+        if fmt_arg != "template":  # "auto": the format proved on the tokenizer's template, with its bos/eos, as a run
+            source = tok.chat_template if fmt_arg == "auto" else fmt_arg  # does (a GGUF's defaulted ones refused)
+            bos, eos = template_specials(tok, source)
+            fmt = detect_chat_format(source, bos_token=bos, eos_token=eos)
         if not a.text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
             raise RmlprepError(f"chat --format {fmt}: {stop_token_refusal(tok, fmt, stop)}; or pass --text-markers "
                                "to encode them as text (chat.text_markers = true in a run)")

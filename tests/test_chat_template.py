@@ -405,3 +405,50 @@ def test_a_special_token_whose_value_rmlprep_does_not_know_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r'^chat.options: ' + refusal):
         run(cfg, log=lambda m: None)
     assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+def test_a_ggufs_defaulted_bos_or_eos_read_by_the_template_is_refused_in_template_mode():
+    """A GGUF naming no tokenizer.ggml.bos_token_id / eos_token_id gets llama.cpp's default id
+    (spec.defaulted_ids; id 11, a byte-level vocabulary's ","; here byte 11's "ċ"). Framing with
+    it is refused (tests/test_gguf.py), but template mode passed its text to the template as
+    bos_token: every conversation started with it (encoded as text, since it is no control
+    token), no word said. llama.cpp renders with that text, transformers' GGUF loader with no
+    bos_token: a template that reads the variable is refused (encode_chat, tokenize_chat, a run
+    at plan time, "auto" too), naming the variable and the GGUF key; a template option gives the
+    text (it replaced the tokenizer's as in transformers; before, render() raised TypeError for
+    a second bos_token); a template that reads neither renders as before."""
+    from rmlprep.chat_parity import resolve_chat_config
+    from rmlprep.config import config_from_dict
+
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    named = _tok(template_text("llama3"), "<|begin_of_text|>")
+    keyless = type(named).create(named.spec.replace(bos_id=11, eos_id=11, defaulted_ids=("bos", "eos")),
+                                 chat_template=named.chat_template)
+    assert keyless.spec.defaulted_ids == ("bos", "eos") and keyless.id_to_token(11) == "ċ"
+    refusal = (r"the chat template reads bos_token, and the GGUF names no tokenizer\.ggml\.bos_token_id \(or one out "
+               r"of range\), so its bos is llama\.cpp's default, 'ċ' \(id 11\): .* gguf_new_metadata\.py "
+               r"--special-token bos TOKEN\), give the text as a template option \(bos_token in chat\.options\)")
+    with pytest.raises(ChatFormatError, match="^" + refusal):
+        encode_chat(keyless, conv, "template")
+    with pytest.raises(ConfigError, match=r"^tokenize_chat\(fmt='template'\): " + refusal):
+        tokenize_chat(keyless, "template")
+    with pytest.raises(ChatFormatError, match="^" + refusal):
+        tokenize_chat(keyless, "auto")
+    for fmt in ("template", "auto"):
+        c = config_from_dict({"pipeline": "sft", "input": {"paths": ["x.jsonl"]}, "tokenizer": {"path": "t"},
+                              "chat": {"format": fmt}, "pack": {"seq_len": 64}, "output": {"dir": "o"}})
+        with pytest.raises(ConfigError, match=f'^chat.format = "{fmt}": ' + refusal):
+            resolve_chat_config(c, keyless, log=lambda _m: None)
+    # the way out the message names: the text as an option renders as the named bos does
+    want = encode_chat(named, conv, "llama3")
+    opt = {"bos_token": "<|begin_of_text|>"}
+    got = encode_chat(keyless, conv, "template", options=opt)
+    assert (got.input_ids, got.assistant_masks) == (want.input_ids, want.assistant_masks)
+    assert tokenize_chat(keyless, "template", options=opt)({"messages": [conv]})["input_ids"][0].tolist() == want.input_ids
+    # eos alone (zephyr writes eos_token after each turn); a template reading neither is not refused
+    zephyr = type(named).create(named.spec.replace(eos_id=11, defaulted_ids=("eos",)), chat_template=template_text("zephyr"))
+    with pytest.raises(ChatFormatError, match=r"^the chat template reads eos_token, and the GGUF names no "
+                                              r"tokenizer\.ggml\.eos_token_id"):
+        encode_chat(zephyr, conv, "template", text_markers=True)
+    chatml = type(named).create(keyless.spec, chat_template=template_text("chatml-openhermes"))
+    assert "ċ" not in chatml.decode(encode_chat(chatml, conv, "template").input_ids)

@@ -49,7 +49,7 @@ from .registry import get_format, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment
 
 __all__ = ["ChatEncoding", "encode_chat", "encode_segments", "missing_stop_token", "stop_token_refusal", "stop_ids",
-           "template_stop"]
+           "template_specials", "template_stop"]
 
 
 @dataclass(slots=True)
@@ -148,8 +148,10 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
     Returns:
         ChatEncoding (the mask rule is in the module docstring).
     Raises:
-        ChatFormatError: unknown format or option, a conversation the format refuses, or a
-            turn terminator that is not a special token of the tokenizer (see ``text_markers``).
+        ChatFormatError: unknown format or option, a conversation the format refuses, a
+            turn terminator that is not a special token of the tokenizer (see ``text_markers``),
+            or ``"template"`` and a template that reads a GGUF's defaulted bos/eos
+            (:func:`template_specials`).
         ConfigError: ``train_on_reasoning=False`` and a format without reasoning.
     """
     if not text_markers and (stop := missing_stop_token(tokenizer, fmt, options)) is not None:
@@ -178,13 +180,49 @@ def _template_writer(tokenizer, options: Mapping[str, Any] | None):
 
     if not getattr(tokenizer, "chat_template", None):
         raise ChatFormatError("format 'template': the tokenizer carries no chat_template")
-    spec = tokenizer.spec
+    bos, eos = template_specials(tokenizer, tokenizer.chat_template, options)
     opts = dict(options or {})
     today = opts.pop("today", None)
-    return TemplateWriter(tokenizer.chat_template,
-                          bos_token=spec.vocab[spec.bos_id] if spec.bos_id is not None else None,
-                          eos_token=spec.vocab[spec.eos_id] if spec.eos_id is not None else None,
-                          kwargs=opts, today=today, tokens=getattr(tokenizer, "template_tokens", None))
+    return TemplateWriter(tokenizer.chat_template, bos_token=bos, eos_token=eos, kwargs=opts, today=today,
+                          tokens=getattr(tokenizer, "template_tokens", None))
+
+
+def template_specials(tokenizer, template: str, options: Mapping[str, Any] | None = None
+                      ) -> tuple[str | None, str | None]:
+    """The ``bos_token`` and ``eos_token`` texts ``template`` is rendered with for ``tokenizer``
+    (None where it has no such id: the variable is left undefined, as transformers leaves it).
+
+    A GGUF that names no ``tokenizer.ggml.bos_token_id`` / ``eos_token_id`` has llama.cpp's
+    default id (``spec.defaulted_ids``; id 11, ``","`` in a byte-level BPE vocabulary). llama.cpp
+    renders a template with that id's text (``common_chat_templates_init``:
+    ``common_token_to_piece(vocab, llama_vocab_bos(vocab))``), transformers' GGUF loader sets no
+    such token (the variable is undefined), and neither is the model's: a template that reads
+    the variable is refused rather than rendered with a guess, unless ``options`` (the template
+    options) give its text. A template that does not read it renders the same either way.
+    "Reads": :func:`~rmlprep.chat.render.template_variables`; without jinja2 (``"auto"`` proves
+    a template by its sha256 then), the name in the text, as llama.cpp looks for it.
+
+    Raises:
+        ChatFormatError: naming the variable, the GGUF key and the ways out.
+    """
+    from .render import jinja_available, template_variables
+
+    spec = tokenizer.spec
+    out = []
+    for role, tid in (("bos", spec.bos_id), ("eos", spec.eos_id)):
+        var = f"{role}_token"
+        if (tid is not None and role in getattr(spec, "defaulted_ids", ()) and var not in (options or {})
+                and var in (template_variables(template) if jinja_available() else template)):
+            from ..errors import ChatFormatError
+
+            raise ChatFormatError(
+                f"the chat template reads {var}, and the GGUF names no tokenizer.ggml.{role}_token_id (or one out of "
+                f"range), so its {role} is llama.cpp's default, {tokenizer.id_to_token(tid)!r} (id {tid}): llama.cpp "
+                f"would render the template with that text and transformers with none, and neither is the model's; "
+                f"name the model's in the file (gguf-py's gguf_new_metadata.py --special-token {role} TOKEN), give "
+                f"the text as a template option ({var} in chat.options), or use a native chat format")
+        out.append(spec.vocab[tid] if tid is not None else None)
+    return out[0], out[1]
 
 
 def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:

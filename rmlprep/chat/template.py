@@ -75,7 +75,8 @@ class TemplateWriter:
     Args:
         template: the Jinja chat template.
         bos_token, eos_token: the tokenizer's.
-        kwargs: extra template variables (``enable_thinking``...).
+        kwargs: extra template variables (``enable_thinking``...); a ``bos_token`` or
+            ``eos_token`` here replaces the tokenizer's, as in transformers.
         tokens: the tokenizer's other special tokens (``Tokenizer.template_tokens``,
             :func:`rmlprep.folder_config.template_tokens`), passed as transformers passes them.
         today: the date ``strftime_now`` returns (ISO), default 2024-07-26.
@@ -95,9 +96,10 @@ class TemplateWriter:
         check_template_options(template, kwargs)  # the caller's options, not the tokens passed besides them
         refuse_unpassed_tokens(template, kwargs, tokens)
         self.template = template
-        self.bos_token, self.eos_token = bos_token, eos_token
-        # transformers: {**special_tokens_map, **kwargs}, the options win; an unset token is not passed
-        self.kwargs = {**{k: v for k, v in (tokens or {}).items() if v is not None}, **(kwargs or {})}
+        opts = dict(kwargs or {})  # transformers: {**special_tokens_map, **kwargs}, the options win (bos/eos too)
+        self.bos_token, self.eos_token = opts.pop("bos_token", bos_token), opts.pop("eos_token", eos_token)
+        # an unset token is not passed
+        self.kwargs = {**{k: v for k, v in (tokens or {}).items() if v is not None}, **opts}
         self.today = today or "2024-07-26"
         self._eos_end: bool | None = None
         self._prompt: str | None = None
