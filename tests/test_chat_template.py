@@ -452,3 +452,70 @@ def test_a_ggufs_defaulted_bos_or_eos_read_by_the_template_is_refused_in_templat
         encode_chat(zephyr, conv, "template", text_markers=True)
     chatml = type(named).create(keyless.spec, chat_template=template_text("chatml-openhermes"))
     assert "ċ" not in chatml.decode(encode_chat(chatml, conv, "template").input_ids)
+
+
+def test_an_option_spelling_a_boolean_the_template_reads_as_the_other_is_refused():
+    """Template mode passed option values as they came: ``enable_thinking = "false"`` (quoted in
+    TOML) is a string, Qwen3's ``enable_thinking is false`` is false for it, so the empty think
+    block that turns thinking off was left out, as for true, without a word (a native format
+    checks the type: test_chat). A value that spells a boolean without being one ("false",
+    "no", 0) is refused where the template renders it as the other boolean, naming the option
+    and the value to give; one it renders as meant ("true" in Qwen3), and a variable the
+    template writes as text (Llama 3.1's date_string), are not."""
+    from rmlprep.chat_parity import resolve_chat_config
+    from rmlprep.config import config_from_dict
+
+    qwen3 = _tok(template_text("more/Qwen-Qwen3-0.6B"))
+    prompt = [{"role": "user", "content": "Hi"}]
+    refusal = (r"option 'enable_thinking': 'false' is not the boolean false: the chat template renders it as it "
+               r"renders True .*; give the boolean: enable_thinking = false in chat\.options \(no quotes\)")
+    with pytest.raises(ChatFormatError, match="^" + refusal):
+        tokenize_chat(qwen3, "template", options={"enable_thinking": "false"})
+    with pytest.raises(ChatFormatError, match="^" + refusal):
+        encode_chat(qwen3, prompt, "template", add_generation_prompt=True, options={"enable_thinking": "false"})
+    c = config_from_dict({"pipeline": "sft", "input": {"paths": ["x.jsonl"]}, "tokenizer": {"path": "t"},
+                          "chat": {"format": "template", "options": {"enable_thinking": "false"}},
+                          "pack": {"seq_len": 64}, "output": {"dir": "o"}})
+    with pytest.raises(ConfigError, match="^chat.options: " + refusal):
+        resolve_chat_config(c, qwen3, log=lambda _m: None)
+    for v in ("False", "no", 0):
+        with pytest.raises(ChatFormatError, match=f"^option 'enable_thinking': {v!r} is not the boolean false"):
+            encode_chat(qwen3, prompt, "template", options={"enable_thinking": v})
+
+    def gen(**opts):
+        return qwen3.decode(encode_chat(qwen3, prompt, "template", add_generation_prompt=True, options=opts).input_ids)
+
+    assert gen(enable_thinking=False).endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")  # thinking off
+    assert gen(enable_thinking="true") == gen(enable_thinking=True) == gen()  # read as meant: not refused
+    llama = _tok(template_text("more/meta-llama-Llama-3.1-8B-Instruct"), "<|begin_of_text|>")
+    assert "Today Date: no\n" in llama.decode(encode_chat(llama, prompt, "template", options={"date_string": "no"},
+                                                          add_generation_prompt=True).input_ids)
+    with pytest.raises(ChatFormatError, match="^option 'tools_in_user_message': 'false' is not the boolean false"):
+        encode_chat(llama, prompt, "template", options={"tools_in_user_message": "false"})
+
+
+def test_an_option_the_template_overwrites_before_reading_or_passes_itself_is_refused():
+    """SmolLM3's template sets reasoning_mode from enable_thinking (and a /think or /no_think in
+    the system message) before writing it, so ``reasoning_mode = "/no_think"`` was read by
+    nothing that mattered and thinking stayed on, without a word; it is refused, naming the
+    variable that controls it. Options named after what rmlprep passes itself (messages,
+    tools, documents, add_generation_prompt) raised TypeError from render(): refused too. The
+    template's real options (enable_thinking; Llama 3.1's tools_in_user_message, which it only
+    defaults) are not."""
+    smol = _tok(template_text("more/HuggingFaceTB-SmolLM3-3B"))
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    with pytest.raises(ChatFormatError, match=r"^option 'reasoning_mode': the chat template sets reasoning_mode itself "
+                                              r"before reading it .* it is set from enable_thinking \(and the "
+                                              r"conversation\): give enable_thinking instead$"):
+        tokenize_chat(smol, "template", options={"reasoning_mode": "/no_think"})
+    with pytest.raises(ChatFormatError, match="^option 'reasoning_mode'"):
+        encode_chat(smol, conv, "template", options={"reasoning_mode": "/no_think"})
+    off = smol.decode(encode_chat(smol, conv, "template", options={"enable_thinking": False}).input_ids)
+    assert "Reasoning Mode: /no_think" in off
+    assert "Reasoning Mode: /think" in smol.decode(encode_chat(smol, conv, "template").input_ids)
+    for k in ("add_generation_prompt", "tools", "messages"):
+        with pytest.raises(ChatFormatError, match=f"^option '{k}': rmlprep passes it to the chat template itself"):
+            encode_chat(smol, conv, "template", options={k: True})
+    llama = _tok(template_text("more/meta-llama-Llama-3.1-8B-Instruct"), "<|begin_of_text|>")
+    for v in (True, False):
+        encode_chat(llama, conv, "template", options={"tools_in_user_message": v})

@@ -158,18 +158,132 @@ def template_variables(template: str) -> frozenset[str]:
 def check_template_options(template: str, options: Mapping[str, Any] | None) -> None:
     """Refuse an option (a template variable; ``today`` aside, the date ``strftime_now`` gives)
     that the template never reads: a misspelt ``enable_thinkng = false`` would be passed, read
-    by nothing, and the template's default (thinking on) would stand without a word.
+    by nothing, and the template's default (thinking on) would stand without a word. Refuse too
+    a value that spells a boolean without being one (``"false"``, ``"True"``, ``"no"``, ``0``)
+    where the template reads it as the other boolean (:func:`_reads_as`, a few renders):
+    ``enable_thinking = "false"`` (quoted in TOML) kept Qwen3's thinking on, its
+    ``enable_thinking is false`` being false for a string.
 
     Raises:
-        ChatFormatError: naming the option and the variables the template reads.
+        ChatFormatError: naming the option and the variables the template reads; or the option,
+            its value and the boolean to give.
     """
     reads = template_variables(template)
     for k in options or {}:
+        if k in _RENDER_ARGS:  # render() would get two values for it (a TypeError)
+            raise ChatFormatError(f"option {k!r}: rmlprep passes it to the chat template itself, with each conversation "
+                                  "(messages; tools from the row, chat.tools_column; documents = none; "
+                                  "add_generation_prompt from chat.add_generation_prompt), not as an option; drop it")
         if k != "today" and k not in reads:
             own = sorted(reads - {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token",
                                   "raise_exception", "strftime_now"})
             raise ChatFormatError(f"option {k!r}: the chat template reads no such variable, so it would be ignored "
                                   f"(its own variables: {', '.join(own) or 'none'}; and today, the date)")
+    for k, v in (options or {}).items():
+        if k != "today" and _ignored(template, options, k, v):
+            src = _set_from(template, k)
+            opts = [x for x in src if x != "messages"]
+            raise ChatFormatError(
+                f"option {k!r}: the chat template sets {k} itself before reading it (its renders are the same with "
+                "any value), so the value would be ignored; " + (
+                    f"it is set from {', '.join(opts)}{' (and the conversation)' if 'messages' in src else ''}: give "
+                    f"{opts[0]} instead" if opts else "drop it"))
+        b = _spelt_boolean(v)
+        if k != "today" and b is not None and _reads_as(template, options, k, v, not b):
+            word = str(b).lower()
+            raise ChatFormatError(
+                f"option {k!r}: {v!r} is not the boolean {word}: the chat template renders it as it renders {not b} "
+                f"(it tests {k} as a boolean, and in Jinja `{v!r} is {word}` is false"
+                + (", a non-empty string true" if isinstance(v, str) else "") + f"); give the boolean: {k} = {word} "
+                f"in chat.options (no quotes), --option {k}={word}, or {b} from Python")
+
+
+#: the variables :func:`render` passes from its own arguments: the conversation, not options
+_RENDER_ARGS = ("messages", "tools", "documents", "add_generation_prompt")
+
+#: values that spell a boolean without being one (a quoted TOML ``"false"``, a YAML-ish ``no``, 0)
+_BOOLEAN_SPELLINGS = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False,
+                      "1": True, "0": False}
+
+#: (messages, tools, add_generation_prompt) renders that show a flag's effect: the generation
+#: prompt (Qwen3's empty think block), a finished turn, both after a system message, and a tool
+#: definition (Llama 3.1's tools_in_user_message)
+_OPTION_PROBES = tuple((m, t, g) for m, t in (
+    ([{"role": "user", "content": "Hi"}], None),
+    ([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}], None),
+    ([{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}], None),
+    ([{"role": "user", "content": "Hi"}], [{"type": "function", "function": {
+        "name": "f", "description": "F.", "parameters": {"type": "object", "properties": {}}}}]),
+) for g in (True, False))
+
+
+def _spelt_boolean(v: Any) -> bool | None:
+    """The boolean ``v`` spells when it is not one (``"false"``, ``"True"``, ``0``, ``1``), else None."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        return _BOOLEAN_SPELLINGS.get(v.strip().lower())
+    if isinstance(v, (int, float)) and v in (0, 1):
+        return bool(v)
+    return None
+
+
+def _assignments(template: str, k: str):
+    """The template's parse and its ``{% set k = ... %}`` nodes."""
+    import jinja2.nodes as n
+
+    ast = jinja_environment().parse(template)
+    return ast, [a for a in ast.find_all(n.Assign) if isinstance(a.target, n.Name) and a.target.name == k]
+
+
+def _ignored(template: str, options: Mapping[str, Any], k: str, v: Any) -> bool:
+    """The template sets ``k`` itself (``{% set k = ... %}``) and renders every probe
+    (:data:`_OPTION_PROBES`) the same with ``k = v``, without ``k``, with ``True``, ``False``
+    and (for a string) ``v + "_"``: the value given is read only after the template overwrote
+    it. An option whose effect the probes show, or that the template never sets, is not."""
+    if not _assignments(template, k)[1]:
+        return False
+    base = {x: y for x, y in options.items() if x not in (k, "today")}
+    others = [{}, {k: True}, {k: False}, *([{k: v + "_"}] if isinstance(v, str) else [])]
+    renders = ([render(template, m, tools=t, add_generation_prompt=g, **base, **o).get("output")
+                for m, t, g in _OPTION_PROBES] for o in ({k: v}, *others))
+    first = next(renders)
+    return all(r == first for r in renders)
+
+
+def _set_from(template: str, k: str) -> tuple[str, ...]:
+    """The caller's variables the template sets ``k`` from (read in the tests of the ``if``
+    blocks around its ``set``, or in the value set), options first, ``messages`` (standing for
+    every :data:`_RENDER_ARGS`: the conversation) last, less those the template overwrites too
+    (:func:`_ignored`). Worked example: SmolLM3 sets
+    ``reasoning_mode`` to ``"/think"`` or ``"/no_think"`` after ``if enable_thinking`` and
+    after ``if "/no_think" in system_message``, itself set from ``messages[0]``:
+    ``("enable_thinking", "messages")``."""
+    import jinja2.nodes as n
+
+    ast, sets = _assignments(template, k)
+    names: list[str] = []
+    for node in ast.find_all(n.If):
+        branches = [*node.body, *node.else_, *(x for e in node.elif_ for x in e.body)]
+        if any(a is b or any(a is c for c in b.find_all(n.Assign)) for a in sets for b in branches):
+            names += [node.test.name] if isinstance(node.test, n.Name) else [x.name for x in node.test.find_all(n.Name)]
+    names += [x.name for a in sets for x in ([a.node] if isinstance(a.node, n.Name) else a.node.find_all(n.Name))]
+    reads = template_variables(template)
+    own = {x for x in names if x in reads and x != k and x not in ("bos_token", "eos_token")}
+    return tuple(sorted({"messages" if x in _RENDER_ARGS else x for x in own
+                         if x in _RENDER_ARGS or not _ignored(template, {}, x, True)}, key=lambda x: (x == "messages", x)))
+
+
+def _reads_as(template: str, options: Mapping[str, Any], k: str, v: Any, other: bool) -> bool:
+    """The template renders every probe (:data:`_OPTION_PROBES`) with ``k = v`` as with
+    ``k = other``, and some probe differently with ``k = not other``: it takes ``v`` for the
+    boolean ``other`` (Qwen3's ``enable_thinking is false`` is false for ``"false"``, so the
+    empty think block is left out as for true). A template that also writes the value, or that
+    the option does not change on the probes, is not one."""
+    base = {n: x for n, x in options.items() if n not in (k, "today")}
+    given, same, differs = ([render(template, m, tools=t, add_generation_prompt=g, **base, **{k: x}).get("output")
+                             for m, t, g in _OPTION_PROBES] for x in (v, other, not other))
+    return given == same != differs
 
 
 def read_special_tokens(template: str) -> tuple[str, ...]:
