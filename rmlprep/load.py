@@ -167,12 +167,13 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[s
     Source: ``fixtures/bos_defaults.json`` (transformers 4.57.1 and 5.24.0 ``AutoTokenizer``).
 
     Raises:
-        LoaderError: a named token that is not a piece of the model.
+        LoaderError: a named token that is not a piece of the model, or an added_tokens_decoder id it lacks.
     """
     import dataclasses
 
-    from .hf import _token_content
+    from .hf import _check_config_added, _token_content
 
+    _check_config_added(cfg, spec.vocab, str(p), source=p.name)  # another model's config, or added tokens
     index = {piece: i for i, piece in enumerate(spec.vocab)}
     changes: dict[str, Any] = {}
     for key, field in (("bos_token", "bos_id"), ("eos_token", "eos_id"), ("pad_token", "pad_id")):
@@ -335,10 +336,8 @@ def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Token
     overrides = {k: v for k, v in overrides.items() if not (k in _TIKTOKEN_ARGS and v is None)}
     unknown = sorted(k for k in overrides if k not in _SPEC_FIELDS and k not in _TIKTOKEN_ARGS)
     if unknown:
-        raise LoaderError(
-            f"{path}: unknown override(s) {unknown}; overrides are TokenizerSpec fields "
-            f"({', '.join(sorted(_SPEC_FIELDS))}) or, for tiktoken files, {', '.join(_TIKTOKEN_ARGS)}"
-        )
+        raise LoaderError(f"{path}: unknown override(s) {unknown}; overrides are TokenizerSpec fields "
+                          f"({', '.join(sorted(_SPEC_FIELDS))}) or, for tiktoken files, {', '.join(_TIKTOKEN_ARGS)}")
     hit = None
     if isinstance(path, str) and path.startswith(DEMO_PREFIX):
         _no_tiktoken_args(Path(path), {k: v for k, v in overrides.items() if k in _TIKTOKEN_ARGS})

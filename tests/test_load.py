@@ -540,3 +540,34 @@ def test_mixed_model_folder_is_refused(tmp_path):
     with pytest.raises(LoaderError, match=r"gives id 151665 '<tool_response>', but tokenizer.json has no such id "
                        r"\(and 3 more ids\)"):
         load_tokenizer(tmp_path)
+
+
+def test_config_added_tokens_decoder_must_match_a_sentencepiece_model(tmp_path):
+    """The check above (35fb4ff) covered tokenizer.json folders only: a tokenizer.model beside
+    another model's tokenizer_config.json loaded if its bos/eos were pieces, and a config adding
+    tokens beyond the model (a fine-tune's ``<|im_start|>`` at 32000, which transformers adds
+    from the config) loaded without them, their text split into pieces. Worked example (Llama 2's
+    .model: 0 ``<unk>``, 1 ``<s>``, 2 ``</s>``, 32,000 pieces): Llama-2-7b-hf's own entries load;
+    id 2 as ``<s>`` is refused as another model's config; id 32000 is refused naming the way to
+    write a tokenizer.json."""
+    d = tmp_path / "spm"
+    d.mkdir()
+    shutil.copy(_need("llama2/tokenizer.model"), d / "tokenizer.model")
+    cfg = d / "tokenizer_config.json"
+
+    def write(decoder):
+        cfg.write_text(json.dumps({"tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "add_eos_token": False,
+                                   "added_tokens_decoder": {k: {"content": v, "special": True}
+                                                            for k, v in decoder.items()}}))
+
+    write({"0": "<unk>", "1": "<s>", "2": "</s>"})  # Llama-2-7b-hf's tokenizer_config.json
+    assert load_tokenizer(d).encode("Hi", add_special_tokens=True)[0] == 1
+    write({"0": "<unk>", "1": "</s>", "2": "<s>"})
+    with pytest.raises(LoaderError, match=rf"^{d}: tokenizer_config.json added_tokens_decoder gives id 1 '</s>', but "
+                       r"tokenizer.model has '<s>' there \(and 1 more ids\); the two files are from different models"):
+        load_tokenizer(d)
+    write({"2": "</s>", "32000": "<|im_end|>", "32001": "<|im_start|>"})
+    with pytest.raises(LoaderError, match=rf"^{d}: tokenizer_config.json added_tokens_decoder adds id 32000 "
+                       r"'<\|im_end\|>' \(and 1 more ids\), beyond the 32000 pieces of tokenizer.model: .*"
+                       r"save_pretrained\(folder\)\) and load that$"):
+        load_tokenizer(d)
