@@ -43,8 +43,20 @@ def test_canonical_form():
     ("[not json", r"got str$"),
     ([], "empty conversation"),
     ([{"content": "x"}], "has no 'role'$"),
-    ([{"from": "human", "value": "x"}], r"has no 'role' \(it has ShareGPT's 'from' and 'value': rename them to 'role' "
-                                       r"and 'content', with roles human -> user, gpt -> assistant"),
+    ([{"from": "human", "value": "x"}], r"has no 'role' \(it has ShareGPT's 'from' and 'value', which rmlprep does not "
+                                       r"read and no option maps: rename them to 'role' and 'content' in the data "
+                                       r"first, with roles human -> user, gpt -> assistant"),
+    # U9 (careless-user trial): another case, a dataset's or an API's role name got no hint
+    ([{"role": "Assistant", "content": "x"}], r"has role 'Assistant'; roles are system, user, assistant, tool \(roles "
+                                              r"are lower case, with no spaces: use role 'assistant'\)$"),
+    ([{"role": "user ", "content": "x"}], r"use role 'user'\)$"),
+    ([{"role": "bot", "content": "x"}], r"has role 'bot'; .* \(use role 'assistant'\); no rmlprep option maps roles: "
+                                        r"rename them in the data first$"),
+    ([{"role": "Human", "content": "x"}], r"\(use role 'user': ShareGPT's name\); no rmlprep option maps roles"),
+    ([{"role": "gpt", "content": "x"}], r"\(use role 'assistant': ShareGPT's name\)"),
+    ([{"role": "chatbot", "content": "x"}], r"\(use role 'assistant': Cohere's name\)"),
+    ([{"role": "prompter", "content": "x"}], r"\(use role 'user': OpenAssistant's name\)"),
+    ([{"role": "narrator", "content": "x"}], r"has role 'narrator'; roles are system, user, assistant, tool$"),
     ([{"role": "developer", "content": "x"}], "role 'developer'.*use role 'system'"),
     ([{"role": "ipython", "content": "x"}], "use role 'tool'"),
     ([{"role": "user", "content": 3}], "content must be a string or a list of text parts"),

@@ -71,10 +71,28 @@ _ROLE_HINTS = {
     "ipython": "use role 'tool' (Llama 3.1's template writes tool results as ipython)",
     "function": "use role 'tool' with a tool_call_id (the OpenAI 'function' role is deprecated)",
     "observation": "use role 'tool'",
-    "human": "use role 'user'",
-    "gpt": "use role 'assistant'",
+    "human": "use role 'user': ShareGPT's name",
+    "prompter": "use role 'user': OpenAssistant's name",
+    "gpt": "use role 'assistant': ShareGPT's name",
     "model": "use role 'assistant'",
+    "bot": "use role 'assistant'",
+    "chatbot": "use role 'assistant': Cohere's name",
+    "ai": "use role 'assistant'",
 }
+
+
+def _role_hint(role: Any) -> str:
+    """What to write instead of an unknown role, as `` (use role ...)`` or ``""``: the hints
+    above (another dataset's or API's name; compared in lower case), a known role in another case
+    or with spaces (``'Assistant'``, ``'user '``); and that no option maps roles."""
+    if not isinstance(role, str):
+        return ""
+    key = role.strip().lower()
+    if key in ROLES:
+        return f" (roles are lower case, with no spaces: use role {key!r})"
+    if key in _ROLE_HINTS:
+        return f" ({_ROLE_HINTS[key]}); no rmlprep option maps roles: rename them in the data first"
+    return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,11 +289,11 @@ def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
         if role is None:
             sharegpt = "from" in m and "value" in m
             raise _err(i, None, "has no 'role'" + (
-                " (it has ShareGPT's 'from' and 'value': rename them to 'role' and 'content', with roles "
-                "human -> user, gpt -> assistant, function_call -> assistant, observation -> tool)" if sharegpt else ""))
+                " (it has ShareGPT's 'from' and 'value', which rmlprep does not read and no option maps: rename "
+                "them to 'role' and 'content' in the data first, with roles human -> user, gpt -> assistant, "
+                "function_call -> assistant, observation -> tool)" if sharegpt else ""))
         if role not in ROLES:
-            hint = _ROLE_HINTS.get(role) if isinstance(role, str) else None
-            raise _err(i, None, f"has role {role!r}; roles are system, user, assistant, tool" + (f" ({hint})" if hint else ""))
+            raise _err(i, None, f"has role {role!r}; roles are system, user, assistant, tool{_role_hint(role)}")
         present = {k for k, v in m.items() if v is not None}
         unknown = present - _KNOWN_KEYS
         if unknown:
