@@ -201,6 +201,9 @@ def check_template_options(template: str, options: Mapping[str, Any] | None) -> 
 #: the variables :func:`render` passes from its own arguments: the conversation, not options
 _RENDER_ARGS = ("messages", "tools", "documents", "add_generation_prompt")
 
+#: the date strftime_now gives in the option probes: one day for every render compared
+_PROBE_DAY = "2024-07-26"
+
 #: values that spell a boolean without being one (a quoted TOML ``"false"``, a YAML-ish ``no``, 0)
 _BOOLEAN_SPELLINGS = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False,
                       "1": True, "0": False}
@@ -245,7 +248,7 @@ def _ignored(template: str, options: Mapping[str, Any], k: str, v: Any) -> bool:
         return False
     base = {x: y for x, y in options.items() if x not in (k, "today")}
     others = [{}, {k: True}, {k: False}, *([{k: v + "_"}] if isinstance(v, str) else [])]
-    renders = ([render(template, m, tools=t, add_generation_prompt=g, **base, **o).get("output")
+    renders = ([render(template, m, tools=t, add_generation_prompt=g, now=_PROBE_DAY, **base, **o).get("output")
                 for m, t, g in _OPTION_PROBES] for o in ({k: v}, *others))
     first = next(renders)
     return all(r == first for r in renders)
@@ -281,8 +284,8 @@ def _reads_as(template: str, options: Mapping[str, Any], k: str, v: Any, other: 
     empty think block is left out as for true). A template that also writes the value, or that
     the option does not change on the probes, is not one."""
     base = {n: x for n, x in options.items() if n not in (k, "today")}
-    given, same, differs = ([render(template, m, tools=t, add_generation_prompt=g, **base, **{k: x}).get("output")
-                             for m, t, g in _OPTION_PROBES] for x in (v, other, not other))
+    given, same, differs = ([render(template, m, tools=t, add_generation_prompt=g, now=_PROBE_DAY, **base,
+                                    **{k: x}).get("output") for m, t, g in _OPTION_PROBES] for x in (v, other, not other))
     return given == same != differs
 
 
