@@ -267,6 +267,7 @@ static void zfree(void *p, size_t bytes)
 typedef struct {
     uint64_t *tab;
     size_t mask;
+    uint64_t shift;   /* 64 - log2(table size): a pair's home slot is the top bits of its hash */
     uint64_t *filter; /* one bit per hash of a pair: most absent pairs are known absent here */
     int by_rank;
     int direct;          /* priority rises with the merged id: the value is both (no by_rank) */
@@ -279,16 +280,35 @@ static inline uint64_t pair_key(uint32_t a, uint32_t b)
     return (uint64_t)a | ((uint64_t)b << PK_BITS);
 }
 
+/* A pair key's hash: one multiply (Fibonacci hashing). Only its top bits are read: the home
+ * slot is the top log2(table size) bits (pair_slot), the filter bit the top PAIR_FILTER_BITS;
+ * each bit of the product depends on every key bit below it, so the top ones on all 42. mix64
+ * (two shift-xors around the multiply) cost 3 more instructions per pair looked up. */
+static inline uint64_t pair_hash(uint64_t key)
+{
+    return key * 0x9E3779B97F4A7C15ULL;
+}
+
+static inline size_t pair_slot(const PairMap *m, uint64_t h)
+{
+    return (size_t)(h >> m->shift);
+}
+
+static inline size_t pair_fbit(uint64_t h)
+{
+    return (size_t)(h >> (64 - PAIR_FILTER_BITS));
+}
+
 /* The value of pair (a, b), whose key and hash are given, or NO_VALUE (no merge; barrier symbols
  * never merge). */
 /* The value of pair key `key` (hash h) in a map with a table, or NO_VALUE: the probe alone, for a
  * caller that has ruled out barrier symbols and a missing table (merge_scan_lean's words). */
 static inline uint32_t pair_value_lean(const PairMap *m, uint64_t key, uint64_t h)
 {
-    size_t fb = (size_t)(h >> 40) & ((1u << PAIR_FILTER_BITS) - 1);
+    size_t fb = pair_fbit(h);
     if (!(m->filter[fb >> 6] >> (fb & 63) & 1))
         return NO_VALUE;
-    size_t i = (size_t)h & m->mask;
+    size_t i = pair_slot(m, h);
     for (;;) {
         uint64_t s = m->tab[i];
         if ((s & PK_KEY) == key)
@@ -309,13 +329,13 @@ static inline uint32_t pair_value_kh(const PairMap *m, uint32_t a, uint32_t b, u
 static inline uint32_t pair_value(const PairMap *m, uint32_t a, uint32_t b)
 {
     uint64_t key = pair_key(a, b);
-    return pair_value_kh(m, a, b, key, mix64(key));
+    return pair_value_kh(m, a, b, key, pair_hash(key));
 }
 
 static inline void pair_prefetch(const PairMap *m, uint32_t a, uint32_t b)
 {
     if (m->tab != NULL)
-        __builtin_prefetch(&m->tab[(size_t)mix64(pair_key(a, b)) & m->mask]);
+        __builtin_prefetch(&m->tab[pair_slot(m, pair_hash(pair_key(a, b)))]);
 }
 
 static inline uint32_t v_prio(const PairMap *m, uint32_t v)
@@ -1131,7 +1151,7 @@ static inline __attribute__((always_inline)) size_t merge_scan_body(Ctx *x, size
             pair_prefetch(P, sym[i], sym[i + 1]);
         for (size_t i = 0; i + 1 < n; i++) {
             uint64_t key = pair_key(sym[i], sym[i + 1]);
-            uint32_t v = lean ? pair_value_lean(P, key, mix64(key)) : pair_value(P, sym[i], sym[i + 1]);
+            uint32_t v = lean ? pair_value_lean(P, key, pair_hash(key)) : pair_value(P, sym[i], sym[i + 1]);
             pr[i] = pr_key(lean ? v : v_prio(P, v), i);
             if (!lean)
                 mg[i] = v;
@@ -1156,13 +1176,13 @@ static inline __attribute__((always_inline)) size_t merge_scan_body(Ctx *x, size
         uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
         if (r < n) {
             kr = pair_key(merged, sym[r]);
-            hr = mix64(kr);
-            __builtin_prefetch(&P->tab[hr & P->mask]);
+            hr = pair_hash(kr);
+            __builtin_prefetch(&P->tab[pair_slot(P, hr)]);
         }
         if (l < n) {
             kl = pair_key(sym[l], merged);
-            hl = mix64(kl);
-            __builtin_prefetch(&P->tab[hl & P->mask]);
+            hl = pair_hash(kl);
+            __builtin_prefetch(&P->tab[pair_slot(P, hl)]);
         }
         sym[b] = merged;
         nx[b] = (uint8_t)r;
@@ -1335,7 +1355,7 @@ static inline __attribute__((always_inline)) size_t merge_blocks_body(Ctx *x, si
             pair_prefetch(P, sym[i], sym[i + 1]);
         for (size_t i = 0; i + 1 < n; i++) {
             uint64_t key = pair_key(sym[i], sym[i + 1]);
-            uint32_t v = lean ? pair_value_lean(P, key, mix64(key)) : pair_value(P, sym[i], sym[i + 1]);
+            uint32_t v = lean ? pair_value_lean(P, key, pair_hash(key)) : pair_value(P, sym[i], sym[i + 1]);
             uint32_t r = lean ? v : v_prio(P, v);
             pr[i] = r == NO_RANK ? PR_NONE : r << 8 | (uint32_t)i;
             if (!lean)
@@ -1360,13 +1380,13 @@ static inline __attribute__((always_inline)) size_t merge_blocks_body(Ctx *x, si
         uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
         if (r < n) {
             kr = pair_key(merged, sym[r]);
-            hr = mix64(kr);
-            __builtin_prefetch(&P->tab[hr & P->mask]);
+            hr = pair_hash(kr);
+            __builtin_prefetch(&P->tab[pair_slot(P, hr)]);
         }
         if (l < n) {
             kl = pair_key(sym[l], merged);
-            hl = mix64(kl);
-            __builtin_prefetch(&P->tab[hl & P->mask]);
+            hl = pair_hash(kl);
+            __builtin_prefetch(&P->tab[pair_slot(P, hl)]);
         }
         sym[b] = merged;
         nx[b] = (uint8_t)r;
@@ -2863,6 +2883,7 @@ static int build_pair_table(Encoder *E, const uint32_t *q, size_t n, Py_ssize_t 
         return -1;
     }
     P->mask = size - 1;
+    P->shift = 64 - (uint64_t)__builtin_ctzll(size);
     memset(P->tab, 0xFF, size * sizeof(uint64_t));
     P->filter = calloc((size_t)1 << (PAIR_FILTER_BITS - 6), 8);
     if (P->filter == NULL) {
@@ -2870,14 +2891,14 @@ static int build_pair_table(Encoder *E, const uint32_t *q, size_t n, Py_ssize_t 
         return -1;
     }
     for (size_t r = 0; r < n; r++) {
-        size_t fb = (size_t)(mix64(pair_key(q[4 * r], q[4 * r + 1])) >> 40) & ((1u << PAIR_FILTER_BITS) - 1);
+        size_t fb = pair_fbit(pair_hash(pair_key(q[4 * r], q[4 * r + 1])));
         P->filter[fb >> 6] |= 1ULL << (fb & 63);
     }
     for (size_t r = 0; r < n; r++) {
         const uint32_t *e = q + 4 * r;
         uint64_t key = pair_key(e[0], e[1]);
         uint64_t val = P->by_rank ? e[2] : e[3]; /* direct: the merged id stands for its priority */
-        size_t i = (size_t)mix64(key) & P->mask;
+        size_t i = pair_slot(P, pair_hash(key));
         while (P->tab[i] != PAIR_EMPTY && (P->tab[i] & PK_KEY) != key)
             i = (i + 1) & P->mask;
         uint32_t old = (uint32_t)(P->tab[i] >> (2 * PK_BITS)); /* direct: both sides in merged ids */
