@@ -671,6 +671,39 @@ def test_cache_arenas_move_and_sweep():
         assert tok._native.encode_text(sample) == _pure_segment(pure, sample)
 
 
+def test_batch_threads_share_one_piece_cache():
+    """A batch on 2+ threads shares one piece cache (fastbpe.c "the shared piece cache", slot -1 of
+    cache_info): a cold batch learns each piece once, as one thread does (give or take a piece two
+    workers missed at the same moment), where each worker's own cache learned the common pieces
+    again. When it cannot take more during a batch (here 200k distinct pieces of ~20 ids: more
+    than its 4 M ids, padded to 8 each) the workers go on with their slots' caches, and the next
+    batch finds it over its bounds and sweeps it. Ids stay the one-thread batch's throughout."""
+    tok, _, _ = fixture_pair("bl_llama3")
+    docs = _mixed_docs(400)
+    tok._native.clear_cache()
+    ids1, off1 = tok._native.encode_batch(docs, num_threads=1)
+    (one,) = tok._native.cache_info()
+    tok._native.clear_cache()
+    ids2, off2 = tok._native.encode_batch(docs, num_threads=2)
+    (shared,) = tok._native.cache_info()  # the workers' slots learned nothing
+    assert shared["slot"] == -1 and one["entries"] <= shared["entries"] <= one["entries"] + 8
+    assert np.array_equal(off1, off2) and np.array_equal(ids1, ids2)
+
+    words = [" qwjxvbkzqpfgyhmd" + _letters(i) for i in range(200_000)]
+    docs = ["".join(words[i:i + 500]) for i in range(0, len(words), 500)]
+    tok._native.clear_cache()
+    ids2, off2 = tok._native.encode_batch(docs, num_threads=2)
+    info = {d["slot"]: d for d in tok._native.cache_info()}
+    assert info[-1]["sweeps"] == 0 and len(info) >= 2  # full: a slot's cache took the rest
+    again, _ = tok._native.encode_batch(docs[::-1], num_threads=2)
+    assert tok._native.cache_info()[-1]["sweeps"] == 1
+    ids1, off1 = tok._native.encode_batch(docs, num_threads=1)
+    assert np.array_equal(off1, off2) and np.array_equal(ids1, ids2)
+    n = int(off1[-1])
+    assert np.array_equal(np.concatenate([ids1[off1[i]:off1[i + 1]] for i in range(len(docs) - 1, -1, -1)]), again)
+    assert n == len(again)
+
+
 # -- generated tables ---------------------------------------------------------------------------
 
 

@@ -34,8 +34,9 @@
  * Threads: tables are read-only after construction. Each call takes one of a few cache slots
  * (piece cache + scratch buffers) with a try-lock, or runs uncached if all are busy, and
  * releases the GIL for long texts and for batches, so 2 threads use 2 cores. A batch on n
- * threads takes n slots (each worker learns its own documents' pieces) and writes its ids in
- * document order without a copy of all of them at the end (see "batches" below).
+ * threads takes n slots (scratch) and, when no other batch holds it, one piece cache shared by its
+ * workers (so a piece is learned once, not once per worker; see "the shared piece cache"), and
+ * writes its ids in document order without a copy of all of them at the end (see "batches").
  *
  * Source: rmlprep/bpe.py, rmlprep/tokenizer.py, rmlprep/pretokenize.py (the reference).
  */
@@ -72,6 +73,7 @@
 #define NO_RANK 0xFFFFFFFFu
 
 #define N_SLOTS 8
+#define MAX_THREADS 64            /* batch workers */
 #define BATCH 128                  /* pieces hashed and prefetched together */
 #define SHORT_KEY 16               /* bytes; keys up to this are stored inline */
 #define CACHE_KEY_MAX 256          /* bytes; longer pieces are not cached */
@@ -439,6 +441,8 @@ typedef struct {
     uint32_t ids[INLINE_IDS];
 } CEntry;
 
+struct Shared;
+
 typedef struct {
     CEntry *front; /* direct-mapped copies of recently used entries (L2-sized), cleared by a sweep */
     CEntry *tab;
@@ -448,6 +452,13 @@ typedef struct {
     uint32_t *vals;
     size_t vn, vcap;
     uint64_t sweeps;
+    /* a batch worker's view of the shared cache (see "the shared piece cache"): tab, keys, vals
+     * are the shared ones, front is the worker's own; NULL: a private cache */
+    struct Shared *shared;
+    uint32_t credits;     /* inserts this worker may still make without taking more */
+    size_t kpos, kend;    /* the worker's chunk of the shared keys arena */
+    size_t vpos, vend;    /* and of the shared vals arena */
+    int full;             /* the shared cache took no more: the worker goes back to its slot's */
 } Cache;
 
 struct Encoder;
@@ -459,7 +470,8 @@ typedef struct {
 
 typedef struct {
     const struct Encoder *E;
-    struct Slot *slot; /* NULL: no cache (all slots busy, or splitter test mode) */
+    struct Slot *slot; /* NULL: no slot (all slots busy, or splitter test mode) */
+    Cache *cache;      /* the slot's piece cache, a batch worker's view of the shared one, or NULL */
     IdVec *out;
     int collect;
     const uint8_t *text; /* the current text, UTF-8 */
@@ -508,6 +520,8 @@ typedef struct Encoder {
     CpMap cps;
     Py_ssize_t n_ids; /* every id the Encoder writes is below this, and in the int table (ints_reserve) */
     Slot slots[N_SLOTS];
+    struct Shared *shared; /* the batches' shared piece cache (NULL until a batch of 2+ workers) */
+    pthread_mutex_t shared_lock; /* held by the batch using it */
 } Encoder;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1007,7 +1021,7 @@ static inline CEntry *front_slot(const Cache *c, uint64_t h)
 /* Remember piece -> ids (in the table and the front); failures only mean it is not kept. Always
  * inlined: with a second caller (resolve_part) gcc called it out of line, 1.2% more instructions
  * in a cold Llama 3 pass (callgrind). */
-static inline __attribute__((always_inline)) void cache_put(Cache *c, uint64_t h, const uint8_t *p, size_t n,
+static inline __attribute__((always_inline)) void pcache_put(Cache *c, uint64_t h, const uint8_t *p, size_t n,
                                                             uint64_t k0, uint64_t k1, const uint32_t *ids, size_t m)
 {
     if (n == 0 || n > CACHE_KEY_MAX || m > 0x7FFF)
@@ -1087,7 +1101,7 @@ static inline long entry_ids(const Cache *c, const CEntry *e, uint32_t *dst)
 
 /* The ids of a cached piece written at dst (room for max(n, INLINE_IDS) ids), their count, or -1.
  * The front is tried first; a hit in the table marks the entry used and copies it to the front. */
-static inline long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, uint64_t k0, uint64_t k1,
+static inline long pcache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, uint64_t k0, uint64_t k1,
                              uint32_t *dst)
 {
     CEntry *f = front_slot(c, h);
@@ -1106,6 +1120,333 @@ static inline long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, u
     e->nids |= USED;
     *f = *e;
     return entry_ids(c, e, dst);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* the shared piece cache */
+
+/* A batch of 2+ workers shares one piece cache (E->shared), so a piece one worker has merged is a
+ * hit for the others: with a cache each, every worker learned the common pieces cold (GPT-2, one
+ * cold batch: 2 x 112-148 k entries against 230 k on one thread on the Debian sample, +13%; +7.7%
+ * on text-multilingual.jsonl). One batch holds it at a time (E->shared_lock, try-locked; a batch
+ * that does not get it uses the slots' caches, as a 1-worker batch and every other call do).
+ *
+ * It never grows, sweeps or moves while a batch runs: before the workers start, shared_prepare
+ * (alone) grows it to take the batch's text at one new entry per SHARED_BYTES_PER_ENTRY, or sweeps
+ * it as a slot's cache is swept. During the batch entries are only added. A worker claims an empty
+ * entry by a CAS of its klen from 0 to KLEN_BUSY, writes the entry, then stores klen with release;
+ * a reader loads klen with acquire and reads the rest only when it is its key's length (KLEN_BUSY
+ * never is), so what it reads was written before that store and is never written again; the one
+ * later write is the USED bit of nids, a relaxed atomic store read by relaxed atomic loads. Two
+ * workers missing the same piece at once may both add it (the same ids: the second is never found).
+ * A worker takes insert credits (SHARED_CREDITS at a time) from `count` and chunks of the arenas
+ * from `kn`/`vn` by atomic fetch-add, so no shared counter is written per insert; a worker that
+ * finds the table or an arena full goes back to its slot's cache for the rest of the batch. Each
+ * entry's ids in the vals arena are padded with zeros to a multiple of 8: copy_ids8 reads 8 at a
+ * time, and must not read ids another worker may be writing. Each worker reads through its own
+ * front (front[t], copies of entries it found or added), so a hit writes nothing shared. */
+#define KLEN_BUSY 0xFFFFu
+#define SHARED_CREDITS 256
+#define SHARED_CHUNK (16u << 10)     /* bytes of keys, and ids of vals, taken at a time */
+/* a batch's text bytes per new entry it may add (GPT-2: 27 on the first 2.9 MB of
+ * text-multilingual.jsonl, 49-72 over whole corpora) */
+#define SHARED_BYTES_PER_ENTRY 24
+#define SHARED_KEYS_BYTES ((size_t)CACHE_KEYS_MAX)
+#define SHARED_VALS_IDS ((size_t)CACHE_VALS_MAX)
+
+typedef struct Shared {
+    CEntry *tab;
+    uint32_t mask, limit;
+    uint32_t count;  /* entries, + the credits the workers hold during a batch */
+    uint8_t *keys;   /* SHARED_KEYS_BYTES, reserved (pages touched as used) */
+    size_t kn;       /* bytes used (during a batch: handed out in chunks) */
+    uint32_t *vals;  /* SHARED_VALS_IDS, reserved */
+    size_t vn;
+    uint64_t sweeps;
+    CEntry *front[MAX_THREADS]; /* worker t's front */
+} Shared;
+
+static void shared_free(Shared *S)
+{
+    if (S == NULL)
+        return;
+    if (S->tab)
+        zfree(S->tab, ((size_t)S->mask + 1) * sizeof(CEntry));
+    if (S->keys)
+        munmap(S->keys, SHARED_KEYS_BYTES);
+    if (S->vals)
+        munmap(S->vals, SHARED_VALS_IDS * 4);
+    for (int t = 0; t < MAX_THREADS; t++)
+        free(S->front[t]);
+    free(S);
+}
+
+static void table_place(CEntry *tab, uint32_t mask, const CEntry *src)
+{
+    size_t i = (size_t)entry_hash(src) & mask;
+    while (tab[i].klen != 0)
+        i = (i + 1) & mask;
+    tab[i] = *src;
+}
+
+/* A table of `size` slots holding the entries of the old one (all, or with `sweep` those hit since
+ * the last sweep, their arena data compacted into fresh arenas, or none if they would fill more
+ * than half of it). No worker runs. 0, or -1 leaving S as it was. */
+static int shared_rebuild(Shared *S, size_t size, int sweep)
+{
+    size_t osize = S->tab ? (size_t)S->mask + 1 : 0;
+    uint32_t limit = (uint32_t)(size / 8 * 5);
+    size_t kept = 0;
+    for (size_t i = 0; i < osize; i++)
+        kept += S->tab[i].klen && (!sweep || (S->tab[i].nids & USED));
+    int keep = !sweep || kept * 2 <= limit;
+    CEntry *t = zalloc(size * sizeof(CEntry));
+    uint8_t *keys = sweep ? map_huge(SHARED_KEYS_BYTES, MAP_NORESERVE) : S->keys;
+    uint32_t *vals = sweep ? map_huge(SHARED_VALS_IDS * 4, MAP_NORESERVE) : S->vals;
+    if (t == NULL || keys == NULL || vals == NULL) {
+        if (t)
+            zfree(t, size * sizeof(CEntry));
+        if (sweep && keys)
+            munmap(keys, SHARED_KEYS_BYTES);
+        if (sweep && vals)
+            munmap(vals, SHARED_VALS_IDS * 4);
+        return -1;
+    }
+    size_t kn = sweep ? 0 : S->kn, vn = sweep ? 0 : S->vn, count = 0;
+    for (size_t i = 0; keep && i < osize; i++) {
+        CEntry e = S->tab[i];
+        if (!e.klen || (sweep && !(e.nids & USED)))
+            continue;
+        if (sweep) {
+            e.nids &= ~USED;
+            if (e.klen > SHORT_KEY) {
+                memcpy(keys + kn, S->keys + e.k1, e.klen);
+                e.k1 = kn;
+                kn += e.klen;
+            }
+            if (e.nids > INLINE_IDS) {
+                size_t m = e.nids, r = (m + 7) & ~(size_t)7;
+                memcpy(vals + vn, S->vals + e.ids[0], r * 4);
+                e.ids[0] = (uint32_t)vn;
+                vn += r;
+            }
+        }
+        table_place(t, (uint32_t)(size - 1), &e);
+        count++;
+    }
+    if (S->tab)
+        zfree(S->tab, osize * sizeof(CEntry));
+    if (sweep) {
+        munmap(S->keys, SHARED_KEYS_BYTES);
+        munmap(S->vals, SHARED_VALS_IDS * 4);
+        S->sweeps++;
+        for (int k = 0; k < MAX_THREADS; k++) /* their arena offsets are stale */
+            if (S->front[k])
+                memset(S->front[k], 0, sizeof(CEntry) << FRONT_BITS);
+    }
+    S->tab = t;
+    S->mask = (uint32_t)(size - 1);
+    S->limit = limit;
+    S->count = (uint32_t)count;
+    S->keys = keys;
+    S->vals = vals;
+    S->kn = kn;
+    S->vn = vn;
+    return 0;
+}
+
+/* Before a batch whose text is `bytes` (no worker runs): room for its expected new entries, the
+ * table doubled up to CACHE_SLOTS_MAX; swept when that is not enough and it is over half full, or
+ * an arena is over 3/4 used. 0, or -1: not usable for this batch. */
+static int shared_prepare(Shared *S, uint64_t bytes)
+{
+    if (S->keys == NULL) {
+        S->keys = map_huge(SHARED_KEYS_BYTES, MAP_NORESERVE);
+        S->vals = map_huge(SHARED_VALS_IDS * 4, MAP_NORESERVE);
+        if (S->keys == NULL || S->vals == NULL)
+            return -1;
+    }
+    size_t want = (size_t)S->count + (size_t)(bytes / SHARED_BYTES_PER_ENTRY) + SHARED_CREDITS * MAX_THREADS;
+    size_t size = S->tab ? (size_t)S->mask + 1 : CACHE_SLOTS_MIN / 2, grown = size;
+    while (grown < CACHE_SLOTS_MAX && grown / 8 * 5 < want)
+        grown *= 2;
+    int sweep = (grown / 8 * 5 < want && S->count * 2 > S->limit) || S->kn > SHARED_KEYS_BYTES / 4 * 3 ||
+                S->vn > SHARED_VALS_IDS / 4 * 3;
+    if ((grown != size || sweep || S->tab == NULL) && shared_rebuild(S, grown, sweep) < 0)
+        return S->tab ? 0 : -1; /* kept as it is: a full table sends the workers to their slots */
+    return 0;
+}
+
+/* Worker t's view of S for one batch. 0, or -1 (no memory for its front). */
+static int shared_view(Shared *S, int t, Cache *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (S->front[t] == NULL && (S->front[t] = calloc((size_t)1 << FRONT_BITS, sizeof(CEntry))) == NULL)
+        return -1;
+    v->front = S->front[t];
+    v->tab = S->tab;
+    v->mask = S->mask;
+    v->limit = S->limit;
+    v->keys = S->keys;
+    v->vals = S->vals;
+    v->sweeps = S->sweeps;
+    v->shared = S;
+    return 0;
+}
+
+/* After the batch (its workers joined): the credits and arena chunks the views did not use are
+ * given back (a chunk only when it is the last one handed out). */
+static void shared_end(Shared *S, Cache *views, int n)
+{
+    for (int t = 0; t < n; t++)
+        S->count -= views[t].credits;
+    if (S->kn > SHARED_KEYS_BYTES)
+        S->kn = SHARED_KEYS_BYTES;
+    if (S->vn > SHARED_VALS_IDS)
+        S->vn = SHARED_VALS_IDS;
+    for (int pass = 0; pass < n; pass++)
+        for (int t = 0; t < n; t++) {
+            Cache *v = &views[t];
+            if (v->kend && v->kend == S->kn) {
+                S->kn = v->kpos;
+                v->kend = 0;
+            }
+            if (v->vend && v->vend == S->vn) {
+                S->vn = v->vpos;
+                v->vend = 0;
+            }
+        }
+}
+
+/* `need` units from the worker's chunk [*pos, *end), a new chunk taken from *used when it has too
+ * few; the offset, or -1 when the arena of `cap` units is full. */
+static inline long shared_take(size_t *pos, size_t *end, size_t *used, size_t cap, size_t need)
+{
+    if (*end == 0 || *pos + need > *end) {
+        size_t chunk = need > SHARED_CHUNK ? need : SHARED_CHUNK;
+        size_t at = __atomic_fetch_add(used, chunk, __ATOMIC_RELAXED);
+        if (at + chunk > cap) {
+            *end = 0;
+            return -1;
+        }
+        *pos = at;
+        *end = at + chunk;
+    }
+    size_t at = *pos;
+    *pos += need;
+    return (long)at;
+}
+
+static __attribute__((noinline)) void scache_put(Cache *v, uint64_t h, const uint8_t *p, size_t n, uint64_t k0,
+                                                 uint64_t k1, const uint32_t *ids, size_t m)
+{
+    Shared *S = v->shared;
+    if (n == 0 || n > CACHE_KEY_MAX || m > 0x7FFF || v->full)
+        return;
+    if (v->credits == 0) {
+        uint32_t at = __atomic_fetch_add(&S->count, SHARED_CREDITS, __ATOMIC_RELAXED);
+        if (at + SHARED_CREDITS > v->limit) {
+            __atomic_fetch_sub(&S->count, SHARED_CREDITS, __ATOMIC_RELAXED);
+            v->full = 1;
+            return;
+        }
+        v->credits = SHARED_CREDITS;
+    }
+    CEntry e;
+    e.klen = (uint16_t)n;
+    e.nids = (uint16_t)m;
+    if (n <= SHORT_KEY) {
+        e.k0 = k0;
+        e.k1 = k1;
+    } else {
+        long at = shared_take(&v->kpos, &v->kend, &S->kn, SHARED_KEYS_BYTES, n);
+        if (at < 0) {
+            v->full = 1;
+            return;
+        }
+        memcpy(v->keys + at, p, n);
+        e.k0 = h;
+        e.k1 = (uint64_t)at;
+    }
+    if (m <= INLINE_IDS) {
+        memset(e.ids, 0, sizeof(e.ids));
+        memcpy(e.ids, ids, m * 4);
+    } else {
+        size_t r = (m + 7) & ~(size_t)7;
+        long at = shared_take(&v->vpos, &v->vend, &S->vn, SHARED_VALS_IDS, r);
+        if (at < 0) {
+            v->full = 1;
+            return;
+        }
+        memcpy(v->vals + at, ids, m * 4);
+        memset(v->vals + at + m, 0, (r - m) * 4);
+        e.ids[0] = (uint32_t)at;
+    }
+    v->credits--;
+    size_t i = (size_t)h & v->mask;
+    CEntry *d;
+    for (;;) {
+        d = &v->tab[i];
+        uint16_t kl = __atomic_load_n(&d->klen, __ATOMIC_RELAXED);
+        if (kl == 0 && __atomic_compare_exchange_n(&d->klen, &kl, (uint16_t)KLEN_BUSY, 0, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED))
+            break;
+        if (kl == 0)
+            continue; /* lost the CAS to another worker: look at this entry again */
+        i = (i + 1) & v->mask;
+    }
+    d->k0 = e.k0;
+    d->k1 = e.k1;
+    d->nids = e.nids;
+    memcpy(d->ids, e.ids, sizeof(e.ids));
+    __atomic_store_n(&d->klen, e.klen, __ATOMIC_RELEASE);
+    *front_slot(v, h) = e;
+}
+
+static inline long scache_get(Cache *v, uint64_t h, const uint8_t *p, size_t n, uint64_t k0, uint64_t k1,
+                              uint32_t *dst)
+{
+    CEntry *f = front_slot(v, h);
+    if (entry_is(v, f, h, p, n, k0, k1))
+        return entry_ids(v, f, dst);
+    size_t i = (size_t)h & v->mask;
+    for (;;) {
+        CEntry *e = &v->tab[i];
+        uint16_t kl = __atomic_load_n(&e->klen, __ATOMIC_ACQUIRE);
+        if (kl == 0)
+            return -1;
+        if (kl == n && (n <= SHORT_KEY ? e->k0 == k0 && e->k1 == k1
+                                       : e->k0 == h && memcmp(v->keys + e->k1, p, n) == 0)) {
+            uint16_t nd = __atomic_load_n(&e->nids, __ATOMIC_RELAXED);
+            if (!(nd & USED))
+                __atomic_store_n(&e->nids, (uint16_t)(nd | USED), __ATOMIC_RELAXED);
+            f->k0 = e->k0;
+            f->k1 = e->k1;
+            f->klen = kl;
+            f->nids = nd & ~USED;
+            memcpy(f->ids, e->ids, sizeof(f->ids));
+            return entry_ids(v, f, dst);
+        }
+        i = (i + 1) & v->mask;
+    }
+}
+
+/* The piece cache a Ctx uses: a slot's own, or a batch worker's view of the shared one. */
+static inline long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, uint64_t k0, uint64_t k1,
+                             uint32_t *dst)
+{
+    if (c->shared)
+        return scache_get(c, h, p, n, k0, k1, dst);
+    return pcache_get(c, h, p, n, k0, k1, dst);
+}
+
+static inline __attribute__((always_inline)) void cache_put(Cache *c, uint64_t h, const uint8_t *p, size_t n,
+                                                            uint64_t k0, uint64_t k1, const uint32_t *ids, size_t m)
+{
+    if (c->shared)
+        scache_put(c, h, p, n, k0, k1, ids, m);
+    else
+        pcache_put(c, h, p, n, k0, k1, ids, m);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1587,7 +1928,7 @@ static __attribute__((noinline)) long resolve_parts(Ctx *x, const uint8_t *p, si
         e++;
     if (e >= n)
         return -2;
-    Cache *c = x->slot ? &x->slot->cache : NULL;
+    Cache *c = x->cache;
     size_t k = 0;
     for (size_t s = 0;;) {
         long m = resolve_part(x, c, p + s, e - s, dst + k);
@@ -1723,7 +2064,7 @@ static int flush(Ctx *x)
     size_t need = x->span[np - 1].a + x->span[np - 1].n - x->span[0].a + INLINE_IDS + ARENA_PAD;
     if (reserve_out(x->out, need) < 0)
         return -1;
-    Cache *c = x->slot ? &x->slot->cache : NULL;
+    Cache *c = x->cache;
     int byte_level = E->kind == KIND_BYTE_LEVEL;
     /* phase 1: keys, hashes and the front. A front hit (or a one-byte piece) is answered here: its
      * ids written out at once while every piece before it was answered too (`done`, so a pass
@@ -1884,6 +2225,7 @@ static Ctx *ctx_begin(Encoder *E, Slot *sl, IdVec *tmp_out)
     }
     x->E = E;
     x->slot = sl;
+    x->cache = sl ? &sl->cache : NULL;
     x->collect = 0;
     x->nspan = 0;
     x->out->n = 0;
@@ -2208,7 +2550,6 @@ static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
 
 #define UNIT_MIN_BYTES (64u << 10)
 #define UNIT_MAX_BYTES (1u << 20)
-#define MAX_THREADS 64
 #define MAP_MIN_BYTES (4 * (size_t)HUGE_PAGE) /* ids' bound from which the result is a mapping */
 
 typedef struct {
@@ -2238,6 +2579,8 @@ typedef struct Batch {
     IdVec side[MAX_THREADS]; /* with the mapping: each worker's units from other ranges */
     size_t side_map[MAX_THREADS]; /* bytes of a side vector that is a mapping (0: malloc'd) */
     IdVec whole;             /* the result of 2+ workers without a mapping */
+    Shared *shared;          /* the shared piece cache this batch holds (E->shared_lock), or NULL */
+    Cache view[MAX_THREADS]; /* each worker's view of it */
     uint32_t *map;           /* the result (NULL: below MAP_MIN_BYTES, or the mapping failed) */
     size_t map_len;          /* bytes */
     size_t mid, back, fwd;   /* ids: where ranges 0 and 1 meet; worker 0's and worker 1's cursors */
@@ -2325,6 +2668,8 @@ static int batch_doc(Batch *B, Ctx *x, Py_ssize_t i)
         batch_fail(B, -3, i);
         return -1;
     }
+    if (x->cache && x->cache->full) /* the shared cache took no more: the slot's, as without it */
+        x->cache = x->slot ? &x->slot->cache : NULL;
     int rc = run_str(x, d->data, d->kind, d->ascii, d->len);
     if (rc < 0) {
         batch_fail(B, rc, i);
@@ -2521,6 +2866,21 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
             goto done;
         }
     }
+    /* 2+ workers share one piece cache when no other batch holds it (else each uses its slot's) */
+    if (nw > 1 && pthread_mutex_trylock(&E->shared_lock) == 0) {
+        if (E->shared == NULL)
+            E->shared = calloc(1, sizeof(Shared));
+        int ok = E->shared != NULL && shared_prepare(E->shared, total) == 0;
+        for (int t = 0; ok && t < nw; t++)
+            ok = shared_view(E->shared, t, &B->view[t]) == 0;
+        if (ok) {
+            B->shared = E->shared;
+            for (int t = 0; t < nw; t++)
+                B->ctx[t]->cache = &B->view[t];
+        } else {
+            pthread_mutex_unlock(&E->shared_lock);
+        }
+    }
     int64_t *off = (int64_t *)PyBytes_AS_STRING(offs);
     uint64_t ntok = 0;
     uint32_t *res_v = NULL; /* the result, in the mapping */
@@ -2546,6 +2906,11 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
             while ((u = take_unit(&B->ranges[t], 1)) >= 0)
                 batch_unit(B, 0, (size_t)u, TO_SIDE);
         }
+    if (B->shared) {
+        shared_end(B->shared, B->view, nw);
+        B->shared = NULL;
+        pthread_mutex_unlock(&E->shared_lock);
+    }
     for (Py_ssize_t i = 0; i < nt; i++) {
         off[i] = (int64_t)ntok;
         ntok += (uint64_t)B->doc_n[i];
@@ -2755,6 +3120,12 @@ static PyObject *Encoder_clear_cache(Encoder *E, PyObject *Py_UNUSED(ignored))
         memset(&sl->out, 0, sizeof(sl->out));
         pthread_mutex_unlock(&sl->lock);
     }
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&E->shared_lock);
+    Py_END_ALLOW_THREADS
+    shared_free(E->shared);
+    E->shared = NULL;
+    pthread_mutex_unlock(&E->shared_lock);
     Py_RETURN_NONE;
 }
 
@@ -2787,6 +3158,20 @@ static PyObject *Encoder_cache_info(Encoder *E, PyObject *Py_UNUSED(ignored))
         PyObject *d = Py_BuildValue("{sisnsnsnsK}", "slot", k, "entries", (Py_ssize_t)c->count, "slots",
                                     (Py_ssize_t)c->mask + 1, "bytes", (Py_ssize_t)bytes, "sweeps",
                                     (unsigned long long)c->sweeps);
+        if (d == NULL || PyList_Append(out, d) < 0) {
+            Py_XDECREF(d);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(d);
+    }
+    Shared *S = E->shared; /* slot -1: the batches' shared cache (read while no batch holds it) */
+    if (S != NULL && S->tab != NULL && pthread_mutex_trylock(&E->shared_lock) == 0) {
+        size_t bytes = ((size_t)S->mask + 1) * sizeof(CEntry) + S->kn + S->vn * 4;
+        PyObject *d = Py_BuildValue("{sisnsnsnsK}", "slot", -1, "entries", (Py_ssize_t)S->count, "slots",
+                                    (Py_ssize_t)S->mask + 1, "bytes", (Py_ssize_t)bytes, "sweeps",
+                                    (unsigned long long)S->sweeps);
+        pthread_mutex_unlock(&E->shared_lock);
         if (d == NULL || PyList_Append(out, d) < 0) {
             Py_XDECREF(d);
             Py_DECREF(out);
@@ -3403,6 +3788,7 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     for (int k = 0; k < N_SLOTS; k++)
         pthread_mutex_init(&E->slots[k].lock, NULL);
+    pthread_mutex_init(&E->shared_lock, NULL);
     E->kind = kind;
     E->unk_id = unk_id;
     E->ignore_merges = ignore_merges;
@@ -3485,6 +3871,8 @@ static void Encoder_dealloc(Encoder *E)
         free(sl->out.v);
         pthread_mutex_destroy(&sl->lock);
     }
+    shared_free(E->shared);
+    pthread_mutex_destroy(&E->shared_lock);
     free(E->pairs.tab);
     free(E->pairs.filter);
     free(E->pairs.merged_of);
