@@ -38,8 +38,24 @@ def wide_encoding(head: bytes) -> tuple[str, str, str] | None:
 
 def binary_format(head: bytes) -> tuple[str, str] | None:
     """(what the file is, the suffix that names it) when ``head`` starts with the magic number
-    of a format that is not text (Parquet ``PAR1``, Arrow ``ARROW1``, zip, SQLite); else None."""
-    return next(((what, suffix) for magic, what, suffix in _FORMATS if head.startswith(magic)), None)
+    of a format that is not text (Parquet ``PAR1``, Arrow ``ARROW1``, zip, SQLite) and does not
+    read as text after it (a Parquet page header, Arrow's padding, a zip's version bytes are
+    control bytes); else None. ``PAR1`` and ``ARROW1`` are letters and digits: a CSV whose
+    first column is named ``PAR1_id`` starts with them and is text (it was refused as Parquet)."""
+    found = next(((what, suffix) for magic, what, suffix in _FORMATS if head.startswith(magic)), None)
+    return None if found is None or _reads_as_text(head) else found
+
+
+def _reads_as_text(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) is UTF-8 of printable characters, tabs and line
+    ends (a character cut by the end of ``head`` counts as text)."""
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.reason != "unexpected end of data":
+            return False
+        text = head[: e.start].decode("utf-8")
+    return all(c.isprintable() or c in "\t\r\n" for c in text)
 
 
 def not_utf8_hint(data: bytes, start: int, reason: str) -> str:

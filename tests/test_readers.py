@@ -1099,6 +1099,18 @@ def test_a_file_that_is_not_what_it_is_named(tmp_path, name, data, match):
     assert len(plan_units(inp([tmp_path / "s.jsonl.zst", tmp_path / "e.jsonl.bz2"]))) == 2
 
 
+@pytest.mark.parametrize("header", ["PAR1_id", "ARROW1 score", "PK"])
+def test_a_csv_whose_first_column_name_spells_a_magic_number_is_read(tmp_path, header):
+    """``PAR1`` and ``ARROW1`` are text: a CSV whose first column is named ``PAR1_id`` was
+    refused as "a Parquet file (magic PAR1 at byte 0)". A file format is named only when the
+    bytes after its magic do not read as text (a real Parquet file: its page header's control
+    bytes, as test_a_file_that_is_not_what_it_is_named shows)."""
+    p = tmp_path / "x.csv"
+    p.write_text(f"{header},text\n1,hello world\n2,foo bar\n")
+    values, rows, errors, _ = read_path(p)
+    assert values == ["hello world", "foo bar"] and errors == []
+
+
 def test_latin1_text_gets_an_encoding_hint(tmp_path):
     """Careless-user trial U3: Latin-1 rows were rejected as "not valid UTF-8 (invalid
     continuation byte at byte 13)" alone. Still rejects (rmlprep reads UTF-8 only), now naming
