@@ -701,6 +701,26 @@ def test_a_run_over_max_reject_fraction_exits_2_with_the_rejects_by_stage(tmp_pa
     assert rc == 0 and "rejects      11 (10.0% of rows read: read 11; see" in err, err
 
 
+@pytest.mark.parametrize("rejects,rows,flag", [(100_049, 1_000_000, "0.11"), (66_001, 100_000, "0.67"),
+                                               (66, 100, "0.66"), (1, 3, "0.34")])
+def test_the_fraction_the_reject_line_suggests_accepts_the_rejects(tmp_path, rejects, rows, flag):
+    """The line over run.max_reject_fraction ends "rerun with --max-reject-fraction F": F is the
+    share rounded *up* to 2 decimals, and a run with F passes (the verdict fails a share over
+    it). 100,049 rejects of 1,000,000 rows (10.0049%) suggested 0.1, the default the run had
+    just failed at; 66,001 of 100,000 suggested 0.66. Exact shares (66 of 100) stay as they are."""
+    from rmlprep.pipeline.verdict import run_verdict
+
+    class Cfg(dict):
+        output_dir = tmp_path
+
+    manifest = {"totals": {"rejects": rejects, "rows_read": rows, "documents": rows - rejects},
+                "rejects": {"by_stage": {"read": rejects}, "files": []}, "shards": [{}],
+                "config": {"output": {"dir": str(tmp_path)}}}
+    why = run_verdict(Cfg(run={"max_reject_fraction": 0.1}), manifest)
+    assert why is not None and f"rerun with --max-reject-fraction {flag} or set" in why, why
+    assert run_verdict(Cfg(run={"max_reject_fraction": float(flag)}), manifest) is None
+
+
 def _script(name: str):
     import importlib.util
 

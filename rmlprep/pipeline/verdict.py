@@ -92,5 +92,8 @@ def run_verdict(cfg: RunConfig, manifest: dict[str, Any]) -> str | None:
 
 
 def _ceil2(x: float) -> float:
-    """x rounded up to 2 decimals (the fraction a rerun needs to accept these rejects)."""
-    return -(-round(x * 10000) // 100) / 100
+    """x rounded up to 2 decimals (the fraction a rerun needs to accept these rejects: the
+    verdict fails a share *over* the limit, so the value given must be >= x): 0.100049 -> 0.11
+    (rounding x * 10000 first gave 0.1, the default the run had just failed at), 0.66 -> 0.66."""
+    c = round(x, 2)
+    return c if c >= x else round(c + 0.01, 2)
