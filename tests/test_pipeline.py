@@ -220,6 +220,33 @@ def test_unpack_refuses_a_pretrain_shard_table_holding_several_shards(corpus, tm
         unpack(pa.concat_tables([shards[0], shifted]))
 
 
+def test_unpack_refuses_a_runs_pretrain_rows_out_of_order(corpus, tmp_path):
+    """A run's pretrain rows read as one table without the ``rmlprep.*`` metadata
+    (``datasets.load_dataset`` of the folder keeps none) and then shuffled unpacked with no
+    error, a document continued into the next row joined in the shuffled order (128 of 300
+    documents differed after ``ds.shuffle(seed=0)`` in a 7-shard trial). A table with a ``unit``
+    column and no ``labels`` is a run's pretrain shards (sft shards hold labels): each unit's
+    example_index must not go down in row order, as a shard's never does. Rows in order still
+    unpack, shard by shard."""
+    inp, texts = corpus
+    out = tmp_path / "o"
+    run(make_cfg(inp, out), log=quiet)
+    table = pq.read_table(sorted(str(p) for p in out.glob("train-*.parquet"))).replace_schema_metadata(None)
+    assert len(unpack(table)) == len(texts)
+    units = table.column("unit").to_numpy()
+    first = int(np.flatnonzero(units == units[0]).size)
+    assert first > 2  # unit 0 has rows to reorder
+    order = np.r_[np.arange(first)[::-1], np.arange(first, table.num_rows)]  # unit 0's rows reversed
+    with pytest.raises(PackingError, match=r"^unpack: the rows of unit 0 are a run's pretrain shard \(a 'unit' column, "
+                                           r"no labels\) but example_index goes down from \d+ to \d+ in row order.*"
+                                           r"shuffled or reordered"):
+        unpack(table.take(order))
+    marked = pq.read_table(out / "train-00000.parquet")
+    with pytest.raises(PackingError, match=r"marked as one pretrain shard \(rmlprep.unit 0\) but example_index goes "
+                                           r"down.*or rows out of their shard's order \(shuffled\)"):
+        unpack(marked.take(np.arange(marked.num_rows)[::-1]))
+
+
 def test_unpack_of_sft_shards_loaded_with_datasets(tmp_path):
     """sft shards joined into one table could not be told apart at all (BFD rows repeat and
     reorder example_index legitimately, so no order check applies): document k of every shard

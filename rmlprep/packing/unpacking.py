@@ -92,28 +92,46 @@ def _check_one_pretrain_shard(table: pa.Table, ex: np.ndarray, row_lens: np.ndar
     (:mod:`rmlprep.pipeline.pack`'s tail rule). ``pa.concat_tables`` of several shards keeps
     the first one's metadata and breaks both at each border after the first. With a ``unit``
     column the rows of each unit are checked on their own (several units are told apart by it;
-    one unit twice, e.g. unit 0 of two runs, is not one shard)."""
+    one unit twice, e.g. unit 0 of two runs, is not one shard).
+
+    Rows without the metadata (``datasets.load_dataset`` keeps none) that have a ``unit``
+    column and no ``labels`` are a run's pretrain shards too (sft shards hold labels): each
+    unit's ``example_index`` must not go down there either, which rows shuffled or reordered
+    (``ds.shuffle()``) break: a document continued into the next row would be joined in the
+    wrong order. Not caught: a reordering that keeps example_index from going down (the rows of
+    one long document swapped among themselves), nor rows left out (``ds.select``)."""
     md = table.schema.metadata or {}
-    if md.get(b"rmlprep.pipeline") != b"pretrain":
+    marked = md.get(b"rmlprep.pipeline") == b"pretrain"
+    if not marked and not (row_units is not None and b"rmlprep.pipeline" not in md
+                           and "labels" not in table.column_names):
         return
-    if row_units is not None and len(row_units) and row_units.min() != row_units.max():
-        for u in np.unique(row_units).tolist():
-            _check_one_pretrain_shard(table.replace_schema_metadata({**md, b"rmlprep.unit": str(u).encode()}),
-                                      ex[frag_units == u], row_lens[row_units == u], None, None)
-        return
-    why = ""
-    if len(ex) > 1 and (down := np.flatnonzero(np.diff(ex) < 0)).size:
-        why = f"example_index goes down from {int(ex[down[0]])} to {int(ex[down[0] + 1])}"
-    elif (seq_len := md.get(b"rmlprep.seq_len", b"")).isdigit() and len(row_lens) > 1 and (
-        short := np.flatnonzero(row_lens[:-1] < int(seq_len))
-    ).size:
-        why = f"row {int(short[0])} of {len(row_lens)} is shorter than seq_len {int(seq_len)}"
-    if why:
-        unit = md.get(b"rmlprep.unit", b"?").decode(errors="replace")
+    if row_units is not None and len(row_units):
+        groups = [(u, ex[frag_units == u], row_lens[row_units == u]) for u in np.unique(row_units).tolist()]
+    else:
+        groups = [(None, ex, row_lens)]
+    for u, ex_u, lens_u in groups:
+        why = ""
+        if len(ex_u) > 1 and (down := np.flatnonzero(np.diff(ex_u) < 0)).size:
+            why = f"example_index goes down from {int(ex_u[down[0]])} to {int(ex_u[down[0] + 1])}"
+        elif marked and (seq_len := md.get(b"rmlprep.seq_len", b"")).isdigit() and len(lens_u) > 1 and (
+            short := np.flatnonzero(lens_u[:-1] < int(seq_len))
+        ).size:
+            why = f"row {int(short[0])} of {len(lens_u)} is shorter than seq_len {int(seq_len)}"
+        if not why:
+            continue
+        if not marked:
+            raise PackingError(
+                f"unpack: the rows of unit {u} are a run's pretrain shard (a 'unit' column, no labels) but {why} "
+                "in row order, which a shard's rows in their order never have: the rows were shuffled or "
+                "reordered (e.g. datasets' shuffle), so a document continued into the next row would be joined "
+                "in the wrong order: unpack the rows in their shard's order (before shuffling)"
+            )
+        unit = str(u) if u is not None and len(groups) > 1 else md.get(b"rmlprep.unit", b"?").decode(errors="replace")
         raise PackingError(
             f"unpack: the rows are marked as one pretrain shard (rmlprep.unit {unit}) but {why}, which one shard "
             "never has: they hold several shards (e.g. pa.concat_tables of them, or of two runs), whose "
-            "example_index each start at 0, so their documents would be joined: unpack each shard on its own"
+            "example_index each start at 0, so their documents would be joined, or rows out of their shard's order "
+            "(shuffled): unpack each shard on its own, its rows in order"
         )
 
 
@@ -133,7 +151,10 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
     one table unpack right, e.g. ``datasets.load_dataset(OUTPUT)["train"].with_format("arrow")[:]``
     (which keeps no ``rmlprep.*`` metadata), ``pq.read_table`` of several paths, a list of shards;
     :attr:`Unpacked.unit` then says each document's shard. Each shard's rows must keep their
-    order (not shuffled): a document continued into the next row is joined in row order.
+    order (not shuffled): a document continued into the next row is joined in row order. Pretrain
+    rows out of order are refused where a unit's ``example_index`` goes down (a run's pretrain
+    shards: the ``rmlprep.pipeline`` metadata, or a ``unit`` column and no ``labels``, as
+    ``datasets`` gives them); sft rows cannot be told so (BFD reorders indices itself).
 
     Shards written without the ``unit`` column (by earlier versions) must be unpacked one at a
     time: their documents that share a number would be joined. Refused for
