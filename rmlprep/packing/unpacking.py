@@ -105,34 +105,44 @@ def _check_one_pretrain_shard(table: pa.Table, ex: np.ndarray, row_lens: np.ndar
     if not marked and not (row_units is not None and b"rmlprep.pipeline" not in md
                            and "labels" not in table.column_names):
         return
-    if row_units is not None and len(row_units):
-        groups = [(u, ex[frag_units == u], row_lens[row_units == u]) for u in np.unique(row_units).tolist()]
-    else:
-        groups = [(None, ex, row_lens)]
-    for u, ex_u, lens_u in groups:
-        why = ""
-        if len(ex_u) > 1 and (down := np.flatnonzero(np.diff(ex_u) < 0)).size:
-            why = f"example_index goes down from {int(ex_u[down[0]])} to {int(ex_u[down[0] + 1])}"
-        elif marked and (seq_len := md.get(b"rmlprep.seq_len", b"")).isdigit() and len(lens_u) > 1 and (
-            short := np.flatnonzero(lens_u[:-1] < int(seq_len))
-        ).size:
-            why = f"row {int(short[0])} of {len(lens_u)} is shorter than seq_len {int(seq_len)}"
-        if not why:
-            continue
-        if not marked:
-            raise PackingError(
-                f"unpack: the rows of unit {u} are a run's pretrain shard (a 'unit' column, no labels) but {why} "
-                "in row order, which a shard's rows in their order never have: the rows were shuffled or "
-                "reordered (e.g. datasets' shuffle), so a document continued into the next row would be joined "
-                "in the wrong order: unpack the rows in their shard's order (before shuffling)"
-            )
-        unit = str(u) if u is not None and len(groups) > 1 else md.get(b"rmlprep.unit", b"?").decode(errors="replace")
+    by_unit = row_units is not None and len(row_units) > 0 and row_units.min() != row_units.max()
+    # each unit's fragments (rows) in row order, units one after another (a stable sort by unit):
+    # O(n log n) for a table of thousands of shards, not a pass per unit
+    f_order = np.argsort(frag_units, kind="stable") if by_unit else None
+    eu = ex if f_order is None else ex[f_order]
+    same_f = np.ones(max(len(eu) - 1, 0), bool) if f_order is None else frag_units[f_order][1:] == frag_units[f_order][:-1]
+    why, unit = "", None
+    if len(eu) > 1 and (down := np.flatnonzero((np.diff(eu) < 0) & same_f)).size:
+        why = f"example_index goes down from {int(eu[down[0]])} to {int(eu[down[0] + 1])}"
+        unit = None if f_order is None else int(frag_units[f_order][down[0]])
+    elif marked and (seq_len := md.get(b"rmlprep.seq_len", b"")).isdigit() and len(row_lens) > 1:
+        r_order = np.argsort(row_units, kind="stable") if by_unit else np.arange(len(row_lens))
+        lu = row_lens[r_order]
+        not_last = np.ones(len(lu) - 1, bool) if not by_unit else row_units[r_order][1:] == row_units[r_order][:-1]
+        if (short := np.flatnonzero((lu[:-1] < int(seq_len)) & not_last)).size:
+            k = int(short[0])
+            unit = int(row_units[r_order][k]) if by_unit else None
+            n = int(np.count_nonzero(row_units == unit)) if by_unit else len(row_lens)
+            first = int(np.flatnonzero(row_units[r_order] == unit)[0]) if by_unit else 0
+            why = f"row {k - first} of {n} is shorter than seq_len {int(seq_len)}"
+    if not why:
+        return
+    if unit is None and row_units is not None and len(row_units):
+        unit = int(row_units[0])  # one unit
+    if not marked:
         raise PackingError(
-            f"unpack: the rows are marked as one pretrain shard (rmlprep.unit {unit}) but {why}, which one shard "
-            "never has: they hold several shards (e.g. pa.concat_tables of them, or of two runs), whose "
-            "example_index each start at 0, so their documents would be joined, or rows out of their shard's order "
-            "(shuffled): unpack each shard on its own, its rows in order"
+            f"unpack: the rows of unit {unit} are a run's pretrain shard (a 'unit' column, no labels) but {why} "
+            "in row order, which a shard's rows in their order never have: the rows were shuffled or "
+            "reordered (e.g. datasets' shuffle), so a document continued into the next row would be joined "
+            "in the wrong order: unpack the rows in their shard's order (before shuffling)"
         )
+    name = str(unit) if by_unit else md.get(b"rmlprep.unit", b"?").decode(errors="replace")
+    raise PackingError(
+        f"unpack: the rows are marked as one pretrain shard (rmlprep.unit {name}) but {why}, which one shard "
+        "never has: they hold several shards (e.g. pa.concat_tables of them, or of two runs), whose "
+        "example_index each start at 0, so their documents would be joined, or rows out of their shard's order "
+        "(shuffled): unpack each shard on its own, its rows in order"
+    )
 
 
 def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
