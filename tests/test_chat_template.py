@@ -519,3 +519,29 @@ def test_an_option_the_template_overwrites_before_reading_or_passes_itself_is_re
     llama = _tok(template_text("more/meta-llama-Llama-3.1-8B-Instruct"), "<|begin_of_text|>")
     for v in (True, False):
         encode_chat(llama, conv, "template", options={"tools_in_user_message": v})
+
+
+def test_the_option_check_renders_once_per_template_and_options(monkeypatch):
+    """encode_chat builds a template writer per conversation, and the option check renders the
+    probes (a few dozen renders for an option the template defaults itself, as Llama 3.1 does
+    date_string: 8.4 ms a call against 0.2 before the check, review-chatc10): options a template
+    passed are remembered, so a second conversation renders no probe; other values are checked
+    again (and a refusal is raised every time)."""
+    import rmlprep.chat.render as r
+
+    calls = []
+    for name in ("_ignored", "_reads_as"):  # the check's renders (a conversation's are render()'s too)
+        monkeypatch.setattr(r, name, lambda *a, _f=getattr(r, name), **k: calls.append(1) or _f(*a, **k))
+    llama = _tok(template_text("more/meta-llama-Llama-3.1-8B-Instruct"), "<|begin_of_text|>")
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    first = encode_chat(llama, conv, "template", options={"date_string": "02 Feb 2025"}).input_ids
+    assert len(calls) > 0
+    n = len(calls)
+    assert encode_chat(llama, conv, "template", options={"date_string": "02 Feb 2025"}).input_ids == first
+    assert len(calls) == n
+    assert "Today Date: 03 Feb 2025" in llama.decode(
+        encode_chat(llama, conv, "template", options={"date_string": "03 Feb 2025"}).input_ids)
+    assert len(calls) > n
+    for _ in range(2):
+        with pytest.raises(ChatFormatError, match="^option 'tools_in_user_message': 'false' is not the boolean false"):
+            encode_chat(llama, conv, "template", options={"tools_in_user_message": "false"})

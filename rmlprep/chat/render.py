@@ -164,10 +164,34 @@ def check_template_options(template: str, options: Mapping[str, Any] | None) -> 
     ``enable_thinking = "false"`` (quoted in TOML) kept Qwen3's thinking on, its
     ``enable_thinking is false`` being false for a string.
 
+    The renders cost milliseconds (a few dozen for a template that sets the option itself, as
+    Llama 3.1 sets ``date_string``), and :func:`~rmlprep.chat.encode_chat` builds a writer per
+    conversation: options a template passed are remembered (:data:`_OPTIONS_PASSED`), so the
+    check runs once per template and options, not once per conversation.
+
     Raises:
         ChatFormatError: naming the option and the variables the template reads; or the option,
             its value and the boolean to give.
     """
+    if not options:
+        key = None
+    else:
+        key = (template, repr(sorted(options.items(), key=lambda kv: kv[0])))
+        if key in _OPTIONS_PASSED:
+            return
+    _check_template_options(template, options)
+    if key is not None:
+        if len(_OPTIONS_PASSED) >= 64:
+            _OPTIONS_PASSED.pop(next(iter(_OPTIONS_PASSED)))
+        _OPTIONS_PASSED[key] = None
+
+
+#: (template, repr of the sorted options) that :func:`check_template_options` passed, oldest first
+_OPTIONS_PASSED: dict[tuple[str, str], None] = {}
+
+
+def _check_template_options(template: str, options: Mapping[str, Any] | None) -> None:
+    """:func:`check_template_options`, every time."""
     reads = template_variables(template)
     for k in options or {}:
         if k in _RENDER_ARGS:  # render() would get two values for it (a TypeError)
