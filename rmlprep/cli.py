@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--name", help="encoding name for tiktoken rank files")
 
     c = sub.add_parser("chat", help="format a messages JSON file with a chat format (optionally encode it)")
-    c.add_argument("messages", help='JSON file: [{"role": ..., "content": ...}, ...] or {"messages": [...]}')
+    c.add_argument("messages", help='JSON file: [{"role": ..., "content": ...}, ...] or {"messages": [...]} '
+                                "(-: read stdin)")
     c.add_argument("--format", required=True, help="chat format name (chatml, llama3, ...) or a Jinja template file; "
                    "with --tokenizer also auto (the format proved on its chat template) or template (that template)")
     c.add_argument("--tokenizer", help="also encode with this tokenizer and print ids and the assistant mask")

@@ -68,13 +68,14 @@ def read_file_text(path: str) -> str:
 
 def read_json_file(path: str) -> Any:
     """``rmlprep chat``'s messages file: one JSON document (:func:`read_file_text`, then
-    :func:`rmlprep.json_rows.loads`: a key twice is refused).
+    :func:`rmlprep.json_rows.loads`: a key twice is refused); ``-`` reads stdin, as ``encode``
+    and ``decode`` take it (``head -n 1 data.jsonl | rmlprep chat - ...``).
 
     Raises:
         RmlprepError: no such file, not JSON (a file of JSON Lines is named as such: ``chat``
             writes one conversation, and said only "Extra data: line 2 column 1").
     """
-    text = read_file_text(path)
+    text = stdin_text() if path == "-" else read_file_text(path)
     try:
         return json_rows.loads(text)
     except RowError as e:

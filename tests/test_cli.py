@@ -197,6 +197,12 @@ def test_dash_is_stdin_and_a_jsonl_file_to_chat_is_named(tmp_path, capsys, monke
     assert main(["decode", str(TINY), "--", "-1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "token id -1 is out of range" in err, err
+    # chat's messages file too: "head -n 1 data.jsonl | rmlprep chat - ..." said "-: no such file"
+    (tmp_path / "one.json").write_text(json.dumps(conv))
+    assert main(["chat", str(tmp_path / "one.json"), "--format", "chatml"]) == 0
+    rendered = capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(conv).encode() + b"\n")))
+    assert main(["chat", "-", "--format", "chatml"]) == 0 and capsys.readouterr().out == rendered
 
 
 def test_decode_reads_comma_separated_ids_as_the_references_decode_them(capsys):
