@@ -545,3 +545,24 @@ def test_the_option_check_renders_once_per_template_and_options(monkeypatch):
     for _ in range(2):
         with pytest.raises(ChatFormatError, match="^option 'tools_in_user_message': 'false' is not the boolean false"):
             encode_chat(llama, conv, "template", options={"tools_in_user_message": "false"})
+
+
+def test_option_checks_render_templates_that_concatenate_bos_and_eos():
+    """The option checks rendered their probes without bos_token/eos_token, and a template that
+    writes ``bos_token + '[INST] '`` (llama2.jinja; Llama 3, Zephyr likewise) raised
+    UndefinedError on every probe: each value rendered the same error, so a boolean spelt as a
+    string was never refused there. Worked example: llama2.jinja with the default system prompt
+    branch of transformers' old Llama 2 template read from an option (``use_default_system_prompt
+    == true``): ``"true"`` (quoted in TOML) is not ``true``, and the default system prompt was
+    left out without a word; it is refused now, and the boolean still gives the prompt."""
+    base = template_text("llama2")
+    branch = "{% else %}{% set loop_messages = messages %}{% set system_message = false %}"
+    assert base.count(branch) == 1
+    template = base.replace(branch, "{% elif use_default_system_prompt == true %}{% set loop_messages = messages %}"
+                                    "{% set system_message = 'Be helpful.' %}" + branch)
+    tok = _tok(template, "<s>", "</s>")
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    with pytest.raises(ChatFormatError, match="^option 'use_default_system_prompt': 'true' is not the boolean true"):
+        encode_chat(tok, conv, "template", options={"use_default_system_prompt": "true"})
+    on = tok.decode(encode_chat(tok, conv, "template", options={"use_default_system_prompt": True}).input_ids)
+    assert on.startswith("<s>[INST] <<SYS>>\nBe helpful.\n<</SYS>>\n\nHi [/INST]")

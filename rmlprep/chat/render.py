@@ -270,12 +270,24 @@ def _ignored(template: str, options: Mapping[str, Any], k: str, v: Any) -> bool:
     it. An option whose effect the probes show, or that the template never sets, is not."""
     if not _assignments(template, k)[1]:
         return False
-    base = {x: y for x, y in options.items() if x not in (k, "today")}
+    base = _probe_base(options, k)
     others = [{}, {k: True}, {k: False}, *([{k: v + "_"}] if isinstance(v, str) else [])]
     renders = ([render(template, m, tools=t, add_generation_prompt=g, now=_PROBE_DAY, **base, **o).get("output")
                 for m, t, g in _OPTION_PROBES] for o in ({k: v}, *others))
     first = next(renders)
-    return all(r == first for r in renders)
+    return all(r == first for r in renders) and any(r is not None for r in first)  # not: every probe an error
+
+
+def _probe_base(options: Mapping[str, Any], k: str) -> dict[str, Any]:
+    """The options beside ``k`` for a probe render, with stand-in ``bos_token``/``eos_token``
+    texts where they give none: a template that writes ``bos_token + '[INST] '`` (Llama 2,
+    Llama 3, Zephyr) raises UndefinedError without one, so every probe rendered the same error
+    and no option could be told to change it (a misread ``"true"`` passed, review-chatc10)."""
+    base = {x: y for x, y in options.items() if x not in (k, "today")}
+    for name, text in (("bos_token", "<bos>"), ("eos_token", "<eos>")):
+        if name != k:
+            base.setdefault(name, text)
+    return base
 
 
 def _set_from(template: str, k: str) -> tuple[str, ...]:
@@ -307,7 +319,7 @@ def _reads_as(template: str, options: Mapping[str, Any], k: str, v: Any, other: 
     boolean ``other`` (Qwen3's ``enable_thinking is false`` is false for ``"false"``, so the
     empty think block is left out as for true). A template that also writes the value, or that
     the option does not change on the probes, is not one."""
-    base = {n: x for n, x in options.items() if n not in (k, "today")}
+    base = _probe_base(options, k)
     given, same, differs = ([render(template, m, tools=t, add_generation_prompt=g, now=_PROBE_DAY, **base,
                                     **{k: x}).get("output") for m, t, g in _OPTION_PROBES] for x in (v, other, not other))
     return given == same != differs
