@@ -698,6 +698,54 @@ def test_a_rerun_after_a_killed_overwrite_refuses_before_removing_the_set_aside_
     assert folder(out) == a_files and m["units_processed"] == len(m["shards"]) and not prev.exists()
 
 
+#: An --overwrite run in a child process that SIGKILLs itself once it has set the folder aside,
+#: before it writes any unit (the resume check runs right after check_shards set everything aside).
+_KILLED_BEFORE_A_UNIT = """
+import json, os, signal, sys
+from pathlib import Path
+from rmlprep.config import config_from_dict
+from rmlprep.pipeline import driver, run
+
+def die(*args, **kw):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+driver._done_units = die
+run(config_from_dict(json.loads(Path(sys.argv[1]).read_text())), overwrite=True, log=lambda m: None)
+"""
+
+
+def test_a_rerun_after_an_overwrite_killed_before_its_first_unit_keeps_the_set_aside_run(tmp_path):
+    """An ``--overwrite`` run (config B) SIGKILLed after it set config A's complete folder aside
+    in ``.rmlprep.previous`` but before it committed a unit leaves no unit in the folder. A rerun
+    with config A removed that set-aside folder and wrote every unit again (the same bytes, all
+    the work redone); it now puts it back and keeps its verified units. A rerun with config B
+    still discards it and writes B's units."""
+    inp = tmp_path / "a.jsonl"
+    inp.write_bytes(b"".join(lines(120)))
+    out = tmp_path / "o"
+    cfg_a, cfg_b = make_cfg(inp, out), make_cfg(inp, out, seq_len=64)
+    n = len(run(cfg_a, log=quiet)["shards"])
+    assert n > 1
+    a_files = folder(out)
+
+    def killed_overwrite() -> None:
+        (tmp_path / "b.json").write_text(json.dumps(cfg_b.to_dict()))
+        child = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_A_UNIT, str(tmp_path / "b.json")],
+                               env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+        assert child.returncode == -9, child.stderr
+        assert (out / ".rmlprep.previous" / "manifest.json").exists() and not list(out.glob("train-*.parquet"))
+
+    killed_overwrite()
+    logs: list[str] = []
+    m = run(cfg_a, log=logs.append)
+    assert m["units_processed"] == 0 and folder(out) == a_files, logs
+    assert any("put back" in x and "not redone" in x for x in logs), logs
+    assert not (out / ".rmlprep.previous").exists()
+    killed_overwrite()
+    m = run(cfg_b, log=quiet)  # the overwrite's own config: what it set aside is discarded, as before
+    assert m["units_processed"] == len(m["shards"]) and not (out / ".rmlprep.previous").exists()
+
+
 def test_resume_overwrite_over_another_configs_folder_says_what_it_replaces(tmp_path):
     """Careless-user trial U4: ``--resume --overwrite`` over another config's complete folder
     logged "resume: nothing done yet", as if the folder were empty: --overwrite had set its

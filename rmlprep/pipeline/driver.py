@@ -124,6 +124,10 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         if not overwrite:  # another config's folder is refused before a killed rerun's set-aside files are removed:
             # they may be the complete run it was replacing (careless-user trial U5)
             empty = check_shards(out, cfg.config_hash, overwrite=False, tokenizer=tokenizer.fingerprint, config=cfg)
+        back = [] if overwrite else _take_back_set_aside(out, cfg.config_hash, tokenizer.fingerprint)
+        if back:
+            log(f"output: a rerun killed before it wrote any unit had set this config's complete folder aside in "
+                f"{PREVIOUS}: put back ({len(back)} files), its units kept, not redone")
         leftover = discard_previous(out)  # a killed rerun's: its done units stay, as a stopped run's do
         if leftover:
             log(f"output: removed {len(leftover)} file{'s' if len(leftover) != 1 else ''} of an earlier run that "
@@ -219,6 +223,22 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         with suppress(OutputError):  # the manifest is committed: the run is done whatever happens here
             discard_previous(out)
         return manifest
+
+
+def _take_back_set_aside(out: OutputFolder, config_hash: str, tokenizer: str) -> list[str]:
+    """Put back what a killed rerun set aside when it is a complete folder of this very config
+    and tokenizer (its ``manifest.json`` says so) and the folder holds no unit file since (the
+    rerun died before committing one: a SIGKILLed ``--overwrite``): a rerun of the old config
+    then keeps its verified units instead of removing them and writing every unit again. Any
+    other leftover is discarded as before (:func:`.previous.discard_previous`). Returns the
+    names put back ([] when nothing was)."""
+    if not previous_complete(out) or out.unit_files():
+        return []
+    m = out.read_json(f"{PREVIOUS}/manifest.json")
+    if (not isinstance(m, dict) or m.get("config_hash") != config_hash
+            or not isinstance(m.get("tokenizer"), dict) or m["tokenizer"].get("fingerprint") != tokenizer):
+        return []
+    return restore_previous(out, set())
 
 
 def _put_back(out: OutputFolder, kept: set[int], log: Callable[[str], None]) -> None:
