@@ -415,7 +415,7 @@ def tokenize_chat(
         if not tok.chat_template:
             raise ConfigError(f"tokenize_chat(fmt='auto'): the tokenizer carries no chat_template"
                               f"{named_templates_note(tok)}; name the format")
-        bos, eos = template_specials(tok, tok.chat_template)  # a GGUF's defaulted bos/eos read: refused
+        bos, eos = template_specials(tok, tok.chat_template, auto=True)  # a GGUF's defaulted bos/eos read: refused
         fmt = detect_chat_format(tok.chat_template, bos_token=bos, eos_token=eos)
     if fmt != "template":
         fmt = detect_chat_format(fmt)

@@ -331,7 +331,7 @@ def resolve_chat_format(fmt: str, tokenizer) -> str:
     if not template:
         raise ConfigError("chat.format = \"auto\": the tokenizer carries no chat_template to detect the format from"
                           f"{named_templates_note(tokenizer)}; name the format")
-    bos, eos = template_specials(tokenizer, template)  # a GGUF's defaulted bos/eos read: refused, not guessed
+    bos, eos = template_specials(tokenizer, template, auto=True)  # a GGUF's defaulted bos/eos: refused, not guessed
     return detect_chat_format(template, bos_token=bos, eos_token=eos)
 
 
@@ -355,7 +355,8 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
     template, fmt = getattr(tokenizer, "chat_template", None), cfg["chat"]["format"]
     try:  # a GGUF's defaulted bos/eos the template reads: before any work ("auto": not "no format reproduces")
         if template:
-            template_specials(tokenizer, template, data["chat"]["options"] if fmt == "template" else None)
+            template_specials(tokenizer, template, data["chat"]["options"] if fmt == "template" else None,
+                              auto=fmt == "auto")
     except ChatFormatError as e:
         raise ConfigError(f"chat.format = \"{fmt}\": {e}") from None
     if fmt == "template":

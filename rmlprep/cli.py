@@ -267,7 +267,7 @@ def _cmd_chat(a) -> int:
         fmt = fmt_arg
         if fmt_arg != "template":  # "auto": the format proved on the tokenizer's template, with its bos/eos, as a run
             source = tok.chat_template if fmt_arg == "auto" else fmt_arg  # does (a GGUF's defaulted ones refused)
-            bos, eos = template_specials(tok, source)
+            bos, eos = template_specials(tok, source, auto=fmt_arg == "auto")
             fmt = detect_chat_format(source, bos_token=bos, eos_token=eos)
         if not a.text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
             raise RmlprepError(f"chat --format {fmt}: {stop_token_refusal(tok, fmt, stop)}; or pass --text-markers "

@@ -187,7 +187,7 @@ def _template_writer(tokenizer, options: Mapping[str, Any] | None):
                           tokens=getattr(tokenizer, "template_tokens", None))
 
 
-def template_specials(tokenizer, template: str, options: Mapping[str, Any] | None = None
+def template_specials(tokenizer, template: str, options: Mapping[str, Any] | None = None, *, auto: bool = False
                       ) -> tuple[str | None, str | None]:
     """The ``bos_token`` and ``eos_token`` texts ``template`` is rendered with for ``tokenizer``
     (None where it has no such id: the variable is left undefined, as transformers leaves it).
@@ -201,6 +201,10 @@ def template_specials(tokenizer, template: str, options: Mapping[str, Any] | Non
     options) give its text. A template that does not read it renders the same either way.
     "Reads": :func:`~rmlprep.chat.render.template_variables`; without jinja2 (``"auto"`` proves
     a template by its sha256 then), the name in the text, as llama.cpp looks for it.
+
+    ``auto``: the template is read to detect a format (``chat.format = "auto"``), which passes
+    no options, so the message names ``chat.format = "template"`` with the option, or a native
+    format (it said to give the option, and "auto" with the option was refused again).
 
     Raises:
         ChatFormatError: naming the variable, the GGUF key and the ways out.
@@ -220,7 +224,9 @@ def template_specials(tokenizer, template: str, options: Mapping[str, Any] | Non
                 f"range), so its {role} is llama.cpp's default, {tokenizer.id_to_token(tid)!r} (id {tid}): llama.cpp "
                 f"would render the template with that text and transformers with none, and neither is the model's; "
                 f"name the model's in the file (gguf-py's gguf_new_metadata.py --special-token {role} TOKEN), give "
-                f"the text as a template option ({var} in chat.options), or use a native chat format")
+                + (f"the text as a template option (chat.format = \"template\" with {var} in chat.options: \"auto\" "
+                   "passes no options to the template), or name the native chat format" if auto else
+                   f"the text as a template option ({var} in chat.options), or use a native chat format"))
         out.append(spec.vocab[tid] if tid is not None else None)
     return out[0], out[1]
 
