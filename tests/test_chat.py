@@ -605,6 +605,13 @@ def test_stop_ids_and_terminators():
                                                                                        "<|eom_id|>")]
     assert stop_ids(tok, "llama3") == [ids["<|end_of_text|>"], ids["<|eot_id|>"]]  # Llama 3: no <|eom_id|>
     assert stop_ids(tok, "gpt-oss")[-2:] == [ids["<|return|>"], ids["<|call|>"]]
+    # gpt-oss's <|end|> (an end-of-turn id of the spec) ends its analysis message, not the
+    # generation: left out (review-chatc10; harmony's stop_tokens_for_assistant_actions)
+    tok = byte_tokenizer(["<|endoftext|>", "<|return|>", "<|end|>", "<|call|>"], eos="<|return|>")
+    ids = tok.special_tokens
+    tok = type(tok).create(tok.spec.replace(eot_ids=(ids["<|end|>"],)))  # as hf.py reads gpt-oss's folder
+    assert stop_ids(tok, "gpt-oss") == [ids["<|return|>"], ids["<|call|>"]]
+    assert ids["<|end|>"] in stop_ids(tok, "phi3")  # Phi-3's turn terminator
     assert turn_terminator("llama2") == " </s>" and turn_terminator("gpt-oss") == "<|return|>"
     with pytest.raises(ChatFormatError):
         stop_ids(tok, "nope")

@@ -296,13 +296,16 @@ def test_openai_harmony_tools_and_calls(harmony):
 def test_stop_ids_of_gpt_oss_are_harmonys(harmony):
     """explorer5 X9: stop_ids(tok, "gpt-oss") gave [<|return|>, <|end|>], without <|call|>, the
     end of every tool-call message (which the masks train): generation set up with it ran past
-    every call. openai-harmony's stop tokens: <|return|> and <|call|> for assistant actions, and
-    <|end|> with them in ``stop_tokens()``."""
+    every call. The ids that end a generation are openai-harmony's
+    ``stop_tokens_for_assistant_actions()``, <|return|> and <|call|>; its ``stop_tokens()`` add
+    <|end|>, which ends every message (the analysis one too) when parsing a completion: a
+    generation stopped there never wrote its final answer (review-chatc10; gpt-oss's
+    generation_config.json eos_token_id [200002, 199999, 200012] leaves it out too)."""
     from rmlprep.chat import stop_ids
 
     _, enc = harmony
     ids = stop_ids(real_tokenizer("hf/gpt-oss"), "gpt-oss")
-    assert set(enc.stop_tokens_for_assistant_actions()) <= set(ids) and set(ids) == set(enc.stop_tokens())
+    assert set(ids) == set(enc.stop_tokens_for_assistant_actions()) == set(enc.stop_tokens()) - {200007}
 
 def test_openai_harmony_known_difference_developer_instructions(harmony):
     """The Hugging Face template ends the developer instructions with "\\n\\n", harmony does not:

@@ -39,6 +39,11 @@ class ChatFormat:
             (gpt-oss ``<|call|>`` after a tool call: openai-harmony's
             ``stop_tokens_for_assistant_actions``; Llama 3.1/3.2 ``<|eom_id|>``: their
             ``generation_config.json``).
+        not_stops: end-of-turn tokens of the tokenizer (``spec.eot_ids``) that end a message of
+            its model but not a generation, left out of :func:`~rmlprep.chat.stop_ids` (gpt-oss
+            ``<|end|>``, the end of its analysis message, after which it writes the final one:
+            openai-harmony's ``stop_tokens_for_assistant_actions`` and gpt-oss's
+            ``generation_config.json`` leave it out, llama.cpp removes it from its end-of-generation set).
         roles: the roles it writes.
         reasoning: it can write an assistant's reasoning (somewhere).
         reasoning_in_content: its model writes its reasoning as a leading
@@ -66,6 +71,7 @@ class ChatFormat:
     terminator: str
     stop: str
     more_stops: tuple[str, ...] = ()
+    not_stops: tuple[str, ...] = ()
     roles: frozenset = frozenset(("system", "user", "assistant"))
     reasoning: bool = False
     reasoning_in_content: bool = False

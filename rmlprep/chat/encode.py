@@ -345,14 +345,16 @@ def stop_ids(tokenizer, fmt: str) -> list[int]:
     """Ids that end generation for ``fmt``: EOS, the spec's end-of-turn ids, the format's turn
     terminator and the other tokens its model stops at (gpt-oss ``<|call|>``, Llama 3.1/3.2
     ``<|eom_id|>``: :attr:`ChatFormat.more_stops`), each when it is a single token in the
-    vocabulary (no duplicates, in that order).
+    vocabulary (no duplicates, in that order), less the end-of-turn tokens that end a message of
+    its model but not a generation (gpt-oss ``<|end|>``: :attr:`ChatFormat.not_stops`).
 
     Raises:
         ChatFormatError: unknown format.
     """
     f = get_format(fmt)
     out: list[int] = []
+    skip = {tokenizer.token_to_id(s) for s in f.not_stops}
     for i in (tokenizer.eos_id, *tokenizer.spec.eot_ids, *(tokenizer.token_to_id(s) for s in (f.stop, *f.more_stops))):
-        if i is not None and i not in out:
+        if i is not None and i not in out and i not in skip:
             out.append(i)
     return out
