@@ -374,15 +374,36 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     # argparse stops filling positionals at the first option, so "encode TOK --name gpt2 TEXT"
     # leaves TEXT over: give it to the positional it was meant for
-    if extra and args.command == "encode" and args.text is None and not any(x.startswith("-") for x in extra):
-        args.text, extra = " ".join(extra), []
+    if extra and args.command == "encode" and args.text is None:
+        words, options = _leftover_words(extra, negative_ids=False)
+        if not options:
+            args.text, extra = " ".join(words), []
     elif args.command == "decode" and extra:  # ids after an option: every word but an option is an id
-        words = [x for x in extra if not x.startswith("-") or x.lstrip("-").isdigit()]
-        args.ids, extra = [*args.ids, *words], [x for x in extra if x not in words]
+        words, extra = _leftover_words(extra, negative_ids=True)
+        args.ids = [*args.ids, *words]
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     with _sigterm_unwinds():
         return _run_command(args)
+
+
+def _leftover_words(extra: list[str], *, negative_ids: bool) -> tuple[list[str], list[str]]:
+    """``extra`` (what ``parse_known_args`` left over) split into positional words and unknown
+    options. A lone ``-`` is a word (stdin, as cat and iconv take it: ``encode TOK --name gpt2 -``
+    left it over and was refused as an unrecognized argument), so is every word after ``--``
+    (argparse leaves the ``--`` itself over when it comes after an option) and, with
+    ``negative_ids``, ``-1`` (refused later as an out-of-range id, one line naming it)."""
+    words: list[str] = []
+    options: list[str] = []
+    for k, x in enumerate(extra):
+        if x == "--":
+            words.extend(extra[k + 1:])
+            break
+        if x == "-" or not x.startswith("-") or (negative_ids and x.lstrip("-").isdigit()):
+            words.append(x)
+        else:
+            options.append(x)
+    return words, options
 
 
 class _Terminated(KeyboardInterrupt):

@@ -205,6 +205,40 @@ def test_dash_is_stdin_and_a_jsonl_file_to_chat_is_named(tmp_path, capsys, monke
     assert main(["chat", "-", "--format", "chatml"]) == 0 and capsys.readouterr().out == rendered
 
 
+@needs_tiny
+@pytest.mark.parametrize("dash_last", [False, True], ids=["dash-first", "dash-last"])
+def test_dash_reads_stdin_before_or_after_an_option(tmp_path, capsys, monkeypatch, dash_last):
+    """Fresh-user trial: ``echo "Hello world" | rmlprep encode TOK --name gpt2 -`` (and decode's)
+    exited 2 with "unrecognized arguments: -": argparse leaves a positional after an option over,
+    and main() gave encode's and decode's leftovers back only when none began with "-". The "-"
+    reads stdin wherever it stands; ``decode TOK -n -- -1`` is the one-line out-of-range refusal
+    (it was "unrecognized arguments: --"), and an unknown option is still refused."""
+    import io
+
+    def run(*words: str, option: str, stdin: bytes) -> tuple[int, str]:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        argv = [*words, option, "-"] if dash_last else [*words, "-", option]
+        return main(argv), capsys.readouterr().out
+
+    assert main(["encode", str(TINY), "--json", "the the"]) == 0
+    ids = capsys.readouterr().out
+    assert run("encode", str(TINY), option="--json", stdin=b"the the") == (0, ids) and ids != "[12]\n"
+    assert run("decode", str(TINY), option="-n", stdin=" ".join(map(str, json.loads(ids))).encode()) == (0, "the the")
+    conv = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+    (tmp_path / "one.json").write_text(json.dumps(conv))
+    assert main(["chat", str(tmp_path / "one.json"), "--format", "chatml"]) == 0
+    rendered = capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(conv).encode())))
+    argv = ["chat", "--format", "chatml", "-"] if dash_last else ["chat", "-", "--format", "chatml"]
+    assert main(argv) == 0 and capsys.readouterr().out == rendered
+    assert main(["decode", str(TINY), "-n", "--", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "token id -1 is out of range" in err, err
+    with pytest.raises(SystemExit) as e:
+        main(["decode", str(TINY), "-n", "40", "--bogus"])
+    assert e.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
 def test_decode_reads_comma_separated_ids_as_the_references_decode_them(capsys):
     """``40,41`` on the command line is the ids 40 and 41 (it was checked only against
     rmlprep's own decoding of ``40 41``). Expected text: the real GPT-2's decoding of the same
