@@ -947,6 +947,46 @@ def test_ctrl_c_reaches_no_worker():
     assert err == "interrupted\n"
 
 
+def test_ctrl_c_handled_off_the_waiting_thread_stops_the_pool():
+    """Python's SIGINT handler only sets a flag; the run's thread raises KeyboardInterrupt when it
+    next runs Python code. Waiting for a unit's result without a timeout, it is woken by the
+    signal only if the signal interrupts that very wait: one handled just before it blocked
+    (preempted between its last check and the wait, on a loaded machine) or by another thread
+    left the run sleeping until a unit ended (the test above, once in a full suite on a loaded
+    machine: no exit within 60 s). Here a thread of the run's process takes the SIGINT itself
+    (pthread_kill) once both 60 s units have started: the pool is left at once."""
+    import tempfile
+
+    code = (
+        "import os, signal, sys, threading, time\n"
+        "from rmlprep.pipeline.engines import LocalEngine\n"
+        "def unit(u, d):\n"
+        "    open(os.path.join(d, f'started-{u}'), 'w').close()\n"
+        "    time.sleep(60)\n"
+        "    return {}\n"
+        "def interrupt(d):\n"
+        "    while not all(os.path.exists(os.path.join(d, f'started-{u}')) for u in (0, 1)):\n"
+        "        time.sleep(0.05)\n"
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
+        "threading.Thread(target=interrupt, args=(D,), daemon=True).start()\n"
+        "try:\n"
+        "    with LocalEngine(2) as e:\n"
+        "        for _ in e.imap_unordered(unit, [0, 1], (D,)):\n"
+        "            pass\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', file=sys.stderr)\n"
+        "    sys.exit(130)\n")
+    with tempfile.TemporaryDirectory() as d:
+        p = _py(code.replace("(D,)", f"({d!r},)"))
+        try:
+            out, err = p.communicate(timeout=45)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+    assert (p.returncode, err) == (130, "interrupted\n")
+
+
 @needs_tiny
 def test_a_run_whose_output_pipe_closes_finishes(tmp_path):
     """A careless-user check: `rmlprep run c.toml 2>&1 | head -2` stopped the run at the first

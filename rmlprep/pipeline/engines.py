@@ -90,10 +90,27 @@ class LocalEngine:
         try:
             _WORKER["parent"] = os.getpid()  # seen by the forked workers (_die_with_parent)
             with _Pool(self.workers, initializer=_init_worker, initargs=(fn, context), context=ctx) as pool:
-                yield from pool.imap_unordered(_pool_task, units)
+                results = pool.imap_unordered(_pool_task, units)
+                while True:
+                    try:
+                        record = results.next(timeout=_POLL_SECONDS)
+                    except multiprocess.TimeoutError:
+                        continue  # back in Python: an interrupt that came meanwhile is raised here
+                    except StopIteration:
+                        return
+                    yield record
         finally:
             gc.unfreeze()
 
+
+#: How long the run's thread waits for a result before it looks at the signals again. Ctrl-C
+#: (SIGINT) runs Python's handler, which only sets a flag; the KeyboardInterrupt is raised when
+#: the main thread next runs Python code. A wait without a timeout is left by the signal only
+#: if it interrupts that very system call: one handled just before the thread blocks (it was
+#: preempted between its last check and the futex, as on a loaded machine) or by another of
+#: the process's threads left the run waiting for its next unit to end (a test saw no exit
+#: within 60 s). A wait of this length, repeated, bounds that to it.
+_POLL_SECONDS = 0.1
 
 # worker side of the pool: the unit function and its context, set once per process
 _WORKER: dict[str, Any] = {}
