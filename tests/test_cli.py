@@ -862,9 +862,17 @@ def test_inspect_missing_path_in_plain_words(tmp_path):
 
 
 def _py(code: str, **kw) -> subprocess.Popen:
+    """A child Python in its own process group, with SIGINT at its default disposition, as a
+    terminal's foreground job has it: a shell without job control starts a background job
+    (``pytest ... &`` in a script, ``nohup``) with SIGINT ignored, the child would inherit
+    that, Python keeps an ignored SIGINT ignored, and the Ctrl-C tests would wait for their
+    60 s units (seen in two full suites run in the background, 2026-12-02)."""
+    import signal
+
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True, **kw)
+                            text=True, env=env, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
 
 
 def test_ctrl_c_during_import_is_one_line():
