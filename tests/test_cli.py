@@ -861,6 +861,23 @@ def test_inspect_missing_path_in_plain_words(tmp_path):
     assert r.returncode == 2 and r.stderr == f"rmlprep: error: {tmp_path / 'nope.json'}: no such file or directory\n"
 
 
+#: Two units that each mark their start in D and sleep 60 s, and a 2-worker pool running them
+#: that exits 130 saying "interrupted" on a KeyboardInterrupt (the Ctrl-C tests' child).
+_SLEEPING_UNIT = (
+    "def unit(u, d):\n"
+    "    open(os.path.join(d, f'started-{u}'), 'w').close()\n"
+    "    time.sleep(60)\n"
+    "    return {}\n")
+_POOL_UNTIL_INTERRUPTED = (
+    "try:\n"
+    "    with LocalEngine(2) as e:\n"
+    "        for _ in e.imap_unordered(unit, [0, 1], (D,)):\n"
+    "            pass\n"
+    "except KeyboardInterrupt:\n"
+    "    print('interrupted', file=sys.stderr)\n"
+    "    sys.exit(130)\n")
+
+
 def _py(code: str, **kw) -> subprocess.Popen:
     """A child Python in its own process group, with SIGINT at its default disposition, as a
     terminal's foreground job has it: a shell without job control starts a background job
@@ -931,17 +948,8 @@ def test_ctrl_c_reaches_no_worker():
     code = (
         "import os, sys, time\n"
         "from rmlprep.pipeline.engines import LocalEngine\n"
-        "def unit(u, d):\n"
-        "    open(os.path.join(d, f'started-{u}'), 'w').close()\n"
-        "    time.sleep(60)\n"
-        "    return {}\n"
-        "try:\n"
-        "    with LocalEngine(2) as e:\n"
-        "        for _ in e.imap_unordered(unit, [0, 1], (D,)):\n"
-        "            pass\n"
-        "except KeyboardInterrupt:\n"
-        "    print('interrupted', file=sys.stderr)\n"
-        "    sys.exit(130)\n")
+        + _SLEEPING_UNIT
+        + _POOL_UNTIL_INTERRUPTED)
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         p = _py(code.replace("(D,)", f"({d!r},)"))
@@ -968,22 +976,13 @@ def test_ctrl_c_handled_off_the_waiting_thread_stops_the_pool():
     code = (
         "import os, signal, sys, threading, time\n"
         "from rmlprep.pipeline.engines import LocalEngine\n"
-        "def unit(u, d):\n"
-        "    open(os.path.join(d, f'started-{u}'), 'w').close()\n"
-        "    time.sleep(60)\n"
-        "    return {}\n"
-        "def interrupt(d):\n"
+        + _SLEEPING_UNIT
+        + "def interrupt(d):\n"
         "    while not all(os.path.exists(os.path.join(d, f'started-{u}')) for u in (0, 1)):\n"
         "        time.sleep(0.05)\n"
         "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
         "threading.Thread(target=interrupt, args=(D,), daemon=True).start()\n"
-        "try:\n"
-        "    with LocalEngine(2) as e:\n"
-        "        for _ in e.imap_unordered(unit, [0, 1], (D,)):\n"
-        "            pass\n"
-        "except KeyboardInterrupt:\n"
-        "    print('interrupted', file=sys.stderr)\n"
-        "    sys.exit(130)\n")
+        + _POOL_UNTIL_INTERRUPTED)
     with tempfile.TemporaryDirectory() as d:
         p = _py(code.replace("(D,)", f"({d!r},)"))
         try:
