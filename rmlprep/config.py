@@ -77,7 +77,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     format = "parquet"               # parquet: packed rows | megatron: documents as Megatron-LM
                                      # indexed .bin/.idx pairs (pretrain only; see pipeline/megatron.py)
     compression = "zstd"             # parquet codec: zstd, snappy, gzip, brotli, lz4 or none
-    row_group_rows = 4096
+    row_group_rows = 4096            # parquet only: with format "megatron", either key set to
+                                     # other than its default is refused (see config_output.py)
 
     [run]
     workers = 0                      # 0 = all cores
@@ -114,6 +115,7 @@ from typing import Any
 
 from . import fs
 from .config_paths import _abs, _abs_dir, relative_note
+from .config_output import check_output
 from .config_run import ENGINES, _check_engine, check_reject_fraction, check_run  # noqa: F401 (ENGINES)
 from .chat import detect_chat_format
 from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
@@ -190,9 +192,6 @@ _FORMATS = ("auto", "jsonl", "parquet", "csv", "hf", "stdlib")
 _PIPELINES = ("pretrain", "sft")
 #: Pretrain-only switches that would add or parse special tokens: refused when set true in sft.
 _NOT_SFT = (("tokenizer", "add_special_tokens"), ("tokenizer", "parse_special"), ("pack", "bos"), ("pack", "eos"))
-_OUTPUT_FORMATS = ("parquet", "megatron")
-#: pyarrow's Parquet codecs (``pq.write_table(compression=...)``, case-insensitive)
-_COMPRESSION = ("zstd", "snappy", "gzip", "brotli", "lz4", "none")
 # keys left out of the hash while at their default (added after configs were hashed without them)
 _HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False,
                           ("chat", "system_column"): None, ("chat", "ignore_media"): False}
@@ -471,14 +470,6 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
         raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
     out = data["output"]
     out["dir"] = resolved("output.dir", out["dir"], _abs_dir)
-    if out["format"] not in _OUTPUT_FORMATS:
-        raise ConfigError(f"{w}output.format: must be one of {list(_OUTPUT_FORMATS)}, got {out['format']!r}")
-    if out["format"] == "megatron" and pipeline != "pretrain":
-        raise ConfigError(f"{w}output.format = \"megatron\": Megatron indexed datasets hold pretraining documents; "
-                          f"the {pipeline} pipeline writes parquet")
-    if str(out["compression"]).lower() not in _COMPRESSION:
-        raise ConfigError(f"{w}output.compression: must be one of {list(_COMPRESSION)}, got {out['compression']!r}")
-    if out["row_group_rows"] < 1:
-        raise ConfigError(f"{w}output.row_group_rows: must be >= 1, got {out['row_group_rows']}")
+    check_output(out, pipeline, w, {k: default for k, (_, default) in SCHEMA["output"].items()})
     check_run(data["run"], w)
     return RunConfig(data, source, relative=tuple(relative), cwd=os.getcwd() if relative else "")

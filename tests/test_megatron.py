@@ -197,6 +197,20 @@ def test_megatron_config():
     assert make_cfg("x.jsonl", "o").config_hash != a.config_hash
 
 
+@pytest.mark.parametrize("key, value", [("compression", "snappy"), ("compression", "none"), ("row_group_rows", 64)])
+def test_parquet_options_are_refused_for_megatron(key, value):
+    """output.compression and output.row_group_rows shape Parquet files only: a Megatron run
+    writes .bin/.idx (raw ids, no row groups), so a value set there was ignored and the user got
+    other output than asked. Refused at load, naming the key; its default is accepted (in any
+    case, as pyarrow takes codecs), so a manifest's config (every key) loads back."""
+    with pytest.raises(ConfigError, match=rf"^output\.{key} = {value!r}: only Parquet output reads it.*"
+                                          rf"remove output\.{key}, or write Parquet$"):
+        make_cfg("x.jsonl", "o", **{key: value})
+    assert make_cfg("x.jsonl", "o", format="parquet", **{key: value})["output"][key] == value
+    c = make_cfg("x.jsonl", "o", compression="ZSTD", row_group_rows=4096)
+    assert config_from_dict(c.to_dict()).config_hash == c.config_hash
+
+
 def test_megatron_core_reads_every_document(corpus, tmp_path):
     """The reference reader: megatron-core's IndexedDataset (needs torch; skips where it is absent)."""
     try:

@@ -50,6 +50,8 @@ def make_cfg(inp: Path, out: Path, **extra):
          "run": {"workers": 1, "progress": "none", "histogram": False}}
     for k, v in extra.items():
         d.setdefault(k, {}).update(v) if isinstance(v, dict) else d.__setitem__(k, v)
+    if d["output"].get("format") == "megatron":
+        del d["output"]["row_group_rows"]  # a Parquet option: refused for .bin/.idx output
     return config_from_dict(d)
 
 
