@@ -82,8 +82,13 @@ def folder(out: Path) -> dict[str, bytes]:
 
 
 def assert_consistent(out: Path, manifest: dict) -> None:
-    """The folder holds exactly the manifest's shards, markers and rejects, nothing stale."""
+    """The folder holds exactly the manifest's shards, markers and rejects, nothing stale; each
+    shard entry's ``unit`` is its position, its file's number and its rows' ``unit`` column."""
     names = {s["shard"] for s in manifest["shards"]}
+    assert [s["unit"] for s in manifest["shards"]] == list(range(len(manifest["shards"])))
+    for s in manifest["shards"]:
+        assert s["shard"] == f"train-{s['unit']:05d}.parquet"
+        assert set(pq.read_table(out / s["shard"], columns=["unit"]).column("unit").to_pylist()) <= {s["unit"]}
     assert {p.name for p in out.glob("train-*.parquet")} == names
     assert {p.name for p in out.glob("shard-*.done.json")} == {n.replace("train-", "shard-").replace(".parquet", ".done.json") for n in names}
     assert {f"rejects/{p.name}" for p in out.glob("rejects/*")} == set(manifest["rejects"]["files"])
@@ -143,6 +148,7 @@ def test_a_file_added_that_sorts_first_renumbers_the_done_units_without_redoing_
     fresh_out = tmp_path / "fresh"
     run(make_cfg(str(d / "*.jsonl"), fresh_out, **extra), log=quiet)
     assert everything_units(out) == everything_units(fresh_out)
+    assert [(s["unit"], s["shard"].split("-")[1][:5]) for s in m["shards"]] == [(i, f"{i:05d}") for i in range(n + 1)]
     if fmt != "megatron":
         assert folder(out) == folder(fresh_out)
         assert_consistent(out, m)

@@ -199,11 +199,13 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
 
 
 def _shard_entry(unit: Unit, rec: dict[str, Any]) -> dict[str, Any]:
-    """A unit's entry in the manifest's ``shards``: its marker's counts, and ``first_row``, the
-    source row (0-based, as reject records number rows) where the unit's input starts: the key
-    that joins ``example_index`` to input rows (README, "What you get")."""
+    """A unit's entry in the manifest's ``shards``: its number ``unit`` (the rows' ``unit``
+    column; manifests written before it hold none, ``shards[N]`` being unit N), its marker's
+    counts, and ``first_row``, the source row (0-based, as reject records number rows) where the
+    unit's input starts: the key that joins ``example_index`` to input rows (README, "What you get")."""
     entry = {k: rec[k] for k in _SHARD_KEYS}
-    return {"shard": entry.pop("shard"), "source": entry.pop("source"), "first_row": unit.first_row, **entry}
+    return {"shard": entry.pop("shard"), "unit": unit.index, "source": entry.pop("source"),
+            "first_row": unit.first_row, **entry}
 
 
 def _histogram_png(hist: np.ndarray, log: Callable[[str], None]) -> bytes | None:
