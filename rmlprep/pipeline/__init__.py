@@ -45,7 +45,8 @@ Stages, and the module that owns each::
       │    output.write_done         shard-NNNNN.done.json: the commit, always last
       ▼
       reports.write_reports        manifest.json, stats.json, lengths.png, the summary table
-                                   (late_keys.late_counts: a count a kept marker predates is null)
+                                   (late_keys.late_counts: a count a kept marker predates is null);
+                                   README.md, the dataset card (card.dataset_card)
       verdict.run_verdict          no document, or rejects over run.max_reject_fraction: the CLI's
                                    exit 2 (verdict.rejects_by_stage: the count per stage)
 
