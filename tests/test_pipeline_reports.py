@@ -205,7 +205,8 @@ def test_card_moves_with_the_folder(tmp_path, monkeypatch):
     assert [x for x in card.splitlines() if str(out) in x] == [
         f'- where this run wrote it (on the machine that ran it, not a portable path): `{out}`: '
         f'`datasets.load_dataset("{out}")`']
-    assert '- in the folder that holds this card: `datasets.load_dataset("parquet", data_files="train-*.parquet")`' in card
+    assert '- in the folder that holds this card, without that check: `datasets.load_dataset("parquet", ' \
+           'data_files="train-*.parquet")`' in card
     _folder_with_rejects(tmp_path, "pretrain", "o2")  # the same config, another folder
     diff = [(x, y) for x, y in zip(card.splitlines(), (tmp_path / "o2" / "README.md").read_text().splitlines()) if x != y]
     assert len(diff) == 1 and diff[0][0].startswith("- where this run wrote it")
@@ -218,6 +219,34 @@ def test_card_moves_with_the_folder(tmp_path, monkeypatch):
                datasets.load_dataset("../copy", cache_dir=cache)):
         assert ds["train"].num_rows == m["totals"]["rows"] == sum(
             pq.read_metadata(p).num_rows for p in moved.glob("train-*.parquet"))
+
+
+def test_card_lists_the_form_that_checks_the_row_count_first(tmp_path, monkeypatch):
+    """The card's first loading line is the folder form, the one that reads the card (datasets
+    checks num_examples: a folder short of a shard is refused), as the README recommends; the
+    card listed load_dataset("parquet", data_files="train-*.parquet") first, which reads no card
+    and loads a folder short of a shard silently. That form is now last and says so, and both
+    claims hold: with a shard gone it loads the rows left, the folder form raises."""
+    datasets = pytest.importorskip("datasets")
+    out, m = _folder_with_rejects(tmp_path, "pretrain")
+    card = (out / "README.md").read_text()
+    loading = card.split("## Loading\n\n", 1)[1]
+    assert "only that form reads this card, and `datasets` then checks the\nsplit's `num_examples`" in loading
+    lines = [x for x in loading.splitlines() if x.startswith("- ")]
+    assert lines[0] == '- by the folder\'s path, wherever it is now: `datasets.load_dataset("path/to/the/folder")`'
+    assert lines[-1].startswith('- in the folder that holds this card, without that check: `datasets.load_dataset('
+                                '"parquet", data_files="train-*.parquet")` reads every `train-*.parquet` there and not '
+                                'this card, so a folder short of a shard loads short, silently')
+    assert sum("data_files=" in x for x in lines) == 1
+    shards = sorted(out.glob("train-*.parquet"))
+    big = max(shards, key=lambda p: pq.read_metadata(p).num_rows)
+    left = m["totals"]["rows"] - pq.read_metadata(big).num_rows
+    big.unlink()
+    monkeypatch.chdir(out)
+    ds = datasets.load_dataset("parquet", data_files="train-*.parquet", cache_dir=str(tmp_path / "hf"))
+    assert ds["train"].num_rows == left < m["totals"]["rows"]
+    with pytest.raises(datasets.exceptions.NonMatchingSplitsSizesError):
+        datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf2"))
 
 
 def test_summary_says_unfilled_when_rows_are_not_padded():

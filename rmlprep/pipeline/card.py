@@ -27,7 +27,10 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     and its loading lines are relative to the card, as on the Hub's dataset cards; the one line
     that names where this run wrote the folder (an absolute path, or the object-store URI) says
     it is local to the machine that ran it. Two runs of one config into two folders give cards
-    that differ in that line only.
+    that differ in that line only. The folder form (``load_dataset(FOLDER)``, or the Hub
+    repository) comes first: only it reads the card, so only it checks ``num_examples``; the
+    ``"parquet"`` form comes last, said to load a folder short of a shard silently (README,
+    "What you get").
 
     A run with no document (every row rejected, or no row read; the command exits 2) gets no
     card: a README that says so, with no loading lines (:func:`_no_data_readme`)."""
@@ -41,8 +44,9 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
     seq_len = manifest["config"]["pack"]["seq_len"]
     where = str(manifest["config"]["output"]["dir"])
     if fs.is_remote(where):
-        here = (f"`{where}`: `datasets.load_dataset(\"parquet\", "
-                f"data_files={json.dumps(where.rstrip('/') + '/train-*.parquet', ensure_ascii=False)})`")
+        here = (f"`{where}`: `datasets.load_dataset(\"parquet\", "  # a store's folder: no card read, no check
+                f"data_files={json.dumps(where.rstrip('/') + '/train-*.parquet', ensure_ascii=False)})` "
+                "(a `\"parquet\"` form: no row-count check)")
     else:
         where = os.path.abspath(where)
         here = f"`{where}`: `datasets.load_dataset({json.dumps(where, ensure_ascii=False)})`"
@@ -71,11 +75,17 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
         "`rmlprep.unpack(ds.with_format(\"arrow\")[:])` gives the documents back, keyed so.\n\n"
         "## Loading\n\n"
         "The `configs` above name the shards relative to this card (`train-*.parquet`), so the folder loads\n"
-        "from wherever it sits: moved, copied, or uploaded to the Hub as a dataset repository.\n\n"
-        "- in the folder that holds this card: `datasets.load_dataset(\"parquet\", data_files=\"train-*.parquet\")`\n"
+        "from wherever it sits: moved, copied, or uploaded to the Hub as a dataset repository. Load it by the\n"
+        "folder (or the Hub repository): only that form reads this card, and `datasets` then checks the\n"
+        "split's `num_examples` against the rows it reads, so a folder that lost or gained a shard since the\n"
+        "card was written is refused (`NonMatchingSplitsSizesError`), not loaded short.\n\n"
         "- by the folder's path, wherever it is now: `datasets.load_dataset(\"path/to/the/folder\")`\n"
         "- from the Hub, once uploaded: `datasets.load_dataset(\"<user>/<dataset>\")`\n"
         f"- where this run wrote it (on the machine that ran it, not a portable path): {here}\n"
+        "- in the folder that holds this card, without that check: `datasets.load_dataset(\"parquet\", "
+        "data_files=\"train-*.parquet\")` reads every `train-*.parquet` there and not this card, so a folder "
+        "short of a shard loads short, silently (`manifest.json`'s `shards` lists every unit; the rows' `unit` "
+        "column says which a table holds)\n"
     )
     return text.encode("utf-8")
 
