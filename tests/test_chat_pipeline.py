@@ -415,6 +415,8 @@ def test_split_chunks_start_with_label_minus_100_and_old_units_are_redone(tmp_pa
     (marker,) = [json.loads(p.read_text()) for p in out.glob("shard-*.done.json")]
     assert starts >= 3 and only_first >= 1 and marker["first_labels_masked"] == starts
     assert m["totals"]["untrained_chunks"] == untrained
+    assert m["totals"]["first_labels_masked"] == starts  # the markers' count, totalled (stats.json too)
+    assert json.loads((out / "stats.json").read_text())["totals"]["first_labels_masked"] == starts
     before = {p.name: p.read_bytes() for p in out.glob("train-*.parquet")}
     trunc = tmp_path / "t"
     run(cfg(inp, trunc, parity={"chat": False}), log=quiet)
@@ -429,7 +431,7 @@ def test_split_chunks_start_with_label_minus_100_and_old_units_are_redone(tmp_pa
     assert any("predates pack_bfd writing -100 as the first label" in x for x in logs), logs
     assert {p.name: p.read_bytes() for p in out.glob("train-*.parquet")} == before
     m = run(cfg(inp, trunc, parity={"chat": False}), resume=True, log=quiet)
-    assert m["units_processed"] == 0
+    assert m["units_processed"] == 0 and m["totals"]["first_labels_masked"] == 0  # kept, and none possible
 
 
 def test_a_marker_older_than_reasoning_untrained_is_redone_for_smollm3_and_kept_as_unknown_otherwise(tmp_path):

@@ -134,6 +134,9 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
     if cfg.pipeline == "sft":  # what the chat stage counted (rmlprep.arrow.TokenizeChat.stats)
         totals.update({k: int(sum(r.get(k, 0) for r in recs)) for k in CHAT_COUNTS})
         totals["untrained_chunks"] = int(sum(r.get("untrained_chunks", 0) for r in recs))  # split chunks (.untrained)
+        # fragments starting on an assistant token (first label -100): a kept marker without the key
+        # is of a config that writes none (late_keys.marker_needs has the others redone), so 0 is exact
+        totals["first_labels_masked"] = int(sum(r.get("first_labels_masked", 0) for r in recs))
     for k, possible in late_counts(cfg).items():
         if possible and not all(k in r for r in recs):
             totals[k] = None  # a kept marker predates the count, and this config can count some
