@@ -91,7 +91,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # `ray start --address=...`, or RAY_ADDRESS); "ray://host:10001":
                                      # a remote cluster through Ray Client. Needs pip install 'rmlprep[ray]'.
     max_reject_fraction = 0.1        # rejects over this share of the rows read: exit 2 (rmlprep run,
-                                     # run_exit_status), the output written as usual; 1.0: never
+                                     # run_exit_status), the output written as usual; 1.0: never.
+                                     # Documents pack.overflow = "drop" left out do not count
 
 The engine, like the worker count, never changes the output: the same units, shard names and bytes,
 so ``engine`` and ``ray_address`` are left out of the config hash and a run started with one engine

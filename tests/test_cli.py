@@ -761,6 +761,40 @@ def test_the_fraction_the_reject_line_suggests_accepts_the_rejects(tmp_path, rej
     assert run_verdict(Cfg(run={"max_reject_fraction": float(flag)}), manifest) is None
 
 
+@needs_tiny
+def test_documents_dropped_as_configured_do_not_count_toward_max_reject_fraction(tmp_path, capsys):
+    """pack.overflow = "drop" is asked for (not the default), yet the documents it left out
+    counted as rejects toward run.max_reject_fraction: a corpus of 30% long documents exited 2.
+    They are still rejects (written aside, counted in the manifest and the summary), not bad
+    rows: 30 dropped of 100 exits 0; with 15 bad rows too (15%) it exits 2, the line counting
+    and naming the bad ones, its first reject a bad row, not a drop, and the fraction it
+    suggests (0.15) passes. Rows: bl_gpt2_digits gives one token per digit, so 64 digits frame
+    to 65 tokens (eos), over seq_len 64 (tests/test_pipeline_trust.py, _drop_corpus); of each 20
+    rows, 0-5 are such documents, 6-8 not JSON (the second file only), the rest short texts."""
+    long, short = json.dumps({"text": ("0123456789" * 7)[:64]}), json.dumps({"text": "12 34"})
+    kinds = [("long" if i % 20 < 6 else "bad" if i % 20 < 9 else "short") for i in range(100)]
+    for name, bad in (("drop", short), ("both", "{broken")):
+        (tmp_path / f"{name}.jsonl").write_text("".join({"long": long, "bad": bad, "short": short}[k] + "\n"
+                                                       for k in kinds))
+        toml = _toml(tmp_path / f"{name}.toml", [str(tmp_path / f"{name}.jsonl")], tmp_path / name)
+        toml.write_text(toml.read_text().replace("seq_len = 64\n", "seq_len = 64\noverflow = \"drop\"\n"))
+    rc, err = _run_cli(capsys, tmp_path / "drop.toml")
+    assert rc == 0 and "rmlprep: error" not in err, err
+    assert "30 documents longer than seq_len dropped, written to rejects/" in err
+    m = json.loads((tmp_path / "drop" / "manifest.json").read_text())
+    assert (m["totals"]["rejects"], m["totals"]["dropped_documents"], m["rejects"]["by_stage"]) == (30, 30, {"pack": 30})
+    rc, err = _run_cli(capsys, tmp_path / "both.toml")
+    errors = [x for x in err.splitlines() if x.startswith("rmlprep:")]
+    assert rc == 2 and len(errors) == 1, err
+    assert errors[0].startswith(
+        "rmlprep: error: 15 of 100 rows were rejected (15.0% of rows read: read 15, not counting the 30 documents "
+        "longer than pack.seq_len that pack.overflow = \"drop\" left out), more than run.max_reject_fraction = 0.1; "
+        f"the first: {tmp_path / 'both.jsonl'} row 6: "), errors[0]
+    assert "rerun with --max-reject-fraction 0.15 or set run.max_reject_fraction)" in errors[0]
+    assert json.loads((tmp_path / "both" / "manifest.json").read_text())["rejects"]["by_stage"] == {"read": 15, "pack": 30}
+    assert main(["run", str(tmp_path / "both.toml"), "--max-reject-fraction", "0.15"]) == 0
+
+
 def _script(name: str):
     import importlib.util
 

@@ -31,12 +31,17 @@ def rejects_by_stage(recs: list[dict[str, Any]]) -> dict[str, int] | None:
     return {k: out[k] for k in REJECT_STAGES if k in out}
 
 
-def _breakdown(manifest: dict[str, Any]) -> str:
-    """``90.0% of rows read: read 60, validate 30`` (the stages' counts, when known)."""
+def _breakdown(manifest: dict[str, Any], count: int | None = None) -> str:
+    """``90.0% of rows read: read 60, validate 30`` (the stages' counts, when known), the share
+    being ``count``'s; given, the ``pack`` stage is left out (the documents ``pack.overflow =
+    "drop"`` left out, :func:`run_verdict`)."""
     t = manifest["totals"]
     by = manifest["rejects"].get("by_stage")
+    if by is not None and count is not None:
+        by = {k: n for k, n in by.items() if k != "pack"}
     stages = ", ".join(f"{k} {n:,}" for k, n in by.items()) if by is not None else "stages not known"
-    return (f"{t['rejects'] / t['rows_read']:.1%} of rows read: " if t.get("rows_read") else "") + stages
+    count = t["rejects"] if count is None else count
+    return (f"{count / t['rows_read']:.1%} of rows read: " if t.get("rows_read") else "") + stages
 
 
 def reject_line(manifest: dict[str, Any]) -> str:
@@ -48,15 +53,29 @@ def reject_line(manifest: dict[str, Any]) -> str:
     return f"{t['rejects']:,} ({_breakdown(manifest)}; see {fs.join(manifest['config']['output']['dir'], 'rejects')}/)"
 
 
-def _first_reject(out_dir: str, manifest: dict[str, Any]) -> str:
+def _first_reject(out_dir: str, manifest: dict[str, Any], skip_pack: bool = False) -> str:
     """``; the first: FILE row N: REASON`` from the first rejects file ("" when it cannot be read:
-    the count is the message, the reason a help)."""
+    the count is the message, the reason a help); ``skip_pack``: the first of another stage than
+    ``pack`` (not a document ``pack.overflow = "drop"`` left out), among the first
+    :data:`_SCAN_REJECTS` records."""
     try:
-        with fs.open(fs.join(out_dir, manifest["rejects"]["files"][0])) as f:
-            r = json.loads(f.readline())
-        return f"; the first: {r['source']} row {r['row']}: {r['reason']}"
+        seen = 0
+        for name in manifest["rejects"]["files"]:
+            with fs.open(fs.join(out_dir, name)) as f:
+                for line in f:
+                    r = json.loads(line)
+                    if not (skip_pack and r["stage"] == "pack"):
+                        return f"; the first: {r['source']} row {r['row']}: {r['reason']}"
+                    seen += 1
+                    if seen >= _SCAN_REJECTS:
+                        return ""
+        return ""
     except (OSError, ValueError, KeyError, IndexError):
         return ""
+
+
+#: reject records :func:`_first_reject` reads at most looking past the pack stage's
+_SCAN_REJECTS = 10_000
 
 
 def run_verdict(cfg: RunConfig, manifest: dict[str, Any]) -> str | None:
@@ -68,7 +87,11 @@ def run_verdict(cfg: RunConfig, manifest: dict[str, Any]) -> str | None:
       bad rows that more likely means a wrong column, encoding or file among the inputs than a
       few damaged rows. The output is written and committed as usual (a rerun with a higher
       fraction finds every unit done and succeeds); the line gives the count per stage and the
-      first reject.
+      first reject. Documents ``pack.overflow = "drop"`` left out (``dropped_documents``) are
+      rejects, written aside and counted, but not bad rows: the config asked for them to be
+      left out (it is not the default), so they do not count toward the fraction; the line
+      names them when it fails for the others. A run they leave without a document still fails
+      (above).
     """
     out_dir = str(cfg.output_dir)
     t = manifest["totals"]
@@ -83,11 +106,16 @@ def run_verdict(cfg: RunConfig, manifest: dict[str, Any]) -> str | None:
                 f"{_first_reject(out_dir, manifest)}; every row's reason is in {rejects} (check input.column and "
                 "pipeline against the data)")
     limit = cfg["run"]["max_reject_fraction"]
-    if t["rows_read"] and n / t["rows_read"] > limit:
-        return (f"{n:,} of {t['rows_read']:,} rows were rejected ({_breakdown(manifest)}), more than "
-                f"run.max_reject_fraction = {limit:g}{_first_reject(out_dir, manifest)}; every row's reason is in "
+    dropped = t.get("dropped_documents") or 0  # left out as pack.overflow = "drop" asks: not bad rows
+    bad = n - dropped
+    if t["rows_read"] and bad / t["rows_read"] > limit:
+        but = (f", not counting the {dropped:,} document{'s' if dropped != 1 else ''} longer than pack.seq_len that "
+               "pack.overflow = \"drop\" left out" if dropped else "")
+        first = _first_reject(out_dir, manifest, skip_pack=bool(dropped))
+        return (f"{bad:,} of {t['rows_read']:,} rows were rejected ({_breakdown(manifest, bad if dropped else None)}"
+                f"{but}), more than run.max_reject_fraction = {limit:g}{first}; every row's reason is in "
                 f"{rejects} (the shards and manifest are written: if these rejects are expected, rerun with "
-                f"--max-reject-fraction {min(1.0, _ceil2(n / t['rows_read'])):g} or set run.max_reject_fraction)")
+                f"--max-reject-fraction {min(1.0, _ceil2(bad / t['rows_read'])):g} or set run.max_reject_fraction)")
     return None
 
 
