@@ -287,6 +287,8 @@ class RayEngine:
         pending = {task.remote(fn, u, key, box, __version__): u for u in units}
         try:
             while pending:
+                # no timeout needed (unlike engines._POLL_SECONDS): Ray's core worker runs Python's signal
+                # check while it waits (~1 s), so a SIGINT handled by any thread leaves the wait (tests/test_ray.py)
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
                     unit = pending.pop(ref)
