@@ -167,13 +167,14 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[s
     Source: ``fixtures/bos_defaults.json`` (transformers 4.57.1 and 5.24.0 ``AutoTokenizer``).
 
     Raises:
-        LoaderError: a named token that is not a piece of the model, or an added_tokens_decoder id it lacks.
+        LoaderError: a named token not in the model, an added_tokens_decoder entry it cannot hold (spm_added).
     """
     import dataclasses
 
-    from .hf import _check_config_added, _token_content
+    from .hf import _token_content
+    from .spm_added import with_config_added
 
-    _check_config_added(cfg, spec.vocab, str(p), source=p.name)  # another model's config, or added tokens
+    spec = with_config_added(spec, cfg, p)  # another model's config refused; tokens added past the pieces
     index = {piece: i for i, piece in enumerate(spec.vocab)}
     changes: dict[str, Any] = {}
     for key, field in (("bos_token", "bos_id"), ("eos_token", "eos_id"), ("pad_token", "pad_id")):

@@ -548,8 +548,8 @@ def test_config_added_tokens_decoder_must_match_a_sentencepiece_model(tmp_path):
     tokens beyond the model (a fine-tune's ``<|im_start|>`` at 32000, which transformers adds
     from the config) loaded without them, their text split into pieces. Worked example (Llama 2's
     .model: 0 ``<unk>``, 1 ``<s>``, 2 ``</s>``, 32,000 pieces): Llama-2-7b-hf's own entries load;
-    id 2 as ``<s>`` is refused as another model's config; id 32000 is refused naming the way to
-    write a tokenizer.json."""
+    id 2 as ``<s>`` is refused as another model's config; id 32000 in a config without ``legacy``
+    is refused naming that key (tokens past the pieces are read since: tests/test_spm_added.py)."""
     d = tmp_path / "spm"
     d.mkdir()
     shutil.copy(_need("llama2/tokenizer.model"), d / "tokenizer.model")
@@ -568,6 +568,6 @@ def test_config_added_tokens_decoder_must_match_a_sentencepiece_model(tmp_path):
         load_tokenizer(d)
     write({"2": "</s>", "32000": "<|im_end|>", "32001": "<|im_start|>"})
     with pytest.raises(LoaderError, match=rf"^{d}: tokenizer_config.json added_tokens_decoder adds id 32000 "
-                       r"'<\|im_end\|>' \(and 1 more ids\), beyond the 32000 pieces of tokenizer.model: .*"
-                       r"save_pretrained\(folder\)\) and load that$"):
+                       r"'<\|im_end\|>' past the 32000 pieces of tokenizer.model, and the config has no \"legacy\" "
+                       r"key: .*or load the tokenizer.json of the model$"):
         load_tokenizer(d)
