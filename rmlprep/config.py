@@ -120,7 +120,7 @@ from .config_output import check_output
 from .config_run import ENGINES, _check_engine, check_reject_fraction, check_run  # noqa: F401 (ENGINES)
 from .chat import detect_chat_format
 from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
-from .errors import ChatFormatError, ConfigError
+from .errors import ChatFormatError, ConfigError, InputError
 from .packing.common import MAX_SEQ_LEN
 
 __all__ = ["RunConfig", "load_config", "config_from_dict", "SCHEMA"]
@@ -307,15 +307,23 @@ def _where(source: str) -> str:
 def load_config(path: str | os.PathLike) -> RunConfig:
     """Read and validate a TOML run config.
 
+    The file is read as the command line reads its text files (:func:`rmlprep.cli_text.utf8_text`):
+    UTF-8, a byte-order mark at byte 0 skipped (Windows editors write one).
+
     Raises:
-        ConfigError: the file is missing or not TOML, or a key is unknown, of the wrong type,
-            missing or out of range (the message names ``section.key``).
+        ConfigError: the file is missing, not UTF-8 (UTF-16 from Windows Notepad's "Unicode",
+            Latin-1: named, with the iconv line) or not TOML, or a key is unknown, of the wrong
+            type, missing or out of range (the message names ``section.key``).
     """
+    from .cli_text import utf8_text  # (here, not at the top: it imports the JSONL reader)
+
     p = Path(path)
     try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+        raw = tomllib.loads(utf8_text(p.read_bytes(), str(p)))
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such config file") from None
+    except InputError as e:  # not UTF-8: it raised UnicodeDecodeError, a traceback (exit 1)
+        raise ConfigError(str(e)) from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p}: not valid TOML: {e}") from None
     return config_from_dict(raw, source=str(p))

@@ -128,6 +128,28 @@ def test_missing_file_and_bad_toml(tmp_path):
         load_config(bad)
 
 
+def test_a_config_that_is_not_utf8_is_refused_in_one_line(tmp_path):
+    """Windows Notepad's "Unicode" is UTF-16-LE with a byte-order mark; its "UTF-8 with BOM"
+    (the default before 2019) starts with EF BB BF. Both were a UnicodeDecodeError traceback
+    (exit 1) or "Invalid statement (at line 1, column 1)"; the BOM is now skipped, as the
+    input readers and ``rmlprep chat`` skip it."""
+    toml = '[input]\npaths = ["caf\u00e9.jsonl"]\n'
+    u16 = tmp_path / "u16.toml"
+    u16.write_bytes(toml.encode("utf-16"))  # b"\xff\xfe" + UTF-16-LE
+    with pytest.raises(ConfigError, match=r"u16.toml: the file is UTF-16-LE .*iconv -f UTF-16LE -t UTF-8"):
+        load_config(u16)
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(toml.encode("latin-1"))  # \xe9 at byte 21: 8 + len('paths = ["caf')
+    with pytest.raises(ConfigError, match=r"latin.toml: byte 21: not valid UTF-8 .*iconv -f CP1252 -t UTF-8"):
+        load_config(latin)
+    bom = tmp_path / "bom.toml"
+    body = f'[input]\npaths = ["a.jsonl"]\n[tokenizer]\npath = "t"\n[pack]\nseq_len = 8\n[output]\ndir = "{tmp_path}/o"\n'
+    bom.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    plain = tmp_path / "plain.toml"
+    plain.write_text(body)
+    assert load_config(bom).config_hash == load_config(plain).config_hash
+
+
 def test_hash_ignores_workers_and_output_but_not_seq_len():
     a = config_from_dict(cfg())
     assert a.with_overrides(workers=7, output="/elsewhere").config_hash == a.config_hash
