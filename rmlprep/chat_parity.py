@@ -47,7 +47,7 @@ from typing import Any
 from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.detect import check_template_format
-from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
+from .chat.encode import defaulted_refusal, missing_stop_token, stop_token_refusal, template_specials
 from .chat.registry import check_conversation, get_format, read_view, resolve_options, untrained_reasoning_refusal, write
 from .hf import named_templates_note
 from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens, render
@@ -435,7 +435,7 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
         ``live_skipped`` (why, when asked for but not done).
     Raises:
         ParityError: the format does not reproduce the tokenizer's template, or a render differs.
-        ConfigError: see :func:`check_chat_format` (``required`` = ``parity.chat = true``).
+        ConfigError: see :func:`check_chat_format` (``required``: ``parity.chat = true``); a GGUF's defaulted bos/eos.
     """
     par, chat = cfg["parity"], cfg["chat"]
     if par["chat"] is False:
@@ -459,6 +459,9 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
                               f"(sha256 {template_sha256(template)[:16]}, not among the templates rmlprep has proved) "
                               f"needs jinja2, which is not installed: {JINJA_PIP}; or set parity.chat = false, having "
                               "compared the format with the template yourself")
+        if fmt != "auto" and (why := defaulted_refusal(tokenizer, template, fmt)):  # "auto": resolve_chat_format
+            raise ConfigError(f"parity.chat: proving chat.format = {fmt!r} against the tokenizer's chat template: "
+                              + why)
         try:
             fmt = resolve_chat_format(fmt, tokenizer)
             check_template_format(template, fmt, bos_token=bos, eos_token=eos)

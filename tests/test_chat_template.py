@@ -576,3 +576,34 @@ def test_option_checks_render_templates_that_concatenate_bos_and_eos():
         encode_chat(tok, conv, "template", options={"use_default_system_prompt": "true"})
     on = tok.decode(encode_chat(tok, conv, "template", options={"use_default_system_prompt": True}).input_ids)
     assert on.startswith("<s>[INST] <<SYS>>\nBe helpful.\n<</SYS>>\n\nHi [/INST]")
+
+
+def test_a_ggufs_defaulted_bos_read_by_the_template_is_refused_when_proving_a_named_format():
+    """The parity stage proves a named native format against the tokenizer's template by rendering
+    the template's probes, with the tokenizer's bos text as bos_token. For a GGUF naming no
+    tokenizer.ggml.bos_token_id that is llama.cpp's default id 11 (here byte 11's "ċ"): the
+    template's renders started with it, no format could match, and the run failed with a
+    ParityError (exit 3) that named no key. Refused before the probes with the message of the
+    other refusals of that id (test above), as a ConfigError (exit 2) naming parity.chat = false
+    as the way to run the format unchecked; with the id named in the file the format is proved."""
+    from rmlprep.chat_parity import run_chat_parity_stage
+    from rmlprep.config import config_from_dict
+
+    named = _tok(template_text("llama3"), "<|begin_of_text|>")
+    keyless = type(named).create(named.spec.replace(bos_id=11, eos_id=11, defaulted_ids=("bos", "eos")),
+                                 chat_template=named.chat_template)
+
+    def cfg(**parity):
+        return config_from_dict({"pipeline": "sft", "input": {"paths": ["x.jsonl"]}, "tokenizer": {"path": "t"},
+                                 "chat": {"format": "llama3"}, "pack": {"seq_len": 64}, "output": {"dir": "o"},
+                                 "parity": parity})
+
+    with pytest.raises(ConfigError, match=r"^parity.chat: proving chat.format = 'llama3' against the tokenizer's chat "
+                                          r"template: the chat template reads bos_token, and the GGUF names no "
+                                          r"tokenizer\.ggml\.bos_token_id \(or one out of range\), so its bos is "
+                                          r"llama\.cpp's default, 'ċ' \(id 11\): .*--special-token bos TOKEN\), or set "
+                                          r"parity\.chat = false to write chat\.format = 'llama3' without comparing it "
+                                          r"with the template"):
+        run_chat_parity_stage(cfg(), keyless, [], log=lambda _m: None)
+    assert run_chat_parity_stage(cfg(), named, [], log=lambda _m: None)["template"]["proved_by"] == "jinja2 probes"
+    assert run_chat_parity_stage(cfg(chat=False), keyless, [], log=lambda _m: None) is None  # the way out named

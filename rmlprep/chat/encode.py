@@ -48,8 +48,8 @@ import numpy as np
 from .registry import get_format, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment
 
-__all__ = ["ChatEncoding", "encode_chat", "encode_segments", "missing_stop_token", "stop_token_refusal", "stop_ids",
-           "template_specials", "template_stop"]
+__all__ = ["ChatEncoding", "defaulted_refusal", "encode_chat", "encode_segments", "missing_stop_token",
+           "stop_token_refusal", "stop_ids", "template_specials", "template_stop"]
 
 
 @dataclass(slots=True)
@@ -187,8 +187,8 @@ def _template_writer(tokenizer, options: Mapping[str, Any] | None):
                           tokens=getattr(tokenizer, "template_tokens", None))
 
 
-def template_specials(tokenizer, template: str, options: Mapping[str, Any] | None = None, *, auto: bool = False
-                      ) -> tuple[str | None, str | None]:
+def template_specials(tokenizer, template: str, options: Mapping[str, Any] | None = None, *, auto: bool = False,
+                      fmt: str | None = None) -> tuple[str | None, str | None]:
     """The ``bos_token`` and ``eos_token`` texts ``template`` is rendered with for ``tokenizer``
     (None where it has no such id: the variable is left undefined, as transformers leaves it).
 
@@ -204,7 +204,9 @@ def template_specials(tokenizer, template: str, options: Mapping[str, Any] | Non
 
     ``auto``: the template is read to detect a format (``chat.format = "auto"``), which passes
     no options, so the message names ``chat.format = "template"`` with the option, or a native
-    format (it said to give the option, and "auto" with the option was refused again).
+    format (it said to give the option, and "auto" with the option was refused again). ``fmt``: the
+    template is rendered to prove that native format (the parity stage), so the message names
+    ``parity.chat = false``, which writes the format unchecked (its text is its own, not this id's).
 
     Raises:
         ChatFormatError: naming the variable, the GGUF key and the ways out.
@@ -223,12 +225,27 @@ def template_specials(tokenizer, template: str, options: Mapping[str, Any] | Non
                 f"the chat template reads {var}, and the GGUF names no tokenizer.ggml.{role}_token_id (or one out of "
                 f"range), so its {role} is llama.cpp's default, {tokenizer.id_to_token(tid)!r} (id {tid}): llama.cpp "
                 f"would render the template with that text and transformers with none, and neither is the model's; "
-                f"name the model's in the file (gguf-py's gguf_new_metadata.py --special-token {role} TOKEN), give "
-                + (f"the text as a template option (chat.format = \"template\" with {var} in chat.options: \"auto\" "
-                   "passes no options to the template), or name the native chat format" if auto else
-                   f"the text as a template option ({var} in chat.options), or use a native chat format"))
+                f"name the model's in the file (gguf-py's gguf_new_metadata.py --special-token {role} TOKEN), "
+                + (f"or set parity.chat = false to write chat.format = {fmt!r} without comparing it with the template "
+                   "(the format writes its own text, not this id's)" if fmt else
+                   f"give the text as a template option (chat.format = \"template\" with {var} in chat.options: "
+                   "\"auto\" passes no options to the template), or name the native chat format" if auto else
+                   f"give the text as a template option ({var} in chat.options), or use a native chat format"))
         out.append(spec.vocab[tid] if tid is not None else None)
     return out[0], out[1]
+
+
+def defaulted_refusal(tokenizer, template: str, fmt: str) -> str | None:
+    """Why ``template`` cannot be rendered to prove the native format ``fmt`` for ``tokenizer``
+    (the parity stage): it reads a GGUF's defaulted bos/eos (:func:`template_specials`, whose
+    message then names ``parity.chat = false``); None when it can."""
+    from ..errors import ChatFormatError
+
+    try:
+        template_specials(tokenizer, template, fmt=fmt)
+    except ChatFormatError as e:
+        return str(e)
+    return None
 
 
 def _mask_from_spans(starts: Sequence[int], total: int, spans: Sequence[tuple[int, int]]) -> np.ndarray:
