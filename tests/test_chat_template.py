@@ -464,6 +464,30 @@ def test_a_ggufs_defaulted_bos_or_eos_read_by_the_template_is_refused_in_templat
     assert "ċ" not in chatml.decode(encode_chat(chatml, conv, "template").input_ids)
 
 
+@pytest.mark.parametrize("name,listed", [
+    ("llama2", "none"),  # loop_messages, system_message: set in both branches of an if; content: in the loop
+    ("gemma3", "none"),  # first_user_prefix, loop_messages (branches), role (the loop)
+    ("more/google-gemma-4-31B-it", "enable_thinking"),  # ns_args, ns_txt, prev_nt, role...: in macros and loops
+    ("more/openai-gpt-oss-120b", "builtin_tools, model_identity, reasoning_effort"),  # loop_messages, tool_call...
+    ("llama3.1", "builtin_tools, custom_tools, date_string, tools_in_user_message"),  # first_user_message, tool_call
+    ("mistral-v3", "system_message"),  # set when the first message is a system one, tested 'is defined' else
+])
+def test_a_misspelt_options_message_lists_only_what_the_template_reads_from_its_caller(name, listed):
+    """The refusal of a misspelt option lists the template's own variables, from jinja2's
+    find_undeclared_variables, which also reports names the template assigns in branches, loops or
+    macros (llama2's {% if %}{% set loop_messages = messages[1:] %}{% else %}{% set loop_messages =
+    messages %}: it cannot prove the name set on every path); the list named them as if a caller
+    could set them (Gemma 4: 14 names beside enable_thinking). Left out now: every name the template
+    assigns and never tests for a caller's value. Expected lists read from each template: a name set
+    only after 'is defined' (Llama 3.1's date_string, gpt-oss's reasoning_effort, mistral-v3's
+    system_message, read from the caller when the conversation has no system message) stays."""
+    tok = _tok(template_text(name))
+    with pytest.raises(ChatFormatError, match=r"^option 'enable_thinkng': the chat template reads no such variable, so "
+                                              rf"it would be ignored \(its own variables: {listed}; and today"):
+        encode_chat(tok, [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}], "template",
+                    options={"enable_thinkng": False}, text_markers=True)
+
+
 def test_an_option_spelling_a_boolean_the_template_reads_as_the_other_is_refused():
     """Template mode passed option values as they came: ``enable_thinking = "false"`` (quoted in
     TOML) is a string, Qwen3's ``enable_thinking is false`` is false for it, so the empty think

@@ -155,6 +155,36 @@ def template_variables(template: str) -> frozenset[str]:
         raise ChatFormatError(f"the chat template does not compile: {type(e).__name__}: {e}") from None
 
 
+def template_internals(template: str) -> frozenset[str]:
+    """The names ``template`` assigns itself (``{% set %}`` targets, ``for`` targets, macros and
+    their arguments) and never tests for a caller's value (``is defined`` / ``is undefined``,
+    ``|default``). jinja2's :func:`template_variables` also reports such a name when it is
+    assigned in branches (llama2's ``loop_messages``, set in both branches of an ``if``) or in a
+    loop or macro (Gemma 4's ``ns_args``): the template reads it from the caller only where no
+    branch ran, so it is no option. A name assigned only after testing the caller's value
+    (Llama 3.1's ``{% if not date_string is defined %}{% set date_string = ... %}``) is an option,
+    and not among these.
+
+    Raises:
+        ChatFormatError: jinja2 missing, or the template does not compile.
+    """
+    env = jinja_environment()
+    import jinja2
+    from jinja2 import nodes
+
+    try:
+        ast = env.parse(template)
+    except jinja2.exceptions.TemplateError as e:
+        raise ChatFormatError(f"the chat template does not compile: {type(e).__name__}: {e}") from None
+    own = {n.name for n in ast.find_all(nodes.Name) if n.ctx in ("store", "param")}
+    own |= {m.name for m in ast.find_all(nodes.Macro)}
+    tested = {t.node.name for t in ast.find_all(nodes.Test)
+              if t.name in ("defined", "undefined") and isinstance(t.node, nodes.Name)}
+    tested |= {f.node.name for f in ast.find_all(nodes.Filter)
+               if f.name in ("default", "d") and isinstance(f.node, nodes.Name)}
+    return frozenset(own - tested)
+
+
 def check_template_options(template: str, options: Mapping[str, Any] | None) -> None:
     """Refuse an option (a template variable; ``today`` aside, the date ``strftime_now`` gives)
     that the template never reads: a misspelt ``enable_thinkng = false`` would be passed, read
@@ -170,8 +200,9 @@ def check_template_options(template: str, options: Mapping[str, Any] | None) -> 
     check runs once per template and options, not once per conversation.
 
     Raises:
-        ChatFormatError: naming the option and the variables the template reads; or the option,
-            its value and the boolean to give.
+        ChatFormatError: naming the option and the variables the template reads from its caller
+            (not those it assigns itself, :func:`template_internals`); or the option, its value
+            and the boolean to give.
     """
     if not options:
         key = None
@@ -199,8 +230,9 @@ def _check_template_options(template: str, options: Mapping[str, Any] | None) ->
                                   "(messages; tools from the row, chat.tools_column; documents = none; "
                                   "add_generation_prompt from chat.add_generation_prompt), not as an option; drop it")
         if k != "today" and k not in reads:
-            own = sorted(reads - {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token",
-                                  "raise_exception", "strftime_now"})
+            own = sorted(reads - template_internals(template) - {
+                "messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token", "raise_exception",
+                "strftime_now"})
             raise ChatFormatError(f"option {k!r}: the chat template reads no such variable, so it would be ignored "
                                   f"(its own variables: {', '.join(own) or 'none'}; and today, the date)")
     for k, v in (options or {}).items():
