@@ -638,3 +638,28 @@ def test_one_mask_name_assistant_masks():
         assert enc.assistant_mask == enc.assistant_masks
     assert "assistant_masks" in rmlprep.tokenize_chat(tok, "chatml")(
         {"messages": [[u("q"), a("x")]]})
+
+
+def test_no_built_in_format_starts_with_a_trained_token():
+    """The README's decision on unpacked labels (encode_chat / tokenize_chat keep labels[0] as the
+    mask says, not -100 as packed rows) rests on this: every built-in format's render starts with
+    template text (BOS or a header), so labels[0] is -100 already and only a chat.format =
+    "template" template can train its first token. Checked on every probe conversation each
+    format writes, and on one made of an assistant message alone (the likeliest to start with
+    an answer)."""
+    from rmlprep.chat.probes import PROBES
+    from rmlprep.chat.registry import get_format, write
+    from rmlprep.chat.segments import TRAINABLE
+
+    convs = [msgs for _, msgs, _ in PROBES] + [[{"role": "assistant", "content": "Hello."}]]
+    written = 0
+    for fmt in CHAT_FORMATS:
+        for msgs in convs:
+            try:
+                out = write(msgs, get_format(fmt))
+            except ChatFormatError:
+                continue
+            written += 1
+            first = next(s for s in out.segs if s.text)
+            assert first.kind not in TRAINABLE | {"reasoning"}, (fmt, msgs, first)
+    assert written > 10 * len(CHAT_FORMATS)

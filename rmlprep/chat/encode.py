@@ -60,7 +60,8 @@ class ChatEncoding:
         input_ids: token ids (list of int), BOS only where the template writes it.
         assistant_masks: 0/1 per token (list of int): 1 on what the model is trained to write
             (assistant text, tool calls, turn terminators; reasoning unless turned off).
-        labels: ``input_ids`` where the mask is 1, ``-100`` elsewhere.
+        labels: ``input_ids`` where the mask is 1, ``-100`` elsewhere; not shifted, position 0
+            not masked (a shifting loss never targets it; packing masks it: README "Masks").
         notes: counts of what the format's own rules left out (``reasoning_dropped``).
     """
 
