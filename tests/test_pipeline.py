@@ -740,3 +740,37 @@ def test_a_kept_marker_older_than_the_empty_documents_count_is_not_read_as_0(tmp
     assert any(unknown in line for line in lines) == (not eos)
     m = run(make_cfg(inp, out, pack={"seq_len": 16, "eos": eos}), overwrite=True, log=quiet)
     assert m["totals"]["empty_documents"] == (0 if eos else 1)
+
+
+def test_input_files_with_the_same_bytes_are_named(tmp_path):
+    """A copy of a file under a recursive glob (``data/**/*.jsonl`` reaching ``data/backup/``)
+    is read as a second file, and every row of it trained twice (explorer6: a 50-row file and
+    its copy gave 100 documents, exit 0, no word). The plan hashes every byte anyway, so it says
+    so: a JSONL file cut into several units and a Parquet file each equal their copy; a file of
+    the same size but other bytes, and empty files, are not named."""
+    from rmlprep.pipeline.plan import plan
+
+    data = tmp_path / "data"
+    (data / "backup").mkdir(parents=True)
+    text = "".join(json.dumps({"text": f"document {i:03d}"}) + "\n" for i in range(50))  # 28 bytes a line
+    (data / "a.jsonl").write_text(text)
+    (data / "backup" / "a.jsonl").write_text(text)
+    (data / "b.jsonl").write_text(text.replace("document 000", "document 999"))  # same size, other bytes
+    (data / "e1.jsonl").write_text("")
+    (data / "e2.jsonl").write_text("")
+    table = pa.table({"text": [f"row {i}" for i in range(10)]})
+    pq.write_table(table, data / "p.parquet", row_group_size=3)
+    pq.write_table(table, data / "backup" / "p.parquet", row_group_size=3)
+    cfg = config_from_dict({"input": {"paths": [f"{data}/**/*.jsonl", f"{data}/**/*.parquet"], "unit_bytes": 500,
+                                      "unit_rows": 3},
+                            "tokenizer": {"path": str(TINY)}, "pack": {"seq_len": 64},
+                            "output": {"dir": str(tmp_path / "out")}})
+    logs: list[str] = []
+    units = plan(cfg, log=logs.append)
+    assert sum(u.path == str(data / "a.jsonl") for u in units) == 3  # 1400 bytes in 500-byte units
+    warned = [m for m in logs if m.startswith("warning: input:")]
+    assert [m.split(" holds the same bytes as ")[0] for m in warned] == [
+        f"warning: input: {data / 'backup' / 'a.jsonl'}", f"warning: input: {data / 'p.parquet'}"]  # glob order
+    assert f"as {data / 'a.jsonl'} (xxh3-128 " in warned[0]
+    assert f"as {data / 'backup' / 'p.parquet'} (xxh3-128 " in warned[1]
+    assert "rows are in the shards twice" in warned[0]

@@ -37,7 +37,7 @@ from ..config import RunConfig
 from ..errors import ConfigError, InputError
 from ..readers import Unit, plan_units
 
-__all__ = ["PlannedUnit", "plan", "input_identity", "check_unchanged"]
+__all__ = ["PlannedUnit", "plan", "input_identity", "check_unchanged", "same_bytes"]
 
 _CHUNK = 1 << 20
 
@@ -74,7 +74,47 @@ def plan(cfg: RunConfig, log: Callable[[str], None] | None = None) -> list[Plann
         stat = tuple(_stat(p) for p in _files(u))
         planned.append(PlannedUnit(**{f.name: getattr(u, f.name) for f in dataclasses.fields(u)},
                                    identity=input_identity(u, file_hashes), stat=stat))
+    if log is not None:
+        for later, earlier, digest in same_bytes(planned):
+            log(f"warning: input: {later} holds the same bytes as {earlier} (xxh3-128 {digest[:12]}...): both "
+                "are read, so their rows are in the shards twice; leave one out of input.paths (or its glob) "
+                "unless that is meant")
     return planned
+
+
+def same_bytes(units: list[PlannedUnit]) -> list[tuple[str, str, str]]:
+    """(file, an earlier file of the plan with the same bytes, their xxh3-128) for each input
+    file whose content, as the units' identities hash it, is another's: a copy under a
+    recursive glob (``data/**/*.jsonl`` reaching ``data/backup/``), a file given under two
+    names that are not one file (a symlink or hard link is one file and read once:
+    :func:`rmlprep.readers.units._expand`). Empty files are left out. Read from the hashes
+    the plan takes anyway: no extra read.
+
+    Worked example: ``a.jsonl`` and ``backup/a.jsonl``, both the 2 lines ``{"text": "x"}``,
+    (28 bytes) are one unit each, range [0, 28) with the same hash: ``[("backup/a.jsonl", "a.jsonl", h)]``.
+    """
+    files: dict[str, list] = {}  # path -> [format, (start, stop, hash) per byte range or (size, hash)]
+    for u in units:
+        if u.format == "stdlib":
+            continue
+        ident = u.identity
+        part = ((*ident["range"], ident["xxh3_128"]) if ident.get("range")  # plain JSONL: each unit's range
+                else (ident["files"][0][1], ident["xxh3_128"]))  # the whole file's, the same for each unit
+        got = files.setdefault(u.path, [u.format])
+        if part not in got:
+            got.append(part)
+    first: dict[tuple, str] = {}
+    out = []
+    for path, got in files.items():
+        size = sum(p[1] - p[0] if len(p) == 3 else p[0] for p in got[1:])
+        if not size:
+            continue
+        key = tuple(got)
+        if key in first:
+            out.append((path, first[key], got[-1][-1]))
+        else:
+            first[key] = path
+    return out
 
 
 def _files(unit: Unit) -> list[str]:
