@@ -98,20 +98,22 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
         for v, r in zip(vals, batch.rows.tolist()):
             t = tools.get(r) if tools is not None else None
             if watched and r in watched:  # tools, system prompt or media the run would not read (tools_column.py)
-                tally.reject(r, "validate", unread_reason(watched[r]), v)
+                tally.reject(r, "validate", unread_reason(watched[r]), v, kind="unread_field")
                 continue
             read_v = v
             why = None
+            kind = "system_prompt"
             if systems is not None:
                 v, why = with_system_prompt(v, systems.get(r), scol)
             if why is None:
-                why = f"{column} is null" if v is None else schema_error(v, t)
+                why, kind = (f"{column} is null", "null") if v is None else (schema_error(v, t), "messages_schema")
                 if why is not None and t is not None and v is not None and schema_error(v) is None:
                     # the tools value is what is wrong: the reject carries it, as read, and names its column
-                    tally.reject(r, "validate", why if tcol == "tools" else f"column {tcol!r}: {why}", t)
+                    tally.reject(r, "validate", why if tcol == "tools" else f"column {tcol!r}: {why}", t,
+                                 kind="tools_schema")
                     continue
             if why is not None:
-                tally.reject(r, "validate", why, read_v)
+                tally.reject(r, "validate", why, read_v, kind=kind)
                 continue
             v, fixed = _replace_surrogates_in(v)
             t, fixed_t = _replace_surrogates_in(t)
@@ -152,7 +154,8 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
             errs = res["error"]
             for i in range(len(b.values)):
                 if errs[i]:
-                    tally.reject(int(b.rows[i]), "format", f"chat format {fmt!r}: {errs[i]}", b.original(i))
+                    tally.reject(int(b.rows[i]), "format", f"chat format {fmt!r}: {errs[i]}", b.original(i),
+                                 kind="format_refused")
                     continue
                 ids.append(res["input_ids"][i])
                 labels.append(res["labels"][i])

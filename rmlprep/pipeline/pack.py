@@ -195,7 +195,7 @@ def dropped_reason(tokens: int, seq_len: int, framing: str = "") -> str:
 def _reject_dropped(tally: Tally, rows: np.ndarray, framed: np.ndarray, seq_len: int, framing_names: str,
                     values: dict[int, object]) -> None:
     for r, n in zip(rows.tolist(), framed.tolist()):
-        tally.reject_packed(r, dropped_reason(n, seq_len, framing_names), values.get(r))
+        tally.reject_packed(r, dropped_reason(n, seq_len, framing_names), values.get(r), kind="over_long_dropped")
 
 
 def _held(docs: list[Docs]) -> dict[int, object]:
@@ -433,7 +433,7 @@ def pack_conversations(docs: Iterator[Docs], cfg: RunConfig, tokenizer, tally: T
             gone = untrained_after_truncation(masks, offs, pack["seq_len"])
             if len(gone):
                 for r, n in zip(src_rows[gone].tolist(), lens[gone].tolist()):
-                    tally.reject_packed(r, untrained_reason(n, pack["seq_len"]), values.get(r))
+                    tally.reject_packed(r, untrained_reason(n, pack["seq_len"]), values.get(r), kind="trains_nothing")
                 packed.stats["untrained_rejected"] += len(gone)
                 ids, labels, masks, lens, src_rows, offs, index = without(gone, ids, labels, masks, lens, src_rows, first)
                 if not len(lens):

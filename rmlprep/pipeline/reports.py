@@ -26,7 +26,7 @@ from .late_keys import late_counts
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, hist_edges, length_hist, unfilled_tokens
-from .verdict import reject_line, rejects_by_stage
+from .verdict import reject_line, rejects_by_kind, rejects_by_stage
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
 
@@ -156,7 +156,7 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
                       "sft: best-fit-decreasing per unit; rows hold at most seq_len tokens"),
         "totals": totals,
         "shards": [_shard_entry(u, r) for u, r in zip(units, recs)],
-        "rejects": {"count": totals["rejects"], "by_stage": rejects_by_stage(recs),
+        "rejects": {"count": totals["rejects"], "by_stage": rejects_by_stage(recs), "by_kind": rejects_by_kind(recs),
                     "files": [rejects_name(r["unit"]) for r in recs if r["rejects"]]},
         "timings": {k: round(v, 3) for k, v in timings.items()},
         "engine": cfg["run"]["engine"],

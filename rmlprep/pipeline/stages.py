@@ -50,6 +50,7 @@ from ..config import RunConfig
 from ..errors import RmlprepError
 from ..native import encode_arrow_flat, surrogate_rows
 from ..readers import Batch, Unit, read_unit
+from ..reject_kinds import kind_of
 from ..segment import replace_lone_surrogates
 from .output import json_line
 from .tools_column import watched_fields
@@ -147,13 +148,16 @@ class Tally:
         surrogate_rows: rows kept with their lone surrogates replaced by U+FFFD.
         rejects: the rejected rows of the batch in flight: ``unit``, ``source`` (file), ``row``
             (0-based row of the source file: the JSONL line, the CSV data record, the Parquet
-            or Arrow row), ``stage`` (:data:`REJECT_STAGES`), ``reason`` and, for a row whose
+            or Arrow row), ``stage`` (:data:`REJECT_STAGES`), ``reason``, ``kind`` (its stable
+            name, :data:`rmlprep.reject_kinds.KINDS`) and, for a row whose
             value was read but refused by the validate, format, tokenize or pack stage,
             ``value``: the whole value as the reader gave it (before lone surrogates were
             replaced; see :attr:`Rows.originals`), as JSON (:func:`json_value`;
             ``value_encoded`` when part of it is not JSON as it is).
         n_rejects: rejected rows so far (flushed or not, the pack stage's included).
         by_stage: the same, per stage (:data:`REJECT_STAGES`; the marker's ``rejects_by_stage``).
+        by_kind: the same, per ``kind`` (:data:`rmlprep.reject_kinds.KINDS`; the marker's
+            ``rejects_by_kind``).
         rejects_bytes: the size of the rejects file :meth:`write_rejects` wrote.
         counts: sft: what the chat stage counted (``no_assistant``, ``reasoning_dropped``,
             ``json_tool_calls``, ...: :data:`rmlprep.pipeline.chat_stages.CHAT_COUNTS`).
@@ -167,6 +171,7 @@ class Tally:
     rejects: list[dict[str, Any]] = field(default_factory=list)
     n_rejects: int = 0
     by_stage: dict[str, int] = field(default_factory=dict)
+    by_kind: dict[str, int] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     rejects_bytes: int = 0
     _spool: Any = None
@@ -174,23 +179,26 @@ class Tally:
     _packed_spool: Any = None
     _last_packed_row: int = -1
 
-    def _record(self, row: int, stage: str, reason: str, value: Any = None) -> dict[str, Any]:
+    def _record(self, row: int, stage: str, reason: str, kind: str, value: Any = None) -> dict[str, Any]:
         u = self.unit
         rec = {"unit": u.index, "source": u.path if u.format != "stdlib" else f"{u.path}/{u.files[row]}",
-               "row": int(row), "stage": stage, "reason": reason}
+               "row": int(row), "stage": stage, "reason": str(reason), "kind": kind}
+        self.n_rejects += 1
+        self.by_stage[stage] = self.by_stage.get(stage, 0) + 1
+        self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
         if value is not None:
             rec["value"], encoded = json_value(value)
             if encoded:
                 rec["value_encoded"] = encoded
         return rec
 
-    def reject(self, row: int, stage: str, reason: str, value: Any = None) -> None:
-        """Record a rejected row of the batch in flight (``stage``: one of :data:`REJECT_STAGES`)."""
-        self.rejects.append(self._record(row, stage, reason, value))
-        self.n_rejects += 1
-        self.by_stage[stage] = self.by_stage.get(stage, 0) + 1
+    def reject(self, row: int, stage: str, reason: str, value: Any = None, *, kind: str | None = None) -> None:
+        """Record a rejected row of the batch in flight (``stage``: one of :data:`REJECT_STAGES`;
+        ``kind``: one of :data:`rmlprep.reject_kinds.KINDS`, or None for a
+        :class:`~rmlprep.reject_kinds.Reason`'s own)."""
+        self.rejects.append(self._record(row, stage, reason, kind or kind_of(reason, "other"), value))
 
-    def reject_packed(self, row: int, reason: str, value: Any = None) -> None:
+    def reject_packed(self, row: int, reason: str, value: Any = None, *, kind: str) -> None:
         """Record a row the pack stage left out (after its batch was flushed), with its value as
         read (:attr:`Docs.held`). Rows come in increasing order: the packers see the documents
         in source order."""
@@ -198,10 +206,8 @@ class Tally:
             raise RuntimeError(f"packed rejects out of order: row {row} after row {self._last_packed_row}")
         if self._packed_spool is None:
             self._packed_spool = tempfile.SpooledTemporaryFile(max_size=REJECT_SPOOL_BYTES)
-        self._packed_spool.write(json_line(self._record(row, "pack", reason, value)))
+        self._packed_spool.write(json_line(self._record(row, "pack", reason, kind, value)))
         self._last_packed_row = int(row)
-        self.n_rejects += 1
-        self.by_stage["pack"] = self.by_stage.get("pack", 0) + 1
 
     def flush(self) -> None:
         """Spool the records of the batches every stage is done with, in source-row order.
@@ -332,7 +338,7 @@ def read(unit: Unit, cfg: RunConfig, tally: Tally) -> Iterator[Batch]:
         tally.nbytes += batch.nbytes
         tally.blank += batch.blank
         for r, why in batch.errors:
-            tally.reject(r, "read", why)
+            tally.reject(r, "read", why)  # a reader's reason is a Reason: its kind with it
         out = [batch]
         del batch
         yield out.pop()  # (see _handed_on)
@@ -373,13 +379,13 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
                 keep_t.append(v)
                 keep_r.append(r)
             elif v is None:
-                tally.reject(r, "validate", f"{column} is null")
+                tally.reject(r, "validate", f"{column} is null", kind="null")
             elif isinstance(v, bytes):  # a Parquet BYTE_ARRAY without the UTF8 annotation (e.g. older Spark)
                 tally.reject(r, "validate", f"{column} is bytes (a binary column), not a string: if it holds UTF-8 "
                                             "text, write the column as a string type (pyarrow: .cast(pa.string()); "
-                                            "Spark: spark.sql.parquet.binaryAsString)", v)
+                                            "Spark: spark.sql.parquet.binaryAsString)", v, kind="binary")
             else:
-                tally.reject(r, "validate", f"{column} is {_a(type(v).__name__)}, not a string", v)
+                tally.reject(r, "validate", f"{column} is {_a(type(v).__name__)}, not a string", v, kind="wrong_type")
         originals = {}
         for i in surrogate_rows(keep_t):  # rare: found by a scan of the code units
             originals[i] = keep_t[i]
@@ -424,7 +430,8 @@ def tokenize_texts(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Ta
         res = fn(pa.RecordBatch.from_arrays([values], names=["text"]))
         failed = np.flatnonzero(res.column("error").is_valid().to_numpy(zero_copy_only=False))
         for i in failed:
-            tally.reject(int(b.rows[i]), "tokenize", res.column("error")[int(i)].as_py(), _as_read(b, int(i)))
+            tally.reject(int(b.rows[i]), "tokenize", res.column("error")[int(i)].as_py(), _as_read(b, int(i)),
+                         kind="tokenizer_refused")
         ids = res.column("input_ids").flatten().to_numpy(zero_copy_only=False).astype(np.uint32, copy=False)
         lengths = res.column("length").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         kept = np.delete(np.arange(len(lengths)), failed)  # failed rows have no ids

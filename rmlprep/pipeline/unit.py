@@ -18,6 +18,7 @@ from .._version import __version__
 from ..config import RunConfig
 from ..errors import OutputError, RmlprepError
 from ..readers import Unit
+from ..reject_kinds import KINDS
 from ..shards import rejects_name
 from .output import MARKER_VERSION, OutputFolder
 from .pack import Packed, pack_conversations, pack_documents, unfilled_tokens
@@ -150,7 +151,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         "documents": packed.documents,
         "rejects": tally.n_rejects,
         **({"rejects_sha256": rejects_sha256, "rejects_bytes": tally.rejects_bytes,
-            "rejects_by_stage": {k: tally.by_stage[k] for k in REJECT_STAGES if k in tally.by_stage}}
+            "rejects_by_stage": {k: tally.by_stage[k] for k in REJECT_STAGES if k in tally.by_stage},
+            "rejects_by_kind": {k: tally.by_kind[k] for k in KINDS if k in tally.by_kind}}
            if tally.n_rejects else {}),
         "blank_lines": tally.blank,
         "lone_surrogate_rows": tally.surrogate_rows,

@@ -2,7 +2,7 @@
 rejected, or no row at all) is not, nor one whose rejects pass ``run.max_reject_fraction`` of
 the rows read (:func:`run_verdict`; ``rmlprep run`` and :func:`rmlprep.cli.run_exit_status`
 exit 2 with its line); and the rejects' breakdown by stage that the summary and that line give
-(:func:`rejects_by_stage`, :func:`reject_line`).
+(:func:`rejects_by_stage`, :func:`reject_line`), and by kind in the manifest (:func:`rejects_by_kind`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from typing import Any
 
 from .. import fs
 from ..config import RunConfig
+from ..reject_kinds import KINDS
 from .stages import REJECT_STAGES
 
-__all__ = ["rejects_by_stage", "reject_line", "run_verdict"]
+__all__ = ["rejects_by_stage", "rejects_by_kind", "reject_line", "run_verdict"]
 
 
 def rejects_by_stage(recs: list[dict[str, Any]]) -> dict[str, int] | None:
@@ -29,6 +30,19 @@ def rejects_by_stage(recs: list[dict[str, Any]]) -> dict[str, int] | None:
         for k, n in r.get("rejects_by_stage", {}).items():
             out[k] = out.get(k, 0) + n
     return {k: out[k] for k in REJECT_STAGES if k in out}
+
+
+def rejects_by_kind(recs: list[dict[str, Any]]) -> dict[str, int] | None:
+    """The rejects per ``kind`` (:data:`rmlprep.reject_kinds.KINDS`, in that order; a kind with
+    none is absent), summed over the done markers' ``rejects_by_kind``; None (not known) when a
+    kept marker with rejects predates the key (a resumed run; ``--overwrite`` counts again)."""
+    if any(r["rejects"] and "rejects_by_kind" not in r for r in recs):
+        return None
+    out: dict[str, int] = {}
+    for r in recs:
+        for k, n in r.get("rejects_by_kind", {}).items():
+            out[k] = out.get(k, 0) + n
+    return {k: out[k] for k in KINDS if k in out}
 
 
 def _breakdown(manifest: dict[str, Any], count: int | None = None) -> str:

@@ -17,6 +17,7 @@ import pyarrow as pa
 from .. import fs, json_rows
 from ..compressed import compression_of, zstd_frames
 from ..errors import ConfigError, InputError, RowError
+from ..reject_kinds import Reason
 from .sniff import LFS_POINTER, sniff  # noqa: F401 (re-exported: the plan's first-bytes check)
 
 #: A JSONL line or CSV record longer than this is a row fault (JSONL: skipped unread) or, for CSV,
@@ -270,10 +271,11 @@ def _decoded(values: list, decode, rows: np.ndarray, column: str) -> tuple[list,
             out.append(decode(v))
             keep.append(i)
         except RowError as e:  # a key twice
-            errors.append((int(rows[i]), f"{column} holds JSON text (Arrow's arrow.json type) in which {e}"))
+            errors.append((int(rows[i]), Reason(f"{column} holds JSON text (Arrow's arrow.json type) in which {e}",
+                                                "duplicate_key")))
         except (ValueError, TypeError) as e:
-            errors.append((int(rows[i]), f"{column} holds JSON text (Arrow's arrow.json type) that is not valid "
-                                         f"JSON ({one_line(e)})"))
+            errors.append((int(rows[i]), Reason(f"{column} holds JSON text (Arrow's arrow.json type) that is not "
+                                                f"valid JSON ({one_line(e)})", "bad_json_text")))
     return out, keep, errors
 
 
@@ -440,7 +442,8 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
                     values.append(arrow_values(col.slice(i, 1))[0])
                     keep.append(i)
                 except UnicodeDecodeError as u:
-                    errors.append((int(rows[i]), f"{column} is not valid UTF-8 ({u.reason} at byte {u.start})"))
+                    errors.append((int(rows[i]), Reason(f"{column} is not valid UTF-8 ({u.reason} at byte {u.start})",
+                                                        "not_utf8")))
             kept = rows[keep]
             if decode is not None:
                 values, keep2, more = _decoded(values, decode, kept, column)

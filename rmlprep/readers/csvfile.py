@@ -28,6 +28,7 @@ import numpy as np
 from ..compressed import COMPRESSED_SUFFIXES, open_decompressed
 from ..encoding_hints import not_utf8_hint
 from ..errors import InputError
+from ..reject_kinds import Reason
 from . import base
 from .base import Batch, Unit
 
@@ -177,11 +178,12 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                 snippet = line if len(line) <= 80 else line[:77] + "..."
                 if _SURROGATE.search(snippet):
                     snippet = snippet.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                errors.append((record, f"CSV record has {len(row)} fields, the header has {width} ({snippet!r})"))
+                errors.append((record, Reason(f"CSV record has {len(row)} fields, the header has {width} ({snippet!r})",
+                                               "csv_field_count")))
             else:
                 v = row[col]
                 if _BAD_UTF8[0] != bad_at_start and _SURROGATE.search(v):
-                    errors.append((record, f"{column} is not valid UTF-8 ({_not_utf8(v)})"))
+                    errors.append((record, Reason(f"{column} is not valid UTF-8 ({_not_utf8(v)})", "not_utf8")))
                 else:
                     values.append(v)
                     rows.append(record)

@@ -39,6 +39,7 @@ import numpy as np
 from .. import fs, json_rows
 from ..compressed import compression_of, open_decompressed, zstd_chunks, zstd_frames
 from ..encoding_hints import not_utf8_hint, wide_encoding
+from ..reject_kinds import Reason
 from ..errors import InputError, RowError
 from . import base
 from .base import MAX_JSON_DEPTH, Batch, Unit, decoded_size_estimate, layout_hint, one_line
@@ -285,16 +286,16 @@ def _parse_line(line: bytes, column: str) -> tuple[bool, Any, dict | None]:
     if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH:
         depth = _json_depth(line)
         if depth > MAX_JSON_DEPTH:
-            return False, f"JSON nested {depth} levels deep (the limit is {MAX_JSON_DEPTH})", None
+            return False, Reason(f"JSON nested {depth} levels deep (the limit is {MAX_JSON_DEPTH})", "too_deep"), None
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
         hint = not_utf8_hint(line, e.start, e.reason)  # Latin-1 text: named
-        return False, f"line is not valid UTF-8 ({e.reason} at byte {e.start}{hint})", None
+        return False, Reason(f"line is not valid UTF-8 ({e.reason} at byte {e.start}{hint})", "not_utf8"), None
     try:
         obj = json_rows.loads(text)
     except RowError as e:  # an object holding a key twice
-        return False, str(e), None
+        return False, Reason(str(e), "duplicate_key"), None
     except json.JSONDecodeError as e:
         if text.endswith("\n"):  # the line's own end inside a string read as "Invalid control character":
             try:                  # a cut line's error is what the text before it lacks
@@ -304,19 +305,22 @@ def _parse_line(line: bytes, column: str) -> tuple[bool, Any, dict | None]:
             except (RecursionError, ValueError):
                 pass
         if e.msg == "Extra data" and text[e.pos:].lstrip().startswith("{"):
-            return False, (f"line holds two JSON objects, the second at column {e.colno} (files concatenated "
-                           "without a newline at the end of the first?)"), None
+            return False, Reason(f"line holds two JSON objects, the second at column {e.colno} (files concatenated "
+                                 "without a newline at the end of the first?)", "two_json_objects"), None
         # json's messages end in "at" when a position follows ("Invalid control character at")
         where = "column" if e.msg.endswith(" at") else "at column"
-        return False, f"line is not valid JSON ({e.msg} {where} {e.colno})", None
+        return False, Reason(f"line is not valid JSON ({e.msg} {where} {e.colno})", "not_json"), None
     except RecursionError:
-        return False, "JSON nested too deep for the parser", None
+        return False, Reason("JSON nested too deep for the parser", "too_deep"), None
     except ValueError as e:  # e.g. an integer over sys.get_int_max_str_digits() digits
-        return False, f"line holds a value Python cannot convert ({one_line(str(e).split(';')[0], 120)})", None
+        return False, Reason(f"line holds a value Python cannot convert ({one_line(str(e).split(';')[0], 120)})",
+                             "unconvertible_value"), None
     if not isinstance(obj, dict):
-        return False, f"line is a JSON {_JSON_TYPES.get(type(obj), type(obj).__name__)}, not an object", None
+        return False, Reason(f"line is a JSON {_JSON_TYPES.get(type(obj), type(obj).__name__)}, not an object",
+                             "not_an_object"), None
     if column not in obj:
-        return False, f"no {column!r} field (fields: {sorted(obj)[:8]}){layout_hint(column, obj)}", None
+        return False, Reason(f"no {column!r} field (fields: {sorted(obj)[:8]}){layout_hint(column, obj)}",
+                             "missing_field"), None
     return True, obj[column], obj
 
 
@@ -385,7 +389,8 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                     raise _cut_long(unit.path, pos, n, kind)
                 pos += n
                 nbytes += n
-                errors.append((r, f"line of {n} bytes is longer than the {base.MAX_ROW_BYTES} byte limit (not read)"))
+                errors.append((r, Reason(f"line of {n} bytes is longer than the {base.MAX_ROW_BYTES} byte limit (not read)",
+                                          "line_too_long")))
             else:
                 line_at = pos
                 pos += len(line)
@@ -394,8 +399,8 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                     if base.is_blank_line(line):  # JSON whitespace only: no row
                         blank += 1
                     else:  # \x0b, \x0c: a row the reader cannot parse, never a skipped line
-                        errors.append((r, "line holds only whitespace JSON does not allow (form feed \\x0c or "
-                                          "vertical tab \\x0b), not a JSON object"))
+                        errors.append((r, Reason("line holds only whitespace JSON does not allow (form feed \\x0c "
+                                                 "or vertical tab \\x0b), not a JSON object", "bad_whitespace")))
                     continue
                 if first:  # a JSON document (array, pretty-printed object) is a file fault
                     first = False

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..reject_kinds import Reason
 from .base import Batch, Unit
 
 _STDLIB_SKIP = {"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"}
@@ -53,7 +54,7 @@ def read_stdlib(unit: Unit, batch_rows: int) -> Iterator[Batch]:
             values.append(data.decode("utf-8"))
             rows.append(i)
         except UnicodeDecodeError as e:
-            errors.append((i, f"{rel}: not valid UTF-8 ({e.reason} at byte {e.start})"))
+            errors.append((i, Reason(f"{rel}: not valid UTF-8 ({e.reason} at byte {e.start})", "not_utf8")))
         if len(values) + len(errors) >= batch_rows:
             yield Batch(values, np.asarray(rows, dtype=np.int64), nbytes, errors)
             values, rows, errors, nbytes = [], [], [], 0
