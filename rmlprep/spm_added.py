@@ -26,11 +26,14 @@ embeddings were trained with, so rmlprep reads such a folder as transformers doe
 - decoding follows the converted tokenizer's decoder (``▁`` -> space, byte fallback, one leading
   space stripped); added tokens decode to their text.
 
-Refused: a config without ``"legacy"`` (transformers 4.x takes it as true, 5.x as false, and they
-encode the text after an added token differently: ``▁user`` / ``user``), ``"legacy": false``
-(both versions then prefix only the start of the text and not a text that starts with a space,
-``" hello"`` -> ``▁hello`` where sentencepiece writes ``▁``, ``▁hello``: not reproduced for a
-``.model``), a ``tokenizer_class`` other than Llama's (another converter), an added token whose
+Refused: ``"legacy": false`` in a Llama-class folder's config, added tokens or not (both
+transformers versions then prefix only the start of the text, and not a text that starts with
+a space: ``" hello"`` -> ``▁hello`` where sentencepiece writes ``▁``, ``▁hello``, and ``"<s>hi"``
+-> ``<s>``, ``hi``; rmlprep reads a ``.model`` as sentencepiece encodes it, so such a folder gave
+other ids than transformers without a word; the tokenizer.json transformers saves for it reads
+exactly); added tokens with a config without ``"legacy"`` (transformers 4.x takes it as true,
+5.x as false, and they encode the text after an added token differently: ``▁user`` /
+``user``), a ``tokenizer_class`` other than Llama's (another converter), an added token whose
 text is a piece of the model (``tokenizers`` gives it the piece's id). With ``"legacy": true``
 transformers 5.x differs from 4.x where a text between added tokens starts with a space (5.x's
 Metaspace prepends ``"▁"`` only when it is missing: ``"<|im_end|> world"`` -> ``▁world``, 4.x and
@@ -77,11 +80,20 @@ def with_config_added(spec: TokenizerSpec, cfg: Mapping[str, Any], p: Path) -> T
         LoaderError: an entry whose id or text disagrees with the model (another model's config),
             ids past the pieces with a gap, an added token that is a piece, a config without
             ``legacy`` (with the key to set).
-        UnsupportedTokenizer: ``"legacy": false``, a class other than Llama's, ``normalized`` or
-            ``single_word`` entries, ``add_prefix_space: false``.
+        UnsupportedTokenizer: ``"legacy": false`` (Llama classes; with or without added tokens),
+            added tokens with a class other than Llama's, ``normalized`` or ``single_word``
+            entries, ``add_prefix_space: false``.
     """
     from .hf import _check_config_added, _token_content
 
+    write = ("write a tokenizer.json beside it (transformers: AutoTokenizer.from_pretrained(folder)"
+             ".save_pretrained(folder)) and load that")
+    if cfg.get("legacy") is False and cfg.get("tokenizer_class") in _LLAMA_CLASSES:
+        raise UnsupportedTokenizer(f"{p.parent}: tokenizer_config.json sets \"legacy\": false for {p.name}: "
+                                   "transformers then writes no '▁' before a text that starts with a space, nor "
+                                   "after a special token (' hello' -> '▁hello', sentencepiece '▁', '▁hello'; "
+                                   "'<s>hi' -> '<s>', 'hi'), which rmlprep does not reproduce for a .model; "
+                                   f"{write} (rmlprep reads that file exactly)")
     n = len(spec.vocab)
     entries = cfg.get("added_tokens_decoder")
     past = [] if not isinstance(entries, Mapping) else [
@@ -120,12 +132,8 @@ def with_config_added(spec: TokenizerSpec, cfg: Mapping[str, Any], p: Path) -> T
                           "added token differently ('<|im_start|>user' -> '▁user' or 'user'); set \"legacy\": true "
                           "in tokenizer_config.json if the model was trained with transformers 4.x (its default "
                           "then), or load the tokenizer.json of the model")
-    write = ("write a tokenizer.json beside it (transformers: AutoTokenizer.from_pretrained(folder)"
-             ".save_pretrained(folder)) and load that")
     if legacy is not True:
-        raise UnsupportedTokenizer(f"{where} past the {n} pieces of {p.name}, with \"legacy\": {legacy!r}: "
-                                   "transformers then prefixes only the start of the text, and not a text that "
-                                   "starts with a space (' hello' -> '▁hello', sentencepiece '▁', '▁hello'), which "
+        raise UnsupportedTokenizer(f"{where} past the {n} pieces of {p.name}, with \"legacy\": {legacy!r}, which "
                                    f"rmlprep does not reproduce for a .model; {write}")
     if cfg.get("add_prefix_space") not in (None, True):
         raise UnsupportedTokenizer(f"{where} past the {n} pieces of {p.name}, with \"add_prefix_space\": "

@@ -82,8 +82,9 @@ def test_what_transformers_would_read_otherwise_is_refused(tmp_path):
         load_tokenizer(_folder(tmp_path, "no-legacy-key"))
     i = FX["texts"].index(" hello")
     assert fx["not-legacy"][REF4]["parsed"][i] == fx["not-legacy"][REF5]["parsed"][i] == [22172]
-    with pytest.raises(UnsupportedTokenizer, match=r"with \"legacy\": False: transformers then prefixes only the "
-                                                   r"start of the text.*save_pretrained\(folder\)\) and load that$"):
+    with pytest.raises(UnsupportedTokenizer, match=r"tokenizer_config.json sets \"legacy\": false for tokenizer.model: "
+                                                   r"transformers then writes no '▁' before a text that starts with a "
+                                                   r"space.*save_pretrained\(folder\)\) and load that \(rmlprep reads "):
         load_tokenizer(_folder(tmp_path, "not-legacy"))
     assert fx["gap"][REF4]["ids"] == fx["gap"][REF5]["ids"] == {"<|im_end|>": 32000}
     with pytest.raises(LoaderError, match=r"adds ids \[32005\] past the 32000 pieces of tokenizer.model, with no "
@@ -131,3 +132,27 @@ def test_the_fixture_is_its_generators():
     moved = copy.deepcopy(FX)
     moved["cases"]["gap"][REF5]["ids"] = {"<|im_end|>": 32005}
     assert gen.drift(FX, moved) == ["cases['gap'] differs"]
+
+
+@pytest.mark.parametrize("legacy", [False, True, None])
+def test_a_sentencepiece_folder_with_legacy_false_is_refused_added_tokens_or_not(tmp_path, legacy):
+    """A Llama-class folder of a .model and a config with "legacy": false and no added tokens
+    loaded, and encoded as sentencepiece does: ' hello' -> [29871, 22172] ('▁', '▁hello'), where
+    transformers 4.57.1 and 5.24.0 both give [22172] for "legacy": false (the fixture's
+    not-legacy case, text ' hello'; the converter's Metaspace prefixes only a text that lacks
+    '▁', and only the first), and '<s>hi' -> [29871, 1, 2918] where both give [1, 2918]: other ids
+    than the model's tokenizer, no word said. Refused now, naming the tokenizer.json to write
+    (transformers' save of such a folder is a Metaspace(prepend_scheme='first') tokenizer.json,
+    which rmlprep reads exactly); "legacy": true and no key load as before, sentencepiece's ids."""
+    i = FX["texts"].index(" hello")
+    assert FX["cases"]["not-legacy"][REF4]["parsed"][i] == FX["cases"]["not-legacy"][REF5]["parsed"][i] == [22172]
+    cfg = {"tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "add_eos_token": False}
+    if legacy is not None:
+        cfg["legacy"] = legacy
+    d = _folder(tmp_path, "legacy", cfg)
+    if legacy is False:
+        with pytest.raises(UnsupportedTokenizer, match=r"sets \"legacy\": false for tokenizer.model: transformers "
+                                                       r"then writes no '▁' before a text that starts with a space"):
+            load_tokenizer(d)
+    else:
+        assert load_tokenizer(d).encode(" hello", parse_special=False) == [29871, 22172]
