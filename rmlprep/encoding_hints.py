@@ -7,11 +7,15 @@ only word the refusal or the reject better, they never read the file another way
 
 from __future__ import annotations
 
-__all__ = ["WIDE_BOMS", "wide_encoding", "binary_format", "not_utf8_hint"]
+__all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "not_utf8_hint"]
 
 #: (byte-order mark, the encoding's name, iconv's name for it); the 4-byte marks first
 WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE", "UTF-32BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE", "UTF-32LE"),
              (b"\xfe\xff", "UTF-16-BE", "UTF-16BE"), (b"\xff\xfe", "UTF-16-LE", "UTF-16LE"))
+
+#: The first bytes of a Git LFS pointer: the small text file a clone without ``git lfs`` holds
+#: in place of a large file (a Hub repo's tokenizer.json, tokenizer.model, .gguf, .parquet).
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
 #: a file format's magic number at byte 0 -> (its name, the suffix that names it)
 _FORMATS = ((b"PAR1", "a Parquet file (magic PAR1 at byte 0)", ".parquet"),

@@ -1,7 +1,8 @@
 """What a model folder's ``tokenizer_config.json`` holds for its chat template, read apart from
 the load cache (which keeps only the spec and the template in use): the named templates, and
 the special-token variables transformers passes to a template besides ``bos_token`` /
-``eos_token``.
+``eos_token``; and the ``chat_template.jinja`` that takes the config's template's place
+(:func:`template_file`, read by the load).
 
 Source: transformers 4.57.1 ``tokenization_utils_base.py``: ``apply_chat_template`` renders with
 ``{**self.special_tokens_map, **kwargs}``; ``special_tokens_map`` holds each attribute of
@@ -19,7 +20,7 @@ from typing import Any
 
 from .errors import LoaderError
 
-__all__ = ["named_templates", "template_tokens"]
+__all__ = ["CHAT_TEMPLATE_FILE", "named_templates", "template_tokens", "template_file"]
 
 
 #: A template that may read one of them (any ``*_token`` name but bos/eos): only then is the
@@ -90,3 +91,26 @@ def template_tokens(folder: Path, template: str | None) -> dict[str, Any] | None
     for k, v in (extra.items() if isinstance(extra, dict) else ()):
         out[k] = _token_content(v) or None
     return out
+
+
+#: The chat template file a model folder may hold beside its tokenizer_config.json.
+CHAT_TEMPLATE_FILE = "chat_template.jinja"
+
+
+def template_file(folder: Path, template: str | None) -> str | None:
+    """The chat template in ``folder/chat_template.jinja`` when there is one, else ``template``
+    (the ``tokenizer_config.json``'s). transformers saves a model's template to that file since
+    4.47 and, loading, takes it over the config's ``chat_template`` (an older copy may stay
+    there): reading the config's alone would prove, detect and render a template the model
+    no longer uses.
+
+    Raises:
+        LoaderError: the file is not UTF-8 text.
+    """
+    f = folder / CHAT_TEMPLATE_FILE
+    if not f.is_file():
+        return template
+    try:
+        return f.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LoaderError(f"{f}: cannot read the chat template ({e})") from None

@@ -9,7 +9,8 @@ The format is told from the path, never from a guess at the model:
 - a tiktoken rank file (its first lines are ``<base64> <int>``): :mod:`rmlprep.tiktoken_file`
   (Llama 3's ``tokenizer.model`` is one);
 - any other file that starts as a SentencePiece ``ModelProto`` does (:mod:`rmlprep.spm`); a
-  file that is none of these is refused as not a tokenizer, with this list;
+  file that is none of these is refused as not a tokenizer, with this list (a Git LFS pointer
+  in the file's place, by name, with ``git lfs pull``);
 - ``demo:gpt2``: the embedded demo's tokenizer (:mod:`rmlprep.demo`: GPT-2's, else a small fallback).
 
 :func:`open_tokenizer` is the resolution the CLI and the pipeline use: everything above, plus
@@ -30,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from . import cache
+from .encoding_hints import LFS_POINTER
 from .errors import ConfigError, LoaderError, RmlprepError, SpecError
+from .folder_config import CHAT_TEMPLATE_FILE, template_file
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
 
@@ -96,16 +99,19 @@ def load_spec(path: str | os.PathLike, *, given: frozenset[str] = frozenset(),
     tiktoken_kw = {k: v for k, v in kwargs.items() if k in _TIKTOKEN_ARGS}
     try:
         with open(p, "rb") as f:
-            head = f.read(16)
+            head = f.read(64)
     except OSError as e:  # a directory without a tokenizer, no permission, ...
         raise LoaderError(f"{p}: cannot read the tokenizer file ({e.strerror or e})") from None
+    if head.startswith(LFS_POINTER):  # was "not valid JSON" / "not a tokenizer file rmlprep recognises"
+        raise LoaderError(f"{p}: is a Git LFS pointer, not the tokenizer file (the repository was cloned without "
+                          "its LFS files); fetch them with: git lfs pull")
     if p.suffix == ".json":
         from .hf import spec_from_tokenizer_json
 
         _no_tiktoken_args(p, tiktoken_kw)
         config = read_model_config(p.parent)
         spec, template = spec_from_tokenizer_json(p, config=config)
-        return spec, _template_file(p.parent, template)
+        return spec, template_file(p.parent, template)
     if p.suffix == ".gguf" or head[:4] == b"GGUF":
         from .gguf import spec_from_gguf
 
@@ -128,7 +134,7 @@ def load_spec(path: str | os.PathLike, *, given: frozenset[str] = frozenset(),
         spec = _with_config_specials(spec, cfg, p, given)
         if isinstance(cfg.get("chat_template"), str):
             template = cfg["chat_template"]
-    return spec, _template_file(p.parent, template)
+    return spec, template_file(p.parent, template)
 
 
 #: transformers' defaults for ``add_bos_token`` / ``add_eos_token`` of a SentencePiece folder
@@ -246,29 +252,6 @@ def read_model_config(folder: str | os.PathLike) -> dict[str, Any] | None:
     out = dict(cfg or {})
     out.update({k: mapped[k] for k in _MAPPED_TOKENS if k in mapped})
     return out
-
-
-#: The chat template file a model folder may hold beside its tokenizer_config.json.
-CHAT_TEMPLATE_FILE = "chat_template.jinja"
-
-
-def _template_file(folder: Path, template: str | None) -> str | None:
-    """The chat template in ``folder/chat_template.jinja`` when there is one, else ``template``
-    (the ``tokenizer_config.json``'s). transformers saves a model's template to that file since
-    4.47 and, loading, takes it over the config's ``chat_template`` (an older copy may stay
-    there): reading the config's alone would prove, detect and render a template the model
-    no longer uses.
-
-    Raises:
-        LoaderError: the file is not UTF-8 text.
-    """
-    f = folder / CHAT_TEMPLATE_FILE
-    if not f.is_file():
-        return template
-    try:
-        return f.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise LoaderError(f"{f}: cannot read the chat template ({e})") from None
 
 
 def _no_tiktoken_args(p: Path, kw: dict[str, Any]) -> None:

@@ -88,6 +88,21 @@ def test_tiktoken_arguments_given_as_none_are_not_given(tmp_path):
     assert load_tokenizer(_need("llama2/tokenizer.model"), name=None).vocab_size == 32000
 
 
+def test_a_git_lfs_pointer_is_named(tmp_path):
+    """A Hub repository cloned without git-lfs holds, in place of tokenizer.json, tokenizer.model
+    or a .gguf, a ~130-byte text pointer. It was "not valid JSON (Expecting value: line 1 column 1)"
+    for a tokenizer.json and "not a tokenizer file rmlprep recognises" for the others (explorer6),
+    while an input file in that state is named (readers/sniff.py); now the load names it too."""
+    pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 9085657\n"
+    for name in ("tokenizer.json", "tokenizer.model", "model.gguf"):
+        folder = tmp_path / name.replace(".", "_")
+        folder.mkdir()
+        (folder / name).write_bytes(pointer)
+        for path in (folder, folder / name):
+            with pytest.raises(LoaderError, match=rf"{name}: is a Git LFS pointer, .*git lfs pull"):
+                load_tokenizer(path)
+
+
 def test_missing_paths(tmp_path):
     with pytest.raises(LoaderError, match="no such file or directory"):
         load_tokenizer(tmp_path / "nope")

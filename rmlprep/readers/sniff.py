@@ -8,14 +8,13 @@ from pathlib import Path
 
 from .. import fs
 from ..compressed import compression_of
-from ..encoding_hints import binary_format, wide_encoding
+from ..encoding_hints import LFS_POINTER, binary_format, wide_encoding
 from ..errors import InputError
 
 __all__ = ["LFS_POINTER", "sniff"]
 
 _MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"), (b"\xfd7zXZ\x00", "xz", ".xz"))
 
-LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 
 _NAMES = {"jsonl": "JSONL", "csv": "CSV"}
 
