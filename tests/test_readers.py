@@ -571,6 +571,43 @@ def test_compressed_csv(tmp_path, suffix):
     one_line_error(ei, p)
 
 
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_csv_cut_in_its_last_record_is_not_read_as_complete(tmp_path, suffix):
+    """A CSV file cut short (an interrupted download) ends inside its last record, without a
+    line break. Cut before the last field, that record has fewer fields than the header: it was a
+    reject and the run exited 0, the file counted complete (explorer6); it is now a file fault, as
+    a JSONL file's cut last line is. A short record with its line break, or before the last
+    record, stays a reject; a cut in the last field cannot be told from a complete record (the
+    plan warns: test_plan_warns_of_a_csv_without_a_final_line_break)."""
+    body = b"id,text,source\n1,first,web\n2,x\n3,third,web\n"  # record 1 is short, with its line break
+    p = tmp_path / ("t.csv" + suffix)
+    for cut in (body[:-8], body[:-11]):  # "3,th" / "3": the last record cut in its 2nd / 1st field
+        p.write_bytes(gzip.compress(cut) if suffix else cut)
+        with pytest.raises(InputError, match=r"CSV record 2 \(from line 4\), the last, has [12] of the header's 3 "
+                                             r"fields and no line break at the end: the file looks truncated") as ei:
+            read_path(p)
+        one_line_error(ei, p)
+    for whole in (body, body[:-1], body[:-12] + b"3,x\n"):  # complete; no final line break; short, with one
+        p.write_bytes(gzip.compress(whole) if suffix else whole)
+        values, rows, errors, _ = read_path(p)
+        assert values[0] == "first" and [r for r, _ in errors] == ([1, 2] if whole.endswith(b"3,x\n") else [1])
+
+
+def test_plan_warns_of_a_csv_without_a_final_line_break(tmp_path):
+    """Cut in its last value, a CSV file reads as complete: ``id,text`` cut at ``99,document 99 wo``
+    gave a last document "document 99 wo", exit 0, no word (explorer6). The plan says so of a
+    plain file that does not end with a line break (Google Sheets writes such files, so it is a
+    warning, not a refusal)."""
+    (tmp_path / "cut.csv").write_bytes(b"id,text\n1,first\n2,document 2 wo")
+    (tmp_path / "whole.csv").write_bytes(b"id,text\n1,first\r\n")
+    (tmp_path / "z.csv.gz").write_bytes(gzip.compress(b"id,text\n1,first"))  # the decoder's to judge
+    logs: list[str] = []
+    plan_units(inp([tmp_path / "*.csv*"], column="text"), log=logs.append)
+    assert logs == [f"warning: input: {tmp_path / 'cut.csv'} does not end with a line break: its last CSV record is "
+                    "read as complete, though a file cut short (an interrupted download or copy) ends so too, with "
+                    "its last value cut"]
+
+
 # -- JSONL rows --------------------------------------------------------------------------------
 @pytest.mark.parametrize("suffix", ["", ".gz", ".zst"])
 def test_jsonl_utf8_bom_keeps_the_first_row(tmp_path, suffix):

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import fs
-from ..compressed import COMPRESSED_SUFFIXES, open_decompressed
+from ..compressed import COMPRESSED_SUFFIXES, compression_of, open_decompressed
 from ..errors import ConfigError, RmlprepError
 from .arrowfiles import _open_arrow, plan_hf, read_hf
 from .base import MAX_ROW_BYTES, Batch, Unit, check_column, decoded_size_estimate, is_blank_line, sniff
@@ -146,7 +146,8 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
         inp: the validated ``[input]`` section (see :mod:`rmlprep.config`).
         exclude: directories whose files are never input (the run's output folder): glob matches
             under them are skipped, an explicit path under them is refused.
-        log: where the split read from a DatasetDict with ``input.split`` unset is announced.
+        log: where the split read from a DatasetDict with ``input.split`` unset is announced, and
+            a plain CSV file that does not end with a line break warned of (cut short?).
     **Columns.** With ``inp["column"]`` set (``input.column``; a run always sets it), every
     file with a schema or header (Parquet, Arrow, ``datasets`` folders, CSV) must hold that
     column exactly once: the schema is read here anyway (Parquet's footer, an Arrow file's
@@ -198,6 +199,10 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             elif fmt == "csv":
                 if column is not None:
                     _check_csv_header(path, column)
+                if log is not None and _ends_without_line_break(path):
+                    log(f"warning: input: {path} does not end with a line break: its last CSV record is read as "
+                        "complete, though a file cut short (an interrupted download or copy) ends so too, with its "
+                        "last value cut")
                 specs.append(dict(format="csv", path=path, nbytes=decoded_size_estimate(path)))
             elif fmt == "hf":
                 specs.extend(plan_hf(path, inp.get("split"), inp["unit_rows"], log, column))
@@ -209,6 +214,20 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             raise ConfigError(f"input.split = {inp['split']!r}: a split is chosen in a datasets DatasetDict folder, "
                               f"and input.paths names none (only {what}, read whole); remove input.split")
     return [Unit(i, **s) for i, s in enumerate(specs)]
+
+
+def _ends_without_line_break(path: str) -> bool:
+    """Whether a plain (uncompressed) file's last byte is neither ``\n`` nor ``\r``: a CSV file cut
+    in its last record's last value reads as a complete record (its reader refuses a last record
+    with fewer fields than the header and no line break: :func:`.csvfile.read_csv`)."""
+    if compression_of(path) is not None:
+        return False  # a cut compressed stream is its decoder's fault to find
+    size = fs.getsize(path)
+    if not size:
+        return False
+    with fs.open(path, "rb") as f:
+        f.seek(size - 1)
+        return f.read(1) not in (b"\n", b"\r")
 
 
 def _check_csv_header(path: str, column: str) -> None:
