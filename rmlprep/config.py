@@ -441,6 +441,9 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
             f"{w}pack.overflow: for pipeline {pipeline!r} must be one of {list(_OVERFLOW[pipeline])}, "
             f"got {pack['overflow']!r}"
         )
+    if pipeline == "sft" and pack["seq_len"] == 1 and pack["overflow"] == "split":  # explorer6 X4
+        raise ConfigError(f"{w}pack.seq_len = 1 with pack.overflow = \"split\": every chunk is one token, whose label "
+                          "is masked (-100, as each fragment's first), so no row would train anything; use seq_len >= 2")
     if pipeline != "sft" and raw.get("pack", {}).get("pad"):
         raise ConfigError(f"{w}pack.pad = true: only the sft pipeline pads rows; pretraining rows are packed "
                           "full and a shard's last row keeps its length (seq_lengths says it); remove pack.pad")
