@@ -774,3 +774,19 @@ def test_input_files_with_the_same_bytes_are_named(tmp_path):
     assert f"as {data / 'a.jsonl'} (xxh3-128 " in warned[0]
     assert f"as {data / 'backup' / 'p.parquet'} (xxh3-128 " in warned[1]
     assert "rows are in the shards twice" in warned[0]
+
+
+def test_a_glob_matching_only_the_output_folder_says_so(tmp_path, monkeypatch):
+    """``paths = ["in/same/*.parquet"]`` with ``output.dir = "in/same"``: the glob's only match is
+    in the output folder, which a run never reads. The refusal said "(1 matches: directories,
+    datasets metadata or the output folder)" and then the note on relative paths, "run from
+    /tmp/explorer6, or give the absolute path", although the run was started there (explorer6)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in" / "same").mkdir(parents=True)
+    pq.write_table(pa.table({"text": ["a", "b"]}), tmp_path / "in" / "same" / "a.parquet")
+    cfg = config_from_dict({"input": {"paths": ["in/same/*.parquet"]}, "tokenizer": {"path": str(TINY)},
+                            "pack": {"seq_len": 64}, "output": {"dir": "in/same"}})
+    with pytest.raises(ConfigError) as e:
+        run(cfg, overwrite=True, log=lambda m: None)
+    assert str(e.value) == (f"input.paths: the glob '{tmp_path}/in/same/*.parquet' matches no corpus file (1 matches: "
+                            f"1 of them in the output folder {tmp_path}/in/same, which a run never reads)")

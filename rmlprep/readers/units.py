@@ -117,9 +117,11 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
                 if _inside(fs.dirname(h), hf_dirs) or is_hf_dir(fs.dirname(h)):
                     continue  # state.json, data-*.arrow of a datasets folder
                 kept.append(h)
-            if not kept:
-                raise ConfigError(f"input.paths: the glob {pat!r} matches no corpus file "
-                                  f"({len(hits)} matches: directories, datasets metadata or the output folder)", path=pat)
+            if not kept:  # (no path=: the glob resolved right, the run's note on relative paths would mislead)
+                own = sum(1 for h in hits if ex and _inside(h, ex))
+                what = (f"{own} of them in the output folder {exclude[0]}, which a run never reads" if own
+                        else "directories or datasets metadata")
+                raise ConfigError(f"input.paths: the glob {pat!r} matches no corpus file ({len(hits)} matches: {what})")
             out.extend(kept)
         else:
             if not fs.exists(pat):
