@@ -35,11 +35,16 @@ def _check_uri(p: str, key: str) -> None:
 
 
 def _abs(p: str, key: str = "path") -> str:
-    """An absolute local path; ``demo:NAME`` and object-store URIs (``s3://...``, see
-    :mod:`rmlprep.fs`) as they are, once :func:`_check_uri` accepts them (else a ConfigError
-    naming ``key``)."""
+    """An absolute local path (of a ``file:///`` URI, its path); ``demo:NAME`` and object-store
+    URIs (``s3://...``, see :mod:`rmlprep.fs`) as they are, once :func:`_check_uri` accepts them
+    (else a ConfigError naming ``key``)."""
     if p.startswith("demo:"):
         return p
+    if p[:7].lower() == "file://":  # a local file URI: its path, as fsspec reads it (file:///data/a -> /data/a)
+        if not p[7:].startswith("/"):
+            raise ConfigError(f"{key}: {p!r}: a file URI holds an absolute path after file:// (file:///data/...); "
+                              "give it so, or the path itself", path=p)
+        p = p[7:]
     if fs.is_remote(p):
         _check_uri(p, key)
         return p

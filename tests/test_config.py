@@ -175,6 +175,20 @@ def test_sft_split_at_seq_len_1_is_refused():
     assert config_from_dict(cfg(pack={"seq_len": 1}))["pack"]["seq_len"] == 1  # pretrain: rows of one token
 
 
+def test_a_file_uri_is_its_path(tmp_path):
+    """``file:///data/a.jsonl`` (fsspec's local scheme; the README says input and output take any
+    scheme fsspec knows) was read as a relative path, '/cwd/file:/data/a.jsonl does not exist'
+    (explorer6). It is its path, as fsspec reads it (no percent-decoding); ``file://`` without a
+    third slash is refused."""
+    d = cfg(input={"paths": [f"file://{tmp_path}/*.jsonl"]}, tokenizer={"path": f"file://{tmp_path}/tok.json"},
+            output={"dir": f"FILE://{tmp_path}/o%20ut"})
+    c = config_from_dict(d)
+    assert c["input"]["paths"] == [f"{tmp_path}/*.jsonl"] and c["tokenizer"]["path"] == f"{tmp_path}/tok.json"
+    assert c["output"]["dir"] == f"{tmp_path}/o%20ut"
+    with pytest.raises(ConfigError, match=r"input.paths: 'file://data/a.jsonl': a file URI holds an absolute path"):
+        config_from_dict(cfg(input={"paths": ["file://data/a.jsonl"]}))
+
+
 def test_stdlib_needs_no_paths():
     d = cfg(input={"format": "stdlib"})
     del d["input"]["paths"]
