@@ -608,6 +608,21 @@ def test_plan_warns_of_a_csv_without_a_final_line_break(tmp_path):
                     "its last value cut"]
 
 
+def test_jsonl_byte_order_marks_of_files_joined_with_cat_are_named(tmp_path):
+    """``cat a.jsonl b.jsonl`` of files that each start with a UTF-8 byte-order mark puts the mark
+    at the start of a later line: that row was a reject "line is not valid JSON (Unexpected UTF-8
+    BOM (decode using utf-8-sig) at column 1)" (explorer6). Still a reject (only the file's own
+    start may hold the mark), with a reason that says where the mark came from and how to remove it."""
+    one = b'\xef\xbb\xbf{"text": "a"}\n'
+    p = tmp_path / "joined.jsonl"
+    p.write_bytes(one + one.replace(b'"a"', b'"b"'))
+    values, rows, errors, _ = read_path(p)
+    assert values == ["a"] and [r for r, _ in errors] == [1]
+    assert errors[0][1].startswith("line is not valid JSON: it starts with a UTF-8 byte-order mark, which only a "
+                                   "file's first line may (files joined with cat, each starting with one?)")
+    assert errors[0][1].kind == "not_json"
+
+
 # -- JSONL rows --------------------------------------------------------------------------------
 @pytest.mark.parametrize("suffix", ["", ".gz", ".zst"])
 def test_jsonl_utf8_bom_keeps_the_first_row(tmp_path, suffix):

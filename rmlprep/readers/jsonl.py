@@ -304,6 +304,10 @@ def _parse_line(line: bytes, column: str) -> tuple[bool, Any, dict | None]:
                 e = e2
             except (RecursionError, ValueError):
                 pass
+        if e.msg.startswith("Unexpected UTF-8 BOM"):  # U+FEFF before the object, not at the file's start
+            return False, Reason("line is not valid JSON: it starts with a UTF-8 byte-order mark, which only a file's "
+                                 "first line may (files joined with cat, each starting with one?); remove the marks, "
+                                 "e.g. sed '1!s/^\\xEF\\xBB\\xBF//' FILE", "not_json"), None
         if e.msg == "Extra data" and text[e.pos:].lstrip().startswith("{"):
             return False, Reason(f"line holds two JSON objects, the second at column {e.colno} (files concatenated "
                                  "without a newline at the end of the first?)", "two_json_objects"), None
