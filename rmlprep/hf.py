@@ -96,9 +96,8 @@ def _check_config_added(config: Mapping[str, Any] | None, tokens: Sequence[str |
     tokenizer.json: an id it names that the tokenizer.json lacks, or holds with other content
     (``tokens``: the vocab with the added tokens at the ids tokenizers gives them, None for a gap).
     ``source`` names another file (``tokenizer.model``: a SentencePiece folder, ``tokens`` its
-    pieces): an id beyond its pieces is a token transformers adds from the config alone, which
-    rmlprep does not (it reads added tokens from a tokenizer.json), so it is refused too, with
-    the way to write that file.
+    pieces): :func:`rmlprep.spm_added.with_config_added` passes only the entries at the pieces'
+    ids here, and reads those past them itself (tokens transformers adds from the config).
 
     transformers' ``from_pretrained`` adds the config's entries to the tokenizer: with a
     tokenizer.json from another model (Qwen2.5's beside Qwen3's config) it would encode
@@ -131,11 +130,6 @@ def _check_config_added(config: Mapping[str, Any] | None, tokens: Sequence[str |
         tid, content, have = min(bad)
         more = f" (and {len(bad) - 1} more ids)" if len(bad) > 1 else ""
         held = f"has {have!r} there" if have is not None else "has no such id"
-        if source != "tokenizer.json" and tid >= len(tokens):
-            raise LoaderError(f"{folder}: tokenizer_config.json added_tokens_decoder adds id {tid} {content!r}{more}, "
-                              f"beyond the {len(tokens)} pieces of {source}: transformers adds such tokens from the "
-                              "config, rmlprep only from a tokenizer.json; write one beside it (transformers: "
-                              "AutoTokenizer.from_pretrained(folder).save_pretrained(folder)) and load that")
         raise LoaderError(f"{folder}: tokenizer_config.json added_tokens_decoder gives id {tid} {content!r}, but "
                           f"{source} {held}{more}; the two files are from different models (or versions): "
                           "take both from the same model")
