@@ -595,6 +595,24 @@ def test_other_config_refusal_names_a_table_as_one_change(old_chat, new_chat, wa
     manifest = json.loads(json.dumps({"config_hash": old.config_hash, "config": old.to_dict()}))
     assert config_change(manifest, cfg(new_chat), old.config_hash) == want
 
+def test_other_config_refusal_names_a_changed_template(tmp_path):
+    """chat.format = "template": the run adds the template's sha256 to [chat] (the hash follows the
+    template), which config_from_dict refuses as a key of a file, so the refusal of a folder written
+    with another template named no change at all (explorer6 m3). It names the sha256 now."""
+    from rmlprep.pipeline.config_diff import config_change
+
+    def cfg(sha):
+        c = config_from_dict({"pipeline": "sft", "input": {"paths": ["/x.jsonl"], "column": "messages"},
+                              "tokenizer": {"path": "/t.json"}, "pack": {"seq_len": 64},
+                              "output": {"dir": "/o"}, "chat": {"format": "template"}})
+        c["chat"]["template_sha256"] = sha  # as rmlprep.chat_parity.resolve_chat_config records it
+        return c
+
+    old = cfg("a" * 64)
+    manifest = json.loads(json.dumps({"config_hash": old.config_hash, "config": old.to_dict()}))
+    assert config_change(manifest, cfg("b" * 64), old.config_hash) == f'chat.template_sha256 "{"a" * 64}" -> "{"b" * 64}"'
+
+
 def test_a_tokenizer_file_changed_under_the_same_config_is_not_resumed(corpus, tmp_path):
     """The config names the tokenizer by path, so another tokenizer at that path keeps the config
     hash. Found in a fresh-user trial: the second run skipped every unit as done, its shards

@@ -13,6 +13,10 @@ __all__ = ["config_change"]
 
 _UNSET: Any = object()
 
+#: Keys a run adds to [chat] as it resolves it (rmlprep.chat_parity.resolve_chat_config: the
+#: template's sha256 and tokens under chat.format = "template"), not keys of a config file.
+_RESOLVED = ("template_sha256", "template_tokens")
+
 
 def _diffs(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
     """``"pack.seq_len 8 -> 4"`` for each leaf that differs, keys sorted; a table on one side and
@@ -43,7 +47,11 @@ def config_change(manifest: Any, config: RunConfig, old_hash: str) -> str:
         return ""
     try:
         try:
-            old_cfg = config_from_dict(m["config"])  # the defaults of keys it leaves out come back
+            raw = json.loads(json.dumps(m["config"]))  # the keys the run adds for "template" mode, set aside:
+            chat = raw.get("chat") if isinstance(raw.get("chat"), dict) else {}  # config_from_dict refuses them
+            added = {k: chat.pop(k) for k in _RESOLVED if k in chat}
+            old_cfg = config_from_dict(raw)  # the defaults of keys it leaves out come back
+            old_cfg["chat"].update(added)
         except ConfigError:  # an earlier version's manifest (nulls, sft keys in a pretrain config)
             old_cfg = RunConfig(m["config"])
         if old_cfg.config_hash != old_hash:  # hashed by another version's rules: no honest diff
