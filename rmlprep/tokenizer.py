@@ -36,6 +36,7 @@ from .errors import TokenIdError, TokenizeError
 from .pretokenize import compile_pre_split, pattern_name
 from .segment import SPACE as _SPACE
 from .segment import make_normalizer, prefix_spaces, replace_lone_surrogates
+from .spm_special import refuse_parsed_control
 from .spec import BYTE_LEVEL, TokenizerSpec, TokenType, _known_fingerprint, _remember_fingerprint
 from .tokenizer_build import (  # noqa: F401 (_merge_ids is re-exported: the load cache names it here)
     _merge_ids,
@@ -273,14 +274,15 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
                 is the same for every format (swapping a tokenizer.json for its ``.model`` never
                 switches parsing). sentencepiece's ``encode`` reads control pieces as text:
                 its ids are ``parse_special=False``, the default of the run config's
-                ``tokenizer.parse_special`` and of :func:`rmlprep.tokenize_text`. With ``True`` a
-                ``.model`` cuts ``"<s>"`` out after the dummy prefix (``"<s>Hi"`` is ``▁``,
-                ``<s>``, ``Hi``): ids neither sentencepiece nor transformers (no ``▁``) gives.
+                ``tokenizer.parse_special`` and of :func:`rmlprep.tokenize_text`. With ``True``,
+                control-token text in the text of a ``.model`` without tokenizer.json is refused
+                (no reference agrees: :mod:`rmlprep.spm_special`).
         Returns:
             list of int ids, each in ``range(vocab_size)``.
         Raises:
-            TokenizeError: ``text`` is not a str. LoaderError: ``add_special_tokens`` while the
-                folder leaves add_bos_token/add_eos_token open (``TokenizerSpec.check_adds``).
+            TokenizeError: ``text`` is not a str; the ``.model`` case above. LoaderError:
+                ``add_special_tokens`` while the folder leaves add_bos_token/add_eos_token open
+                (``TokenizerSpec.check_adds``).
         """
         fast = self._fast_encode
         if fast is not None:
@@ -289,13 +291,11 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
                 return self._add_special(ids) if add_special_tokens else ids
         if not isinstance(text, str):
             raise TokenizeError(f"encode expects str, got {type(text).__name__}")
-        text = replace_lone_surrogates(text)
-        text = self._whole_text_prefix(text)
-        fragments = self._cut_added(text, parse_special)
+        fragments = self._cut_added(self._whole_text_prefix(replace_lone_surrogates(text)), parse_special)
+        if parse_special and self.spec.prefix_scheme == "whole_text":
+            refuse_parsed_control(self, fragments)  # a .model: no reference agrees (spm_special)
         ids = self._encode_fragments(fragments, normalized=self._two_pass)
-        if add_special_tokens:
-            ids = self._add_special(ids)
-        return ids
+        return self._add_special(ids) if add_special_tokens else ids
 
     def encode_ordinary(self, text: str) -> list[int]:
         """``encode(text, parse_special=False)`` (tiktoken's name)."""

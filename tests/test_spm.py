@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rmlprep.errors import LoaderError, UnsupportedTokenizer
+from rmlprep.errors import LoaderError, TokenizeError, UnsupportedTokenizer
 from rmlprep.spec import SENTENCEPIECE, TokenType
 from rmlprep.spm import read_sentencepiece_model, spec_from_sentencepiece_model
 from rmlprep.tokenizer import Tokenizer
@@ -91,14 +91,17 @@ def test_real_spec_fields(name):
 
 def test_mistral_v3_user_defined_and_control():
     """[REFERENCE_DOC_n] (user-defined) is matched inside words, longest first; [INST] (control)
-    is only cut with parse_special=True (sentencepiece never cuts it)."""
+    is cut by no reference of a .model alone (sentencepiece never cuts it; rmlprep's cut after the
+    whole-text '▁' gave ids no one gives): parse_special=True refuses it, user-defined text or not."""
     tok = _load(_real("mistral-v3"))
     d1, d12 = tok.token_to_id("[REFERENCE_DOC_1]"), tok.token_to_id("[REFERENCE_DOC_12]")
     ids = tok.encode("x[REFERENCE_DOC_12]y", parse_special=False)
     assert d12 in ids and d1 not in ids
     inst = tok.token_to_id("[INST]")
     assert inst not in tok.encode("[INST] hi", parse_special=False)
-    assert tok.encode("[INST] hi")[:2] == [tok.token_to_id("\u2581"), inst]
+    assert tok.encode("x[REFERENCE_DOC_12]y") == ids  # user-defined: the same parsed or not
+    with pytest.raises(TokenizeError, match=r"found the special token '\[INST\]' \(id 3\)"):
+        tok.encode("[INST] hi")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -344,7 +347,8 @@ def test_tiny_control_piece_is_only_cut_when_parsing_specials(tiny):
     ctrl = tok.token_to_id("<ctrl>")
     assert tok.spec.token_types[ctrl] == TokenType.CONTROL
     assert ctrl not in tok.encode("a<ctrl>b", parse_special=False)
-    assert ctrl in tok.encode("a<ctrl>b")
+    with pytest.raises(TokenizeError, match=r"found the special token '<ctrl>'"):
+        tok.encode("a<ctrl>b")  # parsed after the whole-text prefix: no reference's ids (spm_special)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -496,8 +500,9 @@ def test_bare_model_parses_special_text_only_when_asked():
     """The decision ``Tokenizer.encode``'s docstring records: ``parse_special`` defaults to True
     for every format; a bare ``.model``'s reference, sentencepiece, never parses control
     pieces, and its ids are ``parse_special=False``. Expected: sentencepiece's own ids (Llama 2)
-    for text holding "<s>" and "</s>"; with the default, the docstring's worked example
-    (``"<s>Hi"`` is ``▁``, ``<s>``, ``Hi``: the dummy prefix, then the cut control piece)."""
+    for text holding "<s>" and "</s>"; with the default such text is refused (it gave ``▁``,
+    ``<s>``, ``Hi`` for ``"<s>Hi"``: the dummy prefix, then the cut control piece, ids neither
+    sentencepiece nor transformers gives: rmlprep.spm_special)."""
     spm = pytest.importorskip("sentencepiece")
     path = REAL / "llama2" / "tokenizer.model"
     if not path.is_file():
@@ -508,4 +513,6 @@ def test_bare_model_parses_special_text_only_when_asked():
     tok = rmlprep.load_tokenizer(path)
     for text in ("<s>Hi", "a</s> <s>b", "<s>"):
         assert tok.encode(text, parse_special=False) == sp.encode(text)
-    assert [sp.id_to_piece(i) for i in tok.encode("<s>Hi")] == ["\u2581", "<s>", "Hi"]
+    with pytest.raises(TokenizeError, match=r"^tokenizer.model: parse_special=True found the special token '<s>'"):
+        tok.encode("<s>Hi")
+    assert tok.encode("Hi there") == sp.encode("Hi there")  # no special-token text: parsed or not

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rmlprep import LoaderError, UnsupportedTokenizer, encode_chat, load_tokenizer
+from rmlprep import LoaderError, TokenizeError, UnsupportedTokenizer, encode_chat, load_tokenizer
 from tools.make_parity_fixtures import real_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,3 +156,51 @@ def test_a_sentencepiece_folder_with_legacy_false_is_refused_added_tokens_or_not
             load_tokenizer(d)
     else:
         assert load_tokenizer(d).encode(" hello", parse_special=False) == [29871, 22172]
+
+
+@pytest.mark.parametrize("case", [c for c in FX["cases"] if c.startswith("plain-")])
+def test_special_token_text_in_a_model_only_folder_is_refused_when_parsed(tmp_path, case):
+    """A .model folder whose config adds no token (Llama 2's, Mistral's; "legacy": true or no
+    key), parse_special=True (Tokenizer.encode's and `rmlprep encode`'s default): '<s>hi</s> there'
+    gave [29871, 1, 2918, 2, 727] ('▁' before '<s>', sentencepiece's whole-text prefix), where
+    transformers 4.57.1 gives [1, 7251, 2, 29871, 727] and 5.24.0 [1, 7251, 2, 727] or [1, 2918, 2,
+    727] (sentencepiece never parses it): ids no reference gives, no word said. Now refused in one
+    line naming the file, the token and both ways out, also in encode_batch / encode_batch_flat.
+    Every other text parsed, and every text with parse_special=False, is 4.57.1's ids (text
+    without special-token text: sentencepiece's); 5.24.0 differs from 4.57.1 on the refused text."""
+    tok = load_tokenizer(_folder(tmp_path, case))
+    ref, ref5 = FX["cases"][case][REF4], FX["cases"][case][REF5]
+    controls = ("<s>", "</s>", "<unk>")
+    refused = 0
+    for i, text in enumerate(FX["texts"]):
+        assert tok.encode(text, parse_special=False) == ref["unparsed"][i], text
+        if not any(c in text for c in controls):
+            assert tok.encode(text, parse_special=True) == ref["parsed"][i], text
+            continue
+        assert ref["parsed"][i] != ref5["parsed"][i], text  # the versions disagree: no one answer
+        refused += 1
+        msg = (r"^tokenizer.model: parse_special=True found the special token '<s>' \(id 1\) in the text, .* "
+               r"encode with parse_special=False \(CLI --no-parse-special, run config tokenizer.parse_special = "
+               r"false\) for sentencepiece's ids, or load the model's tokenizer.json$")
+        with pytest.raises(TokenizeError, match=msg):
+            tok.encode(text)
+        with pytest.raises(TokenizeError, match=msg):
+            tok.encode_batch(["Hello world", text], num_threads=2)
+        with pytest.raises(TokenizeError, match=msg):
+            tok.encode_batch_flat(["Hello world", text])
+    assert refused == 1
+
+
+def test_rmlprep_encode_refuses_it_in_one_line_and_no_parse_special_is_sentencepiece(tmp_path, capsys):
+    """The CLI encodes with parse_special=True unless --no-parse-special: the refusal is one line,
+    exit 2; --no-parse-special gives transformers 4.57.1's split_special_tokens ids (sentencepiece's)."""
+    from rmlprep.cli import main
+
+    d = _folder(tmp_path, "plain-legacy")
+    i = FX["texts"].index("<s>hi</s> there")
+    assert main(["encode", str(d), "<s>hi</s> there"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rmlprep: error: tokenizer.model: parse_special=True found the special token '<s>'")
+    assert "\n" not in err
+    assert main(["encode", str(d), "--no-parse-special", "--json", "<s>hi</s> there"]) == 0
+    assert json.loads(capsys.readouterr().out) == FX["cases"]["plain-legacy"][REF4]["unparsed"][i]

@@ -10,7 +10,8 @@ entries' flags, their ids), loads each with ``AutoTokenizer.from_pretrained`` of
 transformers install given and records, per text of :data:`TEXTS`, the ids of
 ``tok(text, add_special_tokens=False)`` with special-token text parsed (rmlprep's
 ``parse_special=True``) and read as text (``split_special_tokens=True``: ``parse_special=False``),
-the decoded ids, and the ids the added tokens got.
+the decoded ids, and the ids the added tokens got. The ``plain-*`` cases add no token: they record
+what a ``.model``-only folder gives with special-token text parsed (:mod:`rmlprep.spm_special`).
 
 Writes ``fixtures/spm_added_tokens.json``::
 
@@ -96,6 +97,11 @@ CASES = {
     "no-legacy-key": ("llama2", _config(_CHATML)),
     "not-legacy": ("llama2", _config(_CHATML, legacy=False)),
     "gap": ("llama2", _config({"32005": ("<|im_end|>", True)}, legacy=True)),
+    # no added tokens: what parse_special=True on a .model-only folder would have to equal
+    # (rmlprep.spm_special: the versions disagree on '<s>hi</s> there', so rmlprep refuses it)
+    "plain-legacy": ("llama2", {**_config({}, legacy=True), "eos_token": "</s>"}),
+    "plain-legacy-mistral": ("mistral", {**_config({}, legacy=True), "eos_token": "</s>"}),
+    "plain-no-legacy-key": ("llama2", {**_config({}), "eos_token": "</s>"}),
 }
 
 _CHILD = r"""

@@ -23,7 +23,8 @@ How text becomes ids (:func:`encode_chat`):
   not put before that BOS (mistral-common encodes so). Special ids with Hugging Face
   ``rstrip``/``lstrip`` flags swallow the whitespace next to them, as encoding the whole
   string would. So for a conversation whose data holds no control-token text,
-  ``input_ids == tokenizer.encode(format_chat(...))``.
+  ``input_ids == tokenizer.encode(format_chat(...))`` (not for a ``.model`` without tokenizer.json,
+  whose ``encode`` refuses parsed control-token text: :mod:`rmlprep.spm_special`).
 
 Mask rule: token ``i`` gets mask 1 iff its byte span overlaps a trainable segment (kind
 ``assistant``, and ``reasoning`` when reasoning is trained; see :mod:`rmlprep.chat.segments`).
