@@ -1294,19 +1294,26 @@ static int shared_view(Shared *S, int t, Cache *v)
     return 0;
 }
 
+/* A batch worker's view (Batch.view), alone on its cache lines: worker t writes its credits and
+ * arena cursors on every put, and packed side by side they shared a line with the next worker's
+ * front and table pointers, read on every lookup (false sharing). */
+typedef struct {
+    _Alignas(64) Cache c;
+} ViewLine;
+
 /* After the batch (its workers joined): the credits and arena chunks the views did not use are
  * given back (a chunk only when it is the last one handed out). */
-static void shared_end(Shared *S, Cache *views, int n)
+static void shared_end(Shared *S, ViewLine *vl, int n)
 {
     for (int t = 0; t < n; t++)
-        S->count -= views[t].credits;
+        S->count -= vl[t].c.credits;
     if (S->kn > SHARED_KEYS_BYTES)
         S->kn = SHARED_KEYS_BYTES;
     if (S->vn > SHARED_VALS_IDS)
         S->vn = SHARED_VALS_IDS;
     for (int pass = 0; pass < n; pass++)
         for (int t = 0; t < n; t++) {
-            Cache *v = &views[t];
+            Cache *v = &vl[t].c;
             if (v->kend && v->kend == S->kn) {
                 S->kn = v->kpos;
                 v->kend = 0;
@@ -2580,7 +2587,7 @@ typedef struct Batch {
     size_t side_map[MAX_THREADS]; /* bytes of a side vector that is a mapping (0: malloc'd) */
     IdVec whole;             /* the result of 2+ workers without a mapping */
     Shared *shared;          /* the shared piece cache this batch holds (E->shared_lock), or NULL */
-    Cache view[MAX_THREADS]; /* each worker's view of it */
+    ViewLine view[MAX_THREADS]; /* each worker's view of it (the Batch is allocated 64-aligned) */
     uint32_t *map;           /* the result (NULL: below MAP_MIN_BYTES, or the mapping failed) */
     size_t map_len;          /* bytes */
     size_t mid, back, fwd;   /* ids: where ranges 0 and 1 meet; worker 0's and worker 1's cursors */
@@ -2759,7 +2766,9 @@ static void *batch_worker(void *arg)
  * IdBuffer of uint32 ids and bytes of int64 offsets. */
 static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int num_threads)
 {
-    Batch *B = PyMem_Calloc(1, sizeof(Batch));
+    Batch *B = aligned_alloc(_Alignof(Batch), sizeof(Batch)); /* sizeof is a multiple of the alignment */
+    if (B != NULL)
+        memset(B, 0, sizeof(Batch));
     PyObject *offs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(8 * (nt + 1)));
     PyObject *res = NULL;
     Slot *slots[MAX_THREADS] = {0};
@@ -2872,11 +2881,11 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
             E->shared = calloc(1, sizeof(Shared));
         int ok = E->shared != NULL && shared_prepare(E->shared, total) == 0;
         for (int t = 0; ok && t < nw; t++)
-            ok = shared_view(E->shared, t, &B->view[t]) == 0;
+            ok = shared_view(E->shared, t, &B->view[t].c) == 0;
         if (ok) {
             B->shared = E->shared;
             for (int t = 0; t < nw; t++)
-                B->ctx[t]->cache = &B->view[t];
+                B->ctx[t]->cache = &B->view[t].c;
         } else {
             pthread_mutex_unlock(&E->shared_lock);
         }
@@ -2977,7 +2986,7 @@ done:
         free(B->whole.v);
         if (B->map)
             munmap(B->map, B->map_len);
-        PyMem_Free(B);
+        free(B);
     }
     PyMem_Free(unit_bytes);
     PyMem_Free(unit_bound);
