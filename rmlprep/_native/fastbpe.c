@@ -1018,6 +1018,23 @@ static inline CEntry *front_slot(const Cache *c, uint64_t h)
     return &c->front[h >> (64 - FRONT_BITS)];
 }
 
+/* A new entry's lengths, and its key and ids where they are inline; the caller stores a long key
+ * (k0 = its hash, k1 = its offset) and long ids (ids[0] = their offset) where its cache keeps them. */
+static inline __attribute__((always_inline)) void centry_init(CEntry *e, size_t n, uint64_t k0, uint64_t k1,
+                                                              const uint32_t *ids, size_t m)
+{
+    e->klen = (uint16_t)n;
+    e->nids = (uint16_t)m;
+    if (n <= SHORT_KEY) {
+        e->k0 = k0;
+        e->k1 = k1;
+    }
+    if (m <= INLINE_IDS) {
+        memset(e->ids, 0, sizeof(e->ids));
+        memcpy(e->ids, ids, m * 4);
+    }
+}
+
 /* Remember piece -> ids (in the table and the front); failures only mean it is not kept. Always
  * inlined: with a second caller (resolve_part) gcc called it out of line, 1.2% more instructions
  * in a cold Llama 3 pass (callgrind). */
@@ -1054,12 +1071,8 @@ static inline __attribute__((always_inline)) void pcache_put(Cache *c, uint64_t 
             return;
     }
     CEntry e;
-    e.klen = (uint16_t)n;
-    e.nids = (uint16_t)m;
-    if (n <= SHORT_KEY) {
-        e.k0 = k0;
-        e.k1 = k1;
-    } else {
+    centry_init(&e, n, k0, k1, ids, m);
+    if (n > SHORT_KEY) {
         if (arena_grow((void **)&c->keys, &c->kcap, c->kn, c->kn + n, 1) < 0)
             return;
         memcpy(c->keys + c->kn, p, n);
@@ -1067,10 +1080,7 @@ static inline __attribute__((always_inline)) void pcache_put(Cache *c, uint64_t 
         e.k1 = c->kn;
         c->kn += n;
     }
-    if (m <= INLINE_IDS) {
-        memset(e.ids, 0, sizeof(e.ids));
-        memcpy(e.ids, ids, m * 4);
-    } else {
+    if (m > INLINE_IDS) {
         if (arena_grow((void **)&c->vals, &c->vcap, c->vn, c->vn + m + ARENA_PAD, 4) < 0)
             return;
         memcpy(c->vals + c->vn, ids, m * 4);
@@ -1360,12 +1370,8 @@ static __attribute__((noinline)) void scache_put(Cache *v, uint64_t h, const uin
         v->credits = SHARED_CREDITS;
     }
     CEntry e;
-    e.klen = (uint16_t)n;
-    e.nids = (uint16_t)m;
-    if (n <= SHORT_KEY) {
-        e.k0 = k0;
-        e.k1 = k1;
-    } else {
+    centry_init(&e, n, k0, k1, ids, m);
+    if (n > SHORT_KEY) {
         long at = shared_take(&v->kpos, &v->kend, &S->kn, SHARED_KEYS_BYTES, n);
         if (at < 0) {
             v->full = 1;
@@ -1375,10 +1381,7 @@ static __attribute__((noinline)) void scache_put(Cache *v, uint64_t h, const uin
         e.k0 = h;
         e.k1 = (uint64_t)at;
     }
-    if (m <= INLINE_IDS) {
-        memset(e.ids, 0, sizeof(e.ids));
-        memcpy(e.ids, ids, m * 4);
-    } else {
+    if (m > INLINE_IDS) {
         size_t r = (m + 7) & ~(size_t)7;
         long at = shared_take(&v->vpos, &v->vend, &S->vn, SHARED_VALS_IDS, r);
         if (at < 0) {
