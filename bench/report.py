@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
-LIB_LABEL = {"rmlprep": "rmlprep", "tiktoken": "tiktoken", "fastokens": "fastokens", "gigatoken": "gigatoken",
+LIB_LABEL = {"rmlprep": "rmlprep", "rmlprep-numpy": "rmlprep `encode_to_numpy`", "tiktoken": "tiktoken", "fastokens": "fastokens", "gigatoken": "gigatoken",
              "tokenizers": "HF tokenizers", "sentencepiece": "sentencepiece"}
 
 
@@ -29,7 +29,7 @@ def _speeds(r: dict) -> tuple[float, float]:
 def _same(r: dict, ours: dict | None) -> str:
     """'' when r's ids equal rmlprep's in r's special-token mode, else a note."""
     if ours is None or r["lib"] == "rmlprep":
-        return ""
+        return ""  # rmlprep-numpy is compared with the list row: the same ids
     from bench.run import PARSES_SPECIALS
 
     ref = ours.get("digests_specials") if r["lib"] in PARSES_SPECIALS else ours.get("digests")
@@ -61,7 +61,7 @@ def _held_row(doc: dict, libs: list[str]) -> str:
 
 def _cpu_table(doc: dict, by: dict, corpora: list[str], toks: list[str], libs: list[str]) -> list[str]:
     """Single thread, cold: MB per CPU second (every thread's CPU), CPU ÷ wall, the other threads' share."""
-    from bench.run import TOKENIZERS
+    from bench.run import OURS, TOKENIZERS
 
     rows = []
     for c in corpora:
@@ -69,7 +69,7 @@ def _cpu_table(doc: dict, by: dict, corpora: list[str], toks: list[str], libs: l
             ours = by.get((c, t, "rmlprep", "doc", 1))
             if ours is None or "error" in ours or not ours.get("cpu"):
                 continue
-            cells, peers = [], []
+            cells, peers, mine = [], [], {}
             for lib in libs:
                 r = by.get((c, t, lib, "doc", 1))
                 if r is None or "error" in r or not r.get("cpu"):
@@ -82,18 +82,26 @@ def _cpu_table(doc: dict, by: dict, corpora: list[str], toks: list[str], libs: l
                                           else 0.0 for x in per)
                 mbc = r["bytes"] / 1e6 / cpu if cpu > 0 else float("nan")
                 cells.append(f"{_fmt(mbc)} ({ratio_w:.2f}, {other:.0%})")
-                if lib != "rmlprep":
+                if lib in OURS:
+                    mine[lib] = mbc
+                else:
                     peers.append(mbc)
-            mine = ours["bytes"] / 1e6 / _cold(ours, "cpu")
-            ratio = f"{mine / max(peers):.2f}×" if peers else ""
+            ratio = " ; ".join(f"{mine[lib] / max(peers):.2f}×" for lib in OURS if lib in mine) if peers else ""
             rows.append(f"| {c}, {TOKENIZERS[t]['label']} | " + " | ".join(cells) + f" | {ratio} |")
     if not rows:
         return []
     return ["", "The same cold passes in CPU time: MB per CPU second of every thread of the process (CPU ÷ wall, "
             "the share of the CPU off the calling thread; each the median over the row's processes); above 1.00 "
             "or above 0% a library used another thread:", "",
-            "| corpus, tokenizer | " + " | ".join(LIB_LABEL[lib] for lib in libs) + " | rmlprep ÷ fastest peer |",
+            "| corpus, tokenizer | " + " | ".join(LIB_LABEL[lib] for lib in libs) + f" | {_ours_head(libs)} |",
             "|---|" + "---:|" * (len(libs) + 1)] + rows
+
+
+def _ours_head(libs: list[str]) -> str:
+    """The ratio column's heading: rmlprep's list row (and its array row, when run) ÷ the fastest peer."""
+    if "rmlprep-numpy" in libs:
+        return "rmlprep ÷ fastest peer (`encode` ; `encode_to_numpy`)"
+    return "rmlprep ÷ fastest peer"
 
 
 def _cold(r: dict, key: str) -> float:
@@ -135,7 +143,7 @@ def _procs_note(doc: dict) -> str:
 
 
 def encode_tables(doc: dict) -> str:
-    from bench.run import LIBS, TOKENIZERS
+    from bench.run import LIBS, OURS, RETURNS, TOKENIZERS
 
     res = [r for r in doc["results"]]
     by = {}
@@ -154,7 +162,7 @@ def encode_tables(doc: dict) -> str:
                "unless noted)" + _procs_note(doc) + ":")
     out.append("")
     out.append("| corpus, tokenizer | " + " | ".join(LIB_LABEL[lib] for lib in libs)
-               + " | rmlprep ÷ fastest peer, cold / warm |")
+               + f" | {_ours_head(libs)}, cold / warm |")
     out.append("|---|" + "---:|" * (len(libs) + 1))
     notes = []
     for c in corpora:
@@ -162,7 +170,7 @@ def encode_tables(doc: dict) -> str:
             ours = by.get((c, t, "rmlprep", "doc", 1))
             if ours is None:
                 continue
-            cells, peers_c, peers_w = [], [], []
+            cells, peers_c, peers_w, mine = [], [], [], {}
             for lib in libs:
                 r = by.get((c, t, lib, "doc", 1))
                 if r is None:
@@ -173,16 +181,19 @@ def encode_tables(doc: dict) -> str:
                 else:
                     cold, warm = _speeds(r)
                     cells.append(f"{_fmt(cold)} / {_fmt(warm)}{_same(r, ours)}")
-                    if lib != "rmlprep":
+                    if lib in OURS:
+                        mine[lib] = (cold, warm)
+                    else:
                         peers_c.append(cold)
                         if warm == warm:
                             peers_w.append(warm)
             ratio = ""
-            if "error" not in ours and peers_c:
-                oc, ow = _speeds(ours)
-                ratio = f"{oc / max(peers_c):.2f}× / " + (f"{ow / max(peers_w):.2f}×" if peers_w else "—")
+            if peers_c:
+                ratio = " ; ".join(f"{oc / max(peers_c):.2f}× / " + (f"{ow / max(peers_w):.2f}×" if peers_w else "—")
+                                   for oc, ow in (mine[lib] for lib in OURS if lib in mine))
             out.append(f"| {c}, {TOKENIZERS[t]['label']} | " + " | ".join(cells) + f" | {ratio} |")
     out.append(_held_row(doc, libs))
+    out.append("| returns | " + " | ".join(RETURNS.get(lib, "?") for lib in libs) + " | |")
     out += _cpu_table(doc, by, corpora, toks, libs)
     threads = sorted({r["threads"] for r in res if r["mode"] == "batch" and r["threads"] > 1})
     for n in threads:
@@ -190,7 +201,7 @@ def encode_tables(doc: dict) -> str:
         out.append(f"Batch on {n} threads (rmlprep `encode_batch_flat`; each peer's batch call), MB/s cold / warm; "
                    f"rmlprep's 1-thread batch and its scaling:")
         out.append("")
-        peer_libs = [lib for lib in libs if lib != "rmlprep"]
+        peer_libs = [lib for lib in libs if lib not in OURS]
         reps = doc.get("scaling_reps", 1)
         cpu_note = ("the scaling's range process by process beside it; the CPU seconds of the cold pass, "
                     "the calling thread + the other workers (1 thread pinned to one CPU), and in brackets the scaling "

@@ -12,7 +12,9 @@ Protocol (the one of issue 14): a fresh process per (corpus, tokenizer, library,
 texts are read before the clock starts; the tokenizer load is timed apart. Single thread: one
 ``encode`` call per document (rmlprep ``encode(t, parse_special=False)``, tiktoken
 ``encode_ordinary``, ``tokenizers`` / fastokens ``encode(t, add_special_tokens=False)``,
-gigatoken ``encode``, sentencepiece ``encode``). Batch on 2 threads: rmlprep
+gigatoken ``encode``, sentencepiece ``encode``); rmlprep twice: ``encode`` (a list of int, as
+tiktoken, fastokens, ``tokenizers`` and sentencepiece return) and ``encode_to_numpy`` (a numpy
+uint32 array, as gigatoken returns), so each compares like with like. Batch on 2 threads: rmlprep
 ``encode_batch_flat(num_threads=2)``, tiktoken ``encode_ordinary_batch(num_threads=2)``,
 fastokens ``encode_batch_flat`` / gigatoken ``encode_batch`` on a 2-thread rayon pool
 (``RAYON_NUM_THREADS=2``); rmlprep's batch is also run on 1 thread (its scaling). Cold = the
@@ -94,7 +96,13 @@ TOKENIZERS: dict[str, dict] = {
 }
 
 #: display order of the columns
-LIBS = ("rmlprep", "tiktoken", "fastokens", "gigatoken", "tokenizers", "sentencepiece")
+LIBS = ("rmlprep", "rmlprep-numpy", "tiktoken", "fastokens", "gigatoken", "tokenizers", "sentencepiece")
+#: rmlprep's own rows (never a peer): ``encode`` (a list) and ``encode_to_numpy`` (a uint32 array)
+OURS = ("rmlprep", "rmlprep-numpy")
+#: what each library's per-document call returns (printed under the table)
+RETURNS = {"rmlprep": "list of int", "rmlprep-numpy": "numpy uint32 array", "tiktoken": "list of int",
+           "fastokens": "list of int", "gigatoken": "numpy uint32 array", "tokenizers": "list of int",
+           "sentencepiece": "list of int"}
 #: the default run (the issue's table; under 10 minutes on 2 cores): Gemma's 256k vocab on request
 DEFAULT_TOKENIZERS = ("gpt2", "llama3", "qwen2.5", "o200k", "llama2")
 #: the batch rows of the default run
@@ -109,7 +117,7 @@ PARSES_SPECIALS = {"tokenizers", "fastokens", "gigatoken"}
 
 def libs_for(tok: str) -> list[str]:
     spec = TOKENIZERS[tok]
-    out = ["rmlprep"]
+    out = ["rmlprep", "rmlprep-numpy"]
     if "tiktoken" in spec:
         out.append("tiktoken")
     if "hf" in spec:
@@ -125,14 +133,15 @@ def libs_for(tok: str) -> list[str]:
 def _load(lib: str, tok: str, threads: int):
     """(encode_one, encode_batch) for a library and tokenizer; each returns id sequences."""
     spec = TOKENIZERS[tok]
-    if lib == "rmlprep":
+    if lib in OURS:
         import rmlprep
 
         path, kw = spec["rmlprep"]
         t = rmlprep.load_tokenizer(REAL / path, **kw)
-        return ((lambda s: t.encode(s, parse_special=False)),
-                (lambda texts: _Rows(*t.encode_batch_flat(texts, parse_special=False, num_threads=threads))),
-                t)
+        one = ((lambda s: t.encode(s, parse_special=False)) if lib == "rmlprep"
+               else (lambda s: t.encode_to_numpy(s, parse_special=False)))
+        return (one, (lambda texts: _Rows(*t.encode_batch_flat(texts, parse_special=False, num_threads=threads))),
+                t if lib == "rmlprep" else None)
     if lib == "tiktoken":
         import tiktoken
         from tiktoken.load import load_tiktoken_bpe
@@ -210,7 +219,8 @@ def _digests(rows) -> list[str]:
 
 
 #: what holds each library to one thread in the 1-thread rows, besides the pinned CPU (printed in the table)
-ONE_THREAD = {"rmlprep": "one thread (its `encode`)", "tiktoken": "RAYON_NUM_THREADS=1",
+ONE_THREAD = {"rmlprep": "one thread (its `encode`)", "rmlprep-numpy": "one thread (its `encode_to_numpy`)",
+              "tiktoken": "RAYON_NUM_THREADS=1",
               "fastokens": "FASTOKENS_BPE_THREADS=1, RAYON_NUM_THREADS=1", "gigatoken": "RAYON_NUM_THREADS=1",
               "tokenizers": "TOKENIZERS_PARALLELISM=false", "sentencepiece": "one thread (its `encode`)"}
 

@@ -142,15 +142,18 @@ class NativeEncoder:
             as ``"▁"``). Same ids as the pure-Python ``_encode_byte_level`` /
             ``_encode_sentencepiece`` (of the text with its spaces as ``"▁"``). Releases the GIL for
             texts of 4096+ characters.
+        encode_text_array: ``encode_text_array(text: str) -> buffer``: the same ids as a buffer
+            of native-endian uint32 (``numpy.frombuffer(b, numpy.uint32)`` reads it, read-only).
         split_text: ``split_text(text) -> list[(start, end)]``: the pre-split pieces (byte-level)
             or words (SentencePiece) as code-point offsets, without encoding (for tests).
     """
 
-    __slots__ = ("encode_text", "split_text", "_enc", "name")
+    __slots__ = ("encode_text", "encode_text_array", "split_text", "_enc", "name")
 
     def __init__(self, enc, name: str = ""):
         self._enc = enc
         self.encode_text = enc.encode_text
+        self.encode_text_array = enc.encode_text_array
         self.split_text = enc.split_text
         self.name = name
 
@@ -328,12 +331,14 @@ def make_native(tokenizer) -> NativeEncoder | None:
 # -- whole-text fast paths (text with no special-token text in it is one segment; see special_prefix)
 
 
-def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
+def plain_encoder(tokenizer, *, array: bool = False) -> Callable[[str, bool], list[int] | None] | None:
     """A whole-text fast path for ``Tokenizer.encode``, or None when the spec needs the general one.
 
     Returns ``fast(text, parse_special) -> list[int] | None``: the ids of
     ``tokenizer.encode(text, parse_special=parse_special)`` (without BOS/EOS), or None when the
-    text may hold special-token text (then the caller takes the general path). It applies what
+    text may hold special-token text (then the caller takes the general path). With ``array``
+    the ids come as a buffer of native-endian uint32 instead of a list (for
+    ``Tokenizer.encode_to_numpy``). It applies what
     ``encode`` does to a text that is a single segment at the start: the surrogate replacement
     (:func:`rmlprep.segment.replace_lone_surrogates`), the normalizers, the prefix space
     (``add_prefix_space``, ``prefix_if_missing``; every ``prefix_scheme`` agrees on the first
@@ -348,7 +353,8 @@ def plain_encoder(tokenizer) -> Callable[[str, bool], list[int] | None] | None:
         return None
     if tokenizer._two_pass:
         return None  # normalized added tokens match the normalized text: no raw-text filter proves absence
-    enc, has_surrogate = nat.encode_text, _load_quiet().has_surrogate  # a scan, no UTF-8 copy
+    enc = nat.encode_text_array if array else nat.encode_text
+    has_surrogate = _load_quiet().has_surrogate  # a scan, no UTF-8 copy
     prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
     holds = {True: _holds_any(_special_prefix_filter(tokenizer, True)),
              False: _holds_any(_special_prefix_filter(tokenizer, False))}

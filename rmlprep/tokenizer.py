@@ -137,6 +137,7 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
         self._fast_encode = None  # whole-text native path for text without special-token text
         if self._native is not None:
             self._fast_encode = native.plain_encoder(self)
+        self._fast_array = None  # the same, ids as a uint32 buffer (encode_to_numpy; made on first use)
         # skip_special_tokens drops control and unknown ids; tokenizers looks the decoded (for a
         # normalized token: normalized) content up among the special contents, so a special
         # token that normalization changes is kept
@@ -296,6 +297,32 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
             refuse_parsed_control(self, fragments)  # a .model: no reference agrees (spm_special)
         ids = self._encode_fragments(fragments, normalized=self._two_pass)
         return self._add_special(ids) if add_special_tokens else ids
+
+    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False, parse_special: bool = True) -> np.ndarray:
+        """:meth:`encode` as a numpy array (tiktoken's ``Encoding.encode_to_numpy``).
+
+        The same ids as ``encode(text, add_special_tokens=..., parse_special=...)``, without a
+        Python list and its int per id: the native path copies its uint32 ids into a buffer the
+        array reads (4 bytes per id, where a list holds an 8-byte pointer per id).
+
+        Returns:
+            numpy array of uint32, shape (number of ids,); read-only when it comes from the native
+            path, as tiktoken's (``.copy()`` for a writable one).
+        Raises:
+            as :meth:`encode`.
+        """
+        if self._fast_encode is not None:
+            fast = self._fast_array
+            if fast is None:
+                fast = self._fast_array = native.plain_encoder(self, array=True)
+            buf = fast(text, parse_special)
+            if buf is not None:
+                ids = np.frombuffer(buf, dtype=np.uint32)
+                if add_special_tokens:
+                    ids = np.asarray(self._add_special(ids.tolist()), dtype=np.uint32)
+                return ids
+        return np.asarray(self.encode(text, add_special_tokens=add_special_tokens, parse_special=parse_special),
+                          dtype=np.uint32)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """``encode(text, parse_special=False)`` (tiktoken's name)."""

@@ -497,6 +497,22 @@ def test_encode_batch_matches_encode_text(name, num_threads):
         assert ids[offsets[i]:offsets[i + 1]].tolist() == tok._native.encode_text(s)
 
 
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_encode_to_numpy_equals_encode(name):
+    """encode_to_numpy gives the fixture's reference ids (tokenizers, sentencepiece, tiktoken) as
+    a read-only uint32 array, as tiktoken's Encoding.encode_to_numpy does: on the native whole-text
+    path, on the general one (special-token text, BOS/EOS) and on the pure path."""
+    tok, pure, doc = fixture_pair(name)
+    for case in doc["cases"]:
+        kw = {"add_special_tokens": case["add_special_tokens"], "parse_special": case["parse_special"]}
+        for t in (tok, pure):
+            got = t.encode_to_numpy(case["text"], **kw)
+            assert got.dtype == np.uint32 and got.shape == (len(case["ids"]),), (name, case["text"])
+            assert got.tolist() == case["ids"], (doc["reference"], case["text"])
+    got = tok.encode_to_numpy("a" * 5000, parse_special=False)  # GIL released; ids owned by the array
+    assert not got.flags.writeable and got.tolist() == tok.encode("a" * 5000, parse_special=False)
+
+
 def test_result_lists_outlive_their_releases():
     """encode_text's lists share one int object per id (pinned on CPython 3.11, see
     ids_to_list): building and freeing 400k lists' worth of those ids, mutating and copying

@@ -323,6 +323,7 @@ def test_parity_with_tiktoken_on_real_documents(name):
         r = ref.encode(text, allowed_special="all")
         assert tok.encode(text) == r, f"{name}: {text[:100]!r}"
         assert tok.encode_ordinary(text) == ref.encode_ordinary(text), f"{name} ordinary: {text[:100]!r}"
+        assert tok.encode_to_numpy(text).tolist() == ref.encode_to_numpy(text, allowed_special="all").tolist()
         assert tok.decode(r) == ref.decode(r)
         n += len(r)
     print(f"{name}: {len(texts)} documents, {n} tokens, 0 mismatches")

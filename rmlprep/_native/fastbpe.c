@@ -2388,7 +2388,10 @@ static PyObject *run_error(int rc)
     return PyErr_NoMemory();
 }
 
-static PyObject *Encoder_encode_text(Encoder *E, PyObject *text)
+static PyObject *idbuf_copy(const IdVec *o);
+
+/* The ids of one prepared text: a list (array 0), or an IdBuffer of uint32 (array 1). */
+static PyObject *encode_text_as(Encoder *E, PyObject *text, int array)
 {
     if (ready_str(text) < 0)
         return NULL;
@@ -2411,9 +2414,19 @@ static PyObject *Encoder_encode_text(Encoder *E, PyObject *text)
     } else {
         rc = run_str(x, data, kind, ascii, n);
     }
-    PyObject *res = rc < 0 ? run_error(rc) : ids_to_list(E, x->out);
+    PyObject *res = rc < 0 ? run_error(rc) : array ? idbuf_copy(x->out) : ids_to_list(E, x->out);
     ctx_end(sl, x);
     return res;
+}
+
+static PyObject *Encoder_encode_text(Encoder *E, PyObject *text)
+{
+    return encode_text_as(E, text, 0);
+}
+
+static PyObject *Encoder_encode_text_array(Encoder *E, PyObject *text)
+{
+    return encode_text_as(E, text, 1);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -2502,6 +2515,27 @@ static PyObject *idbuf_take(IdVec *o)
     b->exports = 0;
     o->v = NULL;
     o->n = o->cap = 0;
+    return (PyObject *)b;
+}
+
+/* An IdBuffer holding a copy of o's ids (o, a slot's vector kept between calls, is left as it is):
+ * 4 bytes per id, where a list takes 8 per id in its item array. */
+static PyObject *idbuf_copy(const IdVec *o)
+{
+    IdBuffer *b = PyObject_New(IdBuffer, &IdBufferType);
+    if (b == NULL)
+        return NULL;
+    b->map = NULL;
+    b->n = 0;
+    b->exports = 0;
+    b->v = malloc(o->n ? o->n * 4 : 4);
+    if (b->v == NULL) {
+        Py_DECREF(b);
+        return PyErr_NoMemory();
+    }
+    if (o->n)
+        memcpy(b->v, o->v, o->n * 4);
+    b->n = (Py_ssize_t)o->n;
     return (PyObject *)b;
 }
 
@@ -4156,6 +4190,8 @@ static PyMethodDef module_methods[] = {
 static PyMethodDef Encoder_methods[] = {
     {"encode_text", (PyCFunction)Encoder_encode_text, METH_O,
      "encode_text(text: str) -> list[int]: ids of one prepared text segment."},
+    {"encode_text_array", (PyCFunction)Encoder_encode_text_array, METH_O,
+     "encode_text_array(text: str) -> IdBuffer: encode_text's ids as a buffer of native-endian uint32."},
     {"encode_batch", (PyCFunction)(void (*)(void))Encoder_encode_batch, METH_VARARGS | METH_KEYWORDS,
      "encode_batch(texts: Sequence[str], num_threads=1) -> (ids: buffer, offsets: bytes)\n\n"
      "ids: uint32 native-endian (bytes, or an IdBuffer handed over without a copy), all texts' ids back to back; offsets: int64, len(texts) + 1\n"
