@@ -688,6 +688,26 @@ def test_cache_arenas_move_and_sweep():
         assert tok._native.encode_text(sample) == _pure_segment(pure, sample)
 
 
+def test_one_thread_batch_sizes_its_cache_once():
+    """A batch on one thread grows its slot's piece cache once, before it starts, to the size the
+    shared cache is given (room at 5/8 full for one entry per 24 bytes of the texts' storage, in
+    the table's 4x steps from 4096 to 2**20 slots; fastbpe.c cache_presize), also from a cleared
+    cache, which then has no front yet; ids stay encode_text's."""
+    tok, _, _ = fixture_pair("bl_llama3")
+    docs = _mixed_docs(400)
+    storage = sum(len(d) * (1 if max(d, default="a") < "\u0100" else 2 if max(d) < "\U00010000" else 4) for d in docs)
+    want = 4096
+    while want < 1 << 20 and want * 5 // 8 < storage // 24:
+        want *= 4
+    assert want > 4096
+    tok._native.clear_cache()
+    ids, off = tok._native.encode_batch(docs, num_threads=1)
+    (info,) = tok._native.cache_info()
+    assert info["slots"] == want and info["entries"] < want * 5 // 32  # its own growth stops below
+    for i in (0, 1, 199, 399):
+        assert ids[off[i]:off[i + 1]].tolist() == tok._native.encode_text(docs[i])
+
+
 def test_batch_threads_share_one_piece_cache():
     """A batch on 2+ threads shares one piece cache (fastbpe.c "the shared piece cache", slot -1 of
     cache_info): a cold batch learns each piece once, as one thread does (give or take a piece two

@@ -1287,6 +1287,29 @@ static int shared_prepare(Shared *S, uint64_t bytes)
     return 0;
 }
 
+/* Before a batch on one worker (its slot's cache), whose text is `bytes`: the table grown at once to
+ * the size its 4x steps would reach for one new entry per SHARED_BYTES_PER_ENTRY bytes (as the
+ * shared cache is sized), capped at CACHE_SLOTS_MAX, so the batch does not place the table's
+ * entries again at every step. Failure leaves the table as it was. */
+static void cache_presize(Cache *c, uint64_t bytes)
+{
+    size_t want = (size_t)c->count + (size_t)(bytes / SHARED_BYTES_PER_ENTRY);
+    size_t size = c->tab ? (size_t)c->mask + 1 : 0, grown = CACHE_SLOTS_MIN;
+    while (grown < CACHE_SLOTS_MAX && grown / 8 * 5 < want)
+        grown *= 4;
+    if (grown <= size || grown == CACHE_SLOTS_MIN)
+        return; /* as large already, or the first table a put makes */
+    if (c->front == NULL && (c->front = calloc((size_t)1 << FRONT_BITS, sizeof(CEntry))) == NULL)
+        return; /* a table implies a front (the lookups probe it first) */
+    CEntry *old = c->tab;
+    if (cache_alloc(c, grown) < 0) /* changes nothing when it fails */
+        return;
+    for (size_t i = 0; i < size; i++)
+        if (old[i].klen)
+            cache_place(c, &old[i]);
+    zfree(old, size * sizeof(CEntry));
+}
+
 /* Worker t's view of S for one batch. 0, or -1 (no memory for its front). */
 static int shared_view(Shared *S, int t, Cache *v)
 {
@@ -2912,6 +2935,8 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
             goto done;
         }
     }
+    if (nw == 1 && B->ctx[0]->cache != NULL)
+        cache_presize(B->ctx[0]->cache, total);
     /* 2+ workers share one piece cache when no other batch holds it (else each uses its slot's) */
     if (nw > 1 && pthread_mutex_trylock(&E->shared_lock) == 0) {
         if (E->shared == NULL)
