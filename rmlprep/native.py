@@ -139,11 +139,9 @@ class NativeEncoder:
     Attributes:
         encode_text: ``encode_text(text: str) -> list[int]``: ids of one prepared segment (specials
             cut out, normalizers and prefix space applied; SentencePiece text: each space is read
-            as ``"▁"``). Same ids as the pure-Python ``_encode_byte_level`` /
-            ``_encode_sentencepiece`` (of the text with its spaces as ``"▁"``). Releases the GIL for
-            texts of 4096+ characters.
-        encode_text_array: ``encode_text_array(text: str) -> buffer``: the same ids as a buffer
-            of native-endian uint32 (``numpy.frombuffer(b, numpy.uint32)`` reads it, read-only).
+            as ``"▁"``). Same ids as the pure-Python ``_encode_byte_level`` / ``_encode_sentencepiece``
+            (of the text with its spaces as ``"▁"``). Releases the GIL for texts of 4096+ characters.
+        encode_text_array: ``encode_text_array(text) -> buffer``: the same ids, native-endian uint32 (read-only).
         split_text: ``split_text(text) -> list[(start, end)]``: the pre-split pieces (byte-level)
             or words (SentencePiece) as code-point offsets, without encoding (for tests).
     """
@@ -335,16 +333,15 @@ def plain_encoder(tokenizer, *, array: bool = False) -> Callable[[str, bool], li
     """A whole-text fast path for ``Tokenizer.encode``, or None when the spec needs the general one.
 
     Returns ``fast(text, parse_special) -> list[int] | None``: the ids of
-    ``tokenizer.encode(text, parse_special=parse_special)`` (without BOS/EOS), or None when the
-    text may hold special-token text (then the caller takes the general path). With ``array``
-    the ids come as a buffer of native-endian uint32 instead of a list (for
-    ``Tokenizer.encode_to_numpy``). It applies what
-    ``encode`` does to a text that is a single segment at the start: the surrogate replacement
+    ``tokenizer.encode(text, parse_special=parse_special)`` (without BOS/EOS; with ``array``, as a
+    buffer of native-endian uint32, for ``Tokenizer.encode_to_numpy``), or None when the text may
+    hold special-token text (then the caller takes the general path). It applies what ``encode``
+    does to a text that is a single segment at the start: the surrogate replacement
     (:func:`rmlprep.segment.replace_lone_surrogates`), the normalizers, the prefix space
     (``add_prefix_space``, ``prefix_if_missing``; every ``prefix_scheme`` agrees on the first
     segment), spaces to ``"▁"`` for SentencePiece, then the native encoder. None (no fast path)
-    when ``tokenizer._native`` is None, the spec has normalizers and the ``"whole_text"``
-    prefix scheme (which decides the prefix before normalizing), or added tokens matched on the
+    when ``tokenizer._native`` is None, the spec has normalizers and the ``"whole_text"`` prefix
+    scheme (which decides the prefix before normalizing), or added tokens matched on the
     normalized text.
     """
     nat = tokenizer._native

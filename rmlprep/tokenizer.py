@@ -15,7 +15,9 @@ piece -> ids cache; the merge loop in :mod:`rmlprep.bpe` runs only on a miss.
 The spec checks and the tables built from a spec (merge ids, token bytes, the added-token
 matcher) live in :mod:`rmlprep.tokenizer_build`; cutting added tokens out in
 :mod:`rmlprep.tokenizer_added`; the per-segment BPE in :mod:`rmlprep.tokenizer_bpe`; decoding
-(:meth:`Tokenizer.decode`, :class:`StreamDecoder`) in :mod:`rmlprep.tokenizer_decode`.
+(:meth:`Tokenizer.decode`, :class:`StreamDecoder`) in :mod:`rmlprep.tokenizer_decode`; the
+encode variants built on :meth:`Tokenizer.encode` (batches, numpy, tiktoken's names) in
+:mod:`rmlprep.tokenizer_many`.
 
 Source: tokenizers (``tokenizer/mod.rs``, ``added_vocabulary.rs``, ``models/bpe``),
 sentencepiece (``bpe_model.cc``), tiktoken (``core.py``, ``src/lib.rs``).
@@ -26,7 +28,7 @@ from __future__ import annotations
 import functools
 import operator
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -47,12 +49,13 @@ from .tokenizer_build import (  # noqa: F401 (_merge_ids is re-exported: the loa
 from .tokenizer_added import _AddedTokens
 from .tokenizer_bpe import _CACHE_MAX, _MERGEABLE_TYPES, _SegmentBPE
 from .tokenizer_decode import StreamDecoder, _Decoding
+from .tokenizer_many import _ManyEncodings
 from .unicode import bytes_to_unicode
 
 __all__ = ["Tokenizer", "StreamDecoder"]
 
 
-class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
+class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
     """An exact BPE tokenizer built from a :class:`TokenizerSpec`.
 
     Do not call the constructor; use :meth:`Tokenizer.create` (validates and indexes once) or a
@@ -297,69 +300,6 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding):
             refuse_parsed_control(self, fragments)  # a .model: no reference agrees (spm_special)
         ids = self._encode_fragments(fragments, normalized=self._two_pass)
         return self._add_special(ids) if add_special_tokens else ids
-
-    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False, parse_special: bool = True) -> np.ndarray:
-        """:meth:`encode` as a numpy array (tiktoken's ``Encoding.encode_to_numpy``).
-
-        The same ids as ``encode(text, add_special_tokens=..., parse_special=...)``, without a
-        Python list and its int per id: the native path copies its uint32 ids into a buffer the
-        array reads (4 bytes per id, where a list holds an 8-byte pointer per id).
-
-        Returns:
-            numpy array of uint32, shape (number of ids,); read-only when it comes from the native
-            path, as tiktoken's (``.copy()`` for a writable one).
-        Raises:
-            as :meth:`encode`.
-        """
-        if self._fast_encode is not None:
-            fast = self._fast_array
-            if fast is None:
-                fast = self._fast_array = native.plain_encoder(self, array=True)
-            buf = fast(text, parse_special)
-            if buf is not None:
-                ids = np.frombuffer(buf, dtype=np.uint32)
-                if add_special_tokens:
-                    ids = np.asarray(self._add_special(ids.tolist()), dtype=np.uint32)
-                return ids
-        return np.asarray(self.encode(text, add_special_tokens=add_special_tokens, parse_special=parse_special),
-                          dtype=np.uint32)
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        """``encode(text, parse_special=False)`` (tiktoken's name)."""
-        return self.encode(text, parse_special=False)
-
-    def encode_batch(self, texts: Iterable[str], *, add_special_tokens: bool = False, parse_special: bool = True,
-                     num_threads: int = 1) -> list[list[int]]:
-        """``[encode(t, ...) for t in texts]``; with the compiled hot path and ``num_threads > 1``
-        the texts are encoded on that many threads (the GIL is released)."""
-        if num_threads > 1 and self._native is not None:
-            ids, offsets = self.encode_batch_flat(
-                list(texts), add_special_tokens=add_special_tokens, parse_special=parse_special,
-                num_threads=num_threads,
-            )
-            flat = ids.tolist()
-            bounds = offsets.tolist()
-            return [flat[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
-        return [self.encode(t, add_special_tokens=add_special_tokens, parse_special=parse_special) for t in texts]
-
-    def encode_batch_flat(
-        self,
-        texts: Sequence[str],
-        *,
-        add_special_tokens: bool = False,
-        parse_special: bool = True,
-        num_threads: int = 1,
-    ):
-        """Encode many texts into one flat array, the layout Arrow list columns use.
-
-        Returns:
-            ``(ids, offsets)``: ids uint32 of shape (total,), offsets int64 of shape
-            (len(texts) + 1,); row i is ``ids[offsets[i]:offsets[i+1]]`` and equals
-            ``encode(texts[i], ...)``. With the compiled hot path the GIL is released and
-            ``num_threads`` threads share the work; without it, a Python loop.
-        """
-        return native.encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
-                                 parse_special=parse_special, num_threads=num_threads)
 
     def encode_fragments(
         self, fragments: Sequence[str | int], *, add_special_tokens: bool = False, normalized: bool = False

@@ -1,0 +1,83 @@
+"""The encode variants a :class:`~rmlprep.tokenizer.Tokenizer` builds on its ``encode``: batches
+(:meth:`encode_batch`, :meth:`encode_batch_flat`, on threads through the native path), a numpy
+array (:meth:`encode_to_numpy`) and tiktoken's name for ``parse_special=False``
+(:meth:`encode_ordinary`). Each gives ``encode``'s ids for every text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from . import native
+
+__all__ = ["_ManyEncodings"]
+
+
+class _ManyEncodings:
+    """Mixin of :class:`~rmlprep.tokenizer.Tokenizer` (uses its ``encode``, ``_add_special``,
+    ``_native``, ``_fast_encode`` and ``_fast_array``)."""
+
+    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False, parse_special: bool = True) -> np.ndarray:
+        """:meth:`encode` as a numpy array (tiktoken's ``Encoding.encode_to_numpy``).
+
+        The same ids as ``encode(text, add_special_tokens=..., parse_special=...)``, without a
+        Python list and its int per id: the native path copies its uint32 ids into a buffer the
+        array reads (4 bytes per id, where a list holds an 8-byte pointer per id).
+
+        Returns:
+            numpy array of uint32, shape (number of ids,); read-only when it comes from the native
+            path, as tiktoken's (``.copy()`` for a writable one).
+        Raises:
+            as :meth:`encode`.
+        """
+        if self._fast_encode is not None:
+            fast = self._fast_array
+            if fast is None:
+                fast = self._fast_array = native.plain_encoder(self, array=True)
+            buf = fast(text, parse_special)
+            if buf is not None:
+                ids = np.frombuffer(buf, dtype=np.uint32)
+                if add_special_tokens:
+                    ids = np.asarray(self._add_special(ids.tolist()), dtype=np.uint32)
+                return ids
+        return np.asarray(self.encode(text, add_special_tokens=add_special_tokens, parse_special=parse_special),
+                          dtype=np.uint32)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """``encode(text, parse_special=False)`` (tiktoken's name)."""
+        return self.encode(text, parse_special=False)
+
+    def encode_batch(self, texts: Iterable[str], *, add_special_tokens: bool = False, parse_special: bool = True,
+                     num_threads: int = 1) -> list[list[int]]:
+        """``[encode(t, ...) for t in texts]``; with the compiled hot path and ``num_threads > 1``
+        the texts are encoded on that many threads (the GIL is released)."""
+        if num_threads > 1 and self._native is not None:
+            ids, offsets = self.encode_batch_flat(
+                list(texts), add_special_tokens=add_special_tokens, parse_special=parse_special,
+                num_threads=num_threads,
+            )
+            flat = ids.tolist()
+            bounds = offsets.tolist()
+            return [flat[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+        return [self.encode(t, add_special_tokens=add_special_tokens, parse_special=parse_special) for t in texts]
+
+    def encode_batch_flat(
+        self,
+        texts: Sequence[str],
+        *,
+        add_special_tokens: bool = False,
+        parse_special: bool = True,
+        num_threads: int = 1,
+    ):
+        """Encode many texts into one flat array, the layout Arrow list columns use.
+
+        Returns:
+            ``(ids, offsets)``: ids uint32 of shape (total,), offsets int64 of shape
+            (len(texts) + 1,); row i is ``ids[offsets[i]:offsets[i+1]]`` and equals
+            ``encode(texts[i], ...)``. With the compiled hot path the GIL is released and
+            ``num_threads`` threads share the work; without it, a Python loop.
+        """
+        return native.encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
+                                 parse_special=parse_special, num_threads=num_threads)
