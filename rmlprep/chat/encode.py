@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from ..spm_special import unprefixed_after_special
 from .registry import get_format, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment
 
@@ -116,6 +117,7 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
             else:
                 spans.append((start, pos))
     fragments = frags
+    unprefixed_after_special(tokenizer, fragments)
     ids, starts = tokenizer.encode_fragments(fragments, add_special_tokens=False, normalized=tokenizer.cuts_normalized)
     bos = tokenizer.spec.bos_id
     if (len(ids) > 1 and fragments and fragments[0] == bos and ids[0] != bos and ids[1] == bos
