@@ -35,9 +35,11 @@ def _same(r: dict, ours: dict | None) -> str:
     ref = ours.get("digests_specials") if r["lib"] in PARSES_SPECIALS else ours.get("digests")
     if ref is None:
         return ""
-    diff = sum(a != b for a, b in zip(r["digests"], ref)) + abs(len(r["digests"]) - len(ref))
+    diff = sum(a != b for a, b in zip(r["digests"], ref) if b is not None) + abs(len(r["digests"]) - len(ref))
+    refused = sum(b is None for b in ref)  # special-token text rmlprep refuses (a .model read alone)
     moved = " (ids differ between its processes)" if r.get("unstable_ids") or ours.get("unstable_ids") else ""
-    return (f" (ids differ in {diff} docs)" if diff else "") + moved
+    return ((f" (ids differ in {diff} docs)" if diff else "")
+            + (f" ({refused} docs with special-token text rmlprep refuses, not compared)" if refused else "") + moved)
 
 
 def _fmt(x: float) -> str:

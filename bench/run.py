@@ -209,6 +209,17 @@ class _Rows:
             yield self.flat[o[i]:o[i + 1]]
 
 
+def _digest_or_refused(rml, text: str) -> str | None:
+    """The digest of rmlprep's parse_special=True ids of one text, None where it refuses the text
+    (a SentencePiece .model read alone: control-token text has no reference, rmlprep.spm_special)."""
+    from rmlprep.errors import TokenizeError
+
+    try:
+        return _digests([rml.encode(text)])[0]
+    except TokenizeError:
+        return None
+
+
 def _digests(rows) -> list[str]:
     """Per-document 64-bit blake2b of the ids as little-endian uint32."""
     import hashlib
@@ -265,7 +276,7 @@ def _measure(args) -> dict:
            "cpu": cpu, "cpu_main": cpu_main, "faults": faults, "pinned": args.cpu,
            "digests": _digests(first)}
     if rml is not None:  # rmlprep's ids in the peers' special-token mode, untimed
-        out["digests_specials"] = _digests(rml.encode(t) for t in texts)
+        out["digests_specials"] = [_digest_or_refused(rml, t) for t in texts]
     return out
 
 
