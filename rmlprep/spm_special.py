@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from .errors import TokenizeError
 
-__all__ = ["refuse_parsed_control", "unprefixed_after_special"]
+__all__ = ["UnprefixedText", "refuse_parsed_control", "unprefixed_after_special"]
 
 
 def refuse_parsed_control(tokenizer, fragments: Sequence[str | int]) -> None:
@@ -54,6 +54,10 @@ def refuse_parsed_control(tokenizer, fragments: Sequence[str | int]) -> None:
                 "5.x does not: '<s>hi' -> [1, 7251] or [1, 2918]); encode with parse_special=False (CLI "
                 "--no-parse-special, run config tokenizer.parse_special = false) for sentencepiece's ids, or "
                 "load the model's tokenizer.json")
+
+
+class UnprefixedText(TokenizeError):
+    """:func:`unprefixed_after_special`'s refusal: told apart from a row's own faults before the run."""
 
 
 def unprefixed_after_special(tokenizer, fragments: Sequence[str | int]) -> None:
@@ -78,9 +82,10 @@ def unprefixed_after_special(tokenizer, fragments: Sequence[str | int]) -> None:
         return
     for prev, f in zip(fragments, fragments[1:]):
         if isinstance(prev, int) and isinstance(f, str) and f and not f.startswith(" "):
-            raise TokenizeError(
+            raise UnprefixedText(
                 f"{s.name or 'tokenizer.model'}: this chat render has the text {f[:20]!r} right after the special "
                 f"token {s.vocab[prev]!r} (id {prev}); every reference (sentencepiece per message as Meta's and "
                 "mistral-common's chat code, transformers' apply_chat_template) encodes it with its own '▁', which a "
                 "SentencePiece .model read without a tokenizer.json does not (it would give ids no reference "
                 "gives): load the model's tokenizer.json for this chat format")
+

@@ -12,6 +12,8 @@ writes a space after BOS (``"<s> [INST]"``), keeps mistral-common's ids (tests/t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import rmlprep
@@ -49,3 +51,23 @@ def test_mistral_v1_on_its_model_still_encodes_as_mistral_common():
     tok = rmlprep.load_tokenizer(str(path))
     ids = rmlprep.encode_chat(tok, CONV[:1], "mistral-v1").input_ids
     assert ids == [1] + sp.encode("[INST] Hi [/INST]")
+
+
+def test_sft_run_refuses_such_a_format_before_any_row(tmp_path, capsys):
+    """The same refusal stops an sft run in one line (exit 2) before the corpus is read, where each
+    row was rejected one by one (or, before 5cd97be, written with 29961 and exit 0)."""
+    from rmlprep.cli import main
+
+    path = _path("llama2")
+    rows = tmp_path / "chat.jsonl"
+    rows.write_text("".join(json.dumps({"messages": CONV}) + "\n" for _ in range(3)))
+    out = tmp_path / "out"
+    toml = tmp_path / "run.toml"
+    toml.write_text(f'pipeline = "sft"\n[input]\npaths = ["{rows}"]\ncolumn = "messages"\n'
+                    f'[tokenizer]\npath = "{path}"\n[chat]\nformat = "llama2"\n[pack]\nseq_len = 128\n'
+                    f'[output]\ndir = "{out}"\n[run]\nworkers = 1\nprogress = "none"\nhistogram = false\n')
+    rc = main(["run", str(toml)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "chat.format = 'llama2': " in err and "right after the special token '<s>'" in err
+    assert not list(out.glob("train-*.parquet")) and not (out / "rejects").exists()

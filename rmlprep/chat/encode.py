@@ -46,11 +46,12 @@ from typing import Any
 
 import numpy as np
 
-from ..spm_special import unprefixed_after_special
+from ..spm_special import UnprefixedText, unprefixed_after_special
 from .registry import get_format, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment
 
 __all__ = ["ChatEncoding", "defaulted_refusal", "encode_chat", "encode_segments", "missing_stop_token",
+           "refuse_chat_before_corpus",
            "stop_token_refusal", "stop_ids", "template_specials", "template_stop"]
 
 
@@ -379,3 +380,31 @@ def stop_ids(tokenizer, fmt: str) -> list[int]:
         if i is not None and i not in out and i not in skip:
             out.append(i)
     return out
+
+
+#: a conversation every format writes (no system prompt, no tools)
+_PROBE = ({"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
+          {"role": "user", "content": "Bye"}, {"role": "assistant", "content": "Bye!"})
+
+
+def refuse_chat_before_corpus(cfg, tokenizer) -> None:
+    """sft on a ``.model``-only tokenizer: encode one probe conversation with the run's (resolved)
+    chat format before any corpus work, so a format that :func:`rmlprep.spm_special.unprefixed_after_special` refuses
+    stops the run in one line (exit 2) rather than rejecting every row one by one.
+
+    Raises:
+        ConfigError: the refusal, naming ``chat.format``.
+    """
+    s = tokenizer.spec
+    if cfg.pipeline != "sft" or not (s.add_prefix_space and s.prefix_scheme == "whole_text"):
+        return
+    from ..errors import ConfigError
+
+    chat = cfg["chat"]
+    try:
+        encode_chat(tokenizer, list(_PROBE), chat["format"], options=chat.get("options") or None,
+                    text_markers=bool(chat.get("text_markers")))
+    except UnprefixedText as e:
+        raise ConfigError(f"chat.format = {chat['format']!r}: {e}") from None
+    except Exception:  # noqa: BLE001 - other faults are the rows' own, rejected with their reasons
+        return

@@ -8,6 +8,7 @@ from contextlib import suppress
 from typing import Any
 
 from ..chat_parity import check_chat_markers, resolve_chat_config
+from ..chat.encode import refuse_chat_before_corpus
 from ..config import RunConfig
 from ..errors import ConfigError, OutputError, RmlprepError
 from ..load import open_tokenizer
@@ -121,6 +122,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
         check_chat_markers(cfg, tokenizer)  # sft: after parity, whose refusal names the right format
+        refuse_chat_before_corpus(cfg, tokenizer)  # sft on a .model read alone: a render no reference gives
         if not overwrite:  # another config's folder is refused before a killed rerun's set-aside files are removed:
             # they may be the complete run it was replacing (careless-user trial U5)
             empty = check_shards(out, cfg.config_hash, overwrite=False, tokenizer=tokenizer.fingerprint, config=cfg)
