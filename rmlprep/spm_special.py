@@ -88,4 +88,3 @@ def unprefixed_after_special(tokenizer, fragments: Sequence[str | int]) -> None:
                 "mistral-common's chat code, transformers' apply_chat_template) encodes it with its own '▁', which a "
                 "SentencePiece .model read without a tokenizer.json does not (it would give ids no reference "
                 "gives): load the model's tokenizer.json for this chat format")
-
