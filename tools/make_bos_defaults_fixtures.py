@@ -95,27 +95,35 @@ def generate(targets: list[str]) -> dict:
     }
 
 
-def drift(have: dict, want: dict) -> list[str]:
-    """What differs between a fixture ``have`` (the committed one) and a regeneration ``want``:
-    one line per banner key and per class whose answers differ; ``[]`` when they are equal."""
-    out = [f"{k}: {have.get(k)!r} -> {want.get(k)!r}" for k in sorted((set(have) | set(want)) - {"classes"})
+def drift_by(have: dict, want: dict, key: str, *, values: bool = True) -> list[str]:
+    """What differs between a fixture ``have`` (the committed one) and a regeneration ``want``: one
+    line per banner key and per entry of ``want[key]`` that differs (with both answers when
+    ``values``); ``[]`` when they are equal."""
+    out = [f"{k}: {have.get(k)!r} -> {want.get(k)!r}" for k in sorted((set(have) | set(want)) - {key})
            if have.get(k) != want.get(k)]
-    hc, wc = have.get("classes") or {}, want.get("classes") or {}
-    out += [f"classes[{c!r}]: {hc.get(c)!r} -> {wc.get(c)!r}" for c in list(hc) + [c for c in wc if c not in hc]
-            if hc.get(c) != wc.get(c)]
+    hc, wc = have.get(key) or {}, want.get(key) or {}
+    out += [f"{key}[{c!r}]: {hc.get(c)!r} -> {wc.get(c)!r}" if values else f"{key}[{c!r}] differs"
+            for c in list(hc) + [c for c in wc if c not in hc] if hc.get(c) != wc.get(c)]
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def drift(have: dict, want: dict) -> list[str]:
+    """:func:`drift_by` on the ``classes``: one line per class whose answers differ."""
+    return drift_by(have, want, "classes")
+
+
+def fixture_main(argv: list[str] | None, doc: str, default_out: Path, generate, drift_of) -> int:
+    """The command line of a fixture built from ``--transformers`` installs: write ``--out``, or
+    with ``--check`` regenerate in memory and print what ``drift_of`` finds (exit 1 on a difference)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--transformers", action="append", required=True, help="a --target install of transformers")
-    ap.add_argument("--out", default=str(ROOT / "fixtures" / "bos_defaults.json"))
+    ap.add_argument("--out", default=str(default_out))
     ap.add_argument("--check", action="store_true",
                     help="regenerate in memory and compare with --out (exit 1 on a difference) instead of writing it")
     a = ap.parse_args(argv)
     out = generate(a.transformers)
     if a.check:
-        lines = drift(json.loads(Path(a.out).read_text(encoding="utf-8")), out)
+        lines = drift_of(json.loads(Path(a.out).read_text(encoding="utf-8")), out)
         for line in lines:
             print(f"{a.out}: {line}")
         if not lines:
@@ -124,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     Path(a.out).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {a.out}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return fixture_main(argv, __doc__, ROOT / "fixtures" / "bos_defaults.json", generate, drift)
 
 
 if __name__ == "__main__":

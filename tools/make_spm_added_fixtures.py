@@ -33,7 +33,6 @@ Needs the real tokenizers in ``~/.cache/rmlprep-real-tokenizers`` (env RMLPREP_R
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -44,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tools.make_bos_defaults_fixtures import drift_by, fixture_main  # noqa: E402
 from tools.make_parity_fixtures import real_dir  # noqa: E402
 
 SOURCES = {"llama2": "llama2/tokenizer.model", "mistral": "mistral/tokenizer.model.v1"}
@@ -159,31 +159,11 @@ def generate(targets: list[str]) -> dict:
 
 def drift(have: dict, want: dict) -> list[str]:
     """One line per banner key and per case that differs between ``have`` and ``want``."""
-    out = [f"{k}: {have.get(k)!r} -> {want.get(k)!r}" for k in sorted((set(have) | set(want)) - {"cases"})
-           if have.get(k) != want.get(k)]
-    hc, wc = have.get("cases") or {}, want.get("cases") or {}
-    out += [f"cases[{c!r}] differs" for c in list(hc) + [c for c in wc if c not in hc] if hc.get(c) != wc.get(c)]
-    return out
+    return drift_by(have, want, "cases", values=False)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--transformers", action="append", required=True, help="a --target install of transformers")
-    ap.add_argument("--out", default=str(ROOT / "fixtures" / "spm_added_tokens.json"))
-    ap.add_argument("--check", action="store_true",
-                    help="regenerate in memory and compare with --out (exit 1 on a difference) instead of writing it")
-    a = ap.parse_args(argv)
-    out = generate(a.transformers)
-    if a.check:
-        lines = drift(json.loads(Path(a.out).read_text(encoding="utf-8")), out)
-        for line in lines:
-            print(f"{a.out}: {line}")
-        if not lines:
-            print(f"{a.out}: unchanged")
-        return 1 if lines else 0
-    Path(a.out).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {a.out}")
-    return 0
+    return fixture_main(argv, __doc__, ROOT / "fixtures" / "spm_added_tokens.json", generate, drift)
 
 
 if __name__ == "__main__":
