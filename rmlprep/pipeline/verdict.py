@@ -23,26 +23,25 @@ def rejects_by_stage(recs: list[dict[str, Any]]) -> dict[str, int] | None:
     stage that found them, in that order; a stage with none is absent), summed over the done
     markers' ``rejects_by_stage``; None (not known) when a kept marker with rejects predates
     the key (a resumed run; ``--overwrite`` counts again)."""
-    if any(r["rejects"] and "rejects_by_stage" not in r for r in recs):
-        return None
-    out: dict[str, int] = {}
-    for r in recs:
-        for k, n in r.get("rejects_by_stage", {}).items():
-            out[k] = out.get(k, 0) + n
-    return {k: out[k] for k in REJECT_STAGES if k in out}
+    return _summed(recs, "rejects_by_stage", REJECT_STAGES)
 
 
 def rejects_by_kind(recs: list[dict[str, Any]]) -> dict[str, int] | None:
     """The rejects per ``kind`` (:data:`rmlprep.reject_kinds.KINDS`, in that order; a kind with
     none is absent), summed over the done markers' ``rejects_by_kind``; None (not known) when a
     kept marker with rejects predates the key (a resumed run; ``--overwrite`` counts again)."""
-    if any(r["rejects"] and "rejects_by_kind" not in r for r in recs):
+    return _summed(recs, "rejects_by_kind", KINDS)
+
+
+def _summed(recs: list[dict[str, Any]], key: str, order) -> dict[str, int] | None:
+    """The markers' ``key`` counts summed, in ``order``; None when a marker with rejects lacks the key."""
+    if any(r["rejects"] and key not in r for r in recs):
         return None
     out: dict[str, int] = {}
     for r in recs:
-        for k, n in r.get("rejects_by_kind", {}).items():
+        for k, n in r.get(key, {}).items():
             out[k] = out.get(k, 0) + n
-    return {k: out[k] for k in KINDS if k in out}
+    return {k: out[k] for k in order if k in out}
 
 
 def _breakdown(manifest: dict[str, Any], count: int | None = None) -> str:
