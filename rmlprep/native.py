@@ -204,7 +204,7 @@ class NativeEncoder:
         self._enc.clear_cache()
 
     def cache_info(self) -> list[dict]:
-        """One ``{slot, entries, slots, bytes, sweeps}`` dict per piece cache in use (slot -1: batches' shared one)."""
+        """One ``{slot, entries, slots, bytes, sweeps}`` per piece cache not in use (slot -1: the shared one)."""
         return self._enc.cache_info()
 
     def __repr__(self) -> str:

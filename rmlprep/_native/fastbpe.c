@@ -3223,12 +3223,19 @@ static PyObject *Encoder_cache_info(Encoder *E, PyObject *Py_UNUSED(ignored))
     for (int k = 0; k < N_SLOTS; k++) {
         Slot *sl = &E->slots[k];
         Cache *c = &sl->cache;
-        if (c->tab == NULL)
+        /* read under the slot's lock: an encode in another thread (GIL released) may be growing
+           or sweeping this cache; a slot in use right now is left out, as the shared cache is */
+        if (pthread_mutex_trylock(&sl->lock) != 0)
             continue;
+        if (c->tab == NULL) {
+            pthread_mutex_unlock(&sl->lock);
+            continue;
+        }
         size_t bytes = ((size_t)c->mask + 1) * sizeof(CEntry) + c->kcap + c->vcap * 4;
         PyObject *d = Py_BuildValue("{sisnsnsnsK}", "slot", k, "entries", (Py_ssize_t)c->count, "slots",
                                     (Py_ssize_t)c->mask + 1, "bytes", (Py_ssize_t)bytes, "sweeps",
                                     (unsigned long long)c->sweeps);
+        pthread_mutex_unlock(&sl->lock);
         if (d == NULL || PyList_Append(out, d) < 0) {
             Py_XDECREF(d);
             Py_DECREF(out);
