@@ -795,6 +795,36 @@ def test_documents_dropped_as_configured_do_not_count_toward_max_reject_fraction
     assert main(["run", str(tmp_path / "both.toml"), "--max-reject-fraction", "0.15"]) == 0
 
 
+@needs_tiny
+def test_a_run_that_drops_most_documents_warns_with_the_counts_and_the_option(tmp_path, capsys):
+    """pack.overflow = "drop" leaving out 95 of 100 documents exited 0 with no warning (drops do
+    not count toward run.max_reject_fraction since 117acc3): only the summary's over-long line
+    said so. A share of drops over run.max_reject_fraction now gives one ``rmlprep: warning:``
+    line (the counts, the share, pack.overflow, pack.seq_len, the limit and what keeps them) and
+    a warning row in the summary; the run still exits 0. 5 drops of 100 (5%, under 0.1) give
+    none, and neither do 95 with --max-reject-fraction 0.96. Rows: bl_gpt2_digits gives one
+    token per digit, so 64 digits frame to 65 tokens (eos), over seq_len 64; the 95 dropped hold
+    95 x 64 = 6,080 tokens of text (dropped_tokens counts no eos)."""
+    long, short = json.dumps({"text": "7" * 64}), json.dumps({"text": "12 34"})
+    for name, n_long in (("most", 95), ("few", 5)):
+        (tmp_path / f"{name}.jsonl").write_text("".join((long if i < n_long else short) + "\n" for i in range(100)))
+        toml = _toml(tmp_path / f"{name}.toml", [str(tmp_path / f"{name}.jsonl")], tmp_path / name)
+        toml.write_text(toml.read_text().replace("seq_len = 64\n", "seq_len = 64\noverflow = \"drop\"\n"))
+    rc, err = _run_cli(capsys, tmp_path / "most.toml")
+    said = [x for x in err.splitlines() if x.startswith("rmlprep:")]
+    assert rc == 0 and said == [
+        "rmlprep: warning: pack.overflow = \"drop\" left out 95 of the 100 rows read (95.0%) as longer than "
+        f"pack.seq_len = 64 (6,080 tokens; written to {tmp_path / 'most' / 'rejects'}/), more than "
+        "run.max_reject_fraction = 0.1, which drops do not count toward: a longer pack.seq_len or "
+        "pack.overflow = \"wrap\" or \"truncate\" keeps them"], err
+    assert re.search(r"^warning +95\.0% of the rows read dropped as longer than pack\.seq_len, more than "
+                     r"run\.max_reject_fraction = 0\.1", err, re.M), err
+    rc, err = _run_cli(capsys, tmp_path / "few.toml")
+    assert rc == 0 and "warning" not in err and "5 documents longer than seq_len dropped" in err, err
+    assert main(["run", str(tmp_path / "most.toml"), "--overwrite", "--max-reject-fraction", "0.96"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def _script(name: str):
     import importlib.util
 

@@ -26,7 +26,7 @@ from .late_keys import late_counts
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, hist_edges, length_hist, unfilled_tokens
-from .verdict import reject_line, rejects_by_kind, rejects_by_stage
+from .verdict import drop_warning, reject_line, rejects_by_kind, rejects_by_stage
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
 
@@ -344,6 +344,8 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if t["dropped_documents"]:
         lines.append(("over-long", f"{t['dropped_documents']:,} documents longer than seq_len dropped, "
                                    f"written to rejects/ ({t['dropped_tokens']:,} tokens)"))
+        if (warn := drop_warning(manifest, brief=True)) is not None:
+            lines.append(("warning", warn))
     if t["empty_documents"] is None:
         lines.append(("empty", "documents of no token (empty text, and no bos/eos framing): not known (units written "
                                "before rmlprep counted them were kept on resume; --overwrite writes them again and "

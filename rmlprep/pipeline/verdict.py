@@ -2,7 +2,8 @@
 rejected, or no row at all) is not, nor one whose rejects pass ``run.max_reject_fraction`` of
 the rows read (:func:`run_verdict`; ``rmlprep run`` and :func:`rmlprep.cli.run_exit_status`
 exit 2 with its line); and the rejects' breakdown by stage that the summary and that line give
-(:func:`rejects_by_stage`, :func:`reject_line`), and by kind in the manifest (:func:`rejects_by_kind`).
+(:func:`rejects_by_stage`, :func:`reject_line`), and by kind in the manifest (:func:`rejects_by_kind`);
+and a successful run's warning (:func:`drop_warning`: ``pack.overflow = "drop"`` left out a large share).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ..config import RunConfig
 from ..reject_kinds import KINDS
 from .stages import REJECT_STAGES
 
-__all__ = ["rejects_by_stage", "rejects_by_kind", "reject_line", "run_verdict"]
+__all__ = ["rejects_by_stage", "rejects_by_kind", "reject_line", "run_verdict", "drop_warning"]
 
 
 def rejects_by_stage(recs: list[dict[str, Any]]) -> dict[str, int] | None:
@@ -130,6 +131,34 @@ def run_verdict(cfg: RunConfig, manifest: dict[str, Any]) -> str | None:
                 f"{rejects} (the shards and manifest are written: if these rejects are expected, rerun with "
                 f"--max-reject-fraction {min(1.0, _ceil2(bad / t['rows_read'])):g} or set run.max_reject_fraction)")
     return None
+
+
+def drop_warning(manifest: dict[str, Any], *, brief: bool = False) -> str | None:
+    """One line (for ``rmlprep: warning: ...`` and the summary) when ``pack.overflow = "drop"``
+    left out more than ``run.max_reject_fraction`` of the rows read, else None.
+
+    Such drops do not fail the run (:func:`run_verdict`: the config asked for them), but a share
+    that large more likely means a ``pack.seq_len`` too short for the data than a few outliers:
+    a run that kept 5 of 100 documents exited 0 with no word beyond the summary's count. The
+    line gives the counts, the share, the limit and the options that keep such documents
+    (``brief``: the share, the limit and the options, for the summary, whose ``over-long`` line
+    gives the counts). A run left without a document has no warning: its verdict fails it.
+    """
+    t = manifest["totals"]
+    dropped, read = t.get("dropped_documents") or 0, t.get("rows_read") or 0
+    limit = manifest["config"]["run"]["max_reject_fraction"]
+    if not dropped or not read or not t["documents"] or dropped / read <= limit:
+        return None
+    pack = manifest["config"]["pack"]
+    keep = ('pack.overflow = "truncate" or "split"' if manifest["config"].get("pipeline") == "sft"
+            else 'pack.overflow = "wrap" or "truncate"')
+    over = (f"more than run.max_reject_fraction = {limit:g}, which drops do not count toward: a longer "
+            f"pack.seq_len or {keep} keeps them")
+    if brief:
+        return f"{dropped / read:.1%} of the rows read dropped as longer than pack.seq_len, {over}"
+    return (f"pack.overflow = \"drop\" left out {dropped:,} of the {read:,} rows read ({dropped / read:.1%}) as longer "
+            f"than pack.seq_len = {pack['seq_len']:,} ({t.get('dropped_tokens') or 0:,} tokens; written to "
+            f"{fs.join(manifest['config']['output']['dir'], 'rejects')}/), {over}")
 
 
 def _ceil2(x: float) -> float:
