@@ -4,7 +4,7 @@ Exit codes: 0 success; 2 a user mistake or an environment fault (bad config, mis
 damaged input file, unreadable tokenizer, an output folder that is held by another run, not
 writable or full: one line, no traceback); 3 a parity failure (rmlprep's ids differ from the
 reference; the report names text, position and both id runs); 130 interrupted (Ctrl-C), 143
-terminated (SIGTERM), each with one line; 1 only for an
+terminated (SIGTERM), 129 hung up (SIGHUP; :mod:`.cli_signals`), each with one line; 1 only for an
 unexpected internal error (with traceback: a bug to report). :func:`main` is the one place that
 maps errors to exit codes and their one line.
 """
@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 from ._version import __version__
@@ -27,6 +25,7 @@ from .chat.detect import check_template_format
 from .streams import reports_never_stop_a_run
 from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
 from .chat_parity import check_chat_format
+from .cli_signals import Stopped, signals_unwind
 from .cli_text import read_file_text, read_json_file, read_texts, stdin_text
 from .config import RunConfig, load_config
 from .errors import ChatFormatError, InputError, ParityError, RmlprepError
@@ -154,7 +153,7 @@ def run_exit_status(config: RunConfig | Callable[[], RunConfig], *, resume: bool
     (``shards: DIR`` on stdout); 2 for a user error (:class:`~rmlprep.errors.RmlprepError`, a
     refused file, out of memory), an empty dataset (every row rejected, or no row at all: no
     success) or rejects over ``run.max_reject_fraction`` of the rows read
-    (:func:`rmlprep.pipeline.verdict.run_verdict`); 3 for a parity failure; 130 on Ctrl-C, 143 on SIGTERM. Each failure is one line
+    (:func:`rmlprep.pipeline.verdict.run_verdict`); 3 for a parity failure; 130 on Ctrl-C, 143 on SIGTERM, 129 on SIGHUP. Each failure is one line
     on stderr, never a traceback.
 
     Args:
@@ -165,7 +164,7 @@ def run_exit_status(config: RunConfig | Callable[[], RunConfig], *, resume: bool
         cfg = config() if callable(config) else config
         return _run_config(cfg, resume=resume, overwrite=overwrite)
 
-    with _sigterm_unwinds():
+    with signals_unwind():
         with reports_never_stop_a_run():
             return _exit_status(job, stream=False)
 
@@ -385,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         args.ids = [*args.ids, *words]
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    with _sigterm_unwinds():
+    with signals_unwind():
         return _run_command(args)
 
 
@@ -408,30 +407,6 @@ def _leftover_words(extra: list[str], *, negative_ids: bool) -> tuple[list[str],
     return words, options
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, ``docker stop``, a scheduler's time limit), raised where the run is, so
-    that it unwinds as Ctrl-C does: the pool is stopped, temporaries removed, the lock released."""
-
-
-def _on_sigterm(signum, frame) -> None:
-    raise _Terminated
-
-
-@contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """SIGTERM raises :class:`_Terminated` while a command runs (the main thread only, where
-    signal handlers live); the previous handler comes back after it. Pool workers, forked with
-    this handler, ignore SIGTERM, and the pool kills them (:mod:`rmlprep.pipeline.engines`)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _run_command(args) -> int:
     """Run a parsed command; map its errors to an exit code and one line."""
     if args.command != "run":
@@ -447,9 +422,10 @@ def _exit_status(job: Callable[[], int], *, stream: bool = True) -> int:
     written."""
     try:
         return job()
-    except _Terminated:  # 128 + SIGTERM, as a shell reports a process it terminated
-        _log("rmlprep: terminated (SIGTERM); the done units stay and --resume continues")
-        return 143
+    except Stopped as e:  # SIGTERM, SIGHUP: 128 + the signal, as a shell reports a process it ended
+        with suppress(OSError):  # a hung-up terminal may take no more
+            _log(f"rmlprep: {e.words}; the done units stay and --resume continues")
+        return 128 + e.signum
     except ParityError as e:
         _log(f"rmlprep: parity failure, stopped before any corpus work: {e}")
         return 3

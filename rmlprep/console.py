@@ -8,7 +8,8 @@ the script's entry point catches an interrupt there too: ``rmlprep: interrupted`
 
 SIGTERM in that window (a scheduler's time limit, ``docker stop`` right after a start) ended the
 process silently, with no line to say it had been stopped, since :func:`rmlprep.cli.main`
-installs its handler only once it runs: :func:`_terminated` says it and exits 143 there too.
+installs its handler only once it runs: :func:`_terminated` says it and exits 143 there too
+(SIGHUP, a closed terminal: 129, unless ``nohup`` ignores it).
 """
 
 from __future__ import annotations
@@ -19,16 +20,23 @@ import sys
 
 
 def _terminated(signum, frame) -> None:
-    """SIGTERM outside a command (while rmlprep.cli loads, before or after :func:`rmlprep.cli.main`
-    handles it): nothing of a run is being written, so say so and exit 143 (128 + SIGTERM) at once."""
-    sys.stderr.write("rmlprep: terminated (SIGTERM)\n")
-    sys.stderr.flush()
-    os._exit(143)
+    """SIGTERM or SIGHUP outside a command (while rmlprep.cli loads, before or after
+    :func:`rmlprep.cli.main` handles it): nothing of a run is being written, so say so and exit
+    128 + the signal (143, 129) at once."""
+    hup = signum != signal.SIGTERM
+    try:
+        sys.stderr.write("rmlprep: hung up (SIGHUP)\n" if hup else "rmlprep: terminated (SIGTERM)\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a hung-up terminal takes no more
+        pass
+    os._exit(128 + signum)
 
 
 def entry() -> None:
     """Import :mod:`rmlprep.cli` and run :func:`rmlprep.cli.entry` (which exits with its status)."""
     signal.signal(signal.SIGTERM, _terminated)  # main replaces it while a command runs, then restores it
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:  # nohup: stays ignored
+        signal.signal(signal.SIGHUP, _terminated)
     try:
         from .cli import entry as run
     except KeyboardInterrupt:

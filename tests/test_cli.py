@@ -951,9 +951,15 @@ def _py(code: str, **kw) -> subprocess.Popen:
     import signal
 
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
+    then = kw.pop("preexec_fn", None)
+
+    def preexec():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if then is not None:
+            then()
+
+    kw = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **kw}
+    return subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True, preexec_fn=preexec, **kw)
 
 
 def test_ctrl_c_during_import_is_one_line():
@@ -975,11 +981,14 @@ def test_ctrl_c_during_import_is_one_line():
     assert err == "rmlprep: interrupted\n"
 
 
-def test_sigterm_during_import_is_one_line():
+@pytest.mark.parametrize("sig,status,line", [("SIGTERM", 143, "rmlprep: terminated (SIGTERM)\n"),
+                                             ("SIGHUP", 129, "rmlprep: hung up (SIGHUP)\n")], ids=["term", "hup"])
+def test_sigterm_during_import_is_one_line(sig, status, line):
     """SIGTERM while the script loads rmlprep.cli, before main installs its handler, ended the
     process silently (killed by the signal, no line). The console script's module handles it
-    from its first line: ``rmlprep: terminated (SIGTERM)``, exit 143 (128 + SIGTERM). Here a
-    finder asked for rmlprep.cli says so on stdout and waits for the signal."""
+    from its first line: ``rmlprep: terminated (SIGTERM)``, exit 143 (128 + SIGTERM); SIGHUP
+    likewise, exit 129. Here a finder asked for rmlprep.cli says so on stdout and waits for the
+    signal."""
     import signal
 
     code = (
@@ -994,10 +1003,10 @@ def test_sigterm_during_import_is_one_line():
         "entry()\n")
     p = _py(code)
     assert p.stdout.readline() == "loading\n"
-    p.send_signal(signal.SIGTERM)
+    p.send_signal(getattr(signal, sig))
     out, err = p.communicate(timeout=60)
-    assert p.returncode == 143
-    assert err == "rmlprep: terminated (SIGTERM)\n"
+    assert p.returncode == status
+    assert err == line
 
 
 def test_ctrl_c_reaches_no_worker():
@@ -1083,10 +1092,10 @@ def test_a_run_whose_output_pipe_closes_finishes(tmp_path):
     assert len(runs["read"]) > 3 and runs["left"] == runs["read"]
 
 
-def _run_with_a_sleeping_unit(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
+def _run_with_a_sleeping_unit(tmp_path: Path, **popen) -> tuple[subprocess.Popen, Path, Path]:
     """A CLI run (2 workers, 120 documents) whose unit 1 writes its files, then writes its worker's
     pid into ``started`` and sleeps 60 s; returns (the process, the toml, the output folder),
-    once unit 1 has started sleeping."""
+    once unit 1 has started sleeping. ``popen``: :func:`_py`'s keywords."""
     import time
 
     (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": f"words {i} " * 40}) + "\n" for i in range(120)))
@@ -1107,7 +1116,7 @@ def _run_with_a_sleeping_unit(tmp_path: Path) -> tuple[subprocess.Popen, Path, P
         "from rmlprep.cli import main\n"
         "sys.exit(main(['run', TOML, '--workers', '2']))\n"
     ).replace("STARTED", repr(str(started))).replace("TOML", repr(str(toml)))
-    p = _py(code)
+    p = _py(code, **popen)
     deadline = time.monotonic() + 120
     while not (started.exists() and started.read_text()):
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()
@@ -1140,23 +1149,84 @@ def test_workers_die_with_a_killed_run(tmp_path):
 
 
 @needs_tiny
+@pytest.mark.parametrize("sig,status,words", [
+    ("SIGTERM", 143, "terminated (SIGTERM)"),
+    ("SIGHUP", 129, "hung up (SIGHUP: the terminal or session closed)")], ids=["term", "hup"])
 @pytest.mark.parametrize("group", [False, True], ids=["parent", "group"])
-def test_sigterm_is_one_line_and_exit_143(tmp_path, group):
+def test_sigterm_is_one_line_and_exit_143(tmp_path, group, sig, status, words):
     """SIGTERM (``kill PID``; ``docker stop`` or a scheduler signal the whole group) exited 143
     without a word. Now it unwinds as Ctrl-C does: one line, exit 143 (128 + 15), no worker
     traceback, no temporary left, the lock released, and a rerun resumes the done units. Here
     unit 1 sleeps in its worker after its files are written; the signal comes once it has, while
     the other worker waits for a task (holding the task queue's lock: a worker killed by the
-    group's signal there left the parent's pool waiting for that lock forever)."""
+    group's signal there left the parent's pool waiting for that lock forever). SIGHUP (a closed
+    terminal or SSH session, ``kill -HUP``) ended the run by its default action: exit 129 with a
+    ``train-NNNNN.parquet.tmp-PID`` and ``.rmlprep.lock`` left behind; it unwinds the same way,
+    exit 129 (128 + 1)."""
     import signal
 
     p, toml, out = _run_with_a_sleeping_unit(tmp_path)
-    (os.killpg if group else os.kill)(p.pid, signal.SIGTERM)
+    (os.killpg if group else os.kill)(p.pid, getattr(signal, sig))
     _, err = p.communicate(timeout=60)
-    assert p.returncode == 143, err
-    assert err.splitlines()[-1] == "rmlprep: terminated (SIGTERM); the done units stay and --resume continues", err
+    assert p.returncode == status, err
+    assert err.splitlines()[-1] == f"rmlprep: {words}; the done units stay and --resume continues", err
+    assert not (out / ".rmlprep.lock").exists()
     assert "Traceback" not in err and not list(out.rglob("*.tmp-*"))
     assert main(["run", str(toml), "--resume"]) == 0  # the lock was released; done units are kept
+
+
+@needs_tiny
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pty's hangup as Linux delivers it")
+def test_a_closed_terminal_stops_the_run_as_ctrl_c_does(tmp_path):
+    """A run in a terminal that closes (an SSH session dropped, a terminal window closed): the
+    kernel hangs the terminal up, signals SIGHUP to the session's processes, and every later
+    write to it fails (EIO). The run died by SIGHUP's default action, leaving a temporary shard
+    and the folder's lock. Here the run's stdout and stderr are a pseudo-terminal it controls,
+    and the test closes the terminal's other end while unit 1 sleeps in its worker: the run
+    exits 129 (128 + SIGHUP), leaves no temporary, releases the lock (its line went nowhere:
+    the terminal is gone), and a rerun resumes the done units."""
+    import fcntl
+    import pty
+    import termios
+
+    master, slave = pty.openpty()
+
+    def controlling_terminal():  # the session leader (start_new_session) takes the pty as its terminal
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    try:
+        p, toml, out = _run_with_a_sleeping_unit(tmp_path, stdin=slave, stdout=slave, stderr=slave,
+                                                 preexec_fn=controlling_terminal)
+    finally:
+        os.close(slave)
+    os.close(master)  # the terminal hangs up
+    assert p.wait(timeout=60) == 129
+    assert not list(out.rglob("*.tmp-*")) and not (out / ".rmlprep.lock").exists()
+    assert main(["run", str(toml), "--resume"]) == 0
+
+
+def test_a_sighup_that_nohup_ignores_stays_ignored():
+    """``nohup rmlprep run ...`` asks the run to outlive its terminal: SIGHUP is ignored when the
+    command starts, and the command keeps it so (a handler would stop the run that nohup
+    keeps); a SIGHUP at its default action becomes the run's stop, put back afterwards."""
+    import signal
+    import time
+
+    from rmlprep.cli_signals import Stopped, signals_unwind
+
+    before = signal.getsignal(signal.SIGHUP)
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with signals_unwind():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)  # ignored: nothing is raised
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        with pytest.raises(Stopped) as e, signals_unwind():
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(10)  # the handler raises within it
+        assert (e.value.signum, signal.getsignal(signal.SIGHUP)) == (signal.SIGHUP, signal.SIG_DFL)
+    finally:
+        signal.signal(signal.SIGHUP, before)
 
 
 @needs_tiny

@@ -127,6 +127,10 @@ def _init_worker(fn: UnitFn, context: tuple) -> None:
     # terminate would wait for that lock forever; one left to a Python handler could miss a
     # signal that comes just before it blocks in that lock, and the pool would wait for it.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # SIGHUP likewise: a closed terminal signals its foreground process group (rmlprep.cli_signals:
+    # the parent says "hung up", exit 129)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     _die_with_parent()
     _keep_freed_memory()
     _WORKER["fn"], _WORKER["context"] = fn, context
@@ -185,7 +189,7 @@ def _die_with_parent() -> None:
 
 
 class _Worker(ForkProcess):
-    """A pool worker that its pool's terminate kills (SIGKILL: it ignores SIGINT and SIGTERM);
+    """A pool worker that its pool's terminate kills (SIGKILL: it ignores SIGINT, SIGTERM and SIGHUP);
     a killed worker's temporaries are removed by the run (:meth:`.output.OutputFolder.remove_temporaries`)."""
 
     def terminate(self) -> None:
