@@ -1521,6 +1521,28 @@ def _files_of_a_glob(tmp_path: Path, kind: str, bad: str) -> Path:
     return d
 
 
+def test_an_empty_csv_field_is_a_null_reject_as_datasets_reads_it(tmp_path):
+    """An empty CSV field (``2,`` or ``3,""``) was an empty document, eos only, in the shards;
+    ``datasets.load_dataset("csv")`` (pandas) reads both as None, and the run rejects a JSONL
+    null (kind ``null``). Worked example, records 0-based: 0 ``1,hello``, 1 ``2,`` (empty),
+    2 ``3,""`` (empty, quoted), 3 ``4," "`` (a space: text), 4 ``5,world``: records 1 and 2 are
+    validate rejects of kind null, saying why; 3 documents, one eos each. When datasets is
+    installed, it gives None for exactly those records."""
+    p = tmp_path / "e.csv"
+    p.write_text('id,text\n1,hello\n2,\n3,""\n4," "\n5,world\n', encoding="utf-8")
+    m = run(make_cfg(p, tmp_path / "out", run={"max_reject_fraction": 1}), log=quiet)
+    recs = [json.loads(x) for f in sorted((tmp_path / "out" / "rejects").glob("*")) for x in f.read_text().splitlines()]
+    assert [(r["row"], r["stage"], r["kind"]) for r in recs] == [(1, "validate", "null"), (2, "validate", "null")]
+    assert recs[0]["reason"] == "text is null (an empty CSV field, which datasets reads as None)"
+    assert (m["totals"]["documents"], m["totals"]["rejects"], m["totals"]["empty_documents"]) == (3, 2, 0)
+    try:
+        import datasets
+    except ImportError:
+        return
+    ds = datasets.load_dataset("csv", data_files=str(p), split="train", cache_dir=str(tmp_path / "hf"))
+    assert [i for i, v in enumerate(ds["text"]) if v is None] == [1, 2]
+
+
 @pytest.mark.parametrize("kind", ["parquet", "arrow", "csv"])
 @pytest.mark.parametrize("bad", ["missing", "twice"])
 def test_a_file_of_a_glob_without_the_column_stops_the_run_before_any_unit(tmp_path, capsys, kind, bad):

@@ -146,7 +146,7 @@ def test_csv(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text('id,text\n1,"hello, world"\n2,"two\nlines"\n3,123\n4,\n', encoding="utf-8")
     values, rows, errors = read_all(plan_units(inp([p])), "text")
-    assert values == ["hello, world", "two\nlines", "123", ""]
+    assert values == ["hello, world", "two\nlines", "123", None]  # an empty field: None, as datasets reads it
     assert rows == [0, 1, 2, 3] and not errors
 
 
@@ -442,12 +442,13 @@ def test_csv_stray_quote_is_not_merged_silently(tmp_path, body, record, line, cl
 
 
 def test_csv_quotes_that_are_fine(tmp_path):
-    """Quoted line breaks and delimiters, "" inside quotes, an empty quoted value, a quote inside
-    an unquoted value (literal, as in Python's csv and pyarrow), CRLF after a closing quote."""
+    """Quoted line breaks and delimiters, "" inside quotes, an empty quoted value (None, as
+    datasets reads it), a quote inside an unquoted value (literal, as in Python's csv and
+    pyarrow), CRLF after a closing quote."""
     p = tmp_path / "q.csv"
     p.write_bytes(b'id,text\r\n1,"a\r\nb, ""c"""\r\n2,""\r\n3,5" floppy\r\n4,"x"\r\n5,"""q"""\n')
     values, rows, errors, _ = read_path(p)
-    assert values == ['a\r\nb, "c"', "", '5" floppy', "x", '"q"'] and rows == [0, 1, 2, 3, 4] and not errors
+    assert values == ['a\r\nb, "c"', None, '5" floppy', "x", '"q"'] and rows == [0, 1, 2, 3, 4] and not errors
 
 
 @pytest.mark.parametrize("body", [

@@ -379,7 +379,8 @@ def validate_texts(batches: Iterator[Batch], cfg: RunConfig, tally: Tally) -> It
                 keep_t.append(v)
                 keep_r.append(r)
             elif v is None:
-                tally.reject(r, "validate", f"{column} is null", kind="null")
+                empty = " (an empty CSV field, which datasets reads as None)" if tally.unit.format == "csv" else ""
+                tally.reject(r, "validate", f"{column} is null{empty}", kind="null")
             elif isinstance(v, bytes):  # a Parquet BYTE_ARRAY without the UTF8 annotation (e.g. older Spark)
                 tally.reject(r, "validate", f"{column} is bytes (a binary column), not a string: if it holds UTF-8 "
                                             "text, write the column as a string type (pyarrow: .cast(pa.string()); "

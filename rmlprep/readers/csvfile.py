@@ -13,7 +13,9 @@ fault too (found as the bytes are decoded, so no line is ever held whole past th
 is a last record with fewer fields than the header and no line break at the end: the file was
 cut short (a cut in the last field reads as a complete record; the plan warns of a plain file
 that does not end with a line break).
-``.tsv`` uses a tab delimiter; quoting is the same. Speed, CPU time on a 50 MB CSV of long
+An empty value (``a,,b`` or ``a,"",b``) is a null, as ``datasets`` (pandas) reads a CSV
+file (``None`` for both): the pipeline rejects it as it rejects a JSONL null (kind ``null``),
+where it was an empty document, eos only. ``.tsv`` uses a tab delimiter; quoting is the same. Speed, CPU time on a 50 MB CSV of long
 texts: ~140 MB/s (``csv`` alone ~175 MB/s; ``pyarrow.csv``, which is not strict, ~800 MB/s;
 tokenizing runs at ~10-20 MB/s per core), measured by ``bench/bench_readers.py --csv``.
 """
@@ -200,7 +202,7 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                 if _BAD_UTF8[0] != bad_at_start and _SURROGATE.search(v):
                     errors.append((record, Reason(f"{column} is not valid UTF-8 ({_not_utf8(v)})", "not_utf8")))
                 else:
-                    values.append(v)
+                    values.append(v if v else None)  # an empty field is a null, as datasets reads it
                     rows.append(record)
             record += 1
             if len(values) + len(errors) >= batch_rows:
