@@ -26,7 +26,7 @@ from .streams import reports_never_stop_a_run
 from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
 from .chat_parity import check_chat_format
 from .cli_signals import Stopped, signals_unwind
-from .cli_text import read_file_text, read_json_file, read_texts, stdin_text
+from .cli_text import argv_text, read_file_text, read_json_file, read_texts, stdin_text
 from .config import RunConfig, load_config
 from .errors import ChatFormatError, InputError, ParityError, RmlprepError
 from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
@@ -183,7 +183,7 @@ def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
 
 def _cmd_encode(a) -> int:
     tok, _ = _open(a.tokenizer, a.name)
-    text = a.text if a.text not in (None, "-") else stdin_text()  # "-": stdin, as cat and iconv take it
+    text = argv_text(a.text) if a.text not in (None, "-") else stdin_text()  # "-": stdin, as cat and iconv take it
     ids = tok.encode(text, add_special_tokens=a.add_special_tokens, parse_special=not a.no_parse_special)
     if a.add_special_tokens and not (tok.spec.add_bos or tok.spec.add_eos):
         # a Llama 2 tokenizer.model adds no BOS here, as sentencepiece's encode adds none, while the

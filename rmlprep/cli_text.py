@@ -6,6 +6,7 @@ through one UTF-8 decoder (:func:`utf8_text`) that takes a file as the pipeline'
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from .errors import InputError, RmlprepError, RowError
 from .encoding_hints import not_utf8_hint, wide_encoding
 from .readers.jsonl import _BOM
 
-__all__ = ["utf8_text", "stdin_text", "read_file_text", "read_json_file", "read_texts"]
+__all__ = ["utf8_text", "stdin_text", "argv_text", "read_file_text", "read_json_file", "read_texts"]
 
 
 def utf8_text(data: bytes, name: str, *, file: bool = True) -> str:
@@ -50,6 +51,27 @@ def utf8_text(data: bytes, name: str, *, file: bool = True) -> str:
 def stdin_text() -> str:
     """Standard input as UTF-8 text (:func:`utf8_text`)."""
     return utf8_text(sys.stdin.buffer.read(), "stdin", file=False)
+
+
+def argv_text(text: str) -> str:
+    """A text given as a command-line argument (``encode TOK "text"``), held to stdin's rule
+    (:func:`utf8_text`). Python decodes argv with ``surrogateescape``, so a byte that is not UTF-8
+    (``$'caf\\xe9'``, Latin-1) arrives as a lone surrogate (U+DCE9), which the tokenizer encoded
+    as U+FFFD: ids for text the user never had (``caf\\xe9`` on Qwen3 gave ``68796 5691``, those of
+    ``caf\\ufffd``, where the same bytes on stdin are refused). The argument's bytes
+    (:func:`os.fsencode`) are refused at their offset instead; a valid argument is returned as is.
+
+    Raises:
+        InputError: naming the argument and the byte offset, as for stdin.
+    """
+    if not any("\udc80" <= c <= "\udcff" for c in text):
+        return text
+    data = os.fsencode(text)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        utf8_text(data, "the text argument", file=False)  # raises, naming the byte
+    return text
 
 
 def read_file_text(path: str) -> str:

@@ -113,6 +113,24 @@ def test_encode_stdin_refuses_what_is_not_utf8(monkeypatch, capsys, data, messag
 
 
 @needs_tiny
+def test_encode_argument_refuses_what_is_not_utf8():
+    """A text argument is held to stdin's rule. Python decodes argv with surrogateescape, so the
+    Latin-1 byte of ``$'caf\\xe9'`` reached the tokenizer as U+DCE9 and was encoded as U+FFFD,
+    exit 0 (explorer7: Qwen3 gave ``68796 5691``, the ids of ``caf\\ufffd``), where the same
+    bytes on stdin are refused. Worked example: b"caf\\xe9" has its first invalid byte at offset 3."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LC_ALL="C.UTF-8")
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "encode", str(TINY), b"caf\xe9 au lait"],
+                       capture_output=True, env=env, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and r.stdout == b""
+    assert "the text argument: byte 3: not valid UTF-8" in err and err.count("\n") == 1
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "encode", str(TINY), "café au lait".encode()],
+                       capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip(), r.stderr
+
+
+@needs_tiny
 def test_encode_decode_inspect(capsys):
     assert main(["encode", str(TINY), "Hello 123", "--json"]) == 0
     ids = json.loads(capsys.readouterr().out)
