@@ -140,9 +140,10 @@ def test_a_file_added_that_sorts_first_renumbers_the_done_units_without_redoing_
     n = len(first["shards"])
     # the log says which units were kept, renumbered and redone: it said "0 of 4 units already
     # done and verified ...; 4 to process (input changed since the unit was done: 3)" before
-    # the renumber line, for the units that were then renumbered
+    # the renumber line, for the units that were then renumbered, and "input changed" of the
+    # new file's unit
     assert (f"resume: 0 of {n + 1} units already done and verified (input and sha256); {n} renumbered; 1 to process "
-            "(input changed since the unit was done: 1 (unit 0))") in logs
+            "(a new input file, not in the last complete run: 1 (unit 0))") in logs
     assert any(x.startswith(f"resume: {n} done units renumbered, not redone: 0..{n - 1} -> 1..{n} (an input file")
                for x in logs)
     fresh_out = tmp_path / "fresh"
@@ -178,6 +179,40 @@ def test_a_file_removed_that_sorted_first_renumbers_the_done_units_and_says_why(
             "before them") in "\n".join(logs)
     assert folder(out) == fresh(str(d / "*.jsonl"), tmp_path, "fresh")
     assert_consistent(out, m)
+
+
+def test_the_resume_line_says_a_new_file_is_new_not_changed(tmp_path):
+    """A file added to the glob was named "input changed since the unit was done" (sorting
+    before done files) or "no done marker" (after them): a new file is not a changed one. One
+    file per unit (unit_bytes 20,000): b.jsonl, c.jsonl done; then a.jsonl (first) and d.jsonl
+    (last) are added: units 0 and 3 read "a new input file" (neither is in the last complete
+    run's manifest), units 1, 2 are renumbered. A file whose bytes changed (d.jsonl) keeps "input
+    changed". In a folder without a manifest (a stopped run's), a file added first: its unit
+    number's marker names another file ("other input at this unit number")."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "b.jsonl").write_bytes(b"".join(lines(8)))
+    (d / "c.jsonl").write_bytes(b"".join(lines(8, start=8)))
+    out = tmp_path / "o"
+    run(make_cfg(str(d / "*.jsonl"), out), log=quiet)
+    (d / "a.jsonl").write_bytes(b"".join(lines(8, start=16)))
+    (d / "d.jsonl").write_bytes(b"".join(lines(8, start=24)))
+    logs: list[str] = []
+    run(make_cfg(str(d / "*.jsonl"), out), log=logs.append)
+    assert ("resume: 0 of 4 units already done and verified (input and sha256); 2 renumbered; 2 to process (a new "
+            "input file, not in the last complete run: 2 (units 0, 3))") in logs, logs
+    (d / "d.jsonl").write_bytes(b"".join(lines(8, start=40)))
+    logs.clear()
+    run(make_cfg(str(d / "*.jsonl"), out), log=logs.append)
+    assert ("resume: 3 of 4 units already done and verified (input and sha256); 1 to process (input changed since "
+            "the unit was done: 1 (unit 3))") in logs, [x for x in logs if x.startswith("resume")]
+    (out / "manifest.json").unlink()  # as a stopped run leaves the folder
+    (d / "0.jsonl").write_bytes(b"".join(lines(8, start=32)))
+    logs.clear()
+    run(make_cfg(str(d / "*.jsonl"), out), log=logs.append)
+    assert ("resume: 0 of 5 units already done and verified (input and sha256); 4 renumbered; 1 to process (other "
+            "input at this unit number (an input file added or removed before it): 1 (unit 0))") in logs, \
+        [x for x in logs if x.startswith("resume")]
 
 
 def test_the_resume_lines_name_the_units_as_runs():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -147,6 +148,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                     f"hold{'s' if empty == 1 else ''} no document "
                     "(every row rejected, or none read): redone without --overwrite")
             records, todo, why = _done_units(out, units, cfg.config_hash, tokenizer.fingerprint, marker_needs(cfg))
+            _name_new_inputs(out, todo, why)
             kept.update(records)
             planned = {u.index for u in units}
             stale = sorted(i for i in out.unit_files() if i not in planned)
@@ -290,6 +292,38 @@ def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, t
             todo.append(u)
             why[u.index] = reason
     return records, todo, why
+
+
+#: :meth:`.output.OutputFolder.verify_done`'s reasons that :func:`_name_new_inputs` looks into
+_CHANGED, _NO_MARKER = "input changed since the unit was done", "no done marker"
+
+#: the suffix :meth:`rmlprep.readers.Unit.describe` gives a unit of part of a file
+_PART = re.compile(r" (?:zstd frames at bytes|bytes|row groups|rows) \[\d+, (?:\d+|end)\)$")
+
+
+def _name_new_inputs(out: OutputFolder, todo: list[PlannedUnit], why: dict[int, str]) -> None:
+    """Say what happened to the input of the units to redo whose marker holds other input or
+    none: "input changed" named a file added to the glob as changed (a new file is not a changed
+    one). A unit whose files are none of the last complete run's (the folder's manifest.json:
+    its shards' sources) reads a new input file; one whose marker names other files than its own
+    (no manifest: a stopped run's folder) reads other input at its number. A marker of the same
+    files with other bytes keeps "input changed". Reads the manifest, and a marker again only for
+    a unit whose input changed."""
+    asked = [u for u in todo if why[u.index] in (_CHANGED, _NO_MARKER) and u.format != "stdlib"]
+    manifest = out.read_json("manifest.json") if asked else None
+    before: set[str] | None = None
+    if isinstance(manifest, dict) and isinstance(manifest.get("shards"), list):
+        before = {_PART.sub("", s["source"]) for s in manifest["shards"]
+                  if isinstance(s, dict) and isinstance(s.get("source"), str)}
+    for u in asked:
+        paths = [f[0] for f in u.identity.get("files", [])]
+        if before is not None and paths and not any(p in before for p in paths):
+            why[u.index] = "a new input file, not in the last complete run"
+        elif why[u.index] == _CHANGED:
+            m = out.read_done(u.index)
+            held = m.get("input") if isinstance(m, dict) else None
+            if isinstance(held, dict) and [f[0] for f in held.get("files", []) if f] != paths:
+                why[u.index] = "other input at this unit number (an input file added or removed before it)"
 
 
 def _log_resume(out: OutputFolder, n_units: int, n_kept: int, moves: dict[int, int], todo: list[PlannedUnit],
