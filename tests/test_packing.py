@@ -431,6 +431,27 @@ def test_flat_offsets_forms():
 
 
 @pytest.mark.parametrize("fn", [pack_concat, pack_bfd], ids=["concat", "bfd"])
+def test_python_floats_and_huge_ints_are_refused_not_truncated(fn):
+    """pyarrow converts a Python float to int64 by truncating it, with no error (asserted
+    below, the reference behaviour), so ``[[1.5, 2, 3]]`` was packed as ``[1, 2, 3]``: an id no
+    tokenizer produced (explorer7). Floats are refused as a float numpy array is; an int past
+    64 bits raised OverflowError, not PackingError."""
+    assert pa.array([[1.5, 2, 3]], type=pa.list_(pa.int64())).to_pylist() == [[1, 2, 3]]
+    with pytest.raises(PackingError, match=r"input_ids\[1\] holds 1\.5: values must be integers"):
+        fn([[4, 5], [1.5, 2, 3]], seq_len=8)
+    with pytest.raises(PackingError, match=r"input_ids\[0\] holds 2\.0"):
+        fn([[2.0]], seq_len=8)
+    with pytest.raises(PackingError, match="cannot read as lists of integers"):
+        fn([[2 ** 64]], seq_len=8)
+    assert cols(fn([[4, 5], [], [6]], seq_len=8).all_rows)["input_ids"][0][:2] == [4, 5]
+
+
+def test_python_float_labels_are_refused():
+    with pytest.raises(PackingError, match=r"labels\[0\] holds 2\.7"):
+        pack_bfd([[1, 2, 3]], labels=[[-100, 2.7, 3]], seq_len=4)
+
+
+@pytest.mark.parametrize("fn", [pack_concat, pack_bfd], ids=["concat", "bfd"])
 @pytest.mark.parametrize("form", ["pylist", "arrow", "numpy"])
 def test_empty_input(fn, form):
     docs = as_form([], form) if form != "pylist" else []

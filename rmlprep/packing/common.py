@@ -241,10 +241,7 @@ def flat_offsets(documents: Any, *, name: str = "input_ids") -> tuple[np.ndarray
                     f"{name}: expected a pyarrow list array, (values, offsets) numpy arrays or "
                     f"a list of lists, got {type(documents).__name__}"
                 )
-            try:
-                arr = pa.array(arr, type=pa.list_(pa.int64()))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
-                raise PackingError(f"{name}: cannot read as lists of integers: {exc}") from exc
+            arr = _int_lists(arr, name)
         if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
             raise PackingError(
                 f"{name}: expected list<int> or large_list<int>, got {arr.type}"
@@ -269,6 +266,35 @@ def flat_offsets(documents: Any, *, name: str = "input_ids") -> tuple[np.ndarray
     if not np.issubdtype(values.dtype, np.integer):
         raise PackingError(f"{name}: values must be integers, got dtype {values.dtype}")
     return values, offsets
+
+
+def _int_lists(documents: Sequence, name: str) -> pa.Array:
+    """A sequence of integer sequences as a list array. pyarrow converts a Python float to an
+    int64 by truncating it (``pa.array([[1.5]], type=pa.list_(pa.int64()))`` is ``[[1]]``, no
+    error), which gave ids no tokenizer produced; so the type is inferred first and floating
+    values are refused, as a float numpy array is. Integer rows keep the inferred type (int64, or
+    uint64 past 2**63, refused later by the range check with the value named).
+
+    Raises:
+        PackingError: floats, or values that are not integers (or not 64-bit ones).
+    """
+    try:
+        arr = pa.array(documents)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        arr = None  # mixed types, or an int past 64 bits: the typed conversion below names it
+    if arr is not None and (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
+        if pa.types.is_floating(arr.type.value_type):
+            flat = np.asarray(arr.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
+            pos = int(np.argmax(flat != np.floor(flat))) if (flat != np.floor(flat)).any() else 0
+            raise PackingError(f"{name}[{row_of(to_numpy(arr.offsets).astype(np.int64), pos)}] holds "
+                               f"{float(flat[pos])!r}: values must be integers, got floats (pyarrow would truncate "
+                               "them); convert them to int first")
+        if pa.types.is_integer(arr.type.value_type):
+            return arr
+    try:
+        return pa.array(documents, type=pa.list_(pa.int64()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+        raise PackingError(f"{name}: cannot read as lists of integers: {exc}") from exc
 
 
 def row_of(offsets: np.ndarray, pos: int) -> int:
