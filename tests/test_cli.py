@@ -33,6 +33,18 @@ def test_help():
     assert r.returncode == 0 and "--workers" in r.stdout and "--resume" in r.stdout
 
 
+def test_python_m_rmlprep_is_the_command(tmp_path):
+    """``python -m rmlprep`` runs the console script (its scripts folder need not be on PATH);
+    it printed "No module named rmlprep.__main__" with exit 1, neither of the CLI's codes."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "rmlprep", "--version"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("rmlprep "), r.stderr
+    r = subprocess.run([sys.executable, "-m", "rmlprep", "frobnicate"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=120)
+    assert r.returncode == 2 and "usage: rmlprep" in r.stderr
+
+
 def test_usage_error_exit_2():
     assert cli().returncode == 2
     assert cli("frobnicate").returncode == 2
