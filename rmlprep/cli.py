@@ -288,12 +288,12 @@ def _chat_options(items: list[str]) -> dict | None:
     the boolean, as ``chat.options`` in a run config reads it), else as text (``high``).
 
     Raises:
-        RmlprepError: an argument without ``=``; a key given twice.
+        RmlprepError: an argument without ``=``; a key given twice; bytes that are not UTF-8.
     """
     import tomllib
 
     out: dict = {}
-    for item in items:
+    for item in (argv_text(x, "--option") for x in items):  # a Latin-1 byte was encoded as U+FFFD
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:

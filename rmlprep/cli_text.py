@@ -53,16 +53,17 @@ def stdin_text() -> str:
     return utf8_text(sys.stdin.buffer.read(), "stdin", file=False)
 
 
-def argv_text(text: str) -> str:
+def argv_text(text: str, name: str = "the text argument") -> str:
     """A text given as a command-line argument (``encode TOK "text"``), held to stdin's rule
     (:func:`utf8_text`). Python decodes argv with ``surrogateescape``, so a byte that is not UTF-8
     (``$'caf\\xe9'``, Latin-1) arrives as a lone surrogate (U+DCE9), which the tokenizer encoded
     as U+FFFD: ids for text the user never had (``caf\\xe9`` on Qwen3 gave ``68796 5691``, those of
-    ``caf\\ufffd``, where the same bytes on stdin are refused). The argument's bytes
-    (:func:`os.fsencode`) are refused at their offset instead; a valid argument is returned as is.
+    ``caf\\ufffd``, where the same bytes on stdin are refused; ``chat --option`` values alike).
+    The argument's bytes (:func:`os.fsencode`) are refused at their offset instead; a valid
+    argument is returned as is.
 
     Raises:
-        InputError: naming the argument and the byte offset, as for stdin.
+        InputError: naming the argument (``name``) and the byte offset, as for stdin.
     """
     if not any("\udc80" <= c <= "\udcff" for c in text):
         return text
@@ -70,7 +71,7 @@ def argv_text(text: str) -> str:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        utf8_text(data, "the text argument", file=False)  # raises, naming the byte
+        utf8_text(data, name, file=False)  # raises, naming the byte
     return text
 
 

@@ -140,6 +140,12 @@ def test_encode_argument_refuses_what_is_not_utf8():
     r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "encode", str(TINY), "café au lait".encode()],
                        capture_output=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.strip(), r.stderr
+    # chat --option values alike: a Latin-1 date_string was written into the render as U+FFFD
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "chat", "-", "--format", "llama3.1", "--option",
+                        b"date_string=\xe9t\xe9"], input=b'[{"role": "user", "content": "hi"}]',
+                       capture_output=True, env=env, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "--option: byte 12: not valid UTF-8" in err and err.count("\n") == 1, err
 
 
 @needs_tiny
