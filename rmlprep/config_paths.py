@@ -55,10 +55,17 @@ def _abs_dir(p: str, key: str = "output.dir") -> str:
     """``output.dir`` as :func:`_abs` makes it, ``..`` and ``.`` taken out
     (``/work/rmlprep/../out/a1`` → ``/work/out/a1``, the folder the user sees in the log and the
     manifest) when that names the same folder: a ``..`` after a symbolic link goes up from the
-    link's target, so there the path is kept as given. ``output.dir`` is not in the config hash."""
+    link's target, so there the path is kept as given. ``output.dir`` is not in the config hash.
+    A path whose name holds bytes that are not UTF-8 (``--output out-$'\\xe9'``, or a Latin-1 current
+    folder) is refused (ConfigError naming ``key``): the run wrote every shard, then failed with a
+    UnicodeEncodeError traceback writing the dataset card, which records the folder as text."""
     a = _abs(p, key)
     if a == p and (p.startswith("demo:") or fs.is_remote(p)):
         return a
+    if any("\udc80" <= c <= "\udcff" for c in a):  # a byte that is not UTF-8, as Python decodes argv and paths
+        raise ConfigError(f"{key}: {a!r} holds bytes that are not UTF-8 in its name; the manifest, the dataset "
+                          "card and the log record the output folder as UTF-8 text: choose a folder whose path is "
+                          "UTF-8 (or rename it)", path=a)
     n = os.path.normpath(a)
     return n if n == a or os.path.realpath(n) == os.path.realpath(a) else a
 

@@ -103,6 +103,29 @@ def test_run_relative_output_under_cwd(tmp_path):
 
 
 @needs_tiny
+def test_run_refuses_an_output_folder_whose_name_is_not_utf8(tmp_path):
+    """``--output out-$'\\xe9'`` (a Latin-1 byte in the folder's name: Python decodes it as U+DCE9)
+    wrote every shard and marker, then failed writing the dataset card with a UnicodeEncodeError
+    traceback, exit 1 (explorer7 F7). It is refused before any work, naming the key."""
+    (tmp_path / "d.jsonl").write_text('{"text": "hello world"}\n')
+    (tmp_path / "c.toml").write_text(f'[input]\npaths=["d.jsonl"]\n[tokenizer]\npath="{TINY}"\n'
+                                     '[pack]\nseq_len=8\n[output]\ndir="out"\n[run]\nworkers=1\n')
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LC_ALL="C.UTF-8")
+    out = bytes(tmp_path) + b"/out-\xe9"
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", "c.toml", "--output", out],
+                       capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 2 and "Traceback" not in err, err
+    assert "--output: " in err and "holds bytes that are not UTF-8" in err and err.count("\n") == 1
+    assert not os.path.exists(out)
+    utf8 = bytes(tmp_path) + "/out-é".encode()
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", "c.toml", "--output", utf8],
+                       capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+@needs_tiny
 @pytest.mark.parametrize("data, message", [
     pytest.param("hello world".encode("utf-16"), "stdin is UTF-16-LE (byte-order mark at byte 0)", id="utf-16"),
     pytest.param(b"caf\xe9 au lait", "stdin: byte 3: not valid UTF-8", id="latin-1"),
