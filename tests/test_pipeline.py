@@ -794,6 +794,43 @@ def test_input_files_with_the_same_bytes_are_named(tmp_path):
     assert "rows are in the shards twice" in warned[0]
 
 
+def test_the_same_text_in_another_compression_is_named(tmp_path):
+    """``a.jsonl`` beside ``a.jsonl.gz`` (or ``.zst``) is the same data read twice, but their
+    bytes differ, so the same-bytes warning (d101239) said nothing: 2 lines and their gzip gave
+    4 documents, no word. The plan compares the decompressed heads when the input mixes
+    compressions: s.jsonl (2 lines of 20 bytes) and s.jsonl.zst hold the same text (whole);
+    a.jsonl (2,400 lines of 31 bytes, 74,400 bytes, over the 65,536 compared) and a.jsonl.gz the
+    same first 64 KiB; b.jsonl.gz, a.jsonl with its first line changed, is not named."""
+    import gzip
+
+    import zstandard
+
+    from rmlprep.pipeline.plan import plan
+
+    d = tmp_path / "d"
+    d.mkdir()
+    small = "".join(json.dumps({"text": f"doc {i:03d}"}) + "\n" for i in range(2)).encode()
+    big = "".join(json.dumps({"text": f"document {i:06d} xx"}) + "\n" for i in range(2400)).encode()
+    assert (len(small), len(big)) == (40, 74400)
+    (d / "s.jsonl").write_bytes(small)
+    (d / "s.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(small))
+    (d / "a.jsonl").write_bytes(big)
+    (d / "a.jsonl.gz").write_bytes(gzip.compress(big))
+    (d / "b.jsonl.gz").write_bytes(gzip.compress(big.replace(b"000000", b"999999")))
+    cfg = config_from_dict({"input": {"paths": [f"{d}/*"]}, "tokenizer": {"path": str(TINY)},
+                            "pack": {"seq_len": 64}, "output": {"dir": str(tmp_path / "out")}})
+    logs: list[str] = []
+    plan(cfg, log=logs.append)
+    warned = [m for m in logs if m.startswith("warning: input:")]
+    assert warned == [
+        f"warning: input: {d / 'a.jsonl.gz'} holds the same first 64 KiB of text as {d / 'a.jsonl'} once decompressed "
+        "(likely the same data in another compression): both are read, so their rows are in the shards twice if "
+        "the rest matches too; leave one out of input.paths (or its glob) unless that is meant",
+        f"warning: input: {d / 's.jsonl.zst'} holds the same text as {d / 's.jsonl'} once decompressed (the same "
+        "data in another compression): both are read, so their rows are in the shards twice; leave one out of "
+        "input.paths (or its glob) unless that is meant"], logs
+
+
 def test_a_glob_matching_only_the_output_folder_says_so(tmp_path, monkeypatch):
     """``paths = ["in/same/*.parquet"]`` with ``output.dir = "in/same"``: the glob's only match is
     in the output folder, which a run never reads. The refusal said "(1 matches: directories,

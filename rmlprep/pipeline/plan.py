@@ -32,12 +32,12 @@ from typing import Any
 import xxhash
 
 from .. import fs
-from ..compressed import compression_of
+from ..compressed import compression_of, open_decompressed
 from ..config import RunConfig
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, RmlprepError
 from ..readers import Unit, plan_units
 
-__all__ = ["PlannedUnit", "plan", "input_identity", "check_unchanged", "same_bytes"]
+__all__ = ["PlannedUnit", "plan", "input_identity", "check_unchanged", "same_bytes", "same_text"]
 
 _CHUNK = 1 << 20
 
@@ -75,10 +75,18 @@ def plan(cfg: RunConfig, log: Callable[[str], None] | None = None) -> list[Plann
         planned.append(PlannedUnit(**{f.name: getattr(u, f.name) for f in dataclasses.fields(u)},
                                    identity=input_identity(u, file_hashes), stat=stat))
     if log is not None:
+        said = set()
         for later, earlier, digest in same_bytes(planned):
+            said.add(later)
             log(f"warning: input: {later} holds the same bytes as {earlier} (xxh3-128 {digest[:12]}...): both "
                 "are read, so their rows are in the shards twice; leave one out of input.paths (or its glob) "
                 "unless that is meant")
+        for later, earlier, whole in same_text(planned, said):
+            what = ("the same text as" if whole else f"the same first {_HEAD >> 10} KiB of text as")
+            log(f"warning: input: {later} holds {what} {earlier} once decompressed ("
+                + ("" if whole else "likely ") + "the same data in another compression): both are read, so "
+                "their rows are in the shards twice" + ("" if whole else " if the rest matches too")
+                + "; leave one out of input.paths (or its glob) unless that is meant")
     return planned
 
 
@@ -115,6 +123,56 @@ def same_bytes(units: list[PlannedUnit]) -> list[tuple[str, str, str]]:
         else:
             first[key] = path
     return out
+
+
+#: decompressed bytes :func:`same_text` compares at the head of each file
+_HEAD = 1 << 16
+
+
+def same_text(units: list[PlannedUnit], said: set[str] = frozenset()) -> list[tuple[str, str, bool]]:
+    """(file, an earlier file of the plan, whether their whole text is compared) for each JSONL
+    or CSV input whose decompressed head, its first :data:`_HEAD` bytes (or all of it, when
+    shorter), is another's in another compression: ``a.jsonl`` beside ``a.jsonl.gz`` (or
+    ``.zst``) is read twice, and :func:`same_bytes`, which compares the files' own bytes, cannot
+    see it. Only a plan that holds files of two or more compressions (plain counted as one)
+    reads the heads, so a corpus all of one kind costs nothing; then a 64 KiB read per file.
+    Files in ``said`` (already named by :func:`same_bytes`), empty ones and ones whose head
+    cannot be read (the reader names the fault) are left out.
+
+    Worked example: ``a.jsonl`` (the 2 lines ``{"text": "x"}``) and ``a.jsonl.gz`` (gzip of the
+    same 28 bytes): ``[("a.jsonl.gz", "a.jsonl", True)]``.
+    """
+    paths: dict[str, str | None] = {}
+    for u in units:
+        if u.format in ("jsonl", "csv"):
+            paths.setdefault(u.path, compression_of(u.path))
+    if len(set(paths.values())) < 2:
+        return []
+    first: dict[tuple[str, bool], str] = {}
+    out = []
+    for path, kind in paths.items():
+        head = _head(path)
+        if not head:
+            continue
+        key = (xxhash.xxh3_128(head[:_HEAD]).hexdigest(), len(head) > _HEAD)
+        earlier = first.setdefault(key, path)
+        if earlier != path and paths[earlier] != kind and path not in said:
+            out.append((path, earlier, not key[1]))
+    return out
+
+
+def _head(path: str) -> bytes:
+    """The first ``_HEAD + 1`` decompressed bytes of ``path`` (fewer at its end), or b"" when
+    they cannot be read. Read from the raw stream, not its 1 MB buffer."""
+    got = bytearray()
+    try:
+        with open_decompressed(path) as f:
+            raw = getattr(f, "raw", f)
+            while len(got) <= _HEAD and (chunk := raw.read(_HEAD + 1 - len(got))):
+                got += chunk
+    except (OSError, RmlprepError, ValueError, EOFError):
+        return b""
+    return bytes(got)
 
 
 def _files(unit: Unit) -> list[str]:
