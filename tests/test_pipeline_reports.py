@@ -323,6 +323,26 @@ def test_progress_bar_draws_a_tqdm_bar_on_stderr(capsys):
     assert "rmlprep: 100%" in err and "2.00M/2.00M " in err and not lines
 
 
+def test_lines_logged_under_the_bar_start_on_their_own_line(tmp_path, capsys):
+    """A run with the bar on stderr logged its "pack: ..." and "run: ..." lines (and the engine's)
+    into the bar's line, as ``rmlprep:   0%|          | 0.00/41.6k [00:00<?, ?B/s]pack: every
+    document ...``: the bar leaves the cursor at its end. Each line logged while the bar is drawn
+    now clears it first (tqdm's external_write_mode: a carriage return, then the line), so what a
+    terminal shows from the last carriage return on is the line itself."""
+    import sys
+
+    inp = tmp_path / "c.jsonl"
+    inp.write_text("".join(json.dumps({"text": "word " * n}) + "\n" for n in range(1, 40)))
+    cfg = config_from_dict({"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(TINY)},
+                            "pack": {"seq_len": 32}, "output": {"dir": str(tmp_path / "o")},
+                            "run": {"progress": "bar", "histogram": False, "workers": 1}})
+    run(cfg, log=lambda m: print(m, file=sys.stderr, flush=True))  # as rmlprep.cli logs
+    lines = capsys.readouterr().err.split("\n")
+    shown = {x.split(":")[0]: x for x in (line.rsplit("\r", 1)[-1] for line in lines)}
+    assert shown["pack"].startswith("pack: every document ends with eos"), lines
+    assert shown["run"].startswith("run: 1 unit, "), lines
+
+
 # -- the reports are committed as one set --------------------------------------------------------
 REPORTS = ("manifest.json", "stats.json", "README.md", "lengths.png")
 

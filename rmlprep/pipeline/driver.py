@@ -166,6 +166,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             workers = max(1, min(workers, len(todo))) if todo else 1
             total_bytes = sum(u.nbytes for u in units)
             prog = Progress(cfg["run"]["progress"], total_bytes, len(units), log)
+            log = prog.say  # a bar on the terminal from here on: lines are written above it, not glued to it
             for rec in records.values():
                 prog.unit_done(rec, skipped=True)
             if added:  # the ids the pack stage adds, named (an instruct folder's eos is its turn end)

@@ -80,9 +80,20 @@ class Progress:
             self.log(f"[{self.done}/{self.n_units}] {rec['shard']}: {rec['documents']:,} docs, "
                      f"{rec['tokens']:,} tokens, {rec['rejects']} rejects | {rates}, ETA {eta:.0f}s")
 
+    def say(self, msg: str) -> None:
+        """``log(msg)``, with the bar, while it is drawn, cleared first and drawn again after it
+        (tqdm's ``external_write_mode``): a line logged under the bar was glued to it
+        (``rmlprep:   0%|          | 0.00/41.6k [...]pack: every document ends with eos ...``)."""
+        if self.bar is None:
+            self.log(msg)
+            return
+        with self.bar.external_write_mode(file=sys.stderr):
+            self.log(msg)
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
 
 
 # -- at the end ---------------------------------------------------------------------------------
