@@ -1556,6 +1556,26 @@ def _files_of_a_glob(tmp_path: Path, kind: str, bad: str) -> Path:
     return d
 
 
+def test_unpack_refuses_the_sft_shards_of_two_runs_together(tmp_path):
+    """Every run numbers its shards from unit 0, and unpack keys documents by (unit,
+    example_index): unit 0 of two sft runs, given together, gave one run's count of documents,
+    each two conversations joined, without a word (the pretrain checks, example_index going
+    down or a short row inside a shard, never fire on sft rows). Shards whose rmlprep.config_hash
+    metadata differ are refused, naming both; one run's shards together still unpack. Not
+    caught: two runs of one config (the same hash), or tables whose metadata is gone."""
+    from rmlprep.errors import PackingError
+
+    tables = []
+    for name, start in (("a", 0), ("b", 20)):
+        (tmp_path / f"{name}.jsonl").write_bytes(b"".join(chat_lines(lines(20, start=start))))
+        run(make_cfg(tmp_path / f"{name}.jsonl", tmp_path / name, pipeline="sft", input={"column": "messages"},
+                     chat={"format": "chatml"}, pack={"overflow": "truncate"}), log=quiet)
+        tables.append(pq.read_table(tmp_path / name / "train-00000.parquet"))
+    with pytest.raises(PackingError, match=r"unpack: the tables are shards of 2 runs \(rmlprep\.config_hash "):
+        unpack(tables)
+    assert len(unpack([tables[0], tables[0].slice(0, 0)]).index) == len(unpack(tables[0]).index) > 0
+
+
 def test_an_empty_csv_field_is_a_null_reject_as_datasets_reads_it(tmp_path):
     """An empty CSV field (``2,`` or ``3,""``) was an empty document, eos only, in the shards;
     ``datasets.load_dataset("csv")`` (pandas) reads both as None, and the run rejects a JSONL

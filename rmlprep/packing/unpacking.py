@@ -48,6 +48,16 @@ def _table(rows: Any) -> pa.Table:
         isinstance(r, (pa.RecordBatch, pa.Table)) for r in rows
     ):
         tables = [_table(r) for r in rows]
+        runs = {h for t in tables if (h := (t.schema.metadata or {}).get(b"rmlprep.config_hash")) is not None}
+        if len(runs) > 1:
+            # two runs' shards share unit numbers (each run's first is unit 0): (unit, example_index)
+            # would join a document of one with a document of the other
+            raise PackingError(
+                f"unpack: the tables are shards of {len(runs)} runs (rmlprep.config_hash "
+                f"{', '.join(sorted(h.decode(errors='replace')[:12] for h in runs)[:4])}): each run numbers its "
+                "shards from unit 0, so their documents of the same unit and example_index would be joined: "
+                "unpack each run's shards on their own"
+            )
         units = sorted({u for t in tables if (u := (t.schema.metadata or {}).get(b"rmlprep.unit")) is not None})
         if len(units) > 1 and not all(UNIT in t.column_names for t in tables):
             # shards written before the unit column: each numbers its documents from 0
@@ -166,6 +176,10 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
     shards: the ``rmlprep.pipeline`` metadata, or a ``unit`` column and no ``labels``, as
     ``datasets`` gives them); sft rows cannot be told so (BFD reorders indices itself).
 
+    Tables of two runs (their ``rmlprep.config_hash`` metadata differ) are refused: each run
+    numbers its shards from unit 0, so unit 0 of both would be joined (sft rows have no order
+    check to catch it). Not caught: two runs of one config, or tables whose metadata is gone.
+
     Shards written without the ``unit`` column (by earlier versions) must be unpacked one at a
     time: their documents that share a number would be joined. Refused for
     them: a list of tables of several shards (their ``rmlprep.unit`` metadata differ), and a table
@@ -190,7 +204,7 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
     Raises:
         PackingError: a missing column, seq_lengths that do not sum to the row lengths, a
             ``unit`` column that is not integers without nulls, tables with different columns,
-            or old shards of a run together (as detected above).
+            tables of two runs, or old shards of a run together (as detected above).
     """
     table = _table(rows)
     for name in (column, "seq_lengths", "example_index"):
