@@ -509,6 +509,7 @@ typedef struct Encoder {
     int byte_fallback;
     int sp_split;
     int fuse_unk; /* a run of unknown characters in one piece is one unk (tokenizers' merge_word) */
+    int all_bytes; /* every byte has a symbol (byte_ids[b] >= 0): a byte-level piece maps byte by byte */
     PairMap pairs;
     uint32_t *bytepair; /* byte-level: [b1 << 8 | b2] -> the byte symbols' pair value, or NO_VALUE */
     int lean; /* byte-level, PairMap.direct, a pair table: 1, the merge loop's lean builds
@@ -1996,6 +1997,8 @@ static long resolve_byte_level(Ctx *x, const uint8_t *p, size_t n, uint64_t h, u
             return m;
         return merge_bytes(x, p, n, dst);
     }
+    if (E->all_bytes) /* no unknown byte to drop or fuse: the plain map, no test per byte */
+        return merge_bytes(x, p, n, dst);
     size_t ns = 0;
     int plain = 1, prev_unknown = 0;
     for (size_t i = 0; i < n; i++) {
@@ -3897,6 +3900,9 @@ static PyObject *Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         copy_ids256(E->fallback_ids, fallback_ids, "fallback_ids") < 0 ||
         build_vocab(E, vocab_keys, types, scores, u2b, pairs, vocab_size) < 0)
         goto fail;
+    E->all_bytes = 1;
+    for (int b = 0; b < 256; b++)
+        E->all_bytes &= E->byte_ids[b] >= 0;
     if (kind == KIND_BYTE_LEVEL) {
         E->bytepair = malloc(65536 * sizeof(uint32_t));
         if (E->bytepair == NULL) {
