@@ -259,7 +259,8 @@ class TokenizeChat(_MapFunction):
                 elif gen and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
                     self.stats["generation_prompt_after_answer"] += 1
                     raise ChatFormatError(_GENERATION_PROMPT_AFTER_ANSWER)
-                ids, mask = encode_segments(tok, out.segs, train_on_reasoning=self.train_on_reasoning)
+                ids, mask = encode_segments(tok, out.segs, train_on_reasoning=self.train_on_reasoning,
+                                             fmt=None if fmt == "template" else fmt)
             except (RmlprepError, TypeError, KeyError, AttributeError) as e:
                 why = (str(e) if isinstance(e, RmlprepError)
                        else f"the conversation cannot be written ({type(e).__name__}: {e})")

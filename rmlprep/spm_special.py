@@ -1,4 +1,4 @@
-"""Special-token text in the text of a ``.model``-only tokenizer encoded with ``parse_special=True``.
+"""Special tokens in the text of a ``.model``-only tokenizer: parsed text, chat fragments.
 
 A SentencePiece ``.model`` read without a tokenizer.json (:mod:`rmlprep.spm`) puts its dummy
 prefix before the whole text (``prefix_scheme="whole_text"``), as sentencepiece does. Cutting a
@@ -22,9 +22,12 @@ text are rejected with this reason) refuses the text, naming the token and the t
 Text without control-token text encodes as before (sentencepiece's ids, which are also
 transformers 4.x's). Not affected: a ``.model`` folder whose tokenizer_config.json adds tokens
 (:mod:`rmlprep.spm_added`, read as transformers 4.x). The chat paths give ids as lists of
-fragments (:meth:`~rmlprep.tokenizer.Tokenizer.encode_fragments`); their text right after a
-special token is refused unless it starts with a space (:func:`unprefixed_after_special`). Source: ``fixtures/spm_added_tokens.json`` (cases
-``plain-*``, ``tools/make_spm_added_fixtures.py``).
+fragments (:meth:`~rmlprep.tokenizer.Tokenizer.encode_fragments`), which give each text between
+special tokens its own ``"▁"`` (transformers 4.57.1's ``legacy=True`` reading of a ``.model``
+alone, Meta's and mistral-common's chat code, llama.cpp); format text that starts with a space
+right after a special token is handled by :func:`per_text_fragments`. Source:
+``fixtures/spm_added_tokens.json`` (cases ``plain-*``, ``tools/make_spm_added_fixtures.py``),
+``fixtures/spm_chat.json`` (``tools/make_spm_chat_fixtures.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from collections.abc import Sequence
 
 from .errors import TokenizeError
 
-__all__ = ["UnprefixedText", "refuse_parsed_control", "unprefixed_after_special"]
+__all__ = ["PREFIX_SPACE_FORMATS", "UnprefixedText", "per_text_fragments", "refuse_parsed_control"]
 
 
 def refuse_parsed_control(tokenizer, fragments: Sequence[str | int]) -> None:
@@ -57,34 +60,64 @@ def refuse_parsed_control(tokenizer, fragments: Sequence[str | int]) -> None:
 
 
 class UnprefixedText(TokenizeError):
-    """:func:`unprefixed_after_special`'s refusal: told apart from a row's own faults before the run."""
+    """:func:`per_text_fragments`' refusal: told apart from a row's own faults before the run."""
 
 
-def unprefixed_after_special(tokenizer, fragments: Sequence[str | int]) -> None:
-    """Refuse a chat render, on a ``.model``-only tokenizer, with text right after a special token
-    that does not start with a space.
+#: Native formats written for mistral-common, which encodes each message with its own
+#: ``sp.encode``: the space their render writes right after a special token (mistral-v1's
+#: ``"<s> [INST]"``, mistral-v3/v7's ``"[INST] Hi"`` on Mistral v3's ``.model``) stands for
+#: that call's dummy prefix.
+PREFIX_SPACE_FORMATS = frozenset({"mistral-v1", "mistral-v3", "mistral-v7"})
 
-    Every reference encodes the text after a special token with its own dummy prefix: Meta's
-    llama ``chat_completion`` (one ``sp.encode`` per turn: ``<s>``, ``▁[INST]``), mistral-common (one
-    ``encode`` per message), transformers 4.57.1 and 5.24.0's ``apply_chat_template`` on a
-    ``"legacy": true`` folder (``[1, 518 '▁[', ...]`` for the llama2 template, ``29871 '▁'`` before the
-    ``"\\n"`` after zephyr's ``</s>``). The whole-text prefix of a ``.model`` read alone puts no ``'▁'``
-    there (``[1, 29961 '[', ...]``), ids no reference gives. The native formats built for
-    mistral-common write a space there (mistral-v1's ``"<s> [INST]"``), which the whole-text
-    scheme turns into that ``'▁'``; text without one is refused.
+
+def per_text_fragments(tokenizer, fragments: Sequence[str | int], markup: Sequence[bool],
+                       fmt: str | None) -> list[str | int]:
+    """A chat render's fragments (as many, in order; a dropped space can leave ``""``), on a
+    ``.model``-only tokenizer, as :meth:`~rmlprep.tokenizer.Tokenizer.encode_fragments` is to
+    encode them: each text after a special token gets its own ``'▁'`` (one ``sp.encode`` per text).
+    ``markup[k]`` says fragment ``k`` is format text (not message data).
+
+    Text right after a special token that does not start with a space needs nothing: every
+    reference gives it its own ``'▁'`` (Meta's llama ``chat_completion`` and mistral-common, one
+    ``sp.encode`` per turn or message; transformers 4.57.1's ``apply_chat_template`` on the
+    ``.model`` alone, read with ``legacy=True``; llama.cpp): ``[1, 518 '▁[', ...]`` for the llama2
+    format on Llama 2. So does message data that starts with a space (``sp.encode(" Bye")``
+    everywhere). Format text that starts with a space is where they part: transformers and
+    llama.cpp put ``'▁'`` before that space's own ``'▁'`` (``[1, 28705, 733, ...]`` for mistral-v1's
+    ``"<s> [INST]"``), mistral-common writes no such space (``[1, 733, ...]``). For the formats of
+    :data:`PREFIX_SPACE_FORMATS` (mistral-common's) the one space is dropped, so the ids are
+    mistral-common's, unless nothing but that space stands before the next special token (no
+    mistral-common message there); other renders (other formats, ``"template"``) are refused.
 
     Raises:
-        TokenizeError: naming the special token, the text after it and the way out (the model's
-            tokenizer.json, whose per-segment rule rmlprep follows).
+        UnprefixedText: naming the special token, the text after it and the way out (the
+            model's tokenizer.json, whose own rule rmlprep follows).
     """
     s = tokenizer.spec
     if not (s.add_prefix_space and s.prefix_scheme == "whole_text"):
-        return
-    for prev, f in zip(fragments, fragments[1:]):
-        if isinstance(prev, int) and isinstance(f, str) and f and not f.startswith(" "):
-            raise UnprefixedText(
-                f"{s.name or 'tokenizer.model'}: this chat render has the text {f[:20]!r} right after the special "
-                f"token {s.vocab[prev]!r} (id {prev}); every reference (sentencepiece per message as Meta's and "
-                "mistral-common's chat code, transformers' apply_chat_template) encodes it with its own '▁', which a "
-                "SentencePiece .model read without a tokenizer.json does not (it would give ids no reference "
-                "gives): load the model's tokenizer.json for this chat format")
+        return fragments
+    out = list(fragments)
+    for k in range(1, len(out)):
+        prev, f = out[k - 1], out[k]
+        if not (isinstance(prev, int) and prev not in tokenizer._user_ids and isinstance(f, str)
+                and f.startswith(" ") and markup[k]):
+            continue
+        rest = f[1:] + "".join(_texts_after(out, k + 1))
+        if fmt in PREFIX_SPACE_FORMATS and rest:
+            out[k] = f[1:]
+            continue
+        raise UnprefixedText(
+            f"{s.name or 'tokenizer.model'}: this chat render has the text {f[:20]!r} right after the special "
+            f"token {s.vocab[prev]!r} (id {prev}); on a SentencePiece .model read without a tokenizer.json the "
+            "references part there (transformers' apply_chat_template and llama.cpp encode that space as a '▁' "
+            "after the text's own '▁'; mistral-common's formats write no such space): load the model's "
+            "tokenizer.json for this chat format")
+    return out
+
+
+def _texts_after(fragments, k):
+    """The str fragments from ``k`` up to the next special id (joined, they are one text)."""
+    for f in fragments[k:]:
+        if not isinstance(f, str):
+            return
+        yield f

@@ -311,7 +311,15 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
         special token cut out of the text (prefix-space rules see it so). ``normalized=True``
         says the str fragments are already normalized (the pieces of :meth:`cut_added` /
         :meth:`cut_added_parts` when :attr:`cuts_normalized`), so the spec's normalizer is not
-        run on them again; offsets are then positions in those normalized fragments.
+        run on them again; offsets are then positions in those normalized fragments. A
+        SentencePiece ``.model`` read alone gives each (joined) text at the start or after a
+        control or unknown id its own dummy prefix ``"▁"`` (not after a user-defined piece, which
+        sentencepiece matches inside its one text), as one ``sp.encode`` per text between special
+        tokens does: transformers 4.57.1's
+        ``LlamaTokenizer`` and ``LlamaTokenizerFast`` with ``legacy=True`` (their default for a
+        ``.model``), llama.cpp (``add_space_prefix`` after each special token), Meta's and
+        mistral-common's chat code; ``[1, "hi"]`` -> ``[1, 7251 '▁hi']`` on Llama 2 (source:
+        ``fixtures/spm_chat.json``, :mod:`rmlprep.spm_special`).
 
         Returns:
             ``(ids, starts)``: ``starts[i]`` is the UTF-8 byte offset where token ``i`` starts
@@ -333,14 +341,12 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
                 self._check_id(f)
                 parts.append(int(f))
         parts = [replace_lone_surrogates(p) if isinstance(p, str) else p for p in parts]
-        whole = 0
-        if parts and self._whole_text_prefix("x") != "x":
-            first = parts[0]
-            if isinstance(first, int) or self._whole_text_prefix(first) != first:
-                whole = 1  # sentencepiece's dummy prefix before everything, special or not
-                parts[0] = " " + first if isinstance(first, str) else " "
-                if isinstance(first, int):
-                    parts.insert(1, first)
+        # a .model read alone: sentencepiece's dummy prefix before each text between special
+        # tokens (one sp.encode per text: transformers' LlamaTokenizer legacy=True, llama.cpp)
+        per_text = self.spec.prefix_scheme == "whole_text"
+        lead = per_text and self.spec.add_prefix_space and parts and parts[0] in self._user_ids
+        if lead:
+            parts.insert(0, " ")  # "<tool>x": sentencepiece's '▁' stands before a user-defined piece
         # every fragment (and BOS/EOS) is a part: its tokens start at the part's byte position
         # plus the bytes of the tokens before them in the part, less the added prefix, clamped
         ids: list[int] = []
@@ -363,7 +369,10 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
                 pos += n_bytes
                 prev_special = True
                 continue
-            extra = whole if k == 0 else 0
+            extra = 1 if lead and k == 0 else 0
+            after = k == 0 or parts[k - 1] not in self._user_ids  # sentencepiece: no '▁' after its own
+            if per_text and after and not extra and (g := self._whole_text_prefix(f)) != f:  # user-defined pieces
+                f, extra = g, len(g) - len(f)
             n_bytes = len(f.encode("utf-8", "surrogatepass")) - extra
             seg_ids, prefix = self._encode_text(f, at_start=(k == 0), after_special=prev_special, want_prefix=True,
                                                 normalized=normalized)

@@ -1,23 +1,27 @@
-"""Chat on a SentencePiece ``.model`` read without a tokenizer.json: text right after a special
-token (rmlprep.spm_special.unprefixed_after_special).
+"""Chat on a SentencePiece ``.model`` read without a tokenizer.json: text around special tokens
+(rmlprep.tokenizer.Tokenizer.encode_fragments, rmlprep.spm_special.per_text_fragments).
 
 Worked example (Llama 2's tokenizer.model, the reference being sentencepiece itself as Meta's
 llama ``chat_completion`` calls it, one ``encode`` per turn with BOS added before it): the
 conversation user "Hi" is ``[1] + sp.encode("[INST] Hi [/INST]")`` = ``[1, 518 '▁[', 25580 'INST',
-...]``; transformers 4.57.1 and 5.24.0's ``apply_chat_template`` on a ``"legacy": true`` folder give
-the same 518. rmlprep's whole-text prefix with the ``llama2`` format's ``"<s>[INST] Hi [/INST]"``
-gave ``[1, 29961 '[', 25580, ...]``, ids no reference gives: now refused. mistral-v1, whose render
-writes a space after BOS (``"<s> [INST]"``), keeps mistral-common's ids (tests/test_chat_reference.py).
+...]``. rmlprep's whole-text prefix with the ``llama2`` format's ``"<s>[INST] Hi [/INST]"`` gave
+``[1, 29961 '[', 25580, ...]`` (5cd97be refused it); each text after a special token now gets its
+own ``'▁'``. Expected ids: ``fixtures/spm_chat.json`` (tools/make_spm_chat_fixtures.py:
+transformers 4.57.1's LlamaTokenizer and LlamaTokenizerFast on each ``.model`` alone, and
+mistral-common 1.13.1's v1 instruct tokenizer).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 import rmlprep
-from rmlprep.errors import TokenizeError
+from _chat_common import TEMPLATES, needs_shared
+from rmlprep.spm_special import UnprefixedText
+from test_spm import TINY_TEXTS, tiny  # noqa: F401 - the fixture
 from tools.make_spm_fixtures import MODELS, real_tokenizers_dir
 
 REAL = real_tokenizers_dir()
@@ -32,15 +36,73 @@ def _path(name):
     return path
 
 
-def test_llama2_format_on_a_model_is_refused_where_references_prefix_the_text():
+def test_llama2_format_on_a_model_prefixes_the_text_after_bos():
     spm = pytest.importorskip("sentencepiece")
     path = _path("llama2")
     sp = spm.SentencePieceProcessor(model_file=str(path))
     reference = [1] + sp.encode("[INST] Hi [/INST]")  # Meta's chat_completion for the first turn
     assert reference[:3] == [1, 518, 25580]
     tok = rmlprep.load_tokenizer(str(path))
-    with pytest.raises(TokenizeError, match=r"'\[INST\] ' right after the special token '<s>'.*tokenizer\.json"):
-        rmlprep.encode_chat(tok, CONV, "llama2")
+    assert rmlprep.encode_chat(tok, CONV[:1], "llama2").input_ids == reference
+
+
+FIX = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "spm_chat.json").read_text(encoding="utf-8"))
+TF4 = "transformers 4.57.1 (tokenizers 0.22.1)"
+MC = "mistral-common 1.13.1"
+
+
+@pytest.mark.parametrize("src", sorted(FIX["cases"]))
+def test_encode_fragments_gives_transformers_legacy_ids(src):
+    """A ``.model`` alone is ``legacy=True`` in transformers 4.57.1 (slow and fast); the text between
+    special tokens gets one ``'▁'`` each: ``encode_fragments`` of rmlprep's cut gives the fast
+    tokenizer's ids (which, as rmlprep, cuts every control piece; the slow one cuts only
+    ``<s>``/``</s>``/``<unk>`` and agrees wherever no other control text is in the text)."""
+    case = FIX["cases"][src]
+    assert case["legacy"][TF4] == {"slow": True, "fast": True}
+    tok = rmlprep.load_tokenizer(str(_path(src)))
+    got = [tok.encode_fragments(tok.cut_added(t, parse_special=True))[0] for t in FIX["texts"]]
+    assert got == case["texts"][TF4]["fast"]
+
+
+def _renders():
+    for src, case in sorted(FIX["cases"].items()):
+        for key in case["renders"]:
+            yield src, key
+
+
+@pytest.mark.parametrize("src,key", list(_renders()))
+def test_native_formats_on_a_model_match_the_references_or_refuse(src, key):
+    """Each native format writes its template's text; its ids are mistral-common's for mistral-v1
+    (whose space after ``<s>``/``</s>`` stands for mistral-common's per-message ``'▁'``: transformers
+    writes ``'▁'`` before it, ``[1, 29871, 518, ...]``), transformers 4.57.1's where its slow and fast
+    tokenizers agree, and a refusal where no reference stands alone (mistral-v1 or llama2 on Mistral
+    v3's ``.model``, where ``[INST]`` is a control piece only the fast tokenizer cuts)."""
+    case = FIX["cases"][src]
+    r = case["renders"][key]
+    fmt, i = key.rsplit(" ", 1)
+    conv = FIX["convs"][int(i)]
+    assert rmlprep.format_chat(conv, fmt) == r["text"]
+    tok = rmlprep.load_tokenizer(str(_path(src)))
+    tf = r[TF4]
+    if MC in r and src != "mistral-v3":
+        assert rmlprep.encode_chat(tok, conv, fmt).input_ids == r[MC] != tf["fast"]
+    elif tf["slow"] == tf["fast"]:
+        assert rmlprep.encode_chat(tok, conv, fmt).input_ids == tf["fast"]
+    else:
+        with pytest.raises(UnprefixedText, match="right after the special token"):
+            rmlprep.encode_chat(tok, conv, fmt)
+
+
+@needs_shared
+def test_a_template_with_a_space_after_a_special_token_is_refused():
+    """mistral-v1's template on Mistral's v1 ``.model``: transformers 4.57.1 gives ``[1, 28705, 733, ...]``,
+    mistral-common ``[1, 733, ...]`` (fixtures/spm_chat.json); the template's own render is refused."""
+    r = FIX["cases"]["mistral-v1"]["renders"]["mistral-v1 0"]
+    assert r[TF4]["fast"][:3] == [1, 28705, 733] and r[MC][:2] == [1, 733]
+    tok = rmlprep.load_tokenizer(str(_path("mistral-v1")))
+    tok.chat_template = (TEMPLATES / "mistral-v1.jinja").read_text(encoding="utf-8")
+    with pytest.raises(UnprefixedText, match=r"' \[INST\] .*right after the special token '<s>'"):
+        rmlprep.encode_chat(tok, FIX["convs"][0], "template")
 
 
 def test_mistral_v1_on_its_model_still_encodes_as_mistral_common():
@@ -54,11 +116,12 @@ def test_mistral_v1_on_its_model_still_encodes_as_mistral_common():
 
 
 def test_sft_run_refuses_such_a_format_before_any_row(tmp_path, capsys):
-    """The same refusal stops an sft run in one line (exit 2) before the corpus is read, where each
-    row was rejected one by one (or, before 5cd97be, written with 29961 and exit 0)."""
+    """A refused render stops an sft run in one line (exit 2) before the corpus is read, where each
+    row was rejected one by one: the llama2 format on Mistral v3's ``.model`` (format text ``" "``
+    after its control ``[INST]``, where the references part)."""
     from rmlprep.cli import main
 
-    path = _path("llama2")
+    path = _path("mistral-v3")
     rows = tmp_path / "chat.jsonl"
     rows.write_text("".join(json.dumps({"messages": CONV}) + "\n" for _ in range(3)))
     out = tmp_path / "out"
@@ -69,5 +132,21 @@ def test_sft_run_refuses_such_a_format_before_any_row(tmp_path, capsys):
     rc = main(["run", str(toml)])
     err = capsys.readouterr().err
     assert rc == 2
-    assert "chat.format = 'llama2': " in err and "right after the special token '<s>'" in err
+    assert "chat.format = 'llama2': " in err and "right after the special token '[INST]'" in err
     assert not list(out.glob("train-*.parquet")) and not (out / "rejects").exists()
+
+
+@pytest.mark.parametrize("kind", ["fallback", "unk"])
+def test_encode_fragments_of_user_defined_pieces_are_sentencepiece_s(tiny, kind):
+    """sentencepiece matches user-defined pieces inside its one text: no '▁' after one, its '▁'
+    before one that starts the text (``"<tool>x"`` -> ``▁``, ``<tool>``, ``x``). The chat path cuts
+    them out of message data as ids, so ``encode_fragments`` of the cut must give ``sp.encode``'s
+    ids (the per-text '▁' is for control tokens only)."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(tiny[kind]))
+    tok = rmlprep.load_tokenizer(str(tiny[kind]))
+    texts = [t for t in TINY_TEXTS if "<ctrl>" not in t and "<tool>" in t]
+    assert len(texts) >= 4
+    for t in texts:
+        assert tok.encode_fragments(tok.cut_added(t))[0] == sp.encode(t), t

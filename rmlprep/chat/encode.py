@@ -19,10 +19,12 @@ How text becomes ids (:func:`encode_chat`):
   BPE works across fragment borders exactly as for the whole string. BOS and EOS are where the
   template writes them, never added by the tokenizer's ``add_bos``/``add_eos``: a format whose
   template writes BOS starts with exactly one BOS (as transformers' ``apply_chat_template``
-  tokenizes with ``add_special_tokens=False``); a sentencepiece ``.model``'s dummy prefix is
-  not put before that BOS (mistral-common encodes so). Special ids with Hugging Face
-  ``rstrip``/``lstrip`` flags swallow the whitespace next to them, as encoding the whole
-  string would. So for a conversation whose data holds no control-token text,
+  tokenizes with ``add_special_tokens=False``); a sentencepiece ``.model`` read alone puts its
+  dummy prefix before each text between special tokens, not before that BOS (one ``sp.encode``
+  per text, as mistral-common and transformers' ``legacy=True`` encode; a space that starts
+  format text right after a special token: :func:`rmlprep.spm_special.per_text_fragments`).
+  Special ids with Hugging Face ``rstrip``/``lstrip`` flags swallow the whitespace next to
+  them, as encoding the whole string would. So for a conversation whose data holds no control-token text,
   ``input_ids == tokenizer.encode(format_chat(...))`` (not for a ``.model`` without tokenizer.json,
   whose ``encode`` refuses parsed control-token text: :mod:`rmlprep.spm_special`).
 
@@ -46,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ..spm_special import UnprefixedText, unprefixed_after_special
+from ..spm_special import UnprefixedText, per_text_fragments
 from .registry import get_format, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment
 
@@ -81,9 +83,14 @@ class ChatEncoding:
         return self.assistant_masks
 
 
-def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: bool = True
-                    ) -> tuple[list[int], np.ndarray]:
+def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: bool = True,
+                    fmt: str | None = None) -> tuple[list[int], np.ndarray]:
     """Encode written segments: (ids, uint8 mask). See the module docstring.
+
+    ``fmt`` (the name of the format that wrote ``segs``; None: a template or unknown) matters
+    only on a SentencePiece ``.model`` read alone, where text right after a special token that
+    starts with a space is encoded as mistral-common does for its formats and refused for the
+    others (:func:`rmlprep.spm_special.per_text_fragments`).
 
     The added tokens are cut out of the whole render at once by
     :meth:`~rmlprep.tokenizer.Tokenizer.cut_added_parts`, markup parsed for every special
@@ -94,15 +101,19 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
     Raises:
         TokenizeError: a render whose added tokens no part-by-part cut gives exactly (see
             ``cut_added_parts``: a token's text across template and message text, a normalizer
-            changing text across a border); a row reject in the sft run.
+            changing text across a border); a row reject in the sft run. UnprefixedText (a
+            TokenizeError): the ``.model`` case above.
     """
     trainable = TRAINABLE | ({"reasoning"} if train_on_reasoning else set())
     flags = [s.kind in trainable for s in segs]
     frags: list = []  # text pieces and special ids, in order
     train: list[bool] = []
+    markup: list[bool] = []
     for f, a, b in tokenizer.cut_added_parts([(s.text, s.markup) for s in segs]):
         frags.append(f)
         train.append(flags[a] if a == b else any(flags[a:b + 1]))
+        markup.append(all(s.markup for s in segs[a:b + 1]))
+    frags = per_text_fragments(tokenizer, frags, markup, fmt)  # a .model read alone: one '▁' per text
     spans: list[tuple[int, int]] = []  # trainable byte spans in the fragments' concatenation
     pos = 0
     token_bytes = tokenizer.token_bytes
@@ -117,15 +128,7 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
                 spans[-1] = (spans[-1][0], pos)
             else:
                 spans.append((start, pos))
-    fragments = frags
-    unprefixed_after_special(tokenizer, fragments)
-    ids, starts = tokenizer.encode_fragments(fragments, add_special_tokens=False, normalized=tokenizer.cuts_normalized)
-    bos = tokenizer.spec.bos_id
-    if (len(ids) > 1 and fragments and fragments[0] == bos and ids[0] != bos and ids[1] == bos
-            and tokenizer.token_bytes(ids[0]).strip() == b""):
-        # a sentencepiece .model puts its dummy prefix before everything; a render that starts
-        # with BOS starts with BOS (as mistral-common encodes), the text after it unprefixed
-        ids, starts = ids[1:], starts[1:]
+    ids, starts = tokenizer.encode_fragments(frags, add_special_tokens=False, normalized=tokenizer.cuts_normalized)
     return ids, _mask_from_spans(starts, pos, spans)
 
 
@@ -174,7 +177,8 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
     else:
         out = write(messages, get_format(fmt), add_generation_prompt=add_generation_prompt, tools=tools,
                     options=options)
-    ids, mask = encode_segments(tokenizer, out.segs, train_on_reasoning=train_on_reasoning)
+    ids, mask = encode_segments(tokenizer, out.segs, train_on_reasoning=train_on_reasoning,
+                                 fmt=None if fmt == "template" else get_format(fmt).name)
     labels = np.where(mask, np.asarray(ids, dtype=np.int64), -100)
     return ChatEncoding(input_ids=ids, assistant_masks=mask.tolist(), labels=labels.tolist(), notes=dict(out.notes))
 
@@ -389,7 +393,7 @@ _PROBE = ({"role": "user", "content": "Hi"}, {"role": "assistant", "content": "H
 
 def refuse_chat_before_corpus(cfg, tokenizer) -> None:
     """sft on a ``.model``-only tokenizer: encode one probe conversation with the run's (resolved)
-    chat format before any corpus work, so a format that :func:`rmlprep.spm_special.unprefixed_after_special` refuses
+    chat format before any corpus work, so a format that :func:`rmlprep.spm_special.per_text_fragments` refuses
     stops the run in one line (exit 2) rather than rejecting every row one by one.
 
     Raises:
