@@ -150,3 +150,50 @@ def test_encode_fragments_of_user_defined_pieces_are_sentencepiece_s(tiny, kind)
     assert len(texts) >= 4
     for t in texts:
         assert tok.encode_fragments(tok.cut_added(t))[0] == sp.encode(t), t
+
+
+def test_a_marker_older_than_the_per_text_prefix_is_redone_on_a_model(tmp_path):
+    """Before the per-text ``'▁'``, an sft run with the ``llama2`` format on Llama 2's ``.model``
+    wrote ``[1, 29961 '[', ...]`` (no reference gives it; 5cd97be then refused such runs). A
+    done marker without ``chat_text_prefix`` cannot vouch for such a unit: a resume redoes it
+    (and says why) and its shard then holds ``[1, 518 '▁[', ...]``, the references' ids
+    (``test_llama2_format_on_a_model_prefixes_the_text_after_bos``). A tokenizer.json run's
+    marker without the key is kept: its chat ids did not change."""
+    import pyarrow.parquet as pq
+
+    from rmlprep.config import config_from_dict
+    from rmlprep.pipeline import run
+
+    rows = tmp_path / "chat.jsonl"
+    rows.write_text("".join(json.dumps({"messages": CONV}) + "\n" for _ in range(3)))
+
+    def conf(tokenizer, out, fmt, **chat):
+        return config_from_dict({
+            "pipeline": "sft", "input": {"paths": [str(rows)], "column": "messages"},
+            "tokenizer": {"path": tokenizer}, "chat": {"format": fmt, **chat}, "pack": {"seq_len": 128},
+            "output": {"dir": str(out)}, "run": {"workers": 1, "progress": "none", "histogram": False}})
+
+    def strip(out):  # as markers written before chat_text_prefix existed
+        for p in out.glob("shard-*.done.json"):
+            mk = json.loads(p.read_text())
+            del mk["chat_text_prefix"]
+            p.write_text(json.dumps(mk))
+
+    model = tmp_path / "model"
+    spm_cfg = conf(str(_path("llama2")), model, "llama2")
+    run(spm_cfg, log=lambda s: None)
+    strip(model)
+    logs: list[str] = []
+    m = run(spm_cfg, resume=True, log=logs.append)
+    assert m["units_processed"] == 1
+    assert any("predates a .model's own '▁' before each text" in x for x in logs), logs
+    ids = pq.read_table(next(model.glob("train-*.parquet"))).column("input_ids")[0].as_py()
+    assert ids[:3] == [1, 518, 25580]
+
+    tiny_json = Path(__file__).resolve().parents[1] / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"
+    other = tmp_path / "json"
+    json_cfg = conf(str(tiny_json), other, "chatml", text_markers=True)  # the tiny vocabulary has no <|im_end|>
+    run(json_cfg, log=lambda s: None)
+    strip(other)
+    m = run(json_cfg, resume=True, log=lambda s: None)
+    assert m["units_processed"] == 0

@@ -147,7 +147,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                 log(f"output: {empty} unit{'s' if empty != 1 else ''} of another config or tokenizer "
                     f"hold{'s' if empty == 1 else ''} no document "
                     "(every row rejected, or none read): redone without --overwrite")
-            records, todo, why = _done_units(out, units, cfg.config_hash, tokenizer.fingerprint, marker_needs(cfg))
+            records, todo, why = _done_units(out, units, cfg.config_hash, tokenizer.fingerprint, marker_needs(cfg, tokenizer))
             _name_new_inputs(out, todo, why)
             kept.update(records)
             planned = {u.index for u in units}

@@ -48,7 +48,7 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 
 
-def marker_needs(cfg: RunConfig) -> dict[str, str]:
+def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str]:
     """The keys a done marker of :data:`.output.MARKER_VERSION` must hold to vouch for a unit of
     this config, each with the reason a marker without it is redone
     (:meth:`.output.OutputFolder.verify_done`) and not renumbered (:mod:`.renumber`).
@@ -75,6 +75,13 @@ def marker_needs(cfg: RunConfig) -> dict[str, str]:
     it cannot vouch for the labels of a split run, nor of ``chat.format = "template"`` (a
     template may write an assistant token first); every built-in format starts a conversation
     with template text (label -100), so other runs' shards are the same.
+
+    ``chat_text_prefix`` came with each text between special tokens getting its own ``'▁'`` on
+    a SentencePiece ``.model`` read alone (``tokenizer``'s ``prefix_scheme == "whole_text"``;
+    :func:`rmlprep.spm_special.per_text_fragments`): before it, the ``llama2`` and ``zephyr``
+    formats there wrote ids no reference gives (``[1, 29961 '[', ...]`` for ``[1, 518 '▁[', ...]``),
+    so a marker without it cannot vouch for an sft unit on such a tokenizer; other tokenizers'
+    chat ids did not change.
     """
     needs = {}
     if cfg["output"]["format"] == "parquet":
@@ -86,6 +93,10 @@ def marker_needs(cfg: RunConfig) -> dict[str, str]:
     if fmt is not None and (cfg["pack"]["overflow"] == "split" or fmt == "template"):
         needs["first_labels_masked"] = ("done marker predates pack_bfd writing -100 as the first label of every "
                                         "fragment (it has no first_labels_masked)")
+    spec = getattr(tokenizer, "spec", None)
+    if fmt is not None and spec is not None and spec.add_prefix_space and spec.prefix_scheme == "whole_text":
+        needs["chat_text_prefix"] = ("done marker predates a .model's own '▁' before each text after a special token "
+                                     "in chat encoding (it has no chat_text_prefix)")
     return needs
 
 

@@ -58,7 +58,7 @@ def adopt_moved(out: OutputFolder, todo: list[PlannedUnit], cfg: RunConfig, toke
             folder back).
     """
     by_input: dict[str, dict[str, Any]] = {}
-    needs = marker_needs(cfg)  # keys a marker of this version must hold for this config
+    needs = marker_needs(cfg, tokenizer)  # keys a marker of this version must hold for this config
     for name in out.list(f"{PREVIOUS}/shard-*.done.json"):
         m = out.read_json(name)
         if (isinstance(m, dict) and m.get("marker_version") == MARKER_VERSION

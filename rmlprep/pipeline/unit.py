@@ -143,6 +143,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         **({"files": files} if len(files) > 1 else {}),  # every file the marker vouches for
         # a Parquet shard's columns: with the unit column since the key exists (late_keys.marker_needs)
         **({"columns": shard_schema(packed.schema).names} if cfg["output"]["format"] == "parquet" else {}),
+        # sft: chat text encoded with a .model's '▁' per text after a special token (late_keys.marker_needs)
+        **({"chat_text_prefix": "per_text"} if cfg.pipeline == "sft" else {}),
         "config_hash": cfg.config_hash,
         "input": identity,
         "rows_read": tally.rows_read,
