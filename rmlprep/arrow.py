@@ -104,6 +104,17 @@ _TOOL_CALLS_WITHOUT_TOOLS = (
     "never shows; fn.stats['tool_calls_without_tools'] counts them (the sft run names them in its summary)")
 
 
+#: Warned at a callable's first conversation counted under each key (:meth:`TokenizeChat._count_warned`).
+_FIRST_WARNING = {
+    "json_tool_calls_as_text": "a conversation writes tool calls as JSON text in the assistant's content "
+    "(LLaMA-Factory's shape): it is trained as that text, not as the format's tool calls; json_tools=True converts them",
+    "json_tool_parameters_as_text": "a conversation's tool definitions hold parameters as a string of JSON, written "
+    "as one escaped string, not as the schema object; json_tools=True parses them",
+    "special_text_parsed": "a conversation's text holds special-token text (e.g. '<|im_end|>'), which fmt='template' "
+    "encodes as the control token, as transformers' apply_chat_template does (a native format encodes it as text)",
+}
+
+
 def _has_reasoning(seg) -> bool:
     """A reasoning segment of the data with text beyond its ``<think>`` tags (an empty think
     block a template writes itself is no reasoning of the conversation)."""
@@ -131,7 +142,9 @@ class TokenizeChat(_MapFunction):
     conversations with ``tool_calls`` but no tool definitions: the model is trained to call
     tools its prompt never shows), ``tool_calls_undefined`` (written conversations with tool
     definitions whose ``tool_calls`` call a tool they do not define: likewise;
-    :func:`rmlprep.chat.convert.undefined_tool_calls`) and ``surrogate_rows`` (encoded
+    :func:`rmlprep.chat.convert.undefined_tool_calls`), ``special_text_parsed`` (with
+    ``fmt="template"``: written conversations whose own text holds control-token text, encoded
+    as the control token: :func:`rmlprep.chat.template.parsed_special_text`) and ``surrogate_rows`` (encoded
     conversations whose written text held surrogate code points, replaced as
     :func:`tokenize_text` replaces them: :func:`rmlprep.segment.replace_lone_surrogates`).
     """
@@ -157,7 +170,7 @@ class TokenizeChat(_MapFunction):
     def _extra_stats(self) -> None:
         self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
                           generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
-                          json_tool_parameters_as_text=0, reasoning_untrained=0)
+                          json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0)
         self._writer = None
 
     def _check_alone(self, values: list) -> None:
@@ -198,6 +211,14 @@ class TokenizeChat(_MapFunction):
             raise ConfigError(column_refusal(refusal[0], "tokenize_chat: the batch has a column", config=False,
                                              after=refusal[1]))
 
+    def _count_warned(self, key: str) -> None:
+        """Count a conversation under ``key``; at the callable's first (per process, so per
+        ``num_proc`` worker, whose ``fn.stats`` never reaches the caller) warn what it means
+        (:data:`_FIRST_WARNING`), unless the sft run, whose summary names the count, set ``warn``."""
+        self.stats[key] += 1
+        if self.stats[key] == 1 and self.warn:
+            warnings.warn(f"tokenize_chat: {_FIRST_WARNING[key]}; fn.stats[{key!r}] counts them", stacklevel=3)
+
     def _template_writer(self):
         """The model's own template (``fmt="template"``), built once per process."""
         if self._writer is None:
@@ -217,6 +238,7 @@ class TokenizeChat(_MapFunction):
         from .chat.encode import encode_segments
         from .chat.messages import with_system_prompt
         from .chat.registry import write
+        from .chat.template import parsed_special_text
 
         tok = self.tokenizer
         fmt = self.fmt
@@ -244,11 +266,12 @@ class TokenizeChat(_MapFunction):
                     self.stats["json_tool_calls"] += k
                 else:
                     if json_tools(messages, tools, check=False)[2]:  # LLaMA-Factory's shape, kept as text: counted for a hint
-                        self.stats["json_tool_calls_as_text"] += 1
+                        self._count_warned("json_tool_calls_as_text")
                     if tools is not None and parameters_as_text(tools):  # schemas as strings: likewise
-                        self.stats["json_tool_parameters_as_text"] += 1
+                        self._count_warned("json_tool_parameters_as_text")
                 if fmt == "template":
                     out = self._template_writer().write(messages, add_generation_prompt=gen, tools=tools)
+                    special = parsed_special_text(tok, messages, tools)  # encoded as the control token
                 else:
                     out = write(messages, fmt, add_generation_prompt=gen, tools=tools, options=self.options)
                 if not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in messages):
@@ -268,6 +291,8 @@ class TokenizeChat(_MapFunction):
                     why += self.tools_hint  # a Hermes 3 style config: the tools template is named apart
                 self._fail(i, why, where, errors, e)
                 continue
+            if fmt == "template" and special:
+                self._count_warned("special_text_parsed")
             self.stats["reasoning_dropped"] += out.notes.get("reasoning_dropped", 0)
             if not self.train_on_reasoning and any(_has_reasoning(sg) for sg in out.segs):
                 self.stats["reasoning_untrained"] += 1

@@ -958,3 +958,56 @@ def test_decode_takes_an_arrow_row_of_ids(tok):
     assert tok.decode_bytes(list(row)) == b"ab cd"
     with pytest.raises(TokenIdError, match="is not an integer"):
         tok.decode(pa.array([row.as_py()[0], None], pa.uint32()))
+
+
+def test_json_tools_off_warns_once_per_callable_what_it_counts(tok):
+    """tokenize_chat(json_tools=False) writes LLaMA-Factory's tool calls (JSON text in the
+    assistant's content) as that text and tool parameters stored as a JSON string as one escaped
+    string, and said so only in fn.stats, which a datasets .map(num_proc=2) never hands back
+    (each worker holds its own copy): the user saw nothing. Now the first such conversation of a
+    callable warns (once per process, so once per num_proc worker), as tool calls without
+    definitions already did; the sft run (fn.warn = False) names them in its summary instead."""
+    import warnings
+
+    call = json.dumps({"name": "get_time", "arguments": {"tz": "UTC"}})
+    conv = [{"role": "user", "content": "time?"}, {"role": "assistant", "content": call}]
+    plain = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    fn = tokenize_chat(tok, "chatml", text_markers=True)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fn({"messages": [plain]})
+        assert seen == []
+        fn({"messages": [conv, conv, plain]})
+    assert fn.stats["json_tool_calls_as_text"] == 2
+    assert [str(w.message) for w in seen] == [
+        "tokenize_chat: a conversation writes tool calls as JSON text in the assistant's content (LLaMA-Factory's "
+        "shape): it is trained as that text, not as the format's tool calls; json_tools=True converts them; "
+        "fn.stats['json_tool_calls_as_text'] counts them"]
+    quiet = tokenize_chat(tok, "chatml", text_markers=True)
+    quiet.warn = False
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        quiet({"messages": [conv]})
+    assert seen == [] and quiet.stats["json_tool_calls_as_text"] == 1
+
+
+def test_json_tools_off_warning_reaches_the_user_from_num_proc_workers(tok, tmp_path):
+    """The same warning from datasets .map(num_proc=2), in a fresh interpreter as a user runs it
+    (pytest records warnings instead of printing them): each worker warns once on its stderr,
+    the parent's, so the user sees it though fn.stats stays in the workers."""
+    p = tmp_path / "fn.pkl"
+    p.write_bytes(pickle.dumps(tokenize_chat(tok, "chatml", text_markers=True)))
+    script = (
+        "import json, pickle, sys, datasets\n"
+        "fn = pickle.load(open(sys.argv[1], 'rb'))\n"
+        "call = json.dumps({'name': 'get_time', 'arguments': {'tz': 'UTC'}})\n"
+        "conv = [{'role': 'user', 'content': 'time?'}, {'role': 'assistant', 'content': call}]\n"
+        "ds = datasets.Dataset.from_list([{'messages': conv}] * 4)\n"
+        "out = ds.map(fn, batched=True, batch_size=2, num_proc=2, load_from_cache_file=False)\n"
+        "print(len(out), fn.stats['json_tool_calls_as_text'])\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script, str(p)], cwd=ROOT, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT), HF_DATASETS_DISABLE_PROGRESS_BARS="1"), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["4", "0"]  # the parent's callable counted nothing: the workers did
+    assert r.stderr.count("tokenize_chat: a conversation writes tool calls as JSON text") == 2, r.stderr

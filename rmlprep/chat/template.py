@@ -38,7 +38,7 @@ from .registry import template_view
 from .render import render
 from .segments import Out
 
-__all__ = ["TemplateWriter"]
+__all__ = ["TemplateWriter", "parsed_special_text"]
 
 
 class _View:
@@ -259,3 +259,32 @@ class TemplateWriter:
         if prompt and not head.endswith(prompt) and full.startswith(prompt, len(head)):
             return len(head) + len(prompt)
         return len(head)
+
+
+def parsed_special_text(tokenizer, messages: Any, tools: Any = None) -> bool:
+    """Whether a conversation's own strings (contents, text parts, reasoning, tool calls and
+    definitions, keys included) hold control-token text (``<|im_end|>``, ``[INST]``, ``<s>``)
+    that ``chat.format = "template"`` encodes as the control token.
+
+    The template's render is tokenized whole with special tokens parsed, as transformers'
+    ``apply_chat_template(tokenize=True)`` does, so a user who typed ``<|im_end|>`` gets the
+    turn-end id inside the turn; a native format encodes such text as text. The run counts these
+    conversations (``special_text_parsed``) so that it is never silent. Added tokens that are
+    not special (Qwen2.5's ``<tool_call>``) are cut out of message text by every path and do not
+    count.
+
+    Example (Qwen2.5): a user content ``"a<|im_end|>b"`` -> True; ``"a<tool_call>b"`` -> False.
+    """
+    stack = [messages, tools]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            ids = sum(isinstance(f, int) for f in tokenizer.cut_added(v, parse_special=True))
+            if ids and ids != sum(isinstance(f, int) for f in tokenizer.cut_added(v)):
+                return True
+        elif isinstance(v, Mapping):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return False

@@ -38,12 +38,16 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
       reasoning field: ``qwen3``, ``gpt-oss``...); for ``smollm3`` :func:`marker_needs` has it
       redone.
 
+    - ``special_text_parsed``: sft conversations whose own text holds control-token text,
+      which ``chat.format = "template"`` encodes as the control token; only that format can.
+
     (The other chat counts and ``arrow_bytes`` were in every marker this version keeps, or are
     null when missing.)
     """
     if cfg.pipeline == "sft":
         return {"untrained_chunks": cfg["pack"]["overflow"] == "split", "tool_calls_undefined": True,
-                "reasoning_untrained": not cfg["chat"]["train_on_reasoning"]}
+                "reasoning_untrained": not cfg["chat"]["train_on_reasoning"],
+                "special_text_parsed": cfg["chat"]["format"] == "template"}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 

@@ -411,6 +411,16 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} a tool "
                                     f"{'their' if n != 1 else 'its'} tool definitions do not hold (trained to call "
                                     "a tool the prompt never shows)"))
+    if t.get("special_text_parsed", 0) is None:
+        lines.append(("special text", "conversations whose text holds special-token text, encoded as the control token "
+                                      "(chat.format = \"template\"): not known (units written before rmlprep counted "
+                                      "them were kept on resume; --overwrite counts)"))
+    if t.get("special_text_parsed"):
+        n = t["special_text_parsed"]
+        lines.append(("special text", f"{n:,} conversation{'s hold' if n != 1 else ' holds'} special-token text (e.g. "
+                                      "'<|im_end|>' typed in a message), encoded as the control token as "
+                                      "chat.format = \"template\" and transformers' apply_chat_template encode it "
+                                      "(a native format encodes it as text)"))
     lines.append(("input", f"{t['bytes'] / 1e6:.2f} MB"))
     if th["mb_per_s"] is not None:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "
