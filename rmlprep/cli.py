@@ -464,7 +464,16 @@ def entry() -> None:
     files are closed as usual; only garbage kept alive by reference cycles is left for the
     operating system to reclaim with the process. :func:`main` itself never does this (a
     library or test calling it keeps its collector as it was).
+
+    Standard output is UTF-8 whatever the locale, as rmlprep reads its input: under one whose
+    encoding is not UTF-8 (``LC_ALL=C`` with Python's UTF-8 mode off: ASCII) ``decode`` and
+    ``chat`` died writing a non-ASCII character with a UnicodeEncodeError
+    traceback, exit 1. The error handler is kept (``surrogateescape`` there: a file name's bytes
+    come out as they came in).
     """
+    out = sys.stdout
+    if out is not None and hasattr(out, "reconfigure") and (out.encoding or "").lower().replace("-", "") != "utf8":
+        out.reconfigure(encoding="utf-8", errors=out.errors)
     code = main()
     gc.freeze()
     sys.exit(code)

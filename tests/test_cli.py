@@ -172,6 +172,32 @@ def test_encode_argument_refuses_what_is_not_utf8():
 
 
 @needs_tiny
+def test_text_output_is_utf8_under_an_ascii_locale():
+    """Under a locale whose encoding is ASCII (``LC_ALL=C``, Python's UTF-8 mode and locale
+    coercion off), ``decode`` and ``chat`` died writing ``é`` with a UnicodeEncodeError traceback,
+    exit 1. The command writes UTF-8, as it reads. Worked example: ``café au lait`` encoded here
+    decodes to its UTF-8 bytes and a newline; chatml of the user turn ``café`` is
+    ``<|im_start|>user\\ncafé<|im_end|>\\n`` and a newline ending the output."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LC_ALL="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    probe = subprocess.run([sys.executable, "-c", "import sys; print(sys.stdout.encoding)"],
+                           capture_output=True, text=True, env=env, timeout=60)
+    if probe.stdout.strip().lower().replace("-", "") == "utf8":
+        pytest.skip("this Python writes UTF-8 under LC_ALL=C")
+    from rmlprep.load import open_tokenizer
+
+    tok = open_tokenizer(str(TINY))[0]
+    ids = tok.encode("café au lait")
+    assert tok.decode(ids) == "café au lait"
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "decode", str(TINY), *map(str, ids)],
+                       capture_output=True, env=env, timeout=120)
+    assert (r.returncode, r.stdout) == (0, "café au lait\n".encode()), r.stderr
+    r = subprocess.run([sys.executable, "-m", "rmlprep.cli", "chat", "-", "--format", "chatml"], capture_output=True,
+                       env=env, input='[{"role": "user", "content": "café"}]'.encode(), timeout=120)
+    assert (r.returncode, r.stdout) == (0, "<|im_start|>user\ncafé<|im_end|>\n\n".encode()), r.stderr
+
+
+@needs_tiny
 def test_encode_decode_inspect(capsys):
     assert main(["encode", str(TINY), "Hello 123", "--json"]) == 0
     ids = json.loads(capsys.readouterr().out)
