@@ -59,8 +59,11 @@ def argv_text(text: str, name: str = "the text argument") -> str:
     (``$'caf\\xe9'``, Latin-1) arrives as a lone surrogate (U+DCE9), which the tokenizer encoded
     as U+FFFD: ids for text the user never had (``caf\\xe9`` on Qwen3 gave ``68796 5691``, those of
     ``caf\\ufffd``, where the same bytes on stdin are refused; ``chat --option`` values alike).
-    The argument's bytes (:func:`os.fsencode`) are refused at their offset instead; a valid
-    argument is returned as is.
+    The argument's bytes (:func:`os.fsencode`) are refused at their offset instead. Valid
+    UTF-8 is returned as text: unchanged under a UTF-8 locale; under one whose file system
+    encoding is not UTF-8 (``LC_ALL=C PYTHONUTF8=0 PYTHONCOERCECLOCALE=0``: ASCII) the bytes of
+    ``'café'`` arrive as ``'caf\\udcc3\\udca9'`` and are decoded here, where they reached the
+    tokenizer as two U+FFFD (``demo:gpt2`` gave ``66 1878 6353`` for ``66 1878 2634``).
 
     Raises:
         InputError: naming the argument (``name``) and the byte offset, as for stdin.
@@ -69,10 +72,10 @@ def argv_text(text: str, name: str = "the text argument") -> str:
         return text
     data = os.fsencode(text)
     try:
-        data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         utf8_text(data, name, file=False)  # raises, naming the byte
-    return text
+        raise  # pragma: no cover - utf8_text refuses what the decoder refused
 
 
 def read_file_text(path: str) -> str:

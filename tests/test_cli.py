@@ -198,6 +198,33 @@ def test_text_output_is_utf8_under_an_ascii_locale():
 
 
 @needs_tiny
+def test_encode_argument_in_utf8_under_an_ascii_locale_is_its_text():
+    """Under a locale whose file system encoding is not UTF-8 (``LC_ALL=C`` with Python's UTF-8
+    mode and locale coercion off: ASCII), Python decodes every non-ASCII byte of argv as a lone
+    surrogate, valid UTF-8 too: ``'café'`` arrives as ``'caf\\udcc3\\udca9'``. argv_text let
+    that through as is (its bytes are UTF-8), and the tokenizer encoded two U+FFFD (``demo:gpt2``:
+    ``66 1878 6353`` where ``café`` is ``66 1878 2634``), exit 0. The argument's bytes are decoded
+    as UTF-8: the ids are those of the same argument under a UTF-8 locale."""
+    base = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    ascii_env = dict(base, LC_ALL="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    probe = subprocess.run([sys.executable, "-c", "import sys; print(sys.getfilesystemencoding())"],
+                           capture_output=True, text=True, env=ascii_env, timeout=60)
+    if probe.stdout.strip() == "utf-8":
+        pytest.skip("this Python decodes argv as UTF-8 under LC_ALL=C")
+    arg = "café au lait".encode()
+    got = {}
+    for name, env in (("utf8", dict(base, LC_ALL="C.UTF-8")), ("ascii", ascii_env)):
+        for cmd in (["encode", str(TINY), arg], ["chat", "-", "--format", "llama3.1", "--option",
+                                                  b"date_string=" + arg]):
+            r = subprocess.run([sys.executable, "-m", "rmlprep.cli", *cmd], capture_output=True, env=env,
+                               input=b'[{"role": "user", "content": "hi"}]', timeout=120)
+            assert r.returncode == 0, r.stderr
+            got[name, cmd[0]] = r.stdout
+    assert b"caf" in got["utf8", "chat"] and got["utf8", "chat"].decode().count("café au lait") == 1
+    assert got["ascii", "encode"] == got["utf8", "encode"] and got["ascii", "chat"] == got["utf8", "chat"]
+
+
+@needs_tiny
 def test_encode_decode_inspect(capsys):
     assert main(["encode", str(TINY), "Hello 123", "--json"]) == 0
     ids = json.loads(capsys.readouterr().out)
