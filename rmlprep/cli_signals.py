@@ -40,6 +40,14 @@ class Stopped(KeyboardInterrupt):
 
 
 def _raise(signum, frame) -> None:
+    # From the first stop signal on, the others are ignored until signals_unwind puts the previous
+    # handlers back: a second one raised Stopped again inside the unwinding (a closed terminal
+    # signals twice: the shell passes its SIGHUP on to its jobs, the kernel sends one as the shell
+    # exits), cutting the pool's terminate short, so a worker it had not killed yet kept running
+    # and the command hung at exit joining it.
+    for s in STOP_SIGNALS:
+        if signal.getsignal(s) is _raise:
+            signal.signal(s, signal.SIG_IGN)
     raise Stopped(signum)
 
 
@@ -47,7 +55,9 @@ def _raise(signum, frame) -> None:
 def signals_unwind() -> Iterator[None]:
     """Each of :data:`STOP_SIGNALS` raises :class:`Stopped` while the block runs (the main
     thread only, where signal handlers live; elsewhere nothing changes); the previous handlers
-    come back after it. A SIGHUP ignored on entry (``nohup``) is left ignored."""
+    come back after it. A SIGHUP ignored on entry (``nohup``) is left ignored. Once one has
+    stopped the block, the others are ignored until it ends, so the unwinding (the pool
+    terminated, temporaries removed, the lock released) is not cut short by a second one."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -1341,6 +1341,39 @@ def test_a_sighup_that_nohup_ignores_stays_ignored():
         signal.signal(signal.SIGHUP, before)
 
 
+def test_a_second_stop_signal_does_not_cut_the_unwinding_short():
+    """A closed terminal signals a foreground run twice (the shell passes its SIGHUP on to its
+    jobs, then the kernel sends one as the shell exits), and ``kill`` then a scheduler's
+    SIGTERM can too. The second raised Stopped again inside the unwinding: two SIGHUPs (or
+    SIGTERMs) 0.5 ms apart to a run's group hung it at exit in 8 of 8 tries (the pool's
+    terminate cut short, a worker it had not killed yet still in its unit, joined by
+    multiprocess at exit) where one signal exits at once. From the first stop signal on, the
+    others are ignored until the block ends; the handlers then come back as they were. Here a
+    SIGHUP stops the block and a SIGHUP and a SIGTERM come in during its cleanup."""
+    import signal
+    import time
+
+    from rmlprep.cli_signals import Stopped, signals_unwind
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGHUP, signal.SIGTERM)}
+    cleaned = []
+    try:
+        with pytest.raises(Stopped) as e, signals_unwind():
+            try:
+                os.kill(os.getpid(), signal.SIGHUP)
+                time.sleep(10)  # the handler raises within it
+            finally:  # the unwinding
+                os.kill(os.getpid(), signal.SIGHUP)
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.2)  # a handler would raise within it
+                cleaned.append(True)
+        assert cleaned == [True] and e.value.signum == signal.SIGHUP
+        assert {s: signal.getsignal(s) for s in before} == before
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+
+
 @needs_tiny
 def test_run_from_another_folder_says_how_relative_paths_resolved(tmp_path, monkeypatch, capsys):
     """A config whose relative paths assume the project folder, run from elsewhere (a
