@@ -446,6 +446,25 @@ def test_python_floats_and_huge_ints_are_refused_not_truncated(fn):
     assert cols(fn([[4, 5], [], [6]], seq_len=8).all_rows)["input_ids"][0][:2] == [4, 5]
 
 
+@pytest.mark.parametrize("fn", [pack_concat, pack_bfd], ids=["concat", "bfd"])
+def test_decimal_ids_are_refused_not_truncated(fn):
+    """Rows pyarrow infers no single type for took the typed int64 conversion, which truncates
+    a ``Decimal`` as it does a float (asserted below, the reference behaviour): ``[[4, 5],
+    [Decimal("1.5"), 2]]`` (``json.loads(..., parse_float=Decimal)``) was packed as ``[4, 5, 1, 2]``.
+    Each value there must be an integer: row 1 holds ``Decimal('1.5')``; a string is named
+    likewise; numpy integers beside Python ints are kept."""
+    from decimal import Decimal
+
+    assert pa.array([[Decimal("1.5"), 2]], type=pa.list_(pa.int64())).to_pylist() == [[1, 2]]
+    with pytest.raises(PackingError, match=r"input_ids\[1\] holds Decimal\('1\.5'\): values must be integers"):
+        fn([[4, 5], [Decimal("1.5"), 2]], seq_len=8)
+    with pytest.raises(PackingError, match=r"input_ids\[0\] holds Decimal\('2'\)"):
+        fn([[Decimal("2")]], seq_len=8)
+    with pytest.raises(PackingError, match=r"input_ids\[1\] holds 'a': values must be integers, got str"):
+        fn([[1], ["a", 2]], seq_len=8)
+    assert cols(fn([[4, np.int64(5)], np.array([6], dtype=np.uint16)], seq_len=8).all_rows)["input_ids"][0][:3] == [4, 5, 6]
+
+
 def test_python_float_labels_are_refused():
     with pytest.raises(PackingError, match=r"labels\[0\] holds 2\.7"):
         pack_bfd([[1, 2, 3]], labels=[[-100, 2.7, 3]], seq_len=4)

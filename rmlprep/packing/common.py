@@ -4,6 +4,7 @@ checks of their arguments."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -273,7 +274,9 @@ def _int_lists(documents: Sequence, name: str) -> pa.Array:
     int64 by truncating it (``pa.array([[1.5]], type=pa.list_(pa.int64()))`` is ``[[1]]``, no
     error), which gave ids no tokenizer produced; so the type is inferred first and floating
     values are refused, as a float numpy array is. Integer rows keep the inferred type (int64, or
-    uint64 past 2**63, refused later by the range check with the value named).
+    uint64 past 2**63, refused later by the range check with the value named). Rows that infer
+    no single type (a ``Decimal``, a float among ints of another row's type) are checked value
+    by value: a value that is not an integer (:func:`operator.index`) is refused.
 
     Raises:
         PackingError: floats, or values that are not integers (or not 64-bit ones).
@@ -291,6 +294,17 @@ def _int_lists(documents: Sequence, name: str) -> pa.Array:
                                "them); convert them to int first")
         if pa.types.is_integer(arr.type.value_type):
             return arr
+    # mixed or other types: pyarrow's int64 conversion truncates a Decimal or a float among ints
+    # too (pa.array([[Decimal("1.5"), 2]], type=list<int64>) is [[1, 2]]), so each value must be an
+    # integer (operator.index: int, numpy integers; bool is refused by pyarrow below)
+    for row_i, row in enumerate(documents):
+        for v in row if isinstance(row, Sequence | np.ndarray) else ():
+            if v is not None and not isinstance(v, bool):
+                try:
+                    operator.index(v)
+                except TypeError:
+                    raise PackingError(f"{name}[{row_i}] holds {v!r}: values must be integers, got "
+                                       f"{type(v).__name__}; convert them to int first") from None
     try:
         return pa.array(documents, type=pa.list_(pa.int64()))
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
