@@ -1011,3 +1011,21 @@ def test_json_tools_off_warning_reaches_the_user_from_num_proc_workers(tok, tmp_
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["4", "0"]  # the parent's callable counted nothing: the workers did
     assert r.stderr.count("tokenize_chat: a conversation writes tool calls as JSON text") == 2, r.stderr
+
+
+def test_the_pickled_callable_names_its_output_version(tok, monkeypatch):
+    """``datasets.map`` keys its cache by the callable's pickle, which carries
+    ``OUTPUT_VERSION`` for that reason (a cache an older rmlprep wrote must not be reused when
+    the output changed). cf67745 changed tokenize_chat's output on a SentencePiece ``.model``
+    read alone without a bump: the ``llama2`` format on Llama 2's ``.model`` was refused (an
+    error row with ``on_error="record"``) and now encodes (``[1, 518, 25580, ...]``), on Mistral
+    v3's it encoded (``[1, 3, 16127, ...]``) and is now refused; a map cached by 33ef2e2 was
+    served by the newer code (verified: the same datasets fingerprint, 0f5491d6bfa73e98, and the
+    cached error row came back). Here the pickle differs from the one of version 5, the last
+    before that change."""
+    import rmlprep.arrow_base as base
+
+    fn = tokenize_chat(tok, "chatml")
+    now = pickle.dumps(fn)
+    monkeypatch.setattr(base, "OUTPUT_VERSION", 5)
+    assert pickle.dumps(fn) != now
