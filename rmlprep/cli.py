@@ -419,12 +419,12 @@ def _exit_status(job: Callable[[], int], *, stream: bool = True) -> int:
     """``job()``'s status, or the exit code and one line of what it raised (the CLI's mapping,
     shared by :func:`run_exit_status`). A closed stdout pipe ends a ``stream`` command (``encode
     ... | head``: the reader has what it wanted) with 0, and a run with 2: its shards are not all
-    written."""
+    written. A stop signal's line speaks of done units for a run only (``stream`` False)."""
     try:
         return job()
     except Stopped as e:  # SIGTERM, SIGHUP: 128 + the signal, as a shell reports a process it ended
         with suppress(OSError):  # a hung-up terminal may take no more
-            _log(f"rmlprep: {e.words}; the done units stay and --resume continues")
+            _log(f"rmlprep: {e.words}" + ("" if stream else "; the done units stay and --resume continues"))
         return 128 + e.signum
     except ParityError as e:
         _log(f"rmlprep: parity failure, stopped before any corpus work: {e}")

@@ -1341,6 +1341,27 @@ def test_a_sighup_that_nohup_ignores_stays_ignored():
         signal.signal(signal.SIGHUP, before)
 
 
+@needs_tiny
+@pytest.mark.parametrize("sig,status,line", [("SIGTERM", 143, "rmlprep: terminated (SIGTERM)\n"),
+                                             ("SIGHUP", 129, "rmlprep: hung up (SIGHUP: the terminal or session closed)\n")],
+                         ids=["term", "hup"])
+def test_a_stopped_command_that_is_not_a_run_names_no_done_units(monkeypatch, capsys, sig, status, line):
+    """``rmlprep encode TOK`` waiting on stdin and stopped by SIGTERM or SIGHUP said "...; the done
+    units stay and --resume continues": it has no units and nothing to resume. A run's line
+    keeps those words (test_sigterm_is_one_line_and_exit_143)."""
+    import signal
+
+    import rmlprep.cli as cli
+    from rmlprep.cli_signals import Stopped
+
+    def stopped():
+        raise Stopped(getattr(signal, sig))
+
+    monkeypatch.setattr(cli, "stdin_text", stopped)
+    assert main(["encode", str(TINY)]) == status
+    assert capsys.readouterr().err == line
+
+
 def test_a_second_stop_signal_does_not_cut_the_unwinding_short():
     """A closed terminal signals a foreground run twice (the shell passes its SIGHUP on to its
     jobs, then the kernel sends one as the shell exits), and ``kill`` then a scheduler's
