@@ -1598,6 +1598,24 @@ def test_an_empty_csv_field_is_a_null_reject_as_datasets_reads_it(tmp_path):
     assert [i for i, v in enumerate(ds["text"]) if v is None] == [1, 2]
 
 
+def test_csv_words_pandas_reads_as_missing_stay_text(tmp_path):
+    """Decision (2026-12-03): only an empty CSV field is a null. datasets' CSV reader (pandas'
+    default na_values) also reads NA, null, None and nan as None, which would drop documents
+    and answers that say "None" or "NA"; rmlprep keeps them as the text they are. Worked example:
+    the five records NA, null, None, nan, hello are five documents, no reject. When datasets is
+    installed it gives None for the first four, the divergence this test pins."""
+    p = tmp_path / "w.csv"
+    p.write_text("id,text\n1,NA\n2,null\n3,None\n4,nan\n5,hello\n", encoding="utf-8")
+    m = run(make_cfg(p, tmp_path / "out"), log=quiet)
+    assert (m["totals"]["documents"], m["totals"]["rejects"]) == (5, 0)
+    try:
+        import datasets
+    except ImportError:
+        return
+    ds = datasets.load_dataset("csv", data_files=str(p), split="train", cache_dir=str(tmp_path / "hf"))
+    assert ds["text"] == [None, None, None, None, "hello"]
+
+
 @pytest.mark.parametrize("kind", ["parquet", "arrow", "csv"])
 @pytest.mark.parametrize("bad", ["missing", "twice"])
 def test_a_file_of_a_glob_without_the_column_stops_the_run_before_any_unit(tmp_path, capsys, kind, bad):

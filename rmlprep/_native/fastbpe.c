@@ -3246,8 +3246,14 @@ static PyObject *Encoder_cache_info(Encoder *E, PyObject *Py_UNUSED(ignored))
         }
         Py_DECREF(d);
     }
-    Shared *S = E->shared; /* slot -1: the batches' shared cache (read while no batch holds it) */
-    if (S != NULL && S->tab != NULL && pthread_mutex_trylock(&E->shared_lock) == 0) {
+    /* slot -1: the batches' shared cache, read under its lock (a batch, GIL released, may be
+       creating it or growing its table right now: E->shared, S->tab), left out while one holds it */
+    if (pthread_mutex_trylock(&E->shared_lock) == 0) {
+        Shared *S = E->shared;
+        if (S == NULL || S->tab == NULL) {
+            pthread_mutex_unlock(&E->shared_lock);
+            return out;
+        }
         size_t bytes = ((size_t)S->mask + 1) * sizeof(CEntry) + S->kn + S->vn * 4;
         PyObject *d = Py_BuildValue("{sisnsnsnsK}", "slot", -1, "entries", (Py_ssize_t)S->count, "slots",
                                     (Py_ssize_t)S->mask + 1, "bytes", (Py_ssize_t)bytes, "sweeps",

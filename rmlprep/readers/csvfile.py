@@ -15,7 +15,9 @@ cut short (a cut in the last field reads as a complete record; the plan warns of
 that does not end with a line break).
 An empty value (``a,,b`` or ``a,"",b``) is a null, as ``datasets`` (pandas) reads a CSV
 file (``None`` for both): the pipeline rejects it as it rejects a JSONL null (kind ``null``),
-where it was an empty document, eos only. ``.tsv`` uses a tab delimiter; quoting is the same. Speed, CPU time on a 50 MB CSV of long
+where it was an empty document, eos only. Only an empty value: ``NA``, ``null``, ``None``,
+``nan`` (which pandas' default ``na_values`` make None in ``datasets``) are kept as the text they
+are, since a document or answer reading ``None`` or ``NA`` is text (decided 2026-12-03). ``.tsv`` uses a tab delimiter; quoting is the same. Speed, CPU time on a 50 MB CSV of long
 texts: ~140 MB/s (``csv`` alone ~175 MB/s; ``pyarrow.csv``, which is not strict, ~800 MB/s;
 tokenizing runs at ~10-20 MB/s per core), measured by ``bench/bench_readers.py --csv``.
 """
