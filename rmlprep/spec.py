@@ -128,7 +128,10 @@ class TokenizerSpec:
         prefix_scheme: ``"first"``: only the segment at the very start of the text;
             ``"always"``: every non-empty segment (also after each special token);
             ``"whole_text"``: once, to the whole text before special tokens are cut out
-            (sentencepiece: ``"<tool>x"`` becomes ``"▁<tool>x"``).
+            (sentencepiece: ``"<tool>x"`` becomes ``"▁<tool>x"``); ``encode_fragments`` (the
+            chat paths) gives each text at the start or after a control or unknown id its own
+            (one ``sp.encode`` per text, as transformers 4.57.1's ``legacy=True``:
+            ``[1, "hi"]`` -> ``[1, "▁hi"]``, :mod:`rmlprep.spm_special`).
         prefix_if_missing: skip the prefix when the segment already starts with a space
             (Hugging Face Metaspace / ByteLevel); ``False`` prepends unconditionally
             (sentencepiece ``add_dummy_prefix``, llama.cpp, HF ``Prepend`` normalizer).

@@ -2,16 +2,17 @@
 
 A SentencePiece ``.model`` read without a tokenizer.json (:mod:`rmlprep.spm`) puts its dummy
 prefix before the whole text (``prefix_scheme="whole_text"``), as sentencepiece does. Cutting a
-control token (``<s>``, ``</s>``, ``<unk>``, Mistral v3's ``[INST]``) out of such text has no
-reference that agrees with that, or with each other (``"<s>hi</s> there"`` on Llama 2's
-``tokenizer.model``, ids without BOS):
+control token (``<s>``, ``</s>``, ``<unk>``, Mistral v3's ``[INST]``) out of such text has no one
+reference: they disagree with each other (``"<s>hi</s> there"`` on Llama 2's ``tokenizer.model``,
+ids without BOS; ``fixtures/spm_added_tokens.json``, cases ``plain-*``):
 
 - sentencepiece never cuts control pieces out of text (``parse_special=False`` is its encoding);
-- transformers 4.57.1 (the ``"legacy": true`` of its LlamaTokenizer) gives each text between
-  special tokens its own ``"▁"``: ``[1, 7251, 2, 29871, 727]`` (``<s>``, ``▁hi``, ``</s>``,
-  ``▁``, ``▁there``), as Llama 2's own converted tokenizer.json;
-- transformers 5.24.0 (no ``legacy`` key, or ``"legacy": false``) prefixes only the start of the
-  text: ``[1, 2918, 2, 727]`` (``hi``, ``▁there``);
+- transformers 4.57.1 (``LlamaTokenizer`` and ``LlamaTokenizerFast``, ``"legacy": true`` or no
+  key) gives each text between special tokens its own ``"▁"``: ``[1, 7251, 2, 29871, 727]``
+  (``<s>``, ``▁hi``, ``</s>``, ``▁``, ``▁there``), as Llama 2's own converted tokenizer.json;
+- transformers 5.24.0 writes ``"▁"`` only where a text lacks one: ``[1, 7251, 2, 727]`` with
+  ``"legacy": true``, and with no ``legacy`` key (or ``"legacy": false``) only at the start of
+  the text: ``[1, 2918, 2, 727]`` (``hi``, ``▁there``);
 - rmlprep's whole-text prefix would give ``[29871, 1, 2918, 2, 727]``: none of them.
 
 So :meth:`~rmlprep.tokenizer.Tokenizer.encode` (and ``encode_batch``, ``encode_batch_flat``, the
@@ -19,6 +20,9 @@ CLI's ``rmlprep encode``, a run with ``tokenizer.parse_special = true``, whose r
 text are rejected with this reason) refuses the text, naming the token and the two ways out:
 ``parse_special=False`` (sentencepiece's ids, equal to transformers 4.x with
 ``split_special_tokens=True``) or the model's tokenizer.json (whose own rules rmlprep follows).
+Who wants transformers 4.57.1's ids for such a text can have them from the chat paths' rule:
+``tok.encode_fragments(tok.cut_added(text, parse_special=True))[0]`` gives
+``[1, 7251, 2, 29871, 727]`` (``fixtures/spm_chat.json``, texts).
 Text without control-token text encodes as before (sentencepiece's ids, which are also
 transformers 4.x's). Not affected: a ``.model`` folder whose tokenizer_config.json adds tokens
 (:mod:`rmlprep.spm_added`, read as transformers 4.x). The chat paths give ids as lists of
@@ -52,10 +56,10 @@ def refuse_parsed_control(tokenizer, fragments: Sequence[str | int]) -> None:
             s = tokenizer.spec
             raise TokenizeError(
                 f"{s.name or 'tokenizer.model'}: parse_special=True found the special token {s.vocab[f]!r} (id {f}) "
-                "in the text, and a SentencePiece .model without a tokenizer.json has no reference for it "
-                "(sentencepiece reads it as text; transformers 4.x gives each text between special tokens a '▁', "
-                "5.x does not: '<s>hi' -> [1, 7251] or [1, 2918]); encode with parse_special=False (CLI "
-                "--no-parse-special, run config tokenizer.parse_special = false) for sentencepiece's ids, or "
+                "in the text, and a SentencePiece .model without a tokenizer.json has no single reference for it "
+                "(sentencepiece reads it as text; on Llama 2 '<s>hi</s> there' is [1, 7251, 2, 29871, 727] in "
+                "transformers 4.x, [1, 7251, 2, 727] or [1, 2918, 2, 727] in 5.x); encode with parse_special=False "
+                "(CLI --no-parse-special, run config tokenizer.parse_special = false) for sentencepiece's ids, or "
                 "load the model's tokenizer.json")
 
 
