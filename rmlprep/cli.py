@@ -188,9 +188,13 @@ def _cmd_encode(a) -> int:
     if a.add_special_tokens and not (tok.spec.add_bos or tok.spec.add_eos):
         # a Llama 2 tokenizer.model adds no BOS here, as sentencepiece's encode adds none, while the
         # same model's Hugging Face tokenizer.json adds one: say so rather than add nothing silently
-        _log("rmlprep: note: --add-special-tokens added nothing: this tokenizer file adds no bos/eos (as its "
-             "reference library's encode; a SentencePiece .model or tiktoken file never does); give the model's "
-             "tokenizer.json for Hugging Face's bos/eos")
+        src = Path(a.tokenizer).expanduser()
+        if src.suffix == ".json" or (src / "tokenizer.json").is_file():  # already the Hugging Face file
+            why = "its post_processor adds none, as Hugging Face tokenizers' encode gives"
+        else:
+            why = ("as its reference library's encode; a SentencePiece .model or tiktoken file never does; give the "
+                   "model's tokenizer.json for Hugging Face's bos/eos")
+        _log(f"rmlprep: note: --add-special-tokens added nothing: this tokenizer file adds no bos/eos ({why})")
     print(json.dumps(ids) if a.json else " ".join(map(str, ids)))
     return 0
 

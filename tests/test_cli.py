@@ -268,6 +268,12 @@ def test_encode_add_special_tokens_follows_each_files_reference_and_says_when_it
             cap = capsys.readouterr()
             want = tokenizers.Tokenizer.from_file(str(tj / "tokenizer.json")).encode(text).ids
             assert json.loads(cap.out) == want and want[0] == 1 and cap.err == ""
+    gpt2 = real / "hf" / "gpt2"  # a tokenizer.json whose post_processor adds nothing (trial13): not "give the tokenizer.json"
+    assert main(["encode", str(gpt2), "--add-special-tokens", "--json", text]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out) == tokenizers.Tokenizer.from_file(str(gpt2 / "tokenizer.json")).encode(text).ids
+    assert cap.err == ("rmlprep: note: --add-special-tokens added nothing: this tokenizer file adds no bos/eos (its "
+                       "post_processor adds none, as Hugging Face tokenizers' encode gives)\n")
     with pytest.raises(SystemExit):
         main(["encode", "--help"])
     assert "SentencePiece .model or a tiktoken file adds none" in " ".join(capsys.readouterr().out.split())
