@@ -730,6 +730,31 @@ def test_train_on_reasoning_off_needs_a_format_with_reasoning(tok):
     assert trained == "Hello.<|im_end|>"
 
 
+def test_train_on_reasoning_off_rejects_a_think_block_a_format_writes_as_answer_text():
+    """Explorer8 E1: gpt-oss and gemma4 have reasoning (their own channel), so
+    train_on_reasoning=False is not refused up front, but their templates write a
+    <think>…</think> in content verbatim into the answer (jinja render of the real gpt-oss
+    template: ``<|channel|>final<|message|><think>\\nr\\n</think>\\n\\nHello.<|return|>``), so the
+    R1-style reasoning was trained as answer text without a word. Such a conversation is now
+    a reject naming the tag; one without it is written as before."""
+    from rmlprep import load_tokenizer
+    from rmlprep.chat import encode_chat
+    from rmlprep.errors import ChatFormatError
+
+    tok = load_tokenizer(str(Path.home() / ".cache/rmlprep-real-tokenizers/hf/gpt-oss"))
+    think = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "<think>\nr\n</think>\n\nHello."}]
+    plain = think[:1] + [{"role": "assistant", "content": "Hello.", "reasoning_content": "r"}]
+    for fmt in ("gpt-oss", "gemma4"):
+        with pytest.raises(ChatFormatError, match=r"<think>.*train_on_reasoning"):
+            encode_chat(tok, think, fmt, train_on_reasoning=False, text_markers=True)
+        assert "<think>" in tok.decode(list(encode_chat(tok, think, fmt, text_markers=True).input_ids))
+    fn = tokenize_chat(tok, "gpt-oss", train_on_reasoning=False, on_error="record")
+    out = fn({"messages": [think, plain]})
+    assert count_errors(out) == 1
+    trained = tok.decode([i for i, k in zip(out["input_ids"][1], out["assistant_masks"][1]) if k])
+    assert trained == "<|start|>assistant<|channel|>final<|message|>Hello.<|return|>"  # analysis untrained
+
+
 def test_an_unbatched_map_of_typed_rows_is_not_refused(tok):
     """A review finding: ``Dataset.map(fn)`` unbatched cleans its LazyRow by the row's table
     types, then ran the plain-rows refusal on the cleaned row, so a null inside a list argument

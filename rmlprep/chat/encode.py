@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ChatFormatError
 from ..spm_special import UnprefixedText, per_text_fragments
 from .registry import get_format, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment
@@ -103,7 +104,18 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
             ``cut_added_parts``: a token's text across template and message text, a normalizer
             changing text across a border); a row reject in the sft run. UnprefixedText (a
             TokenizeError): the ``.model`` case above.
+        ChatFormatError: ``train_on_reasoning`` off and an answer segment holding a ``<think>`` or
+            ``</think>`` the format writes as answer text (gpt-oss, gemma4: their reasoning has
+            its own channel, content is written verbatim), which would be trained; a row reject.
     """
+    if not train_on_reasoning:
+        for s in segs:
+            if s.kind in TRAINABLE and not s.markup and ("<think>" in s.text or "</think>" in s.text):
+                raise ChatFormatError(
+                    f"an answer holds {'<think>' if '<think>' in s.text else '</think>'} that "
+                    f"{'format ' + repr(fmt) if fmt else 'the template'} writes as answer text, so it would be "
+                    "trained although train_on_reasoning is off; give that reasoning as reasoning_content (the "
+                    "format's own reasoning, left out of the mask), take it out of the data, or train on it")
     trainable = TRAINABLE | ({"reasoning"} if train_on_reasoning else set())
     flags = [s.kind in trainable for s in segs]
     frags: list = []  # text pieces and special ids, in order
