@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ._version import __version__
 from .chat import detect_chat_format, encode_chat, format_chat
+from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS
 from .chat.detect import check_template_format
 from .streams import reports_never_stop_a_run
 from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
@@ -258,6 +259,13 @@ def _cmd_chat(a) -> int:
     data = read_json_file(a.messages)
     msgs = data["messages"] if isinstance(data, dict) and "messages" in data else data
     tools = data.get("tools") if isinstance(data, dict) else None
+    if isinstance(data, dict) and "messages" in data:  # a run refuses these columns unnamed; here unread
+        for key in ("functions", *SYSTEM_FIELDS, *MEDIA_FIELDS):
+            if data.get(key) is not None:
+                raise InputError(f"{a.messages}: {key!r} beside the messages: rmlprep chat reads only 'messages' "
+                                 f"and 'tools', so it would print the conversation without it "
+                                 f"({'a default system prompt in its place' if key in SYSTEM_FIELDS else 'tool calls without definitions' if key == 'functions' else 'placeholders such as <image> as text'}); "
+                                 f"{'put it into messages as the first system message' if key in SYSTEM_FIELDS else 'name it tools' if key == 'functions' else 'remove it to preview the text alone'}")
     fmt_arg = a.format
     if Path(fmt_arg).is_file():
         fmt_arg = read_file_text(fmt_arg)

@@ -557,6 +557,24 @@ def test_chat_options(tmp_path, capsys):
     assert "option today must be a date 'YYYY-MM-DD', got datetime.datetime(2025, 3, 1, 10, 0)" in capsys.readouterr().err
 
 
+def test_chat_refuses_a_file_key_it_would_not_read(tmp_path, capsys):
+    """Explorer8 E2: ``rmlprep chat`` read only ``messages`` and ``tools`` of a file, so a
+    LLaMA-Factory row's ``system`` printed Qwen's default system prompt in its place, a
+    ``functions`` list printed the calls with no definitions and an ``images`` list printed the
+    ``<image>`` placeholder as text, all exit 0, where a run refuses each column by name. The
+    file is now refused naming the key (exit 2); ``null`` is no value, as in a run."""
+    conv = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    m = tmp_path / "m.json"
+    for key, value in (("system", "Be terse."), ("system_prompt", "Be terse."), ("functions", []),
+                       ("images", ["a.png"])):
+        m.write_text(json.dumps({"messages": conv, key: value}))
+        assert main(["chat", str(m), "--format", "qwen2.5"]) == 2
+        assert f"'{key}'" in capsys.readouterr().err
+    m.write_text(json.dumps({"messages": conv, "system": None, "id": 7}))
+    assert main(["chat", str(m), "--format", "qwen2.5", "-n"]) == 0
+    assert capsys.readouterr().out.endswith("<|im_start|>assistant\nhello<|im_end|>\n")
+
+
 def test_chat_auto_and_template_take_the_tokenizers_template(tmp_path, capsys):
     """--format auto / template with --tokenizer take the tokenizer's own chat template, as
     chat.format does in a run (both were refused as unknown format names); without --tokenizer,
