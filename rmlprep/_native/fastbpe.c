@@ -488,6 +488,8 @@ typedef struct {
     int32_t *nxt, *prv;
     uint64_t *heap;
     size_t symcap;
+    uint32_t *rids; /* flush: the ids of a batch's pieces the front did not answer */
+    size_t ridcap;
 } Ctx;
 
 typedef struct Slot {
@@ -643,6 +645,9 @@ static void ctx_free_scratch(Ctx *x)
     free(x->nxt);
     free(x->prv);
     free(x->heap);
+    free(x->rids);
+    x->rids = NULL;
+    x->ridcap = 0;
     x->u8 = NULL;
     x->sym = x->rk = x->mg = x->cps = NULL;
     x->nxt = x->prv = NULL;
@@ -652,7 +657,8 @@ static void ctx_free_scratch(Ctx *x)
 
 static void ctx_trim(Ctx *x)
 {
-    if (x->u8cap > SCRATCH_KEEP || x->clscap > SCRATCH_KEEP || x->symcap * 32 > SCRATCH_KEEP)
+    if (x->u8cap > SCRATCH_KEEP || x->clscap > SCRATCH_KEEP || x->symcap * 32 > SCRATCH_KEEP ||
+        x->ridcap * 4 > SCRATCH_KEEP)
         ctx_free_scratch(x);
 }
 
@@ -1466,8 +1472,8 @@ static inline long scache_get(Cache *v, uint64_t h, const uint8_t *p, size_t n, 
 }
 
 /* The piece cache a Ctx uses: a slot's own, or a batch worker's view of the shared one. */
-static inline long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n, uint64_t k0, uint64_t k1,
-                             uint32_t *dst)
+static inline __attribute__((always_inline)) long cache_get(Cache *c, uint64_t h, const uint8_t *p, size_t n,
+                                                            uint64_t k0, uint64_t k1, uint32_t *dst)
 {
     if (c->shared)
         return scache_get(c, h, p, n, k0, k1, dst);
@@ -2085,9 +2091,61 @@ static inline void copy_ids8(uint32_t *dst, const uint32_t *src, size_t m)
         memcpy(dst + q, src + q, 32);
 }
 
-#define FN_NONE 0xFFFF  /* fn[i]: not answered in phase 1 */
-#define FN_ARENA 0x8000 /* fn[i]: m | FN_ARENA, the ids at vals + fid[i][0] */
+/* where a piece's ids are after phases 1 and 2 (src[i]; off[i] counts ids from that base) */
+#define SRC_FID 0   /* fid[][]: inline ids of a front hit, or a one-byte piece's id */
+#define SRC_ARENA 1 /* the cache's id arena (c->vals): a front hit's long ids */
+#define SRC_RIDS 2  /* x->rids: a piece phase 2 looked up in the table or resolved */
 
+_Static_assert(BATCH <= 256, "flush keeps a batch's indices in uint8_t");
+
+/* Room in x->rids for `more` ids past its first `used`, plus the copy_ids8 overrun. */
+static inline int reserve_rids(Ctx *x, size_t used, size_t more)
+{
+    return grow((void **)&x->rids, &x->ridcap, used + more + INLINE_IDS + ARENA_PAD, 4);
+}
+
+/* After a sweep in phase 2: the pieces phase 1 answered from the arena (their offsets stale now)
+ * looked up again, else resolved, into x->rids from rn on. Rare; kept out of flush, so gcc keeps
+ * phase 2's one cache_get inlined. */
+static __attribute__((noinline)) int flush_relookup(Ctx *x, size_t np, uint8_t *src, uint32_t *off, uint32_t *cnt,
+                                                    size_t rn, size_t bytes)
+{
+    Cache *c = x->cache;
+    int byte_level = x->E->kind == KIND_BYTE_LEVEL;
+    if (reserve_rids(x, rn, bytes) < 0)
+        return -1;
+    for (size_t i = 0; i < np; i++) {
+        if (src[i] != SRC_ARENA)
+            continue;
+        size_t n = x->span[i].n;
+        const uint8_t *p = x->text + x->span[i].a;
+        uint32_t *r = x->rids + rn;
+        long m = cache_get(c, x->kh[i], p, n, x->k0[i], x->k1[i], r);
+        if (m < 0) {
+            m = byte_level ? resolve_byte_level(x, p, n, x->kh[i], x->k0[i], x->k1[i], r)
+                           : resolve_sentencepiece(x, p, n, x->kh[i], x->k0[i], x->k1[i], r);
+            if (m < 0)
+                return -1;
+            cache_put(c, x->kh[i], p, n, x->k0[i], x->k1[i], r, (size_t)m);
+        }
+        src[i] = SRC_RIDS;
+        off[i] = (uint32_t)rn;
+        cnt[i] = (uint32_t)m;
+        rn += (size_t)m;
+    }
+    return 0;
+}
+
+/* A batch's ids, in three phases. 1: keys, hashes and the front; a front hit (or a one-byte
+ * piece) is answered from it and a miss prefetches its table slot and joins the list of misses.
+ * 2: the misses alone, looked up in the table, else resolved and remembered, their ids written
+ * to x->rids. 3: every piece's ids copied out in text order from where phases 1 and 2 left them,
+ * one branch-free copy a piece. Phase 2 cannot reread the front (its puts may overwrite it); an
+ * arena offset read in phase 1 holds while no sweep compacts the arena (else it is looked up
+ * again after phase 2). Walking phase 2 over the misses only and writing out in a phase of its
+ * own took the per-piece branches on how a piece was answered (front hit or not, inline or arena
+ * ids, everything before it out or not) out of the warm pass: 3.4 M simulated mispredicts of a
+ * warm GPT-2 pass over text-multilingual.jsonl, 2.2 M of them in flush. */
 static int flush(Ctx *x)
 {
     const Encoder *E = x->E;
@@ -2097,96 +2155,89 @@ static int flush(Ctx *x)
         return 0;
     const uint8_t *t = x->text;
     /* the spans are in text order and do not overlap: their bytes bound their ids */
-    size_t need = x->span[np - 1].a + x->span[np - 1].n - x->span[0].a + INLINE_IDS + ARENA_PAD;
-    if (reserve_out(x->out, need) < 0)
+    size_t bytes = x->span[np - 1].a + x->span[np - 1].n - x->span[0].a;
+    if (reserve_out(x->out, bytes + INLINE_IDS + ARENA_PAD) < 0)
         return -1;
     Cache *c = x->cache;
     int byte_level = E->kind == KIND_BYTE_LEVEL;
-    /* phase 1: keys, hashes and the front. A front hit (or a one-byte piece) is answered here: its
-     * ids written out at once while every piece before it was answered too (`done`, so a pass
-     * whose pieces are all cached never reaches phase 2), else kept for phase 2 (fid, fn: inline
-     * ids, or an arena entry's offset, valid while no sweep compacts the arena). A front miss
-     * prefetches its table slot. Phase 2 cannot reread the front: its puts may overwrite it. */
-    uint32_t fid[BATCH][INLINE_IDS];
-    uint16_t fn[BATCH];
+    uint32_t fid[BATCH + 3][INLINE_IDS]; /* + 3: copy_ids8 reads 8 ids from the last one */
+    uint32_t off[BATCH];
+    uint32_t cnt[BATCH]; /* a resolved piece may hold more than 65535 ids (100k bytes, one SentencePiece word) */
+    uint8_t src[BATCH], miss[BATCH];
+    size_t nm = 0;
     int probe = c && c->tab && c->front; /* phase 1 puts nothing: tested once */
     const CEntry *front = probe ? c->front : NULL;
-    const uint32_t *vals = probe ? c->vals : NULL;
     uint64_t sweeps = probe ? c->sweeps : 0;
-    uint32_t *o = x->out->v + x->out->n;
-    size_t done = 0;
     for (size_t i = 0; i < np; i++) {
         size_t a = x->span[i].a, n = x->span[i].n;
-        fn[i] = FN_NONE;
         if (n == 1 && byte_level) { /* one byte: its symbol is the answer */
             int32_t id = E->byte_ids[t[a]];
             if (id < 0)
                 id = E->unk_id;
             fid[i][0] = (uint32_t)id;
-            fn[i] = id >= 0;
-        } else {
-            uint64_t h = hash_key(t + a, n, a + SHORT_KEY <= x->readable, &x->k0[i], &x->k1[i]);
-            x->kh[i] = h;
-            if (!probe || n > CACHE_KEY_MAX)
-                continue;
-            const CEntry *f = &front[h >> (64 - FRONT_BITS)];
-            if (!entry_is(c, f, h, t + a, n, x->k0[i], x->k1[i])) {
-                __builtin_prefetch(&c->tab[(size_t)h & c->mask]);
-                continue;
-            }
-            size_t m = f->nids & ~USED;
-            if (m <= INLINE_IDS) {
-                memcpy(fid[i], f->ids, sizeof(f->ids));
-                fn[i] = (uint16_t)m;
-            } else {
-                fid[i][0] = f->ids[0];
-                fn[i] = (uint16_t)(m | FN_ARENA);
-            }
+            cnt[i] = id >= 0;
+            src[i] = SRC_FID;
+            off[i] = (uint32_t)(i * INLINE_IDS);
+            continue;
         }
-        if (done == i) { /* every piece before this one is out: write it now */
-            if (fn[i] & FN_ARENA) {
-                size_t m = fn[i] & ~FN_ARENA;
-                copy_ids8(o, vals + fid[i][0], m);
-                o += m;
-            } else {
-                memcpy(o, fid[i], sizeof(fid[i]));
-                o += fn[i];
-            }
-            done++;
+        uint64_t h = hash_key(t + a, n, a + SHORT_KEY <= x->readable, &x->k0[i], &x->k1[i]);
+        x->kh[i] = h;
+        if (!probe || n > CACHE_KEY_MAX) {
+            miss[nm++] = (uint8_t)i;
+            continue;
         }
+        const CEntry *f = &front[h >> (64 - FRONT_BITS)];
+        if (!entry_is(c, f, h, t + a, n, x->k0[i], x->k1[i])) {
+            __builtin_prefetch(&c->tab[(size_t)h & c->mask]);
+            miss[nm++] = (uint8_t)i;
+            continue;
+        }
+        size_t m = f->nids & ~USED;
+        memcpy(fid[i], f->ids, sizeof(f->ids));
+        int arena = m > INLINE_IDS;
+        src[i] = arena ? SRC_ARENA : SRC_FID;
+        off[i] = arena ? f->ids[0] : (uint32_t)(i * INLINE_IDS);
+        cnt[i] = (uint32_t)m;
     }
-    /* phase 2: the rest, from the first piece phase 1 could not answer: look up, else resolve and
-     * remember */
-    for (size_t i = done; i < np; i++) {
-        size_t a = x->span[i].a, n = x->span[i].n;
-        const uint8_t *p = t + a;
-        if (fn[i] != FN_NONE) { /* answered in phase 1 */
-            if (!(fn[i] & FN_ARENA)) {
-                memcpy(o, fid[i], sizeof(fid[i]));
-                o += fn[i];
-                continue;
-            }
-            if (c->sweeps == sweeps) { /* the arena offset still holds (it may have moved: c->vals) */
-                size_t m = fn[i] & ~FN_ARENA;
-                copy_ids8(o, c->vals + fid[i][0], m);
-                o += m;
-                continue;
-            }
-        }
-        int cacheable = c && n <= CACHE_KEY_MAX;
-        if (cacheable && c->tab) {
-            long m = cache_get(c, x->kh[i], p, n, x->k0[i], x->k1[i], o);
-            if (m >= 0) {
-                o += m;
-                continue;
-            }
-        }
-        long m = byte_level ? resolve_byte_level(x, p, n, x->kh[i], x->k0[i], x->k1[i], o)
-                            : resolve_sentencepiece(x, p, n, x->kh[i], x->k0[i], x->k1[i], o);
-        if (m < 0)
+    if (nm) {
+        /* each miss writes at most max(n, INLINE_IDS) ids and leaves its m <= n: a miss finds
+         * room for n + INLINE_IDS + ARENA_PAD, as when it wrote into the output */
+        size_t rn = 0;
+        if (reserve_rids(x, 0, bytes) < 0)
             return -1;
-        if (cacheable)
-            cache_put(c, x->kh[i], p, n, x->k0[i], x->k1[i], o, (size_t)m);
+        for (size_t k = 0; k < nm; k++) {
+            size_t i = miss[k], a = x->span[i].a, n = x->span[i].n;
+            const uint8_t *p = t + a;
+            uint32_t *r = x->rids + rn;
+            int cacheable = c && n <= CACHE_KEY_MAX;
+            long m = -1;
+            if (cacheable && c->tab)
+                m = cache_get(c, x->kh[i], p, n, x->k0[i], x->k1[i], r);
+            if (m < 0) {
+                m = byte_level ? resolve_byte_level(x, p, n, x->kh[i], x->k0[i], x->k1[i], r)
+                               : resolve_sentencepiece(x, p, n, x->kh[i], x->k0[i], x->k1[i], r);
+                if (m < 0)
+                    return -1;
+                if (cacheable)
+                    cache_put(c, x->kh[i], p, n, x->k0[i], x->k1[i], r, (size_t)m);
+            }
+            src[i] = SRC_RIDS;
+            off[i] = (uint32_t)rn;
+            cnt[i] = (uint32_t)m;
+            rn += (size_t)m;
+        }
+        if (probe && c->sweeps != sweeps && flush_relookup(x, np, src, off, cnt, rn, bytes) < 0)
+            return -1; /* phase 1's arena offsets are stale: looked up again */
+    }
+    /* phase 3: out in text order (c->vals read now: the puts of phase 2 may have moved it) */
+    const uint32_t *base[3] = {&fid[0][0], probe ? c->vals : NULL, x->rids};
+    uint32_t *o = x->out->v + x->out->n;
+    for (size_t i = 0; i < np; i++) {
+        const uint32_t *from = base[src[i]] + off[i];
+        size_t m = cnt[i];
+        memcpy(o, from, 32); /* up to 8 ids with no test (every base has room to read 8) */
+        for (size_t q = 8; q < m; q += 8)
+            memcpy(o + q, from + q, 32);
         o += m;
     }
     x->out->n = (size_t)(o - x->out->v);
