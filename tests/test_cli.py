@@ -1079,11 +1079,12 @@ _POOL_UNTIL_INTERRUPTED = (
 
 
 def _py(code: str, **kw) -> subprocess.Popen:
-    """A child Python in its own process group, with SIGINT at its default disposition, as a
-    terminal's foreground job has it: a shell without job control starts a background job
-    (``pytest ... &`` in a script, ``nohup``) with SIGINT ignored, the child would inherit
-    that, Python keeps an ignored SIGINT ignored, and the Ctrl-C tests would wait for their
-    60 s units (seen in two full suites run in the background, 2026-12-02)."""
+    """A child Python in its own process group, with SIGINT and SIGHUP at their default
+    dispositions, as a terminal's foreground job has them: a shell without job control starts a
+    background job (``pytest ... &`` in a script) with SIGINT ignored, ``nohup`` ignores SIGHUP,
+    the child would inherit that, Python and rmlprep keep an ignored signal ignored, and the
+    Ctrl-C and SIGHUP tests would wait for their 60 s units (seen in full suites run in the
+    background, 2026-12-02, and under nohup, 2026-12-03)."""
     import signal
 
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -1091,6 +1092,7 @@ def _py(code: str, **kw) -> subprocess.Popen:
 
     def preexec():
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         if then is not None:
             then()
 
@@ -1403,6 +1405,7 @@ def test_a_second_stop_signal_does_not_cut_the_unwinding_short():
     before = {s: signal.getsignal(s) for s in (signal.SIGHUP, signal.SIGTERM)}
     cleaned = []
     try:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # a terminal's job; under nohup it stays ignored
         with pytest.raises(Stopped) as e, signals_unwind():
             try:
                 os.kill(os.getpid(), signal.SIGHUP)
@@ -1413,7 +1416,8 @@ def test_a_second_stop_signal_does_not_cut_the_unwinding_short():
                 time.sleep(0.2)  # a handler would raise within it
                 cleaned.append(True)
         assert cleaned == [True] and e.value.signum == signal.SIGHUP
-        assert {s: signal.getsignal(s) for s in before} == before
+        assert {s: signal.getsignal(s) for s in before} == {signal.SIGHUP: signal.SIG_DFL,
+                                                             signal.SIGTERM: before[signal.SIGTERM]}
     finally:
         for s, h in before.items():
             signal.signal(s, h)
