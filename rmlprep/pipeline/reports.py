@@ -336,6 +336,13 @@ def _units(n: int) -> str:
     return f"{n} unit{'s' if n != 1 else ''}"
 
 
+def _not_known(label: str, what: str) -> tuple[str, str]:
+    """The summary line of a count that a kept done marker predates (:func:`.late_keys.late_counts`:
+    its total is null)."""
+    return (label, f"{what}: not known (units written before rmlprep counted them were kept on resume; "
+                   "--overwrite writes them again and counts)")
+
+
 def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     """A plain-text summary of a run."""
     t = manifest["totals"]
@@ -358,9 +365,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         if (warn := drop_warning(manifest, brief=True)) is not None:
             lines.append(("warning", warn))
     if t["empty_documents"] is None:
-        lines.append(("empty", "documents of no token (empty text, and no bos/eos framing): not known (units written "
-                               "before rmlprep counted them were kept on resume; --overwrite writes them again and "
-                               "counts)"))
+        lines.append(_not_known("empty", "documents of no token (empty text, and no bos/eos framing)"))
     if t["empty_documents"]:
         n = t["empty_documents"]
         lines.append(("empty", f"{n:,} document{'s have' if n != 1 else ' has'} no token (empty text, and no "
@@ -369,9 +374,8 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(("over-long", f"{t['over_long']:,} documents longer than seq_len truncated "
                                    f"({t['truncated_tokens']:,} tokens cut)"))
     if t.get("untrained_chunks", 0) is None:
-        lines.append(("over-long", "chunks that pack.overflow = \"split\" cut from longer conversations and that hold no "
-                                   "assistant token after their first: not known (units written before rmlprep counted "
-                                   "them were kept on resume; --overwrite writes them again and counts)"))
+        lines.append(_not_known("over-long", "chunks that pack.overflow = \"split\" cut from longer conversations and "
+                                             "that hold no assistant token after their first"))
     if t.get("untrained_chunks"):
         n = t["untrained_chunks"]
         lines.append(("over-long", f"{n:,} chunk{'s' if n != 1 else ''} that pack.overflow = \"split\" cut from longer "
@@ -389,9 +393,8 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                                       "parameters as a string of JSON, written as one escaped string (as the template "
                                       "would write it), not as the schema object; chat.json_tools = true parses them"))
     if "reasoning_untrained" in t and t["reasoning_untrained"] is None:
-        lines.append(("reasoning", "conversations whose reasoning was left out of the loss mask (chat.train_on_reasoning "
-                                   "= false): not known (units written before rmlprep counted them were kept on resume; "
-                                   "--overwrite writes them again and counts)"))
+        lines.append(_not_known("reasoning", "conversations whose reasoning was left out of the loss mask "
+                                             "(chat.train_on_reasoning = false)"))
     if t.get("reasoning_untrained"):
         n = t["reasoning_untrained"]
         whose = "conversations'" if n != 1 else "conversation's"
@@ -404,17 +407,15 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                                     "its prompt never shows)" + ("; if the rows hold them in a column, name it in "
                                                                  "chat.tools_column" if unset else "")))
     if t.get("tool_calls_undefined", 0) is None:
-        lines.append(("tool calls", "conversations calling a tool their definitions do not hold: not known (units "
-                                    "written before rmlprep counted them were kept on resume; --overwrite counts)"))
+        lines.append(_not_known("tool calls", "conversations calling a tool their definitions do not hold"))
     if t.get("tool_calls_undefined"):
         n = t["tool_calls_undefined"]
         lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} a tool "
                                     f"{'their' if n != 1 else 'its'} tool definitions do not hold (trained to call "
                                     "a tool the prompt never shows)"))
     if t.get("special_text_parsed", 0) is None:
-        lines.append(("special text", "conversations whose text holds special-token text, encoded as the control token "
-                                      "(chat.format = \"template\"): not known (units written before rmlprep counted "
-                                      "them were kept on resume; --overwrite counts)"))
+        lines.append(_not_known("special text", "conversations whose text holds special-token text, encoded as the "
+                                                "control token (chat.format = \"template\")"))
     if t.get("special_text_parsed"):
         n = t["special_text_parsed"]
         lines.append(("special text", f"{n:,} conversation{'s hold' if n != 1 else ' holds'} special-token text (e.g. "
