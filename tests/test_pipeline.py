@@ -831,6 +831,37 @@ def test_the_same_text_in_another_compression_is_named(tmp_path):
         "input.paths (or its glob) unless that is meant"], logs
 
 
+def test_two_gzips_of_one_file_are_named(tmp_path):
+    """``gzip`` writes the time (and the file's name) into its header, so ``c.jsonl.gz`` made
+    from the same 40 bytes as ``b.jsonl.gz`` a second later has other bytes: the same-bytes
+    warning cannot see it, and the head check ran only for inputs of two compressions, so a
+    folder all of gzips read the same data twice without a word (review13). Here mtime 1 and 2:
+    named, as the same text compressed twice; ``d.jsonl.gz`` (other text) and the two plain
+    files ``p.jsonl`` / ``q.jsonl`` (one line of 21 bytes in common, other bytes) are not."""
+    import gzip
+
+    from rmlprep.pipeline.plan import plan
+
+    d = tmp_path / "d"
+    d.mkdir()
+    small = "".join(json.dumps({"text": f"doc {i:03d}"}) + "\n" for i in range(2)).encode()
+    assert len(small) == 40
+    (d / "b.jsonl.gz").write_bytes(gzip.compress(small, mtime=1))
+    (d / "c.jsonl.gz").write_bytes(gzip.compress(small, mtime=2))
+    (d / "d.jsonl.gz").write_bytes(gzip.compress(small.replace(b"001", b"002"), mtime=1))
+    assert (d / "b.jsonl.gz").read_bytes() != (d / "c.jsonl.gz").read_bytes()
+    (d / "p.jsonl").write_bytes(small[:20])
+    (d / "q.jsonl").write_bytes(small[:20] + b'{"text": "other"}\n')
+    cfg = config_from_dict({"input": {"paths": [f"{d}/*"]}, "tokenizer": {"path": str(TINY)},
+                            "pack": {"seq_len": 64}, "output": {"dir": str(tmp_path / "out")}})
+    logs: list[str] = []
+    plan(cfg, log=logs.append)
+    assert [m for m in logs if m.startswith("warning: input:")] == [
+        f"warning: input: {d / 'c.jsonl.gz'} holds the same text as {d / 'b.jsonl.gz'} once decompressed (the same "
+        "data compressed twice, e.g. with another time or name in its header): both are read, so their rows are in "
+        "the shards twice; leave one out of input.paths (or its glob) unless that is meant"], logs
+
+
 def test_a_glob_matching_only_the_output_folder_says_so(tmp_path, monkeypatch):
     """``paths = ["in/same/*.parquet"]`` with ``output.dir = "in/same"``: the glob's only match is
     in the output folder, which a run never reads. The refusal said "(1 matches: directories,

@@ -83,8 +83,10 @@ def plan(cfg: RunConfig, log: Callable[[str], None] | None = None) -> list[Plann
                 "unless that is meant")
         for later, earlier, whole in same_text(planned, said):
             what = ("the same text as" if whole else f"the same first {_HEAD >> 10} KiB of text as")
+            how = ("in another compression" if compression_of(later) != compression_of(earlier)
+                   else "compressed twice, e.g. with another time or name in its header")
             log(f"warning: input: {later} holds {what} {earlier} once decompressed ("
-                + ("" if whole else "likely ") + "the same data in another compression): both are read, so "
+                + ("" if whole else "likely ") + f"the same data {how}): both are read, so "
                 "their rows are in the shards twice" + ("" if whole else " if the rest matches too")
                 + "; leave one out of input.paths (or its glob) unless that is meant")
     return planned
@@ -134,19 +136,24 @@ def same_text(units: list[PlannedUnit], said: set[str] = frozenset()) -> list[tu
     or CSV input whose decompressed head, its first :data:`_HEAD` bytes (or all of it, when
     shorter), is another's in another compression: ``a.jsonl`` beside ``a.jsonl.gz`` (or
     ``.zst``) is read twice, and :func:`same_bytes`, which compares the files' own bytes, cannot
-    see it. Only a plan that holds files of two or more compressions (plain counted as one)
-    reads the heads, so a corpus all of one kind costs nothing; then a 64 KiB read per file.
-    Files in ``said`` (already named by :func:`same_bytes`), empty ones and ones whose head
-    cannot be read (the reader names the fault) are left out.
+    see it; nor two gzips of one file made at different times (``gzip`` writes the time, and
+    the file's name, into its header), so compressed files are compared with each other too.
+    Only a plan that holds files of two or more compressions (plain counted as one), or two or
+    more compressed files, reads the heads, so a corpus of plain files costs nothing; then a
+    64 KiB read per file (beside the whole-file hash the plan takes anyway). Two plain files
+    are never paired here (:func:`same_bytes` compares them whole). Files in ``said`` (already
+    named by :func:`same_bytes`), empty ones and ones whose head cannot be read (the reader
+    names the fault) are left out.
 
     Worked example: ``a.jsonl`` (the 2 lines ``{"text": "x"}``) and ``a.jsonl.gz`` (gzip of the
-    same 28 bytes): ``[("a.jsonl.gz", "a.jsonl", True)]``.
+    same 28 bytes): ``[("a.jsonl.gz", "a.jsonl", True)]``; ``b.jsonl.gz`` and ``c.jsonl.gz``,
+    gzips of those bytes with mtime 1 and 2 in their headers: ``[("c.jsonl.gz", "b.jsonl.gz", True)]``.
     """
     paths: dict[str, str | None] = {}
     for u in units:
         if u.format in ("jsonl", "csv"):
             paths.setdefault(u.path, compression_of(u.path))
-    if len(set(paths.values())) < 2:
+    if len(set(paths.values())) < 2 and sum(k is not None for k in paths.values()) < 2:
         return []
     first: dict[tuple[str, bool], str] = {}
     out = []
@@ -156,7 +163,7 @@ def same_text(units: list[PlannedUnit], said: set[str] = frozenset()) -> list[tu
             continue
         key = (xxhash.xxh3_128(head[:_HEAD]).hexdigest(), len(head) > _HEAD)
         earlier = first.setdefault(key, path)
-        if earlier != path and paths[earlier] != kind and path not in said:
+        if earlier != path and (paths[earlier] != kind or kind is not None) and path not in said:
             out.append((path, earlier, not key[1]))
     return out
 
