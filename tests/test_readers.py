@@ -1396,3 +1396,25 @@ def test_prompt_completion_layout_is_named(tmp_path):
     pq.write_table(pa.Table.from_pylist([row]), tmp_path / "pc.parquet")
     with pytest.raises(ConfigError, match=r"has no column 'messages'.*prompt-completion layout.*prompt \+ completion"):
         plan_units(inp([tmp_path / "pc.parquet"], column="messages"))
+
+
+@pytest.mark.parametrize("kw, text", [
+    ({"format": "jsonl", "path": "/d/a b.jsonl"}, "/d/a b.jsonl"),
+    ({"format": "jsonl", "path": "/d/a.jsonl", "start": 10, "stop": 20}, "/d/a.jsonl bytes [10, 20)"),
+    ({"format": "jsonl", "path": "/d/a.jsonl", "start": 10, "stop": -1}, "/d/a.jsonl bytes [10, end)"),
+    ({"format": "jsonl", "path": "/d/a.jsonl.zst", "start": 0, "stop": 9}, "/d/a.jsonl.zst zstd frames at bytes [0, 9)"),
+    ({"format": "parquet", "path": "/d/rows [1, 2).parquet", "start": 2, "stop": 4},
+     "/d/rows [1, 2).parquet row groups [2, 4)"),
+    ({"format": "hf", "path": "/d/ds", "start": 0, "stop": 100}, "/d/ds rows [0, 100)"),
+])
+def test_a_units_path_is_read_back_from_its_description(kw, text):
+    """The resume line names a unit whose file is not in the last complete run's manifest, whose
+    ``source`` strings are :meth:`Unit.describe` texts: :meth:`Unit.described_path` must give
+    each back its path, whatever part words describe wrote (one regex in readers/base.py beside
+    describe, no longer a copy of its wording in the driver). Worked examples: the texts here
+    are describe's own words, checked first."""
+    from rmlprep.readers import Unit
+
+    u = Unit(index=0, **kw)
+    assert u.describe() == text
+    assert Unit.described_path(text) == kw["path"]

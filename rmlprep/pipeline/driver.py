@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -13,6 +12,7 @@ from ..chat.encode import refuse_chat_before_corpus
 from ..config import RunConfig
 from ..errors import ConfigError, OutputError, RmlprepError
 from ..load import open_tokenizer
+from ..readers import Unit
 from ..parity import run_parity_stage
 from .engines import cores, open_engine
 from .late_keys import marker_needs
@@ -298,10 +298,6 @@ def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, t
 #: :meth:`.output.OutputFolder.verify_done`'s reasons that :func:`_name_new_inputs` looks into
 _CHANGED, _NO_MARKER = "input changed since the unit was done", "no done marker"
 
-#: the suffix :meth:`rmlprep.readers.Unit.describe` gives a unit of part of a file
-_PART = re.compile(r" (?:zstd frames at bytes|bytes|row groups|rows) \[\d+, (?:\d+|end)\)$")
-
-
 def _name_new_inputs(out: OutputFolder, todo: list[PlannedUnit], why: dict[int, str]) -> None:
     """Say what happened to the input of the units to redo whose marker holds other input or
     none: "input changed" named a file added to the glob as changed (a new file is not a changed
@@ -314,7 +310,7 @@ def _name_new_inputs(out: OutputFolder, todo: list[PlannedUnit], why: dict[int, 
     manifest = out.read_json("manifest.json") if asked else None
     before: set[str] | None = None
     if isinstance(manifest, dict) and isinstance(manifest.get("shards"), list):
-        before = {_PART.sub("", s["source"]) for s in manifest["shards"]
+        before = {Unit.described_path(s["source"]) for s in manifest["shards"]
                   if isinstance(s, dict) and isinstance(s.get("source"), str)}
     for u in asked:
         paths = [f[0] for f in u.identity.get("files", [])]

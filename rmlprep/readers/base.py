@@ -81,6 +81,17 @@ class Unit:
             return f"{self.path} {what} [{self.start}, {self.stop})"
         return self.path
 
+    @staticmethod
+    def described_path(text: str) -> str:
+        """The path of a unit's :meth:`describe` text: its part's words (``bytes [0, 10)``,
+        ``row groups [2, 4)``, ...) taken off; a ``stdlib[...]`` text comes back as it is.
+        Read from manifest ``source`` strings (the resume line's new-file test)."""
+        return _PART.sub("", text)
+
+
+#: the suffix :meth:`Unit.describe` gives a unit of part of a file
+_PART = re.compile(r" (?:zstd frames at bytes|bytes|row groups|rows) \[\d+, (?:\d+|end)\)$")
+
 
 @dataclass(slots=True)
 class Batch:
