@@ -447,6 +447,21 @@ def test_python_floats_and_huge_ints_are_refused_not_truncated(fn):
 
 
 @pytest.mark.parametrize("fn", [pack_concat, pack_bfd], ids=["concat", "bfd"])
+def test_a_float_among_int_rows_is_named_at_its_row(fn):
+    """pyarrow infers ``[[1, 2], [3.0, 4]]`` as list<double> (asserted below, the reference
+    behaviour): the ints of row 0 become floats too, so the refusal named row 0 and ``1.0``, a
+    value the user never wrote (review14). The float is row 1's ``3.0``; a float past the first
+    value of its row (``[[7], [8, 9.0]]``) is named the same way."""
+    assert pa.array([[1, 2], [3.0, 4]]).type == pa.list_(pa.float64())
+    with pytest.raises(PackingError, match=r"input_ids\[1\] holds 3\.0: values must be integers, got float"):
+        fn([[1, 2], [3.0, 4]], seq_len=8)
+    with pytest.raises(PackingError, match=r"input_ids\[1\] holds 9\.0"):
+        fn([[7], [8, 9.0]], seq_len=8)
+    with pytest.raises(PackingError, match=r"labels\[1\] holds 5\.0"):
+        pack_bfd([[1], [2]], labels=[[-100], [5.0]], seq_len=4)
+
+
+@pytest.mark.parametrize("fn", [pack_concat, pack_bfd], ids=["concat", "bfd"])
 def test_decimal_ids_are_refused_not_truncated(fn):
     """Rows pyarrow infers no single type for took the typed int64 conversion, which truncates
     a ``Decimal`` as it does a float (asserted below, the reference behaviour): ``[[4, 5],

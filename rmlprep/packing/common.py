@@ -287,16 +287,27 @@ def _int_lists(documents: Sequence, name: str) -> pa.Array:
         arr = None  # mixed types, or an int past 64 bits: the typed conversion below names it
     if arr is not None and (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
         if pa.types.is_floating(arr.type.value_type):
-            flat = np.asarray(arr.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
-            pos = int(np.argmax(flat != np.floor(flat))) if (flat != np.floor(flat)).any() else 0
-            raise PackingError(f"{name}[{row_of(to_numpy(arr.offsets).astype(np.int64), pos)}] holds "
-                               f"{float(flat[pos])!r}: values must be integers, got floats (pyarrow would truncate "
+            # inferred as floats: some value is one, but pyarrow's inference turned the ints beside
+            # it into floats too ([[1, 2], [3.0]] is list<double>), so the first float is found in
+            # the rows themselves (the value check below raises at it)
+            _refuse_non_integers(documents, name)
+            raise PackingError(f"{name}: values must be integers, got floats (pyarrow would truncate "
                                "them); convert them to int first")
         if pa.types.is_integer(arr.type.value_type):
             return arr
     # mixed or other types: pyarrow's int64 conversion truncates a Decimal or a float among ints
     # too (pa.array([[Decimal("1.5"), 2]], type=list<int64>) is [[1, 2]]), so each value must be an
     # integer (operator.index: int, numpy integers; bool is refused by pyarrow below)
+    _refuse_non_integers(documents, name)
+    try:
+        return pa.array(documents, type=pa.list_(pa.int64()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+        raise PackingError(f"{name}: cannot read as lists of integers: {exc}") from exc
+
+
+def _refuse_non_integers(documents: Sequence, name: str) -> None:
+    """Raise PackingError at the first value (row order, then position) that is not an integer
+    (:func:`operator.index`: int, numpy integers pass; None and bool are left to pyarrow)."""
     for row_i, row in enumerate(documents):
         for v in row if isinstance(row, Sequence | np.ndarray) else ():
             if v is not None and not isinstance(v, bool):
@@ -304,11 +315,8 @@ def _int_lists(documents: Sequence, name: str) -> pa.Array:
                     operator.index(v)
                 except TypeError:
                     raise PackingError(f"{name}[{row_i}] holds {v!r}: values must be integers, got "
-                                       f"{type(v).__name__}; convert them to int first") from None
-    try:
-        return pa.array(documents, type=pa.list_(pa.int64()))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
-        raise PackingError(f"{name}: cannot read as lists of integers: {exc}") from exc
+                                       f"{type(v).__name__} (pyarrow would truncate it); convert them to "
+                                       "int first") from None
 
 
 def row_of(offsets: np.ndarray, pos: int) -> int:
