@@ -16,12 +16,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["Stopped", "signals_unwind", "STOP_SIGNALS"]
+__all__ = ["Stopped", "signals_unwind", "STOP_SIGNALS", "stopped_by"]
 
 #: the signals :func:`signals_unwind` turns into :class:`Stopped`, with the line's words
 STOP_SIGNALS: dict[int, str] = {signal.SIGTERM: "terminated (SIGTERM)"}
 if hasattr(signal, "SIGHUP"):  # not on Windows
     STOP_SIGNALS[signal.SIGHUP] = "hung up (SIGHUP: the terminal or session closed)"
+
+
+#: the first stop signal that raised :class:`Stopped` in this process, or None. The command then
+#: unwinds, says its one line and exits ``128 + signum``; a stop signal after the block (the
+#: handlers put back: the console script's :func:`rmlprep.console._terminated`) is ignored
+#: there, so that a closed terminal's second SIGHUP adds no second line.
+stopped_by: int | None = None
 
 
 class Stopped(KeyboardInterrupt):
@@ -45,9 +52,12 @@ def _raise(signum, frame) -> None:
     # signals twice: the shell passes its SIGHUP on to its jobs, the kernel sends one as the shell
     # exits), cutting the pool's terminate short, so a worker it had not killed yet kept running
     # and the command hung at exit joining it.
+    global stopped_by
     for s in STOP_SIGNALS:
         if signal.getsignal(s) is _raise:
             signal.signal(s, signal.SIG_IGN)
+    if stopped_by is None:
+        stopped_by = signum
     raise Stopped(signum)
 
 

@@ -22,7 +22,12 @@ import sys
 def _terminated(signum, frame) -> None:
     """SIGTERM or SIGHUP outside a command (while rmlprep.cli loads, before or after
     :func:`rmlprep.cli.main` handles it): nothing of a run is being written, so say so and exit
-    128 + the signal (143, 129) at once."""
+    128 + the signal (143, 129) at once. After a command a stop signal has already stopped
+    (:data:`rmlprep.cli_signals.stopped_by`), it is ignored: that command has said its line and is
+    exiting with its status (a closed terminal signals twice: the shell's SIGHUP, then the
+    kernel's, which could come after the handlers were put back and printed a second line)."""
+    if getattr(sys.modules.get("rmlprep.cli_signals"), "stopped_by", None) is not None:
+        return
     hup = signum != signal.SIGTERM
     try:
         sys.stderr.write("rmlprep: hung up (SIGHUP)\n" if hup else "rmlprep: terminated (SIGTERM)\n")

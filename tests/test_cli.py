@@ -1423,6 +1423,40 @@ def test_a_second_stop_signal_does_not_cut_the_unwinding_short():
             signal.signal(s, h)
 
 
+def test_a_stop_signal_after_the_stopped_block_adds_no_second_line(monkeypatch, capsys):
+    """The kernel's SIGHUP can come after the shell's has stopped the run and the block has put
+    the console script's handler back (``rmlprep.console._terminated``): it printed a second
+    ``rmlprep: hung up (SIGHUP)`` line under the first and exited on the spot (review13/14).
+    Worked example: the handler in place before the block is ``_terminated`` (as ``entry`` sets
+    it); a SIGHUP stops the block; a second SIGHUP after it writes nothing and does not exit (the
+    command is exiting 129 with its one line). Before any command was stopped, ``_terminated``
+    still says its line and exits 129 (the window while rmlprep.cli loads)."""
+    import signal
+    import time
+
+    import rmlprep.cli_signals as cs
+    import rmlprep.console as console
+    from rmlprep.cli_signals import Stopped, signals_unwind
+
+    exits = []
+    monkeypatch.setattr(console.os, "_exit", exits.append)
+    monkeypatch.setattr(cs, "stopped_by", None, raising=False)
+    console._terminated(signal.SIGHUP, None)  # no command stopped yet: the line and 129
+    assert exits == [129] and capsys.readouterr().err == "rmlprep: hung up (SIGHUP)\n"
+    before = signal.getsignal(signal.SIGHUP)
+    try:
+        signal.signal(signal.SIGHUP, console._terminated)
+        with pytest.raises(Stopped), signals_unwind():
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(10)  # the handler raises within it
+        assert signal.getsignal(signal.SIGHUP) is console._terminated
+        os.kill(os.getpid(), signal.SIGHUP)  # the kernel's, after the block
+        time.sleep(0.05)
+        assert exits == [129] and capsys.readouterr().err == ""
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
 @needs_tiny
 def test_run_from_another_folder_says_how_relative_paths_resolved(tmp_path, monkeypatch, capsys):
     """A config whose relative paths assume the project folder, run from elsewhere (a
