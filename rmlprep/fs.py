@@ -35,6 +35,8 @@ import threading
 from dataclasses import dataclass
 from typing import IO, Any
 
+from .errors import ConfigError
+
 __all__ = ["is_remote", "filesystem", "open", "open_arrow", "arrow_source", "stat", "getsize", "exists", "isdir",
            "isfile", "glob", "join", "dirname", "realpath", "FileStat"]
 
@@ -82,8 +84,8 @@ def filesystem(uri: str):
     Returns:
         (pyarrow filesystem, path inside it: ``bucket/key`` for S3/GCS).
     Raises:
-        ValueError: an unknown scheme (neither pyarrow nor fsspec knows it, with fsspec's reason,
-            which names the package to install).
+        ConfigError: an unknown scheme (neither pyarrow nor fsspec knows it, with fsspec's reason,
+            which names the package to install); the caller names the config key.
     """
     u = _split(uri)
     key = (u.scheme, u.netloc)
@@ -112,11 +114,12 @@ def _make_filesystem(u: _Uri):
     try:
         import fsspec  # a dependency of datasets
     except ImportError:  # pragma: no cover - datasets always brings it
-        raise ValueError(f"{u.scheme}:// paths need fsspec: pip install fsspec") from None
+        raise ConfigError(f"{u.scheme}:// paths need fsspec: pip install fsspec") from None
     try:
         ffs = fsspec.filesystem(u.scheme)
     except (ImportError, ValueError) as e:
-        raise ValueError(f"{u.scheme}:// is not a filesystem pyarrow or fsspec can open here ({e})") from None
+        raise ConfigError(f"{u.scheme}://{u.netloc}/{u.path}: {u.scheme}:// is not a filesystem pyarrow or "
+                          f"fsspec can open here ({e})") from None
     return pafs.PyFileSystem(pafs.FSSpecHandler(ffs))
 
 

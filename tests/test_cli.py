@@ -1492,3 +1492,23 @@ def test_run_from_another_folder_says_how_relative_paths_resolved(tmp_path, monk
     err = capsys.readouterr().err
     assert ("(parity.fixture gives 'fx.json': a relative path in a config resolves against the current directory, "
             f"{elsewhere}, not against the config file's folder, {proj}/configs)") in err, err
+
+
+@needs_tiny
+@pytest.mark.parametrize("where", ["input", "output"])
+def test_an_unknown_scheme_is_one_line_naming_the_path(tmp_path, monkeypatch, capsys, where):
+    """``foo://x/y.jsonl`` (a scheme neither pyarrow nor fsspec knows: fsspec says "Protocol not
+    known: foo") as an input path or as ``output.dir`` ended the run with a ValueError traceback,
+    exit 1 (review14). Now one line naming the URI (and the key ``input.paths[0]`` for an
+    input), exit 2."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
+    inp, out = ("foo://x/y.jsonl", "out") if where == "input" else ("a.jsonl", "foo://x/out")
+    (tmp_path / "c.toml").write_text(
+        f'[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
+        f'[output]\ndir = "{out}"\n[run]\nprogress = "none"\nhistogram = false\n')
+    assert main(["run", str(tmp_path / "c.toml")]) == 2
+    err = capsys.readouterr().err
+    want = "input.paths[0]: foo://x/y.jsonl: " if where == "input" else "foo://x/out: "
+    assert err.count("\n") == 1 and err.startswith(f"rmlprep: error: {want}foo:// is not a filesystem"), err
+    assert "Protocol not known: foo" in err

@@ -85,6 +85,45 @@ def _glob_escape(path: str) -> str:
     return glob.escape(path)
 
 
+def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike]) -> list[str]:
+    """The files and ``datasets`` folders one entry of ``input.paths`` names (see :func:`_expand`);
+    ``ex`` holds ``exclude``'s real paths."""
+    if any(ch in pat for ch in "*?["):
+        hits = fs.glob(pat, recursive=True)
+        if fs.exists(pat) and fs.realpath(pat) not in {fs.realpath(h) for h in hits}:
+            # a file named like a glob ("a[1].jsonl"): the glob reads other files, or none
+            other = f"matches {', '.join(hits[:3])}{' ...' if len(hits) > 3 else ''}" if hits else "matches no file"
+            raise ConfigError(f"input.paths: {pat!r} names a file but reads as a glob (it holds *, ? or [), "
+                              f"which {other}, not that file; to name the file, escape it: "
+                              f"{_glob_escape(pat)!r}")
+        if not hits:
+            raise ConfigError(f"input.paths: the glob {pat!r} matches no file", path=pat)
+        hf_dirs = [fs.realpath(h) for h in hits if fs.isdir(h) and is_hf_dir(h)]
+        kept = []
+        for h in hits:
+            if ex and _inside(h, ex):
+                continue  # the run's own output folder is never input
+            if fs.isdir(h):
+                if fs.realpath(h) in hf_dirs:
+                    kept.append(h)
+                continue
+            if _inside(fs.dirname(h), hf_dirs) or is_hf_dir(fs.dirname(h)):
+                continue  # state.json, data-*.arrow of a datasets folder
+            kept.append(h)
+        if not kept:  # (no path=: the glob resolved right, the run's note on relative paths would mislead)
+            own = sum(1 for h in hits if ex and _inside(h, ex))
+            what = (f"{own} of them in the output folder {exclude[0]}, which a run never reads" if own
+                    else "directories or datasets metadata")
+            raise ConfigError(f"input.paths: the glob {pat!r} matches no corpus file ({len(hits)} matches: {what})")
+        return kept
+    if not fs.exists(pat):
+        raise ConfigError(f"input.paths: {pat} does not exist", path=pat)
+    if ex and _inside(pat, ex):
+        raise ConfigError(f"input.paths: {pat} is inside the output folder {exclude[0]}; "
+                          "a run never reads its own output")
+    return [pat]
+
+
 def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list[str]:
     """Files and ``datasets`` folders named by ``paths`` (globs expanded, sorted), deduplicated.
 
@@ -94,42 +133,13 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
     """
     ex = [fs.realpath(str(d)) for d in exclude]
     out: list[str] = []
-    for pat in paths:
-        if any(ch in pat for ch in "*?["):
-            hits = fs.glob(pat, recursive=True)
-            if fs.exists(pat) and fs.realpath(pat) not in {fs.realpath(h) for h in hits}:
-                # a file named like a glob ("a[1].jsonl"): the glob reads other files, or none
-                other = f"matches {', '.join(hits[:3])}{' ...' if len(hits) > 3 else ''}" if hits else "matches no file"
-                raise ConfigError(f"input.paths: {pat!r} names a file but reads as a glob (it holds *, ? or [), "
-                                  f"which {other}, not that file; to name the file, escape it: "
-                                  f"{_glob_escape(pat)!r}")
-            if not hits:
-                raise ConfigError(f"input.paths: the glob {pat!r} matches no file", path=pat)
-            hf_dirs = [fs.realpath(h) for h in hits if fs.isdir(h) and is_hf_dir(h)]
-            kept = []
-            for h in hits:
-                if ex and _inside(h, ex):
-                    continue  # the run's own output folder is never input
-                if fs.isdir(h):
-                    if fs.realpath(h) in hf_dirs:
-                        kept.append(h)
-                    continue
-                if _inside(fs.dirname(h), hf_dirs) or is_hf_dir(fs.dirname(h)):
-                    continue  # state.json, data-*.arrow of a datasets folder
-                kept.append(h)
-            if not kept:  # (no path=: the glob resolved right, the run's note on relative paths would mislead)
-                own = sum(1 for h in hits if ex and _inside(h, ex))
-                what = (f"{own} of them in the output folder {exclude[0]}, which a run never reads" if own
-                        else "directories or datasets metadata")
-                raise ConfigError(f"input.paths: the glob {pat!r} matches no corpus file ({len(hits)} matches: {what})")
-            out.extend(kept)
-        else:
-            if not fs.exists(pat):
-                raise ConfigError(f"input.paths: {pat} does not exist", path=pat)
-            if ex and _inside(pat, ex):
-                raise ConfigError(f"input.paths: {pat} is inside the output folder {exclude[0]}; "
-                                  "a run never reads its own output")
-            out.append(pat)
+    for i, pat in enumerate(paths):
+        try:
+            out.extend(_expand_one(pat, ex, exclude))
+        except ConfigError as e:
+            if not str(e).startswith("input.paths"):  # the file system's words (an unknown scheme): name the key
+                raise ConfigError(f"input.paths[{i}]: {e}", path=e.path) from None
+            raise
     seen: set[Any] = set()
     uniq = []
     for p in out:
