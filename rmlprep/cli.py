@@ -142,7 +142,7 @@ def _open(path: str, name: str | None):
 
 
 def _cmd_run(a) -> int:
-    cfg = load_config(a.config).with_overrides(workers=a.workers, output=a.output, engine=a.engine,
+    cfg = load_config(a.config, output=a.output).with_overrides(workers=a.workers, output=a.output, engine=a.engine,
                                                max_reject_fraction=a.max_reject_fraction)
     return _run_config(cfg, resume=a.resume, overwrite=a.overwrite)
 

@@ -304,11 +304,13 @@ def _where(source: str) -> str:
     return f"{source}: " if source else ""
 
 
-def load_config(path: str | os.PathLike) -> RunConfig:
+def load_config(path: str | os.PathLike, *, output: str | None = None) -> RunConfig:
     """Read and validate a TOML run config.
 
     The file is read as the command line reads its text files (:func:`rmlprep.cli_text.utf8_text`):
-    UTF-8, a byte-order mark at byte 0 skipped (Windows editors write one).
+    UTF-8, a byte-order mark at byte 0 skipped (Windows editors write one). ``output`` (the CLI's
+    ``--output``) takes the place of ``output.dir`` before it is checked, so a config whose own
+    folder cannot be used (a name the file system encoding cannot write) still runs into another.
 
     Raises:
         ConfigError: the file is missing, not UTF-8 (UTF-16 from Windows Notepad's "Unicode",
@@ -326,13 +328,13 @@ def load_config(path: str | os.PathLike) -> RunConfig:
         raise ConfigError(str(e)) from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p}: not valid TOML: {e}") from None
-    return config_from_dict(raw, source=str(p))
+    return config_from_dict(raw, source=str(p), output=output)
 
 
-def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
+def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | None = None) -> RunConfig:
     """Validate a config given as nested dicts (same schema as the TOML file; a key whose default
     is unset may also be None, as in the ``config`` of a run's ``manifest.json``, which this
-    takes back: the same config, the same hash)."""
+    takes back: the same config, the same hash). ``output``: as :func:`load_config`'s."""
     w = _where(source)
     if not isinstance(raw, dict):
         raise ConfigError(f"{w}a config is a table of sections, got {type(raw).__name__}")
@@ -481,7 +483,8 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "") -> RunConfig:
     elif "chat" in raw:
         raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
     out = data["output"]
-    out["dir"] = resolved("output.dir", out["dir"], _abs_dir)
+    out["dir"] = (_abs_dir(output, "--output") if output is not None  # --output: not the config's, never checked
+                  else resolved("output.dir", out["dir"], _abs_dir))
     check_output(out, pipeline, w, {k: default for k, (_, default) in SCHEMA["output"].items()})
     check_run(data["run"], w)
     return RunConfig(data, source, relative=tuple(relative), cwd=os.getcwd() if relative else "")

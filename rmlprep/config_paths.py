@@ -48,7 +48,38 @@ def _abs(p: str, key: str = "path") -> str:
     if fs.is_remote(p):
         _check_uri(p, key)
         return p
+    _check_fs_encoding(p, key)
     return str(Path(os.path.expanduser(p)).absolute())
+
+
+def _check_fs_encoding(p: str, key: str) -> None:
+    """Refuse a local path that Python's file system encoding cannot name, when that encoding is
+    not UTF-8: a C/POSIX locale with the coercion and UTF-8 mode turned off (``LC_ALL=C
+    PYTHONUTF8=0 PYTHONCOERCECLOCALE=0``; PEP 538 and PEP 540 turn it to UTF-8 otherwise) makes it
+    ASCII. There ``output.dir = "out-é"`` died in ``os.listdir`` with a UnicodeEncodeError
+    traceback (exit 1), and ``--output out-é`` (UTF-8 bytes, decoded as ASCII with
+    surrogateescape) was refused as a name "not UTF-8" although it is (review13).
+
+    Raises:
+        ConfigError: naming ``key``, the path, the encoding and ``PYTHONUTF8=1``.
+    """
+    import sys
+
+    enc = sys.getfilesystemencoding()
+    if enc.replace("-", "").lower() == "utf8" or p.isascii():
+        return
+    try:
+        raw = os.fsencode(p)  # argv: the bytes as given (surrogateescape)
+        raw.decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        if any("\udc80" <= c <= "\udcff" for c in p):
+            return  # bytes that are not UTF-8 (a Latin-1 name): _abs_dir says so for output.dir
+        raw = None  # text the encoding cannot write (a config's "out-é")
+    if raw is None or any("\udc80" <= c <= "\udcff" for c in p):
+        shown = raw.decode("utf-8") if raw is not None else p
+        raise ConfigError(f"{key}: {shown!r}: Python's file system encoding is {enc!r} (a C/POSIX locale with "
+                          "PYTHONUTF8=0), which cannot name this path as UTF-8: run with PYTHONUTF8=1 (or a UTF-8 "
+                          "locale, e.g. LC_ALL=C.UTF-8)")
 
 
 def _abs_dir(p: str, key: str = "output.dir") -> str:

@@ -225,6 +225,39 @@ def test_encode_argument_in_utf8_under_an_ascii_locale_is_its_text():
 
 
 @needs_tiny
+def test_a_path_an_ascii_file_system_encoding_cannot_name_is_one_line(tmp_path):
+    """Under a file system encoding that is not UTF-8 (``LC_ALL=C`` with Python's UTF-8 mode and
+    locale coercion off: ASCII), ``output.dir = "out-é"`` died in ``os.listdir`` with a
+    UnicodeEncodeError traceback, exit 1, and ``--output out-é`` (UTF-8 bytes) was refused as a
+    name "not UTF-8" (review13). Each is now one line naming the key, the encoding and
+    ``PYTHONUTF8=1``, exit 2; ``--output`` with an ASCII folder takes the place of the config's
+    ``out-é`` before it is checked and the run writes its shards (exit 0)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               LC_ALL="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    probe = subprocess.run([sys.executable, "-c", "import sys; print(sys.getfilesystemencoding())"],
+                           capture_output=True, text=True, env=env, timeout=60)
+    if probe.stdout.strip() == "utf-8":
+        pytest.skip("this Python's file system encoding is UTF-8 under LC_ALL=C")
+    (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
+    (tmp_path / "c.toml").write_bytes(
+        f'[input]\npaths = ["a.jsonl"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
+        '[output]\ndir = "out-\u00e9"\n[run]\nprogress = "none"\nhistogram = false\n'.encode())
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "rmlprep.cli", "run", "c.toml", *extra], cwd=tmp_path,
+                              capture_output=True, env=env, timeout=120)
+
+    for extra, key in (((), "output.dir"), (("--output", "out-\u00fc".encode()), "--output")):
+        r = run(*extra)
+        err = r.stderr.decode()
+        assert r.returncode == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"{key}: " in err and "file system encoding is 'ascii'" in err and "PYTHONUTF8=1" in err, err
+    r = run("--output", "out-plain")
+    assert r.returncode == 0 and r.stdout.decode() == f"shards: {tmp_path / 'out-plain'}\n", r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["out-plain"]
+
+
+@needs_tiny
 def test_encode_decode_inspect(capsys):
     assert main(["encode", str(TINY), "Hello 123", "--json"]) == 0
     ids = json.loads(capsys.readouterr().out)
