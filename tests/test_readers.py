@@ -1418,3 +1418,21 @@ def test_a_units_path_is_read_back_from_its_description(kw, text):
     u = Unit(index=0, **kw)
     assert u.describe() == text
     assert Unit.described_path(text) == kw["path"]
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_naming_its_bytes(tmp_path):
+    """A glob matching a Latin-1 file name (``caf\\xe9.jsonl``: byte 0xE9 is not UTF-8) gave
+    the path as Python decodes it (surrogateescape, ``'caf\\udce9.jsonl'``), and the manifest
+    and rejects recorded that escape as the input's name, exit 0 (review14). Now refused in one
+    line naming the key and the name's bytes, as an output folder of such a name already is;
+    a UTF-8 non-ASCII name (``thé.jsonl``) is read."""
+    d = tmp_path / "data"
+    d.mkdir()
+    with open(os.path.join(os.fsencode(d), b"caf\xe9.jsonl"), "wb") as f:
+        f.write(b'{"text": "hello"}\n')
+    (d / "th\u00e9.jsonl").write_text('{"text": "world"}\n')
+    with pytest.raises(ConfigError, match=r"input\.paths\[0\]: .* names a file whose name is not UTF-8: "
+                                          r"b'.*caf\\xe9\.jsonl'"):
+        plan_units(inp([str(d / "*.jsonl")]))
+    units = plan_units(inp([str(d / "th*.jsonl")]))
+    assert [Path(u.path).name for u in units] == ["th\u00e9.jsonl"]

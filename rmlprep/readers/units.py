@@ -135,11 +135,20 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
     out: list[str] = []
     for i, pat in enumerate(paths):
         try:
-            out.extend(_expand_one(pat, ex, exclude))
+            found = _expand_one(pat, ex, exclude)
         except ConfigError as e:
             if not str(e).startswith("input.paths"):  # the file system's words (an unknown scheme): name the key
                 raise ConfigError(f"input.paths[{i}]: {e}", path=e.path) from None
             raise
+        if bad := next((f for f in found if any("\udc80" <= c <= "\udcff" for c in f)), None):
+            # a name holding bytes that are not UTF-8 (a Latin-1 file name), as Python decodes them
+            # (surrogateescape): the manifest, rejects and the log record input files as text, where
+            # it could only stand escaped ('caf\udce9.jsonl'), not as the file's name
+            raw = os.fsencode(bad)
+            raise ConfigError(f"input.paths[{i}]: {pat!r} names a file whose name is not UTF-8: {raw!r}; the manifest "
+                              "and rejects record input files by name as UTF-8 text: rename it (e.g. convmv -f "
+                              "latin1 -t utf-8 --notest FILE), or leave it out of the glob")
+        out.extend(found)
     seen: set[Any] = set()
     uniq = []
     for p in out:
