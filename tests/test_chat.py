@@ -153,6 +153,35 @@ def test_qwen3_template_is_qwen3_not_chatml():
 
 @needs_shared
 @needs_jinja
+@pytest.mark.parametrize("answer,lost,where", [
+    ("Pre <think>X</think> Ans", "Pre", "before its <think>"),
+    ("<think>X</think>mid</think> Ans", "mid", "between two </think>"),
+], ids=["before-think", "between-ends"])
+@pytest.mark.parametrize("last", [True, False], ids=["last", "history"])
+def test_qwen3_refuses_answer_text_its_template_drops(answer, lost, where, last):
+    """Qwen3's template keeps the text after the last ``</think>`` as the answer and the text
+    in the think block before the first ``</think>`` as reasoning: text before the ``<think>``
+    or between two ``</think>`` is dropped (asserted below on the jinja2 render of the real
+    template, the reference), and rmlprep matched it, so that text vanished from the training
+    data without a word (explorer8 E4). Now a ChatFormatError naming the message and the text
+    (a row reject in a run), in the last answer and in history alike; an answer whose think
+    block starts it (newlines before it are whitespace the template strips) is written as before."""
+    from rmlprep.chat.render import render
+
+    t = template_text("more/Qwen-Qwen3-0.6B")
+    conv = [u("q?"), a(answer)] + ([] if last else [u("again?"), a("ok")])
+    out = render(t, conv, now="2024-07-26")["output"]
+    assert lost not in out and "Ans" in out
+    k = 1
+    with pytest.raises(ChatFormatError, match=rf"^message {k} \(assistant\): its content holds text {where} "
+                                              rf"\('{lost}'\), which qwen3's template drops"):
+        format_chat(conv, "qwen3")
+    ok = [u("q?"), a("\n<think>\nX\n</think>\n\n Ans")] + ([] if last else [u("again?"), a("ok")])
+    assert format_chat(ok, "qwen3") == render(t, ok, now="2024-07-26")["output"]
+
+
+@needs_shared
+@needs_jinja
 def test_text_parts_and_bare_strings():
     """Gemma 1's template takes a string content (``content | trim``; given a list it writes the
     list's Python repr), so its text parts are joined with "" first, as for every template that
@@ -207,7 +236,8 @@ needs_fixture = pytest.mark.skipif(not FIXTURE_ROWS, reason=f"{FIXTURE} is absen
 #: a reasoning its template would lose, tool-call shapes its template loses text or ids from.
 REFUSAL = re.compile(r"cannot write|has no (tool|system|user|assistant) role|alternat|system message|"
                      r"drops the reasoning|writes reasoning only|only the (tool call|first)|one tool call|needs tool|"
-                     r"needs tools|ids of 9|no user message|parts|takes only|tool result|keeps only|tool_call_id")
+                     r"needs tools|ids of 9|no user message|parts|takes only|tool result|keeps only|tool_call_id|"
+                     r"holds text (before its <think>|between two </think>)")
 
 
 @needs_fixture

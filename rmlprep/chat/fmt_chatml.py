@@ -140,16 +140,34 @@ def _is_tool_response(text: str) -> bool:
     return text.startswith("<tool_response>") and text.endswith("</tool_response>")
 
 
-def _qwen3_split(m) -> tuple[str, str]:
+def _qwen3_split(m, i: int) -> tuple[str, str]:
     """(content, reasoning) as Qwen3's template reads them: ``reasoning_content`` when given,
-    else the text around the last ``</think>`` of the content."""
+    else the text after the last ``</think>`` of the content (the answer) and the text between
+    the last ``<think>`` before the first ``</think>`` and that ``</think>`` (the reasoning).
+
+    Raises:
+        ChatFormatError: message ``i``'s content holds text the template drops, outside both:
+            before that ``<think>`` (``"Pre <think>X</think> Ans"`` loses ``Pre``) or between two
+            ``</think>`` (explorer8 E4; jinja2 render of more/Qwen-Qwen3-0.6B.jinja). Whitespace
+            alone is not text here; a row reject in the sft run.
+    """
     content = m.text
     if m.reasoning is not None:
         return content, m.reasoning
     if "</think>" in content:
-        head, _, _ = content.partition("</think>")
-        reasoning = head.rstrip("\n").split("<think>")[-1].lstrip("\n")
-        return content.split("</think>")[-1].lstrip("\n"), reasoning
+        parts = content.split("</think>")
+        head = parts[0].rstrip("\n")
+        before = head.rsplit("<think>", 1)[0] if "<think>" in head else ""
+        lost = (before + "".join(parts[1:-1])).replace("<think>", "")
+        if lost.strip():
+            where = "before its <think>" if before.replace("<think>", "").strip() else "between two </think>"
+            shown = (before if where.startswith("before") else "".join(parts[1:-1])).strip()
+            raise ChatFormatError(
+                f"message {i} (assistant): its content holds text {where} ({shown[:40]!r}{'...' if len(shown) > 40 else ''}), "
+                "which qwen3's template drops (it keeps the text after the last </think> as the answer and the "
+                "text in the think block before the first </think> as reasoning), so it would be lost from the "
+                "training text: move it into the answer or the think block, or give reasoning_content")
+        return parts[-1].lstrip("\n"), head.split("<think>")[-1].lstrip("\n")
     return content, ""
 
 
@@ -191,7 +209,7 @@ def _w_qwen3(conv: Conversation, gen: bool, opts) -> Out:
         if m.role == "user" or (m.role == "system" and i > 0):
             _turn(o, m)
         elif m.role == "assistant":
-            content, reasoning = _qwen3_split(m)
+            content, reasoning = _qwen3_split(m, i)
             o.t(f"{S}assistant\n")
             if i > last_query and (i == len(msgs) - 1 or reasoning):
                 if no_think and not reasoning.strip("\n"):
