@@ -112,6 +112,9 @@ _FIRST_WARNING = {
     "as one escaped string, not as the schema object; json_tools=True parses them",
     "special_text_parsed": "a conversation's text holds special-token text (e.g. '<|im_end|>'), which fmt='template' "
     "encodes as the control token, as transformers' apply_chat_template does (a native format encodes it as text)",
+    "tool_arguments_from_string": "a conversation gives a tool call's arguments as a string of JSON: it is parsed and "
+    "written as the format writes a mapping, where transformers' apply_chat_template writes the string as it is "
+    "(Qwen3, Hermes 3) or encodes it again (Qwen2.5, Llama 3.1, gpt-oss): give arguments as mappings to match it",
 }
 
 
@@ -170,7 +173,8 @@ class TokenizeChat(_MapFunction):
     def _extra_stats(self) -> None:
         self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
                           generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
-                          json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0)
+                          json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0,
+                          tool_arguments_from_string=0)
         self._writer = None
 
     def _check_alone(self, values: list) -> None:
@@ -234,7 +238,7 @@ class TokenizeChat(_MapFunction):
         return self._writer
 
     def _encode(self, values: list, where, column=None):
-        from .chat.convert import json_tools, parameters_as_text, undefined_tool_calls
+        from .chat.convert import json_tools, parameters_as_text, string_tool_arguments, undefined_tool_calls
         from .chat.encode import encode_segments
         from .chat.messages import with_system_prompt
         from .chat.registry import write
@@ -293,6 +297,8 @@ class TokenizeChat(_MapFunction):
                 continue
             if fmt == "template" and special:
                 self._count_warned("special_text_parsed")
+            if string_tool_arguments(messages):
+                self._count_warned("tool_arguments_from_string")
             self.stats["reasoning_dropped"] += out.notes.get("reasoning_dropped", 0)
             if not self.train_on_reasoning and any(_has_reasoning(sg) for sg in out.segs):
                 self.stats["reasoning_untrained"] += 1

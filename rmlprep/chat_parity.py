@@ -46,6 +46,8 @@ from typing import Any
 
 from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
+from .chat.convert import string_tool_arguments
+from .chat_sample import sample_conversations
 from .chat.detect import check_template_format
 from .chat.encode import defaulted_refusal, missing_stop_token, stop_token_refusal, template_specials
 from .chat.registry import check_conversation, get_format, read_view, resolve_options, untrained_reasoning_refusal, write
@@ -243,7 +245,8 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
     Args:
         conversations: ``(messages, tools)`` pairs.
     Returns:
-        ``{"compared": n, "invalid": k}``.
+        ``{"compared": n, "invalid": k, "arguments_from_string": m}`` (``m``: compared ones whose tool-call
+        arguments, a string of JSON, both renders saw parsed: :func:`.chat.convert.string_tool_arguments`).
     Raises:
         ParityError: the first difference, or a conversation the template refuses that rmlprep writes.
         ChatFormatError: jinja2 is not installed.
@@ -253,7 +256,7 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
 
     opts = resolve_options(f, options)
     kwargs = template_kwargs(f, opts)
-    counts = {"compared": 0, "invalid": 0}
+    counts = {"compared": 0, "invalid": 0, "arguments_from_string": 0}
     for i, (msgs, tools) in enumerate(conversations):
         try:
             conv = check_conversation(msgs, f, tools=tools)
@@ -271,49 +274,12 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
         if ref["output"] != ours:
             raise text_parity_error(_conv_text(msgs), ref["output"], ours, source=src)
         counts["compared"] += 1
+        counts["arguments_from_string"] += string_tool_arguments(msgs)
     return counts
 
 
 def _token_text(tokenizer, i: int | None) -> str | None:
     return tokenizer.spec.vocab[i] if i is not None and 0 <= i < len(tokenizer.spec.vocab) else None
-
-
-def _sample_conversations(cfg, units, n: int) -> list[tuple[Any, Any]]:
-    from .chat.convert import json_tools
-    from .chat.messages import with_system_prompt
-    from .readers import read_unit
-
-    out: list[tuple[Any, Any]] = []
-    column = cfg["input"]["column"]
-    tcol = cfg["chat"].get("tools_column")
-    convert = cfg["chat"].get("json_tools")
-    rows = min(n, cfg["input"]["batch_rows"])
-
-    def by_row(u, col, upto: int | None) -> dict[int, Any]:
-        """Source row -> value: the first batch (upto None), or every batch up to row ``upto``."""
-        got: dict[int, Any] = {}
-        for b in read_unit(u, col, rows):
-            vals = b.values.to_pylist() if hasattr(b.values, "to_pylist") else b.values
-            got.update(zip(b.rows.tolist(), vals))
-            if upto is None or (len(b.rows) and int(b.rows[-1]) >= upto):
-                break
-        return got
-
-    scol = cfg["chat"].get("system_column")
-    for u in units:
-        convs = by_row(u, column, None)
-        tools = by_row(u, tcol, max(convs)) if isinstance(tcol, str) and convs else {}
-        systems = by_row(u, scol, max(convs)) if isinstance(scol, str) and convs else {}
-        for r, v in convs.items():
-            t = tools.get(r)
-            v = with_system_prompt(v, systems.get(r), scol)[0]  # as the run writes it (a refused one: as read)
-            try:
-                out.append(json_tools(v, t)[:2] if convert else (v, t))
-            except ChatFormatError:  # a call to an undefined tool: the run rejects the row; not compared
-                continue
-            if len(out) >= n:
-                return out
-    return out
 
 
 def resolve_chat_format(fmt: str, tokenizer) -> str:
@@ -490,11 +456,14 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
         else:
             import jinja2
 
-            convs = _sample_conversations(cfg, units, k)
+            convs = sample_conversations(cfg, units, k)
             res = live_chat_check(fmt, template, convs, bos_token=bos, eos_token=eos,
                                   add_generation_prompt=chat["add_generation_prompt"], options=options)
             summary["live"] = {**res, "jinja2": jinja2.__version__}
             log(f"parity: {res['compared']} corpus conversations rendered with the tokenizer's chat template "
-                f"match format {fmt!r} ({res['invalid']} refused by the format or the schema, rejected in the run)")
+                f"match format {fmt!r} ({res['invalid']} refused by the format or the schema, rejected in the run)"
+                + (f"; {n} of them give tool-call arguments as a string of JSON, parsed before both renders "
+                   "(apply_chat_template on the rows as they are writes such a string as it is or encodes it again, "
+                   "so its render of them can differ)" if (n := res["arguments_from_string"]) else ""))
     return summary
 

@@ -1342,3 +1342,63 @@ def test_special_token_text_that_template_mode_parses_is_counted(tmp_path):
     m = run(cfg(inp, tmp_path / "t", fmt="template", **kw), resume=True, log=logs.append)
     assert m["units_processed"] == 0 and m["totals"]["special_text_parsed"] is None
     assert "special-token text, encoded as the control token (chat.format = \"template\"): not known" in logs[-1]
+
+
+@pytest.mark.skipif(not (REAL_HF / "qwen2.5" / "tokenizer.json").exists(), reason=f"{REAL_HF}/qwen2.5 is absent")
+def test_tool_arguments_given_as_a_string_are_counted(tmp_path):
+    """Tool-call ``arguments`` given as a string of JSON (the OpenAI API's shape) are parsed and
+    written as the format writes a mapping, so ``'{"x": 1e5}'`` is written ``{"x": 100000.0}``;
+    transformers' ``apply_chat_template`` writes such a string as it is (Qwen3, Hermes 3) or, as
+    Qwen2.5's template does (``tool_call.arguments | tojson``, asserted below on the jinja2
+    render of the real template), encodes it again: ``"{\\"x\\": 1e5}"``. That was never counted,
+    and the live check parsed the string before both renders and said "match" (explorer8 E3).
+    Worked example: rows 0 and 2 give string arguments, row 1 a mapping: the run counts 2
+    (``tool_arguments_from_string``) in the manifest and its summary; the live check's line says
+    2 of its 3 matches had their arguments parsed; a marker without the key leaves the total
+    unknown (null); ``tokenize_chat`` warns once."""
+    import warnings
+
+    from rmlprep.chat.render import render
+    from rmlprep.load import load_tokenizer
+
+    tools = [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {
+        "type": "object", "properties": {"x": {"type": "number"}}}}}]
+
+    def conv(args):
+        return {"messages": [{"role": "user", "content": "q?"},
+                             {"role": "assistant", "content": "", "tool_calls": [
+                                 {"type": "function", "function": {"name": "f", "arguments": args}}]},
+                             {"role": "tool", "content": "1"}, {"role": "assistant", "content": "ok"}],
+                "tools": tools}
+
+    template = load_tokenizer(str(REAL_HF / "qwen2.5")).chat_template
+    ref = render(template, conv('{"x": 1e5}')["messages"], tools=tools)["output"]
+    assert '"arguments": "{\\"x\\": 1e5}"' in ref  # the reference: the string encoded again
+    inp = tmp_path / "c.jsonl"
+    _rows(inp, [conv('{"x": 1e5}'), conv({"x": 1}), conv('{"x": 2}')])
+    logs: list[str] = []
+    kw = dict(tokenizer=str(REAL_HF / "qwen2.5"), pack={"seq_len": 512}, chat={"tools_column": "tools"},
+              parity={"chat_live_sample": 10})
+    c = cfg(inp, tmp_path / "o", fmt="qwen2.5", **kw)
+    m = run(c, log=logs.append)
+    assert m["totals"]["documents"] == 3 and m["totals"]["tool_arguments_from_string"] == 2
+    assert any("2 conversations give tool-call arguments as a string of JSON" in x for x in logs), logs
+    assert any("3 corpus conversations rendered with the tokenizer's chat template match format 'qwen2.5'" in x
+               and "; 2 of them give tool-call arguments as a string of JSON, parsed before both renders" in x
+               for x in logs), logs
+    (marker,) = (tmp_path / "o").glob("*.done.json")
+    old = json.loads(marker.read_text())
+    del old["tool_arguments_from_string"]
+    marker.write_text(json.dumps(old))
+    m = run(c, resume=True, log=logs.append)
+    assert m["units_processed"] == 0 and m["totals"]["tool_arguments_from_string"] is None
+    assert "conversations giving tool-call arguments as a string of JSON: not known" in logs[-1]
+
+    from rmlprep import tokenize_chat
+
+    fn = tokenize_chat(load_tokenizer(str(REAL_HF / "qwen2.5")), fmt="qwen2.5", tools_column="tools")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fn({"messages": [conv('{"x": 1e5}')["messages"], conv('{"x": 2}')["messages"]], "tools": [tools, tools]})
+    said = [str(x.message) for x in w if "arguments as a string of JSON" in str(x.message)]
+    assert len(said) == 1 and fn.stats["tool_arguments_from_string"] == 2, [str(x.message) for x in w]

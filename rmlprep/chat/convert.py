@@ -21,7 +21,7 @@ from typing import Any
 from .. import json_rows
 from ..errors import ChatFormatError
 
-__all__ = ["json_tools", "parameters_as_text", "undefined_tool_calls"]
+__all__ = ["string_tool_arguments", "json_tools", "parameters_as_text", "undefined_tool_calls"]
 
 
 def _loads(text: Any) -> Any:
@@ -168,3 +168,20 @@ def _parameters_parsed(tools: Any) -> Any:
         else:
             out.append({**t, "parameters": v})
     return out
+
+
+def string_tool_arguments(messages) -> bool:
+    """Whether a (written, so well-formed) conversation gives a tool call's ``arguments`` as a
+    string of JSON (``{"function": {"arguments": "{\\"city\\": \\"Paris\\"}"}}``, the OpenAI
+    API's shape; also a ``datasets`` column that stores them so). rmlprep parses it and writes
+    it as the format writes a mapping (``1e5`` becomes ``100000.0``, ``\\u00e9`` becomes ``é``),
+    where transformers' ``apply_chat_template`` writes the string as it is (Qwen3, Hermes 3) or
+    encodes it as JSON again (Qwen2.5, Llama 3.1, gpt-oss, Mistral Small 3.2, Kimi K2): counted
+    (``tool_arguments_from_string``, explorer8 E3) so that a difference from such a render is never
+    silent."""
+    for m in messages:
+        for c in (m.get("tool_calls") or ()) if isinstance(m, Mapping) else ():
+            fn = c.get("function", c) if isinstance(c, Mapping) else None
+            if isinstance(fn, Mapping) and isinstance(fn.get("arguments"), str):
+                return True
+    return False

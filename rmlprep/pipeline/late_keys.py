@@ -41,13 +41,16 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     - ``special_text_parsed``: sft conversations whose own text holds control-token text,
       which ``chat.format = "template"`` encodes as the control token; only that format can.
 
+    - ``tool_arguments_from_string``: sft conversations giving a tool call's arguments as a string
+      of JSON (written as the format writes a mapping); any chat config can count some.
+
     (The other chat counts and ``arrow_bytes`` were in every marker this version keeps, or are
     null when missing.)
     """
     if cfg.pipeline == "sft":
         return {"untrained_chunks": cfg["pack"]["overflow"] == "split", "tool_calls_undefined": True,
                 "reasoning_untrained": not cfg["chat"]["train_on_reasoning"],
-                "special_text_parsed": cfg["chat"]["format"] == "template"}
+                "special_text_parsed": cfg["chat"]["format"] == "template", "tool_arguments_from_string": True}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 

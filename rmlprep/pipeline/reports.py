@@ -413,6 +413,14 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} a tool "
                                     f"{'their' if n != 1 else 'its'} tool definitions do not hold (trained to call "
                                     "a tool the prompt never shows)"))
+    if t.get("tool_arguments_from_string", 0) is None:
+        lines.append(_not_known("tool calls", "conversations giving tool-call arguments as a string of JSON"))
+    if t.get("tool_arguments_from_string"):
+        n = t["tool_arguments_from_string"]
+        lines.append(("tool calls", f"{n:,} conversation{'s give' if n != 1 else ' gives'} tool-call arguments as a "
+                                    "string of JSON, parsed and written as the format writes a mapping "
+                                    "(transformers' apply_chat_template writes such a string as it is or encodes it "
+                                    "again: its render of these rows can differ)"))
     if t.get("special_text_parsed", 0) is None:
         lines.append(_not_known("special text", "conversations whose text holds special-token text, encoded as the "
                                                 "control token (chat.format = \"template\")"))
