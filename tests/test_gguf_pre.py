@@ -26,7 +26,7 @@ from rmlprep.gguf import _KIMI_K2, GGUF_PRE_SPLIT, spec_from_gguf
 from rmlprep.pretokenize import compile_pre_split, pattern_name
 from rmlprep.tokenizer import Tokenizer
 from rmlprep.unicode import unicode_to_bytes
-from tests.test_gguf import REAL, _corpus_texts, _tiny_bpe_kvs, write_gguf
+from tests.test_gguf import CORPORA, REAL, _corpus_texts, _tiny_bpe_kvs, write_gguf
 
 GPT4O = REAL / "hf" / "gpt-4o" / "tokenizer.json"
 
@@ -64,6 +64,27 @@ def _debian_texts() -> list[str]:
     if not (base / "parts").is_dir():
         return []
     return [t for _, t in debian_texts(per_part=112, max_bytes=4096, base=base)]
+
+
+def _han_chat_texts(n: int, max_bytes: int = 4096) -> list[str]:
+    """The first ``n`` message contents holding Han characters of the shared LLaMA-Factory
+    chat sets (en+zh), each at most ``max_bytes`` of UTF-8: Chinese text for the CJK pattern
+    tests that does not depend on the optional Debian-built corpus (its zh man pages)."""
+    out: list[str] = []
+    for name in ("llamafactory-alpaca", "llamafactory-dpo-system", "llamafactory-toolcall"):
+        path = CORPORA / "chat" / f"{name}.messages.jsonl"
+        if not path.exists():
+            continue
+        with open(path, encoding="utf-8", newline="\n") as f:
+            for line in f:
+                for m in json.loads(line)["messages"]:
+                    c = m.get("content")
+                    if (isinstance(c, str) and any("\u4e00" <= ch <= "\u9fff" for ch in c)
+                            and len(c.encode("utf-8", "surrogatepass")) <= max_bytes):
+                        out.append(c)
+                        if len(out) >= n:
+                            return out
+    return out
 
 
 _O200K: dict = {}
@@ -115,7 +136,9 @@ def test_kimi_pattern_splits_han_apart():
 def test_kimi_k2_gguf_matches_tiktoken(tmp_path):
     """A kimi-k2 GGUF with o200k's vocabulary and merges gives tiktoken's ids (Encoding with
     Kimi-K2's pat_str over the same ranks) on the targeted CJK cases, >= 2,000 corpus texts
-    (multilingual documents and chat messages) and the Debian-built corpus when present.
+    (multilingual documents and chat messages), 120 Chinese chat messages (so that >= 50 texts
+    hold Han without the Debian-built corpus: 23 did, and the test failed on a machine without
+    it) and the Debian-built corpus when present.
     tiktoken's regex tables are Unicode 16.0, as ours are (tests/test_unicode.py); the texts
     hold no code point unassigned in 16.0 either (checked)."""
     tiktoken = pytest.importorskip("tiktoken", reason="tiktoken not installed")
@@ -124,7 +147,7 @@ def test_kimi_k2_gguf_matches_tiktoken(tmp_path):
     enc = tiktoken.Encoding("kimi-k2-o200k", pat_str=_KIMI_K2, mergeable_ranks=_o200k()[2], special_tokens={})
     corpus = _corpus_texts(2400, max_bytes=4096)
     assert len(corpus) >= 2000
-    texts = KIMI_CASES + corpus + _debian_texts()
+    texts = KIMI_CASES + corpus + _han_chat_texts(120) + _debian_texts()
     from rmlprep._unicode_tables import CATEGORIES
 
     unassigned = {cp for lo, hi in CATEGORIES["Cn"] for cp in range(lo, hi + 1)}
