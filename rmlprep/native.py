@@ -365,7 +365,25 @@ def plain_encoder(tokenizer, *, array: bool = False) -> Callable[[str, bool], li
             return None
         return enc(prepare(text))  # fuse_unk is the encoder's, per piece
 
-    return fast
+    if s.normalizers:
+        return fast
+    # No normalizer: prepare() only adds a prefix space and writes spaces as "▁", so the prepared
+    # text holds a surrogate exactly where the text does, and the native conversion finds it (None)
+    # instead of a separate scan of every non-ASCII text's code units first.
+    enc_ns = nat._enc.encode_text_array_nosur if array else nat._enc.encode_text_nosur
+
+    def fast_ns(text: str, parse_special: bool = True) -> list[int] | None:
+        if type(text) is not str:
+            return None
+        if holds[parse_special](text):
+            # the slow path, as fast() decides it: on the text with its surrogates replaced
+            return fast(text, parse_special)
+        ids = enc_ns(prepare(text))  # fuse_unk is the encoder's, per piece
+        if ids is None:  # a surrogate: replaced, then as fast()
+            return fast(text, parse_special)
+        return ids
+
+    return fast_ns
 
 
 

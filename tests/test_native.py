@@ -1133,3 +1133,30 @@ def test_holds_any_equals_any_in(prefixes, text):
     """The special-token prefix filter answers any(p in text for p in prefixes), also past its
     budget of looks at a first character not followed by a second one (many "<a")."""
     assert special_prefix._holds_any(prefixes)(text) == any(p in text for p in prefixes)
+
+
+@pytest.mark.parametrize("kind", ["byte_level", "sentencepiece"])
+def test_nosur_conversion_finds_surrogates(kind):
+    """encode_text_nosur: the str->UTF-8 conversion itself reports a surrogate code unit (lone or
+    paired, in a 2- or 4-byte-kind str, inside a run of non-ASCII text or in the scalar tail) as
+    None; every other text gets encode_text's ids. The tokenizer's fast path then replaces the
+    surrogates as tiktoken does (a lone one becomes U+FFFD), so "a\\ud800b" encodes as "a\\ufffdb"."""
+    if kind == "byte_level":
+        b2u = bytes_to_unicode()
+        vocab = tuple(b2u[b] for b in range(256))
+        spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=vocab, token_types=(1,) * 256, merges=(),
+                             pre_split=(KNOWN_PATTERNS["gpt2"],))
+    else:
+        vocab = ("<unk>", "a", "b", "\u2581")
+        spec = TokenizerSpec(kind="sentencepiece_bpe", vocab=vocab, token_types=(2, 1, 1, 1),
+                             scores=(0.0, -1.0, -1.0, -1.0), unk_id=0, byte_fallback=False)
+    tok = Tokenizer.create(spec)
+    enc = tok._native._enc
+    for text in ["a\ud800b", "\udfff", "é" * 20 + "\ud800" + "é" * 20, "ж" * 31 + "\udc00",
+                 "\U0001F600\ud83d\ude00", "x" * 17 + "\ud83d"]:
+        assert enc.encode_text_nosur(text) is None, ascii(text)
+        assert enc.encode_text_array_nosur(text) is None, ascii(text)
+    for text in ["ab", "é" * 40, "ж" * 31 + "\ue000\ud7ff", "\U0001F600ab", "a" * 50]:
+        assert enc.encode_text_nosur(text) == enc.encode_text(text), ascii(text)
+        assert list(np.frombuffer(enc.encode_text_array_nosur(text), dtype=np.uint32)) == enc.encode_text(text)
+    assert tok.encode("a\ud800b") == tok.encode("a\ufffdb")

@@ -474,6 +474,7 @@ typedef struct {
     Cache *cache;      /* the slot's piece cache, a batch worker's view of the shared one, or NULL */
     IdVec *out;
     int collect;
+    int sur;             /* set_text: the converted str held a surrogate code unit */
     const uint8_t *text; /* the current text, UTF-8 */
     size_t tlen;
     size_t readable;     /* bytes readable from text (tlen, or tlen + PAD for a converted text) */
@@ -792,10 +793,11 @@ static inline __attribute__((always_inline)) size_t to_utf8_1(const uint8_t *s, 
 }
 
 static inline __attribute__((always_inline)) size_t to_utf8_2(const uint16_t *s, size_t n, uint8_t *o0, uint8_t *k,
-                                                              int sp)
+                                                              int sp, int *sur)
 {
     uint8_t *o = o0;
     size_t i = 0;
+    unsigned bad = 0; /* a surrogate code unit seen (tested only off the ASCII and < U+0800 paths) */
     while (i < n) {
 #if defined(__SSE2__)
         if (k && simd_classes_ok && i + 16 <= n) { /* byte-level: 16 ASCII characters at once */
@@ -814,8 +816,10 @@ static inline __attribute__((always_inline)) size_t to_utf8_2(const uint16_t *s,
             for (size_t e = i + 16; i < e; i++) { /* a non-ASCII one among them: the 16 one by one */
                 if (s[i] < 0x800)
                     put_small(&o, &k, s[i]);
-                else
+                else {
+                    bad |= (uint32_t)s[i] - 0xD800u < 0x800u;
                     put_cp(&o, &k, s[i], sp);
+                }
             }
             continue;
         }
@@ -838,17 +842,23 @@ static inline __attribute__((always_inline)) size_t to_utf8_2(const uint16_t *s,
                 continue;
             }
         }
+        bad |= (uint32_t)s[i] - 0xD800u < 0x800u;
         put_cp(&o, &k, s[i++], sp);
     }
+    *sur = (int)bad;
     return (size_t)(o - o0);
 }
 
 static inline __attribute__((always_inline)) size_t to_utf8_4(const uint32_t *s, size_t n, uint8_t *o0, uint8_t *k,
-                                                              int sp)
+                                                              int sp, int *sur)
 {
     uint8_t *o = o0;
-    for (size_t i = 0; i < n; i++)
+    unsigned bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        bad |= s[i] - 0xD800u < 0x800u;
         put_cp(&o, &k, s[i], sp);
+    }
+    *sur = (int)bad;
     return (size_t)(o - o0);
 }
 
@@ -885,7 +895,8 @@ static inline size_t text_bound(int sp, int kind, int ascii, size_t n)
 }
 
 /* Point x->text at the UTF-8 of a text: a str's data (kind 1, 2, 4; an ASCII str read in place)
- * or UTF-8 bytes (KIND_UTF8, read in place). Byte-level: x->cls gets its class array.
+ * or UTF-8 bytes (KIND_UTF8, read in place). x->sur: whether a converted str held a surrogate
+ * code unit (found during the conversion, so no second scan; 0 for in-place text). Byte-level: x->cls gets its class array.
  * SentencePiece: spaces become U+2581 here (the text is always copied). -1: out of memory. */
 static int set_text(Ctx *x, const void *data, int kind, int ascii, size_t n)
 {
@@ -895,6 +906,7 @@ static int set_text(Ctx *x, const void *data, int kind, int ascii, size_t n)
     if (byte_level && bound + PAD > x->clscap && grow((void **)&x->cls, &x->clscap, bound + PAD, 1) < 0)
         return -1;
     uint8_t *k = byte_level ? x->cls : NULL;
+    x->sur = 0;
     if (in_place) {
         x->text = data;
         x->tlen = n;
@@ -904,18 +916,20 @@ static int set_text(Ctx *x, const void *data, int kind, int ascii, size_t n)
         if (bound + PAD > x->u8cap && grow((void **)&x->u8, &x->u8cap, bound + PAD, 1) < 0)
             return -1;
         size_t m;
+        int sur = 0;
         if (kind == KIND_UTF8 || ascii)
             m = utf8_sp(data, n, x->u8); /* SentencePiece (byte-level reads these in place) */
         else if (kind == PyUnicode_1BYTE_KIND) /* constant k, sp: a copy of each for each kind of text */
             m = byte_level ? to_utf8_1(data, n, x->u8, k, 0) : to_utf8_1(data, n, x->u8, NULL, 1);
         else if (kind == PyUnicode_2BYTE_KIND)
-            m = byte_level ? to_utf8_2(data, n, x->u8, k, 0) : to_utf8_2(data, n, x->u8, NULL, 1);
+            m = byte_level ? to_utf8_2(data, n, x->u8, k, 0, &sur) : to_utf8_2(data, n, x->u8, NULL, 1, &sur);
         else
-            m = byte_level ? to_utf8_4(data, n, x->u8, k, 0) : to_utf8_4(data, n, x->u8, NULL, 1);
+            m = byte_level ? to_utf8_4(data, n, x->u8, k, 0, &sur) : to_utf8_4(data, n, x->u8, NULL, 1, &sur);
         memset(x->u8 + m, 0, PAD);
         x->text = x->u8;
         x->tlen = m;
         x->readable = m + PAD;
+        x->sur = sur;
     }
     if (k)
         memset(x->cls + x->tlen, 0, PAD);
@@ -2285,6 +2299,18 @@ static int run_str(Ctx *x, const void *data, int kind, int ascii, Py_ssize_t n)
     return run_text(x);
 }
 
+/* run_str, but a str holding a surrogate code unit (found by the conversion) is not encoded: -3. */
+static int run_str_nosur(Ctx *x, const void *data, int kind, int ascii, Py_ssize_t n)
+{
+    if ((size_t)n > 0xFFFFFFF0u / 4)
+        return -2;
+    if (set_text(x, data, kind, ascii, (size_t)n) < 0)
+        return -1;
+    if (x->sur)
+        return -3;
+    return run_text(x);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* slots */
 
@@ -2468,7 +2494,8 @@ static PyObject *run_error(int rc)
 static PyObject *idbuf_copy(const IdVec *o);
 
 /* The ids of one prepared text: a list (array 0), or an IdBuffer of uint32 (array 1). */
-static PyObject *encode_text_as(Encoder *E, PyObject *text, int array)
+/* nosur: a str holding a surrogate code unit is not encoded: None (found by the conversion). */
+static PyObject *encode_text_as(Encoder *E, PyObject *text, int array, int nosur)
 {
     if (ready_str(text) < 0)
         return NULL;
@@ -2486,24 +2513,37 @@ static PyObject *encode_text_as(Encoder *E, PyObject *text, int array)
     int rc;
     if (n >= GIL_RELEASE_BYTES) {
         Py_BEGIN_ALLOW_THREADS
-        rc = run_str(x, data, kind, ascii, n);
+        rc = nosur ? run_str_nosur(x, data, kind, ascii, n) : run_str(x, data, kind, ascii, n);
         Py_END_ALLOW_THREADS
     } else {
-        rc = run_str(x, data, kind, ascii, n);
+        rc = nosur ? run_str_nosur(x, data, kind, ascii, n) : run_str(x, data, kind, ascii, n);
     }
-    PyObject *res = rc < 0 ? run_error(rc) : array ? idbuf_copy(x->out) : ids_to_list(E, x->out);
+    PyObject *res = rc == -3 ? Py_NewRef(Py_None)
+                    : rc < 0 ? run_error(rc)
+                    : array  ? idbuf_copy(x->out)
+                             : ids_to_list(E, x->out);
     ctx_end(sl, x);
     return res;
 }
 
 static PyObject *Encoder_encode_text(Encoder *E, PyObject *text)
 {
-    return encode_text_as(E, text, 0);
+    return encode_text_as(E, text, 0, 0);
 }
 
 static PyObject *Encoder_encode_text_array(Encoder *E, PyObject *text)
 {
-    return encode_text_as(E, text, 1);
+    return encode_text_as(E, text, 1, 0);
+}
+
+static PyObject *Encoder_encode_text_nosur(Encoder *E, PyObject *text)
+{
+    return encode_text_as(E, text, 0, 1);
+}
+
+static PyObject *Encoder_encode_text_array_nosur(Encoder *E, PyObject *text)
+{
+    return encode_text_as(E, text, 1, 1);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -4287,6 +4327,10 @@ static PyMethodDef Encoder_methods[] = {
      "encode_text(text: str) -> list[int]: ids of one prepared text segment."},
     {"encode_text_array", (PyCFunction)Encoder_encode_text_array, METH_O,
      "encode_text_array(text: str) -> IdBuffer: encode_text's ids as a buffer of native-endian uint32."},
+    {"encode_text_nosur", (PyCFunction)Encoder_encode_text_nosur, METH_O,
+     "encode_text_nosur(text: str) -> list[int] | None: encode_text, or None when the str holds a surrogate code unit."},
+    {"encode_text_array_nosur", (PyCFunction)Encoder_encode_text_array_nosur, METH_O,
+     "encode_text_array_nosur(text: str) -> IdBuffer | None: encode_text_array, or None when the str holds a surrogate."},
     {"encode_batch", (PyCFunction)(void (*)(void))Encoder_encode_batch, METH_VARARGS | METH_KEYWORDS,
      "encode_batch(texts: Sequence[str], num_threads=1) -> (ids: buffer, offsets: bytes)\n\n"
      "ids: uint32 native-endian (bytes, or an IdBuffer handed over without a copy), all texts' ids back to back; offsets: int64, len(texts) + 1\n"
