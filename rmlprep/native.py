@@ -24,18 +24,8 @@ the vocab (equal scores share a rank, so ties still go leftmost).
 Build: ``pip install -e .`` (or ``pip install .``) compiles it with the system C compiler; if that
 fails the install still succeeds and rmlprep warns once, here, and runs in pure Python.
 
-Performance (30.6 MB: text-multilingual.jsonl + chat contents, 122k docs, 2-core shared machine,
-best of 5 rounds with the peers interleaved): ``encode_ordinary`` per doc GPT-2 44 MB/s (tiktoken
-15.7, 2.8x), Llama 3 46 (tiktoken 18.8, 2.4x), Mistral 25 (sentencepiece 5.5, 4.6x);
-:func:`encode_batch_flat` 75-84 MB/s on one thread. Where the time goes (perf, Llama 3, batch):
-about 30% whole-token / front-cache probes, 22% the merge loop (pair-table cache misses), 14%
-piece-cache probes, 5% the split matchers; per-doc ``encode`` adds about 40% on top for the
-Python call chain, building int lists and the cyclic GC they trigger. Tried and kept: a
-direct-mapped front cache with inline keys/ids (85% of pieces hit it), a two-generation piece
-cache (clear-all thrashed: 335k distinct pieces here), prefetching a word's independent pair
-lookups, a 256x256 byte-pair table for the first merge round, one PyLong per id made up front.
-Most non-whole pieces of multilingual text occur once, so the merge loop's memory latency,
-not the cache size, bounds cold throughput.
+Speed, against tiktoken, gigatoken and the other peers on the real corpora, and where the time
+goes (callgrind and perf, sitting by sitting, with what was tried): ``bench/README.md``.
 """
 
 from __future__ import annotations
@@ -356,34 +346,22 @@ def plain_encoder(tokenizer, *, array: bool = False) -> Callable[[str, bool], li
     holds = {True: _holds_any(_special_prefix_filter(tokenizer, True)),
              False: _holds_any(_special_prefix_filter(tokenizer, False))}
 
+    # No normalizer: prepare() keeps a surrogate where the text has it, so the native conversion
+    # finds it (None: then the replacement below) instead of a separate scan of the code units first.
+    enc_ns = None if s.normalizers else nat._enc.encode_text_array_nosur if array else nat._enc.encode_text_nosur
+
     def fast(text: str, parse_special: bool = True) -> list[int] | None:
         if type(text) is not str:
             return None
+        if enc_ns is not None and not holds[parse_special](text) and (ids := enc_ns(prepare(text))) is not None:
+            return ids
         if not text.isascii() and has_surrogate(text):
             text = replace_lone_surrogates(text)
         if holds[parse_special](text):
             return None
         return enc(prepare(text))  # fuse_unk is the encoder's, per piece
 
-    if s.normalizers:
-        return fast
-    # No normalizer: prepare() only adds a prefix space and writes spaces as "▁", so the prepared
-    # text holds a surrogate exactly where the text does, and the native conversion finds it (None)
-    # instead of a separate scan of every non-ASCII text's code units first.
-    enc_ns = nat._enc.encode_text_array_nosur if array else nat._enc.encode_text_nosur
-
-    def fast_ns(text: str, parse_special: bool = True) -> list[int] | None:
-        if type(text) is not str:
-            return None
-        if holds[parse_special](text):
-            # the slow path, as fast() decides it: on the text with its surrogates replaced
-            return fast(text, parse_special)
-        ids = enc_ns(prepare(text))  # fuse_unk is the encoder's, per piece
-        if ids is None:  # a surrogate: replaced, then as fast()
-            return fast(text, parse_special)
-        return ids
-
-    return fast_ns
+    return fast
 
 
 
