@@ -1402,3 +1402,85 @@ def test_tool_arguments_given_as_a_string_are_counted(tmp_path):
         fn({"messages": [conv('{"x": 1e5}')["messages"], conv('{"x": 2}')["messages"]], "tools": [tools, tools]})
     said = [str(x.message) for x in w if "arguments as a string of JSON" in str(x.message)]
     assert len(said) == 1 and fn.stats["tool_arguments_from_string"] == 2, [str(x.message) for x in w]
+
+
+def test_a_marker_written_under_other_rules_of_its_chat_format_is_redone(tmp_path):
+    """Worked example (e5eb9bf, within marker version 3): Qwen3's template keeps an answer's text
+    after its last ``</think>`` only, so ``"Pre <think>x</think> Ans"`` loses ``"Pre "``. Before
+    e5eb9bf rmlprep wrote that row without it; now it is a reject (stage format). A unit done
+    before holds such rows written, and its marker (like every marker before ``chat_rules``)
+    cannot tell: a resume that kept it would mix them with units that refuse them. So a unit
+    whose marker lacks ``chat_rules``, or holds another version than the format's, is redone
+    (the log says why), its rejects then holding the row; one holding the format's is kept.
+    chatml and template mode the same (every format changed within version 3: 50d45de,
+    fd5d9de, 2045c7a...)."""
+    from rmlprep.chat import get_format
+    from rmlprep.chat.template import TEMPLATE_RULES
+
+    inp = tmp_path / "c.jsonl"
+    lost = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "Pre <think>x</think> Ans"}]
+    write_chats(inp, n=5, extra=[lost])
+
+    def set_rules(out, value):  # as a marker of another rules version (None: of before the key)
+        for p in out.glob("shard-*.done.json"):
+            mk = json.loads(p.read_text())
+            mk.pop("chat_rules", None)
+            if value is not None:
+                mk["chat_rules"] = value
+            p.write_text(json.dumps(mk))
+
+    out = tmp_path / "qwen3"
+    c = cfg(inp, out, fmt="qwen3", parity={"chat": False})
+    m = run(c, log=quiet)
+    assert m["totals"]["rejects"] == 1 and m["totals"]["documents"] == 5
+    rules = get_format("qwen3").rules
+    (marker,) = [json.loads(p.read_text()) for p in out.glob("shard-*.done.json")]
+    assert marker["chat_rules"] == rules
+    for old in (None, rules - 1, rules + 1):
+        set_rules(out, old)
+        logs: list[str] = []
+        m = run(c, resume=True, log=logs.append)
+        assert m["units_processed"] == 1, old
+        said = f"done marker was not written under this rmlprep's rules {rules} of chat format 'qwen3' " \
+               f"(chat_rules {'missing' if old is None else old})"
+        assert any(said in x for x in logs), logs
+        assert m["totals"]["rejects"] == 1
+        (marker,) = [json.loads(p.read_text()) for p in out.glob("shard-*.done.json")]
+        assert marker["chat_rules"] == rules
+    assert run(c, resume=True, log=quiet)["units_processed"] == 0  # the format's rules: kept
+
+    for fmt, want in (("chatml", get_format("chatml").rules), ("template", TEMPLATE_RULES)):
+        other = tmp_path / fmt
+        tok = tiny(CHATML) if fmt == "template" else None
+        c = cfg(inp, other, fmt=fmt, parity={"chat": False})
+        run(c, tokenizer=tok, log=quiet)
+        (marker,) = [json.loads(p.read_text()) for p in other.glob("shard-*.done.json")]
+        assert marker["chat_rules"] == want
+        assert run(c, tokenizer=tok, resume=True, log=quiet)["units_processed"] == 0
+        set_rules(other, None)
+        assert run(c, tokenizer=tok, resume=True, log=quiet)["units_processed"] == 1, fmt
+
+
+def test_a_marker_of_other_chat_rules_is_not_renumbered(tmp_path):
+    """A file added before a done unit's file renumbers that unit without redoing it when its
+    set-aside marker vouches for it (:mod:`rmlprep.pipeline.renumber`). A marker without
+    ``chat_rules`` cannot (see the test above): the unit is redone, not renumbered."""
+    d = tmp_path / "in"
+    d.mkdir()
+    convs = [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}] for i in range(3)]
+    (d / "b.jsonl").write_text("".join(json.dumps({"messages": c}) + "\n" for c in convs))
+    out = tmp_path / "o"
+    c = cfg(str(d / "*.jsonl"), out, fmt="qwen3", parity={"chat": False})
+    run(c, log=quiet)
+    for p in out.glob("shard-*.done.json"):
+        mk = json.loads(p.read_text())
+        del mk["chat_rules"]
+        p.write_text(json.dumps(mk))
+    (d / "a.jsonl").write_text(json.dumps({"messages": convs[0]}) + "\n")
+    logs: list[str] = []
+    m = run(c, log=logs.append)
+    assert m["units_processed"] == 2 and not any("renumbered, not redone" in x for x in logs), logs
+    (d / "0.jsonl").write_text(json.dumps({"messages": convs[1]}) + "\n")  # its markers hold the rules now
+    logs.clear()
+    m = run(c, log=logs.append)
+    assert m["units_processed"] == 1 and any("renumbered, not redone" in x for x in logs), logs

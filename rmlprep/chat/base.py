@@ -62,6 +62,12 @@ class ChatFormat:
             ``"empty"`` (as ``""``: the template needs a string).
         core_probes: probes the format must write for a proof to mean anything.
         source: the real template(s) it reproduces.
+        rules: the version of what :attr:`writer` makes of a conversation, to be raised with a
+            change that makes some conversation's ids, masks or verdict differ (a row written
+            otherwise, or refused where it was written): an sft run's done markers hold it
+            (``chat_rules``), and a resumed run redoes a unit whose marker holds another or none
+            (:func:`rmlprep.pipeline.late_keys.chat_rules`). 1 for every format when the key
+            came.
     """
 
     name: str
@@ -85,6 +91,7 @@ class ChatFormat:
     null_content: str = "empty"
     core_probes: tuple = ("user", "multi_turn")
     source: str = ""
+    rules: int = 1
 
 
 def today(opts: Mapping[str, Any]) -> _dt.date:

@@ -38,7 +38,12 @@ from .registry import template_view
 from .render import render
 from .segments import Out
 
-__all__ = ["TemplateWriter", "parsed_special_text"]
+__all__ = ["TemplateWriter", "parsed_special_text", "TEMPLATE_RULES"]
+
+#: The version of what ``chat.format = "template"`` makes of a conversation besides the template
+#: itself (how it is rendered, cut and masked): :attr:`rmlprep.chat.ChatFormat.rules` for the
+#: native formats, held by done markers (:func:`rmlprep.pipeline.late_keys.chat_rules`).
+TEMPLATE_RULES = 1
 
 
 class _View:

@@ -278,7 +278,7 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
 
 
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, tokenizer: str | None = None,
-                needs: dict[str, str] | None = None,
+                needs: dict[str, Any] | None = None,
                 ) -> tuple[dict[int, dict[str, Any]], list[PlannedUnit], dict[int, str]]:
     """Split the plan into units already done (their verified markers) and units to process,
     with the reason each of those is (:meth:`.output.OutputFolder.verify_done`)."""

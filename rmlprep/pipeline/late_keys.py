@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..config import RunConfig
 
-__all__ = ["late_counts", "marker_needs"]
+__all__ = ["late_counts", "marker_needs", "chat_rules"]
 
 
 def late_counts(cfg: RunConfig) -> dict[str, bool]:
@@ -55,7 +55,7 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 
 
-def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str]:
+def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str | tuple[int, str]]:
     """The keys a done marker of :data:`.output.MARKER_VERSION` must hold to vouch for a unit of
     this config, each with the reason a marker without it is redone
     (:meth:`.output.OutputFolder.verify_done`) and not renumbered (:mod:`.renumber`).
@@ -89,6 +89,10 @@ def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str]:
     formats there wrote ids no reference gives (``[1, 29961 '[', ...]`` for ``[1, 518 '▁[', ...]``),
     so a marker without it cannot vouch for an sft unit on such a tokenizer; other tokenizers'
     chat ids did not change.
+
+    ``chat_rules`` (:func:`chat_rules`) is a value, not only a key: a marker must hold the
+    format's rules version. Its need is ``(value, reason)``; the others' a reason; :func:`unmet`
+    reads both.
     """
     needs = {}
     if cfg["output"]["format"] == "parquet":
@@ -104,7 +108,41 @@ def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str]:
     if fmt is not None and spec is not None and spec.add_prefix_space and spec.prefix_scheme == "whole_text":
         needs["chat_text_prefix"] = ("done marker predates a .model's own '▁' before each text after a special token "
                                      "in chat encoding (it has no chat_text_prefix)")
+    rules = chat_rules(cfg)
+    if rules is not None:
+        needs["chat_rules"] = (rules, f"done marker was not written under this rmlprep's rules {rules} of chat format "
+                                      f"{fmt!r} (chat_rules {{}}): its rows may be written otherwise now")
     return needs
+
+
+def chat_rules(cfg: RunConfig) -> int | None:
+    """The rules version of an sft config's chat format (:attr:`rmlprep.chat.ChatFormat.rules`;
+    ``chat.format = "template"``: :data:`rmlprep.chat.template.TEMPLATE_RULES`), which its done
+    markers hold as ``chat_rules``; None for other pipelines and an unknown name (refused elsewhere).
+
+    A format's rules change when what it makes of some conversation does: a unit done under
+    other rules may hold rows this rmlprep writes otherwise or refuses, and a resume that kept it
+    would mix the two in one folder, so :func:`marker_needs` has it redone. A marker without the
+    key predates it and is redone too, for every format: within marker version 3 the
+    formats changed what they write without a key to tell (e5eb9bf: qwen3 refuses an answer
+    holding text its template drops, ``"Pre <think>x</think> Ans"``, which it wrote without
+    ``"Pre "``; 50d45de, fd5d9de, 790846c: gpt-oss, gemma4, llama3.1; 2045c7a, c308f1e:
+    template mode's bos and special tokens).
+    """
+    if cfg.pipeline != "sft":
+        return None
+    fmt = cfg["chat"]["format"]
+    if fmt == "template":
+        from ..chat.template import TEMPLATE_RULES
+
+        return TEMPLATE_RULES
+    from ..chat.registry import get_format
+    from ..errors import ChatFormatError
+
+    try:
+        return get_format(fmt).rules
+    except ChatFormatError:
+        return None
 
 
 def _reasoning_in_content(fmt: str) -> bool:
@@ -117,3 +155,17 @@ def _reasoning_in_content(fmt: str) -> bool:
         return get_format(fmt).reasoning_in_content
     except ChatFormatError:
         return True
+
+
+def unmet(marker: dict, needs: dict[str, str | tuple[int, str]] | None) -> str:
+    """The reason a done marker cannot vouch for a unit under ``needs`` (:func:`marker_needs`):
+    the first key it lacks, or whose value is not the one needed (its reason names the value
+    held); ``""`` when it holds them all."""
+    for key, need in (needs or {}).items():
+        if isinstance(need, tuple):
+            value, why = need
+            if marker.get(key) != value:
+                return why.format(marker.get(key, "missing"))
+        elif key not in marker:
+            return need
+    return ""

@@ -60,6 +60,7 @@ from typing import IO, Any, TypeVar
 from .. import fs
 from ..errors import OutputError
 from ..shards import marker_name, rejects_name, sha256_file, shard_name
+from .late_keys import unmet
 
 __all__ = ["OutputFolder", "MARKER_VERSION", "ACCEPTED_MARKERS", "REPORT_FILES", "LOCK_NAME", "PREVIOUS", "UNIT_GLOBS",
            "json_line", "json_bytes", "StreamError", "from_stream", "committing"]
@@ -424,19 +425,18 @@ class OutputFolder:
         return m if isinstance(m, dict) else None
 
     def verify_done(self, index: int, config_hash: str, input_identity: dict[str, Any] | None = None,
-                    tokenizer: str | None = None, needs: dict[str, str] | None = None,
+                    tokenizer: str | None = None, needs: dict[str, Any] | None = None,
                     ) -> tuple[dict[str, Any] | None, str]:
         """Whether unit ``index`` is done for this config (and this input and tokenizer).
 
         Args:
-            input_identity: the unit's input identity in the current plan; the marker must hold
-                the same (None: not checked).
+            input_identity: the unit's input identity in the plan, as the marker must hold (None: not checked).
             tokenizer: the run's tokenizer fingerprint; the marker must name the same (None: not
                 checked). The config names the tokenizer by path, so the same config over a
                 tokenizer file that changed (or a fallback tokenizer one run, the real one the
                 next) hashes the same: only the fingerprint tells the shards apart.
-            needs: keys the marker must hold, with the reason it is redone without one
-                (:func:`.late_keys.marker_needs`).
+            needs: keys the marker must hold (or values: ``chat_rules``), with the reason it is
+                redone without one (:func:`.late_keys.marker_needs`, :func:`.late_keys.unmet`).
         Returns:
             (marker, "") when the marker exists, names ``config_hash``, the input identity and
             the tokenizer, is of :data:`MARKER_VERSION` (or accepted by :data:`ACCEPTED_MARKERS`),
@@ -456,8 +456,8 @@ class OutputFolder:
         if version != MARKER_VERSION and not ACCEPTED_MARKERS.get(version, lambda m: False)(m):
             return None, (f"done marker of marker version {version} "  # before hashing a shard redone anyway
                           f"(this rmlprep writes {MARKER_VERSION})")
-        if missing := [why for key, why in (needs or {}).items() if key not in m]:
-            return None, missing[0]
+        if why := unmet(m, needs):
+            return None, why
         files = m.get("files") or {m.get("shard") or shard_name(index): m.get("sha256")}
         for shard, digest in files.items():  # a writer's files (Parquet: one; Megatron: .bin, .idx)
             if not self.exists(shard):

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from ..config import RunConfig
 from ..shards import rejects_name
 from .pack import SCHEMAS
-from .late_keys import marker_needs
+from .late_keys import marker_needs, unmet
 from .output import MARKER_VERSION, PREVIOUS, OutputFolder, json_line
 from .plan import PlannedUnit
 from .unit import shard_metadata
@@ -64,7 +64,7 @@ def adopt_moved(out: OutputFolder, todo: list[PlannedUnit], cfg: RunConfig, toke
         if (isinstance(m, dict) and m.get("marker_version") == MARKER_VERSION
                 and m.get("config_hash") == cfg.config_hash and m.get("tokenizer") == tokenizer.fingerprint
                 and isinstance(m.get("unit"), int) and isinstance(m.get("input"), dict)
-                and all(k in m for k in needs)):
+                and not unmet(m, needs)):
             by_input[_key(m["input"])] = m
     adopted: dict[int, tuple[int, dict[str, Any]]] = {}
     for u in todo:

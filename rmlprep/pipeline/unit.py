@@ -24,6 +24,7 @@ from .output import MARKER_VERSION, OutputFolder
 from .pack import Packed, pack_conversations, pack_documents, unfilled_tokens
 from .plan import check_unchanged, input_identity
 from .chat_stages import format_and_tokenize, validate_conversations
+from .late_keys import chat_rules
 from .stages import REJECT_STAGES, Tally, read, tokenize_texts, validate_texts
 from .writers import shard_schema, writer_for
 
@@ -145,6 +146,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         **({"columns": shard_schema(packed.schema).names} if cfg["output"]["format"] == "parquet" else {}),
         # sft: chat text encoded with a .model's '▁' per text after a special token (late_keys.marker_needs)
         **({"chat_text_prefix": "per_text"} if cfg.pipeline == "sft" else {}),
+        # sft: the rules version of the chat format that wrote the rows (late_keys.chat_rules)
+        **({"chat_rules": rules} if (rules := chat_rules(cfg)) is not None else {}),
         "config_hash": cfg.config_hash,
         "input": identity,
         "rows_read": tally.rows_read,
