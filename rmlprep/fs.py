@@ -106,10 +106,17 @@ def _fsspec_path(u: _Uri) -> str:
     return f"{u.netloc}/{u.path}".rstrip("/") if u.netloc else u.path
 
 
+#: How long the first request to a GCS bucket may retry before the bucket counts as unreachable
+#: (:func:`_reach_gcs`), in seconds.
+GCS_REACH_SECONDS = 4
+
+
 def _make_filesystem(u: _Uri):
     import pyarrow.fs as pafs
 
     if u.scheme in _PYARROW_SCHEMES:
+        if u.scheme in ("gs", "gcs"):
+            _reach_gcs(u)
         return pafs.FileSystem.from_uri(f"{u.scheme}://{u.netloc}/")[0]
     try:
         import fsspec  # a dependency of datasets
@@ -121,6 +128,39 @@ def _make_filesystem(u: _Uri):
         raise ConfigError(f"{u.scheme}://{u.netloc}/{u.path}: {u.scheme}:// is not a filesystem pyarrow or "
                           f"fsspec can open here ({e})") from None
     return pafs.PyFileSystem(pafs.FSSpecHandler(ffs))
+
+
+def _reach_gcs(u: _Uri) -> None:
+    """Refuse a GCS bucket that cannot be reached at all (no network, no DNS, the endpoint
+    refusing), in seconds: pyarrow's GCS client (google-cloud-cpp) retries such a request for
+    15 minutes by default, so a run with no network hung that long before its first line. One
+    request (the bucket's file info) on a client whose retries stop after
+    :data:`GCS_REACH_SECONDS`; only its UNAVAILABLE status (the retry policy exhausted) refuses:
+    an answer of any kind (not found, permission denied) is left to the real client, which keeps
+    pyarrow's default retries for the transfers.
+
+    Raises:
+        ConfigError: the bucket cannot be reached, with the URI and the client's last error; the
+            caller names the config key.
+    """
+    import datetime
+
+    import pyarrow.fs as pafs
+
+    probe = pafs.GcsFileSystem(retry_time_limit=datetime.timedelta(seconds=GCS_REACH_SECONDS))
+    try:
+        probe.get_file_info(u.netloc)
+    except OSError as e:
+        text = str(e)
+        if "UNAVAILABLE" not in text:
+            return
+        last = text.split("last message of ", 1)[-1].split(" error_info=", 1)[0]
+        if "underlying error message was: " in last:  # the OAuth2 token's request: its own error
+            last = "no OAuth2 access token: " + last.split("underlying error message was: ", 1)[1]
+        last = last.replace("PerformWork() - ", "").strip()
+        raise ConfigError(f"{u.scheme}://{u.netloc}/{u.path}: Google Cloud Storage cannot be reached (no answer in "
+                          f"{GCS_REACH_SECONDS} s of retries: {last[:200]}); check the network, a proxy and the "
+                          "Google credentials") from None
 
 
 def _info(path: str):

@@ -1545,3 +1545,35 @@ def test_an_unknown_scheme_is_one_line_naming_the_path(tmp_path, monkeypatch, ca
     want = "input.paths[0]: foo://x/y.jsonl: " if where == "input" else "foo://x/out: "
     assert err.count("\n") == 1 and err.startswith(f"rmlprep: error: {want}foo:// is not a filesystem"), err
     assert "Protocol not known: foo" in err
+
+
+@needs_tiny
+@pytest.mark.parametrize("where", ["input", "output"])
+def test_an_unreachable_gcs_bucket_is_one_line_in_seconds(tmp_path, monkeypatch, capsys, where):
+    """``gs://bucket/x.jsonl`` with no network: pyarrow's GCS client (google-cloud-cpp) retried
+    its first request for 15 minutes by default, and the run hung silently all that time
+    (review14). Now the first request to a bucket stops retrying after ``fs.GCS_REACH_SECONDS``
+    (4) and the run ends with one line naming the URI (and ``input.paths[0]`` for an input),
+    exit 2. The endpoint is made unreachable here (127.0.0.1:9 refuses, anonymous client), as
+    this test cannot know whether its machine has a network."""
+    import time
+
+    import pyarrow.fs as pafs
+
+    real = pafs.GcsFileSystem
+    monkeypatch.setattr(pafs, "GcsFileSystem", lambda **kw: real(anonymous=True, scheme="http",
+                                                                 endpoint_override="127.0.0.1:9", **kw))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
+    inp, out = ("gs://bucket/x.jsonl", "out") if where == "input" else ("a.jsonl", "gs://bucket/out")
+    (tmp_path / "c.toml").write_text(
+        f'[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
+        f'[output]\ndir = "{out}"\n[run]\nprogress = "none"\nhistogram = false\n')
+    t0 = time.monotonic()
+    assert main(["run", str(tmp_path / "c.toml")]) == 2
+    assert time.monotonic() - t0 < 60
+    err = capsys.readouterr().err
+    want = "input.paths[0]: gs://bucket/x.jsonl: " if where == "input" else "gs://bucket/out: "
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"rmlprep: error: {want}Google Cloud Storage cannot be reached (no answer in 4 s"), err
+    assert "Could not connect to server" in err
