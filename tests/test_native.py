@@ -688,6 +688,42 @@ def test_cache_arenas_move_and_sweep():
         assert tok._native.encode_text(sample) == _pure_segment(pure, sample)
 
 
+def test_a_sweep_mid_batch_looks_up_the_front_hits_again():
+    """fastbpe.c ``flush`` answers a batch's front hits first (phase 1: a piece of more than 3 ids
+    as an offset into the cache's id arena), then resolves its misses and puts them (phase 2).
+    A put that fills the arena (4 M ids) sweeps it: the kept entries' ids move, so phase 1's
+    offsets are stale and ``flush_relookup`` (6e0fea9) looks those pieces up again before the
+    ids are copied out. Here four pieces W of ~20 ids stand, in turn, between 300k new pieces of
+    ~20 ids, so every batch of 128 pieces holds ~64 front hits of a W beside ~64 misses, and the
+    batch whose puts fill the arena sweeps it under them. Every piece's ids must be what it gives alone on
+    a fresh cache; W's and a sample of the new pieces' the pure path's."""
+    tok, pure, _ = fixture_pair("bl_llama3")
+    nat = tok._native
+    ws = [" qwjxvbkzqpfgyhmdzzy" + c for c in "xyzw"]
+    new = [" qwjxvbkzqpfgyhmd" + _letters(i) for i in range(300_000)]
+    # the Ws learned after 5,000 others: their ids sit deep in the arena, where the sweep's
+    # compaction moves them (learned first, a W kept alone would stay at offset 0)
+    pieces = new[:5000] + [p for k, x in enumerate(new[5000:]) for p in (ws[k % 4], x)]
+    nat.clear_cache()
+    ids = nat.encode_text("".join(pieces))
+    assert nat.cache_info()[0]["sweeps"] >= 1
+    nat.clear_cache()
+    alone = {}
+    for p in dict.fromkeys(pieces):
+        if len(alone) % 20_000 == 0:
+            nat.clear_cache()  # fresh caches never reach a sweep
+        alone[p] = nat.encode_text(p)
+    assert nat.cache_info()[0]["sweeps"] == 0
+    for w in ws:
+        assert alone[w] == _pure_segment(pure, w) and len(alone[w]) > 3
+    for p in new[::3001]:
+        assert alone[p] == _pure_segment(pure, p), p
+    want = [i for p in pieces for i in alone[p]]
+    assert len(ids) == len(want)
+    bad = next((k for k, (a, b) in enumerate(zip(ids, want)) if a != b), None)
+    assert bad is None, f"ids differ from id {bad} on"
+
+
 def test_one_thread_batch_sizes_its_cache_once():
     """A batch on one thread grows its slot's piece cache once, before it starts, to the size the
     shared cache is given (room at 5/8 full for one entry per 24 bytes of the texts' storage, in
