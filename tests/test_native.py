@@ -724,6 +724,59 @@ def test_a_sweep_mid_batch_looks_up_the_front_hits_again():
     assert bad is None, f"ids differ from id {bad} on"
 
 
+_NO_FRONT_SHIM = r"""
+#include <errno.h>
+#include <stddef.h>
+extern void *__libc_calloc(size_t, size_t);
+/* the piece cache's front (fastbpe.c: calloc(1 << FRONT_BITS, sizeof(CEntry)) = 8192 x 32) */
+void *calloc(size_t n, size_t size)
+{
+    if (n == 8192 && size == 32) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return __libc_calloc(n, size);
+}
+"""
+
+
+def test_a_piece_cache_without_memory_for_its_front_still_encodes(tmp_path):
+    """Out of memory for the piece cache's front (a 256 KB calloc, failed here by an LD_PRELOAD
+    shim, glibc's ``__libc_calloc`` for every other call): the cache must then stay off, and the
+    ids stay right. ``pcache_put`` allocated the table first and returned when the front's calloc
+    failed, leaving a table without a front, which the next lookup probes first: a NULL read,
+    the process killed by SIGSEGV (review14). The child encodes texts twice (the second pass
+    would look pieces up) in one call and in a 1- and 2-thread batch, and prints its ids, which
+    must equal the pure path's."""
+    import shutil
+
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    assert gcc, "gcc builds rmlprep's extension: the test needs it too"
+    (tmp_path / "shim.c").write_text(_NO_FRONT_SHIM)
+    subprocess.run([gcc, "-shared", "-fPIC", "-O1", "-o", str(tmp_path / "shim.so"), str(tmp_path / "shim.c")],
+                   check=True)
+    tok, pure, _ = fixture_pair("bl_llama3")
+    texts = ["hello world, the cache has no front " * 3, " qwjxvbkzqpfgyhmd" + "abc" * 9, "x" * 40]
+    child = (
+        "import json, sys\n"
+        "from rmlprep.spec import TokenizerSpec\nfrom rmlprep.tokenizer import Tokenizer\n"
+        f"doc = json.loads(open({str(ROOT / 'fixtures' / 'tokenizers' / 'bl_llama3.json')!r}, encoding='utf-8').read())\n"
+        "nat = Tokenizer.create(TokenizerSpec.from_dict(doc['spec']))._native\n"
+        f"texts = {texts!r}\n"
+        "out = [nat.encode_text(t) for t in texts] + [nat.encode_text(t) for t in texts]\n"
+        "for k in (1, 2):\n"
+        "    ids, off = nat.encode_batch(texts * 2, num_threads=k)\n"
+        "    out += [ids[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]\n"
+        "print(json.dumps([out, nat.cache_info()]))\n")
+    env = dict(os.environ, LD_PRELOAD=str(tmp_path / "shim.so"), PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    out, info = json.loads(p.stdout)
+    want = [_pure_segment(pure, t) for t in texts]
+    assert out == want * 6
+    assert all(c["entries"] == 0 for c in info)  # no front, no cache
+
+
 def test_one_thread_batch_sizes_its_cache_once():
     """A batch on one thread grows its slot's piece cache once, before it starts, to the size the
     shared cache is given (room at 5/8 full for one entry per 24 bytes of the texts' storage, in

@@ -1064,9 +1064,11 @@ static inline __attribute__((always_inline)) void pcache_put(Cache *c, uint64_t 
 {
     if (n == 0 || n > CACHE_KEY_MAX || m > 0x7FFF)
         return;
-    if (c->tab == NULL && cache_alloc(c, CACHE_SLOTS_MIN) < 0)
-        return;
+    /* the front first: a table implies a front (every lookup of a table probes the front first;
+     * a table left without one by a failed calloc was a NULL read at the next lookup) */
     if (c->front == NULL && (c->front = calloc((size_t)1 << FRONT_BITS, sizeof(CEntry))) == NULL)
+        return;
+    if (c->tab == NULL && cache_alloc(c, CACHE_SLOTS_MIN) < 0)
         return;
     if ((n > SHORT_KEY && c->kn + n > CACHE_KEYS_MAX) || (m > INLINE_IDS && c->vn + m > CACHE_VALS_MAX))
         cache_sweep(c);
@@ -2616,8 +2618,9 @@ static PyObject *idbuf_take(IdVec *o)
     b->map = NULL;
     uint32_t *v = o->v;
     if (o->n == 0) {
-        free(v);
-        v = malloc(4);
+        v = malloc(4); /* o keeps its vector when this fails (it was freed first: o's pointer dangled) */
+        if (v != NULL)
+            free(o->v);
     } else if (o->cap > o->n + o->n / 8) {
         uint32_t *t = realloc(v, o->n * 4);
         if (t != NULL)
