@@ -377,8 +377,10 @@ def encode_batch_flat(
     """``[tokenizer.encode(t, ...) for t in texts]`` as flat ids plus offsets, natively in bulk.
 
     Texts without special-token text are prepared (prefix space, "▁") and encoded by
-    :meth:`NativeEncoder.encode_batch` with the GIL released; the others (and every text when
-    the tokenizer has no fast path, see :func:`plain_encoder`) go through ``tokenizer.encode``.
+    :meth:`NativeEncoder.encode_batch` with the GIL released; the others, those holding a
+    surrogate (found by the workers' conversion where the spec has no normalizer, else by
+    :func:`surrogate_rows` first) and every text when the tokenizer has no fast path (see
+    :func:`plain_encoder`) go through ``tokenizer.encode``.
 
     Args:
         tokenizer: a :class:`~rmlprep.tokenizer.Tokenizer`.
@@ -397,7 +399,7 @@ def encode_batch_flat(
     slow: list[int] = []
     holds = _holds_any(_special_prefix_filter(tokenizer, parse_special))
     prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
-    dirty = set(surrogate_rows(texts)) if fast_ok else ()  # a native scan: rare rows
+    dirty = set(surrogate_rows(texts)) if fast_ok and s.normalizers else ()
     for i, t in enumerate(texts):
         if i in dirty:
             t = replace_lone_surrogates(t)  # first: a pair joined may spell a special token
@@ -407,7 +409,9 @@ def encode_batch_flat(
             continue
         segs.append(prepare(t))
     if fast_ok:
-        ids, offsets = tokenizer._native.encode_batch(segs, num_threads=num_threads)
+        *pair, found = tokenizer._native._enc.encode_batch(segs, num_threads, surrogates=True)
+        ids, offsets = _as_arrays(pair)
+        slow = sorted(set(slow).union(found))
     else:
         ids, offsets = np.zeros(0, np.uint32), np.zeros(n + 1, np.int64)
     if slow:

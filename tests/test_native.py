@@ -1249,3 +1249,25 @@ def test_nosur_conversion_finds_surrogates(kind):
         assert enc.encode_text_nosur(text) == enc.encode_text(text), ascii(text)
         assert list(np.frombuffer(enc.encode_text_array_nosur(text), dtype=np.uint32)) == enc.encode_text(text)
     assert tok.encode("a\ud800b") == tok.encode("a\ufffdb")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_batch_workers_find_surrogates(threads):
+    """encode_batch(surrogates=True): each worker's str->UTF-8 conversion reports the strs holding
+    a surrogate code unit (lone or paired, in a 2- or 4-byte-kind str), returned as row indices,
+    which encode_batch_flat then encodes again through Tokenizer.encode (no serial scan of every
+    text first). Worked example: "a\\ud800b" is such a row and encodes as tiktoken does, as
+    "a\\ufffdb"; "\\U0001F600" (one astral code point) and "é" are not."""
+    b2u = bytes_to_unicode()
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(b2u[b] for b in range(256)), token_types=(1,) * 256,
+                         merges=(), pre_split=(KNOWN_PATTERNS["gpt2"],))
+    tok = Tokenizer.create(spec)
+    bad = ["a\ud800b", "\udfff", "é" * 20 + "\ud800" + "é" * 20, "ж" * 31 + "\udc00", "\U0001F600\ud83d\ude00",
+           "x" * 17 + "\ud83d"]
+    good = ["ab", "é" * 40, "ж" * 31 + "\ue000\ud7ff", "\U0001F600ab", "a" * 50, ""]
+    texts = [t for k in range(40) for t in (good[k % len(good)] * (k + 1), bad[k % len(bad)])]
+    ids, off, rows = tok._native._enc.encode_batch(texts, threads, surrogates=True)
+    assert rows == list(range(1, len(texts), 2))
+    ids, off = tok.encode_batch_flat(texts, num_threads=threads)
+    assert [ids[off[i]:off[i + 1]].tolist() for i in range(len(texts))] == [tok.encode(t) for t in texts]
+    assert tok.encode_batch_flat(["a\ud800b"])[0].tolist() == tok.encode("a\ufffdb")

@@ -2733,6 +2733,7 @@ typedef struct Batch {
     const DocRef *docs;
     Py_ssize_t nt;
     int64_t *doc_n;          /* ids of each document */
+    uint8_t *sur;            /* NULL, or set for each str holding a surrogate code unit (encode_batch surrogates) */
     Py_ssize_t *unit_first;  /* first document of each unit, nunits + 1 entries */
     IdVec **unit_vec;        /* the side vector holding each unit's ids; NULL: in the mapping */
     size_t *unit_pos;        /* where they start in it */
@@ -2839,6 +2840,8 @@ static int batch_doc(Batch *B, Ctx *x, Py_ssize_t i)
         batch_fail(B, rc, i);
         return -1;
     }
+    if (B->sur)
+        B->sur[i] = (uint8_t)x->sur; /* found by set_text's conversion, in this worker */
     B->doc_n[i] = (int64_t)(x->out->n - before);
     return 0;
 }
@@ -2921,7 +2924,7 @@ static void *batch_worker(void *arg)
 
 /* Encode docs[0, nt) on up to num_threads workers (GIL released); returns (ids, offsets): an
  * IdBuffer of uint32 ids and bytes of int64 offsets. */
-static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int num_threads)
+static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int num_threads, uint8_t *sur)
 {
     Batch *B = aligned_alloc(_Alignof(Batch), sizeof(Batch)); /* sizeof is a multiple of the alignment */
     if (B != NULL)
@@ -2938,6 +2941,7 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
     B->E = E;
     B->docs = docs;
     B->nt = nt;
+    B->sur = sur;
     /* units of whole documents, about total / (32 * threads) bytes each */
     uint64_t total = 0;
     for (Py_ssize_t i = 0; i < nt; i++)
@@ -3156,10 +3160,10 @@ done:
 
 static PyObject *Encoder_encode_batch(Encoder *E, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"texts", "num_threads", NULL};
+    static char *kwlist[] = {"texts", "num_threads", "surrogates", NULL};
     PyObject *texts;
-    int num_threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i", kwlist, &texts, &num_threads))
+    int num_threads = 1, want_sur = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|ip", kwlist, &texts, &num_threads, &want_sur))
         return NULL;
     if (num_threads < 1)
         return PyErr_Format(PyExc_ValueError, "num_threads = %d; give 1 or more", num_threads);
@@ -3168,8 +3172,9 @@ static PyObject *Encoder_encode_batch(Encoder *E, PyObject *args, PyObject *kw)
         return NULL;
     Py_ssize_t nt = PyTuple_GET_SIZE(tup);
     DocRef *docs = PyMem_Malloc(sizeof(DocRef) * (size_t)(nt + 1));
+    uint8_t *sur = want_sur ? PyMem_Calloc((size_t)nt + 1, 1) : NULL;
     PyObject *res = NULL;
-    if (docs == NULL) {
+    if (docs == NULL || (want_sur && sur == NULL)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -3181,9 +3186,23 @@ static PyObject *Encoder_encode_batch(Encoder *E, PyObject *args, PyObject *kw)
         }
         docs[i] = (DocRef){PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s), PyUnicode_KIND(s), PyUnicode_IS_ASCII(s), 0};
     }
-    res = encode_docs(E, docs, nt, num_threads);
+    res = encode_docs(E, docs, nt, num_threads, sur);
+    if (res != NULL && want_sur) { /* (ids, offsets, the indices of the strs holding a surrogate) */
+        PyObject *rows = PyList_New(0), *full = NULL;
+        for (Py_ssize_t i = 0; rows != NULL && i < nt; i++) {
+            PyObject *k = sur[i] ? PyLong_FromSsize_t(i) : NULL;
+            if (sur[i] && (k == NULL || PyList_Append(rows, k) < 0))
+                Py_CLEAR(rows);
+            Py_XDECREF(k);
+        }
+        if (rows != NULL)
+            full = PyTuple_Pack(3, PyTuple_GET_ITEM(res, 0), PyTuple_GET_ITEM(res, 1), rows);
+        Py_XDECREF(rows);
+        Py_SETREF(res, full);
+    }
 done:
     PyMem_Free(docs);
+    PyMem_Free(sur);
     Py_DECREF(tup);
     return res;
 }
@@ -3227,7 +3246,7 @@ static PyObject *Encoder_encode_utf8(Encoder *E, PyObject *args, PyObject *kw)
         }
         docs[i] = (DocRef){(const uint8_t *)dv.buf + o[i], (Py_ssize_t)(o[i + 1] - o[i]), KIND_UTF8, 1, 1};
     }
-    res = encode_docs(E, docs, nt, num_threads);
+    res = encode_docs(E, docs, nt, num_threads, NULL);
 done:
     PyMem_Free(docs);
     PyBuffer_Release(&dv);
@@ -4335,10 +4354,12 @@ static PyMethodDef Encoder_methods[] = {
     {"encode_text_array_nosur", (PyCFunction)Encoder_encode_text_array_nosur, METH_O,
      "encode_text_array_nosur(text: str) -> IdBuffer | None: encode_text_array, or None when the str holds a surrogate."},
     {"encode_batch", (PyCFunction)(void (*)(void))Encoder_encode_batch, METH_VARARGS | METH_KEYWORDS,
-     "encode_batch(texts: Sequence[str], num_threads=1) -> (ids: buffer, offsets: bytes)\n\n"
+     "encode_batch(texts: Sequence[str], num_threads=1, surrogates=False) -> (ids: buffer, offsets: bytes)\n\n"
      "ids: uint32 native-endian (bytes, or an IdBuffer handed over without a copy), all texts' ids back to back; offsets: int64, len(texts) + 1\n"
      "entries, text i is ids[offsets[i]:offsets[i+1]]. Releases the GIL while encoding; with\n"
-     "num_threads > 1 the texts are shared among that many threads."},
+     "num_threads > 1 the texts are shared among that many threads. surrogates=True: (ids, offsets, rows),\n"
+     "rows the indices of the strs holding a surrogate code unit, found by each worker's conversion\n"
+     "(their ids are of the code units as surrogatepass writes them: the caller encodes them again)."},
     {"encode_utf8", (PyCFunction)(void (*)(void))Encoder_encode_utf8, METH_VARARGS | METH_KEYWORDS,
      "encode_utf8(data: buffer, offsets: buffer of int64, num_threads=1) -> (ids: buffer, offsets: bytes)\n\n"
      "encode_batch for texts given as UTF-8 bytes: text i is data[offsets[i]:offsets[i+1]] (the\n"
