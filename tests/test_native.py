@@ -1271,3 +1271,46 @@ def test_batch_workers_find_surrogates(threads):
     ids, off = tok.encode_batch_flat(texts, num_threads=threads)
     assert [ids[off[i]:off[i + 1]].tolist() for i in range(len(texts))] == [tok.encode(t) for t in texts]
     assert tok.encode_batch_flat(["a\ud800b"])[0].tolist() == tok.encode("a\ufffdb")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX-only; the lock state it copies is what is tested")
+def test_clear_cache_in_a_child_forked_during_an_encode_returns():
+    """A process forked while another of its threads is inside an encode (the GIL released, the
+    Encoder's slot lock held) copies that lock held, and the thread holding it does not exist in
+    the child: it is never unlocked there. Encoding in the child skips such a slot (trylock);
+    ``clear_cache()`` waited for it, forever. Now it leaves a slot (or the shared cache) held from
+    the parent process as it is and returns. The child encodes before and after, ids equal to the
+    parent's, and exits 0 within its 15 s alarm (main: the child hangs, SIGALRM, rc -14)."""
+    import time
+
+    tok, _, _ = fixture_pair("bl_llama3")
+    nat = tok._native
+    big = " ".join("q" + _letters(i) for i in range(1_500_000))  # ~0.5 s in the encoder
+    want = nat.encode_text("hello world, again")
+    started = threading.Event()
+
+    def work():
+        started.set()
+        for _ in range(3):
+            nat.encode_text(big)
+            nat.encode_batch([big[:4_000_000], big[4_000_000:8_000_000]], num_threads=2)
+
+    t = threading.Thread(target=work)
+    t.start()
+    started.wait()
+    time.sleep(0.2)  # inside the first encode_text
+    pid = os.fork()
+    if pid == 0:  # the child: only this thread
+        import signal
+
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(15)
+        ok = nat.encode_text("hello world, again") == want
+        if any(d["slot"] == 0 for d in nat.cache_info()):  # slot 0 was free: the fork missed the encode
+            os._exit(2)
+        nat.clear_cache()
+        ok = ok and nat.encode_text("hello world, again") == want
+        os._exit(0 if ok else 1)
+    t.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

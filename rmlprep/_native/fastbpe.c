@@ -495,6 +495,7 @@ typedef struct {
 
 typedef struct Slot {
     pthread_mutex_t lock;
+    int gen; /* fork_gen when its lock was last taken */
     Cache cache;
     Ctx ctx;
     IdVec out;
@@ -526,6 +527,7 @@ typedef struct Encoder {
     Slot slots[N_SLOTS];
     struct Shared *shared; /* the batches' shared piece cache (NULL until a batch of 2+ workers) */
     pthread_mutex_t shared_lock; /* held by the batch using it */
+    int shared_gen;               /* fork_gen when shared_lock was last taken */
 } Encoder;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -2316,11 +2318,43 @@ static int run_str_nosur(Ctx *x, const void *data, int kind, int ascii, Py_ssize
 /* ---------------------------------------------------------------------------------------- */
 /* slots */
 
+/* Forks this process is removed from its first one (each child's is its parent's + 1). A lock
+ * taken in an earlier generation and still held was held by a thread of a parent process, which
+ * does not exist in this one: nothing here will unlock it (clear_cache leaves it). */
+static int fork_gen;
+
+static void fork_child(void)
+{
+    __atomic_add_fetch(&fork_gen, 1, __ATOMIC_RELAXED);
+}
+
+static inline void mark_gen(int *gen)
+{
+    __atomic_store_n(gen, __atomic_load_n(&fork_gen, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+/* Lock m (its holder's generation at *gen), waiting for the holder with the GIL released, unless
+ * the holder was a thread of a parent process (held since before a fork): then 0, not locked. */
+static int lock_unless_forked(pthread_mutex_t *m, int *gen)
+{
+    if (pthread_mutex_trylock(m) != 0) {
+        if (__atomic_load_n(gen, __ATOMIC_RELAXED) != __atomic_load_n(&fork_gen, __ATOMIC_RELAXED))
+            return 0;
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(m);
+        Py_END_ALLOW_THREADS
+    }
+    mark_gen(gen);
+    return 1;
+}
+
 static Slot *slot_acquire(Encoder *E)
 {
     for (int k = 0; k < N_SLOTS; k++)
-        if (pthread_mutex_trylock(&E->slots[k].lock) == 0)
+        if (pthread_mutex_trylock(&E->slots[k].lock) == 0) {
+            mark_gen(&E->slots[k].gen);
             return &E->slots[k];
+        }
     return NULL;
 }
 
@@ -3040,6 +3074,7 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
         cache_presize(B->ctx[0]->cache, total);
     /* 2+ workers share one piece cache when no other batch holds it (else each uses its slot's) */
     if (nw > 1 && pthread_mutex_trylock(&E->shared_lock) == 0) {
+        mark_gen(&E->shared_gen);
         if (E->shared == NULL)
             E->shared = calloc(1, sizeof(Shared));
         int ok = E->shared != NULL && shared_prepare(E->shared, total) == 0;
@@ -3296,23 +3331,23 @@ static PyObject *Encoder_split_text(Encoder *E, PyObject *text)
 
 static PyObject *Encoder_clear_cache(Encoder *E, PyObject *Py_UNUSED(ignored))
 {
+    /* a lock held since before a fork (an encode in another thread of the parent process) is
+     * never unlocked here: that slot, or the shared cache, is left as it is */
     for (int k = 0; k < N_SLOTS; k++) {
         Slot *sl = &E->slots[k];
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&sl->lock);
-        Py_END_ALLOW_THREADS
+        if (!lock_unless_forked(&sl->lock, &sl->gen))
+            continue;
         cache_free(&sl->cache);
         ctx_free_scratch(&sl->ctx);
         free(sl->out.v);
         memset(&sl->out, 0, sizeof(sl->out));
         pthread_mutex_unlock(&sl->lock);
     }
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&E->shared_lock);
-    Py_END_ALLOW_THREADS
-    shared_free(E->shared);
-    E->shared = NULL;
-    pthread_mutex_unlock(&E->shared_lock);
+    if (lock_unless_forked(&E->shared_lock, &E->shared_gen)) {
+        shared_free(E->shared);
+        E->shared = NULL;
+        pthread_mutex_unlock(&E->shared_lock);
+    }
     Py_RETURN_NONE;
 }
 
@@ -3343,6 +3378,7 @@ static PyObject *Encoder_cache_info(Encoder *E, PyObject *Py_UNUSED(ignored))
            or sweeping this cache; a slot in use right now is left out, as the shared cache is */
         if (pthread_mutex_trylock(&sl->lock) != 0)
             continue;
+        mark_gen(&sl->gen);
         if (c->tab == NULL) {
             pthread_mutex_unlock(&sl->lock);
             continue;
@@ -3362,6 +3398,7 @@ static PyObject *Encoder_cache_info(Encoder *E, PyObject *Py_UNUSED(ignored))
     /* slot -1: the batches' shared cache, read under its lock (a batch, GIL released, may be
        creating it or growing its table right now: E->shared, S->tab), left out while one holds it */
     if (pthread_mutex_trylock(&E->shared_lock) == 0) {
+        mark_gen(&E->shared_gen);
         Shared *S = E->shared;
         if (S == NULL || S->tab == NULL) {
             pthread_mutex_unlock(&E->shared_lock);
@@ -4397,6 +4434,9 @@ static struct PyModuleDef fastbpe_module = {
 
 PyMODINIT_FUNC PyInit__fastbpe(void)
 {
+    static int atfork_done;
+    if (!atfork_done && pthread_atfork(NULL, NULL, fork_child) == 0) /* the generation of each lock's holder */
+        atfork_done = 1;
     for (uint32_t c = 0; c < 128; c++)
         ASCII_CLS[c] = (uint8_t)cls_cp(c);
     for (uint32_t c = 0; c < 0x800; c++) {
