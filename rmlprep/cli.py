@@ -459,8 +459,8 @@ def _exit_status(job: Callable[[], int], *, stream: bool = True) -> int:
         _log(f"rmlprep: error: out of memory: {what} (a smaller pack.seq_len, input.unit_bytes or run.workers "
              "needs less)")
         return 2
-    except KeyboardInterrupt:
-        _log("rmlprep: interrupted")
+    except KeyboardInterrupt:  # a run's line says what SIGTERM's says of the done units
+        _log("rmlprep: interrupted" + ("" if stream else "; the done units stay and --resume continues"))
         return 130
 
 

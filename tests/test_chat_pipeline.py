@@ -79,7 +79,7 @@ def test_manifest_records_the_checked_renders(tmp_path):
     assert chat["rows"] + chat["refused"] == sum(r.get("template") == "chatml-openhermes" for r in _records())
     assert chat["rows"] > 50 and chat["renders"] == str(RENDERS)
     assert json.loads((tmp_path / "o" / "manifest.json").read_text())["parity"]["chat"] == chat
-    assert any(f"{chat['rows']} chat renders" in x for x in logs)
+    assert any(f"{chat['rows']} committed chat renders" in x and "not corpus rows" in x for x in logs)
 
 
 def test_doctored_render_stops_the_run(tmp_path):

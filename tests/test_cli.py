@@ -1577,3 +1577,29 @@ def test_an_unreachable_gcs_bucket_is_one_line_in_seconds(tmp_path, monkeypatch,
     assert err.count("\n") == 1, err
     assert err.startswith(f"rmlprep: error: {want}Google Cloud Storage cannot be reached (no answer in 4 s"), err
     assert "Could not connect to server" in err
+
+
+@needs_tiny
+def test_ctrl_c_in_a_run_says_the_done_units_stay(tmp_path, monkeypatch, capsys):
+    """Ctrl-C (a KeyboardInterrupt) ends a run with exit 130 and the line SIGTERM's has
+    (``rmlprep: terminated (SIGTERM); the done units stay and --resume continues``): README,
+    "Exit codes": ``rmlprep: interrupted; the done units stay and --resume continues``. It said
+    ``rmlprep: interrupted`` alone, with no word of how to go on (trial17). Another command
+    (encode) has no units: ``rmlprep: interrupted``."""
+    import rmlprep.cli as cli
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
+    (tmp_path / "c.toml").write_text(
+        f'[input]\npaths = ["a.jsonl"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
+        f'[output]\ndir = "out"\n[run]\nprogress = "none"\nhistogram = false\n')
+    monkeypatch.setitem(cli._COMMANDS, "run", stop)  # the interrupt inside the run's command
+    assert main(["run", str(tmp_path / "c.toml")]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        "rmlprep: interrupted; the done units stay and --resume continues"
+    monkeypatch.setitem(cli._COMMANDS, "encode", stop)
+    assert main(["encode", str(TINY), "hi"]) == 130
+    assert capsys.readouterr().err == "rmlprep: interrupted\n"
