@@ -1527,6 +1527,13 @@ def test_run_from_another_folder_says_how_relative_paths_resolved(tmp_path, monk
             f"{elsewhere}, not against the config file's folder, {proj}/configs)") in err, err
 
 
+def _tiny_run_config(path: Path, inp: str, out: str) -> Path:
+    """A pretraining config at ``path`` reading ``inp`` into ``out`` with the tiny tokenizer, quiet."""
+    path.write_text(f'[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
+                    f'[output]\ndir = "{out}"\n[run]\nprogress = "none"\nhistogram = false\n')
+    return path
+
+
 @needs_tiny
 @pytest.mark.parametrize("where", ["input", "output"])
 def test_an_unknown_scheme_is_one_line_naming_the_path(tmp_path, monkeypatch, capsys, where):
@@ -1537,9 +1544,7 @@ def test_an_unknown_scheme_is_one_line_naming_the_path(tmp_path, monkeypatch, ca
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
     inp, out = ("foo://x/y.jsonl", "out") if where == "input" else ("a.jsonl", "foo://x/out")
-    (tmp_path / "c.toml").write_text(
-        f'[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
-        f'[output]\ndir = "{out}"\n[run]\nprogress = "none"\nhistogram = false\n')
+    _tiny_run_config(tmp_path / "c.toml", inp, out)
     assert main(["run", str(tmp_path / "c.toml")]) == 2
     err = capsys.readouterr().err
     want = "input.paths[0]: foo://x/y.jsonl: " if where == "input" else "foo://x/out: "
@@ -1566,9 +1571,7 @@ def test_an_unreachable_gcs_bucket_is_one_line_in_seconds(tmp_path, monkeypatch,
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
     inp, out = ("gs://bucket/x.jsonl", "out") if where == "input" else ("a.jsonl", "gs://bucket/out")
-    (tmp_path / "c.toml").write_text(
-        f'[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
-        f'[output]\ndir = "{out}"\n[run]\nprogress = "none"\nhistogram = false\n')
+    _tiny_run_config(tmp_path / "c.toml", inp, out)
     t0 = time.monotonic()
     assert main(["run", str(tmp_path / "c.toml")]) == 2
     assert time.monotonic() - t0 < 60
@@ -1593,9 +1596,7 @@ def test_ctrl_c_in_a_run_says_the_done_units_stay(tmp_path, monkeypatch, capsys)
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
-    (tmp_path / "c.toml").write_text(
-        f'[input]\npaths = ["a.jsonl"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
-        f'[output]\ndir = "out"\n[run]\nprogress = "none"\nhistogram = false\n')
+    _tiny_run_config(tmp_path / "c.toml", "a.jsonl", "out")
     monkeypatch.setitem(cli._COMMANDS, "run", stop)  # the interrupt inside the run's command
     assert main(["run", str(tmp_path / "c.toml")]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == \
