@@ -136,25 +136,26 @@ def chat_rules(cfg: RunConfig) -> int | None:
         from ..chat.template import TEMPLATE_RULES
 
         return TEMPLATE_RULES
-    from ..chat.registry import get_format
-    from ..errors import ChatFormatError
-
-    try:
-        return get_format(fmt).rules
-    except ChatFormatError:
-        return None
+    f = _format(fmt)
+    return None if f is None else f.rules
 
 
 def _reasoning_in_content(fmt: str) -> bool:
     """Whether the format marks a leading ``<think>…</think>`` of the content as reasoning
     (``smollm3``); an unknown name (refused elsewhere) counts as one: its units are redone."""
+    f = _format(fmt)
+    return True if f is None else f.reasoning_in_content
+
+
+def _format(fmt: str):
+    """The registered :class:`rmlprep.chat.ChatFormat` named ``fmt``, or None for an unknown name."""
     from ..chat.registry import get_format
     from ..errors import ChatFormatError
 
     try:
-        return get_format(fmt).reasoning_in_content
+        return get_format(fmt)
     except ChatFormatError:
-        return True
+        return None
 
 
 def unmet(marker: dict, needs: dict[str, str | tuple[int, str]] | None) -> str:
