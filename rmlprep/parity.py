@@ -458,9 +458,10 @@ def run_parity_stage(cfg, tokenizer, tokenizer_file: str | None, units, *,
             texts = _sample_texts(cfg, units, par["live_sample"])
             parse = cfg["tokenizer"]["parse_special"] and cfg.pipeline != "sft"  # sft: message text is text
             res = live_check(tokenizer, tokenizer_file, texts, parse_special=parse)
-            if res is None:
-                log(f"parity: live comparison skipped for {tokenizer_file}: "
-                    f"{no_live_reference_reason(tokenizer_file, tokenizer)}")
+            if res is None:  # a library the user can install is a warning, as the chat stage's jinja2 line
+                why = no_live_reference_reason(tokenizer_file, tokenizer)
+                warn = "warning: " if "is not installed" in why else ""
+                log(f"{warn}parity: live comparison skipped for {tokenizer_file}: {why}")
             else:
                 summary["live"] = {"documents": res[0], "reference": res[1]}
                 if res[0]:

@@ -252,6 +252,35 @@ def test_live_skip_says_why(tmp_path):
     assert any("the tokenizer has no file a reference library could read" in x for x in logs), logs
 
 
+def test_live_skip_for_a_missing_library_is_a_warning(tmp_path, monkeypatch):
+    """A live comparison skipped because the reference library is not installed is a warning
+    (the user can install it), as the chat stage's "jinja2 is not installed" line is; one
+    skipped because no library reads the file stays a plain parity line (the test above).
+    A fresh-user trial read the two labels for the same event as two kinds of event."""
+    import importlib.util
+
+    import rmlprep.parity as parity
+    from rmlprep.config import config_from_dict
+    from rmlprep.pipeline import plan
+
+    find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tokenizers" else find(name, *a))
+    monkeypatch.setattr(parity, "live_check", lambda *a, **k: None)  # what it returns without the library
+    hf = tmp_path / "tokenizer.json"
+    hf.write_text('{"version": "1.0", "model": {"type": "BPE"}}')
+    inp = tmp_path / "c.jsonl"
+    inp.write_text('{"text": "Hello world"}\n')
+    cfg = config_from_dict({"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(TINY)},
+                            "parity": {"live_sample": 1}, "pack": {"seq_len": 16},
+                            "output": {"dir": str(tmp_path / "o")}})
+    tok, _ = open_tokenizer(str(TINY))
+    logs: list[str] = []
+    parity.run_parity_stage(cfg, tok, str(hf), plan(cfg), log=logs.append)
+    skip = [x for x in logs if "live comparison skipped" in x]
+    assert len(skip) == 1 and skip[0].startswith("warning: parity: live comparison skipped for "), logs
+    assert "its reference library (tokenizers) is not installed" in skip[0]
+
+
 @pytest.mark.parity
 @pytest.mark.parametrize("rel, fixture", [
     pytest.param("gguf/ggml-vocab-llama-bpe.gguf", "parity_gguf/llama-bpe.json", id="gguf-llama-bpe"),
