@@ -1042,10 +1042,21 @@ def test_glob_matching_directories_and_a_datasets_folder(tmp_path):
 
 
 def test_same_file_twice_is_read_once(tmp_path):
+    """Read once, and the log says so: a user listing a file twice to upsample it learned that
+    it was read once only from the row counts. Worked example: ``*.jsonl`` over a.jsonl and the
+    symlink link.jsonl -> a.jsonl, then a.jsonl again: 3 paths, 1 unit, one line naming
+    link.jsonl (as a.jsonl) and the second a.jsonl."""
     (tmp_path / "a.jsonl").write_text('{"text": "a"}\n')
     (tmp_path / "link.jsonl").symlink_to(tmp_path / "a.jsonl")
-    units = plan_units(inp([tmp_path / "*.jsonl", tmp_path / "a.jsonl"]))
+    logs: list[str] = []
+    units = plan_units(inp([tmp_path / "*.jsonl", tmp_path / "a.jsonl"]), log=logs.append)
     assert len(units) == 1
+    a, link = tmp_path / "a.jsonl", tmp_path / "link.jsonl"
+    assert logs == [f"input: 2 of the 3 paths input.paths expands to name a file already listed, read once: "
+                    f"{link} (the same file as {a}), {a} (naming a file twice does not repeat its rows)"], logs
+    logs.clear()
+    plan_units(inp([tmp_path / "a.jsonl"]), log=logs.append)
+    assert logs == []
 
 
 def test_a_hard_link_to_an_input_is_read_once(tmp_path):

@@ -124,12 +124,20 @@ def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike]) -
     return [pat]
 
 
-def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list[str]:
+def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = (),
+            log: Callable[[str], None] | None = None) -> list[str]:
     """Files and ``datasets`` folders named by ``paths`` (globs expanded, sorted), deduplicated.
 
     A glob skips directories that are not ``datasets`` folders (their files are matched or not by
     the glob itself), files inside a ``datasets`` folder (the folder is the input), and anything
-    under ``exclude``. An explicit path under ``exclude`` is an error.
+    under ``exclude``. An explicit path under ``exclude`` is an error. A file named again (by a
+    second entry or glob, a symlink, a hard link: :func:`_identity`) is read once, and ``log``
+    says which: listing a file twice does not repeat its rows, which a user upsampling by
+    repetition would otherwise learn only from the counts.
+
+    Worked example: ``["d/*.jsonl", "d/a.jsonl"]`` over ``d/a.jsonl``, ``d/b.jsonl`` and the
+    symlink ``d/c.jsonl -> a.jsonl`` gives ``["d/a.jsonl", "d/b.jsonl"]`` and logs that
+    ``d/c.jsonl`` and the second ``d/a.jsonl`` are ``d/a.jsonl``.
     """
     ex = [fs.realpath(str(d)) for d in exclude]
     out: list[str] = []
@@ -149,13 +157,20 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = ()) -> list
                               "and rejects record input files by name as UTF-8 text: rename it (e.g. convmv -f "
                               "latin1 -t utf-8 --notest FILE), or leave it out of the glob")
         out.extend(found)
-    seen: set[Any] = set()
+    seen: dict[Any, str] = {}
     uniq = []
+    again = []
     for p in out:
         key = _identity(p)
         if key not in seen:
-            seen.add(key)
+            seen[key] = p
             uniq.append(p)
+        else:
+            again.append(p if p == seen[key] else f"{p} (the same file as {seen[key]})")
+    if again and log is not None:
+        log(f"input: {len(again)} of the {len(out)} paths input.paths expands to name a file already listed, "
+            f"read once: {', '.join(again[:3])}{' ...' if len(again) > 3 else ''} (naming a file twice does not "
+            "repeat its rows)")
     return uniq
 
 
@@ -203,7 +218,7 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
     else:
         formats = set()
         column = inp.get("column")
-        for path in _expand(inp["paths"], exclude):
+        for path in _expand(inp["paths"], exclude, log=log):
             if not fs.isfile(path) and not fs.isdir(path):
                 raise ConfigError(f"input.paths: {path} is not a regular file (a named pipe, socket or device?); "
                                   "the plan sizes and hashes every input file: save the stream to a file first")
