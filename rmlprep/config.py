@@ -35,8 +35,9 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # renders of its format; "auto" = check what exists; true =
                                      # renders required; false = off
     chat_renders = "renders.jsonl.gz"  # default: the committed fixtures/chat/renders.jsonl.gz
-    chat_live_sample = 0             # sft: corpus conversations also rendered live with the
-                                     # tokenizer's own chat_template (needs jinja2) and compared
+    chat_live_sample = 20            # sft: the first corpus conversations also rendered live with
+                                     # the tokenizer's own chat_template (needs jinja2) and compared;
+                                     # 0 = off (the probes and committed renders only)
 
     [chat]                           # sft only
     format = "qwen3"                 # a format name (rmlprep.CHAT_FORMATS); "auto": the format that
@@ -152,7 +153,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "live_sample": ((int,), 0),
         "chat": ((str, bool), "auto"),
         "chat_renders": ((str,), None),
-        "chat_live_sample": ((int,), 0),
+        "chat_live_sample": ((int,), 20),
     },
     "chat": {
         "format": ((str,), None),
@@ -433,6 +434,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | Non
             if given_par.get(k):
                 raise ConfigError(f"{w}parity.{k}: set, but parity.chat = false turns the chat check off; "
                                   "remove one of them")
+        par["chat_live_sample"] = 0  # the default's 20 asks for nothing here (and reads back as set)
     pack = data["pack"]
     if not 1 <= pack["seq_len"] <= MAX_SEQ_LEN:
         raise ConfigError(f"{w}pack.seq_len: must be from 1 to {MAX_SEQ_LEN:,} (2**24), got {pack['seq_len']:,}")

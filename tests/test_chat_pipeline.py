@@ -148,6 +148,32 @@ def test_live_sample_validates_rows_before_rendering(tmp_path):
 
 
 @needs_jinja
+def test_live_sample_is_on_by_default(tmp_path):
+    """The probes hold at most 6 messages, so a template that differs from the format only on
+    longer conversations is proved by them; the live render of the corpus's own first
+    conversations (parity.chat_live_sample, 20 unless set) is what catches it. Worked example:
+    ChatML writing only the first 6 messages (``messages[:6]``), one corpus conversation of 8:
+    the template drops turns 7 and 8, which 'chatml' writes, so the run stops (ParityError,
+    exit 3) instead of writing them silently; with parity.chat_live_sample = 0 it runs."""
+    inp = tmp_path / "chat.jsonl"
+    long = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"turn {k}"} for k in range(8)]
+    write_chats(inp, n=5, extra=[long])
+    short6 = CHATML.replace("{% for message in messages %}", "{% for message in messages[:6] %}")
+    assert short6 != CHATML
+    logs: list[str] = []
+    with pytest.raises(ParityError) as e:
+        run(cfg(inp, tmp_path / "d"), tokenizer=tiny(short6), log=logs.append)
+    msg = str(e.value)
+    assert msg.startswith("live render with the tokenizer's chat template, corpus conversation 0: chat text differs")
+    assert "reference continues: ''\n  rmlprep continues:   '<|im_start|>user\\nturn 6<|im_end|>" in msg, msg
+    assert any("reproduced by format 'chatml'" in x for x in logs), logs  # the probes passed
+    m = run(cfg(inp, tmp_path / "off", parity={"chat_live_sample": 0}), tokenizer=tiny(short6), log=quiet)
+    assert m["parity"]["chat"]["live"] is None and m["totals"]["documents"] == 6
+    m = run(cfg(inp, tmp_path / "ok"), tokenizer=tiny(CHATML), log=quiet)
+    assert m["parity"]["chat"]["live"]["compared"] == 6
+
+
+@needs_jinja
 @pytest.mark.skipif(not (TEMPLATES / "qwen2.5.jinja").exists(), reason=f"{TEMPLATES} is absent")
 def test_real_qwen25_template_and_live(tmp_path):
     inp = tmp_path / "chat.jsonl"
