@@ -705,12 +705,15 @@ def test_json_documents_are_not_jsonl(tmp_path, name, body, match):
 
 
 @pytest.mark.parametrize("name,compress", [("cut.jsonl", None), ("cut.jsonl.gz", gzip.compress),
-                                           ("cut.jsonl.zst", lambda b: zstandard.ZstdCompressor().compress(b))])
+                                           ("cut.jsonl.zst", lambda b: zstandard.ZstdCompressor().compress(b)),
+                                           ("cut-frames.jsonl.zst", lambda b: zstd_frames_of(b, range(500, len(b), 500)))])
 def test_jsonl_last_line_cut_short_is_a_file_error(tmp_path, name, compress):
     """forty_docs() cut 7 bytes before its end (a copy that stopped mid-line): the last line has
     no newline and is not JSON. Read as a reject, the file would count as complete with its tail
     missing; it is a file fault naming the line's first byte (plain: the file's byte; compressed:
-    the decoded byte). The same file without its final newline (complete) reads all 40 rows."""
+    the decoded byte, counted from the file's start also when the file is frames of 500 bytes
+    read as several units, whose last unit starts at a later frame). The same file without its
+    final newline (complete) reads all 40 rows."""
     data = forty_docs()
     last = data.rstrip(b"\n").rfind(b"\n") + 1  # where line 39 starts
     p = tmp_path / name
