@@ -728,6 +728,72 @@ def test_jsonl_last_line_cut_short_is_a_file_error(tmp_path, name, compress):
     assert len(values) == 40 and rows == list(range(40)) and not errors
 
 
+def _holed(data: bytes, at: int, n: int) -> bytes:
+    """``data`` with ``n`` bytes from ``at`` overwritten by zeros, as a hole leaves them."""
+    return data[:at] + b"\x00" * n + data[at + n:]
+
+
+def _forty_csv() -> bytes:
+    """forty_docs()'s texts as a CSV file with an id column (~19 KB, lines of 250-710 bytes)."""
+    return b"id,text\n" + b"".join(f"{i},{json.loads(line)['text']}\n".encode()
+                                    for i, line in enumerate(forty_docs().splitlines()))
+
+
+@pytest.mark.parametrize("name,make,at", [
+    pytest.param("h.jsonl", lambda: _holed(forty_docs(), 4096, 4096), "byte 4096", id="jsonl"),
+    pytest.param("h.jsonl.gz", lambda: gzip.compress(_holed(forty_docs(), 4096, 4096)), "decoded byte 4096", id="jsonl-gz"),
+    pytest.param("h.jsonl.zst", lambda: zstd_frames_of(_holed(forty_docs(), 15360, 512), range(500, 19000, 500)),
+                 "decoded byte 15360", id="jsonl-zst-frames"),
+    pytest.param("h.jsonl", lambda: _holed(forty_docs(), 0, 512), "byte 0", id="jsonl-at-start"),
+    pytest.param("h.csv", lambda: _holed(_forty_csv(), 4096, 4096), "byte 4096", id="csv"),
+    pytest.param("h.csv", lambda: _holed(_forty_csv(), 8192 - 8, 16), "byte 8184", id="csv-across-reads"),
+    pytest.param("h.csv.gz", lambda: gzip.compress(_holed(_forty_csv(), 12288, 512)), "decoded byte 12288", id="csv-gz"),
+])
+def test_a_hole_of_zeros_is_a_file_fault(tmp_path, name, make, at):
+    """A run of NUL bytes where text should be (a download into a preallocated file that stopped,
+    aria2c's unfinished segments, a crash before the data reached the disk: whole sectors or
+    blocks of zeros) is a file fault naming its first byte. It was read as rows: the 4 KiB hole
+    at byte 4096 of forty_docs() covers the ends of lines 12-21 (which start at bytes 3962 ..
+    8075), so they read as one line, a single not_json reject: 30 rows and 1 reject of 40, 9
+    lines gone without a trace (in a 5,000-line file, a 64 KiB hole: ~440 lines gone, "rejects
+    1 (0.0%)", exit 0). The same hole in _forty_csv() read as 31 records and no reject, one text
+    of 4,536 characters holding the zeros (tokenized as NUL tokens), 9 records gone (pandas, so
+    ``datasets``, reads that CSV the same way). The CSV
+    reader reads 8192 bytes at a time: a run across two reads (8 zeros at the end of the first,
+    8 at the start of the second) is found too. A zstd file of 500-byte frames read in units of
+    1000 bytes names the decoded byte from the file's start."""
+    p = tmp_path / name
+    p.write_bytes(make())
+    with pytest.raises(InputError, match="a run of NUL bytes where text should be") as ei:
+        read_path(p, unit_bytes=1000)
+    msg = one_line_error(ei, p)
+    assert msg.startswith(f"{p}: {at}: ")
+
+
+def test_a_hole_at_the_end_of_a_plain_jsonl_is_refused_by_the_plan(tmp_path):
+    """Zeros at the end (a preallocated download that stopped) are named as a hole while the
+    run is planned, at their first byte: forty_docs() with its last 1024 bytes zeroed."""
+    data = forty_docs()
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(_holed(data, len(data) - 1024, 1024))
+    with pytest.raises(InputError, match="a run of NUL bytes where text should be") as ei:
+        plan_units(inp([p], column="text"))
+    assert f"byte {len(data) - 1024}: " in one_line_error(ei, p)
+
+
+def test_fewer_nul_bytes_than_a_hole_stay_a_row_reject(tmp_path):
+    """15 NUL bytes in a row (one short of ``NUL_RUN``) are a bad line, not a hole: that line is
+    a reject (raw control bytes are not JSON) and the other 39 rows are read. (A guard on the
+    threshold: the refusal above must not take a stray NUL for a hole.)"""
+    assert readers_base.NUL_RUN == b"\x00" * 16
+    data = forty_docs()
+    third = data.index(b"\n", data.index(b"\n") + 1) + 1  # line 2 starts here
+    p = tmp_path / "n.jsonl"
+    p.write_bytes(_holed(data, third + 12, 15))  # inside line 2's text
+    values, rows, errors, _ = read_path(p)
+    assert len(values) == 39 and [r for r, _ in errors] == [2]
+
+
 @pytest.mark.parametrize("tail,cut", [
     pytest.param(b'{"text": "lorem ips', True, id="inside-a-string"),
     pytest.param(b'{"text": "a"', True, id="before-the-brace"),

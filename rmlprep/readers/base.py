@@ -27,6 +27,30 @@ MAX_ROW_BYTES = 64 << 20
 
 #: JSON nesting deeper than this (arrays and objects) is a row fault, found before parsing.
 MAX_JSON_DEPTH = 100
+
+#: A run of NUL bytes this long in a JSONL or CSV file (once decompressed) is a file fault, not a
+#: row's: text holds no NUL (JSON escapes it as ``\u0000``), and a run of them is a hole of zeros
+#: where lines were (a download into a preallocated file that stopped, aria2c's segments, a crash
+#: before the data reached the disk: whole 512-byte sectors or 4 KiB blocks), whose line breaks
+#: are gone, so the rows around it merge (see :func:`hole_fault`).
+NUL_RUN = b"\x00" * 16
+
+
+def hole_fault(path: str, at: int, compressed: bool) -> InputError:
+    """The file fault of a run of :data:`NUL_RUN` NUL bytes starting at byte ``at`` (the
+    decoded byte for a compressed file).
+
+    Read as rows, such a hole lost its rows silently: 64 KiB of zeros in a JSONL file of
+    160-byte lines merged ~440 lines into one, read as a single ``not_json`` reject (0.0% of
+    the rows read, exit 0); in a CSV file, the zeros became text of one record, tokenized, and
+    the records they overwrote were gone without a reject. ``datasets`` (pandas) reads that CSV
+    the same way; refusing names the place instead.
+    """
+    where = f"decoded byte {at}" if compressed else f"byte {at}"
+    return InputError(f"{path}: {where}: a run of NUL bytes where text should be: a hole of zeros (a download "
+                      "into a preallocated file that stopped, or a crash before the data reached the disk), "
+                      "whose lines cannot be told apart; fetch the file again",
+                      path=path, offset=None if compressed else at)
 _NOT_JSON_WHITESPACE = re.compile(rb"[^ \t\r\n]")
 
 

@@ -10,6 +10,9 @@ lenient parser, like ``pyarrow.csv``, reads lines 2-3 as one value), is a file f
 record and its first line: once quoting is broken, where the record ends cannot be known, so
 no later record can be trusted. A physical line or a value over :data:`MAX_ROW_BYTES` is a file
 fault too (found as the bytes are decoded, so no line is ever held whole past the limit), and so
+are :data:`~.base.NUL_RUN` NUL bytes in a row (a hole of zeros that would merge the records it
+overwrote into one, with the zeros as text: :func:`~.base.hole_fault`; looked for in the same
+pass over the bytes, also across two reads), and so
 is a last record with fewer fields than the header and no line break at the end: the file was
 cut short (a cut in the last field reads as a complete record; the plan warns of a plain file
 that does not end with a line break).
@@ -32,7 +35,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..compressed import COMPRESSED_SUFFIXES, open_decompressed
+from ..compressed import COMPRESSED_SUFFIXES, compression_of, open_decompressed
 from ..encoding_hints import not_utf8_hint
 from ..errors import InputError
 from ..reject_kinds import Reason
@@ -66,6 +69,8 @@ class _LineBounded(io.RawIOBase):
         self.count = 0  # bytes read so far
         self._since_break = 0  # bytes since the last \n or \r
         self.cut = False  # the stream ended, and not with a line break
+        self._tail = b""  # the last bytes of the previous chunk: a NUL run across two chunks
+        self.compressed = compression_of(path) is not None  # a fault then names a decoded byte
 
     def readable(self) -> bool:
         return True
@@ -76,6 +81,14 @@ class _LineBounded(io.RawIOBase):
             self.cut = self.count > 0 and self._since_break > 0
         if n:
             chunk = bytes(memoryview(b)[:n])
+            at = chunk.find(base.NUL_RUN)
+            if at >= 0:
+                at += self.count
+            elif (seam := (self._tail + chunk[:len(base.NUL_RUN)]).find(base.NUL_RUN)) >= 0:
+                at = self.count - len(self._tail) + seam  # a run across the two chunks
+            if at >= 0:  # a hole of zeros, whose records would merge silently (base.hole_fault)
+                raise base.hole_fault(self.path, at, self.compressed)
+            self._tail = (chunk if n >= len(base.NUL_RUN) else self._tail + chunk)[1 - len(base.NUL_RUN):]
             last = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
             self._since_break = n - 1 - last if last >= 0 else self._since_break + n
             self.count += n

@@ -12,7 +12,10 @@ over :data:`MAX_ROW_BYTES` (skipped unread). File faults: a UTF-16/32 byte-order
 that is a JSON array or the ``{``/``[`` of a pretty-printed document (not JSON Lines); lines ended
 by a lone ``\r`` (classic Mac: the whole file would be one bad row); a last line cut short (no
 newline at the end and not valid JSON: the file was truncated, and its last row would otherwise
-be a reject that looks like any bad row while the file is counted complete).
+be a reject that looks like any bad row while the file is counted complete); a run of
+:data:`~rmlprep.readers.base.NUL_RUN` NUL bytes (a hole of zeros, whose lines would read as one
+bad row: :func:`~rmlprep.readers.base.hole_fault`; looked for only in a line that is not JSON,
+which every line holding a NUL byte is, so good lines cost nothing).
 
 **Compressed files** are decoded by :mod:`rmlprep.compressed`, which checks every zstd frame's
 extent before decoding it (zstd's stream reader treats a truncated frame as a clean end) and
@@ -133,6 +136,8 @@ def _check_jsonl_tail(path: str, size: int, column: str | None) -> None:
         return
     if end.isspace():
         return  # a blank or form-feed line: the reader's, as any line
+    if (hole := end.find(base.NUL_RUN)) >= 0:  # zeros at the end: a preallocated download that stopped
+        raise base.hole_fault(path, line_at + hole, False)
     ok, reason, _ = _parse_line(end, column)
     if not ok and not reason.startswith(json_rows.DUPLICATE_KEY):  # a key twice: whole JSON, a reject
         raise _cut(path, line_at, reason, None)
@@ -392,6 +397,8 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
             r = row
             row += 1
             if len(line) > base.MAX_ROW_BYTES and not line.endswith(b"\n"):
+                if (hole := line.find(base.NUL_RUN)) >= 0:  # a hole larger than a row: not a long row
+                    raise base.hole_fault(unit.path, pos + hole + _decoded_before(unit, kind), kind is not None)
                 n = len(line)
                 tail = line[-64:]
                 while True:  # skip the rest of the line unread
@@ -430,6 +437,8 @@ def read_jsonl(unit: Unit, column: str, batch_rows: int, watch: Sequence[str] = 
                             watched[r] = k
                             break
                 obj = None
+                if not ok and (hole := line.find(base.NUL_RUN)) >= 0:  # never JSON: the error path only
+                    raise base.hole_fault(unit.path, line_at + hole + _decoded_before(unit, kind), kind is not None)
                 if not ok and not line.endswith(b"\n") and not v.startswith(json_rows.DUPLICATE_KEY):
                     # only the file's last line lacks a newline
                     raise _cut(unit.path, line_at + _decoded_before(unit, kind), v, kind)
