@@ -794,6 +794,53 @@ def test_fewer_nul_bytes_than_a_hole_stay_a_row_reject(tmp_path):
     assert len(values) == 39 and [r for r, _ in errors] == [2]
 
 
+def _arrow_stream(path, table) -> None:
+    """``table`` as an Arrow IPC stream file, as ``datasets`` writes its ``.arrow`` files."""
+    with pa.ipc.new_stream(str(path), table.schema) as w:
+        w.write_table(table)
+
+
+@pytest.mark.parametrize("name", ["t.parquet", "t.arrow"])
+@pytest.mark.parametrize("zeros,refused", [(16, True), (15, False)], ids=["16-nul", "15-nul"])
+def test_a_text_holding_a_run_of_nul_bytes_refuses_a_parquet_or_arrow_file(tmp_path, name, zeros, refused):
+    """Parquet and Arrow data carry no checksum: a hole of zeros in such a file reads without an
+    error, as texts holding the zeros and, in Parquet, texts read as empty (the next test). The
+    text of row 7 holding 16 NUL bytes names the file and the row, also in batches of 3 rows
+    (the Arrow file's batch of rows 6-8 is a slice of its column at array offset 6); 15 are
+    read as text."""
+    texts = [f"text {i}" for i in range(20)]
+    texts[7] = "before" + "\x00" * zeros + "after"
+    p = tmp_path / name
+    table = pa.table({"text": texts})
+    if name.endswith(".parquet"):
+        pq.write_table(table, p)  # snappy, pyarrow's default
+    else:
+        _arrow_stream(p, table)
+    if not refused:
+        assert read_path(p)[0] == texts
+        return
+    for batch_rows in (256, 3):  # row 7 in the first batch, or the second row of a sliced one
+        with pytest.raises(InputError, match="row 7: 'text' holds a run of NUL bytes: a hole of zeros") as ei:
+            read_full(plan_units(inp([p])), batch_rows=batch_rows)
+        one_line_error(ei, p)
+
+
+def test_a_hole_in_an_uncompressed_parquet_file_is_refused(tmp_path):
+    """The measured case: 3,000 texts of 134-139 bytes, uncompressed PLAIN Parquet in row groups
+    of 1,000, 4 KiB zeroed at a third of the file. pyarrow reads 3,000 rows of which 993 are
+    empty (each zeroed 4-byte length prefix is a value of length 0 until the page's count of
+    values is reached) and one holds the zeros; rmlprep refuses the file on that one."""
+    texts = [f"document {i} " + "lorem ipsum " * 10 for i in range(3000)]
+    p = tmp_path / "h.parquet"
+    pq.write_table(pa.table({"text": texts}), p, compression="none", row_group_size=1000, use_dictionary=False)
+    data = p.read_bytes()
+    p.write_bytes(_holed(data, len(data) // 3, 4096))
+    got = pq.read_table(p)["text"].to_pylist()
+    assert len(got) == 3000 and sum(t == "" for t in got) == 993  # what a reader without the check takes
+    with pytest.raises(InputError, match="holds a run of NUL bytes"):
+        read_path(p)
+
+
 @pytest.mark.parametrize("tail,cut", [
     pytest.param(b'{"text": "lorem ips', True, id="inside-a-string"),
     pytest.param(b'{"text": "a"', True, id="before-the-brace"),
