@@ -800,18 +800,22 @@ def _arrow_stream(path, table) -> None:
         w.write_table(table)
 
 
-@pytest.mark.parametrize("name", ["t.parquet", "t.arrow"])
+@pytest.mark.parametrize("name,kind", [("t.parquet", None), ("t.arrow", None), ("d.arrow", "dictionary"),
+                                       ("v.arrow", "string_view")])
 @pytest.mark.parametrize("zeros,refused", [(16, True), (15, False)], ids=["16-nul", "15-nul"])
-def test_a_text_holding_a_run_of_nul_bytes_refuses_a_parquet_or_arrow_file(tmp_path, name, zeros, refused):
+def test_a_text_holding_a_run_of_nul_bytes_refuses_a_parquet_or_arrow_file(tmp_path, name, kind, zeros, refused):
     """Parquet and Arrow data carry no checksum: a hole of zeros in such a file reads without an
     error, as texts holding the zeros and, in Parquet, texts read as empty (the next test). The
     text of row 7 holding 16 NUL bytes names the file and the row, also in batches of 3 rows
-    (the Arrow file's batch of rows 6-8 is a slice of its column at array offset 6); 15 are
-    read as text."""
+    (the Arrow file's batch of rows 6-8 is a slice of its column at array offset 6), and in a
+    dictionary or string_view column, read as Python values; 15 are read as text."""
     texts = [f"text {i}" for i in range(20)]
     texts[7] = "before" + "\x00" * zeros + "after"
     p = tmp_path / name
     table = pa.table({"text": texts})
+    if kind is not None:  # text not in one data buffer: read as Python values
+        table = pa.table({"text": pa.array(texts).dictionary_encode() if kind == "dictionary"
+                          else pa.array(texts, pa.string_view())})
     if name.endswith(".parquet"):
         pq.write_table(table, p)  # snappy, pyarrow's default
     else:

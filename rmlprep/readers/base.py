@@ -469,10 +469,17 @@ def _check_no_hole(col: pa.Array, rows: np.ndarray, column: str, where: str) -> 
     if at < 0:
         return
     i = int(np.searchsorted(offsets, lo + at, side="right")) - 1
-    raise InputError(f"{where}: row {int(rows[i])}: {column!r} holds a run of NUL bytes: a hole of zeros in the file "
-                     "(a crash, or a copy or download that stopped, left zeros where data was), and Parquet and "
-                     "Arrow data carry no checksum, so the rows around it may be wrong too (texts read as empty); "
-                     "fetch the file again", path=where)
+    raise _hole_in_column(where, int(rows[i]), column)
+
+
+_NUL_TEXT = NUL_RUN.decode()
+
+
+def _hole_in_column(where: str, row: int, column: str) -> InputError:
+    return InputError(f"{where}: row {row}: {column!r} holds a run of NUL bytes: a hole of zeros in the file "
+                      "(a crash, or a copy or download that stopped, left zeros where data was), and Parquet and "
+                      "Arrow data carry no checksum, so the rows around it may be wrong too (texts read as empty); "
+                      "fetch the file again", path=where)
 
 
 def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: int, where: str,
@@ -524,4 +531,9 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
             values, keep, errors = _decoded(arrow_values(col), decode, rows, column)
             yield Batch(values, rows[keep], nbytes, errors)
         else:
-            yield Batch(arrow_values(col), rows, nbytes)
+            values = arrow_values(col)
+            if pa.types.is_dictionary(col.type) or pa.types.is_string_view(col.type):  # text, not in one buffer
+                hole = next((i for i, v in enumerate(values) if isinstance(v, str) and _NUL_TEXT in v), None)
+                if hole is not None:
+                    raise _hole_in_column(where, int(rows[hole]), column)
+            yield Batch(values, rows, nbytes)
