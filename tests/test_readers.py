@@ -829,6 +829,20 @@ def test_a_text_holding_a_run_of_nul_bytes_refuses_a_parquet_or_arrow_file(tmp_p
         one_line_error(ei, p)
 
 
+def test_a_hole_beside_text_that_is_not_utf8_is_refused(tmp_path):
+    """A hole's edges cut multi-byte characters, so its batch also holds rows that are not
+    UTF-8 (rejects, read one by one): the zeros in row 7 still refuse the file. Row 3 is
+    b"caf\\xc3" (a character cut after its first byte)."""
+    vals = [f"t{i}".encode() for i in range(10)]
+    vals[3], vals[7] = b"caf\xc3", b"x" + b"\x00" * 16 + b"y"
+    offsets = np.cumsum([0] + [len(v) for v in vals]).astype(np.int32)
+    col = pa.Array.from_buffers(pa.string(), len(vals), [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(vals))])
+    p = tmp_path / "u.arrow"
+    _arrow_stream(p, pa.table({"text": col}))
+    with pytest.raises(InputError, match="row 7: 'text' holds a run of NUL bytes"):
+        read_path(p)
+
+
 def test_a_hole_in_an_uncompressed_parquet_file_is_refused(tmp_path):
     """The measured case: 3,000 texts of 134-139 bytes, uncompressed PLAIN Parquet in row groups
     of 1,000, 4 KiB zeroed at a third of the file. pyarrow reads 3,000 rows of which 993 are

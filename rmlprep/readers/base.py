@@ -519,6 +519,9 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
                     errors.append((int(rows[i]), Reason(f"{column} is not valid UTF-8 ({u.reason} at byte {u.start})",
                                                         "not_utf8")))
             kept = rows[keep]
+            # a hole's edges cut characters (not UTF-8: those rows are rejects), its zeros are valid
+            if (hole := next((i for i, v in enumerate(values) if isinstance(v, str) and _NUL_TEXT in v), None)) is not None:
+                raise _hole_in_column(where, int(kept[hole]), column)
             if decode is not None:
                 values, keep2, more = _decoded(values, decode, kept, column)
                 kept, errors = kept[keep2], sorted(errors + more)
