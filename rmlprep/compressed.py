@@ -6,6 +6,12 @@ shorter, complete file. The standard decoders differ here:
 - ``gzip``, ``bz2`` and ``lzma`` raise ``EOFError`` when the data ends inside a member and
   ``OSError``/``zlib.error``/``LZMAError`` on corrupt data; :func:`open_decompressed` turns both
   into :class:`~rmlprep.errors.InputError` naming the file and the compressed byte offset.
+  After a stream they differ again: ``BZ2File`` and ``LZMAFile`` take bytes that start no
+  further stream for trailing data and stop there, and ``GzipFile`` skips zeros, so a file of
+  several streams (``pbzip2``, ``cat a.gz b.gz``, bgzip) whose later one was damaged at its
+  start or never written read as a shorter, complete file. bzip2 and xz are read stream by
+  stream here (:class:`_Streams`), such bytes being an error, and a gzip file ending in 16 or
+  more zeros is refused (:class:`_Checked`).
 - ``zstandard``'s ``stream_reader`` returns a clean end of stream at a truncated frame (a
   ``.jsonl.zst`` cut to 10% of its bytes reads as an empty file). So before a zstd frame is
   decoded, its extent is walked from its header and block headers (:func:`zstd_frames`, RFC 8878
@@ -282,8 +288,75 @@ class ZstdReader(io.RawIOBase):
         super().close()
 
 
+#: zero bytes at the end of a gzip file that make it a hole, not padding (see :class:`_Checked`)
+_ZERO_TAIL = 16
+
+
+class _Streams(io.RawIOBase):
+    """Concatenated bzip2 or xz streams (``pbzip2``, ``cat a.bz2 b.bz2``), decoded one after the
+    other as ``bz2.BZ2File`` and ``lzma.LZMAFile`` do, except for what follows a stream: those
+    take bytes that do not start another stream for trailing data and stop there without an
+    error (``_compression.DecompressReader``'s ``trailing_error``), so a file whose second stream
+    was damaged at its start, or never written (zeros: a download into a preallocated file that
+    stopped), read as its first stream alone, a shorter complete file. Here such bytes are
+    corrupt data (the decompressor's error, raised), as ``xz -t`` has them."""
+
+    def __init__(self, fp: BinaryIO, factory, path: str, kind: str, errors: tuple):
+        super().__init__()
+        self._fp, self._factory, self._path, self._kind, self._errors = fp, factory, path, kind, errors
+        self._dec = factory()
+        self._in = 0  # bytes read from the file
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _read(self) -> bytes:
+        raw = self._fp.read(_BUFFER)
+        self._in += len(raw)
+        return raw
+
+    def readinto(self, b) -> int:
+        size = len(b)
+        while not self._done and size:
+            if self._dec.eof:
+                end = self._in - len(self._dec.unused_data)  # where the stream ended
+                rest = self._dec.unused_data or self._read()
+                if not rest:
+                    self._done = True  # the last stream ended with the file
+                    break
+                self._dec = self._factory()
+                try:
+                    data = self._dec.decompress(rest, size)
+                except self._errors as e:
+                    raise InputError(
+                        f"{self._path}: byte {end}: after the {self._kind} stream that ends there, the bytes "
+                        f"{rest[:8]!r}... start no {self._kind} stream ({' '.join(str(e).split())}): a stream "
+                        "damaged at its start, data appended, or zeros "
+                        "where a stream was never written (a download into a preallocated file that stopped); "
+                        "the rest of the file cannot be read, so the file is refused, not cut short there; "
+                        "fetch it again", path=self._path, offset=end) from None
+            elif self._dec.needs_input:
+                raw = self._read()
+                if not raw:
+                    raise EOFError("the data ends inside a stream")
+                data = self._dec.decompress(raw, size)
+            else:
+                data = self._dec.decompress(b"", size)
+            if data:
+                b[:len(data)] = data
+                return len(data)
+        return 0
+
+
 class _Checked(io.RawIOBase):
-    """A stdlib decompressor (gzip, bz2, lzma) whose failures become :class:`InputError`."""
+    """A stdlib decompressor (gzip, bz2, lzma) whose failures become :class:`InputError`.
+
+    A gzip file ending in :data:`_ZERO_TAIL` or more zero bytes is refused too: ``gzip`` skips
+    zeros after a member (tape padding, GNU gzip's rule), so a multi-member file (``cat a.gz
+    b.gz``, bgzip) whose later members were never written, only preallocated, read as complete.
+    No gzip member ends in 16 zeros (its trailer is a CRC-32 and the length, after a final
+    deflate block that is not zeros)."""
 
     def __init__(self, path: str, kind: str):
         super().__init__()
@@ -293,16 +366,45 @@ class _Checked(io.RawIOBase):
         if kind == "gzip":
             self._inner = gzip.GzipFile(fileobj=self._raw, mode="rb")
         elif kind == "bzip2":
-            self._inner = bz2.BZ2File(self._raw, mode="rb")
+            self._inner = _Streams(self._raw, bz2.BZ2Decompressor, path, kind, (OSError, ValueError))
         else:
-            self._inner = lzma.LZMAFile(self._raw, mode="rb")
+            # FORMAT_XZ, not the default FORMAT_AUTO, which also takes legacy .lzma streams: 18 zero
+            # bytes are an empty one (props 0, size 0), so zeros after an xz stream read as nothing
+            self._inner = _Streams(self._raw, lambda: lzma.LZMADecompressor(format=lzma.FORMAT_XZ), path, kind,
+                                   (lzma.LZMAError,))
 
     def readable(self) -> bool:
         return True
 
+    def _zero_tail(self) -> None:
+        """Refuse a gzip file ending in zeros (class docstring); read at the end of the stream."""
+        if self.kind != "gzip" or self._size < _ZERO_TAIL:
+            return
+        with fs.open(self.path, "rb") as f:
+            f.seek(self._size - _ZERO_TAIL)
+            if f.read(_ZERO_TAIL).strip(b"\x00"):
+                return
+            # where the zero run starts (the last member's trailer may end in zeros of its own)
+            end = self._size
+            while end > 0:
+                f.seek(max(0, end - _BUFFER))
+                chunk = f.read(end - max(0, end - _BUFFER))
+                kept = chunk.rstrip(b"\x00")
+                if kept:
+                    end = end - len(chunk) + len(kept)
+                    break
+                end -= len(chunk)
+        raise InputError(
+            f"{self.path}: byte {end}: the file ends in a run of {self._size - end} zero bytes; gzip skips zeros "
+            f"after a member (tape padding), but {_ZERO_TAIL} or more at the end are a hole where more members were "
+            "(a download into a preallocated file that stopped, or a crash before the data reached the disk), so the "
+            "file would read as complete without them; fetch it again", path=self.path, offset=end)
+
     def readinto(self, b) -> int:
         try:
-            return self._inner.readinto(b)
+            n = self._inner.readinto(b)
+        except InputError:
+            raise
         except EOFError:
             raise InputError(
                 f"{self.path}: truncated {self.kind} data: the file ends at byte {self._size} inside a "
@@ -313,6 +415,9 @@ class _Checked(io.RawIOBase):
             msg = " ".join(str(e).split()) or type(e).__name__
             raise InputError(f"{self.path}: corrupt {self.kind} data near byte {at}: {msg}",
                              path=self.path, offset=at) from None
+        if not n and len(b):
+            self._zero_tail()
+        return n
 
     def close(self) -> None:
         if not self.closed:

@@ -109,3 +109,54 @@ def test_gzip_members_and_suffixes(tmp_path):
     assert open_decompressed(str(p)).read() == b"one\ntwo\n"
     assert [compression_of(n) for n in ("a.jsonl.GZ", "a.zstd", "a.csv.bz2", "b.xz", "c.jsonl")] == [
         "gzip", "zstd", "bzip2", "xz", None]
+
+
+def _two_streams(kind: str) -> tuple[bytes, bytes, bytes]:
+    """(first stream, second stream, their text) of 2 x 1,000 lines, each its own stream, as
+    ``cat a.x b.x``, ``pbzip2`` or bgzip write them."""
+    import bz2
+    import lzma
+
+    comp = {"gzip": lambda b: gzip.compress(b, mtime=0), "bzip2": bz2.compress, "xz": lzma.compress}[kind]
+    a = b"".join(b'{"text": "line %d"}\n' % i for i in range(1000))
+    b = b"".join(b'{"text": "line %d"}\n' % i for i in range(1000, 2000))
+    return comp(a), comp(b), a + b
+
+
+@pytest.mark.parametrize("kind,suffix", [("gzip", ".gz"), ("bzip2", ".bz2"), ("xz", ".xz")])
+@pytest.mark.parametrize("damage", ["zeros", "first-byte", "garbage"])
+def test_a_second_stream_that_cannot_be_read_refuses_the_file(tmp_path, kind, suffix, damage):
+    """A file of two streams whose second was never written (zeros of its length: a download
+    into a preallocated file that stopped), is damaged at its first byte, or is replaced by
+    text read as its first stream alone, a shorter complete file, for bzip2 and xz (the
+    stdlib's BZ2File and LZMAFile ignore bytes after a stream that start no other) and, for
+    zeros, gzip (GzipFile skips zeros after a member); for xz, LZMADecompressor's default
+    FORMAT_AUTO even decodes the 648 zeros as 36 empty legacy .lzma streams of 18 bytes. Each is
+    refused; the two streams whole read as their 2,000 lines. gzip refused the other two already
+    ("Not a gzipped file")."""
+    first, second, text = _two_streams(kind)
+    p = tmp_path / ("x.jsonl" + suffix)
+    p.write_bytes(first + second)
+    assert open_decompressed(str(p)).read() == text
+    bad = {"zeros": bytes(len(second)), "first-byte": bytes([second[0] ^ 0xFF]) + second[1:],
+           "garbage": b"not a stream\n" * 10}[damage]
+    p.write_bytes(first + bad)
+    with pytest.raises(InputError) as ei:
+        open_decompressed(str(p)).read()
+    msg = str(ei.value)
+    assert "\n" not in msg and str(p) in msg
+    if kind != "gzip":
+        assert f"byte {len(first)}: after the {kind} stream that ends there" in msg
+    elif damage == "zeros":
+        assert f"the file ends in a run of {len(bad) + 2} zero bytes" in msg  # + the trailer's 2: ISIZE 18,890 < 2**16
+
+
+def test_gzip_zeros_between_members_and_a_few_at_the_end_read_as_gzip_does(tmp_path):
+    """GNU gzip and Python's gzip skip zeros after a member (tape padding): 64 zeros between
+    two members lose nothing (both members are read), and 15 at the end (fewer than a hole's
+    16, counting none of the trailer's: an ISIZE of 18,890 ends in two zero bytes, so 13 are
+    added) are taken as padding."""
+    first, second, text = _two_streams("gzip")
+    p = tmp_path / "x.jsonl.gz"
+    p.write_bytes(first + bytes(64) + second + bytes(13))
+    assert open_decompressed(str(p)).read() == text
