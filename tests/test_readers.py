@@ -843,6 +843,24 @@ def test_a_hole_beside_text_that_is_not_utf8_is_refused(tmp_path):
         read_path(p)
 
 
+def test_a_parquet_page_failing_its_crc_is_refused(tmp_path):
+    """A Parquet file whose pages carry a CRC-32 (parquet-mr and Spark write them; pyarrow with
+    write_page_checksum=True), uncompressed, with one byte of a text changed ('document 1500'
+    -> 'document 1501', a flipped bit): pyarrow reads the other text without a word unless
+    asked to verify; rmlprep verifies and refuses the file naming the CRC."""
+    texts = [f"document {i} " + "lorem ipsum " * 10 for i in range(3000)]
+    p = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"text": texts}), p, compression="none", use_dictionary=False, row_group_size=1000,
+                   write_page_checksum=True)
+    data = p.read_bytes()
+    at = data.index(b"document 1500 ") + len(b"document 150")
+    p.write_bytes(data[:at] + b"1" + data[at + 1:])
+    assert pq.read_table(p)["text"][1500].as_py().startswith("document 1501 ")  # what a reader without the check takes
+    with pytest.raises(InputError, match="CRC checksum verification failed") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
 def test_a_hole_in_an_uncompressed_parquet_file_is_refused(tmp_path):
     """The measured case: 3,000 texts of 134-139 bytes, uncompressed PLAIN Parquet in row groups
     of 1,000, 4 KiB zeroed at a third of the file. pyarrow reads 3,000 rows of which 993 are

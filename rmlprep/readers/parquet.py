@@ -54,13 +54,18 @@ def parquet_file(path: str):
     """``pq.ParquetFile`` of ``path``, with Parquet's JSON-annotated columns read as Arrow's
     ``arrow.json`` extension type (pyarrow >= 19), which the readers decode
     (:func:`rmlprep.readers.base.column_batches`): the annotation says the strings are JSON
-    texts, as a ``datasets`` ``Json`` feature written with ``to_parquet`` is."""
+    texts, as a ``datasets`` ``Json`` feature written with ``to_parquet`` is.
+
+    Pages that carry a CRC-32 (parquet-mr / Spark write them; pyarrow with
+    ``write_page_checksum=True``) are verified as they are read (``page_checksum_verification``):
+    a flipped byte in an uncompressed page otherwise reads as other text, silently, as pyarrow
+    reads it by default. Pages without one read as before, at no cost."""
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(fs.arrow_source(path), arrow_extensions_enabled=True)
+        return pq.ParquetFile(fs.arrow_source(path), arrow_extensions_enabled=True, page_checksum_verification=True)
     except TypeError:  # pyarrow < 19 has no such option: JSON columns read as strings
-        return pq.ParquetFile(fs.arrow_source(path))
+        return pq.ParquetFile(fs.arrow_source(path), page_checksum_verification=True)
 
 
 def read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
