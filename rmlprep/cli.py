@@ -33,7 +33,7 @@ from .errors import ChatFormatError, InputError, ParityError, RmlprepError
 from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
 from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
 from .pipeline import run
-from .pipeline.verdict import drop_warning, run_verdict
+from .pipeline.verdict import drop_warning, rejected_files_warning, run_verdict
 
 __all__ = ["main", "build_parser"]
 
@@ -177,6 +177,8 @@ def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
         _log(f"rmlprep: error: {why}")
         return 2
     if (warn := drop_warning(manifest)) is not None:  # a success, but most documents left out
+        _log(f"rmlprep: warning: {warn}")
+    if (warn := rejected_files_warning(manifest)) is not None:  # a success, but a file wholly rejected
         _log(f"rmlprep: warning: {warn}")
     print(f"shards: {cfg.output_dir}")
     return 0

@@ -994,6 +994,30 @@ def test_a_run_that_drops_most_documents_warns_with_the_counts_and_the_option(tm
     assert "warning" not in capsys.readouterr().err
 
 
+@needs_tiny
+def test_a_file_whose_every_row_is_rejected_is_named_in_a_warning(tmp_path, capsys):
+    """One input file of 5 rows keyed ``content`` beside 100 rows keyed ``text``: 5 rejects,
+    4.8% of the rows read, under run.max_reject_fraction = 0.1, so the run exited 0 with only
+    the summary's count, the file's rows all gone. It still exits 0 (its rows are counted and
+    in rejects/), now with one ``rmlprep: warning:`` line naming the file, its row count and
+    its first reject, and a warning row in the summary. With one of its rows keyed ``text``
+    there is no warning (a file with a document is not wholly rejected)."""
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(100)))
+    b = tmp_path / "b.jsonl"
+    b.write_text("".join(json.dumps({"content": f"doc {i}"}) + "\n" for i in range(5)))
+    toml = _toml(tmp_path / "c.toml", [str(tmp_path / "*.jsonl")], tmp_path / "out")
+    rc, err = _run_cli(capsys, toml)
+    said = [x for x in err.splitlines() if x.startswith("rmlprep:")]
+    assert rc == 0 and said == [
+        f"rmlprep: warning: every row of 1 input file was rejected: {b} (5 rows); the first: row 0: no 'text' field "
+        "(fields: ['content']); a file of another layout or encoding than the others (input.column, UTF-8)? its "
+        f"rows are in {tmp_path / 'out' / 'rejects'}/"], err
+    assert re.search(rf"^warning +every row of 1 input file was rejected: {re.escape(str(b))} \(5 rows\)$", err, re.M), err
+    b.write_text("".join(json.dumps({"content" if i else "text": f"doc {i}"}) + "\n" for i in range(5)))
+    rc, err = _run_cli(capsys, toml)
+    assert rc == 0 and "warning" not in err, err
+
+
 def _script(name: str):
     import importlib.util
 

@@ -26,7 +26,7 @@ from .late_keys import late_counts
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, hist_edges, length_hist, unfilled_tokens
-from .verdict import drop_warning, reject_line, rejects_by_kind, rejects_by_stage
+from .verdict import drop_warning, reject_line, rejected_files_warning, rejects_by_kind, rejects_by_stage
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
 
@@ -357,6 +357,8 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         ("tokens", _tokens_line(manifest)),
         *_rows_lines(manifest),
     ]
+    if (warn := rejected_files_warning(manifest, brief=True)) is not None:
+        lines.append(("warning", warn))
     if t["lone_surrogate_rows"]:
         lines.append(("surrogates", f"{t['lone_surrogate_rows']:,} rows had lone surrogates, kept with U+FFFD"))
     if t["dropped_documents"]:

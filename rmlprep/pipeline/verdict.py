@@ -3,7 +3,8 @@ rejected, or no row at all) is not, nor one whose rejects pass ``run.max_reject_
 the rows read (:func:`run_verdict`; ``rmlprep run`` and :func:`rmlprep.cli.run_exit_status`
 exit 2 with its line); and the rejects' breakdown by stage that the summary and that line give
 (:func:`rejects_by_stage`, :func:`reject_line`), and by kind in the manifest (:func:`rejects_by_kind`);
-and a successful run's warning (:func:`drop_warning`: ``pack.overflow = "drop"`` left out a large share).
+and a successful run's warnings (:func:`drop_warning`: ``pack.overflow = "drop"`` left out a large share;
+:func:`rejected_files_warning`: an input file none of whose rows is in the shards).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ..config import RunConfig
 from ..reject_kinds import KINDS
 from .stages import REJECT_STAGES
 
-__all__ = ["rejects_by_stage", "rejects_by_kind", "reject_line", "run_verdict", "drop_warning"]
+__all__ = ["rejects_by_stage", "rejects_by_kind", "reject_line", "run_verdict", "drop_warning",
+           "rejected_files_warning"]
 
 
 def rejects_by_stage(recs: list[dict[str, Any]]) -> dict[str, int] | None:
@@ -159,6 +161,49 @@ def drop_warning(manifest: dict[str, Any], *, brief: bool = False) -> str | None
     return (f"pack.overflow = \"drop\" left out {dropped:,} of the {read:,} rows read ({dropped / read:.1%}) as longer "
             f"than pack.seq_len = {pack['seq_len']:,} ({t.get('dropped_tokens') or 0:,} tokens; written to "
             f"{fs.join(manifest['config']['output']['dir'], 'rejects')}/), {over}")
+
+
+def rejected_files_warning(manifest: dict[str, Any], *, brief: bool = False) -> str | None:
+    """One line (for ``rmlprep: warning: ...`` and the summary) naming the input files whose
+    every row was a reject, when the run holds documents (else :func:`run_verdict` fails it).
+
+    Such a file is most often one of another layout or encoding among the inputs (its text
+    under another key than ``input.column``, Latin-1, chat data), which the run's share of
+    rejects need not show: one file of 50 rows keyed ``content`` beside 1,000 rows keyed
+    ``text`` was "rejects 50 (4.8% ...)", exit 0, under ``run.max_reject_fraction`` = 0.1. The
+    line names up to 3 files with their row counts, and the first reject of the first file
+    (read from its first unit's rejects file; left out when that cannot be read). The run
+    still exits 0: its rows are counted and written aside, as every reject is.
+    """
+    from ..readers import Unit
+
+    if not manifest["totals"]["documents"]:
+        return None
+    files: dict[str, list[int]] = {}  # path -> [documents, rejects, first unit]
+    for s in manifest["shards"]:
+        if s.get("documents") is None or s.get("rejects") is None:
+            return None  # a manifest written before the counts
+        got = files.setdefault(Unit.described_path(s["source"]), [0, 0, s.get("unit", -1)])
+        got[0] += s["documents"]
+        got[1] += s["rejects"]
+    bad = [(path, n, unit) for path, (docs, n, unit) in files.items() if not docs and n]
+    if not bad:
+        return None
+    named = ", ".join(f"{path} ({n:,} row{'s' if n != 1 else ''})" for path, n, _ in bad[:3])
+    more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+    what = f"every row of {len(bad)} input file{'s' if len(bad) != 1 else ''} was rejected: {named}{more}"
+    if brief:
+        return what
+    rejects = fs.join(manifest["config"]["output"]["dir"], "rejects")
+    first = ""
+    try:
+        with fs.open(fs.join(rejects, f"rejects-{bad[0][2]:05d}.jsonl")) as f:
+            r = json.loads(f.readline())
+        first = f"; the first: row {r['row']}: {r['reason']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return (f"{what}{first}; a file of another layout or encoding than the others (input.column, UTF-8)? "
+            f"its rows are in {rejects}/")
 
 
 def _ceil2(x: float) -> float:
