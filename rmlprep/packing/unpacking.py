@@ -176,6 +176,13 @@ def unpack(rows: Any, column: str = "input_ids") -> Unpacked:
     shards: the ``rmlprep.pipeline`` metadata, or a ``unit`` column and no ``labels``, as
     ``datasets`` gives them); sft rows cannot be told so (BFD reorders indices itself).
 
+    **Whole shards only.** A shard's rows from its first to its last unpack to its documents; a
+    part of them (``table.slice``, one row group, ``Dataset.select``, a batch of a streamed
+    dataset) gives the documents cut at its edges as the fragments it holds, undetected: position
+    ids restart on every row and nothing in a row marks a fragment that continues one from the
+    row before, so a document packed over rows 0 and 1 comes back from ``unpack(shard.slice(1))``
+    as its part in row 1. Read whole shards (``pq.read_table(path)``) or whole datasets.
+
     Tables of two runs (their ``rmlprep.config_hash`` metadata differ) are refused: each run
     numbers its shards from unit 0, so unit 0 of both would be joined (sft rows have no order
     check to catch it). Not caught: two runs of one config, or tables whose metadata is gone.
