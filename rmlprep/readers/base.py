@@ -19,6 +19,8 @@ from ..compressed import compression_of, zstd_frames
 from ..errors import ConfigError, InputError, RowError
 from ..reject_kinds import Reason
 from .sniff import LFS_POINTER, sniff  # noqa: F401 (re-exported: the plan's first-bytes check)
+# NUL_RUN and hole_fault re-exported: the JSONL and CSV readers use them as base.*
+from .holes import NUL_RUN, NUL_TEXT, check_no_hole, hole_fault, hole_in_column  # noqa: F401
 
 #: A JSONL line or CSV record longer than this is a row fault (JSONL: skipped unread) or, for CSV,
 #: a file fault: no single row may make a reader hold more than this in memory.
@@ -28,29 +30,6 @@ MAX_ROW_BYTES = 64 << 20
 #: JSON nesting deeper than this (arrays and objects) is a row fault, found before parsing.
 MAX_JSON_DEPTH = 100
 
-#: A run of NUL bytes this long in a JSONL or CSV file (once decompressed) is a file fault, not a
-#: row's: text holds no NUL (JSON escapes it as ``\u0000``), and a run of them is a hole of zeros
-#: where lines were (a download into a preallocated file that stopped, aria2c's segments, a crash
-#: before the data reached the disk: whole 512-byte sectors or 4 KiB blocks), whose line breaks
-#: are gone, so the rows around it merge (see :func:`hole_fault`).
-NUL_RUN = b"\x00" * 16
-
-
-def hole_fault(path: str, at: int, compressed: bool) -> InputError:
-    """The file fault of a run of :data:`NUL_RUN` NUL bytes starting at byte ``at`` (the
-    decoded byte for a compressed file).
-
-    Read as rows, such a hole lost its rows silently: 64 KiB of zeros in a JSONL file of
-    160-byte lines merged ~440 lines into one, read as a single ``not_json`` reject (0.0% of
-    the rows read, exit 0); in a CSV file, the zeros became text of one record, tokenized, and
-    the records they overwrote were gone without a reject. ``datasets`` (pandas) reads that CSV
-    the same way; refusing names the place instead.
-    """
-    where = f"decoded byte {at}" if compressed else f"byte {at}"
-    return InputError(f"{path}: {where}: a run of NUL bytes where text should be: a hole of zeros (a download "
-                      "into a preallocated file that stopped, or a crash before the data reached the disk), "
-                      "whose lines cannot be told apart; fetch the file again",
-                      path=path, offset=None if compressed else at)
 _NOT_JSON_WHITESPACE = re.compile(rb"[^ \t\r\n]")
 
 
@@ -443,45 +422,6 @@ def arrow_values(col: pa.Array | pa.ChunkedArray) -> list:
     return drop_struct_nulls(col.to_pylist(), col.type)
 
 
-def _check_no_hole(col: pa.Array, rows: np.ndarray, column: str, where: str) -> None:
-    """Refuse a string column holding :data:`NUL_RUN` NUL bytes in a row: in a Parquet or Arrow
-    file, a hole of zeros (a crash or an interrupted copy), which neither format's data can
-    reveal otherwise (no checksum; pyarrow reads it without an error).
-
-    Worked example: 3,000 texts of ~140 bytes in an uncompressed Parquet file (PLAIN, row groups
-    of 1,000) with 4 KiB zeroed at a third of the file read as 3,000 rows: 993 empty texts (each
-    zeroed 4-byte length prefix a value of length 0, until the page's value count was reached)
-    and one holding the zeros; in a ``datasets`` Arrow file, 32 texts holding them. One such text
-    names the hole; the empty ones beside it cannot be told from real empty texts, so the file
-    is refused (InputError), not the row. Text holds no run of 16 NULs; see :func:`hole_fault`.
-
-    Raises:
-        InputError: the first row holding the run, with the file.
-    """
-    if not len(col) or col.buffers()[2] is None:
-        return
-    width = 8 if pa.types.is_large_string(col.type) else 4
-    offsets = np.frombuffer(col.buffers()[1], dtype=f"<i{width}", count=len(col) + 1, offset=col.offset * width)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    # one search over the batch's bytes (a copy and a memmem: ~10x faster than a per-value match);
-    # a run across two texts is a hole too, named at the row where it starts
-    at = memoryview(col.buffers()[2])[lo:hi].tobytes().find(NUL_RUN)
-    if at < 0:
-        return
-    i = int(np.searchsorted(offsets, lo + at, side="right")) - 1
-    raise _hole_in_column(where, int(rows[i]), column)
-
-
-_NUL_TEXT = NUL_RUN.decode()
-
-
-def _hole_in_column(where: str, row: int, column: str) -> InputError:
-    return InputError(f"{where}: row {row}: {column!r} holds a run of NUL bytes: a hole of zeros in the file "
-                      "(a crash, or a copy or download that stopped, left zeros where data was), and Parquet and "
-                      "Arrow data carry no checksum, so the rows around it may be wrong too (texts read as empty); "
-                      "fetch the file again", path=where)
-
-
 def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: int, where: str,
                     total_bytes: int, total_rows: int) -> Iterator[Batch]:
     """Batches of one Arrow column. Parquet and Arrow files are not UTF-8-checked when read, so
@@ -520,15 +460,15 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
                                                         "not_utf8")))
             kept = rows[keep]
             # a hole's edges cut characters (not UTF-8: those rows are rejects), its zeros are valid
-            if (hole := next((i for i, v in enumerate(values) if isinstance(v, str) and _NUL_TEXT in v), None)) is not None:
-                raise _hole_in_column(where, int(kept[hole]), column)
+            if (hole := next((i for i, v in enumerate(values) if isinstance(v, str) and NUL_TEXT in v), None)) is not None:
+                raise hole_in_column(where, int(kept[hole]), column)
             if decode is not None:
                 values, keep2, more = _decoded(values, decode, kept, column)
                 kept, errors = kept[keep2], sorted(errors + more)
             yield Batch(pa.array(values, type=col.type) if is_str else values, kept, nbytes, errors)
             continue
         if is_str:
-            _check_no_hole(col, rows, column, where)
+            check_no_hole(col, rows, column, where)
             yield Batch(col, rows, nbytes)
         elif decode is not None:  # struct padding first: a JSON text's own nulls are kept
             values, keep, errors = _decoded(arrow_values(col), decode, rows, column)
@@ -536,7 +476,7 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
         else:
             values = arrow_values(col)
             if pa.types.is_dictionary(col.type) or pa.types.is_string_view(col.type):  # text, not in one buffer
-                hole = next((i for i, v in enumerate(values) if isinstance(v, str) and _NUL_TEXT in v), None)
+                hole = next((i for i, v in enumerate(values) if isinstance(v, str) and NUL_TEXT in v), None)
                 if hole is not None:
-                    raise _hole_in_column(where, int(rows[hole]), column)
+                    raise hole_in_column(where, int(rows[hole]), column)
             yield Batch(values, rows, nbytes)

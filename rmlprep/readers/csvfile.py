@@ -10,8 +10,8 @@ lenient parser, like ``pyarrow.csv``, reads lines 2-3 as one value), is a file f
 record and its first line: once quoting is broken, where the record ends cannot be known, so
 no later record can be trusted. A physical line or a value over :data:`MAX_ROW_BYTES` is a file
 fault too (found as the bytes are decoded, so no line is ever held whole past the limit), and so
-are :data:`~.base.NUL_RUN` NUL bytes in a row (a hole of zeros that would merge the records it
-overwrote into one, with the zeros as text: :func:`~.base.hole_fault`; looked for in the same
+are :data:`~.holes.NUL_RUN` NUL bytes in a row (a hole of zeros that would merge the records it
+overwrote into one, with the zeros as text: :func:`~.holes.hole_fault`; looked for in the same
 pass over the bytes, also across two reads), and so
 is a last record with fewer fields than the header and no line break at the end: the file was
 cut short (a cut in the last field reads as a complete record; the plan warns of a plain file

@@ -13,8 +13,8 @@ that is a JSON array or the ``{``/``[`` of a pretty-printed document (not JSON L
 by a lone ``\r`` (classic Mac: the whole file would be one bad row); a last line cut short (no
 newline at the end and not valid JSON: the file was truncated, and its last row would otherwise
 be a reject that looks like any bad row while the file is counted complete); a run of
-:data:`~rmlprep.readers.base.NUL_RUN` NUL bytes (a hole of zeros, whose lines would read as one
-bad row: :func:`~rmlprep.readers.base.hole_fault`; looked for only in a line that is not JSON,
+:data:`~rmlprep.readers.holes.NUL_RUN` NUL bytes (a hole of zeros, whose lines would read as one
+bad row: :func:`~rmlprep.readers.holes.hole_fault`; looked for only in a line that is not JSON,
 which every line holding a NUL byte is, so good lines cost nothing).
 
 **Compressed files** are decoded by :mod:`rmlprep.compressed`, which checks every zstd frame's
