@@ -76,6 +76,40 @@ def test_detect_every_template(name):
     assert f"probe {d.probe!r}" in msg and "template:" in msg and "rmlprep:" in msg
 
 
+# One-edit variants of Qwen3's template that strip spaces as well as newlines around the last
+# answer and its reasoning (``(old, new)`` in more/Qwen-Qwen3-0.6B.jinja).
+_QWEN3_STRIPS = {
+    "reasoning": ("reasoning_content.strip('\\n')", "reasoning_content.strip()"),
+    "answer": ("'\\n</think>\\n\\n' + content.lstrip('\\n')", "'\\n</think>\\n\\n' + content.lstrip()"),
+    "think_parse": (".split('<think>')[-1].lstrip('\\n')", ".split('<think>')[-1].strip()"),
+    "after_think": ("message.content.split('</think>')[-1].lstrip('\\n')", "message.content.split('</think>')[-1].lstrip()"),
+}
+
+
+@needs_shared
+@needs_jinja
+@pytest.mark.parametrize("edit", sorted(_QWEN3_STRIPS))
+def test_a_qwen3_template_stripping_spaces_is_not_taken_for_qwen3(edit):
+    """A Qwen3 template edited to strip all whitespace (``.strip()`` for ``.strip('\\n')``) writes
+    ``[user "What is 2+2?", assistant " 4 " with reasoning " Add them. "]`` as
+    ``<think>\\nAdd them.\\n</think>`` (and ``4 `` for the answer) where Qwen3's writes the spaces.
+    No probe had spaces there, so ``chat.format = "auto"`` took such a template for ``qwen3``
+    and a run wrote the spaces the template drops, exit 0 (explore18a). Now a probe differs."""
+    from rmlprep.chat.render import render
+
+    old, new = _QWEN3_STRIPS[edit]
+    src = template_text("more/Qwen-Qwen3-0.6B")
+    assert src.count(old) == 1
+    t = src.replace(old, new)
+    conv = ([u("What is 2+2?"), a(" 4 ", reasoning_content=" Add them. ")] if edit in ("reasoning", "answer")
+            else [u("What is 2+2?"), a("<think> Add them. </think> 4 ")])
+    # the edit matters: the variant's render differs from the real template's on it
+    assert render(t, conv)["output"] != render(src, conv)["output"] == format_chat(conv, "qwen3")
+    with pytest.raises(ChatTemplateError) as e:
+        detect_chat_format(t)
+    assert e.value.difference.probe in ("reasoning_padded", "think_in_content_padded")
+
+
 _GEN_BLOCK = "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
 
 

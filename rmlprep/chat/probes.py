@@ -73,6 +73,11 @@ PROBES: list[tuple[str, list[dict], list[dict] | None]] = [
     ("think_in_content", [_m(U, "What is 2+2?"), _m(A, "<think>\n2 plus 2 is 4.\n</think>\n\n4")], None),
     ("think_in_content_earlier", [_m(U, "2+2?"), _m(A, "<think>\nadd\n</think>\n\n4"), _m(U, "3+3?"),
                                   _m(A, "<think>\nadd again\n</think>\n\n6")], None),
+    # Spaces (not newlines) around the last answer and its reasoning: Qwen3's template strips only
+    # "\n" there, so a template that strips all whitespace (`.strip()` for `.strip('\n')`) differs
+    # only on these (explore18a).
+    ("reasoning_padded", [_m(U, "What is 2+2?"), _m(A, " 4 ", reasoning_content=" Add them. ")], None),
+    ("think_in_content_padded", [_m(U, "What is 2+2?"), _m(A, "<think> Add them. </think> 4 ")], None),
     ("tools_no_call", [_m(S, "You are a weather bot."), _m(U, "Hi"), _m(A, "Hello! Ask me about the weather.")],
      [WEATHER, TIME]),
     ("tools_no_system", [_m(U, "Hi"), _m(A, "Hello!")], [WEATHER]),
