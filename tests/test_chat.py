@@ -110,6 +110,41 @@ def test_a_qwen3_template_stripping_spaces_is_not_taken_for_qwen3(edit):
     assert e.value.difference.probe in ("reasoning_padded", "think_in_content_padded")
 
 
+# One-edit variants of real templates in branches that only some data reaches: (template, old,
+# new, the probe that tells them apart). Each was taken for the real template's format before
+# the probe existed.
+_DATA_BRANCH_EDITS = [
+    ("more/openai-gpt-oss-120b", '{%- elif param_spec.type == "integer" -%}\n        {{- "number" }}',
+     '{%- elif param_spec.type == "integer" -%}\n        {{- "integer" }}', "tool_types"),
+    ("more/openai-gpt-oss-120b", '{{- "<|start|>assistant<|channel|>analysis<|message|>" + message.content + "<|end|>" }}',
+     '{{- "<|start|>assistant<|channel|>commentary<|message|>" + message.content + "<|end|>" }}', "tool_call_text_ends"),
+    ("more/google-gemma-4-31B-it", "{{- '<|channel>thought\\n' + thinking_text + '\\n<channel|>' -}}",
+     "{{- '<|channel>thought\\n' + thinking_text + '<channel|>' -}}", "tool_call_reasoning_ends"),
+    ("more/NousResearch-Hermes-3-Llama-3.1-8B-tool_use", '{{- "{}" }}', "{{- tool.parameters|tojson }}", "tool_types"),
+    ("more/Qwen-Qwen3-0.6B", "message.role == \"user\" and not(message.content.startswith('<tool_response>') and "
+     "message.content.endswith('</tool_response>'))", 'message.role == "user"', "user_tool_response"),
+]
+
+
+@needs_shared
+@needs_jinja
+@pytest.mark.parametrize("name,old,new,probe", _DATA_BRANCH_EDITS, ids=[f"{e[0].split('/')[-1]}-{e[3]}" for e in _DATA_BRANCH_EDITS])
+def test_a_template_edited_in_a_data_branch_is_not_taken_for_its_format(name, old, new, probe):
+    """Real templates branch on the data: gpt-oss writes an integer parameter as ``number`` and
+    a call's text as analysis only when no final answer follows, Gemma 4 writes the reasoning
+    before a call only then, Hermes 3 writes ``{}`` for a tool with no properties, Qwen3 keeps
+    the reasoning after a user turn wrapped in ``<tool_response>``. No probe reached these
+    branches, so ``chat.format = "auto"`` took a template edited there for the real one's
+    format and wrote what the edited template does not (explore18a: a mutation sweep appending
+    a space to each string literal of the real templates). Each edit is now refused, on the
+    probe named."""
+    src = template_text(name)
+    assert src.count(old) == 1
+    with pytest.raises(ChatTemplateError) as e:
+        detect_chat_format(src.replace(old, new))
+    assert e.value.difference.probe == probe
+
+
 _GEN_BLOCK = "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
 
 
@@ -270,7 +305,7 @@ needs_fixture = pytest.mark.skipif(not FIXTURE_ROWS, reason=f"{FIXTURE} is absen
 #: a reasoning its template would lose, tool-call shapes its template loses text or ids from.
 REFUSAL = re.compile(r"cannot write|has no (tool|system|user|assistant) role|alternat|system message|"
                      r"drops the reasoning|writes reasoning only|only the (tool call|first)|one tool call|needs tool|"
-                     r"needs tools|ids of 9|no user message|parts|takes only|tool result|keeps only|tool_call_id|"
+                     r"needs tools|needs a description|ids of 9|no user message|parts|takes only|tool result|keeps only|tool_call_id|"
                      r"holds text (before its <think>|between two </think>)")
 
 

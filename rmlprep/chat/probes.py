@@ -41,6 +41,51 @@ TIME = {
 }
 
 
+FORECAST = {
+    "type": "function",
+    "function": {
+        "name": "get_forecast",
+        "description": "Get the forecast for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer", "description": "How many days."},
+                "lat": {"type": "number"},
+                "hourly": {"type": "boolean"},
+                "fields": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["city", "days"],
+        },
+    },
+}
+SEARCH = {
+    "type": "function",
+    "function": {
+        "name": "search",
+        "description": "Search the web.\nReturns the top results.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for."},
+                "limit": {"type": "integer", "default": 5, "minimum": 1},
+                "lang": {"type": ["string", "null"], "description": "A language code."},
+                "safe": {"type": "string", "enum": ["off", "strict"], "default": "strict"},
+                "since": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                "site": {"type": "object", "description": "Restrict to a site.",
+                         "properties": {"host": {"type": "string", "description": "The host."}}, "required": ["host"]},
+                "filters": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}},
+                "extra": {"type": "object"},
+            },
+            "required": ["query"],
+        },
+    },
+}
+PING = {"type": "function", "function": {"name": "ping", "description": "Check the service."}}
+STATUS = {"type": "function", "function": {"name": "get_status", "description": "The service status.",
+                                           "parameters": {"type": "object", "properties": {}}}}
+
+
 def _m(role: str, content: Any, **kw) -> dict:
     return {"role": role, "content": content, **kw}
 
@@ -53,6 +98,10 @@ _W = _call("call0w3x9", "get_weather", {"city": "Paris", "unit": "celsius"})
 _T = _call("call1t7y2", "get_time", {"city": "Tokyo"})
 _W_RESULT = _m(T, '{"temperature": 22, "condition": "sunny"}', tool_call_id="call0w3x9", name="get_weather")
 _T_RESULT = _m(T, '{"time": "09:30"}', tool_call_id="call1t7y2", name="get_time")
+_F = _call("call2f4k8", "get_forecast", {"city": "Paris", "days": 3, "lat": 48.85, "hourly": False, "fields": ["rain"]})
+_F_RESULT = _m(T, '{"rain": [0, 1, 0]}', tool_call_id="call2f4k8", name="get_forecast")
+_S = _call("call3s5q1", "search", {"query": "rmlprep", "lang": None, "site": {"host": "github.com"}})
+_S_RESULT = _m(T, '{"results": []}', tool_call_id="call3s5q1", name="search")
 
 #: (probe id, messages, tools). Order matters only for reports: the first differing probe is shown.
 PROBES: list[tuple[str, list[dict], list[dict] | None]] = [
@@ -98,6 +147,27 @@ PROBES: list[tuple[str, list[dict], list[dict] | None]] = [
     ("tool_result_no_call", [_m(S, "You can call get_weather."), _m(U, "Weather in Paris?"),
                              _m(A, '{"name": "get_weather", "arguments": {"city": "Paris"}}'),
                              _m(T, '{"temperature": 22}'), _m(A, "Sunny, 22 °C.")], None),
+    # Branches that depend on the data (explore18a): a call with text or reasoning whose
+    # conversation ends on its result (gpt-oss, Gemma 4 write them only then), a result with no
+    # name (Gemma 4 looks it up by tool_call_id), typed parameters and a tool without any
+    # (gpt-oss and Hermes 3 write a type per parameter, Hermes 3 {} for none; gpt-oss writes defaults,
+    # nullable and nested types, descriptions as comments), a user turn wrapped in
+    # <tool_response> (Qwen3 keeps the reasoning after it).
+    ("tool_call_text_ends", [_m(U, "Weather in Paris?"), _m(A, "Let me check.", tool_calls=[_W]), _W_RESULT],
+     [WEATHER]),
+    ("tool_call_reasoning_ends", [_m(U, "Weather in Paris?"),
+                                  _m(A, None, tool_calls=[_W], reasoning_content="I should call get_weather."),
+                                  _W_RESULT], [WEATHER]),
+    ("tool_result_unnamed", [_m(U, "Weather in Paris?"), _m(A, None, tool_calls=[_W]),
+                             _m(T, '{"temperature": 22}', tool_call_id="call0w3x9"), _m(A, "Sunny.")], [WEATHER]),
+    ("tool_types", [_m(U, "Forecast for Paris?"), _m(A, None, tool_calls=[_F]), _F_RESULT, _m(A, "Rain on day 2.")],
+     [FORECAST, STATUS]),
+    # PING first: Hermes 3's template stops at it (no parameters), not in a recursion on "lang".
+    ("tool_schema", [_m(U, "Search for rmlprep."), _m(A, None, tool_calls=[_S]), _S_RESULT, _m(A, "Nothing found.")],
+     [PING, SEARCH]),
+    ("user_tool_response", [_m(U, "What is 2+2?"), _m(A, "4", reasoning_content="Add them."),
+                            _m(U, "<tool_response>\nok\n</tool_response>"),
+                            _m(A, "Done.", reasoning_content="Check it.")], None),
     ("tool_call_no_tools", [_m(U, "Weather in Paris?"), _m(A, None, tool_calls=[_W]), _W_RESULT, _m(A, "Sunny.")],
      None),
     ("text_parts", [_m(S, "Be brief."),
