@@ -147,6 +147,21 @@ def test_json_tools_refuses_a_call_to_a_tool_the_conversation_does_not_define():
     assert json_tools([u("q"), answer], [{"name": "Alice"}])[2] == 1
 
 
+def test_json_tools_reads_an_empty_tools_value_as_no_tools():
+    """A run reads a tools column's ``[]`` (a row without tools in a set that has the column)
+    as no tools, like null. json_tools took ``[]`` for given tools: a LLaMA-Factory row's
+    system message of definitions stayed as raw JSON system text while its JSON answer became a
+    ``<tool_call>`` (explore18a: an sft run wrote row ``"tools": []`` so and rows with null or
+    no key with a ``<tools>`` block). Worked example: both give the definitions as tools."""
+    search = {"name": "search", "description": "d", "parameters": {"type": "object"}}
+    msgs = [{"role": "system", "content": json.dumps([search])}, u("find"),
+            {"role": "assistant", "content": '{"name": "search", "arguments": {"q": "x"}}'}]
+    want = json_tools(msgs, None)
+    assert want[1] == [search] and want[0][0] == u("find") and want[2] == 1
+    for empty in ([], "[]", " [] "):
+        assert json_tools(msgs, empty) == want
+
+
 def test_json_tools_leaves_json_with_a_key_twice_as_text():
     """An answer '{"name": "f", "arguments": {}, "name": "g"}' was converted into a call of
     ``g`` (json.loads keeps a key's last value): which tool it calls is unknowable, so it is no

@@ -41,7 +41,8 @@ def json_tools(messages: Any, tools: Any = None, *, check: bool = True) -> tuple
 
     * a first system message whose whole content is a JSON list of function definitions
       (each a dict with a ``name``) becomes the conversation's ``tools`` (an empty list: no
-      tools) and is removed; only when ``tools`` is not given already;
+      tools) and is removed; only when ``tools`` is not given already (None, or an empty list:
+      a tools column's ``[]`` is no tools, as a run reads it);
     * an assistant message whose whole content is a JSON object with exactly the keys
       ``name`` (a string) and ``arguments`` (an object) becomes a message with that one tool
       call and ``content: None``; when the conversation defines tools (given, or from its
@@ -70,7 +71,9 @@ def json_tools(messages: Any, tools: Any = None, *, check: bool = True) -> tuple
     out = list(messages)
     first = out[0]
     skipped = 0  # messages removed before out[0] (the system message of definitions)
-    if tools is None and isinstance(first, Mapping) and first.get("role") == "system":
+    # no tools given: None, or an empty list (a tools column's value for a row without tools,
+    # also as the JSON text "[]"), which a run reads as no tools too
+    if (tools is None or _definitions(tools) == []) and isinstance(first, Mapping) and first.get("role") == "system":
         v = _loads(first.get("content"))
         if isinstance(v, list) and all(isinstance(t, Mapping) and isinstance(t.get("name"), str) for t in v):
             tools = v or None
