@@ -253,3 +253,14 @@ def test_tool_definition_nulls_are_kept_in_the_canonical_form():
     bare = {"name": "f", "description": None, "parameters": {"type": "object", "properties": {"x": {"default": None}}}}
     conv = parse_conversation([u("q")], [bare])
     assert conv.tools == ({"type": "function", "function": bare},)
+
+
+def test_tool_call_id_outside_a_tool_message_is_refused_with_its_own_reason():
+    """An assistant message carrying ``tool_call_id`` was refused with the reason written for
+    ``name`` ("no format writes a participant name"), which says nothing about the field."""
+    for k, why in (("tool_call_id", "it names the call a tool result answers"),
+                   ("name", "no format writes a participant name")):
+        msgs = [u("Hi"), {"role": "assistant", "content": "Hello", k: "x"}]
+        with pytest.raises(ChatFormatError) as e:
+            format_chat(msgs, "chatml")
+        assert str(e.value) == f"message 1 (assistant): has {k!r}, which rmlprep takes only on a tool message ({why})"

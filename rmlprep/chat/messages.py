@@ -304,8 +304,9 @@ def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
                 raise _err(i, role, f"has {k!r}, which only an assistant message can carry")
         for k in ("tool_call_id", "name"):
             if k in present and role != "tool":
-                raise _err(i, role, f"has {k!r}, which rmlprep takes only on a tool message "
-                                    "(no format writes a participant name)")
+                why = ("no format writes a participant name" if k == "name"
+                       else "it names the call a tool result answers")
+                raise _err(i, role, f"has {k!r}, which rmlprep takes only on a tool message ({why})")
         calls: tuple[ToolCall, ...] = ()
         if "tool_calls" in present:
             tc = m["tool_calls"]
