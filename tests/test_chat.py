@@ -123,6 +123,17 @@ _DATA_BRANCH_EDITS = [
     ("more/NousResearch-Hermes-3-Llama-3.1-8B-tool_use", '{{- "{}" }}', "{{- tool.parameters|tojson }}", "tool_types"),
     ("more/Qwen-Qwen3-0.6B", "message.role == \"user\" and not(message.content.startswith('<tool_response>') and "
      "message.content.endswith('</tool_response>'))", 'message.role == "user"', "user_tool_response"),
+    ("more/google-gemma-4-31B-it", "and not ns_tr_out.flag -%}\n            {{- '<|tool_response>' -}}",
+     "and not ns_tr_out.flag -%}\n            {{- '<turn|>\\n' -}}", "tool_call_ends"),
+    ("more/google-gemma-4-31B-it", "loop.index0 > ns_turn.last_user_idx and message.get('tool_calls')",
+     "message.get('tool_calls')", "tool_call_reasoning_then_user"),
+    ("more/deepseek-ai-DeepSeek-V3.1", "{%- else -%}{{message['content'] + '<｜tool▁calls▁begin｜>",
+     "{%- else -%}{{message['content'] + '\\n\\n<｜tool▁calls▁begin｜>", "tool_call_with_text_no_tools"),
+    ("more/deepseek-ai-DeepSeek-V3.1", "{%- else -%}{{'<｜tool▁call▁begin｜>'+", "{%- else -%}{{'\\n<｜tool▁call▁begin｜>'+",
+     "two_tool_calls_no_tools"),
+    ("more/deepseek-ai-DeepSeek-V3.1", "content.split('</think>', 1)[1] -%}", "content.split('</think>', 1)[1].lstrip() -%}",
+     "think_in_content_history_only"),
+    ("more/HuggingFaceTB-SmolLM3-3B", 'custom_instructions.replace("/think", "")', "custom_instructions", "system_think"),
 ]
 
 
@@ -132,8 +143,12 @@ _DATA_BRANCH_EDITS = [
 def test_a_template_edited_in_a_data_branch_is_not_taken_for_its_format(name, old, new, probe):
     """Real templates branch on the data: gpt-oss writes an integer parameter as ``number`` and
     a call's text as analysis only when no final answer follows, Gemma 4 writes the reasoning
-    before a call only then, Hermes 3 writes ``{}`` for a tool with no properties, Qwen3 keeps
-    the reasoning after a user turn wrapped in ``<tool_response>``. No probe reached these
+    before a call only then and ``<|tool_response>`` after a call that ends the conversation,
+    Hermes 3 writes ``{}`` for a tool with no properties, Qwen3 keeps the reasoning after a user
+    turn wrapped in ``<tool_response>``, DeepSeek V3.1 (which writes no tool definitions, so no
+    probe with them reached it) writes a call's text and a second call in their own branches and
+    drops an earlier answer's text before ``</think>``, SmolLM3 cuts ``/think`` out of the system
+    message. No probe reached these
     branches, so ``chat.format = "auto"`` took a template edited there for the real one's
     format and wrote what the edited template does not (explore18a: a mutation sweep appending
     a space to each string literal of the real templates). Each edit is now refused, on the
@@ -665,7 +680,9 @@ def test_segments_structure(fmt):
             assert all(x.kind in KINDS and x.text for x in segs)
             if msgs[-1]["role"] == "assistant" and not gen and fmt != "gemma4":
                 trained = [x for x in segs if x.kind == "assistant"]
-                assert trained and trained[-1].markup and trained[-1].text.endswith(f.terminator), (pid, trained[-1:])
+                # a turn that ends on its call ends with the model's stop token for calls (gpt-oss <|call|>)
+                ends = (f.terminator, *f.more_stops) if msgs[-1].get("tool_calls") else f.terminator
+                assert trained and trained[-1].markup and trained[-1].text.endswith(ends), (pid, trained[-1:])
             if gen and msgs[-1]["role"] == "user":
                 assert segs[-1].kind == "template" and segs[-1].markup, pid
 

@@ -168,6 +168,25 @@ PROBES: list[tuple[str, list[dict], list[dict] | None]] = [
     ("user_tool_response", [_m(U, "What is 2+2?"), _m(A, "4", reasoning_content="Add them."),
                             _m(U, "<tool_response>\nok\n</tool_response>"),
                             _m(A, "Done.", reasoning_content="Check it.")], None),
+    # More data branches (explore18a, a mutation sweep over fuzzed conversations): a turn that
+    # ends on the call itself (Gemma 4 writes <|tool_response> there), reasoning before a call
+    # in an earlier user turn (Gemma 4 drops it), calls with text or two at once and no
+    # definitions (DeepSeek V3.1 writes no definitions, so the probes above are skipped for it),
+    # a </think> in an earlier answer only (DeepSeek drops the text before it), SmolLM3's
+    # /no_think and /think switches in the system message (it also cuts them out of the text).
+    ("tool_call_ends", [_m(U, "Weather in Paris?"), _m(A, None, tool_calls=[_W])], [WEATHER]),
+    ("tool_call_reasoning_then_user", [_m(U, "Weather in Paris?"),
+                                       _m(A, None, tool_calls=[_W], reasoning_content="I should call get_weather."),
+                                       _W_RESULT, _m(A, "Sunny."), _m(U, "Thanks!"), _m(A, "You're welcome.")],
+     [WEATHER]),
+    ("tool_call_with_text_no_tools", [_m(U, "Weather in Paris?"), _m(A, "Let me check.", tool_calls=[_W]), _W_RESULT,
+                                      _m(A, "Sunny.")], None),
+    ("two_tool_calls_no_tools", [_m(U, "Weather in Paris and time in Tokyo?"), _m(A, None, tool_calls=[_W, _T]),
+                                 _W_RESULT, _T_RESULT, _m(A, "Sunny in Paris; 09:30 in Tokyo.")], None),
+    ("think_in_content_history_only", [_m(U, "2+2?"), _m(A, "<think>\nadd\n</think>\n\n4"), _m(U, "3+3?"),
+                                       _m(A, "6")], None),
+    ("system_no_think", [_m(S, "Be brief. /no_think"), _m(U, "Hi"), _m(A, "Hello")], None),
+    ("system_think", [_m(S, "Reason first. /think"), _m(U, "Hi"), _m(A, "Hello")], None),
     ("tool_call_no_tools", [_m(U, "Weather in Paris?"), _m(A, None, tool_calls=[_W]), _W_RESULT, _m(A, "Sunny.")],
      None),
     ("text_parts", [_m(S, "Be brief."),
