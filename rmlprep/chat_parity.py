@@ -47,7 +47,7 @@ from typing import Any
 from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.convert import string_tool_arguments
-from .chat_sample import sample_conversations
+from .chat_sample import LIVE_MAX_INVALID, iter_conversations, live_line
 from .chat.detect import check_template_format
 from .chat.encode import defaulted_refusal, missing_stop_token, stop_token_refusal, template_specials
 from .chat.registry import check_conversation, get_format, read_view, resolve_options, untrained_reasoning_refusal, write
@@ -234,21 +234,35 @@ def check_chat_format(fmt: str, *, template: str | None = None, renders: str | o
     return summary
 
 
-def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, Any]], *,
+#: the end of a live chat difference's message: what the user can do
+LIVE_WAYS_ON = ("\n  the tokenizer's template writes this conversation otherwise: chat.format = \"template\" renders "
+                "with the template itself (jinja2); parity.chat_live_sample = 0 skips this comparison")
+
+
+def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, ...]], *,
                     bos_token: str | None, eos_token: str | None, add_generation_prompt: bool = False,
-                    options: Mapping[str, Any] | None = None) -> dict[str, int]:
+                    options: Mapping[str, Any] | None = None, want: int | None = None,
+                    max_invalid: int = LIVE_MAX_INVALID) -> dict[str, int]:
     """Render conversations with a real chat template and compare them with rmlprep's ``fmt``.
 
     Each conversation is first checked (schema and format): a bad one is counted
-    (``invalid``), never rendered, as the run rejects it.
+    (``invalid``), never rendered, as the run rejects it, and the next one is taken: with
+    ``want``, until ``want`` are compared, so refused rows first in the corpus do not leave the
+    check with nothing compared (a fresh-user trial: 20 ShareGPT rows first, "0 corpus
+    conversations ... match", exit 0, and the 200 rows after them written with text the
+    template does not write).
 
     Args:
-        conversations: ``(messages, tools)`` pairs.
+        conversations: ``(messages, tools)`` pairs, or ``(messages, tools, where)`` with
+            ``where`` naming the row for an error (:func:`.chat_sample.iter_conversations`).
+        want: stop after this many are compared (None: all).
+        max_invalid: stop after this many refused ones (bounds the rows read when most are).
     Returns:
         ``{"compared": n, "invalid": k, "arguments_from_string": m}`` (``m``: compared ones whose tool-call
         arguments, a string of JSON, both renders saw parsed: :func:`.chat.convert.string_tool_arguments`).
     Raises:
-        ParityError: the first difference, or a conversation the template refuses that rmlprep writes.
+        ParityError: the first difference, or a conversation the template refuses that rmlprep writes;
+            its message names the row and the two ways on.
         ChatFormatError: jinja2 is not installed.
     """
     f = get_format(fmt)
@@ -257,7 +271,9 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
     opts = resolve_options(f, options)
     kwargs = template_kwargs(f, opts)
     counts = {"compared": 0, "invalid": 0, "arguments_from_string": 0}
-    for i, (msgs, tools) in enumerate(conversations):
+    for i, (msgs, tools, *where) in enumerate(conversations):
+        if (want is not None and counts["compared"] >= want) or counts["invalid"] >= max_invalid:
+            break
         try:
             conv = check_conversation(msgs, f, tools=tools)
             ours = write(conv, f, add_generation_prompt=add_generation_prompt, options=options).text()
@@ -267,12 +283,14 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
         vm, vt = read_view(msgs, tools, f)
         ref = render(template, vm, tools=vt, add_generation_prompt=add_generation_prompt, bos_token=bos_token,
                      eos_token=eos_token, now=opts.get("today") or DEFAULT_TODAY, **kwargs)
-        src = f"live render with the tokenizer's chat template, corpus conversation {i}"
+        src = (f"live render with the tokenizer's chat template, corpus conversation {i}"
+               + (f" ({where[0]})" if where else ""))
         if "error" in ref:
             raise _fail(_conv_text(msgs), src, f"the template refuses this conversation ({ref['error']}) but rmlprep's "
-                        f"{fmt!r} writes it")
+                        f"{fmt!r} writes it{LIVE_WAYS_ON}")
         if ref["output"] != ours:
-            raise text_parity_error(_conv_text(msgs), ref["output"], ours, source=src)
+            e = text_parity_error(_conv_text(msgs), ref["output"], ours, source=src)
+            raise ParityError(e.text, e.position, e.expected, e.actual, source=src, message=str(e) + LIVE_WAYS_ON)
         counts["compared"] += 1
         counts["arguments_from_string"] += string_tool_arguments(msgs)
     return counts
@@ -404,7 +422,9 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
         ConfigError: see :func:`check_chat_format` (``required``: ``parity.chat = true``); a GGUF's defaulted bos/eos.
     """
     par, chat = cfg["parity"], cfg["chat"]
-    if par["chat"] is False:
+    if par["chat"] is False:  # said, so a run with the check off is not read as one that passed it
+        log(f"parity: chat check off (parity.chat = false): chat.format = {chat['format']!r} is not compared with "
+            "the tokenizer's chat template, the committed renders or the corpus")
         return None
     template = getattr(tokenizer, "chat_template", None)
     bos = _token_text(tokenizer, tokenizer.spec.bos_id)
@@ -456,14 +476,12 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
         else:
             import jinja2
 
-            convs = sample_conversations(cfg, units, k)
-            res = live_chat_check(fmt, template, convs, bos_token=bos, eos_token=eos,
-                                  add_generation_prompt=chat["add_generation_prompt"], options=options)
+            res = live_chat_check(fmt, template, iter_conversations(cfg, units), bos_token=bos, eos_token=eos,
+                                  add_generation_prompt=chat["add_generation_prompt"], options=options, want=k)
             summary["live"] = {**res, "jinja2": jinja2.__version__}
-            log(f"parity: {res['compared']} corpus conversations rendered with the tokenizer's chat template "
-                f"match format {fmt!r} ({res['invalid']} refused by the format or the schema, rejected in the run)"
-                + (f"; {n} of them give tool-call arguments as a string of JSON, parsed before both renders "
-                   "(apply_chat_template on the rows as they are writes such a string as it is or encodes it again, "
-                   "so its render of them can differ)" if (n := res["arguments_from_string"]) else ""))
+            log(live_line(res, fmt, k))
+    else:
+        log("parity: live chat comparison off (parity.chat_live_sample = 0): the format is checked on the probes "
+            "and committed renders only")
     return summary
 

@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Any
 
 from .errors import ChatFormatError
 
-__all__ = ["sample_conversations"]
+__all__ = ["LIVE_MAX_INVALID", "iter_conversations", "live_line", "sample_conversations"]
+
+#: refused conversations after which the live chat check stops looking for more to compare
+LIVE_MAX_INVALID = 1000
 
 
-def sample_conversations(cfg, units, n: int) -> list[tuple[Any, Any]]:
-    """Up to ``n`` ``(messages, tools)`` pairs from the first batch of each unit in turn, as the
-    run will write them (system column applied, ``chat.json_tools`` converted), for the live chat
-    check (:func:`rmlprep.chat_parity.live_chat_check`, ``parity.chat_live_sample``); a row whose
-    tool calls name an undefined tool (a reject in the run) is not sampled."""
+def iter_conversations(cfg, units, rows: int | None = None) -> Iterator[tuple[Any, Any, str]]:
+    """``(messages, tools, where)`` for the first ``rows`` rows (default ``input.batch_rows``) of
+    each unit in turn, as the run will write them (system column applied, ``chat.json_tools``
+    converted), for the live chat check (:func:`rmlprep.chat_parity.live_chat_check`,
+    ``parity.chat_live_sample``), which takes from it until it has compared enough; ``where``
+    names the row (``"PATH row R"``, R as the run's rejects number it). A row whose tool calls
+    name an undefined tool (a reject in the run) is not given. Lazy: a unit is read when the
+    conversations before it are used up."""
     from .chat.convert import json_tools
     from .chat.messages import with_system_prompt
     from .readers import read_unit
 
-    out: list[tuple[Any, Any]] = []
     column = cfg["input"]["column"]
     tcol = cfg["chat"].get("tools_column")
     convert = cfg["chat"].get("json_tools")
-    rows = min(n, cfg["input"]["batch_rows"])
+    rows = rows or cfg["input"]["batch_rows"]
 
     def by_row(u, col, upto: int | None) -> dict[int, Any]:
         """Source row -> value: the first batch (upto None), or every batch up to row ``upto``."""
@@ -43,9 +50,31 @@ def sample_conversations(cfg, units, n: int) -> list[tuple[Any, Any]]:
             t = tools.get(r)
             v = with_system_prompt(v, systems.get(r), scol)[0]  # as the run writes it (a refused one: as read)
             try:
-                out.append(json_tools(v, t)[:2] if convert else (v, t))
+                m, t = json_tools(v, t)[:2] if convert else (v, t)
             except ChatFormatError:  # a call to an undefined tool: the run rejects the row; not compared
                 continue
-            if len(out) >= n:
-                return out
-    return out
+            yield m, t, f"{u.path} row {r}"
+
+
+def sample_conversations(cfg, units, n: int) -> list[tuple[Any, Any]]:
+    """The first ``n`` ``(messages, tools)`` pairs of :func:`iter_conversations`."""
+    return [(m, t) for m, t, _ in itertools.islice(iter_conversations(cfg, units, min(n, cfg["input"]["batch_rows"])), n)]
+
+
+def live_line(res: dict[str, int], fmt: str, want: int) -> str:
+    """The log line of a live chat comparison's result ``res``
+    (:func:`rmlprep.chat_parity.live_chat_check`) that asked for ``want``: a warning when it
+    compared none ("0 ... match" read as a pass in a fresh-user trial, with every sampled row a
+    reject), and says so when the sampled batches held fewer than ``want``."""
+    n, bad = res["compared"], res["invalid"]
+    where = "the first batch of every unit" if bad < LIVE_MAX_INVALID else "its limit"
+    if not n:
+        return (f"warning: parity: the live chat comparison compared no corpus conversation: the {bad} it read "
+                f"({where}) were refused by the format or the schema (rejected in the run), so the tokenizer's "
+                "chat template was not checked against this corpus")
+    fewer = f"; fewer than the {want} asked: {where} held no more" if n < want else ""
+    strings = (f"; {a} of them give tool-call arguments as a string of JSON, parsed before both renders "
+               "(apply_chat_template on the rows as they are writes such a string as it is or encodes it again, "
+               "so its render of them can differ)" if (a := res["arguments_from_string"]) else "")
+    return (f"parity: {n} corpus conversations rendered with the tokenizer's chat template match format {fmt!r} "
+            f"({bad} refused by the format or the schema on the way, rejected in the run{fewer}){strings}")

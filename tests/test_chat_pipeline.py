@@ -139,7 +139,9 @@ def test_live_sample_validates_rows_before_rendering(tmp_path):
     write_chats(inp, extra=bad)
     m = run(cfg(inp, tmp_path / "o", parity={"chat_live_sample": 10}), tokenizer=tiny(CHATML), log=quiet)
     live = m["parity"]["chat"]["live"]
-    assert live["compared"] == 8 and live["invalid"] == 2  # text parts are valid: joined, then rendered
+    # 10 compared: the 2 refused (of the first 12) do not count against the sample; text parts
+    # are valid: joined, then rendered
+    assert live["compared"] == 10 and live["invalid"] == 2
     m = run(cfg(inp, tmp_path / "n", parity={"chat_live_sample": 7}), log=quiet)
     assert m["parity"]["chat"]["live"] is None and "no chat template" in m["parity"]["chat"]["live_skipped"]
     doctored = CHATML.replace("'\n' + message['content']", "'\n ' + message['content']")
@@ -164,13 +166,56 @@ def test_live_sample_is_on_by_default(tmp_path):
     with pytest.raises(ParityError) as e:
         run(cfg(inp, tmp_path / "d"), tokenizer=tiny(short6), log=logs.append)
     msg = str(e.value)
-    assert msg.startswith("live render with the tokenizer's chat template, corpus conversation 0: chat text differs")
+    assert msg.startswith(f"live render with the tokenizer's chat template, corpus conversation 0 ({inp} row 0): "
+                          "chat text differs"), msg
+    assert msg.endswith("chat.format = \"template\" renders with the template itself (jinja2); "
+                        "parity.chat_live_sample = 0 skips this comparison"), msg
     assert "reference continues: ''\n  rmlprep continues:   '<|im_start|>user\\nturn 6<|im_end|>" in msg, msg
     assert any("reproduced by format 'chatml'" in x for x in logs), logs  # the probes passed
     m = run(cfg(inp, tmp_path / "off", parity={"chat_live_sample": 0}), tokenizer=tiny(short6), log=quiet)
     assert m["parity"]["chat"]["live"] is None and m["totals"]["documents"] == 6
     m = run(cfg(inp, tmp_path / "ok"), tokenizer=tiny(CHATML), log=quiet)
     assert m["parity"]["chat"]["live"]["compared"] == 6
+
+
+@needs_jinja
+def test_live_sample_compares_past_refused_rows(tmp_path):
+    """The live sample counts compared conversations, not rows read: refused rows first in the
+    corpus (a fresh-user trial: 20 ShareGPT rows, then good ones) left "0 corpus conversations
+    ... match" and exit 0 while the good rows after them were written with text the template
+    does not write. Worked example: 25 rows without a ``role`` (refused by the schema), then
+    the 8-message conversation that ChatML-of-``messages[:6]`` writes otherwise: the check reads
+    past the 25 and stops at row 25; with every row refused it says it compared nothing."""
+    inp = tmp_path / "chat.jsonl"
+    bad = [[{"from": "human", "value": f"q{i}"}, {"from": "gpt", "value": "a"}] for i in range(25)]
+    long = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"turn {k}"} for k in range(8)]
+    write_chats(inp, n=5, extra=bad + [long])
+    short6 = CHATML.replace("{% for message in messages %}", "{% for message in messages[:6] %}")
+    with pytest.raises(ParityError, match=rf"corpus conversation 25 \({re.escape(str(inp))} row 25\): chat text differs"):
+        run(cfg(inp, tmp_path / "d"), tokenizer=tiny(short6), log=quiet)
+    only_bad = tmp_path / "bad.jsonl"
+    only_bad.write_text("".join(json.dumps({"messages": c}) + "\n" for c in bad))
+    logs: list[str] = []
+    m = run(cfg(only_bad, tmp_path / "b"), tokenizer=tiny(short6), log=logs.append)
+    assert m["totals"]["documents"] == 0 and m["parity"]["chat"]["live"]["compared"] == 0
+    assert ("warning: parity: the live chat comparison compared no corpus conversation: the 25 it read (the first "
+            "batch of every unit) were refused by the format or the schema") in "\n".join(logs), logs
+    assert not any("0 corpus conversations" in x for x in logs), logs
+
+
+@needs_jinja
+def test_chat_checks_turned_off_are_said(tmp_path):
+    """A run with a chat check off says so (it said nothing, and read as one that passed)."""
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp, n=3)
+    logs: list[str] = []
+    run(cfg(inp, tmp_path / "a", parity={"chat": False}), tokenizer=tiny(CHATML), log=logs.append)
+    assert ("parity: chat check off (parity.chat = false): chat.format = 'chatml' is not compared with the "
+            "tokenizer's chat template, the committed renders or the corpus") in logs, logs
+    logs.clear()
+    run(cfg(inp, tmp_path / "b", parity={"chat_live_sample": 0}), tokenizer=tiny(CHATML), log=logs.append)
+    assert ("parity: live chat comparison off (parity.chat_live_sample = 0): the format is checked on the probes "
+            "and committed renders only") in logs, logs
 
 
 @needs_jinja
