@@ -230,7 +230,8 @@ def check_chat_format(fmt: str, *, template: str | None = None, renders: str | o
     c = check_chat_renders(fmt, rows, templates=names, source=str(path))
     summary.update(renders=str(path), templates=names, rows=c["match"], refused=c["refused"])
     log(f"parity: {c['match']} committed chat renders of {', '.join(names)} match format {fmt!r} "
-        f"({c['refused']} of their conversations refused by the format; not corpus rows)")
+        f"({c['refused']} of their conversations refused by the format; renders of those real templates, kept in "
+        "rmlprep: not this tokenizer's template, not corpus rows)")
     return summary
 
 

@@ -362,7 +362,8 @@ def no_live_reference_reason(tokenizer_file: str | os.PathLike, tokenizer=None) 
         return "no reference library reads GGUF files (the fixture check compares llama.cpp's ids)"
     lib = "tokenizers" if low.endswith(".json") else "sentencepiece" if low.endswith(".model") else "tiktoken"
     if importlib.util.find_spec(lib) is None:
-        return f"its reference library ({lib}) is not installed; pip install 'rmlprep[reference]' to compare live"
+        return (f"its reference library ({lib}) is not installed; pip install {lib} to compare live ('rmlprep[reference]' "
+                "brings every reference library, torch among them)")
     if lib == "tiktoken" and tokenizer is not None and len(tokenizer.spec.pre_split) != 1:
         return "tiktoken takes a single pre-split pattern and this tokenizer has several"
     return f"{lib} cannot read this file as a tokenizer"

@@ -279,7 +279,7 @@ def test_live_skip_for_a_missing_library_is_a_warning(tmp_path, monkeypatch):
     parity.run_parity_stage(cfg, tok, str(hf), plan(cfg), log=logs.append)
     skip = [x for x in logs if "live comparison skipped" in x]
     assert len(skip) == 1 and skip[0].startswith("warning: parity: live comparison skipped for "), logs
-    assert "its reference library (tokenizers) is not installed" in skip[0]
+    assert "its reference library (tokenizers) is not installed; pip install tokenizers to compare live" in skip[0]
 
 
 @pytest.mark.parity

@@ -1204,8 +1204,8 @@ def test_same_file_twice_is_read_once(tmp_path):
     units = plan_units(inp([tmp_path / "*.jsonl", tmp_path / "a.jsonl"]), log=logs.append)
     assert len(units) == 1
     a, link = tmp_path / "a.jsonl", tmp_path / "link.jsonl"
-    assert logs == [f"input: 2 of the 3 paths input.paths expands to name a file already listed, read once: "
-                    f"{link} (the same file as {a}), {a} (naming a file twice does not repeat its rows)"], logs
+    assert logs == [f"input: 2 of the 3 paths input.paths expands to name a file already listed, and each file is "
+                    f"read once (naming a file twice does not repeat its rows): {link} = {a}; {a} again"], logs
     logs.clear()
     plan_units(inp([tmp_path / "a.jsonl"]), log=logs.append)
     assert logs == []

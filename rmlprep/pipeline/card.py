@@ -64,7 +64,7 @@ def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
         f"Packed rows of up to {seq_len} token ids, written by rmlprep from the config in `manifest.json`.\n\n"
         f"- tokenizer: `{tok['name']}`, vocab size {tok['vocab_size']}, fingerprint `{tok['fingerprint']}`\n"
         f"- config hash: `{manifest['config_hash']}`\n"
-        f"- {len(manifest['shards'])} shards, {t['rows']:,} rows, {t['documents']:,} documents, "
+        f"- {len(manifest['shards'])} shard{'' if len(manifest['shards']) == 1 else 's'}, {t['rows']:,} rows, {t['documents']:,} documents, "
         f"{t['written_tokens']:,} tokens in rows ({t['tokens']:,} in documents), {t['rejects']:,} rejected rows"
         + (" (in `rejects/`)" if t["rejects"] else "") + "\n\n"
         "## Columns\n\n"

@@ -78,7 +78,7 @@ class Progress:
             left = self.total_bytes - self.bytes
             eta = left / (self.bytes / dt) if self.bytes else float("nan")
             self.log(f"[{self.done}/{self.n_units}] {rec['shard']}: {rec['documents']:,} docs, "
-                     f"{rec['tokens']:,} tokens, {rec['rejects']} rejects | {rates}, ETA {eta:.0f}s")
+                     f"{rec['tokens']:,} tokens, {rec['rejects']} reject{'' if rec['rejects'] == 1 else 's'} | {rates}, ETA {eta:.0f}s")
 
     def say(self, msg: str) -> None:
         """``log(msg)``, with the bar, while it is drawn, cleared first and drawn again after it

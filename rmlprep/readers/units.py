@@ -166,11 +166,11 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = (),
             seen[key] = p
             uniq.append(p)
         else:
-            again.append(p if p == seen[key] else f"{p} (the same file as {seen[key]})")
+            again.append(f"{p} again" if p == seen[key] else f"{p} = {seen[key]}")
     if again and log is not None:
         log(f"input: {len(again)} of the {len(out)} paths input.paths expands to name a file already listed, "
-            f"read once: {', '.join(again[:3])}{' ...' if len(again) > 3 else ''} (naming a file twice does not "
-            "repeat its rows)")
+            "and each file is read once (naming a file twice does not repeat its rows): "
+            f"{'; '.join(again[:3])}{' ...' if len(again) > 3 else ''}")
     return uniq
 
 
