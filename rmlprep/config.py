@@ -464,7 +464,18 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | Non
             try:
                 chat["format"] = detect_chat_format(chat["format"])
             except ChatFormatError as e:
-                raise ConfigError(f"{w}chat.format: {e}") from None
+                msg = str(e)
+                if msg.startswith("unknown chat format"):  # a config names a format: say its two other values
+                    import difflib
+
+                    from .chat import CHAT_FORMATS
+
+                    near = difflib.get_close_matches(chat["format"], CHAT_FORMATS, n=1)
+                    msg = msg.replace(" (or pass a model's Jinja chat template)",
+                                      "; or \"auto\" (the format that reproduces the tokenizer's chat template) or "
+                                      "\"template\" (that template itself, rendered with jinja2)")
+                    msg = f"{msg}{f'; did you mean {near[0]!r}?' if near else ''}"
+                raise ConfigError(f"{w}chat.format: {msg}") from None
             try:
                 resolve_options(get_format(chat["format"]), chat["options"])
             except ChatFormatError as e:

@@ -70,6 +70,11 @@ def test_defaults_filled():
                      "option enable_thinking must be true or false, got 'false'", id="sft-option-quoted-bool"),
         pytest.param(cfg(pipeline="sft", chat={"format": "gpt-oss", "options": {"reasoning_effort": "hgh"}}),
                      "option reasoning_effort must be one of low, medium, high", id="sft-option-bad-effort"),
+        # a fresh-user trial: the list of names left out "auto" and "template" and no near name was offered
+        pytest.param(cfg(pipeline="sft", chat={"format": "qwen25"}),
+                     "command-r; or \"auto\" (the format that reproduces the tokenizer's chat template) or "
+                     "\"template\" (that template itself, rendered with jinja2); did you mean 'qwen2.5'?",
+                     id="sft-format-misspelt"),
     ],
 )
 def test_errors_name_the_key(raw, key):
