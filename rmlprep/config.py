@@ -120,7 +120,7 @@ from .config_paths import _abs, _abs_dir, relative_note
 from .config_output import check_output
 from .config_run import ENGINES, _check_engine, check_reject_fraction, check_run  # noqa: F401 (ENGINES)
 from .chat import detect_chat_format
-from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
+from .chat.registry import config_format_error, get_format, resolve_options, untrained_reasoning_refusal
 from .errors import ChatFormatError, ConfigError, InputError
 from .packing.common import MAX_SEQ_LEN
 
@@ -464,18 +464,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | Non
             try:
                 chat["format"] = detect_chat_format(chat["format"])
             except ChatFormatError as e:
-                msg = str(e)
-                if msg.startswith("unknown chat format"):  # a config names a format: say its two other values
-                    import difflib
-
-                    from .chat import CHAT_FORMATS
-
-                    near = difflib.get_close_matches(chat["format"], CHAT_FORMATS, n=1)
-                    msg = msg.replace(" (or pass a model's Jinja chat template)",
-                                      "; or \"auto\" (the format that reproduces the tokenizer's chat template) or "
-                                      "\"template\" (that template itself, rendered with jinja2)")
-                    msg = f"{msg}{f'; did you mean {near[0]!r}?' if near else ''}"
-                raise ConfigError(f"{w}chat.format: {msg}") from None
+                raise ConfigError(f"{w}chat.format: {config_format_error(e, chat['format'])}") from None
             try:
                 resolve_options(get_format(chat["format"]), chat["options"])
             except ChatFormatError as e:

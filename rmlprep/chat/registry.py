@@ -275,3 +275,20 @@ def read_view(messages: Any, tools: Any, f) -> tuple[list[dict], list[dict] | No
         tools = json.loads(tools)
     vt = [dict(t) if t.get("function") is not None else {"type": "function", "function": t} for t in tools or ()]
     return out, vt or None
+
+
+def config_format_error(e: Exception, name: str) -> str:
+    """The text of a config's ``chat.format`` error ``e`` for ``name``: an unknown name's list of
+    formats ends with the config's two other values, ``"auto"`` and ``"template"`` (not "pass a
+    model's Jinja chat template", which a config cannot do), and offers a near name
+    (``"qwen25"``: did you mean ``'qwen2.5'``?). Other errors as they are."""
+    msg = str(e)
+    if not msg.startswith("unknown chat format"):
+        return msg
+    import difflib
+
+    near = difflib.get_close_matches(str(name), CHAT_FORMATS, n=1)
+    msg = msg.replace(" (or pass a model's Jinja chat template)",
+                      "; or \"auto\" (the format that reproduces the tokenizer's chat template) or \"template\" "
+                      "(that template itself, rendered with jinja2)")
+    return f"{msg}{f'; did you mean {near[0]!r}?' if near else ''}"
