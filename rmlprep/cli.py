@@ -31,6 +31,7 @@ from .cli_text import argv_text, read_file_text, read_json_file, read_texts, std
 from .config import RunConfig, load_config
 from .errors import ChatFormatError, InputError, ParityError, RmlprepError
 from .load import CLI_WORDS, DEMO_PREFIX, open_tokenizer
+from .spec import TokenType
 from .parity import DEFAULT_TEXTS, check_fixture, find_fixture, live_check, make_fixture
 from .pipeline import run
 from .pipeline.verdict import drop_warning, rejected_files_warning, run_verdict
@@ -238,8 +239,9 @@ def _write_text(text: str, exact: bool) -> None:
 def _cmd_inspect(a) -> int:
     tok, f = _open(a.tokenizer, a.name)
     s = tok.spec
-    specials = {i: s.vocab[i] for i in sorted({x for x in (s.bos_id, s.eos_id, s.unk_id, s.pad_id, *s.eot_ids)
-                                                if x is not None})}
+    roles = {x for x in (s.bos_id, s.eos_id, s.unk_id, s.pad_id, *s.eot_ids) if x is not None}
+    control = [i for i, t in enumerate(s.token_types) if t == TokenType.CONTROL and i not in roles]
+    specials = {i: s.vocab[i] for i in sorted(roles)}
     info = {
         "file": f,
         "name": s.name,
@@ -249,7 +251,8 @@ def _cmd_inspect(a) -> int:
         "scores": s.scores is not None,
         "bos_id": s.bos_id, "eos_id": s.eos_id, "unk_id": s.unk_id, "pad_id": s.pad_id,
         "eot_ids": list(s.eot_ids), "add_bos": s.add_bos, "add_eos": s.add_eos,
-        "special_tokens": specials,
+        "special_tokens": specials,  # by role; the rest (Qwen2.5's <|im_start|> ...) below, the first 30
+        "other_control_tokens": {"count": len(control), "first": {i: s.vocab[i] for i in control[:30]}},
         "pre_split": list(s.pre_split),
         "fingerprint": tok.fingerprint,
     }

@@ -1113,6 +1113,23 @@ def test_unusable_output_folder_is_one_line(tmp_path, capsys, where):
     assert rc == 2 and err.count("\n") == 1 and "output.dir" in err and "Traceback" not in err, err
 
 
+def test_inspect_lists_the_other_control_tokens(capsys):
+    """``special_tokens`` holds the tokens with a role (bos, eos, unk, pad, end of turn); a
+    fresh-user trial read it as all of them (2 of Qwen2.5's, no <|im_start|>). The others are
+    ``other_control_tokens``: expected from the tokenizer.json itself, its added tokens marked
+    ``"special": true`` that have no role."""
+    real = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS") or Path.home() / ".cache" / "rmlprep-real-tokenizers")
+    d = real / "hf" / "qwen2.5"
+    if not (d / "tokenizer.json").is_file():
+        pytest.skip(f"{d} not found (get.sh)")
+    assert main(["inspect", str(d)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    added = json.loads((d / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]
+    roles = {int(i) for i in info["special_tokens"]}
+    want = {str(t["id"]): t["content"] for t in added if t["special"] and t["id"] not in roles}
+    assert info["other_control_tokens"] == {"count": len(want), "first": want} and "<|im_start|>" in want.values()
+
+
 def test_inspect_missing_path_in_plain_words(tmp_path):
     r = cli("inspect", str(tmp_path / "nope.json"))
     assert r.returncode == 2 and r.stderr == f"rmlprep: error: {tmp_path / 'nope.json'}: no such file or directory\n"
