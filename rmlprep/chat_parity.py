@@ -243,7 +243,7 @@ LIVE_WAYS_ON = ("\n  the tokenizer's template writes this conversation otherwise
 def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, ...]], *,
                     bos_token: str | None, eos_token: str | None, add_generation_prompt: bool = False,
                     options: Mapping[str, Any] | None = None, want: int | None = None,
-                    max_invalid: int = LIVE_MAX_INVALID) -> dict[str, int]:
+                    max_invalid: int = LIVE_MAX_INVALID, no_assistant: str = "keep") -> dict[str, int]:
     """Render conversations with a real chat template and compare them with rmlprep's ``fmt``.
 
     Each conversation is first checked (schema and format): a bad one is counted
@@ -258,6 +258,9 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
             ``where`` naming the row for an error (:func:`.chat_sample.iter_conversations`).
         want: stop after this many are compared (None: all).
         max_invalid: stop after this many refused ones (bounds the rows read when most are).
+        no_assistant: ``chat.no_assistant``; with ``"reject"`` a conversation without an assistant
+            turn is refused here too, as one ending on an answer is with ``add_generation_prompt``
+            (the run rejects both: compared, they were counted as matching rows the run leaves out).
     Returns:
         ``{"compared": n, "invalid": k, "arguments_from_string": m}`` (``m``: compared ones whose tool-call
         arguments, a string of JSON, both renders saw parsed: :func:`.chat.convert.string_tool_arguments`).
@@ -280,6 +283,10 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
             ours = write(conv, f, add_generation_prompt=add_generation_prompt, options=options).text()
         except ChatFormatError:
             counts["invalid"] += 1
+            continue
+        roles = [m.get("role") for m in msgs if isinstance(m, Mapping)]
+        if ("assistant" not in roles and no_assistant == "reject") or (add_generation_prompt and roles[-1:] == ["assistant"]):
+            counts["invalid"] += 1  # rejects of the run (rmlprep.arrow.TokenizeChat): not compared
             continue
         vm, vt = read_view(msgs, tools, f)
         ref = render(template, vm, tools=vt, add_generation_prompt=add_generation_prompt, bos_token=bos_token,
@@ -478,7 +485,8 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
             import jinja2
 
             res = live_chat_check(fmt, template, iter_conversations(cfg, units), bos_token=bos, eos_token=eos,
-                                  add_generation_prompt=chat["add_generation_prompt"], options=options, want=k)
+                                  add_generation_prompt=chat["add_generation_prompt"], options=options, want=k,
+                                  no_assistant=chat["no_assistant"])
             summary["live"] = {**res, "jinja2": jinja2.__version__}
             log(live_line(res, fmt, k))
     else:

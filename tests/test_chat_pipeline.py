@@ -204,6 +204,27 @@ def test_live_sample_compares_past_refused_rows(tmp_path):
 
 
 @needs_jinja
+def test_live_sample_refuses_what_the_run_rejects(tmp_path):
+    """The live check compares only conversations the run writes: with add_generation_prompt a
+    conversation ending on an answer is a reject of the run, and so is one without an assistant
+    turn (chat.no_assistant = "reject", the default); a trial saw "20 ... match (0 refused)"
+    beside a run that rejected 22 of them. Worked example: 5 conversations ending on an answer
+    and 3 ending on a question, add_generation_prompt = true: 3 compared, 5 refused; without
+    the generation prompt, a lone user turn is refused and the 5 are compared."""
+    inp = tmp_path / "chat.jsonl"
+    asks = [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"},
+             {"role": "user", "content": "and?"}] for i in range(3)]
+    write_chats(inp, n=5, extra=asks)
+    m = run(cfg(inp, tmp_path / "g", chat={"add_generation_prompt": True}), tokenizer=tiny(CHATML), log=quiet)
+    assert m["parity"]["chat"]["live"]["compared"] == 3 and m["parity"]["chat"]["live"]["invalid"] == 5
+    assert m["totals"]["documents"] == 3
+    lone = tmp_path / "lone.jsonl"
+    write_chats(lone, n=5, extra=[[{"role": "user", "content": "hello?"}]])
+    m = run(cfg(lone, tmp_path / "n"), tokenizer=tiny(CHATML), log=quiet)
+    assert m["parity"]["chat"]["live"]["compared"] == 5 and m["parity"]["chat"]["live"]["invalid"] == 1
+
+
+@needs_jinja
 def test_chat_checks_turned_off_are_said(tmp_path):
     """A run with a chat check off says so (it said nothing, and read as one that passed)."""
     inp = tmp_path / "chat.jsonl"
