@@ -560,9 +560,12 @@ def test_other_config_refused(corpus, tmp_path):
     inp, _ = corpus
     out = tmp_path / "o"
     run(make_cfg(inp, out), log=quiet)
+    logs: list[str] = []
     with pytest.raises(ConfigError, match=r"; this config changes pack.overflow \"wrap\" -> \"truncate\"; "
                                           r"pack.seq_len 128 -> 64\); pass --overwrite"):
-        run(make_cfg(inp, out, seq_len=64, workers=2, pack={"overflow": "truncate"}), log=quiet)
+        run(make_cfg(inp, out, seq_len=64, workers=2, pack={"overflow": "truncate"}), log=logs.append)
+    # before the parity stage (seconds for an sft run's probes and renders: a trial waited through them)
+    assert not any(x.startswith("parity:") for x in logs), logs
     (out / "manifest.json").rename(tmp_path / "manifest.json")
     with pytest.raises(ConfigError, match=r"e\.g\. shard-00000\.done\.json\); pass --overwrite"):
         run(make_cfg(inp, out, seq_len=64), log=quiet)

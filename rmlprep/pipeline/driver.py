@@ -119,14 +119,15 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         claim(out)  # the folder is rmlprep's from here on: a killed first run resumes
         if getattr(out, "lock_note", ""):  # an object store's lock (see store.py)
             log(f"output: {out.lock_note}")
+        if not overwrite:  # another config's folder is refused before a killed rerun's set-aside files are removed:
+            # they may be the complete run it was replacing (careless-user trial U5); and before the parity
+            # stage, which an sft run spends seconds on (a trial waited through it for this refusal)
+            empty = check_shards(out, cfg.config_hash, overwrite=False, tokenizer=tokenizer.fingerprint, config=cfg)
         t = time.perf_counter()
         parity = run_parity_stage(cfg, tokenizer, tok_file, units, log=log)
         timings["parity"] = time.perf_counter() - t
         check_chat_markers(cfg, tokenizer)  # sft: after parity, whose refusal names the right format
         refuse_chat_before_corpus(cfg, tokenizer)  # sft on a .model read alone: a render no reference gives
-        if not overwrite:  # another config's folder is refused before a killed rerun's set-aside files are removed:
-            # they may be the complete run it was replacing (careless-user trial U5)
-            empty = check_shards(out, cfg.config_hash, overwrite=False, tokenizer=tokenizer.fingerprint, config=cfg)
         back = [] if overwrite else _take_back_set_aside(out, cfg.config_hash, tokenizer.fingerprint)
         if back:
             log(f"output: a rerun killed before it wrote any unit had set this config's complete folder aside in "
