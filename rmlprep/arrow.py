@@ -132,9 +132,9 @@ class TokenizeChat(_MapFunction):
     Build it with :func:`tokenize_chat`; see the module docstring for the output types and
     :func:`rmlprep.chat.encode_chat` for the mask rule. ``fn.stats`` also counts
     ``reasoning_dropped`` (turns whose reasoning the format's history rule left out),
+    ``answers_without_think`` (qwen3, thinking on: answers trained without a think block),
     ``reasoning_untrained`` (with ``train_on_reasoning=False``: written conversations holding
-    reasoning, left out of the mask),
-    ``no_assistant`` (conversations without an assistant message, kept or rejected),
+    reasoning, left out of the mask), ``no_assistant`` (conversations without an assistant message, kept or rejected),
     ``json_tool_calls`` (tool calls converted with ``json_tools``), ``json_tool_calls_as_text``
     (without ``json_tools``: conversations holding tool calls written as JSON text, which
     ``json_tools`` would convert; they are written as the plain text they are),
@@ -174,7 +174,7 @@ class TokenizeChat(_MapFunction):
         self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
                           generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
                           json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0,
-                          tool_arguments_from_string=0)
+                          tool_arguments_from_string=0, answers_without_think=0)
         self._writer = None
 
     def _check_alone(self, values: list) -> None:
@@ -299,7 +299,8 @@ class TokenizeChat(_MapFunction):
                 self._count_warned("special_text_parsed")
             if string_tool_arguments(messages):
                 self._count_warned("tool_arguments_from_string")
-            self.stats["reasoning_dropped"] += out.notes.get("reasoning_dropped", 0)
+            for k, n in out.notes.items():  # reasoning_dropped, answers_without_think
+                self.stats[k] += n
             if not self.train_on_reasoning and any(_has_reasoning(sg) for sg in out.segs):
                 self.stats["reasoning_untrained"] += 1
             if surrogate_rows([sg.text for sg in out.segs]):  # the encoder replaced them: counted, as for text
@@ -327,9 +328,7 @@ class TokenizeChat(_MapFunction):
 
 
 def tokenize_chat(
-    tokenizer: Tokenizer | TokenizerSpec,
-    fmt: str,
-    *,
+    tokenizer: Tokenizer | TokenizerSpec, fmt: str, *,
     column: str = "messages",
     tools_column: str | None = "tools",
     system_column: str | bool | None = None,

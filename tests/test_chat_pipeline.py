@@ -224,6 +224,31 @@ def test_live_sample_refuses_what_the_run_rejects(tmp_path):
     assert m["parity"]["chat"]["live"]["compared"] == 5 and m["parity"]["chat"]["live"]["invalid"] == 1
 
 
+def test_qwen3_answers_without_think_are_counted(tmp_path):
+    """Qwen3's template writes a think block only for the answers after the last user turn;
+    earlier answers are trained as written, with none, right after ``assistant\n`` where the
+    model answers with one (explore18a: 1,359 of 2,009 trained answers of sft-tools.toml's
+    corpus). They are counted and the summary says so. Worked example: two conversations of
+    two exchanges (user, answer, user, answer) and one of one: the first answer of each of
+    the two is history, so 2 answers; with ``enable_thinking = false`` every answer is written
+    after the empty think block of the prompt, the same form, so none."""
+    from rmlprep.pipeline.reports import summary_table
+
+    inp = tmp_path / "chat.jsonl"
+    two = [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"},
+            {"role": "user", "content": "and?"}, {"role": "assistant", "content": "b"}] for i in range(2)]
+    one = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]]
+    inp.write_text("".join(json.dumps({"messages": c}) + "\n" for c in two + one))
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen3", parity={"chat": False}, pack={"seq_len": 1024}), log=quiet)
+    assert m["totals"]["answers_without_think"] == 2
+    table = summary_table(m, json.loads((tmp_path / "o" / "stats.json").read_text()))
+    assert "2 answers trained without a think block (Qwen3's template writes reasoning only after the last user" in table
+    off = run(cfg(inp, tmp_path / "f", fmt="qwen3", parity={"chat": False}, pack={"seq_len": 1024},
+                  chat={"options": {"enable_thinking": False}}), log=quiet)
+    assert off["totals"]["answers_without_think"] == 0
+    assert "without a think block" not in summary_table(off, json.loads((tmp_path / "f" / "stats.json").read_text()))
+
+
 @needs_jinja
 def test_chat_checks_turned_off_are_said(tmp_path):
     """A run with a chat check off says so (it said nothing, and read as one that passed)."""

@@ -182,7 +182,11 @@ def _w_qwen3(conv: Conversation, gen: bool, opts) -> Out:
     one, without reasoning) is trained from after it: the block is template text, as in the
     prefix renders (``...assistant\n<think>\n\n</think>\n\n`` is the generation prompt).
     Training it would teach the model to write the empty block, i.e. to skip thinking, by
-    itself. An answer with reasoning starts its own think block: reasoning as ever.
+    itself. An answer with reasoning starts its own think block: reasoning as ever. With
+    thinking on, the answers written without a think block (history turns, and calls before the
+    last answer without reasoning) are trained as the template writes them and counted
+    (``answers_without_think``): after ``assistant\n``, where the model answers with a think
+    block, they teach it to answer without one.
 
     Source: more/Qwen-Qwen3-0.6B.jinja (Qwen3 0.6B...32B share it).
     """
@@ -223,6 +227,8 @@ def _w_qwen3(conv: Conversation, gen: bool, opts) -> Out:
             else:
                 if reasoning:
                     o.note("reasoning_dropped")
+                if not no_think:  # trained with no think block after a prompt the model answers with one
+                    o.note("answers_without_think")
                 o.c(content, "assistant")
             for k, c in enumerate(m.tool_calls):
                 if k > 0 or content:

@@ -44,13 +44,19 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     - ``tool_arguments_from_string``: sft conversations giving a tool call's arguments as a string
       of JSON (written as the format writes a mapping); any chat config can count some.
 
+    - ``answers_without_think``: answers ``qwen3`` trains without a think block (history turns);
+      only ``qwen3`` with thinking on (``enable_thinking`` not false) counts any.
+
     (The other chat counts and ``arrow_bytes`` were in every marker this version keeps, or are
     null when missing.)
     """
     if cfg.pipeline == "sft":
+        chat = cfg["chat"]
         return {"untrained_chunks": cfg["pack"]["overflow"] == "split", "tool_calls_undefined": True,
-                "reasoning_untrained": not cfg["chat"]["train_on_reasoning"],
-                "special_text_parsed": cfg["chat"]["format"] == "template", "tool_arguments_from_string": True}
+                "reasoning_untrained": not chat["train_on_reasoning"],
+                "special_text_parsed": chat["format"] == "template", "tool_arguments_from_string": True,
+                "answers_without_think": chat["format"] in ("qwen3", "auto")
+                and (chat["options"] or {}).get("enable_thinking") is not False}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 

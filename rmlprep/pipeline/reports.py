@@ -401,6 +401,14 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         n = t["reasoning_untrained"]
         whose = "conversations'" if n != 1 else "conversation's"
         lines.append(("reasoning", f"{n:,} {whose} reasoning left out of the loss mask (chat.train_on_reasoning = false)"))
+    if "answers_without_think" in t and t["answers_without_think"] is None:
+        lines.append(_not_known("no think", "answers trained without a think block"))
+    if t.get("answers_without_think"):
+        n = t["answers_without_think"]
+        lines.append(("no think", f"{n:,} answer{'s' if n != 1 else ''} trained without a think block (Qwen3's "
+                                  "template writes reasoning only after the last user turn): they teach the model to "
+                                  "answer without thinking; split multi-turn conversations into one per answer to "
+                                  "train each with its reasoning"))
     if t.get("tool_calls_without_tools"):
         n = t["tool_calls_without_tools"]
         unset = manifest["config"]["chat"].get("tools_column") is None
