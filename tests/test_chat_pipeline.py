@@ -249,6 +249,35 @@ def test_qwen3_answers_without_think_are_counted(tmp_path):
     assert "without a think block" not in summary_table(off, json.loads((tmp_path / "f" / "stats.json").read_text()))
 
 
+def test_a_marker_older_than_json_tools_empty_is_redone_under_json_tools(tmp_path):
+    """f6b1a69 made ``chat.json_tools`` read a tools column's ``[]`` as no tools (a row holding
+    it kept its system message of JSON definitions as text beside its converted call); a unit
+    done before it may hold such rows written the old way, so under ``json_tools`` with a
+    ``tools_column`` a done marker without ``json_tools_empty`` is redone on resume, saying why
+    (a resume would otherwise mix both writings in one folder); without ``json_tools`` it is
+    kept (nothing of the kind is converted)."""
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp, n=3)
+
+    def strip(out):  # as markers written before the key existed
+        for p in out.glob("shard-*.done.json"):
+            mk = json.loads(p.read_text())
+            del mk["json_tools_empty"]
+            p.write_text(json.dumps(mk))
+
+    on = cfg(inp, tmp_path / "on", parity={"chat": False}, chat={"json_tools": True, "tools_column": "tools"})
+    run(on, tokenizer=tiny(None), log=quiet)
+    strip(tmp_path / "on")
+    logs: list[str] = []
+    m = run(on, resume=True, tokenizer=tiny(None), log=logs.append)
+    assert m["units_processed"] == 1
+    assert any("predates chat.json_tools reading a tools column's [] as no tools" in x for x in logs), logs
+    off = cfg(inp, tmp_path / "off", parity={"chat": False}, chat={"tools_column": "tools"})
+    run(off, tokenizer=tiny(None), log=quiet)
+    strip(tmp_path / "off")
+    assert run(off, resume=True, tokenizer=tiny(None), log=quiet)["units_processed"] == 0
+
+
 @needs_jinja
 def test_chat_checks_turned_off_are_said(tmp_path):
     """A run with a chat check off says so (it said nothing, and read as one that passed)."""

@@ -96,6 +96,12 @@ def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str | tuple[int, s
     so a marker without it cannot vouch for an sft unit on such a tokenizer; other tokenizers'
     chat ids did not change.
 
+    ``json_tools_empty`` came with ``chat.json_tools`` reading a tools column's ``[]`` as no tools
+    (f6b1a69): before it, a row holding ``[]`` kept a system message of JSON definitions as text
+    beside its converted call, which is now the conversation's tools, so under ``json_tools`` with
+    a ``tools_column`` a marker without it cannot vouch for its rows; other configs read no tools
+    column or convert nothing, and their rows did not change.
+
     ``chat_rules`` (:func:`chat_rules`) is a value, not only a key: a marker must hold the
     format's rules version. Its need is ``(value, reason)``; the others' a reason; :func:`unmet`
     reads both.
@@ -114,6 +120,9 @@ def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str | tuple[int, s
     if fmt is not None and spec is not None and spec.add_prefix_space and spec.prefix_scheme == "whole_text":
         needs["chat_text_prefix"] = ("done marker predates a .model's own '▁' before each text after a special token "
                                      "in chat encoding (it has no chat_text_prefix)")
+    if fmt is not None and cfg["chat"].get("json_tools") and isinstance(cfg["chat"].get("tools_column"), str):
+        needs["json_tools_empty"] = ("done marker predates chat.json_tools reading a tools column's [] as no tools "
+                                     "(it has no json_tools_empty): such rows are written otherwise now")
     rules = chat_rules(cfg)
     if rules is not None:
         needs["chat_rules"] = (rules, f"done marker was not written under this rmlprep's rules {rules} of chat format "
