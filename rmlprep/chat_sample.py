@@ -68,6 +68,10 @@ def live_line(res: dict[str, int], fmt: str, want: int) -> str:
     reject), and says so when the sampled batches held fewer than ``want``."""
     n, bad = res["compared"], res["invalid"]
     where = "the first batch of every unit" if bad < LIVE_MAX_INVALID else "its limit"
+    if not n and not bad:  # every row of those batches unreadable (not JSON, no such field): rejects of the run
+        return ("warning: parity: the live chat comparison found no conversation to compare in the first batch of "
+                "every unit (their rows could not be read), so the tokenizer's chat template was not checked against "
+                "this corpus")
     if not n:
         return (f"warning: parity: the live chat comparison compared no corpus conversation: the {bad} it read "
                 f"({where}) were refused by the format or the schema (rejected in the run), so the tokenizer's "

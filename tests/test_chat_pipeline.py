@@ -201,6 +201,12 @@ def test_live_sample_compares_past_refused_rows(tmp_path):
     assert ("warning: parity: the live chat comparison compared no corpus conversation: the 25 it read (the first "
             "batch of every unit) were refused by the format or the schema") in "\n".join(logs), logs
     assert not any("0 corpus conversations" in x for x in logs), logs
+    unread = tmp_path / "unread.jsonl"
+    unread.write_text("not json\n" * 3)
+    logs.clear()
+    run(cfg(unread, tmp_path / "u"), tokenizer=tiny(short6), log=logs.append)
+    assert ("warning: parity: the live chat comparison found no conversation to compare in the first batch of "
+            "every unit (their rows could not be read)") in "\n".join(logs), logs
 
 
 @needs_jinja
