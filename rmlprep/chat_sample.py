@@ -81,4 +81,4 @@ def live_line(res: dict[str, int], fmt: str, want: int) -> str:
                "(apply_chat_template on the rows as they are writes such a string as it is or encodes it again, "
                "so its render of them can differ)" if (a := res["arguments_from_string"]) else "")
     return (f"parity: {n} corpus conversations rendered with the tokenizer's chat template match format {fmt!r} "
-            f"({bad} refused by the format or the schema on the way, rejected in the run{fewer}){strings}")
+            f"({bad} of the rows read refused by the format or the schema, rejects of the run{fewer}){strings}")

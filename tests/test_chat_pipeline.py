@@ -248,7 +248,8 @@ def test_qwen3_answers_without_think_are_counted(tmp_path):
     m = run(cfg(inp, tmp_path / "o", fmt="qwen3", parity={"chat": False}, pack={"seq_len": 1024}), log=quiet)
     assert m["totals"]["answers_without_think"] == 2
     table = summary_table(m, json.loads((tmp_path / "o" / "stats.json").read_text()))
-    assert "2 answers trained without a think block (Qwen3's template writes reasoning only after the last user" in table
+    assert ("2 answers trained without a think block (Qwen3's template writes one only after the last user turn): "
+            "they teach the model to answer without thinking; with reasoning data, split") in table
     off = run(cfg(inp, tmp_path / "f", fmt="qwen3", parity={"chat": False}, pack={"seq_len": 1024},
                   chat={"options": {"enable_thinking": False}}), log=quiet)
     assert off["totals"]["answers_without_think"] == 0

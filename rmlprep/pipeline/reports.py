@@ -406,9 +406,10 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if t.get("answers_without_think"):
         n = t["answers_without_think"]
         lines.append(("no think", f"{n:,} answer{'s' if n != 1 else ''} trained without a think block (Qwen3's "
-                                  "template writes reasoning only after the last user turn): they teach the model to "
-                                  "answer without thinking; split multi-turn conversations into one per answer to "
-                                  "train each with its reasoning"))
+                                  "template writes one only after the last user turn): they teach the model to "
+                                  "answer without thinking; with reasoning data, split multi-turn conversations into "
+                                  "one per answer; without, chat.options.enable_thinking = false trains every "
+                                  "answer after the prompt's empty think block"))
     if t.get("tool_calls_without_tools"):
         n = t["tool_calls_without_tools"]
         unset = manifest["config"]["chat"].get("tools_column") is None
