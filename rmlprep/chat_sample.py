@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from typing import Any
 
 from .errors import ChatFormatError
 
-__all__ = ["LIVE_MAX_INVALID", "iter_conversations", "live_line", "sample_conversations"]
+__all__ = ["LIVE_MAX_INVALID", "iter_conversations", "live_line"]
 
 #: refused conversations after which the live chat check stops looking for more to compare
 LIVE_MAX_INVALID = 1000
@@ -54,11 +53,6 @@ def iter_conversations(cfg, units, rows: int | None = None) -> Iterator[tuple[An
             except ChatFormatError:  # a call to an undefined tool: the run rejects the row; not compared
                 continue
             yield m, t, f"{u.path} row {r}"
-
-
-def sample_conversations(cfg, units, n: int) -> list[tuple[Any, Any]]:
-    """The first ``n`` ``(messages, tools)`` pairs of :func:`iter_conversations`."""
-    return [(m, t) for m, t, _ in itertools.islice(iter_conversations(cfg, units, min(n, cfg["input"]["batch_rows"])), n)]
 
 
 def live_line(res: dict[str, int], fmt: str, want: int) -> str:

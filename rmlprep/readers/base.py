@@ -20,7 +20,7 @@ from ..errors import ConfigError, InputError, RowError
 from ..reject_kinds import Reason
 from .sniff import LFS_POINTER, sniff  # noqa: F401 (re-exported: the plan's first-bytes check)
 # NUL_RUN and hole_fault re-exported: the JSONL and CSV readers use them as base.*
-from .holes import NUL_RUN, NUL_TEXT, check_no_hole, hole_fault, hole_in_column  # noqa: F401
+from .holes import NUL_RUN, check_no_hole, check_no_hole_in_values, hole_fault  # noqa: F401
 
 #: A JSONL line or CSV record longer than this is a row fault (JSONL: skipped unread) or, for CSV,
 #: a file fault: no single row may make a reader hold more than this in memory.
@@ -460,8 +460,7 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
                                                         "not_utf8")))
             kept = rows[keep]
             # a hole's edges cut characters (not UTF-8: those rows are rejects), its zeros are valid
-            if (hole := next((i for i, v in enumerate(values) if isinstance(v, str) and NUL_TEXT in v), None)) is not None:
-                raise hole_in_column(where, int(kept[hole]), column)
+            check_no_hole_in_values(values, kept, column, where)
             if decode is not None:
                 values, keep2, more = _decoded(values, decode, kept, column)
                 kept, errors = kept[keep2], sorted(errors + more)
@@ -476,7 +475,5 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
         else:
             values = arrow_values(col)
             if pa.types.is_dictionary(col.type) or pa.types.is_string_view(col.type):  # text, not in one buffer
-                hole = next((i for i, v in enumerate(values) if isinstance(v, str) and NUL_TEXT in v), None)
-                if hole is not None:
-                    raise hole_in_column(where, int(rows[hole]), column)
+                check_no_hole_in_values(values, rows, column, where)
             yield Batch(values, rows, nbytes)

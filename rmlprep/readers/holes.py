@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 
-__all__ = ["NUL_RUN", "NUL_TEXT", "hole_fault", "check_no_hole", "hole_in_column"]
+__all__ = ["NUL_RUN", "NUL_TEXT", "hole_fault", "check_no_hole", "check_no_hole_in_values", "hole_in_column"]
 
 #: A run of NUL bytes this long in a JSONL or CSV file (once decompressed) is a file fault, not a
 #: row's: text holds no NUL (JSON escapes it as ``\u0000``), and a run of them is a hole of zeros
@@ -68,6 +68,19 @@ def check_no_hole(col: pa.Array, rows: np.ndarray, column: str, where: str) -> N
 
 
 NUL_TEXT = NUL_RUN.decode()
+
+
+def check_no_hole_in_values(values: list, rows: np.ndarray, column: str, where: str) -> None:
+    """:func:`check_no_hole` for a column read as Python values (a dictionary or string_view
+    column, whose text is not in one buffer, or a batch holding rows that are not UTF-8, read
+    one by one); ``rows[i]`` is ``values[i]``'s row.
+
+    Raises:
+        InputError: the first value holding :data:`NUL_TEXT`, with its row and the file.
+    """
+    hole = next((i for i, v in enumerate(values) if isinstance(v, str) and NUL_TEXT in v), None)
+    if hole is not None:
+        raise hole_in_column(where, int(rows[hole]), column)
 
 
 def hole_in_column(where: str, row: int, column: str) -> InputError:
