@@ -229,19 +229,26 @@ def test_chat_parity_keys_only_for_sft():
         config_from_dict({**base, "parity": {"chat_live_sample": 2}})
 
 
+def _live_cfg(tmp_path, texts: list[str]):
+    """A pretraining config of ``texts`` (one JSONL row each) on the tiny tokenizer, comparing
+    every one live (``parity.live_sample``)."""
+    from rmlprep.config import config_from_dict
+
+    inp = tmp_path / "c.jsonl"
+    inp.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    return config_from_dict({"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(TINY)},
+                             "parity": {"live_sample": len(texts)}, "pack": {"seq_len": 16},
+                             "output": {"dir": str(tmp_path / "o")}})
+
+
 def test_live_skip_says_why(tmp_path):
     """The offline demo's fixture tokenizer has no live reference at all: the log says that, not
     "the reference library is not installed" (which it is, here)."""
     pytest.importorskip("tokenizers", reason="the reference library tokenizers is not installed")
-    from rmlprep.config import config_from_dict
     from rmlprep.parity import run_parity_stage
     from rmlprep.pipeline import plan
 
-    inp = tmp_path / "c.jsonl"
-    inp.write_text('{"text": "Hello world"}\n{"text": "12345 tokens"}\n')
-    cfg = config_from_dict({"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(TINY)},
-                            "parity": {"live_sample": 2}, "pack": {"seq_len": 16},
-                            "output": {"dir": str(tmp_path / "o")}})
+    cfg = _live_cfg(tmp_path, ["Hello world", "12345 tokens"])
     tok, tok_file = open_tokenizer(str(TINY))
     logs: list[str] = []
     run_parity_stage(cfg, tok, tok_file, plan(cfg), log=logs.append)
@@ -261,7 +268,6 @@ def test_live_skip_for_a_missing_library_is_a_warning(tmp_path, monkeypatch):
     import importlib.util
 
     import rmlprep.parity as parity
-    from rmlprep.config import config_from_dict
     from rmlprep.pipeline import plan
 
     find = importlib.util.find_spec
@@ -269,11 +275,7 @@ def test_live_skip_for_a_missing_library_is_a_warning(tmp_path, monkeypatch):
     monkeypatch.setattr(parity, "live_check", lambda *a, **k: None)  # what it returns without the library
     hf = tmp_path / "tokenizer.json"
     hf.write_text('{"version": "1.0", "model": {"type": "BPE"}}')
-    inp = tmp_path / "c.jsonl"
-    inp.write_text('{"text": "Hello world"}\n')
-    cfg = config_from_dict({"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(TINY)},
-                            "parity": {"live_sample": 1}, "pack": {"seq_len": 16},
-                            "output": {"dir": str(tmp_path / "o")}})
+    cfg = _live_cfg(tmp_path, ["Hello world"])
     tok, _ = open_tokenizer(str(TINY))
     logs: list[str] = []
     parity.run_parity_stage(cfg, tok, str(hf), plan(cfg), log=logs.append)
