@@ -1,7 +1,8 @@
 """Refusals of ``datasets`` batches that reach :class:`rmlprep.arrow.TokenizeChat` without
 what it needs to write them faithfully: plain Python rows whose Arrow struct padding cannot be
 told from a JSON null (:func:`refuse_padding_nulls`), and the messages column alone, with tool
-calls whose definitions could not be read (:func:`refuse_unread_tools`).
+calls whose definitions could not be read (:func:`refuse_unread_tools`); and the texts of the
+row reasons and first-use warnings it gives.
 """
 
 from __future__ import annotations
@@ -11,6 +12,42 @@ from collections.abc import Mapping
 from .errors import ConfigError
 
 __all__ = ["refuse_padding_nulls", "refuse_unread_tools"]
+
+
+#: The reason a conversation that ends on an assistant turn is refused under add_generation_prompt.
+_GENERATION_PROMPT_AFTER_ANSWER = (
+    "the conversation ends on an assistant turn, and add_generation_prompt would write an untrained header "
+    "opening another assistant turn after that answer (a training example that ends asking for a reply); "
+    "set add_generation_prompt=False (chat.add_generation_prompt = false) to train on it, or end it on a user "
+    "turn if it is a prompt")
+
+
+#: Warned at a callable's first conversation that calls tools with no definitions beside it.
+_TOOL_CALLS_WITHOUT_TOOLS = (
+    "tokenize_chat: a conversation calls tools (tool_calls) with no tool definitions beside it (a null or empty "
+    "tools value, or no tools column in the batch): it is written, and the model learns to call tools its prompt "
+    "never shows; fn.stats['tool_calls_without_tools'] counts them (the sft run names them in its summary)")
+
+
+#: Warned at a callable's first conversation counted under each key (:meth:`TokenizeChat._count_warned`).
+_FIRST_WARNING = {
+    "json_tool_calls_as_text": "a conversation writes tool calls as JSON text in the assistant's content "
+    "(LLaMA-Factory's shape): it is trained as that text, not as the format's tool calls; json_tools=True converts them",
+    "json_tool_parameters_as_text": "a conversation's tool definitions hold parameters as a string of JSON, written "
+    "as one escaped string, not as the schema object; json_tools=True parses them",
+    "special_text_parsed": "a conversation's text holds special-token text (e.g. '<|im_end|>'), which fmt='template' "
+    "encodes as the control token, as transformers' apply_chat_template does (a native format encodes it as text)",
+    "tool_arguments_from_string": "a conversation gives a tool call's arguments as a string of JSON: it is parsed and "
+    "written as the format writes a mapping, where transformers' apply_chat_template writes the string as it is "
+    "(Qwen3, Hermes 3) or encodes it again (Qwen2.5, Llama 3.1, gpt-oss): give arguments as mappings to match it",
+}
+
+
+def _has_reasoning(seg) -> bool:
+    """A reasoning segment of the data with text beyond its ``<think>`` tags (an empty think
+    block a template writes itself is no reasoning of the conversation)."""
+    return (seg.kind == "reasoning" and not seg.markup
+            and bool(seg.text.replace("<think>", "").replace("</think>", "").strip()))
 
 
 def refuse_unread_tools(values: list, column: str, tools_column: str | None) -> None:
