@@ -79,7 +79,7 @@ import numpy as np
 # count_errors, OUTPUT_VERSION and the per-process tokenizer cache (_TOKENIZERS) are re-exported
 from .arrow_base import _TOKENIZERS, _U32, OUTPUT_VERSION, _calls_tools, _MapFunction, _offsets, count_errors  # noqa: F401
 from .arrow_checks import (_FIRST_WARNING, _GENERATION_PROMPT_AFTER_ANSWER, _TOOL_CALLS_WITHOUT_TOOLS, _has_reasoning,
-                           refuse_padding_nulls, refuse_unread_tools)
+                           refuse_padding_nulls, refuse_unread_tools, train_last_turns)
 from .arrow_text import TokenizeText, tokenize_text
 from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS, TOOLS_FIELDS, column_refusal
 from .errors import ChatFormatError, ConfigError, RmlprepError
@@ -119,6 +119,7 @@ class TokenizeChat(_MapFunction):
 
     _what = "messages"
     ignore_media = False  # set only when True (see tokenize_chat), so existing fingerprints hold
+    train_turns = "all"  # likewise, set only when "last"
     warn = True  # the sft run sets it False: its summary names what the warning would say
 
     @staticmethod
@@ -139,7 +140,7 @@ class TokenizeChat(_MapFunction):
         self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
                           generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
                           json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0,
-                          tool_arguments_from_string=0, answers_without_think=0)
+                          tool_arguments_from_string=0, answers_without_think=0, history_untrained=0)
         self._writer = None
 
     def _check_alone(self, values: list) -> None:
@@ -251,6 +252,8 @@ class TokenizeChat(_MapFunction):
                 elif gen and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
                     self.stats["generation_prompt_after_answer"] += 1
                     raise ChatFormatError(_GENERATION_PROMPT_AFTER_ANSWER)
+                elif self.train_turns == "last" and train_last_turns(out, self.no_assistant == "keep"):
+                    self.stats["no_assistant"] += 1  # kept: nothing after the last user message to train
                 ids, mask = encode_segments(tok, out.segs, train_on_reasoning=self.train_on_reasoning,
                                              fmt=None if fmt == "template" else fmt)
             except (RmlprepError, TypeError, KeyError, AttributeError) as e:
@@ -264,7 +267,7 @@ class TokenizeChat(_MapFunction):
                 self._count_warned("special_text_parsed")
             if string_tool_arguments(messages):
                 self._count_warned("tool_arguments_from_string")
-            for k, n in out.notes.items():  # reasoning_dropped, answers_without_think
+            for k, n in out.notes.items():  # reasoning_dropped, answers_without_think, history_untrained
                 self.stats[k] += n
             if not self.train_on_reasoning and any(_has_reasoning(sg) for sg in out.segs):
                 self.stats["reasoning_untrained"] += 1
@@ -304,6 +307,7 @@ def tokenize_chat(
     json_tools: bool = False,
     no_assistant: str | None = None,
     text_markers: bool = False,
+    train_turns: str = "all",
     on_error: str = "raise",
     output_column: str = "input_ids",
     mask_column: str = "assistant_masks",
@@ -376,6 +380,11 @@ def tokenize_chat(
             (:func:`rmlprep.chat.encode.missing_stop_token`); for ``"template"`` the
             terminator is what the template writes after an answer (Gemma 1's template on
             its base tokenizer, where ``<end_of_turn>`` is plain vocabulary, is refused).
+        train_turns: ``"all"`` (default) trains every assistant turn; ``"last"`` only those after
+            the last user message (LLaMA-Factory's ``mask_history``, calls included): earlier
+            turns stay as context, out of the mask, counted in ``fn.stats["history_untrained"]``;
+            a conversation with no assistant turn after its last user message is handled as
+            ``no_assistant`` says. Not with ``"template"`` (ConfigError).
         on_error: ``"raise"`` or ``"record"``; a conversation the schema or the format
             refuses is a row error with the reason.
         output_column, mask_column, labels_column: names of the list<uint32>, list<uint8> and
@@ -390,7 +399,8 @@ def tokenize_chat(
         ConfigError: bad on_error / no_assistant / system_column or clashing output column names;
             ``"template"`` and a template that reads a GGUF's defaulted bos/eos; the format's
             turn terminator is not a special token of the tokenizer (see ``text_markers``);
-            ``train_on_reasoning=False`` with a format that has no reasoning. When called: a
+            ``train_on_reasoning=False`` with a format that has no reasoning; a ``train_turns`` other
+            than ``"all"``/``"last"``, or ``"last"`` with ``"template"``. When called: a
             batch with a tools, system-prompt or media column it would not read (see
             ``tools_column``, ``system_column``, ``ignore_media``); the messages column alone
             (``datasets.map(..., input_columns=["messages"])``) holding tool calls while
@@ -401,7 +411,7 @@ def tokenize_chat(
             ``fn.stats["tool_calls_without_tools"]``).
     """
     from .chat import detect_chat_format
-    from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
+    from .chat.encode import missing_stop_token, stop_token_refusal, template_specials, train_turns_refusal
     from .hf import named_templates_note, tool_use_hint
     from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
     from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens
@@ -440,11 +450,14 @@ def tokenize_chat(
         raise ConfigError(f"no_assistant={no_assistant!r}: use 'keep' or 'reject'")
     if not train_on_reasoning and (why := untrained_reasoning_refusal(fmt)):
         raise ConfigError(f"tokenize_chat(fmt={fmt!r}, train_on_reasoning=False): {why}")
+    if why := train_turns_refusal(fmt, train_turns):
+        raise ConfigError(f"tokenize_chat(fmt={fmt!r}): {why}")
     return TokenizeChat(tok, {
         "column": column,
         "tools_column": tools_column,
         "system_column": system_column,
         **({"ignore_media": True} if ignore_media else {}),
+        **({"train_turns": "last"} if train_turns == "last" else {}),
         "fmt": fmt,
         "template": tok.chat_template if fmt == "template" else None,
         "add_generation_prompt": bool(add_generation_prompt),

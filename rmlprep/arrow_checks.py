@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .errors import ConfigError
+from .chat.segments import Out, untrain_history
+from .errors import ChatFormatError, ConfigError
 
-__all__ = ["refuse_padding_nulls", "refuse_unread_tools"]
+__all__ = ["refuse_padding_nulls", "refuse_unread_tools", "train_last_turns"]
 
 
 #: The reason a conversation that ends on an assistant turn is refused under add_generation_prompt.
@@ -130,3 +131,23 @@ def _padding_null(value, path: str, *, everywhere: bool = False) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def train_last_turns(out: Out, keep: bool) -> bool:
+    """``train_turns="last"``: leave a written conversation's assistant turns before its last
+    user message out of the mask (:func:`rmlprep.chat.segments.untrain_history`, noted as
+    ``history_untrained``). True when no assistant turn follows that message, so the
+    conversation trains nothing and ``keep`` (``no_assistant="keep"``) keeps it; False otherwise.
+
+    Raises:
+        ChatFormatError: nothing left to train and not ``keep`` (a row error, as a conversation
+            without an assistant message is under ``no_assistant="reject"``).
+    """
+    untrain_history(out)
+    if any(s.kind in ("assistant", "reasoning") for s in out.segs):
+        return False
+    if keep:
+        return True
+    raise ChatFormatError("no assistant turn follows the conversation's last user message, and train_turns = 'last' "
+                          "trains only those: nothing to train on; set no_assistant='keep' (chat.no_assistant = "
+                          "\"keep\") to keep it as context only")

@@ -48,6 +48,7 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # conversation ending on an assistant turn is then a reject
     options = { enable_thinking = false }  # the format's options (template variables, "today")
     train_on_reasoning = true        # reasoning in the loss mask (false: refused by formats without)
+    train_turns = "all"              # "last": only the answers after the last user message (not "template")
     tools_column = "tools"           # a column of per-conversation tool definitions (read in a second
                                      # pass over each unit); false: none, on purpose. Unset (the
                                      # default): none, and an input with a "tools" or "functions"
@@ -120,6 +121,7 @@ from .config_paths import _abs, _abs_dir, relative_note
 from .config_output import check_output
 from .config_run import ENGINES, _check_engine, check_reject_fraction, check_run  # noqa: F401 (ENGINES)
 from .chat import detect_chat_format
+from .chat.encode import train_turns_refusal
 from .chat.registry import config_format_error, get_format, resolve_options, untrained_reasoning_refusal
 from .errors import ChatFormatError, ConfigError, InputError
 from .packing.common import MAX_SEQ_LEN
@@ -160,6 +162,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "add_generation_prompt": ((bool,), False),
         "options": ((dict,), None),
         "train_on_reasoning": ((bool,), True),
+        "train_turns": ((str,), "all"),
         "tools_column": ((str, bool), None),
         "system_column": ((str, bool), None),
         "ignore_media": ((bool,), False),
@@ -196,7 +199,8 @@ _PIPELINES = ("pretrain", "sft")
 _NOT_SFT = (("tokenizer", "add_special_tokens"), ("tokenizer", "parse_special"), ("pack", "bos"), ("pack", "eos"))
 # keys left out of the hash while at their default (added after configs were hashed without them)
 _HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False,
-                          ("chat", "system_column"): None, ("chat", "ignore_media"): False}
+                          ("chat", "system_column"): None, ("chat", "ignore_media"): False,
+                          ("chat", "train_turns"): "all"}
 # pack.seq_len's ceiling is the pack functions' own (rmlprep.packing.common.MAX_SEQ_LEN, 2**24)
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
 # keys that change how a run goes but never its output bytes: left out of the config hash
@@ -482,6 +486,8 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | Non
         if (chat["format"] != "auto" and not chat["train_on_reasoning"]  # "template" too: no reasoning told apart
                 and (why := untrained_reasoning_refusal(chat["format"]))):
             raise ConfigError(f"{w}chat.train_on_reasoning = false: {why}")
+        if why := train_turns_refusal(chat["format"], chat["train_turns"]):
+            raise ConfigError(f"{w}chat.train_turns: {why}")
     elif "chat" in raw:
         raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
     out = data["output"]

@@ -256,6 +256,32 @@ def test_qwen3_answers_without_think_are_counted(tmp_path):
     assert "without a think block" not in summary_table(off, json.loads((tmp_path / "f" / "stats.json").read_text()))
 
 
+def test_train_turns_last_in_the_run(tmp_path):
+    """``chat.train_turns = "last"``: the answers before the last user message are context,
+    counted (``history_untrained``) and named in the summary, and are no longer counted as
+    answers trained without a think block. Worked example: the two two-exchange conversations
+    of the test above have one history answer each (2), the one-exchange one none; a
+    conversation ending on a user message trains nothing: a reject. ``"template"`` with
+    ``"last"`` is refused when the config is read."""
+    from rmlprep.pipeline.reports import summary_table
+
+    inp = tmp_path / "chat.jsonl"
+    two = [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"},
+            {"role": "user", "content": "and?"}, {"role": "assistant", "content": "b"}] for i in range(2)]
+    one = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]]
+    ask = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}, {"role": "user", "content": "?"}]]
+    inp.write_text("".join(json.dumps({"messages": c}) + "\n" for c in two + one + ask))
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen3", parity={"chat": False}, pack={"seq_len": 1024},
+                chat={"train_turns": "last"}, run={"max_reject_fraction": 0.5}), log=quiet)
+    assert m["totals"]["history_untrained"] == 2 and m["totals"]["answers_without_think"] == 0
+    assert m["totals"]["documents"] == 3 and m["totals"]["rejects"] == 1
+    table = summary_table(m, json.loads((tmp_path / "o" / "stats.json").read_text()))
+    assert ('2 assistant turns before the last user message left out of the loss mask, kept as context '
+            '(chat.train_turns = "last")') in table
+    with pytest.raises(ConfigError, match="chat.train_turns: train_turns = 'last' needs a native chat format"):
+        run(cfg(inp, tmp_path / "t", fmt="template", chat={"train_turns": "last"}), log=quiet)
+
+
 def test_a_marker_older_than_json_tools_empty_is_redone_under_json_tools(tmp_path):
     """f6b1a69 made ``chat.json_tools`` read a tools column's ``[]`` as no tools (a row holding
     it kept its system message of JSON definitions as text beside its converted call); a unit

@@ -51,11 +51,28 @@ import numpy as np
 from ..errors import ChatFormatError
 from ..spm_special import UnprefixedText, per_text_fragments
 from .registry import get_format, untrained_reasoning_refusal, write
-from .segments import TRAINABLE, Segment
+from .segments import TRAINABLE, Segment, untrain_history
 
-__all__ = ["ChatEncoding", "defaulted_refusal", "encode_chat", "encode_segments", "missing_stop_token",
-           "refuse_chat_before_corpus",
+__all__ = ["ChatEncoding", "TRAIN_TURNS", "defaulted_refusal", "encode_chat", "encode_segments",
+           "missing_stop_token", "refuse_chat_before_corpus", "train_turns_refusal",
            "stop_token_refusal", "stop_ids", "template_specials", "template_stop"]
+
+
+#: ``train_turns`` values: every assistant turn is trained, or only those after the last user message.
+TRAIN_TURNS = ("all", "last")
+
+
+def train_turns_refusal(fmt: str, train_turns: Any) -> str | None:
+    """Why ``train_turns`` cannot apply to ``fmt``, or None when it does: a value other than
+    ``"all"`` / ``"last"``, or ``"last"`` with ``"template"``, whose render is split into
+    template and assistant text only (no user turns to find the last one by); the native
+    formats mark user text (:func:`rmlprep.chat.segments.untrain_history`)."""
+    if train_turns not in TRAIN_TURNS:
+        return f"train_turns must be 'all' or 'last', got {train_turns!r}"
+    if train_turns == "last" and fmt == "template":
+        return ("train_turns = 'last' needs a native chat format (the template's render has no user turns told "
+                "apart); name the format, or train every turn")
+    return None
 
 
 @dataclass(slots=True)
@@ -68,7 +85,8 @@ class ChatEncoding:
             (assistant text, tool calls, turn terminators; reasoning unless turned off).
         labels: ``input_ids`` where the mask is 1, ``-100`` elsewhere; not shifted, position 0
             not masked (a shifting loss never targets it; packing masks it: README "Masks").
-        notes: counts of what the format's own rules left out (``reasoning_dropped``).
+        notes: counts of what the format's own rules left out (``reasoning_dropped``) and, with
+            ``train_turns="last"``, ``history_untrained`` (turns left out of the mask).
     """
 
     input_ids: list[int]
@@ -146,7 +164,7 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
 
 def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bool = False, tools: Any = None,
                 options: Mapping[str, Any] | None = None, train_on_reasoning: bool = True,
-                text_markers: bool = False) -> ChatEncoding:
+                text_markers: bool = False, train_turns: str = "all") -> ChatEncoding:
     """Encode a conversation with its loss mask.
 
     Args:
@@ -165,6 +183,11 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
             tokenizer (ChatML on GPT-2's vocabulary), its markers as text pieces. Default:
             refused (:func:`missing_stop_token`), as by :func:`rmlprep.tokenize_chat` and the
             sft run (``chat.text_markers``): the model would learn no stop token.
+        train_turns: ``"all"`` (default) trains every assistant turn; ``"last"`` only those
+            after the last user message (its answer, with its tool calls): the earlier turns stay
+            in the ids as context, out of the mask, and are counted in ``notes``
+            (:func:`rmlprep.chat.segments.untrain_history`; LLaMA-Factory's ``mask_history``).
+            Not with ``"template"`` (ConfigError).
     Returns:
         ChatEncoding (the mask rule is in the module docstring).
     Raises:
@@ -172,8 +195,13 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
             turn terminator that is not a special token of the tokenizer (see ``text_markers``),
             or ``"template"`` and a template that reads a GGUF's defaulted bos/eos
             (:func:`template_specials`).
-        ConfigError: ``train_on_reasoning=False`` and a format without reasoning.
+        ConfigError: ``train_on_reasoning=False`` and a format without reasoning; a
+            ``train_turns`` other than ``"all"``/``"last"``, or ``"last"`` with ``"template"``.
     """
+    if why := train_turns_refusal(fmt, train_turns):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"encode_chat(fmt={fmt!r}): {why}")
     if not text_markers and (stop := missing_stop_token(tokenizer, fmt, options)) is not None:
         from ..errors import ChatFormatError
 
@@ -189,6 +217,8 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
     else:
         out = write(messages, get_format(fmt), add_generation_prompt=add_generation_prompt, tools=tools,
                     options=options)
+    if train_turns == "last":
+        untrain_history(out)
     ids, mask = encode_segments(tokenizer, out.segs, train_on_reasoning=train_on_reasoning,
                                  fmt=None if fmt == "template" else get_format(fmt).name)
     labels = np.where(mask, np.asarray(ids, dtype=np.int64), -100)

@@ -22,6 +22,9 @@ kind            what                                                        trai
 ``reasoning``   an assistant turn's reasoning with its wrappers             configurable
                 (``<think>\\n ... \\n</think>\\n\\n``, harmony's analysis
                 channel)
+``history``     an ``assistant`` or ``reasoning`` segment before the last   no
+                user message, under ``train_turns="last"``
+                (:func:`untrain_history`)
 ==============  ==========================================================  ===============
 
 The split between ``template`` and ``assistant`` is the generation prompt: an assistant turn
@@ -35,9 +38,9 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-__all__ = ["Segment", "KINDS", "TRAINABLE", "tojson"]
+__all__ = ["Segment", "KINDS", "TRAINABLE", "tojson", "untrain_history"]
 
-KINDS = ("template", "system", "user", "tool", "assistant", "reasoning")
+KINDS = ("template", "system", "user", "tool", "assistant", "reasoning", "history")
 #: Kinds in the loss mask (``reasoning`` too when reasoning is trained).
 TRAINABLE = frozenset({"assistant"})
 
@@ -61,15 +64,17 @@ class Segment(NamedTuple):
 class Out:
     """Collects segments; adjacent markup of one kind is merged, data is always kept apart."""
 
-    __slots__ = ("segs", "notes")
+    __slots__ = ("segs", "notes", "noted_at")
 
     def __init__(self) -> None:
         self.segs: list[Segment] = []
         self.notes: dict[str, int] = {}
+        self.noted_at: list[tuple[str, int, int]] = []  # (what, n, len(segs) when noted)
 
     def note(self, what: str, n: int = 1) -> None:
         """Count something the conversation lost by the format's own rule (``reasoning_dropped``)."""
         self.notes[what] = self.notes.get(what, 0) + n
+        self.noted_at.append((what, n, len(self.segs)))
 
     def t(self, text: str, kind: str = "template") -> None:
         """Format text (markup) of ``kind``: template text, or a wrapper inside a turn."""
@@ -118,6 +123,44 @@ def strip_segments(segs: list[Segment]) -> list[Segment]:
         if stripped:
             break
     return [s for s in segs if s.text]
+
+
+#: Notes about how a turn is trained: void for a turn that ``train_turns="last"`` leaves out.
+_TRAINING_NOTES = ("answers_without_think",)
+
+
+def untrain_history(out: Out) -> int:
+    """Leave the assistant turns before the last user message out of the loss mask
+    (``train_turns="last"``): their ``assistant`` and ``reasoning`` segments become ``history``
+    (text unchanged, so the ids are too), and notes about how such a turn is trained
+    (``answers_without_think``) are withdrawn. The turns after the last user message (its
+    answer, with the tool calls and tool results that lead to it) stay trainable. This is
+    LLaMA-Factory's ``mask_history``, except that it trains only the final response of a
+    tool-calling exchange, and here its calls are trained too.
+
+    Returns the number of turns left out (each run of adjacent assistant/reasoning segments
+    is one turn), also noted as ``history_untrained``. Worked example: ``[user "Hi", assistant "Hello", user "Bye", assistant "Ok"]``
+    in ChatML gives segments ``...user "Hi"... assistant "Hello<|im_end|>"... user "Bye"...
+    assistant "Ok<|im_end|>"``; the first assistant run becomes ``history``: returns 1.
+    """
+    last = max((i for i, s in enumerate(out.segs) if s.kind == "user"), default=-1)
+    turns, inside = 0, False
+    for i in range(last):
+        s = out.segs[i]
+        if s.kind in ("assistant", "reasoning"):
+            turns += not inside
+            out.segs[i] = s._replace(kind="history")
+            inside = True
+        else:
+            inside = False
+    for what, n, at in out.noted_at:
+        if what in _TRAINING_NOTES and at < last:
+            out.notes[what] -= n
+            if not out.notes[what]:
+                del out.notes[what]
+    if turns:
+        out.note("history_untrained", turns)
+    return turns
 
 
 def tojson(value: Any, indent: int | None = None) -> str:

@@ -39,7 +39,7 @@ __all__ = ["CHAT_COUNTS", "validate_conversations", "format_and_tokenize"]
 CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls", "json_tool_calls_as_text",
                "generation_prompt_after_answer", "tool_calls_without_tools", "json_tool_parameters_as_text",
                "reasoning_untrained", "tool_calls_undefined", "special_text_parsed", "tool_arguments_from_string",
-               "answers_without_think")
+               "answers_without_think", "history_untrained")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -139,6 +139,7 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
                        tools_column="tools" if isinstance(chat["tools_column"], str) else None,
                        add_generation_prompt=chat["add_generation_prompt"], options=chat["options"],
                        train_on_reasoning=chat["train_on_reasoning"], json_tools=chat["json_tools"],
+                       train_turns=chat["train_turns"],
                        no_assistant=chat["no_assistant"], text_markers=True,  # the driver checked them
                        on_error="record", keep_columns=False, id_column=None)
     fn.warn = False  # the summary names tool_calls_without_tools

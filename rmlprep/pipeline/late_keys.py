@@ -47,6 +47,9 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     - ``answers_without_think``: answers ``qwen3`` trains without a think block (history turns);
       only ``qwen3`` with thinking on (``enable_thinking`` not false) counts any.
 
+    - ``history_untrained``: assistant turns before the last user message left out of the mask;
+      only ``chat.train_turns = "last"`` leaves any out.
+
     (The other chat counts and ``arrow_bytes`` were in every marker this version keeps, or are
     null when missing.)
     """
@@ -56,7 +59,8 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
                 "reasoning_untrained": not chat["train_on_reasoning"],
                 "special_text_parsed": chat["format"] == "template", "tool_arguments_from_string": True,
                 "answers_without_think": chat["format"] in ("qwen3", "auto")
-                and (chat["options"] or {}).get("enable_thinking") is not False}
+                and (chat["options"] or {}).get("enable_thinking") is not False,
+                "history_untrained": chat["train_turns"] == "last"}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 

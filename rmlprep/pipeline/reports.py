@@ -408,8 +408,13 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(("no think", f"{n:,} answer{'s' if n != 1 else ''} trained without a think block (Qwen3's "
                                   "template writes one only after the last user turn): they teach the model to "
                                   "answer without thinking; with reasoning data, split multi-turn conversations into "
-                                  "one per answer; without, chat.options.enable_thinking = false trains every "
+                                  "one per answer, or chat.train_turns = \"last\" trains only the answers after the "
+                                  "last user message; without, chat.options.enable_thinking = false trains every "
                                   "answer after the prompt's empty think block"))
+    if t.get("history_untrained"):
+        n = t["history_untrained"]
+        lines.append(("history", f"{n:,} assistant turn{'s' if n != 1 else ''} before the last user message left out "
+                                 "of the loss mask, kept as context (chat.train_turns = \"last\")"))
     if t.get("tool_calls_without_tools"):
         n = t["tool_calls_without_tools"]
         unset = manifest["config"]["chat"].get("tools_column") is None
