@@ -44,11 +44,22 @@ def write_text(text: str, exact: bool) -> None:
 
 
 def cmd_inspect(a) -> int:
+    """Print the tokenizer's description as JSON: kind, sizes, the ids with a role, the other
+    control tokens, and the user-defined tokens (Hugging Face's non-special added tokens,
+    sentencepiece's and GGUF's user-defined pieces), each list capped at its first 30 by id with
+    its count. ``one_id_in_plain_text``: the user-defined tokens are cut out of text even with
+    ``parse_special=False`` (``--no-parse-special``, a run's default), as tokenizers and
+    sentencepiece do.
+    """
     tok, f = open_tokenizer_arg(a.tokenizer, a.name)
     s = tok.spec
     roles = {x for x in (s.bos_id, s.eos_id, s.unk_id, s.pad_id, *s.eot_ids) if x is not None}
     control = [i for i, t in enumerate(s.token_types) if t == TokenType.CONTROL and i not in roles]
     specials = {i: s.vocab[i] for i in sorted(roles)}
+    # Qwen2.5's <tool_call>, <|fim_prefix|> ...: one id wherever their text stands, with
+    # --no-parse-special and in a run too (tokenizers' non-special added tokens, sentencepiece's
+    # user-defined pieces), so a user sees which strings of a corpus will not be split
+    user = [i for i, t in enumerate(s.token_types) if t == TokenType.USER_DEFINED]
     info = {
         "file": f,
         "name": s.name,
@@ -60,6 +71,8 @@ def cmd_inspect(a) -> int:
         "eot_ids": list(s.eot_ids), "add_bos": s.add_bos, "add_eos": s.add_eos,
         "special_tokens": specials,  # by role; the rest (Qwen2.5's <|im_start|> ...) below, the first 30
         "other_control_tokens": {"count": len(control), "first": {i: s.vocab[i] for i in control[:30]}},
+        "user_defined_tokens": {"count": len(user), "one_id_in_plain_text": bool(user) and s.parse_user_defined_always,
+                                "first": {i: s.vocab[i] for i in user[:30]}},
         "pre_split": list(s.pre_split),
         "fingerprint": tok.fingerprint,
     }

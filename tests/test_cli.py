@@ -1130,6 +1130,31 @@ def test_inspect_lists_the_other_control_tokens(capsys):
     assert info["other_control_tokens"] == {"count": len(want), "first": want} and "<|im_start|>" in want.values()
 
 
+@pytest.mark.parity
+@pytest.mark.parametrize("model", ["qwen2.5", "gemma3"])
+def test_inspect_lists_the_user_defined_tokens(capsys, model):
+    """Qwen2.5's ``<tool_call>``, ``<|fim_prefix|>`` ... are added tokens without ``"special"``:
+    Hugging Face ``tokenizers`` gives each one id wherever its text stands, even with
+    ``encode_special_tokens`` (``--no-parse-special``, a run's default), and inspect listed none
+    of them. Expected from ``tokenizers`` itself: its non-special added tokens, each checked to
+    encode to its one id as plain text; Gemma 3's 6,406 are capped at the first 30 by id."""
+    tokenizers = pytest.importorskip("tokenizers")
+    real = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS") or Path.home() / ".cache" / "rmlprep-real-tokenizers")
+    d = real / "hf" / model
+    if not (d / "tokenizer.json").is_file():
+        pytest.skip(f"{d} not found (get.sh)")
+    ref = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+    ref.encode_special_tokens = True  # special tokens' text is text: what stays one id is the others
+    plain = {i: t.content for i, t in sorted(ref.get_added_tokens_decoder().items()) if not t.special}
+    assert all(ref.encode(s, add_special_tokens=False).ids == [i] for i, s in plain.items())
+    assert main(["inspect", str(d)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["user_defined_tokens"] == {"count": len(plain), "one_id_in_plain_text": True,
+                                           "first": {str(i): s for i, s in list(plain.items())[:30]}}
+    if model == "qwen2.5":
+        assert "<tool_call>" in info["user_defined_tokens"]["first"].values()
+
+
 def test_inspect_missing_path_in_plain_words(tmp_path):
     r = cli("inspect", str(tmp_path / "nope.json"))
     assert r.returncode == 2 and r.stderr == f"rmlprep: error: {tmp_path / 'nope.json'}: no such file or directory\n"
