@@ -13,6 +13,7 @@ from pathlib import Path
 from .chat import detect_chat_format, encode_chat, format_chat
 from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS
 from .chat.detect import check_template_format
+from .chat.registry import config_format_error
 from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
 from .chat_parity import check_chat_format
 from .cli_text import argv_text, read_file_text, read_json_file, read_texts
@@ -97,6 +98,8 @@ def cmd_chat(a) -> int:
     elif fmt_arg in ("auto", "template") and not a.tokenizer:
         raise RmlprepError(f"chat --format {fmt_arg}: give --tokenizer, whose own chat template it takes "
                            "(as chat.format does in a run)")
+    elif fmt_arg not in ("auto", "template"):
+        _check_format_name(fmt_arg, "chat --format", _CHAT_OTHERS)
     options = _chat_options(a.option)
     if a.tokenizer:
         tok, _ = open_tokenizer_arg(a.tokenizer, a.name)
@@ -118,6 +121,32 @@ def cmd_chat(a) -> int:
         write_text(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools,
                                 options=options), a.no_newline)
     return 0
+
+
+#: what else ``chat --format`` takes, said after the list of format names
+_CHAT_OTHERS = ("\"auto\" (with --tokenizer: the format that reproduces its chat template), \"template\" "
+                "(that template itself, rendered with jinja2) or a Jinja template file")
+
+
+def _check_format_name(name: str, option: str, others: str) -> None:
+    """Refuse an unknown format ``name`` given to ``option`` (before a tokenizer is loaded) as a
+    run's ``chat.format`` is refused: the known names, then ``others`` (what else the option
+    takes), then the near names (``qwen25``: did you mean ``'qwen2.5'``?;
+    :func:`rmlprep.chat.registry.config_format_error`). Template text passes unchecked.
+
+    Raises:
+        ChatFormatError: ``name`` is no format name (nor template text).
+        InputError: ``name`` has a path's ``/`` or a template file's suffix (``.jinja``): a
+            template file that is not there.
+    """
+    if "{{" in name or "{%" in name:
+        return
+    try:
+        detect_chat_format(name)
+    except ChatFormatError as e:
+        if "/" in name or Path(name).suffix in (".jinja", ".jinja2", ".j2"):  # meant as a file
+            raise InputError(f"{option} {name}: no such file (a Jinja template file), nor a format name") from None
+        raise ChatFormatError(f"{option}: {config_format_error(e, name, others=others)}") from None
 
 
 def _chat_options(items: list[str]) -> dict | None:
@@ -148,6 +177,8 @@ def _cmd_parity_chat(a) -> int:
     fmt_arg = a.chat
     if Path(fmt_arg).is_file():
         fmt_arg = read_file_text(fmt_arg)
+    else:
+        _check_format_name(fmt_arg, "parity --chat", "a Jinja template file")
     fmt = detect_chat_format(fmt_arg)
     template = open_tokenizer_arg(a.tokenizer, a.name)[0].chat_template if a.tokenizer else None
     if template:

@@ -487,6 +487,47 @@ def test_chat_and_parity_commands(tmp_path, capsys):
     assert main(["encode", str(tmp_path / "missing.json"), "x"]) == 2
 
 
+@pytest.mark.parametrize("argv, near", [
+    pytest.param(["chat", "M", "--format", "qwen25"], "; did you mean 'qwen2.5'?", id="chat-misspelt"),
+    # every format whose name starts with the user's: 'mistral-v7' alone was offered
+    pytest.param(["chat", "M", "--format", "mistral"],
+                 "; did you mean one of 'mistral-v1', 'mistral-v3', 'mistral-v3-tekken', 'mistral-v7', "
+                 "'mistral-v7-tekken', 'mistral-small-3.2'?", id="chat-prefix"),
+    pytest.param(["chat", "M", "--format", "Llama3", "--tokenizer", "never-loaded"], "; did you mean 'llama3'?",
+                 id="chat-case"),
+    pytest.param(["parity", "--chat", "llama"], "; did you mean one of 'llama2', 'llama3', 'llama3.1', 'llama3.2'?",
+                 id="parity-prefix"),
+])
+def test_unknown_chat_format_names_what_else_it_takes(tmp_path, capsys, argv, near):
+    """``chat --format qwen25`` ended its list of formats with '(or pass a model's Jinja chat
+    template)' and no near name, while a run's ``chat.format`` names "auto", "template" and the
+    near names (``chat.registry.config_format_error``). The command now says what its option
+    takes besides the names (``chat``: "auto" and "template" with --tokenizer, or a template
+    file; ``parity --chat``: a template file), then the near names: every format whose name
+    starts with the one given (the six mistral formats for "mistral"), else the closest spelling,
+    case ignored. The name is refused before any tokenizer is loaded."""
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    argv = [str(m) if x == "M" else x for x in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    others = ('; or "auto" (with --tokenizer: the format that reproduces its chat template), "template" '
+              '(that template itself, rendered with jinja2) or a Jinja template file'
+              if argv[0] == "chat" else "; or a Jinja template file")
+    assert err.count("\n") == 1 and "known: chatml, " in err and "pass a model's Jinja" not in err, err
+    assert err.rstrip("\n").endswith(f"command-r{others}{near}"), err
+
+
+def test_chat_format_file_that_is_not_there_is_named(tmp_path, capsys):
+    """A ``--format`` value that is a template file's name (a ``/``, a ``.jinja`` suffix) but no
+    file: said so, not listed as an unknown format name."""
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    assert main(["chat", str(m), "--format", "tmpl.jinja"]) == 2
+    assert capsys.readouterr().err == ("rmlprep: error: chat --format tmpl.jinja: no such file (a Jinja template "
+                                       "file), nor a format name\n")
+
+
 @needs_tiny
 def test_stdin_and_files_read_a_utf8_byte_order_mark_alike(tmp_path, monkeypatch, capsys):
     """One decoder for stdin, a messages file and a template file: a UTF-8 byte-order mark at

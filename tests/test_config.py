@@ -75,6 +75,10 @@ def test_defaults_filled():
                      "command-r; or \"auto\" (the format that reproduces the tokenizer's chat template) or "
                      "\"template\" (that template itself, rendered with jinja2); did you mean 'qwen2.5'?",
                      id="sft-format-misspelt"),
+        # a prefix of several formats names them all ('mistral-v7' alone was offered)
+        pytest.param(cfg(pipeline="sft", chat={"format": "mistral"}),
+                     "rendered with jinja2); did you mean one of 'mistral-v1', 'mistral-v3', 'mistral-v3-tekken', "
+                     "'mistral-v7', 'mistral-v7-tekken', 'mistral-small-3.2'?", id="sft-format-prefix"),
     ],
 )
 def test_errors_name_the_key(raw, key):

@@ -277,18 +277,41 @@ def read_view(messages: Any, tools: Any, f) -> tuple[list[dict], list[dict] | No
     return out, vt or None
 
 
-def config_format_error(e: Exception, name: str) -> str:
+#: what else a config's ``chat.format`` takes, said after the list of format names
+CONFIG_OTHER_FORMATS = ("\"auto\" (the format that reproduces the tokenizer's chat template) or \"template\" "
+                        "(that template itself, rendered with jinja2)")
+
+
+def config_format_error(e: Exception, name: str, *, others: str = CONFIG_OTHER_FORMATS) -> str:
     """The text of a config's ``chat.format`` error ``e`` for ``name``: an unknown name's list of
-    formats ends with the config's two other values, ``"auto"`` and ``"template"`` (not "pass a
-    model's Jinja chat template", which a config cannot do), and offers a near name
-    (``"qwen25"``: did you mean ``'qwen2.5'``?). Other errors as they are."""
+    formats ends with ``others``, the other values where it was given (a config's ``"auto"`` and
+    ``"template"``, not "pass a model's Jinja chat template", which a config cannot do; the
+    ``chat`` command passes its own), and offers the near names (:func:`near_format_names`:
+    ``"qwen25"``: did you mean ``'qwen2.5'``?). Other errors as they are."""
     msg = str(e)
     if not msg.startswith("unknown chat format"):
         return msg
+    near = near_format_names(str(name))
+    msg = msg.replace(" (or pass a model's Jinja chat template)", f"; or {others}")
+    if not near:
+        return msg
+    return f"{msg}; did you mean {near[0]!r}?" if len(near) == 1 else \
+        f"{msg}; did you mean one of {', '.join(map(repr, near))}?"
+
+
+def near_format_names(name: str) -> list[str]:
+    """The format names a mistyped ``name`` may have meant: every format whose name starts with
+    it when there is one (``"mistral"``: the six mistral formats, not the one spelling nearest
+    to it), else the closest spelling (``difflib``, at most one: ``"qwen25"`` -> ``qwen2.5``).
+    Case is ignored (``"Llama3"`` -> ``llama3``)."""
     import difflib
 
-    near = difflib.get_close_matches(str(name), CHAT_FORMATS, n=1)
-    msg = msg.replace(" (or pass a model's Jinja chat template)",
-                      "; or \"auto\" (the format that reproduces the tokenizer's chat template) or \"template\" "
-                      "(that template itself, rendered with jinja2)")
-    return f"{msg}{f'; did you mean {near[0]!r}?' if near else ''}"
+    key = name.strip().lower()
+    if key in CHAT_FORMATS:
+        return [key]
+    if key:
+        starts = [f for f in CHAT_FORMATS if f.startswith(key)]
+        if starts:
+            return starts
+    lower = {f.lower(): f for f in CHAT_FORMATS}
+    return [lower[m] for m in difflib.get_close_matches(key, list(lower), n=1)]
