@@ -418,15 +418,44 @@ def test_a_redo_that_fails_leaves_the_previous_complete_folder_as_it_was(tmp_pat
     before = everything(out)
     b.write_bytes(gzip.compress(b"".join(lines(39, start=41)))[:-20])  # another content, cut
     logs: list[str] = []
-    with pytest.raises(RmlprepError, match="b.jsonl.gz"):
+    with pytest.raises(RmlprepError, match="b.jsonl.gz") as ei:
         run(cfg, log=logs.append)
-    assert everything(out) == before
+    assert everything(out) == before and "done stay" not in str(ei.value)
     assert any("the previous run's folder is back as it was" in x for x in logs)
     b.write_bytes(gzip.compress(b"".join(lines(39, start=41))))
     m2 = run(cfg, log=quiet)
     assert (m2["units_skipped"], m2["units_processed"]) == (1, 1)
     assert folder(out) == fresh(str(tmp_path / "*.jsonl.gz"), tmp_path, "fresh") and not (out / ".rmlprep.previous").exists()
     assert_consistent(out, m2)
+
+
+def test_a_file_fault_mid_run_keeps_the_done_units_for_the_rerun(tmp_path):
+    """A first run over a glob whose second file holds a hole of zeros fails on that file's unit
+    with "fetch the file again", and said nothing of the units it had written: they stay
+    (verified by their markers), so the line says so and that a rerun after the fix keeps them.
+    Checked here: the file fixed, the rerun keeps a's units and writes the folder a fresh run
+    writes, byte for byte (markers without their timings). A failed rerun that puts a previous
+    complete folder back says no such thing (test_a_redo_that_fails_leaves_...)."""
+    from rmlprep.errors import RmlprepError
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_bytes(b"".join(lines(40)))
+    good = b"".join(lines(40, start=40))
+    b.write_bytes(good[:3000] + b"\x00" * 4096 + good[3000 + 4096:])
+    out = tmp_path / "o"
+    cfg = make_cfg(str(tmp_path / "*.jsonl"), out, input={"unit_bytes": 8000})
+    with pytest.raises(RmlprepError) as ei:
+        run(cfg, log=quiet)
+    msg = str(ei.value)
+    done = len(list(out.glob("shard-*.done.json")))
+    assert f"{b}: byte 3000: a run of NUL bytes" in msg and done >= 2, (msg, done)
+    assert msg.endswith(f"; the {done} units done stay in {out}: a rerun after the fix keeps them and does the "
+                        "rest (the units of a file that changed are redone)"), msg
+    b.write_bytes(good)
+    m = run(cfg, log=quiet)
+    assert m["units_skipped"] >= 1 and m["units_processed"] >= 1  # a's units kept, b's redone
+    assert folder(out) == fresh(str(tmp_path / "*.jsonl"), tmp_path, "fresh", input={"unit_bytes": 8000})
+    assert_consistent(out, m)
 
 
 def test_a_rerun_over_a_jsonl_cut_mid_line_is_refused_before_any_work(tmp_path):

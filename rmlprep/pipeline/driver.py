@@ -215,8 +215,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                 except OutputError:
                     pass  # the folder refuses it: the next run removes them (owner.check_shards)
             timings.setdefault("process", time.perf_counter() - t)
-            if errors:
-                raise _unit_errors(errors)
+            if errors:  # the units done stay unless the previous complete folder comes back (_put_back)
+                raise _unit_errors(errors, done=0 if previous_complete(out) else len(records), where=out.path)
             timings["total"] = time.perf_counter() - t_start
             manifest = write_reports(cfg, tokenizer, units, records, parity, timings, workers, {u.index for u in todo}, log)
         except Exception:  # a failed unit, a full disk, a bug: the previous complete run comes back
@@ -265,8 +265,13 @@ def _put_back(out: OutputFolder, kept: set[int], log: Callable[[str], None]) -> 
             f"{PREVIOUS}, which the next run removes")
 
 
-def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
-    """One error for the failed units: the OutputError that stopped the run, else every unit's."""
+def _unit_errors(errors: list[dict[str, Any]], *, done: int = 0, where: object = "") -> RmlprepError:
+    """One error for the failed units: the OutputError that stopped the run, else every unit's,
+    then, when ``done`` units are done and stay in the folder ``where`` (no previous complete
+    folder comes back in their place), that a rerun keeps them. A file fault (a hole of zeros, a
+    cut gzip stream) said "fetch the file again" and nothing of the units written beside it:
+    they stay, verified, and a rerun after the fix does only the rest, as a fresh run would
+    (test_a_file_fault_mid_run_keeps_the_done_units_for_the_rerun)."""
     fatal = [e for e in errors if e.get("fatal")]
     if fatal:  # the one that stopped the run, as its own kind
         kind = {"OutputError": OutputError, "ConfigError": ConfigError}.get(fatal[0]["kind"], RmlprepError)
@@ -275,7 +280,9 @@ def _unit_errors(errors: list[dict[str, Any]]) -> RmlprepError:
     for e in sorted(errors, key=lambda e: e["unit"]):
         same.setdefault(e["error"], []).append(e["unit"])
     msgs = [f"{_unit_list(units)} failed: {error}" for error, units in same.items()]
-    return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more errors)" if len(msgs) > 5 else ""))
+    kept = (f"; the {done} unit{'s' if done != 1 else ''} done stay{'s' if done == 1 else ''} in {where}: a rerun "
+            "after the fix keeps them and does the rest (the units of a file that changed are redone)") if done else ""
+    return RmlprepError("; ".join(msgs[:5]) + (f" (and {len(msgs) - 5} more errors)" if len(msgs) > 5 else "") + kept)
 
 
 def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, tokenizer: str | None = None,
