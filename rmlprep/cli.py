@@ -27,7 +27,7 @@ from .cli_text import argv_text, stdin_text
 from .config import RunConfig, load_config
 from .errors import InputError, ParityError, RmlprepError
 from .pipeline import run
-from .pipeline.verdict import drop_warning, rejected_files_warning, run_verdict
+from .pipeline.verdict import drop_warning, reject_share_warning, rejected_files_warning, run_verdict
 
 __all__ = ["main", "build_parser"]
 
@@ -163,6 +163,8 @@ def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
     if (warn := drop_warning(manifest)) is not None:  # a success, but most documents left out
         _log(f"rmlprep: warning: {warn}")
     if (warn := rejected_files_warning(manifest)) is not None:  # a success, but a file wholly rejected
+        _log(f"rmlprep: warning: {warn}")
+    if (warn := reject_share_warning(manifest)) is not None:  # or a file's share of rejects over the run's limit
         _log(f"rmlprep: warning: {warn}")
     print(f"shards: {cfg.output_dir}")
     return 0

@@ -1055,8 +1055,36 @@ def test_a_file_whose_every_row_is_rejected_is_named_in_a_warning(tmp_path, caps
         f"rows are in {tmp_path / 'out' / 'rejects'}/"], err
     assert re.search(rf"^warning +every row of 1 input file was rejected: {re.escape(str(b))} \(5 rows\)$", err, re.M), err
     b.write_text("".join(json.dumps({"content" if i else "text": f"doc {i}"}) + "\n" for i in range(5)))
+    rc, err = _run_cli(capsys, toml)  # 4 of its 5 rows rejected: test_a_file_mostly_rejected_...'s warning
+    assert rc == 0 and "every row of" not in err and f"{b} (4 of 5 rows, 80.0%)" in err, err
+
+
+@needs_tiny
+def test_a_file_mostly_rejected_is_named_in_a_warning(tmp_path, capsys):
+    """A glob of 1,000 good rows and a file of 100 whose rows 0, 1, 5, 6, 10, 11 ... (i % 5 < 2:
+    40 rows) are Latin-1: 40 rejects, 40 / 1,100 = 3.6% of the rows read, under
+    run.max_reject_fraction = 0.1, so the run exited 0 with only the summary's count and no word
+    of the file that lost 40 of its 100 rows (the warning of commit 54a3a23 names only a file
+    whose every row is rejected). It still exits 0, now with one ``rmlprep: warning:`` line naming
+    the file, its counts and share and its first reject (row 0), and a warning row in the summary.
+    Under --max-reject-fraction 0.5 the file's 40% passes: no warning."""
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(1000)))
+    b = tmp_path / "b.jsonl"
+    b.write_bytes(b"".join((json.dumps({"text": f"caf\u00e9 {i}"}, ensure_ascii=False) + "\n")
+                           .encode("latin-1" if i % 5 < 2 else "utf-8") for i in range(100)))
+    toml = _toml(tmp_path / "c.toml", [str(tmp_path / "*.jsonl")], tmp_path / "out")
     rc, err = _run_cli(capsys, toml)
-    assert rc == 0 and "warning" not in err, err
+    said = [x for x in err.splitlines() if x.startswith("rmlprep:")]
+    assert rc == 0 and len(said) == 1, err
+    assert said[0].startswith(
+        f"rmlprep: warning: 1 input file had more than run.max_reject_fraction = 0.1 of its rows rejected: {b} (40 of "
+        "100 rows, 40.0%); the first: row 0: line is not valid UTF-8 (invalid continuation byte at byte 13;"), err
+    assert said[0].endswith(f"; the run's share (3.6%) is under it, so the run succeeds; the rows are in "
+                            f"{tmp_path / 'out' / 'rejects'}/"), err
+    assert re.search(rf"^warning +1 input file had more than run\.max_reject_fraction = 0\.1 of its rows rejected: "
+                     rf"{re.escape(str(b))} \(40 of 100 rows, 40\.0%\)$", err, re.M), err
+    assert main(["run", str(toml), "--max-reject-fraction", "0.5"]) == 0
+    assert "warning" not in capsys.readouterr().err
 
 
 def _script(name: str):

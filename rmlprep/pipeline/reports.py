@@ -26,7 +26,8 @@ from .late_keys import late_counts
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, hist_edges, length_hist, unfilled_tokens
-from .verdict import drop_warning, reject_line, rejected_files_warning, rejects_by_kind, rejects_by_stage
+from .verdict import (drop_warning, reject_line, reject_share_warning, rejected_files_warning, rejects_by_kind,
+                      rejects_by_stage)
 
 __all__ = ["HIST_BINS_PER_OCTAVE", "hist_edges", "length_hist", "Progress", "write_reports", "summary_table"]
 
@@ -215,6 +216,11 @@ def _shard_entry(unit: Unit, rec: dict[str, Any]) -> dict[str, Any]:
     counts, and ``first_row``, the source row (0-based, as reject records number rows) where the
     unit's input starts: the key that joins ``example_index`` to input rows (README, "What you get")."""
     entry = {k: rec[k] for k in _SHARD_KEYS}
+    # the input rows the unit read (a marker of an older version: documents + rejects, as the
+    # totals take it) and the documents pack.overflow = "drop" left out: a file's share of bad
+    # rows (verdict.reject_share_warning)
+    entry["rows_read"] = rec.get("rows_read", rec["documents"] + rec["rejects"])
+    entry["dropped_documents"] = rec.get("dropped_documents", 0)
     return {"shard": entry.pop("shard"), "unit": unit.index, "source": entry.pop("source"),
             "first_row": unit.first_row, **entry}
 
@@ -358,6 +364,8 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         *_rows_lines(manifest),
     ]
     if (warn := rejected_files_warning(manifest, brief=True)) is not None:
+        lines.append(("warning", warn))
+    if (warn := reject_share_warning(manifest, brief=True)) is not None:
         lines.append(("warning", warn))
     if t["lone_surrogate_rows"]:
         lines.append(("surrogates", f"{t['lone_surrogate_rows']:,} rows had lone surrogates, kept with U+FFFD"))

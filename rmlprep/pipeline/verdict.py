@@ -4,7 +4,8 @@ the rows read (:func:`run_verdict`; ``rmlprep run`` and :func:`rmlprep.cli.run_e
 exit 2 with its line); and the rejects' breakdown by stage that the summary and that line give
 (:func:`rejects_by_stage`, :func:`reject_line`), and by kind in the manifest (:func:`rejects_by_kind`);
 and a successful run's warnings (:func:`drop_warning`: ``pack.overflow = "drop"`` left out a large share;
-:func:`rejected_files_warning`: an input file none of whose rows is in the shards).
+:func:`rejected_files_warning`: an input file none of whose rows is in the shards;
+:func:`reject_share_warning`: one whose share of rejects passes ``run.max_reject_fraction``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..reject_kinds import KINDS
 from .stages import REJECT_STAGES
 
 __all__ = ["rejects_by_stage", "rejects_by_kind", "reject_line", "run_verdict", "drop_warning",
-           "rejected_files_warning"]
+           "rejected_files_warning", "reject_share_warning"]
 
 
 def rejects_by_stage(recs: list[dict[str, Any]]) -> dict[str, int] | None:
@@ -204,6 +205,64 @@ def rejected_files_warning(manifest: dict[str, Any], *, brief: bool = False) -> 
         pass
     return (f"{what}{first}; a file of another layout or encoding than the others (input.column, UTF-8)? "
             f"its rows are in {rejects}/")
+
+
+def reject_share_warning(manifest: dict[str, Any], *, brief: bool = False) -> str | None:
+    """One line (for ``rmlprep: warning: ...`` and the summary) naming the input files some of
+    whose rows are documents but whose share of rejects passes ``run.max_reject_fraction`` (the
+    run's own limit), else None. Files whose every row was rejected are
+    :func:`rejected_files_warning`'s.
+
+    The run's share hides such a file among larger ones: a glob of 1,000 good rows and a file of
+    100 whose 40 lines are Latin-1 gave "rejects 40 (3.6% of rows read ...)", exit 0, with
+    nothing naming the file that lost 40% of its rows. The share counts a file's rows read
+    (the shards' ``rows_read``), not the documents ``pack.overflow = "drop"`` left out (asked
+    for, not bad rows; :func:`drop_warning` has them), as :func:`run_verdict` counts. The line
+    names up to 3 files with their counts and share (``brief``: no more, for the summary) and
+    the first reject of the first (from the first of its units with rejects). The exit code is
+    unchanged: the rows are counted and written aside, as every reject is. A manifest whose
+    shards lack ``rows_read`` (written before it) gives None.
+    """
+    from ..readers import Unit
+
+    t = manifest["totals"]
+    limit = manifest["config"]["run"]["max_reject_fraction"]
+    if not t["documents"] or limit >= 1:
+        return None
+    files: dict[str, list[int]] = {}  # path -> [documents, bad rows, rows read, first unit with rejects]
+    for s in manifest["shards"]:
+        if any(s.get(k) is None for k in ("documents", "rejects", "rows_read", "dropped_documents")):
+            return None  # a manifest written before the counts
+        got = files.setdefault(Unit.described_path(s["source"]), [0, 0, 0, -1])
+        got[0] += s["documents"]
+        got[1] += s["rejects"] - s["dropped_documents"]
+        got[2] += s["rows_read"]
+        if got[3] < 0 and s["rejects"] > s["dropped_documents"]:
+            got[3] = s.get("unit", -1)
+    over = [(path, bad, read, unit) for path, (docs, bad, read, unit) in files.items()
+            if docs and read and bad / read > limit]
+    if not over:
+        return None
+    named = ", ".join(f"{path} ({bad:,} of {read:,} rows, {bad / read:.1%})" for path, bad, read, _ in over[:3])
+    more = f" and {len(over) - 3} more" if len(over) > 3 else ""
+    n = len(over)
+    what = (f"{n} input file{'s' if n != 1 else ''} had more than run.max_reject_fraction = {limit:g} of "
+            f"{'their' if n != 1 else 'its'} rows rejected: {named}{more}")
+    if brief:
+        return what
+    rejects = fs.join(manifest["config"]["output"]["dir"], "rejects")
+    first = ""
+    try:
+        with fs.open(fs.join(rejects, f"rejects-{over[0][3]:05d}.jsonl")) as f:
+            for line in f:
+                r = json.loads(line)
+                if r["stage"] != "pack":
+                    first = f"; the first: row {r['row']}: {r['reason']}"
+                    break
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    share = f" ({(t['rejects'] - (t.get('dropped_documents') or 0)) / t['rows_read']:.1%})" if t.get("rows_read") else ""
+    return f"{what}{first}; the run's share{share} is under it, so the run succeeds; the rows are in {rejects}/"
 
 
 def _ceil2(x: float) -> float:
