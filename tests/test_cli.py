@@ -971,6 +971,30 @@ def test_the_fraction_the_reject_line_suggests_accepts_the_rejects(tmp_path, rej
     assert run_verdict(Cfg(run={"max_reject_fraction": float(flag)}), manifest) is None
 
 
+def test_a_file_s_documents_dropped_as_configured_do_not_count_toward_its_share(tmp_path):
+    """A file's share of rejects counts its bad rows, not the documents pack.overflow = "drop"
+    left out (as the run's verdict counts them): b.jsonl, 100 rows read in two units, 50 rejects
+    of which 45 dropped, has 5 bad rows (5% <= 0.1): no warning; with 15 bad rows (60 rejects,
+    45 dropped: 15%) it is named, its counts 15 of 100 rows; a.jsonl (no reject) never."""
+    from rmlprep.pipeline.verdict import reject_share_warning
+
+    def manifest(b_rejects):
+        shard = {"documents": 40, "rejects": 0, "rows_read": 40, "dropped_documents": 0}
+        return {"totals": {"documents": 150, "rejects": b_rejects, "rows_read": 200, "dropped_documents": 45},
+                "config": {"run": {"max_reject_fraction": 0.1}, "output": {"dir": str(tmp_path)}},
+                "shards": [{**shard, "unit": 0, "source": "/d/a.jsonl bytes [0, 9)", "documents": 100,
+                            "rows_read": 100},
+                           {**shard, "unit": 1, "source": "/d/b.jsonl bytes [0, 9)", "rejects": 25,
+                            "rows_read": 50, "documents": 25, "dropped_documents": 25},
+                           {**shard, "unit": 2, "source": "/d/b.jsonl bytes [9, 20)", "rejects": b_rejects - 25,
+                            "rows_read": 50, "documents": 75 - b_rejects, "dropped_documents": 20}]}
+
+    assert reject_share_warning(manifest(50), brief=True) is None
+    assert reject_share_warning(manifest(60), brief=True) == (
+        "1 input file had more than run.max_reject_fraction = 0.1 of its rows rejected: /d/b.jsonl (15 of 100 rows, "
+        "15.0%)")
+
+
 @needs_tiny
 def test_documents_dropped_as_configured_do_not_count_toward_max_reject_fraction(tmp_path, capsys):
     """pack.overflow = "drop" is asked for (not the default), yet the documents it left out
