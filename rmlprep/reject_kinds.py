@@ -26,6 +26,7 @@ KINDS: dict[str, str] = {
     "bad_whitespace": "a line of whitespace JSON does not allow (form feed, vertical tab)",
     "missing_field": "no such field in the row (input.column)",
     "csv_field_count": "a CSV record with another number of fields than the header",
+    "csv_repeated_header": "a CSV record of the header's column names again (files concatenated with their headers)",
     "bad_json_text": "an Arrow JSON-text value that is not valid JSON",
     # validate
     "null": "the value is null",

@@ -458,6 +458,45 @@ def test_a_file_fault_mid_run_keeps_the_done_units_for_the_rerun(tmp_path):
     assert_consistent(out, m)
 
 
+def test_a_repeated_csv_header_is_a_reject_and_older_csv_markers_are_redone(tmp_path):
+    """Two CSV files concatenated: the second header's ``text`` was a document reading "text".
+    It is now a reject (kind csv_repeated_header, counted in the manifest), so a CSV unit done
+    before the reader knew it may hold it as a document: its marker, without ``csv_header_rows``,
+    cannot vouch for it and the unit is redone on resume, saying why, and not renumbered when a
+    file added before it moves it; a JSONL unit's marker needs no such key and is kept."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "b.csv").write_bytes(b"id,text\n1,hello\n2,world\nid,text\n3,more\n")
+    (d / "c.jsonl").write_bytes(b"".join(lines(20)))
+    out = tmp_path / "o"
+    cfg = make_cfg(str(d / "*"), out)
+    m = run(cfg, log=quiet)
+    assert m["rejects"]["by_kind"] == {"csv_repeated_header": 1} and m["shards"][0]["documents"] == 3
+    recs = [json.loads(x) for x in (out / "rejects" / "rejects-00000.jsonl").read_text().splitlines()]
+    assert [(r["row"], r["kind"]) for r in recs] == [(2, "csv_repeated_header")]
+
+    def strip():  # as markers written before the key existed
+        p = out / "shard-00000.done.json"
+        mk = json.loads(p.read_text())
+        del mk["csv_header_rows"]
+        p.write_text(json.dumps(mk))
+
+    strip()
+    logs: list[str] = []
+    m = run(cfg, log=logs.append)
+    assert (m["units_processed"], m["units_skipped"]) == (1, len(m["shards"]) - 1)  # c.jsonl's kept
+    assert any("done marker predates a CSV record of the header's column names being a reject" in x and "(unit 0)"
+               in x for x in logs), logs
+    strip()
+    (d / "a.jsonl").write_bytes(b"".join(lines(3, start=20)))  # sorts first: every unit's number + 1
+    logs.clear()
+    m = run(cfg, log=logs.append)
+    n = len(m["shards"])  # a.jsonl's and b.csv's units done, c.jsonl's renumbered
+    assert m["units_processed"] == 2 and any(f"renumbered, not redone: 1..{n - 2} -> 2..{n - 1} " in x
+                                             for x in logs), logs
+    assert folder(out) == fresh(str(d / "*"), tmp_path, "fresh")
+
+
 def test_a_rerun_over_a_jsonl_cut_mid_line_is_refused_before_any_work(tmp_path):
     """A plain JSONL file cut inside its last line (no final newline, the line not JSON) is found
     while the run is planned, by the reader's own rule, so a rerun stops before the parity stage

@@ -550,6 +550,23 @@ def test_csv_small_cases(tmp_path, name, body, want):
     assert values == want and rows == list(range(len(want))) and not errors
 
 
+@pytest.mark.parametrize("second", [b"", b"\xef\xbb\xbf"], ids=["plain", "bom"])
+def test_csv_header_repeated_is_a_reject(tmp_path, second):
+    """Two CSV files concatenated (``cat a.csv b.csv``): b's header line ``id,text`` became
+    record 2, its ``text`` a document reading "text" (as ``datasets`` reads it). A record whose
+    every field is the header's name is now a reject of its own kind, record 2 (0-based after
+    the header: '1,hello' 0, '2,world' 1, 'id,text' 2, '3,more' 3); b's byte-order mark, when
+    it had one, is before the name and no text. A record holding only some of the names
+    ('id,x') or the names in another order ('text,id') stays a row."""
+    p = tmp_path / "cat.csv"
+    p.write_bytes(b"id,text\n1,hello\n2,world\n" + second + b"id,text\n3,more\nid,x\ntext,id\n")
+    values, rows, errors, _ = read_path(p)
+    assert values == ["hello", "world", "more", "x", "id"] and rows == [0, 1, 3, 4, 5]
+    assert errors == [(2, "CSV record repeats the header's column names ('id,text'): files concatenated with "
+                          "their headers?")]
+    assert errors[0][1].kind == "csv_repeated_header"
+
+
 def test_csv_value_not_utf8_is_a_reject(tmp_path):
     p = tmp_path / "u.csv"
     p.write_bytes(b"id,text\n1,ok\n2,\xff\xfe bad\n3,fine\n")

@@ -15,7 +15,7 @@ from ..load import open_tokenizer
 from ..readers import Unit
 from ..parity import run_parity_stage
 from .engines import cores, open_engine
-from .late_keys import marker_needs
+from .late_keys import marker_needs, unit_needs
 from .output import PREVIOUS, OutputFolder
 from .owner import check_owner, check_shards, claim
 from .previous import discard_previous, previous_complete, restore_previous, sweep
@@ -294,7 +294,8 @@ def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, t
     todo: list[PlannedUnit] = []
     why: dict[int, str] = {}
     for u in units:
-        m, reason = out.verify_done(u.index, config_hash, u.identity, tokenizer, needs)
+        unit_keys = {**(needs or {}), **unit_needs(u.format)}  # the config's, and its input format's (CSV)
+        m, reason = out.verify_done(u.index, config_hash, u.identity, tokenizer, unit_keys)
         if m is not None:
             records[u.index] = m
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..config import RunConfig
 
-__all__ = ["late_counts", "marker_needs", "chat_rules"]
+__all__ = ["late_counts", "marker_needs", "unit_needs", "chat_rules"]
 
 
 def late_counts(cfg: RunConfig) -> dict[str, bool]:
@@ -132,6 +132,21 @@ def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str | tuple[int, s
         needs["chat_rules"] = (rules, f"done marker was not written under this rmlprep's rules {rules} of chat format "
                                       f"{fmt!r} (chat_rules {{}}): its rows may be written otherwise now")
     return needs
+
+
+def unit_needs(unit_format: str) -> dict[str, str]:
+    """The keys a done marker must hold to vouch for a unit of this input format, beside
+    :func:`marker_needs`' (which depend on the config alone), each with the reason it is redone.
+
+    ``csv_header_rows`` came with the CSV reader rejecting a record of the header's column names
+    (kind ``csv_repeated_header``: files concatenated with their headers): before it such a
+    record was a row, its ``text`` a document, so a marker of a CSV unit without the key cannot
+    vouch for its shard; other formats' rows did not change.
+    """
+    if unit_format == "csv":
+        return {"csv_header_rows": ("done marker predates a CSV record of the header's column names being a reject "
+                                    "(it has no csv_header_rows): such a record was a document")}
+    return {}
 
 
 def chat_rules(cfg: RunConfig) -> int | None:

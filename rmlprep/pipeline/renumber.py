@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from ..config import RunConfig
 from ..shards import rejects_name
 from .pack import SCHEMAS
-from .late_keys import marker_needs, unmet
+from .late_keys import marker_needs, unit_needs, unmet
 from .output import MARKER_VERSION, PREVIOUS, OutputFolder, json_line
 from .plan import PlannedUnit
 from .unit import shard_metadata
@@ -69,7 +69,7 @@ def adopt_moved(out: OutputFolder, todo: list[PlannedUnit], cfg: RunConfig, toke
     adopted: dict[int, tuple[int, dict[str, Any]]] = {}
     for u in todo:
         m = by_input.get(_key(u.identity))
-        if m is None or m["unit"] == u.index or not _vouched(out, m):
+        if m is None or m["unit"] == u.index or unmet(m, unit_needs(u.format)) or not _vouched(out, m):
             continue  # the same number: it was redone for its files (a sha256 that differs, ...)
         adopted[u.index] = (m["unit"], _renumber(out, u, m, cfg, tokenizer, writer))
     return adopted

@@ -148,6 +148,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         **({"chat_text_prefix": "per_text"} if cfg.pipeline == "sft" else {}),
         # sft: a tools column's [] read as no tools by chat.json_tools (late_keys.marker_needs)
         **({"json_tools_empty": "no_tools"} if cfg.pipeline == "sft" else {}),
+        # CSV: a record of the header's column names is a reject, not a document (late_keys.unit_needs)
+        **({"csv_header_rows": "rejected"} if unit.format == "csv" else {}),
         # sft: the rules version of the chat format that wrote the rows (late_keys.chat_rules)
         **({"chat_rules": rules} if (rules := chat_rules(cfg)) is not None else {}),
         "config_hash": cfg.config_hash,

@@ -4,7 +4,10 @@
 is quoted only from its first character, ``""`` is a quote inside a quoted value, and a closing
 quote must be followed by the delimiter, a line break or the end of the file), from a UTF-8
 text stream (a byte-order mark at byte 0 skipped). A record whose field count differs from the
-header's, or whose value is not UTF-8, is a row fault (reject). A quote that is never closed,
+header's, or whose value is not UTF-8, is a row fault (reject), and so is a record whose
+every field is the header's column name (the header again: CSV files concatenated with their
+headers, ``cat a.csv b.csv``, whose second header ``datasets`` reads as a row, ``text`` becoming a
+document; kind ``csv_repeated_header``; a byte-order mark before it is no text). A quote that is never closed,
 or a stray quote closed by a later one (``"good"`` / ``"unterminated`` / ``"good again"``: a
 lenient parser, like ``pyarrow.csv``, reads lines 2-3 as one value), is a file fault naming the
 record and its first line: once quoting is broken, where the record ends cannot be known, so
@@ -205,7 +208,14 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                                      f"the header's {width} fields and no line break at the end: the file looks "
                                      "truncated (an interrupted download or copy?); fetch it again, or end the file "
                                      "before that line to keep the rest", path=path)
-            if len(row) != width:
+            if len(row) == width and row[1:] == header[1:] and row[0].removeprefix("\ufeff") == header[0]:
+                # the header again (CSV files concatenated, each with its header; the second's
+                # UTF-8 byte-order mark, if any, stays in its first name): no document
+                names = delim.join(header)
+                names = names if len(names) <= 80 else names[:77] + "..."
+                errors.append((record, Reason(f"CSV record repeats the header's column names ({names!r}): files "
+                                              "concatenated with their headers?", "csv_repeated_header")))
+            elif len(row) != width:
                 line = delim.join(row)
                 snippet = line if len(line) <= 80 else line[:77] + "..."
                 if _SURROGATE.search(snippet):
