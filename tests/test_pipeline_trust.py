@@ -215,6 +215,33 @@ def test_the_resume_line_says_a_new_file_is_new_not_changed(tmp_path):
         [x for x in logs if x.startswith("resume")]
 
 
+def test_a_unit_never_done_is_said_to_have_no_marker_after_renumbering(tmp_path):
+    """A stopped run (no manifest) whose unit 1 was not done (no marker, no shard: its worker
+    was killed) while 0, 2, 3... were; then a file added first moves every unit up by one. Unit 2
+    now reads old unit 1's input, never done, and the marker at number 2 is old unit 2's (the
+    same file, the next byte range: renumbered to 3). The log said "input changed since the unit
+    was done: 1 (unit 2)"; nothing changed, it was never done: "no done marker". The folder is
+    then a fresh run's, byte for byte. A unit whose file's bytes changed keeps "input changed"
+    (test_the_resume_line_says_a_new_file_is_new_not_changed)."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "b.jsonl").write_bytes(b"".join(lines(40)))
+    out = tmp_path / "o"
+    first = run(make_cfg(str(d / "*.jsonl"), out), log=quiet)
+    n = len(first["shards"])
+    assert n >= 3 and all(s["source"].startswith(str(d / "b.jsonl")) for s in first["shards"])
+    for name in ("shard-00001.done.json", "train-00001.parquet", "manifest.json"):  # as the kill left them
+        (out / name).unlink()
+    (d / "a.jsonl").write_bytes(b"".join(lines(5, start=80)))
+    logs: list[str] = []
+    m = run(make_cfg(str(d / "*.jsonl"), out), log=logs.append)
+    assert (f"resume: 0 of {n + 1} units already done and verified (input and sha256); {n - 1} renumbered; 2 to "
+            "process (other input at this unit number (an input file added or removed before it): 1 (unit 0); no done "
+            "marker: 1 (unit 2))") in logs, [x for x in logs if x.startswith("resume")]
+    assert folder(out) == fresh(str(d / "*.jsonl"), tmp_path, "fresh")
+    assert_consistent(out, m)
+
+
 def test_the_resume_lines_name_the_units_as_runs():
     """Worked example: units 1, 2 were 0, 1 and unit 5 was 3 (a file added before the first two,
     another removed before the last): two runs of old -> new numbers. Units to process are

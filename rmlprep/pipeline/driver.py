@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -149,7 +150,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                     f"hold{'s' if empty == 1 else ''} no document "
                     "(every row rejected, or none read): redone without --overwrite")
             records, todo, why = _done_units(out, units, cfg.config_hash, tokenizer.fingerprint, marker_needs(cfg, tokenizer))
-            _name_new_inputs(out, todo, why)
+            _name_new_inputs(out, todo, why, units)
             kept.update(records)
             planned = {u.index for u in units}
             stale = sorted(i for i in out.unit_files() if i not in planned)
@@ -307,17 +308,22 @@ def _done_units(out: OutputFolder, units: list[PlannedUnit], config_hash: str, t
 #: :meth:`.output.OutputFolder.verify_done`'s reasons that :func:`_name_new_inputs` looks into
 _CHANGED, _NO_MARKER = "input changed since the unit was done", "no done marker"
 
-def _name_new_inputs(out: OutputFolder, todo: list[PlannedUnit], why: dict[int, str]) -> None:
+def _name_new_inputs(out: OutputFolder, todo: list[PlannedUnit], why: dict[int, str],
+                     units: list[PlannedUnit]) -> None:
     """Say what happened to the input of the units to redo whose marker holds other input or
     none: "input changed" named a file added to the glob as changed (a new file is not a changed
     one). A unit whose files are none of the last complete run's (the folder's manifest.json:
     its shards' sources) reads a new input file; one whose marker names other files than its own
     (no manifest: a stopped run's folder) reads other input at its number. A marker of the same
-    files with other bytes keeps "input changed". Reads the manifest, and a marker again only for
-    a unit whose input changed."""
+    files holding another planned unit's input (a file added or removed before them moved the
+    units of a stopped run, one of which had no marker) leaves this unit's input with "no done
+    marker": it said "input changed", of input never done. A marker of the same files with bytes
+    no unit of the plan reads keeps "input changed". Reads the manifest, and a marker again only
+    for a unit whose input changed."""
     asked = [u for u in todo if why[u.index] in (_CHANGED, _NO_MARKER) and u.format != "stdlib"]
     manifest = out.read_json("manifest.json") if asked else None
     before: set[str] | None = None
+    planned: set[str] | None = None  # the plan's input identities, once one is asked for
     if isinstance(manifest, dict) and isinstance(manifest.get("shards"), list):
         before = {Unit.described_path(s["source"]) for s in manifest["shards"]
                   if isinstance(s, dict) and isinstance(s.get("source"), str)}
@@ -330,6 +336,11 @@ def _name_new_inputs(out: OutputFolder, todo: list[PlannedUnit], why: dict[int, 
             held = m.get("input") if isinstance(m, dict) else None
             if isinstance(held, dict) and [f[0] for f in held.get("files", []) if f] != paths:
                 why[u.index] = "other input at this unit number (an input file added or removed before it)"
+            elif isinstance(held, dict):
+                if planned is None:
+                    planned = {json.dumps(v.identity, sort_keys=True) for v in units}
+                if json.dumps(held, sort_keys=True) in planned:  # another unit's input, moved: not this one's
+                    why[u.index] = _NO_MARKER
 
 
 def _log_resume(out: OutputFolder, n_units: int, n_kept: int, moves: dict[int, int], todo: list[PlannedUnit],
