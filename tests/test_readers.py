@@ -565,6 +565,9 @@ def test_csv_header_repeated_is_a_reject(tmp_path, second):
     assert errors == [(2, "CSV record repeats the header's column names ('id,text'): files concatenated with "
                           "their headers?")]
     assert errors[0][1].kind == "csv_repeated_header"
+    p.write_bytes(b"text,id\nhello,1\n" + second + b"text,id\nmore,2\n")  # the text column first
+    values, rows, errors, _ = read_path(p)
+    assert values == ["hello", "more"] and rows == [0, 2] and [r for r, _ in errors] == [1]
 
 
 def test_csv_value_not_utf8_is_a_reject(tmp_path):

@@ -193,6 +193,9 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                              path=path)
         base.check_column(path, header, column)
         col, width = header.index(column), len(header)
+        heads = (column, "\ufeff" + column)  # the text field of a repeated header (a mark before the first)
+        names = delim.join(header)
+        names = names if len(names) <= 80 else names[:77] + "..."
         values: list[str] = []
         rows: list[int] = []
         errors: list[tuple[int, str]] = []
@@ -208,14 +211,7 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                                      f"the header's {width} fields and no line break at the end: the file looks "
                                      "truncated (an interrupted download or copy?); fetch it again, or end the file "
                                      "before that line to keep the rest", path=path)
-            if len(row) == width and row[1:] == header[1:] and row[0].removeprefix("\ufeff") == header[0]:
-                # the header again (CSV files concatenated, each with its header; the second's
-                # UTF-8 byte-order mark, if any, stays in its first name): no document
-                names = delim.join(header)
-                names = names if len(names) <= 80 else names[:77] + "..."
-                errors.append((record, Reason(f"CSV record repeats the header's column names ({names!r}): files "
-                                              "concatenated with their headers?", "csv_repeated_header")))
-            elif len(row) != width:
+            if len(row) != width:
                 line = delim.join(row)
                 snippet = line if len(line) <= 80 else line[:77] + "..."
                 if _SURROGATE.search(snippet):
@@ -226,6 +222,11 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                 v = row[col]
                 if _BAD_UTF8[0] != bad_at_start and _SURROGATE.search(v):
                     errors.append((record, Reason(f"{column} is not valid UTF-8 ({_not_utf8(v)})", "not_utf8")))
+                elif v in heads and row[1:] == header[1:] and row[0].removeprefix("\ufeff") == header[0]:
+                    # the header again (CSV files concatenated, each with its header; the second's
+                    # UTF-8 byte-order mark, if any, stays in its first name): no document
+                    errors.append((record, Reason(f"CSV record repeats the header's column names ({names!r}): "
+                                                  "files concatenated with their headers?", "csv_repeated_header")))
                 else:
                     values.append(v if v else None)  # an empty field is a null, as datasets reads it
                     rows.append(record)
