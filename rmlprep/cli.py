@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "tokenizer.json's post-processor (or tokenizer_config.json), a GGUF's add_bos_token; a "
                         "SentencePiece .model or a tiktoken file adds none (sentencepiece and tiktoken add none "
                         "unless asked); `rmlprep inspect` shows add_bos/add_eos")
-    e.add_argument("--no-parse-special", action="store_true", help="encode '<|endoftext|>' etc. as plain text")
+    e.add_argument("--no-parse-special", action="store_true",
+                   help="encode special tokens' text ('<|endoftext|>' etc.) as plain text; user-defined tokens "
+                        "(inspect's user_defined_tokens: Qwen2.5's <tool_call>) stay one id, as in tokenizers")
     e.add_argument("--json", action="store_true", help="print a JSON list instead of space-separated ids")
 
     d = sub.add_parser("decode", help="decode token ids to text")
