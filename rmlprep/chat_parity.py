@@ -15,7 +15,8 @@ The run's chat parity stage (:func:`run_chat_parity_stage`, called by
    tokenizer, the first N corpus conversations (with their ``chat.tools_column`` tools and their
    ``chat.system_column`` system prompt as the run writes it) are
    checked against the messages schema and the format (a bad row is counted, never rendered:
-   the run rejects it), and the good ones rendered with the tokenizer's template and compared.
+   the run rejects it), and the good ones rendered with the tokenizer's template and compared
+   (each unit's worker then compares N more, spread over its unit: :mod:`.chat_unit_sample`).
    The template renders the conversation *as read* (:func:`read_view`: only the input
    conventions the README documents are applied, from the raw values), not rmlprep's parsed
    :class:`~rmlprep.chat.messages.Conversation`, so a parser that changed a value (a null
@@ -47,7 +48,7 @@ from typing import Any
 from .chat import detect_chat_format, template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.convert import string_tool_arguments
-from .chat_sample import LIVE_MAX_INVALID, iter_conversations, live_line
+from .chat_sample import LIVE_MAX_INVALID, iter_conversations, live_line, token_text as _token_text
 from .chat.detect import check_template_format
 from .chat.encode import defaulted_refusal, missing_stop_token, stop_token_refusal, template_specials
 from .chat.registry import check_conversation, get_format, read_view, resolve_options, untrained_reasoning_refusal, write
@@ -243,7 +244,8 @@ LIVE_WAYS_ON = ("\n  the tokenizer's template writes this conversation otherwise
 def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, ...]], *,
                     bos_token: str | None, eos_token: str | None, add_generation_prompt: bool = False,
                     options: Mapping[str, Any] | None = None, want: int | None = None,
-                    max_invalid: int = LIVE_MAX_INVALID, no_assistant: str = "keep") -> dict[str, int]:
+                    max_invalid: int = LIVE_MAX_INVALID, no_assistant: str = "keep",
+                    label: str | None = None) -> dict[str, int]:
     """Render conversations with a real chat template and compare them with rmlprep's ``fmt``.
 
     Each conversation is first checked (schema and format): a bad one is counted
@@ -261,6 +263,7 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
         no_assistant: ``chat.no_assistant``; with ``"reject"`` a conversation without an assistant
             turn is refused here too, as one ending on an answer is with ``add_generation_prompt``
             (the run rejects both: compared, they were counted as matching rows the run leaves out).
+        label: names a conversation in an error (default ``corpus conversation I``, I its position).
     Returns:
         ``{"compared": n, "invalid": k, "arguments_from_string": m}`` (``m``: compared ones whose tool-call
         arguments, a string of JSON, both renders saw parsed: :func:`.chat.convert.string_tool_arguments`).
@@ -291,7 +294,7 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
         vm, vt = read_view(msgs, tools, f)
         ref = render(template, vm, tools=vt, add_generation_prompt=add_generation_prompt, bos_token=bos_token,
                      eos_token=eos_token, now=opts.get("today") or DEFAULT_TODAY, **kwargs)
-        src = (f"live render with the tokenizer's chat template, corpus conversation {i}"
+        src = (f"live render with the tokenizer's chat template, {label or f'corpus conversation {i}'}"
                + (f" ({where[0]})" if where else ""))
         if "error" in ref:
             raise _fail(_conv_text(msgs), src, f"the template refuses this conversation ({ref['error']}) but rmlprep's "
@@ -302,10 +305,6 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
         counts["compared"] += 1
         counts["arguments_from_string"] += string_tool_arguments(msgs)
     return counts
-
-
-def _token_text(tokenizer, i: int | None) -> str | None:
-    return tokenizer.spec.vocab[i] if i is not None and 0 <= i < len(tokenizer.spec.vocab) else None
 
 
 def resolve_chat_format(fmt: str, tokenizer) -> str:
@@ -375,7 +374,8 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
             other = ("name a format, or use chat.format = \"template\"" if jinja_available() else
                      "or name the format and set parity.chat = false, having compared it with the template yourself")
             raise ConfigError(f"chat.format = \"auto\": {e}; {other}") from None
-        log(f"chat: chat.format = \"auto\" → {data['chat']['format']!r} (reproduces the tokenizer's chat template)")
+        log(f"chat: chat.format = \"auto\" → {data['chat']['format']!r} (the format that matches the tokenizer's "
+            "chat template on every probe conversation)")
         try:  # checked here, before any work, as a named format's are at config load (each unit failed)
             resolve_options(get_format(data["chat"]["format"]), data["chat"]["options"])
         except ChatFormatError as e:
@@ -462,8 +462,9 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
         except ChatFormatError as e:
             raise ParityError(template, 0, [], [], source="chat template", message=f"chat parity: {e}") from None
         tinfo = {"sha256": template_sha256(template), "proved_by": by}
-        log(f"parity: the tokenizer's chat template (sha256 {tinfo['sha256'][:12]}) is reproduced by format "
-            f"{fmt!r} (proved by {by})")
+        how = "rendered with jinja2" if by == "jinja2 probes" else "by its sha256: a template rmlprep checked so"
+        log(f"parity: format {fmt!r} matches the tokenizer's chat template (sha256 {tinfo['sha256'][:12]}) on every "
+            f"probe conversation ({how})")
     elif fmt == "auto":
         raise ConfigError("chat.format = \"auto\": the tokenizer carries no chat_template; name the format")
     elif note := named_templates_note(tokenizer):  # otherwise skipped without a word

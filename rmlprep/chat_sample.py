@@ -1,4 +1,10 @@
-"""The corpus conversations the live chat check renders (``parity.chat_live_sample``)."""
+"""The corpus's first conversations the live chat check renders before any corpus work
+(``parity.chat_live_sample = N``): the first N the format accepts, from the first batch of each
+unit in turn (:func:`iter_conversations`), compared by
+:func:`rmlprep.chat_parity.live_chat_check`; a difference stops the run before anything is
+written. Each unit's worker then compares N more, spread over its unit
+(:mod:`rmlprep.chat_unit_sample`).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from typing import Any
 
 from .errors import ChatFormatError
 
-__all__ = ["LIVE_MAX_INVALID", "iter_conversations", "live_line"]
+__all__ = ["LIVE_MAX_INVALID", "iter_conversations", "live_line", "token_text"]
 
 #: refused conversations after which the live chat check stops looking for more to compare
 LIVE_MAX_INVALID = 1000
@@ -76,3 +82,9 @@ def live_line(res: dict[str, int], fmt: str, want: int) -> str:
                "so its render of them can differ)" if (a := res["arguments_from_string"]) else "")
     return (f"parity: {n} corpus conversations rendered with the tokenizer's chat template match format {fmt!r} "
             f"({bad} of the rows read refused by the format or the schema, rejects of the run{fewer}){strings}")
+
+
+def token_text(tokenizer, i: int | None) -> str | None:
+    """The text of token ``i`` (a bos or eos id: the template's ``bos_token``/``eos_token``), None
+    when unset or out of the vocabulary."""
+    return tokenizer.spec.vocab[i] if i is not None and 0 <= i < len(tokenizer.spec.vocab) else None

@@ -281,8 +281,8 @@ def _exit_status(job: Callable[[], int], *, stream: bool = True) -> int:
         with suppress(OSError):  # a hung-up terminal may take no more
             _log(f"rmlprep: {e.words}" + ("" if stream else "; the done units stay and --resume continues"))
         return 128 + e.signum
-    except ParityError as e:
-        _log(f"rmlprep: parity failure, stopped before any corpus work: {e}")
+    except ParityError as e:  # source "unit": a unit's live chat sample (pipeline.driver), after others were written
+        _log(f"rmlprep: parity failure, stopped {'in a unit' if e.source == 'unit' else 'before any corpus work'}: {e}")
         return 3
     except RmlprepError as e:
         _log(f"rmlprep: error: {_one_line(str(e))}")

@@ -35,9 +35,9 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # renders of its format; "auto" = check what exists; true =
                                      # renders required; false = off
     chat_renders = "renders.jsonl.gz"  # default: the committed fixtures/chat/renders.jsonl.gz
-    chat_live_sample = 20            # sft: the first corpus conversations also rendered live with
-                                     # the tokenizer's own chat_template (needs jinja2) and compared;
-                                     # 0 = off (the probes and committed renders only)
+    chat_live_sample = 20            # sft: the corpus's first 20 conversations, then 20 of each unit
+                                     # (spread over it, in its worker) rendered with the tokenizer's
+                                     # chat_template (needs jinja2) and compared; 0 = off
 
     [chat]                           # sft only
     format = "qwen3"                 # a format name (rmlprep.CHAT_FORMATS); "auto": the format that

@@ -119,7 +119,7 @@ def test_the_tokenizers_template_is_proved_against_chat_format(tmp_path):
     logs: list[str] = []
     m = run(cfg(inp, tmp_path / "o"), tokenizer=tiny(CHATML), log=logs.append)
     assert m["parity"]["chat"]["template"]["proved_by"] == "jinja2 probes"
-    assert any("reproduced by format 'chatml'" in x for x in logs)
+    assert any("format 'chatml' matches the tokenizer's chat template" in x and "on every probe" in x for x in logs)
     with pytest.raises(ParityError, match=r"chat.format 'llama3' does not reproduce .* the format that reproduces it "
                                           r"is 'chatml'.*probe 'user'"):
         run(cfg(inp, tmp_path / "o2", fmt="llama3"), tokenizer=tiny(CHATML), log=quiet)
@@ -171,7 +171,7 @@ def test_live_sample_is_on_by_default(tmp_path):
     assert msg.endswith("chat.format = \"template\" renders with the template itself (jinja2); "
                         "parity.chat_live_sample = 0 skips this comparison"), msg
     assert "reference continues: ''\n  rmlprep continues:   '<|im_start|>user\\nturn 6<|im_end|>" in msg, msg
-    assert any("reproduced by format 'chatml'" in x for x in logs), logs  # the probes passed
+    assert any("format 'chatml' matches the tokenizer's chat template" in x for x in logs), logs  # the probes passed
     m = run(cfg(inp, tmp_path / "off", parity={"chat_live_sample": 0}), tokenizer=tiny(short6), log=quiet)
     assert m["parity"]["chat"]["live"] is None and m["totals"]["documents"] == 6
     m = run(cfg(inp, tmp_path / "ok"), tokenizer=tiny(CHATML), log=quiet)
@@ -1663,3 +1663,60 @@ def test_a_marker_of_other_chat_rules_is_not_renumbered(tmp_path):
     logs.clear()
     m = run(c, log=logs.append)
     assert m["units_processed"] == 1 and any("renumbered, not redone" in x for x in logs), logs
+
+
+def _two_files_long_at(tmp_path, path_rows: int = 60, long_at: int = 35):
+    """a.jsonl and b.jsonl, ``path_rows`` two-message conversations each, b's row ``long_at``
+    replaced by an 8-message one (ChatML-of-``messages[:6]`` writes it otherwise)."""
+    long = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"turn {k}"} for k in range(8)]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_chats(a, n=path_rows)
+    write_chats(b, n=path_rows)
+    lines = b.read_text().splitlines(keepends=True)
+    lines[long_at] = json.dumps({"messages": long}) + "\n"
+    b.write_text("".join(lines))
+    return a, b
+
+
+@needs_jinja
+def test_live_sample_reaches_past_the_head_of_each_unit(tmp_path):
+    """A template that differs from the format only on a conversation past the head of the corpus
+    passed the live check, which read the first batch of each unit only (a trial: row 35, exit 0,
+    the shards holding text the template does not write). Each unit's worker now compares
+    parity.chat_live_sample conversations spread over its unit. Worked example: two files of 60
+    rows (one unit each), input.batch_rows = 20, the 8-message conversation at b.jsonl row 35,
+    ChatML-of-``messages[:6]`` as the template, chat_live_sample = 60: the parity stage compares
+    rows 0-19 of each file (40, all matching); b's worker compares its 60 rows, row 35 among
+    them, and refuses the unit (ParityError, exit 3) before its shard is committed, naming the
+    row. No manifest is written; a rerun with chat_live_sample = 0 writes all 120 rows."""
+    a, b = _two_files_long_at(tmp_path)
+    short6 = CHATML.replace("{% for message in messages %}", "{% for message in messages[:6] %}")
+    out = tmp_path / "o"
+    c = cfg(tmp_path / "*.jsonl", out, input={"batch_rows": 20}, parity={"chat_live_sample": 60})
+    logs: list[str] = []
+    with pytest.raises(ParityError) as e:
+        run(c, tokenizer=tiny(short6), log=logs.append)
+    msg = str(e.value)
+    assert msg.startswith(f"live render with the tokenizer's chat template, a conversation sampled from unit 1 "
+                          f"({b} row 35): chat text differs"), msg
+    assert "parity.chat_live_sample = 0 skips this comparison" in msg and "--overwrite" in msg, msg
+    assert any("40 corpus conversations rendered with the tokenizer's chat template match" in x for x in logs), logs
+    assert not (out / "manifest.json").exists() and not list(out.glob("train-00001*"))
+    m = run(cfg(tmp_path / "*.jsonl", out, input={"batch_rows": 20}, parity={"chat_live_sample": 0}),
+            tokenizer=tiny(short6), log=quiet)
+    assert m["totals"]["documents"] == 120 and m["totals"]["rejects"] == 0
+
+
+@needs_jinja
+def test_live_sample_in_the_units_is_counted(tmp_path):
+    """With the template the format writes, every unit's sample matches: each unit's marker
+    counts what its worker compared (min(parity.chat_live_sample, rows written)): 20 of a's 60
+    rows and 20 of b's by default; the manifest's parity.chat.live_units adds them up."""
+    _two_files_long_at(tmp_path)
+    logs: list[str] = []
+    m = run(cfg(tmp_path / "*.jsonl", tmp_path / "o", input={"batch_rows": 20}), tokenizer=tiny(CHATML),
+            log=logs.append)
+    assert [json.loads((tmp_path / "o" / f"shard-0000{i}.done.json").read_text())["chat_live_compared"]
+            for i in (0, 1)] == [20, 20]
+    assert m["parity"]["chat"]["live_units"] == {"units": 2, "compared": 40}
+    assert any("40 conversations sampled over the 2 units processed" in x for x in logs), logs

@@ -10,7 +10,10 @@ generator over the previous stage; rows that cannot be processed → the unit's
   (:mod:`rmlprep.pipeline.tools_column`) → rejects;
 * :func:`format_and_tokenize`: :func:`rmlprep.arrow.tokenize_chat` writes each conversation in
   the chat format and encodes it in one call (the format's message spans give the assistant
-  mask); a row the chat format refuses → rejects.
+  mask); a row the chat format refuses → rejects. With ``parity.chat_live_sample = N``, N of
+  the conversations it writes, spread over the unit, are then rendered with the tokenizer's
+  chat template and compared (:mod:`rmlprep.chat_unit_sample`): a difference raises before the
+  shard is committed.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import pyarrow as pa
 from ..arrow import tokenize_chat
 from ..chat import schema_error
 from ..chat.messages import with_system_prompt
+from ..chat_unit_sample import UnitSample, check_unit_sample, unit_sample_size
 from ..config import RunConfig
 from ..readers import Batch, Unit, read_unit
 from ..readers.units import column_names
@@ -132,7 +136,14 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
 def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Tally) -> Iterator[Docs]:
     """Write each conversation in ``chat.format`` and encode it with its assistant mask
     (:func:`rmlprep.arrow.tokenize_chat` with the ``[chat]`` keys); a conversation the format
-    refuses → rejects; its counts go to ``tally.counts``."""
+    refuses → rejects; its counts go to ``tally.counts``. After the last batch, the unit's
+    sample of the conversations written (:class:`rmlprep.chat_unit_sample.UnitSample`,
+    ``parity.chat_live_sample`` of them) is compared with the tokenizer's chat template
+    (``tally.counts["chat_live_compared"]``).
+
+    Raises:
+        ParityError: a sampled conversation the template writes otherwise (or refuses).
+    """
     chat = cfg["chat"]
     fmt = chat["format"]
     fn = tokenize_chat(tokenizer, fmt, column="messages",
@@ -144,12 +155,15 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
                        on_error="record", keep_columns=False, id_column=None)
     fn.warn = False  # the summary names tool_calls_without_tools
     least = pack_may_leave_out(cfg)
+    k = unit_sample_size(cfg, tokenizer)
+    sample = UnitSample(k) if k else None
     for b in batches:
         ids: list[np.ndarray] = []
         labels: list[np.ndarray] = []
         masks: list[np.ndarray] = []
         lengths: list[int] = []
         rows: list[int] = []
+        kept: list[int] = []  # positions in the batch of the rows written
         held: dict[int, Any] = {}
         if b.values:
             res = fn({"messages": b.values, **({"tools": b.tools} if b.tools is not None else {})})
@@ -164,9 +178,15 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
                 masks.append(res["assistant_masks"][i])
                 lengths.append(int(res["length"][i]))
                 rows.append(int(b.rows[i]))
+                kept.append(i)
                 if least is not None and lengths[-1] >= least:  # the pack stage may leave it out
                     held[rows[-1]] = b.original(i)
-        for k in CHAT_COUNTS:
-            tally.counts[k] = fn.stats[k]
+        for key in CHAT_COUNTS:
+            tally.counts[key] = fn.stats[key]
+        if sample is not None and rows:
+            sample.offer(np.asarray(rows, dtype=np.int64), [b.values[i] for i in kept],
+                         [b.tools[i] for i in kept] if b.tools is not None else None)
         yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), np.asarray(rows, dtype=np.int64),
                    _cat(labels, np.int32), _cat(masks, np.uint8), held)
+    if sample is not None:  # before the pack stage ends, so before the shard is committed
+        tally.counts["chat_live_compared"] = check_unit_sample(sample, cfg, tokenizer, tally.unit)["compared"]

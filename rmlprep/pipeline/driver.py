@@ -11,7 +11,7 @@ from typing import Any
 from ..chat_parity import check_chat_markers, resolve_chat_config
 from ..chat.encode import refuse_chat_before_corpus
 from ..config import RunConfig
-from ..errors import ConfigError, OutputError, RmlprepError
+from ..errors import ConfigError, OutputError, ParityError, RmlprepError
 from ..load import open_tokenizer
 from ..readers import Unit
 from ..parity import run_parity_stage
@@ -218,6 +218,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             timings.setdefault("process", time.perf_counter() - t)
             if errors:  # the units done stay unless the previous complete folder comes back (_put_back)
                 raise _unit_errors(errors, done=0 if previous_complete(out) else len(records), where=out.path)
+            _units_live_line(cfg, parity, records, {u.index for u in todo}, log)
             timings["total"] = time.perf_counter() - t_start
             manifest = write_reports(cfg, tokenizer, units, records, parity, timings, workers, {u.index for u in todo}, log)
         except Exception:  # a failed unit, a full disk, a bug: the previous complete run comes back
@@ -230,6 +231,21 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         with suppress(OutputError):  # the manifest is committed: the run is done whatever happens here
             discard_previous(out)
         return manifest
+
+
+def _units_live_line(cfg: RunConfig, parity: dict[str, Any], records: dict[int, dict[str, Any]],
+                     processed: set[int], log: Callable[[str], None]) -> None:
+    """sft: what the workers' live chat checks compared (``chat_live_compared`` of the markers this
+    run wrote: :mod:`rmlprep.chat_unit_sample`) goes into the manifest as ``parity.chat.live_units``
+    (``{"units", "compared"}``) and a log line; nothing when no unit compared any."""
+    got = [records[i]["chat_live_compared"] for i in sorted(processed) if "chat_live_compared" in records.get(i, {})]
+    chat = parity.get("chat")
+    if not got or not isinstance(chat, dict):
+        return
+    chat["live_units"] = {"units": len(got), "compared": sum(got)}
+    log(f"parity: {sum(got)} conversations sampled over the {len(got)} unit{'s' if len(got) != 1 else ''} processed "
+        f"(up to {cfg['parity']['chat_live_sample']} of each, spread over it) rendered with the tokenizer's chat "
+        f"template match format {cfg['chat']['format']!r}")
 
 
 def _take_back_set_aside(out: OutputFolder, config_hash: str, tokenizer: str) -> list[str]:
@@ -275,6 +291,11 @@ def _unit_errors(errors: list[dict[str, Any]], *, done: int = 0, where: object =
     (test_a_file_fault_mid_run_keeps_the_done_units_for_the_rerun)."""
     fatal = [e for e in errors if e.get("fatal")]
     if fatal:  # the one that stopped the run, as its own kind
+        if fatal[0]["kind"] == "ParityError":  # a unit's live chat check (exit 3, as the parity stage's)
+            kept = (f"\n  the {done} unit{'s' if done != 1 else ''} done before it stay{'s' if done == 1 else ''} in "
+                    f"{where}: a rerun with parity.chat_live_sample = 0 keeps them and writes the rest in the "
+                    "format's text" if done else "")
+            return ParityError("", 0, [], [], source="unit", message=fatal[0]["error"] + kept)
         kind = {"OutputError": OutputError, "ConfigError": ConfigError}.get(fatal[0]["kind"], RmlprepError)
         return kind(fatal[0]["error"])
     same: dict[str, list[int]] = {}  # one line per error, naming its units (a file changed under 18 units: once)

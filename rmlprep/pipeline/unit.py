@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from .._version import __version__
 from ..config import RunConfig
-from ..errors import OutputError, RmlprepError
+from ..errors import OutputError, ParityError, RmlprepError
 from ..readers import Unit
 from ..reject_kinds import KINDS
 from ..shards import rejects_name
@@ -100,11 +100,15 @@ def work_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
     on an input file the system cannot read (OSError) comes back as ``{"unit": i, "kind":
     "InputError", "error": "...", "fatal": False}`` so the run can report every failed unit;
     ``"fatal"`` is True for an :class:`~rmlprep.errors.OutputError` (the run stops: no other unit
-    can be written either). Any other exception is a bug and propagates."""
+    can be written either) and a :class:`~rmlprep.errors.ParityError` (a conversation of the unit
+    that the tokenizer's chat template writes otherwise than ``chat.format``: the config is at
+    fault, not the unit, so the run stops rather than write the other units).
+    Any other exception is a bug and propagates."""
     try:
         return process_unit(unit, cfg, tokenizer)
     except RmlprepError as e:
-        return {"unit": unit.index, "kind": type(e).__name__, "error": str(e), "fatal": isinstance(e, OutputError)}
+        return {"unit": unit.index, "kind": type(e).__name__, "error": str(e),
+                "fatal": isinstance(e, (OutputError, ParityError))}
     except OSError as e:  # reading an input file: permission, I/O error (writes raise OutputError)
         return {"unit": unit.index, "kind": "InputError", "fatal": False,
                 "error": f"{e.filename or unit.path}: {e.strerror or e} (reading {unit.describe()})"}
