@@ -97,7 +97,8 @@ class TokenizeChat(_MapFunction):
     Build it with :func:`tokenize_chat`; see the module docstring for the output types and
     :func:`rmlprep.chat.encode_chat` for the mask rule. ``fn.stats`` also counts
     ``reasoning_dropped`` (turns whose reasoning the format's history rule left out),
-    ``answers_without_think`` (qwen3, thinking on: answers trained without a think block),
+    ``answers_without_think`` (answers trained without reasoning where the generation prompt
+    opens it: qwen3 thinking on, gpt-oss history finals, deepseek-r1, deepseek-v3.1 thinking),
     ``reasoning_untrained`` (with ``train_on_reasoning=False``: written conversations holding
     reasoning, left out of the mask), ``no_assistant`` (conversations without an assistant message, kept or rejected),
     ``json_tool_calls`` (tool calls converted with ``json_tools``), ``json_tool_calls_as_text``

@@ -663,7 +663,53 @@ def test_history_reasoning_is_dropped_and_counted():
     # the first answer is also trained without a think block (thinking on): answers_without_think
     assert out.notes == {"reasoning_dropped": 1, "answers_without_think": 1} and "r1" not in out.text()
     assert "r2" in out.text()
-    assert write(conv, "gpt-oss").notes == {"reasoning_dropped": 1}
+    # gpt-oss writes the history final without its analysis channel: counted alike
+    assert write(conv, "gpt-oss").notes == {"reasoning_dropped": 1, "answers_without_think": 1}
+
+
+def _with_reasoning(fmt: str, k: int) -> dict:
+    """Answer ``k`` with reasoning ``r{k}``, in the field the format's template reads."""
+    if fmt.startswith("deepseek"):
+        return a(f"<think>r{k}</think>a{k}")
+    return a(f"a{k}", **({"thinking": f"r{k}"} if fmt == "gpt-oss" else {"reasoning_content": f"r{k}"}))
+
+
+@needs_jinja
+@needs_shared
+@pytest.mark.parametrize("name,fmt,options,want", [
+    pytest.param("more/Qwen-Qwen3-0.6B", "qwen3", {}, 2, id="qwen3"),
+    pytest.param("more/openai-gpt-oss-120b", "gpt-oss", {}, 2, id="gpt-oss"),
+    pytest.param("deepseek-r1-distill-qwen", "deepseek-r1", {}, 3, id="deepseek-r1"),
+    pytest.param("more/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", "deepseek-r1-llamacpp", {"enable_thinking": True}, 3,
+                 id="deepseek-r1-llamacpp-thinking"),
+    pytest.param("more/deepseek-ai-DeepSeek-V3.1", "deepseek-v3.1", {"enable_thinking": True}, 3,
+                 id="deepseek-v3.1-thinking"),
+])
+def test_answers_without_think_are_those_the_template_writes_without_reasoning(name, fmt, options, want):
+    """``answers_without_think`` counts the answers a reasoning model's template writes with no
+    reasoning where its generation prompt opens one (R1: ``<｜Assistant｜><think>\\n``; V3.1 with
+    thinking: ``<｜Assistant｜><think>``; gpt-oss: ``<|start|>assistant``, after which harmony
+    models write their analysis first; Qwen3: ``<|im_start|>assistant\\n``). The expected count
+    comes from the real template, rendered with jinja2: three exchanges, every answer with a
+    reasoning ``r1``, ``r2``, ``r3``; the answers whose reasoning the render leaves out. Qwen3 and
+    gpt-oss keep the last answer's (2: the history); R1 and V3.1 drop every answer's (3: the
+    last, too, is written as ``...<｜Assistant｜>\\n\\na3`` / ``<think></think>\\n\\na3``, rmlprep
+    refusing a last answer with a reasoning it would lose, so its conversation gives the last
+    answer none). The prompt is checked to open the think block."""
+    from rmlprep.chat.registry import write
+    from rmlprep.chat.render import render
+
+    template = template_text(name)
+    full = [m for k in (1, 2, 3) for m in (u(f"q{k}"), _with_reasoning(fmt, k))]
+    specials = {"bos_token": "<\uff5cbegin\u2581of\u2581sentence\uff5c>", "eos_token": "<\uff5cend\u2581of\u2581sentence\uff5c>"}
+    ref = render(template, full, add_generation_prompt=False, now="2024-07-26", **specials, **options)["output"]
+    assert sum(f"r{k}" not in ref for k in (1, 2, 3)) == want, ref
+    prompt = render(template, full[:5], add_generation_prompt=True, now="2024-07-26", **specials, **options)["output"]
+    assert prompt.endswith(("<think>\n", "<think>", "<|start|>assistant", "<|im_start|>assistant\n")), prompt
+    ours = full if want == 2 else full[:5] + [a("a3")]
+    assert write(ours, fmt, options=options).notes["answers_without_think"] == want
+    if options:  # thinking off: the prompt closes the think block (<think>\n</think>, <think></think>): none
+        assert "answers_without_think" not in write(ours, fmt).notes
 
 
 # -- segments ----------------------------------------------------------------------------------

@@ -256,6 +256,45 @@ def test_qwen3_answers_without_think_are_counted(tmp_path):
     assert "without a think block" not in summary_table(off, json.loads((tmp_path / "f" / "stats.json").read_text()))
 
 
+@pytest.mark.parametrize("fmt,options,want,why", [
+    pytest.param("gpt-oss", {}, 2, "gpt-oss's template writes the analysis channel only in the last answer",
+                 id="gpt-oss"),
+    pytest.param("deepseek-r1", {}, 5, "DeepSeek-R1's template drops the reasoning of every answer", id="deepseek-r1"),
+    pytest.param("deepseek-v3.1", {"enable_thinking": True}, 5, "DeepSeek V3.1's template drops the reasoning",
+                 id="deepseek-v3.1-thinking"),
+    pytest.param("deepseek-v3.1", {}, 0, None, id="deepseek-v3.1"),
+])
+def test_answers_without_think_are_counted_beyond_qwen3(tmp_path, fmt, options, want, why):
+    """gpt-oss's template writes an analysis only in the last answer, as Qwen3's writes a think
+    block; DeepSeek-R1's (prompt ``<think>\\n``) and V3.1's with thinking (prompt ``<think>``)
+    write none in any answer (tests/test_chat.py checks those shapes with the real templates).
+    Worked example, the corpus of the qwen3 test: two conversations of two exchanges and one of
+    one, 5 answers: gpt-oss counts the 2 history answers, R1 and V3.1-thinking all 5, V3.1 with
+    thinking off (its prompt closes the block: ``<think></think>``) none; the summary says
+    why, by format. With ``chat.train_turns = "last"`` the 2 history answers are out of the mask:
+    R1 and V3.1-thinking still count the 3 last answers, gpt-oss none."""
+    from rmlprep.pipeline.reports import summary_table
+
+    inp = tmp_path / "chat.jsonl"
+    two = [[{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"},
+            {"role": "user", "content": "and?"}, {"role": "assistant", "content": "b"}] for i in range(2)]
+    one = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]]
+    inp.write_text("".join(json.dumps({"messages": c}) + "\n" for c in two + one))
+    m = run(cfg(inp, tmp_path / "o", fmt=fmt, parity={"chat": False}, pack={"seq_len": 1024},
+                chat={"options": options}), log=quiet)
+    assert m["totals"]["answers_without_think"] == want
+    table = summary_table(m, json.loads((tmp_path / "o" / "stats.json").read_text()))
+    if why:
+        assert f"{want} answers trained without a think block ({why}" in table, table
+        assert "they teach the model to answer without thinking" in table
+    else:
+        assert "without a think block" not in table
+    # chat.train_turns = "last": the history answers leave the mask, so only the 3 last answers can count
+    last = run(cfg(inp, tmp_path / "l", fmt=fmt, parity={"chat": False}, pack={"seq_len": 1024},
+                   chat={"options": options, "train_turns": "last"}), log=quiet)
+    assert last["totals"]["answers_without_think"] == max(0, want - 2) and last["totals"]["history_untrained"] == 2
+
+
 def test_train_turns_last_in_the_run(tmp_path):
     """``chat.train_turns = "last"``: the answers before the last user message are context,
     counted (``history_untrained``) and named in the summary, and are no longer counted as

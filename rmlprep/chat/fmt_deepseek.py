@@ -85,6 +85,7 @@ def _r1(llamacpp: bool):
 
     def writer(conv: Conversation, gen: bool, opts) -> Out:
         msgs = conv.messages
+        thinks = not llamacpp or bool(opts.get("enable_thinking"))  # the generation prompt leaves <think> open
         o = Out()
         o.t(BOS)
         _systems(o, msgs, only_one=name)
@@ -96,6 +97,8 @@ def _r1(llamacpp: bool):
                 text, lost = _after_think(m.text, first=False)
                 if lost or m.reasoning:
                     lose_reasoning(o, msgs, i, name)
+                if thinks:  # written with no think block, where the generation prompt opens one
+                    o.note("answers_without_think")
                 o.t(ASSISTANT)
                 o.c(text, "assistant")
                 o.a(EOS)
@@ -109,7 +112,9 @@ def _r1(llamacpp: bool):
     (one at most: the template keeps only the last), ``<｜User｜>{{user}}``,
     ``<｜Assistant｜>{{text after the last </think>}}<｜end▁of▁sentence｜>`` (see the module
     docstring on reasoning); generation prompt ``<｜Assistant｜><think>\\n``{''' then ``</think>``
-    unless ``enable_thinking``''' if llamacpp else ''}. Tool calls are refused.
+    unless ``enable_thinking``''' if llamacpp else ''}. Tool calls are refused. Every answer, the last
+    too, is written with no think block where the generation prompt opens one{''' (with
+    ``enable_thinking``)''' if llamacpp else ''}: counted (``answers_without_think``).
 
     Source: {'more/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja (llama.cpp' + "'" + 's edited copy)' if llamacpp
              else 'deepseek-r1-distill-qwen.jinja (deepseek-ai/DeepSeek-R1-Distill-Qwen-32B)'}.
@@ -126,7 +131,9 @@ def _w_deepseek31(conv: Conversation, gen: bool, opts) -> Out:
     text; tool results ``<｜tool▁output▁begin｜>{content}<｜tool▁output▁end｜>``, and the answer after
     them is written as is. The generation prompt (only after a user message) is
     ``<｜Assistant｜><think></think>``, or ``<｜Assistant｜><think>`` with ``enable_thinking``.
-    Tool definitions are not part of the template (refused).
+    Tool definitions are not part of the template (refused). With ``enable_thinking`` every answer
+    (and call) after a user message is trained as ``</think>`` right after the prompt's ``<think>``:
+    an empty reasoning, counted (``answers_without_think``).
 
     Source: more/deepseek-ai-DeepSeek-V3.1.jinja.
     """
@@ -138,7 +145,8 @@ def _w_deepseek31(conv: Conversation, gen: bool, opts) -> Out:
     is_tool = last_user = False
 
     def header() -> None:
-        if think:
+        if think:  # the reasoning is dropped: an empty one trained where the prompt opens it
+            o.note("answers_without_think")
             o.t(ASSISTANT + "<think>")
             o.a("</think>")
         else:

@@ -8,7 +8,10 @@ written to the ``final`` channel, its reasoning (``thinking``/``reasoning_conten
 json<|message|>{arguments}<|call|>`` and its result ``<|start|>functions.{name}
 to=assistant<|channel|>commentary<|message|>{JSON string}<|end|>``. The template keeps an
 analysis only in the last answer (ended by ``<|return|>``) and before a tool call that no final
-answer follows; elsewhere it is dropped (counted as ``reasoning_dropped``).
+answer follows; elsewhere it is dropped (counted as ``reasoning_dropped``). So a final answer
+before the last is written with no analysis, right after ``<|start|>assistant``, where the model
+(prompted with that header) writes an analysis first: such answers are counted
+(``answers_without_think``): they teach the model to answer without reasoning.
 
 Worked example (``[user "Hi", assistant reasoning "r" content "Hello"]``, after the system turn)::
 
@@ -201,6 +204,7 @@ def _w_gpt_oss(conv: Conversation, gen: bool, opts) -> Out:
             else:
                 if m.reasoning:
                     lose_reasoning(o, loop, j, "gpt-oss")
+                o.note("answers_without_think")  # a history final: the model's turn opens with an analysis
                 head("<|start|>assistant")
                 o.a("<|channel|>final<|message|>")
                 o.c(m.text, "assistant")

@@ -11,7 +11,20 @@ from __future__ import annotations
 
 from ..config import RunConfig
 
-__all__ = ["late_counts", "marker_needs", "unit_needs", "chat_rules"]
+__all__ = ["late_counts", "marker_needs", "unit_needs", "chat_rules", "thinks_without_reasoning"]
+
+
+def thinks_without_reasoning(fmt: str, options) -> bool:
+    """Whether chat format ``fmt`` with ``options`` can train an answer without reasoning where
+    its generation prompt opens it (``answers_without_think``; ``"auto"``, not yet resolved: it
+    may). Qwen3's and gpt-oss's templates write reasoning only in the last answer; DeepSeek-R1's
+    in none (its prompt ends ``<think>\\n``), nor V3.1's (``<think>`` with ``enable_thinking``)."""
+    opts = options or {}
+    if fmt in ("qwen3", "auto"):
+        return opts.get("enable_thinking") is not False
+    if fmt in ("deepseek-r1-llamacpp", "deepseek-v3.1"):
+        return bool(opts.get("enable_thinking"))
+    return fmt in ("gpt-oss", "deepseek-r1")
 
 
 def late_counts(cfg: RunConfig) -> dict[str, bool]:
@@ -44,8 +57,10 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     - ``tool_arguments_from_string``: sft conversations giving a tool call's arguments as a string
       of JSON (written as the format writes a mapping); any chat config can count some.
 
-    - ``answers_without_think``: answers ``qwen3`` trains without a think block (history turns);
-      only ``qwen3`` with thinking on (``enable_thinking`` not false) counts any.
+    - ``answers_without_think``: answers a reasoning format trains without reasoning where its
+      generation prompt opens it (:func:`thinks_without_reasoning`): ``qwen3`` with thinking on
+      (``enable_thinking`` not false) and ``gpt-oss`` (history answers), ``deepseek-r1`` (every
+      answer), ``deepseek-r1-llamacpp`` and ``deepseek-v3.1`` with ``enable_thinking`` (every answer).
 
     - ``history_untrained``: assistant turns before the last user message left out of the mask;
       only ``chat.train_turns = "last"`` leaves any out.
@@ -58,8 +73,7 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
         return {"untrained_chunks": cfg["pack"]["overflow"] == "split", "tool_calls_undefined": True,
                 "reasoning_untrained": not chat["train_on_reasoning"],
                 "special_text_parsed": chat["format"] == "template", "tool_arguments_from_string": True,
-                "answers_without_think": chat["format"] in ("qwen3", "auto")
-                and (chat["options"] or {}).get("enable_thinking") is not False,
+                "answers_without_think": thinks_without_reasoning(chat["format"], chat["options"]),
                 "history_untrained": chat["train_turns"] == "last"}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}

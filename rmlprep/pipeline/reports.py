@@ -349,6 +349,26 @@ def _not_known(label: str, what: str) -> tuple[str, str]:
                    "--overwrite writes them again and counts)")
 
 
+#: chat.format -> (why its answers_without_think are trained so, what to do): the summary's "no think" line
+_NO_THINK = {
+    "qwen3": ("Qwen3's template writes one only after the last user turn",
+              "with reasoning data, split multi-turn conversations into one per answer, or chat.train_turns = "
+              "\"last\" trains only the answers after the last user message; without, "
+              "chat.options.enable_thinking = false trains every answer after the prompt's empty think block"),
+    "gpt-oss": ("gpt-oss's template writes the analysis channel only in the last answer",
+                "with reasoning data, split multi-turn conversations into one per answer, or chat.train_turns = "
+                "\"last\" trains only the answers after the last user message"),
+    "deepseek-r1": ("DeepSeek-R1's template drops the reasoning of every answer, the last too, and its "
+                    "generation prompt opens <think>",
+                    "to train reasoning, use a format whose template writes it (qwen3)"),
+    "deepseek-v3.1": ("DeepSeek V3.1's template drops the reasoning of every answer: with enable_thinking each is "
+                      "trained as an empty <think></think>",
+                      "to train reasoning, use a format whose template writes it (qwen3); without reasoning data, "
+                      "leave enable_thinking off (its non-thinking mode)"),
+}
+_NO_THINK["deepseek-r1-llamacpp"] = _NO_THINK["deepseek-r1"]
+
+
 def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     """A plain-text summary of a run."""
     t = manifest["totals"]
@@ -413,12 +433,9 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
         lines.append(_not_known("no think", "answers trained without a think block"))
     if t.get("answers_without_think"):
         n = t["answers_without_think"]
-        lines.append(("no think", f"{n:,} answer{'s' if n != 1 else ''} trained without a think block (Qwen3's "
-                                  "template writes one only after the last user turn): they teach the model to "
-                                  "answer without thinking; with reasoning data, split multi-turn conversations into "
-                                  "one per answer, or chat.train_turns = \"last\" trains only the answers after the "
-                                  "last user message; without, chat.options.enable_thinking = false trains every "
-                                  "answer after the prompt's empty think block"))
+        why, advice = _NO_THINK.get(manifest["config"]["chat"]["format"], _NO_THINK["qwen3"])
+        lines.append(("no think", f"{n:,} answer{'s' if n != 1 else ''} trained without a think block ({why}): "
+                                  f"they teach the model to answer without thinking; {advice}"))
     if t.get("history_untrained"):
         n = t["history_untrained"]
         lines.append(("history", f"{n:,} assistant turn{'s' if n != 1 else ''} before the last user message left out "
