@@ -1746,6 +1746,27 @@ def test_live_sample_reaches_past_the_head_of_each_unit(tmp_path):
     assert m["totals"]["documents"] == 120 and m["totals"]["rejects"] == 0
 
 
+
+@needs_jinja
+def test_a_units_live_difference_exits_3_saying_where(tmp_path, capsys, monkeypatch):
+    """``rmlprep run``'s line for a unit's live difference: exit 3 (a parity failure, as the
+    parity stage's), and it says the run stopped in a unit (the parity stage's line says "before
+    any corpus work", which is not so here: other units may be written). The corpus and template
+    of the test above."""
+    import functools
+
+    import rmlprep.cli as cli_mod
+
+    _, b = _two_files_long_at(tmp_path)
+    short6 = CHATML.replace("{% for message in messages %}", "{% for message in messages[:6] %}")
+    monkeypatch.setattr(cli_mod, "run", functools.partial(run, tokenizer=tiny(short6)))
+    c = cfg(tmp_path / "*.jsonl", tmp_path / "o", input={"batch_rows": 20}, parity={"chat_live_sample": 60})
+    assert cli_mod.run_exit_status(c) == 3
+    err = capsys.readouterr().err
+    assert (f"rmlprep: parity failure, stopped in a unit: live render with the tokenizer's chat template, a "
+            f"conversation sampled from unit 1 ({b} row 35)") in err and "Traceback" not in err, err
+
+
 @needs_jinja
 def test_live_sample_in_the_units_is_counted(tmp_path):
     """With the template the format writes, every unit's sample matches: each unit's marker
