@@ -1751,20 +1751,36 @@ def test_live_sample_reaches_past_the_head_of_each_unit(tmp_path):
 def test_a_units_live_difference_exits_3_saying_where(tmp_path, capsys, monkeypatch):
     """``rmlprep run``'s line for a unit's live difference: exit 3 (a parity failure, as the
     parity stage's), and it says the run stopped in a unit (the parity stage's line says "before
-    any corpus work", which is not so here: other units may be written). The corpus and template
-    of the test above."""
+    any corpus work", which is not so here: other units may be written), then what a rerun
+    keeps. Worked example: the 8-message conversation at a.jsonl row 35 (60 rows, unit 0), b.jsonl
+    80 rows (unit 1, the larger: done first with one worker); ChatML-of-``messages[:6]``:
+    unit 1 is written, unit 0 refused; the message says the 1 unit done stays, and a rerun with
+    chat_live_sample = 0 keeps it and writes unit 0."""
     import functools
 
     import rmlprep.cli as cli_mod
 
-    _, b = _two_files_long_at(tmp_path)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    long = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"turn {k}"} for k in range(8)]
+    write_chats(a, n=60)
+    lines = a.read_text().splitlines(keepends=True)
+    lines[35] = json.dumps({"messages": long}) + "\n"
+    a.write_text("".join(lines))
+    write_chats(b, n=80)
     short6 = CHATML.replace("{% for message in messages %}", "{% for message in messages[:6] %}")
     monkeypatch.setattr(cli_mod, "run", functools.partial(run, tokenizer=tiny(short6)))
-    c = cfg(tmp_path / "*.jsonl", tmp_path / "o", input={"batch_rows": 20}, parity={"chat_live_sample": 60})
+    out = tmp_path / "o"
+    c = cfg(tmp_path / "*.jsonl", out, input={"batch_rows": 20}, parity={"chat_live_sample": 60})
     assert cli_mod.run_exit_status(c) == 3
     err = capsys.readouterr().err
     assert (f"rmlprep: parity failure, stopped in a unit: live render with the tokenizer's chat template, a "
-            f"conversation sampled from unit 1 ({b} row 35)") in err and "Traceback" not in err, err
+            f"conversation sampled from unit 0 ({a} row 35)") in err and "Traceback" not in err, err
+    assert (f"the 1 unit done before it stays in {out}: a rerun with parity.chat_live_sample = 0 keeps it and "
+            "writes the rest in the format's text") in err, err
+    logs: list[str] = []
+    m = run(cfg(tmp_path / "*.jsonl", out, input={"batch_rows": 20}, parity={"chat_live_sample": 0}),
+            tokenizer=tiny(short6), log=logs.append)
+    assert m["totals"]["documents"] == 140 and any(x.startswith("resume: 1 of 2 units already done") for x in logs)
 
 
 @needs_jinja

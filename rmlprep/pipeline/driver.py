@@ -293,8 +293,8 @@ def _unit_errors(errors: list[dict[str, Any]], *, done: int = 0, where: object =
     if fatal:  # the one that stopped the run, as its own kind
         if fatal[0]["kind"] == "ParityError":  # a unit's live chat check (exit 3, as the parity stage's)
             kept = (f"\n  the {done} unit{'s' if done != 1 else ''} done before it stay{'s' if done == 1 else ''} in "
-                    f"{where}: a rerun with parity.chat_live_sample = 0 keeps them and writes the rest in the "
-                    "format's text" if done else "")
+                    f"{where}: a rerun with parity.chat_live_sample = 0 keeps {'them' if done != 1 else 'it'} and "
+                    "writes the rest in the format's text" if done else "")
             return ParityError("", 0, [], [], source="unit", message=fatal[0]["error"] + kept)
         kind = {"OutputError": OutputError, "ConfigError": ConfigError}.get(fatal[0]["kind"], RmlprepError)
         return kind(fatal[0]["error"])
