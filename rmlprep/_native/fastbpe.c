@@ -4458,6 +4458,10 @@ PyMODINIT_FUNC PyInit__fastbpe(void)
             _mm_storeu_si128((__m128i *)(got + q), ascii_classes16(_mm_loadu_si128((const __m128i *)(in + q))));
         simd_classes_ok = memcmp(got, ASCII_CLS, 128) == 0;
     }
+    {
+        const char *v = getenv("RMLPREP_GPT2_SCALAR"); /* tests: m_gpt2's loop instead of split_gpt2_last */
+        gpt2_scalar = v != NULL && strcmp(v, "1") == 0;
+    }
 #endif
     if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&IdBufferType) < 0)
         return NULL;

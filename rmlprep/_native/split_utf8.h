@@ -384,6 +384,7 @@ static inline __attribute__((always_inline)) size_t m_o200k(const uint8_t *s, co
 
 static int push_piece(Ctx *x, size_t a, size_t n);
 static int flush(Ctx *x);
+static int gpt2_scalar = 0; /* RMLPREP_GPT2_SCALAR=1 at import: m_gpt2's loop (tests compare the two) */
 
 /* Each match of the stage's matcher over [a, e), passed to the next stage, or (last stage)
  * appended to the batch of pieces. */
@@ -422,6 +423,173 @@ static int flush(Ctx *x);
         }                                                                   \
     } while (0)
 
+#if defined(__SSE2__)
+/* One bit per byte of 64 bytes at p: bit q set where p[q] has its top bit set after each byte is
+ * shifted left by `shift` (a class flag moved to the top: 7 for bit 0, 6 for bit 1, 5 for bit 2). */
+#define MASK64(EXPR)                                                                              \
+    ((uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(0)) | (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(1)) << 16 | \
+     (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(2)) << 32 | (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(3)) << 48)
+
+/* GPT-2's pattern (m_gpt2) as the last stage, over [a, e) 64 bytes at a time: where pieces start
+ * is worked out for the 64 bytes at once from bit masks of the class array and the text, then
+ * the pieces are read off the set bits. m_gpt2 finds each piece's end from the previous one's
+ * (a chain of dependent loads, SIMD compares and a broadcast of the run's class per piece, ~44
+ * instructions a piece); here the chain per piece is a bit scan.
+ *
+ * A piece starts at byte p (a character start; the classes L, N, S of a character are on all
+ * of its bytes) where
+ *  - its class (L, N, S or none) differs from byte p - 1's: every run of one class is a piece, and
+ *    [^\s\p{L}\p{N}]+ is the run of "none";
+ *  - except where byte p - 1 is a space (U+0020) and p is not White_Space: " ?" joins the space to
+ *    the run after it (and the space starts the piece: it ends a White_Space run, below, or
+ *    follows another class);
+ *  - or p is the last character of a White_Space run followed by a non-White_Space character
+ *    (\s+(?!\S) gives back one character; a run of one character starts there anyway). A run
+ *    that reaches e is one piece ((?!\S) holds at the end);
+ *  - and the contractions 's 't 'm 'd 're 've 'll, tried first at every piece start: an
+ *    apostrophe that starts a piece and is followed by one ends its piece after it (the letters
+ *    after it start a new one).
+ * Those are m_gpt2's alternatives restated; the splitter tests and fuzz cases compare the two. */
+static int split_gpt2_last(Ctx *x, size_t a, size_t e)
+{
+    const uint8_t *s = x->text, *k = x->cls;
+    uint8_t sb[64 + 16], kb[64 + 16]; /* the last (partial) block, zero-padded */
+    uint64_t cl = 0, cn = 0, cw = 0, csp = 0; /* byte b - 1's L, N, S flags, and whether it is a space */
+    uint64_t fset = 0, fclr = 0;               /* piece starts a contraction sets / clears in this block */
+    size_t start = a, b = a;
+    int collect = x->collect;
+    Span *sp_ = x->span;
+    size_t ns_ = x->nspan;
+#define EMIT_PIECE(A_, N_)                                                                        \
+    do {                                                                                          \
+        if (collect) {                                                                            \
+            if (push_piece(x, (A_), (N_)) < 0)                                                    \
+                return -1;                                                                        \
+        } else {                                                                                  \
+            sp_[ns_].a = (uint32_t)(A_);                                                          \
+            sp_[ns_].n = (uint32_t)(N_);                                                          \
+            if (++ns_ == BATCH) {                                                                 \
+                x->nspan = ns_;                                                                   \
+                if (flush(x) < 0)                                                                 \
+                    return -1;                                                                    \
+                ns_ = 0;                                                                          \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+    while (b < e) {
+        const uint8_t *bs, *bk;
+        size_t len = e - b;
+        uint64_t look; /* byte b + 64 is White_Space */
+        if (len > 64) {
+            bs = s + b;
+            bk = k + b;
+            len = 64;
+            look = (k[b + 64] >> 2) & 1;
+        } else {
+            memset(sb, 0, sizeof(sb));
+            memset(kb, 0, sizeof(kb));
+            memcpy(sb, s + b, len);
+            memcpy(kb, k + b, len);
+            bs = sb;
+            bk = kb;
+            look = 0;
+        }
+        const __m128i vsp = _mm_set1_epi8(' '), vap = _mm_set1_epi8('\'');
+#define KV(q) _mm_loadu_si128((const __m128i *)(bk + 16 * (q)))
+#define SV(q) _mm_loadu_si128((const __m128i *)(bs + 16 * (q)))
+#define E_L(q) _mm_slli_epi16(KV(q), 7)
+#define E_N(q) _mm_slli_epi16(KV(q), 6)
+#define E_W(q) _mm_slli_epi16(KV(q), 5)
+#define E_SP(q) _mm_cmpeq_epi8(SV(q), vsp)
+#define E_AP(q) _mm_cmpeq_epi8(SV(q), vap)
+#define E_HI(q) SV(q)
+        uint64_t L = MASK64(E_L), N = MASK64(E_N), W = MASK64(E_W), SP = MASK64(E_SP), AP = MASK64(E_AP);
+        uint64_t HI = MASK64(E_HI); /* bytes >= 0x80 */
+#undef KV
+#undef SV
+#undef E_L
+#undef E_N
+#undef E_W
+#undef E_SP
+#undef E_AP
+#undef E_HI
+        uint64_t valid = len == 64 ? ~0ULL : (1ULL << len) - 1;
+        uint64_t chg = (L ^ (L << 1 | cl)) | (N ^ (N << 1 | cn)) | (W ^ (W << 1 | cw));
+        uint64_t join = (SP << 1 | csp) & ~W;
+        uint64_t ends = W & ~(W >> 1 | look << 63); /* the last byte of each White_Space run */
+        if (b + len == e)
+            ends &= ~(1ULL << (len - 1)); /* a run reaching e is one piece */
+        uint64_t bnd = ((chg & ~join) | ends | fset) & ~fclr & valid;
+        fset = fclr = 0;
+        if (b == a)
+            bnd &= ~1ULL; /* a starts the first piece */
+        if (ends & HI) { /* a run ending in a multi-byte character: back to its first byte */
+            uint64_t m = ends & HI;
+            while (m) {
+                unsigned p = (unsigned)__builtin_ctzll(m);
+                m &= m - 1;
+                bnd &= ~(1ULL << p);
+                size_t q = b + p;
+                while ((s[q] & 0xC0) == 0x80)
+                    q--;
+                if (q >= b)
+                    bnd |= 1ULL << (q - b);
+                else if (q > start) { /* in the previous block, after its last piece start */
+                    EMIT_PIECE(start, q - start);
+                    start = q;
+                }
+            }
+        }
+        uint64_t apc = AP & (bnd | (b == a)); /* apostrophes starting a piece */
+        while (apc) {
+            unsigned p = (unsigned)__builtin_ctzll(apc);
+            apc &= apc - 1;
+            size_t P = b + p, end = 0;
+            if (P + 1 < e) {
+                uint8_t d = s[P + 1];
+                if (d == 's' || d == 't' || d == 'm' || d == 'd')
+                    end = P + 2;
+                else if (P + 2 < e) {
+                    uint8_t f = s[P + 2];
+                    if ((d == 'r' && f == 'e') || (d == 'v' && f == 'e') || (d == 'l' && f == 'l'))
+                        end = P + 3;
+                }
+            }
+            if (!end)
+                continue;
+            for (size_t q = P + 1; q <= end; q++) { /* no start inside, one at its end */
+                uint64_t bit = q - b < 64 ? 1ULL << (q - b) : 0, nbit = q - b >= 64 ? 1ULL << (q - b - 64) : 0;
+                if (q < end) {
+                    bnd &= ~bit;
+                    fclr |= nbit;
+                } else if (q < e) {
+                    bnd |= bit;
+                    fset |= nbit;
+                }
+            }
+        }
+        while (bnd) {
+            size_t P = b + (size_t)__builtin_ctzll(bnd);
+            bnd &= bnd - 1;
+            EMIT_PIECE(start, P - start);
+            start = P;
+        }
+        cl = L >> 63;
+        cn = N >> 63;
+        cw = W >> 63;
+        csp = SP >> 63;
+        b += len;
+    }
+    if (e > start)
+        EMIT_PIECE(start, e - start);
+#undef EMIT_PIECE
+    if (!collect)
+        x->nspan = ns_;
+    return 0;
+}
+#undef MASK64
+#endif
+
 /* Run stage `st` over [a, e) of x->text and pass each piece on (to the next stage or to BPE). */
 static int split_stage(Ctx *x, size_t a, size_t e, int st)
 {
@@ -433,6 +601,10 @@ static int split_stage(Ctx *x, size_t a, size_t e, int st)
     size_t i = a;
     switch (pat) {
     case PAT_GPT2:
+#if defined(__SSE2__)
+        if (last && !gpt2_scalar)
+            return split_gpt2_last(x, a, e);
+#endif
         STAGE_LOOP(m_gpt2(s, k, i, e));
         return 0;
     case PAT_LLAMA3:
