@@ -233,38 +233,42 @@ def test_differential_split(pattern, text):
         assert [text[a:b] for a, b in spans] == compile_pre_split(patterns)(text)
 
 
-def _gpt2_block_edge_texts() -> list[str]:
-    """Texts putting what GPT-2's block splitter (split_gpt2_last: 64 bytes of piece starts at a
-    time) works out across bytes at every offset around its 64-byte blocks: a White_Space run
-    ending in a multi-byte character (\\s+(?!\\S) gives it back), " ?" joins, contractions, and
-    runs reaching the text's end."""
+def _block_edge_texts() -> list[str]:
+    """Texts putting what the block splitters (split_gpt2_last, split_llama3_last: 64 bytes of
+    piece starts at a time) work out across bytes at every offset around a 64-byte window: a
+    White_Space run ending in a multi-byte character (\\s+(?!\\S) gives it back), CR/LF in a run
+    and after an O run, " ?" joins, a lone O character joining the letters after it, contractions
+    in both cases, digit runs longer than 3, runs reaching the text's end, pieces over 56 bytes."""
     mids = ["\u3000", "\u3000\u3000", " \u3000", "\u3000 ", "\u00a0\u00a0", "\u0085", "  ", "\n ", " \n",
-            "'ll", "'s", "'re", " 's", "''s", "'s's", "1'2", "\r\n", "\u4e2d\u4e2d", "\U0001F600"]
-    tails = ["", "b", " b", "\n", "'t", "\u3000"]
+            "\r\n  ", ".\n", ".\n ", "'ll", "'s", "'re", " 's", "''s", "'s's", "'S", "'LL", "'\u017f", "1'2",
+            "1234567", "\u0661\u0662\u0663\u0664", "\uff0c", "\u3002\u4e2d", "\t", "\U0001F600", "-" * 70]
+    tails = ["", "b", " b", "\n", "'t", "\u3000", "\uff0c\u4e2d", ".\n x", "12345"]
     out = []
-    for pre in ("a", "\u00e9", " "):
-        for k in range(56, 72):
+    for pre in ("a", "\u00e9", " ", "1", "\n", "\u4e2d"):
+        for k in range(55, 69):
             for m in mids:
                 for t in tails:
                     out.append(pre * k + m + t)
     return out
 
 
-def test_gpt2_block_splitter_at_block_edges():
-    """GPT-2's pieces at the block splitter's edges == the translated-re pieces (the reference the
-    regex-module fixtures check), and == the per-piece matcher's (m_gpt2, RMLPREP_GPT2_SCALAR=1,
-    in a fresh process): every text of _gpt2_block_edge_texts."""
-    texts = _gpt2_block_edge_texts()
-    tok = _split_tok((KNOWN_PATTERNS["gpt2"],))
-    ref = compile_pre_split((KNOWN_PATTERNS["gpt2"],))
+@pytest.mark.parametrize("name", ["gpt2", "llama3", "qwen2"])
+def test_block_splitters_at_window_edges(name):
+    """The pieces of each pattern with a block splitter, at the windows' edges, == the
+    translated-re pieces (the reference the regex-module fixtures check), and == the per-piece
+    matchers' (m_gpt2, m_llama3; RMLPREP_SPLIT_SCALAR=1, in a fresh process): every text of
+    _block_edge_texts."""
+    texts = _block_edge_texts()
+    tok = _split_tok((KNOWN_PATTERNS[name],))
+    ref = compile_pre_split((KNOWN_PATTERNS[name],))
     got = [tok._native.split_text(t) for t in texts]
     for t, spans in zip(texts, got):
         assert [t[a:b] for a, b in spans] == ref(t), t
     code = ("import json, sys\n"
-            "from tests.test_native import _gpt2_block_edge_texts, _split_tok, KNOWN_PATTERNS\n"
-            "tok = _split_tok((KNOWN_PATTERNS['gpt2'],))\n"
-            "json.dump([tok._native.split_text(t) for t in _gpt2_block_edge_texts()], sys.stdout)\n")
-    env = dict(os.environ, RMLPREP_GPT2_SCALAR="1")
+            "from tests.test_native import _block_edge_texts, _split_tok, KNOWN_PATTERNS\n"
+            f"tok = _split_tok((KNOWN_PATTERNS[{name!r}],))\n"
+            "json.dump([tok._native.split_text(t) for t in _block_edge_texts()], sys.stdout)\n")
+    env = dict(os.environ, RMLPREP_SPLIT_SCALAR="1")
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert [[tuple(p) for p in r] for r in json.loads(run.stdout)] == [list(map(tuple, r)) for r in got]

@@ -4459,8 +4459,8 @@ PyMODINIT_FUNC PyInit__fastbpe(void)
         simd_classes_ok = memcmp(got, ASCII_CLS, 128) == 0;
     }
     {
-        const char *v = getenv("RMLPREP_GPT2_SCALAR"); /* tests: m_gpt2's loop instead of split_gpt2_last */
-        gpt2_scalar = v != NULL && strcmp(v, "1") == 0;
+        const char *v = getenv("RMLPREP_SPLIT_SCALAR"); /* tests: the matchers' loops, no block splitter */
+        split_scalar = v != NULL && strcmp(v, "1") == 0;
     }
 #endif
     if (PyType_Ready(&EncoderType) < 0 || PyType_Ready(&IdBufferType) < 0)

@@ -12,6 +12,11 @@
  * comments quote the alternative being matched. The text is well-formed UTF-8 (lone surrogates
  * as their 3-byte "surrogatepass" form), so a lead byte says how long its character is.
  *
+ * GPT-2's, Llama 3's and Qwen2's patterns as a last stage have block splitters as well
+ * (split_gpt2_last, split_llama3_last): piece starts worked out for 64 bytes at once from bit
+ * masks, without the per-piece chain of dependent loads of a matcher loop; the matchers remain
+ * the definition (RMLPREP_SPLIT_SCALAR=1 runs them instead, and the tests compare the two).
+ *
  * Source: the pattern strings in rmlprep/pretokenize.py; the pure-Python splitter and the
  * `regex`-module fixtures (fixtures/pretokenizer.json) are the reference.
  */
@@ -384,7 +389,8 @@ static inline __attribute__((always_inline)) size_t m_o200k(const uint8_t *s, co
 
 static int push_piece(Ctx *x, size_t a, size_t n);
 static int flush(Ctx *x);
-static int gpt2_scalar = 0; /* RMLPREP_GPT2_SCALAR=1 at import: m_gpt2's loop (tests compare the two) */
+static int split_scalar = 0; /* RMLPREP_SPLIT_SCALAR=1 at import: the matchers' loops instead of the block
+                              * splitters (split_gpt2_last, split_llama3_last); the tests compare the two */
 
 /* Each match of the stage's matcher over [a, e), passed to the next stage, or (last stage)
  * appended to the batch of pieces. */
@@ -590,6 +596,225 @@ static int split_gpt2_last(Ctx *x, size_t a, size_t e)
 #undef MASK64
 #endif
 
+#if defined(__SSE2__)
+/* Llama 3's (maxd 3) and Qwen2's (maxd 1) pattern (m_llama3 without cl100k's \s++$) as the last
+ * stage, a window of 64 bytes at a time, as split_gpt2_last. Each window starts at a piece start
+ * b, so the regex's matching from b does not depend on the text before b: the window is split as
+ * if the text began there. Piece starts found in the window's first 56 bytes are final (every rule
+ * below looks at most a few characters ahead within the window, or scans the text itself); the
+ * next window starts at the last of them. A piece longer than that is left to m_llama3.
+ *
+ * A piece starts at byte p (a character start) where its class (L, N, White_Space or none:
+ * "O") differs from byte p - 1's, and at every maxd-th character of a run of N (\p{N}{1,maxd}),
+ * except:
+ *  - an L run's start, when the character X before it is White_Space other than CR/LF, or an O
+ *    character that is the only one of its run and not after a space: [^\r\n\p{L}\p{N}]?\p{L}+
+ *    joins X to the run (X starts a match: the last character of a White_Space run always does,
+ *    and a lone O character after an L, N or White_Space character other than a space does);
+ *  - an O run's start after a space: " ?[^\s\p{L}\p{N}]+" joins the space (the last character of
+ *    its White_Space run);
+ *  - a White_Space run's start right after an O run when it starts with CR/LF: [\r\n]* after the
+ *    O run takes those CR/LF (and the piece ends after them);
+ *  - and within a White_Space run: a piece ends after its last CR/LF (\s*[\r\n]+) when
+ *    White_Space other than CR/LF follows it to the run's end, and before its last character
+ *    when that is not CR/LF and the run does not reach e (\s+(?!\S) gives one back);
+ *  - a contraction ((?i:'s|'t|'re|'ve|'m|'ll|'d)) at an apostrophe that starts a piece is a
+ *    piece (the letters after it start the next).
+ * Those are m_llama3's alternatives restated; the tests compare the two. */
+static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
+{
+    const uint8_t *s = x->text, *k = x->cls;
+    uint8_t sb[64 + 16], kb[64 + 16]; /* the last window, zero-padded */
+    size_t b = a;
+    int collect = x->collect;
+    Span *sp_ = x->span;
+    size_t ns_ = x->nspan;
+#define EMIT_PIECE(A_, N_)                                                                        \
+    do {                                                                                          \
+        if (collect) {                                                                            \
+            if (push_piece(x, (A_), (N_)) < 0)                                                    \
+                return -1;                                                                        \
+        } else {                                                                                  \
+            sp_[ns_].a = (uint32_t)(A_);                                                          \
+            sp_[ns_].n = (uint32_t)(N_);                                                          \
+            if (++ns_ == BATCH) {                                                                 \
+                x->nspan = ns_;                                                                   \
+                if (flush(x) < 0)                                                                 \
+                    return -1;                                                                    \
+                ns_ = 0;                                                                          \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+#define MASK64(EXPR)                                                                              \
+    ((uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(0)) | (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(1)) << 16 | \
+     (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(2)) << 32 | (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(3)) << 48)
+#define BIT(q) (1ULL << (q))
+    while (b < e) {
+        const uint8_t *bs, *bk;
+        size_t len = e - b;
+        int last = len <= 64;
+        if (!last) {
+            bs = s + b;
+            bk = k + b;
+            len = 64;
+        } else {
+            memset(sb, 0, sizeof(sb));
+            memset(kb, 0, sizeof(kb));
+            memcpy(sb, s + b, len);
+            memcpy(kb, k + b, len);
+            bs = sb;
+            bk = kb;
+        }
+        const __m128i vcr = _mm_set1_epi8('\r'), vlf = _mm_set1_epi8('\n'), vsp = _mm_set1_epi8(' '),
+                      vap = _mm_set1_epi8('\''), vc0 = _mm_set1_epi8(-64);
+#define KV(q) _mm_loadu_si128((const __m128i *)(bk + 16 * (q)))
+#define SV(q) _mm_loadu_si128((const __m128i *)(bs + 16 * (q)))
+#define E_L(q) _mm_slli_epi16(KV(q), 7)
+#define E_N(q) _mm_slli_epi16(KV(q), 6)
+#define E_W(q) _mm_slli_epi16(KV(q), 5)
+#define E_CR(q) _mm_or_si128(_mm_cmpeq_epi8(SV(q), vcr), _mm_cmpeq_epi8(SV(q), vlf))
+#define E_SP(q) _mm_cmpeq_epi8(SV(q), vsp)
+#define E_AP(q) _mm_cmpeq_epi8(SV(q), vap)
+#define E_CONT(q) _mm_cmplt_epi8(SV(q), vc0)
+        uint64_t L = MASK64(E_L), N = MASK64(E_N), W = MASK64(E_W), CR = MASK64(E_CR), SP = MASK64(E_SP),
+                 AP = MASK64(E_AP), CONT = MASK64(E_CONT);
+#undef KV
+#undef SV
+#undef E_L
+#undef E_N
+#undef E_W
+#undef E_CR
+#undef E_SP
+#undef E_AP
+#undef E_CONT
+        uint64_t V = len == 64 ? ~0ULL : BIT(len) - 1;
+        uint64_t O = ~(L | N | W) & V, CS = ~CONT & V;
+        uint64_t L1 = L << 1, N1 = N << 1, W1 = W << 1, O1 = O << 1;
+        uint64_t bnd = ((L ^ L1) | (N ^ N1) | (W ^ W1) | (O ^ O1)) & V;
+        /* \p{N}{1,maxd}: a piece at every maxd-th character of an N run */
+        if (maxd == 1)
+            bnd |= N & CS;
+        else {
+            uint64_t runs = N & ~N1 & (N >> maxd); /* runs of more than maxd bytes */
+            while (runs) {
+                unsigned p = (unsigned)__builtin_ctzll(runs);
+                runs &= runs - 1;
+                size_t c = 0;
+                for (unsigned q = p; q < 64 && (N >> q & 1); q++)
+                    if (CS >> q & 1) {
+                        if (c && c % maxd == 0)
+                            bnd |= BIT(q);
+                        c++;
+                    }
+            }
+        }
+        /* White_Space runs: the last character when not CR/LF and the run does not reach e */
+        uint64_t WE = W & ~(W >> 1); /* last byte of each run (a run reaching bit 63 looks ended: not committed) */
+        uint64_t bo = WE & ~CR;
+        if (last)
+            bo &= ~BIT(len - 1);
+        bnd |= bo & ~CONT;
+        for (uint64_t m = bo & CONT; m;) {
+            unsigned p = (unsigned)__builtin_ctzll(m);
+            m &= m - 1;
+            while (CONT >> p & 1) /* b is a character start: p stops at 0 at the latest */
+                p--;
+            bnd |= BIT(p);
+        }
+        /* [\r\n]* after an O run: the White_Space run starting there starts after its CR/LF */
+        for (uint64_t m = W & CR & O1; m;) {
+            unsigned p = (unsigned)__builtin_ctzll(m);
+            m &= m - 1;
+            bnd &= ~BIT(p);
+            uint64_t rest = ~CR >> p;
+            if (rest)
+                bnd |= BIT(p + (unsigned)__builtin_ctzll(rest)) & V;
+        }
+        /* \s*[\r\n]+ ends after the run's last CR/LF when White_Space other than CR/LF follows to the run's end */
+        uint64_t Y = W & ~CR;
+        for (uint64_t m = Y & (CR << 1); m;) {
+            unsigned q = (unsigned)__builtin_ctzll(m);
+            m &= m - 1;
+            uint64_t rest = ~Y >> q;
+            int good;
+            if (rest) {
+                unsigned j = q + (unsigned)__builtin_ctzll(rest);
+                good = j >= 64 || !(W >> j & 1);
+            } else { /* the run goes on past the window: read on in the text */
+                size_t j = b + 64;
+                while (j < e && (k[j] & CL_S) && s[j] != '\r' && s[j] != '\n')
+                    j++;
+                good = j >= e || !(k[j] & CL_S);
+            }
+            if (good)
+                bnd |= BIT(q);
+        }
+        /* [^\r\n\p{L}\p{N}]?\p{L}+: the character before an L run joins it */
+        uint64_t LS = L & ~L1 & ~1ULL;
+        uint64_t join = LS & W1 & ~(CR << 1);
+        join |= LS & O1 & ~(CONT << 1) & ~(O << 2) & ~(SP << 2);
+        for (uint64_t m = LS & O1 & (CONT << 1); m;) { /* X is an O character of 2-4 bytes */
+            unsigned p = (unsigned)__builtin_ctzll(m);
+            m &= m - 1;
+            unsigned q = p - 1;
+            while (CONT >> q & 1)
+                q--;
+            if (q == 0 || (!(O >> (q - 1) & 1) && !(SP >> (q - 1) & 1)))
+                join |= BIT(p);
+        }
+        bnd &= ~join;
+        bnd &= ~(O & ~O1 & (SP << 1)); /* " ?[^\s\p{L}\p{N}]+": the space joins an O run */
+        /* contractions, at apostrophes that start a piece (in order: one may start the next) */
+        for (uint64_t m = AP & V; m;) {
+            unsigned p = (unsigned)__builtin_ctzll(m);
+            m &= m - 1;
+            if (p && !(bnd >> p & 1))
+                continue;
+            size_t end = contraction_ci(s, b + p, e);
+            if (!end)
+                continue;
+            for (size_t q = b + p + 1; q < end && q < b + 64; q++)
+                bnd &= ~BIT(q - b);
+            if (end < b + 64 && end < e)
+                bnd |= BIT(end - b);
+        }
+        bnd &= ~1ULL;
+        if (last) {
+            size_t start = b;
+            while (bnd) {
+                size_t P = b + (size_t)__builtin_ctzll(bnd);
+                bnd &= bnd - 1;
+                EMIT_PIECE(start, P - start);
+                start = P;
+            }
+            EMIT_PIECE(start, e - start);
+            break;
+        }
+        bnd &= BIT(57) - 1; /* final: the starts in the first 56 bytes */
+        if (!bnd) { /* a piece of more than 56 bytes */
+            size_t m = m_llama3(s, k, b, e, maxd, 0);
+            EMIT_PIECE(b, m - b);
+            b = m;
+            continue;
+        }
+        size_t start = b;
+        while (bnd) {
+            size_t P = b + (size_t)__builtin_ctzll(bnd);
+            bnd &= bnd - 1;
+            EMIT_PIECE(start, P - start);
+            start = P;
+        }
+        b = start;
+    }
+#undef BIT
+#undef MASK64
+#undef EMIT_PIECE
+    if (!collect)
+        x->nspan = ns_;
+    return 0;
+}
+#endif
+
 /* Run stage `st` over [a, e) of x->text and pass each piece on (to the next stage or to BPE). */
 static int split_stage(Ctx *x, size_t a, size_t e, int st)
 {
@@ -602,16 +827,24 @@ static int split_stage(Ctx *x, size_t a, size_t e, int st)
     switch (pat) {
     case PAT_GPT2:
 #if defined(__SSE2__)
-        if (last && !gpt2_scalar)
+        if (last && !split_scalar)
             return split_gpt2_last(x, a, e);
 #endif
         STAGE_LOOP(m_gpt2(s, k, i, e));
         return 0;
     case PAT_LLAMA3:
     case PAT_CL100K:
+#if defined(__SSE2__)
+        if (last && pat == PAT_LLAMA3 && !split_scalar)
+            return split_llama3_last(x, a, e, 3);
+#endif
         STAGE_LOOP(m_llama3(s, k, i, e, 3, pat == PAT_CL100K));
         return 0;
     case PAT_QWEN2:
+#if defined(__SSE2__)
+        if (last && !split_scalar)
+            return split_llama3_last(x, a, e, 1);
+#endif
         STAGE_LOOP(m_llama3(s, k, i, e, 1, 0));
         return 0;
     case PAT_O200K:
