@@ -234,14 +234,18 @@ def test_differential_split(pattern, text):
 
 
 def _block_edge_texts() -> list[str]:
-    """Texts putting what the block splitters (split_gpt2_last, split_llama3_last: 64 bytes of
-    piece starts at a time) work out across bytes at every offset around a 64-byte window: a
+    """Texts putting what the block splitters (split_gpt2_last, split_llama3_last,
+    split_o200k_last: 64 bytes of piece starts at a time) work out across bytes at every offset
+    around a 64-byte window: a
     White_Space run ending in a multi-byte character (\\s+(?!\\S) gives it back), CR/LF in a run
-    and after an O run, " ?" joins, a lone O character joining the letters after it, contractions
-    in both cases, digit runs longer than 3, runs reaching the text's end, pieces over 56 bytes."""
+    and after an O run (and o200k's '/'), " ?" joins, a lone O character joining the letters after
+    it, contractions in both cases (o200k: as a suffix), digit runs longer than 3, o200k's upper
+    and lower sets (camel case, marks, Lo beside Lu), runs reaching the text's end, pieces over 56
+    bytes."""
     mids = ["\u3000", "\u3000\u3000", " \u3000", "\u3000 ", "\u00a0\u00a0", "\u0085", "  ", "\n ", " \n",
             "\r\n  ", ".\n", ".\n ", "'ll", "'s", "'re", " 's", "''s", "'s's", "'S", "'LL", "'\u017f", "1'2",
-            "1234567", "\u0661\u0662\u0663\u0664", "\uff0c", "\u3002\u4e2d", "\t", "\U0001F600", "-" * 70]
+            "1234567", "\u0661\u0662\u0663\u0664", "\uff0c", "\u3002\u4e2d", "\t", "\U0001F600", "-" * 70,
+            "camelCaseHTMLParser", "it's'S", "DON'T", ".\n/", ".\n/'x", "e\u0301", "\u4e2dA\u4e2dB", "\u01c5a"]
     tails = ["", "b", " b", "\n", "'t", "\u3000", "\uff0c\u4e2d", ".\n x", "12345"]
     out = []
     for pre in ("a", "\u00e9", " ", "1", "\n", "\u4e2d"):
@@ -252,11 +256,11 @@ def _block_edge_texts() -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama3", "qwen2"])
+@pytest.mark.parametrize("name", ["gpt2", "llama3", "qwen2", "o200k_base"])
 def test_block_splitters_at_window_edges(name):
     """The pieces of each pattern with a block splitter, at the windows' edges, == the
     translated-re pieces (the reference the regex-module fixtures check), and == the per-piece
-    matchers' (m_gpt2, m_llama3; RMLPREP_SPLIT_SCALAR=1, in a fresh process): every text of
+    matchers' (m_gpt2, m_llama3, m_o200k; RMLPREP_SPLIT_SCALAR=1, in a fresh process): every text of
     _block_edge_texts."""
     texts = _block_edge_texts()
     tok = _split_tok((KNOWN_PATTERNS[name],))

@@ -12,10 +12,10 @@
  * comments quote the alternative being matched. The text is well-formed UTF-8 (lone surrogates
  * as their 3-byte "surrogatepass" form), so a lead byte says how long its character is.
  *
- * GPT-2's, Llama 3's and Qwen2's patterns as a last stage have block splitters as well
- * (split_gpt2_last, split_llama3_last): piece starts worked out for 64 bytes at once from bit
- * masks, without the per-piece chain of dependent loads of a matcher loop; the matchers remain
- * the definition (RMLPREP_SPLIT_SCALAR=1 runs them instead, and the tests compare the two).
+ * GPT-2's, Llama 3's, Qwen2's and o200k's patterns as a last stage have block splitters as well
+ * (split_gpt2_last, split_llama3_last, split_o200k_last): piece starts worked out for 64 bytes at
+ * once from bit masks, without the per-piece chain of dependent loads of a matcher loop; the
+ * matchers remain the definition (RMLPREP_SPLIT_SCALAR=1 runs them instead; the tests compare).
  *
  * Source: the pattern strings in rmlprep/pretokenize.py; the pure-Python splitter and the
  * `regex`-module fixtures (fixtures/pretokenizer.json) are the reference.
@@ -620,8 +620,15 @@ static int split_gpt2_last(Ctx *x, size_t a, size_t e)
  *    when that is not CR/LF and the run does not reach e (\s+(?!\S) gives one back);
  *  - a contraction ((?i:'s|'t|'re|'ve|'m|'ll|'d)) at an apostrophe that starts a piece is a
  *    piece (the letters after it start the next).
- * Those are m_llama3's alternatives restated; the tests compare the two. */
-static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
+ * Those are m_llama3's alternatives restated; the tests compare the two.
+ *
+ * o200k (o2, maxd 3) differs in three places: a contraction is a suffix of a letter piece (once),
+ * not a piece of its own; the O run takes [\r\n/]*, not [\r\n]*; and the letter alternatives
+ * cut a letter run where a letter of the upper set alone (Lu, Lt) follows one of the lower set.
+ * That last rule is the regex's only in a window without marks (in both sets, not letters) and
+ * without both Lm/Lo (both sets) and Lu/Lt: such a window, or an O run after a '/' the O run
+ * before took, is split by m_o200k up to its 56th byte. */
+static inline __attribute__((always_inline)) int split_windows(Ctx *x, size_t a, size_t e, size_t maxd, int o2)
 {
     const uint8_t *s = x->text, *k = x->cls;
     uint8_t sb[64 + 16], kb[64 + 16]; /* the last window, zero-padded */
@@ -676,8 +683,15 @@ static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
 #define E_SP(q) _mm_cmpeq_epi8(SV(q), vsp)
 #define E_AP(q) _mm_cmpeq_epi8(SV(q), vap)
 #define E_CONT(q) _mm_cmplt_epi8(SV(q), vc0)
+#define E_U(q) _mm_slli_epi16(KV(q), 4)
+#define E_LO(q) _mm_slli_epi16(KV(q), 3)
         uint64_t L = MASK64(E_L), N = MASK64(E_N), W = MASK64(E_W), CR = MASK64(E_CR), SP = MASK64(E_SP),
                  AP = MASK64(E_AP), CONT = MASK64(E_CONT);
+        uint64_t U = 0, LO = 0; /* o200k: the upper and lower sets */
+        if (o2) {
+            U = MASK64(E_U);
+            LO = MASK64(E_LO);
+        }
 #undef KV
 #undef SV
 #undef E_L
@@ -687,7 +701,14 @@ static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
 #undef E_SP
 #undef E_AP
 #undef E_CONT
+#undef E_U
+#undef E_LO
         uint64_t V = len == 64 ? ~0ULL : BIT(len) - 1;
+        /* o200k: a window holding a mark (in the sets, not a letter), or both a character of the
+         * lower and upper sets (Lm, Lo) and one of the upper set alone (Lu, Lt), goes to m_o200k:
+         * its letter alternatives backtrack between the sets ("中A中B" is "中A中", "B") */
+        if (o2 && (((U | LO) & ~L & V) || ((U & LO & V) && (U & ~LO & V))))
+            goto scalar;
         uint64_t O = ~(L | N | W) & V, CS = ~CONT & V;
         uint64_t L1 = L << 1, N1 = N << 1, W1 = W << 1, O1 = O << 1;
         uint64_t bnd = ((L ^ L1) | (N ^ N1) | (W ^ W1) | (O ^ O1)) & V;
@@ -720,15 +741,6 @@ static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
             while (CONT >> p & 1) /* b is a character start: p stops at 0 at the latest */
                 p--;
             bnd |= BIT(p);
-        }
-        /* [\r\n]* after an O run: the White_Space run starting there starts after its CR/LF */
-        for (uint64_t m = W & CR & O1; m;) {
-            unsigned p = (unsigned)__builtin_ctzll(m);
-            m &= m - 1;
-            bnd &= ~BIT(p);
-            uint64_t rest = ~CR >> p;
-            if (rest)
-                bnd |= BIT(p + (unsigned)__builtin_ctzll(rest)) & V;
         }
         /* \s*[\r\n]+ ends after the run's last CR/LF when White_Space other than CR/LF follows to the run's end */
         uint64_t Y = W & ~CR;
@@ -764,19 +776,50 @@ static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
         }
         bnd &= ~join;
         bnd &= ~(O & ~O1 & (SP << 1)); /* " ?[^\s\p{L}\p{N}]+": the space joins an O run */
-        /* contractions, at apostrophes that start a piece (in order: one may start the next) */
+        /* [\r\n]* ([\r\n/]* in o200k) after an O run: the White_Space run starting there starts after
+         * them (after the joins above: o200k's '/' taken so would otherwise join letters after it) */
+        for (uint64_t m = W & CR & O1; m;) {
+            unsigned p = (unsigned)__builtin_ctzll(m);
+            m &= m - 1;
+            if (!o2) {
+                bnd &= ~BIT(p);
+                uint64_t rest = ~CR >> p;
+                if (rest)
+                    bnd |= BIT(p + (unsigned)__builtin_ctzll(rest)) & V;
+                continue;
+            }
+            size_t t = b + p;
+            while (t < e && (s[t] == '\r' || s[t] == '\n' || s[t] == '/'))
+                t++;
+            if (s[t - 1] == '/' && t < e && !(k[t] & CL_LNS))
+                goto scalar; /* an O run after a '/' so taken starts a match of its own */
+            for (size_t q = b + p; q < t && q < b + 64; q++)
+                bnd &= ~BIT(q - b);
+            if (t < b + 64 && t < e)
+                bnd |= BIT(t - b);
+        }
+        /* o200k: [U]*[W]+ | [U]+[W]* inside a letter run: a piece starts at an upper-set-only letter
+         * after a lower-set one (in the windows left here: no marks, not both Lm/Lo and Lu/Lt) */
+        if (o2)
+            bnd |= U & ~LO & CS & (LO << 1);
+        /* contractions, at apostrophes that start a piece (in order: one may start the next); in
+         * o200k a suffix of a letter piece, once: at an apostrophe after a letter piece's end */
+        size_t sfx_end = 0;
         for (uint64_t m = AP & V; m;) {
             unsigned p = (unsigned)__builtin_ctzll(m);
             m &= m - 1;
-            if (p && !(bnd >> p & 1))
+            if (!o2 && p && !(bnd >> p & 1))
                 continue;
+            if (o2 && (!p || !(bnd >> p & 1) || !(L >> (p - 1) & 1) || b + p == sfx_end))
+                continue; /* p == 0: a start the window before kept, so no suffix there */
             size_t end = contraction_ci(s, b + p, e);
             if (!end)
                 continue;
-            for (size_t q = b + p + 1; q < end && q < b + 64; q++)
+            for (size_t q = b + p + (o2 ? 0 : 1); q < end && q < b + 64; q++)
                 bnd &= ~BIT(q - b);
             if (end < b + 64 && end < e)
                 bnd |= BIT(end - b);
+            sfx_end = end;
         }
         bnd &= ~1ULL;
         if (last) {
@@ -792,7 +835,7 @@ static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
         }
         bnd &= BIT(57) - 1; /* final: the starts in the first 56 bytes */
         if (!bnd) { /* a piece of more than 56 bytes */
-            size_t m = m_llama3(s, k, b, e, maxd, 0);
+            size_t m = o2 ? m_o200k(s, k, b, e) : m_llama3(s, k, b, e, maxd, 0);
             EMIT_PIECE(b, m - b);
             b = m;
             continue;
@@ -805,6 +848,13 @@ static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
             start = P;
         }
         b = start;
+        continue;
+    scalar: /* o200k: this window's first 56 bytes (or the rest) piece by piece */
+        for (size_t lim = last ? e : b + 56; b < lim;) {
+            size_t m = m_o200k(s, k, b, e);
+            EMIT_PIECE(b, m - b);
+            b = m;
+        }
     }
 #undef BIT
 #undef MASK64
@@ -812,6 +862,16 @@ static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
     if (!collect)
         x->nspan = ns_;
     return 0;
+}
+
+static int split_llama3_last(Ctx *x, size_t a, size_t e, size_t maxd)
+{
+    return split_windows(x, a, e, maxd, 0);
+}
+
+static int split_o200k_last(Ctx *x, size_t a, size_t e)
+{
+    return split_windows(x, a, e, 3, 1);
 }
 #endif
 
@@ -848,6 +908,10 @@ static int split_stage(Ctx *x, size_t a, size_t e, int st)
         STAGE_LOOP(m_llama3(s, k, i, e, 1, 0));
         return 0;
     case PAT_O200K:
+#if defined(__SSE2__)
+        if (last && !split_scalar)
+            return split_o200k_last(x, a, e);
+#endif
         STAGE_LOOP(m_o200k(s, k, i, e));
         return 0;
     case PAT_DIGITS:
