@@ -189,6 +189,43 @@ def test_card_gives_the_split_size_and_datasets_checks_it(tmp_path):
         datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf2"))
 
 
+def test_a_folder_whose_run_did_not_complete_does_not_load_as_the_data(tmp_path):
+    """A run of two inputs whose second, a .gz cut short, fails its unit (exit 2) leaves unit 0's
+    shard and marker and no manifest. ``datasets.load_dataset(FOLDER)``, the form the README
+    calls checked, loaded that shard as the whole train split (explore19b: 831 rows of a 5-unit
+    run whose unit 4 failed); the incomplete card refuses it, naming why. Before the failing
+    rerun the folder was complete: the failure puts its card back, so it loads as before. The
+    input made whole, a rerun completes and the folder loads every row of both shards."""
+    import gzip
+
+    datasets = pytest.importorskip("datasets")
+    from rmlprep.errors import RmlprepError
+
+    inp = tmp_path / "in"
+    inp.mkdir()
+    (inp / "a.jsonl").write_text("".join(json.dumps({"text": "word " * n}) + "\n" for n in (3, 50, 7)))
+    whole = gzip.compress(("".join(json.dumps({"text": "more " * n}) + "\n" for n in range(1, 400))).encode())
+    (inp / "b.jsonl.gz").write_bytes(whole[:len(whole) // 2])
+    out = tmp_path / "o"
+    cfg = config_from_dict({"input": {"paths": [str(inp / "*")]}, "tokenizer": {"path": str(TINY)},
+                            "pack": {"seq_len": 32}, "output": {"dir": str(out)},
+                            "run": {"progress": "none", "histogram": False, "workers": 1}})
+    with pytest.raises(RmlprepError, match="unit 1 failed"):
+        run(cfg, log=lambda _: None)
+    assert (out / "train-00000.parquet").exists() and not (out / "manifest.json").exists()
+    with pytest.raises(FileNotFoundError, match="rmlprep run not complete"):
+        datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf"))
+    (inp / "b.jsonl.gz").write_bytes(whole)
+    m = run(cfg, log=lambda _: None)
+    rows = sum(pq.read_metadata(out / s["shard"]).num_rows for s in m["shards"])
+    assert len(m["shards"]) == 2 and rows == m["totals"]["rows"] > 0
+    assert datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf2"))["train"].num_rows == rows
+    (inp / "b.jsonl.gz").write_bytes(whole[:len(whole) // 2])  # a failing rerun of a complete folder
+    with pytest.raises(RmlprepError, match="unit 1 failed"):
+        run(cfg, log=lambda _: None)
+    assert datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf3"))["train"].num_rows == rows
+
+
 def test_card_moves_with_the_folder(tmp_path, monkeypatch):
     """The card's loading lines work from where the card sits: the folder is moved (as a copy
     to another machine or an upload to the Hub would), and in it the relative

@@ -1,5 +1,7 @@
 """The output folder's ``README.md``: a Hugging Face dataset card for a Parquet run with
-documents (:func:`dataset_card`), or a README saying there is no data (:func:`_no_data_readme`)."""
+documents (:func:`dataset_card`), a README saying there is no data (:func:`_no_data_readme`), or,
+while a run writes the folder and after one that did not complete, a card that no ``datasets``
+load can take for the data (:func:`incomplete_card`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,12 @@ from .. import fs
 from .pack import SCHEMAS
 from .writers import UNIT_FIELD
 
-__all__ = ["dataset_card"]
+__all__ = ["dataset_card", "incomplete_card", "INCOMPLETE_FILES"]
+
+#: the ``data_files`` path of :func:`incomplete_card`: a pattern that matches no file, so
+#: ``datasets.load_dataset(FOLDER)`` fails with ``FileNotFoundError: Unable to find '<this>' ...``,
+#: which says why
+INCOMPLETE_FILES = "rmlprep run not complete - its shards are part of the data; rerun its config to finish (see README.md)"
 
 
 def dataset_card(manifest: dict[str, Any], pipeline: str) -> bytes:
@@ -107,4 +114,38 @@ def _no_data_readme(manifest: dict[str, Any]) -> bytes:
         "that wrote no document are replaced.\n\n"
         f"- config hash: `{manifest['config_hash']}`; the config is in `manifest.json`\n"
         f"- tokenizer: `{manifest['tokenizer']['name']}`, fingerprint `{manifest['tokenizer']['fingerprint']}`\n"
+    ).encode("utf-8")
+
+
+def incomplete_card(output_dir: str) -> bytes:
+    """The ``README.md`` of a Parquet folder whose run has units to do, written before the first
+    of them (:func:`rmlprep.pipeline.driver.run`) and replaced by the dataset card when the run
+    completes.
+
+    A run that fails (a unit's input cut short: exit 2), is stopped or is killed leaves its done
+    units' shards, ``train-NNNNN.parquet``, and no manifest; without a card ``datasets``' split
+    patterns took those shards for the ``train`` split, so ``datasets.load_dataset(FOLDER)``, the
+    form the README calls checked, loaded part of the data as the whole with no word (trial: a
+    run of 5 units whose unit 4 failed loaded 831 rows of units 0..3). This card's ``configs``
+    name a file that does not exist (:data:`INCOMPLETE_FILES`), so that load fails with
+    ``FileNotFoundError`` naming it. The ``"parquet"`` forms read no card: they still load the
+    shards there (README, "What you get").
+
+    Args:
+        output_dir: the folder (path or URI), named in the text.
+    Returns:
+        the card's bytes (UTF-8).
+    """
+    return (
+        "---\n"
+        "configs:\n- config_name: default\n  data_files:\n  - split: train\n"
+        f"    path: {json.dumps(INCOMPLETE_FILES)}\n"
+        "tags:\n- rmlprep\n---\n\n"
+        "# Incomplete rmlprep run\n\n"
+        f"An rmlprep run is writing `{output_dir}`, or its run failed, was stopped or was killed before every "
+        "unit was done: the `train-*.parquet` here (each with its `shard-NNNNN.done.json`) are part of the data, "
+        "and there is no `manifest.json` yet. So `datasets.load_dataset` of this folder is refused (this card's "
+        "`data_files` name no file); `load_dataset(\"parquet\", ...)` reads no card and would load the part.\n\n"
+        "Rerun the same config into this folder (`rmlprep run CONFIG --resume`): the done units are kept, the "
+        "rest are done, and this card is replaced by the dataset card.\n"
     ).encode("utf-8")

@@ -20,6 +20,7 @@ from .late_keys import marker_needs, unit_needs
 from .output import PREVIOUS, OutputFolder
 from .owner import check_owner, check_shards, claim
 from .previous import discard_previous, previous_complete, restore_previous, sweep
+from .card import incomplete_card
 from .framing import framing
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
@@ -164,6 +165,11 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             if stale:
                 log(f"output: removed the files of {len(stale)} unit{'s' if len(stale) != 1 else ''} that are not in "
                     f"this plan (the input shrank or is planned differently): units {stale[0]}..{stale[-1]}")
+            if todo and cfg["output"]["format"] == "parquet" and not out.exists("manifest.json"):
+                # until its manifest is written the folder holds part of the data: a card no
+                # datasets load takes for the whole (a failed, stopped or killed run leaves it)
+                card = incomplete_card(str(out.path))
+                out.commit("README.md", lambda f: f.write(card))
             workers = cfg["run"]["workers"] or cores()
             workers = max(1, min(workers, len(todo))) if todo else 1
             total_bytes = sum(u.nbytes for u in units)
