@@ -280,6 +280,34 @@ def test_lock_on_s3(s3):
             pass
 
 
+def test_a_run_that_lost_its_lease_commits_nothing_more(corpus):
+    """Run A stalls past the lease (SIGSTOP, a suspended laptop) and run B takes the prefix over
+    (here: the lock object rewritten with B's token as A starts its units). Before, A went on:
+    it committed its units and its manifest over B's folder (explore19b, moto: A's manifest over
+    5 of A's shards and B's unit 3, B having exited 0), then failed at the end. Now every commit
+    checks the lock's token first: A commits no unit and no report, and does not clean up either
+    (B's temporary stays), and fails naming the takeover."""
+    import boto3
+
+    _, s3_in = corpus
+    out = f"s3://{BUCKET}/runs/lost-lease"
+    b_lock = json.dumps({"pid": 1, "host": "b-host", "token": "b-token", "time": time.time()}).encode()
+
+    def log(line: str) -> None:
+        if line.startswith("run: "):  # units about to start: B takes over
+            s3 = boto3.client("s3")
+            s3.put_object(Bucket=BUCKET, Key="runs/lost-lease/.rmlprep.lock", Body=b_lock)
+            s3.put_object(Bucket=BUCKET, Key="runs/lost-lease/train-00000.parquet.tmp-b-host-1", Body=b"B's")
+
+    with pytest.raises(OutputError, match="another run took this folder's lock over while this run held it"):
+        run(make_cfg(s3_in, out), log=log)
+    o = OutputFolder(out)
+    names = o.list("**/*")
+    assert not [n for n in names if n.startswith(("train-", "shard-", "rejects/", "manifest", "stats"))
+                and ".tmp-b-host-" not in n], names
+    assert o.read_bytes(".rmlprep.lock") == b_lock and o.read_bytes("train-00000.parquet.tmp-b-host-1") == b"B's"
+
+
 def test_commit_is_atomic_on_s3(s3):
     """A write that fails half way leaves nothing under the name (nor a temporary); an older
     complete object stays as it was."""

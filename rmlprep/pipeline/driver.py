@@ -26,6 +26,7 @@ from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
 from .renumber import adopt_moved, renumbered_line
 from .reports import Progress, write_reports
+from .store import fence, still_held
 from .tools_column import check_named_columns
 from .unit import work_unit
 from .writers import writer_for
@@ -118,6 +119,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
     timings["plan"] = time.perf_counter() - t
     check_named_columns(cfg, units, log=log)  # sft: a tools, system or media column the config does not name is refused
     with out.lock():  # one run per folder, writable: checked before any corpus work
+        holder = fence(out)  # on a store: nothing is committed once another run took the lease over
         claim(out)  # the folder is rmlprep's from here on: a killed first run resumes
         if getattr(out, "lock_note", ""):  # an object store's lock (see store.py)
             log(f"output: {out.lock_note}")
@@ -195,7 +197,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                             timings["engine_start"] = engine.startup_seconds
                         workers = engine.workers
                         t = prog.t0 = time.perf_counter()  # rates and ETA from the first unit on
-                        results = engine.imap_unordered(work_unit, order, (cfg, tokenizer))
+                        results = engine.imap_unordered(work_unit, order, (cfg, tokenizer, holder))
                         try:
                             for rec in results:
                                 if "error" in rec:
@@ -218,7 +220,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                 # killed by its memory monitor leaves one even when the retried task succeeds); the lock
                 # is held and the engine is closed, so each is this run's and nothing will rename it
                 try:
-                    out.remove_temporaries()
+                    if still_held(out):  # else they are the run that took the folder over's
+                        out.remove_temporaries()
                 except OutputError:
                     pass  # the folder refuses it: the next run removes them (owner.check_shards)
             timings.setdefault("process", time.perf_counter() - t)
@@ -226,13 +229,16 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                 raise _unit_errors(errors, done=0 if previous_complete(out) else len(records), where=out.path)
             _units_live_line(cfg, parity, records, {u.index for u in todo}, log)
             timings["total"] = time.perf_counter() - t_start
-            manifest = write_reports(cfg, tokenizer, units, records, parity, timings, workers, {u.index for u in todo}, log)
+            manifest = write_reports(cfg, tokenizer, units, records, parity, timings, workers, {u.index for u in todo},
+                                     log, holder)
         except Exception:  # a failed unit, a full disk, a bug: the previous complete run comes back
-            _put_back(out, kept, log)
+            if still_held(out):  # a run that lost its lease (store) leaves the folder to the one holding it
+                _put_back(out, kept, log)
             raise
         except BaseException:  # Ctrl-C, SIGTERM: the done units stay and --resume continues
             with suppress(OutputError):
-                discard_previous(out)
+                if still_held(out):
+                    discard_previous(out)
             raise
         with suppress(OutputError):  # the manifest is committed: the run is done whatever happens here
             discard_previous(out)

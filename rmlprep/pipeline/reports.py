@@ -26,6 +26,7 @@ from .late_keys import late_counts
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
 from .pack import HIST_BINS_PER_OCTAVE, hist_edges, length_hist, unfilled_tokens
+from .store import fence
 from .verdict import (drop_warning, reject_line, reject_share_warning, rejected_files_warning, rejects_by_kind,
                       rejects_by_stage)
 
@@ -124,17 +125,19 @@ def _with_room(rec: dict[str, Any], seq_len: int) -> dict[str, Any]:
 
 def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[int, dict[str, Any]],
                   parity: dict[str, Any], timings: dict[str, float], workers: int, processed: Collection[int],
-                  log: Callable[[str], None]) -> dict[str, Any]:
+                  log: Callable[[str], None], holder: str = "") -> dict[str, Any]:
     """Commit stats.json, lengths.png (with ``run.histogram``), README.md (the dataset card; Megatron:
     megatron-data-args.txt; a run without a document: a README saying so) and manifest.json as
     one set (:func:`commit_together`), log the summary table, and return the manifest.
     ``processed``: the units this run wrote (the others were skipped as done); the throughput is
-    theirs over ``timings["process"]``.
+    theirs over ``timings["process"]``. ``holder``: the run's lease token on an object store
+    (:func:`.store.fence`): no report is committed once the lock holds another.
 
     Raises:
         OutputError: a report cannot be written (the folder keeps the previous set, or none).
     """
     out = OutputFolder(cfg.output_dir)
+    fence(out, holder)
     seq_len = cfg["pack"]["seq_len"]
     recs = [_with_room(records[u.index], seq_len) for u in units]
     totals = {k: int(sum(r.get(k, 0) for r in recs)) for k in _TOTAL_KEYS}

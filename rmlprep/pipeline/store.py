@@ -22,7 +22,9 @@ lock whose last write is older than :data:`LEASE_S` seconds (by the store's cloc
 clocks do not matter), or that names a process of this host which no longer runs (a run killed
 here), belongs to a killed run and is taken over, again with ``If-Match``, so two runs cannot
 both take it over. A run that finds its lease taken over (it stalled for over
-a minute) fails at the end instead of writing reports. AWS S3, MinIO and moto support
+a minute) commits nothing more: each commit first checks that the lock object holds the run's
+token (:func:`fence`, a GET), so a run waking after another took the folder over fails and
+leaves that run's files alone (it once wrote its remaining units and manifest over them). AWS S3, MinIO and moto support
 conditional writes; a store that answers ``NotImplemented`` falls back to the best-effort lock
 below, with a warning. Without boto3, and on other stores, the lock is best effort: a run
 refuses a lock object younger than the lease, then writes its own and reads it back; two runs
@@ -42,14 +44,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import IO, Any
 
 from .. import fs
 from ..errors import OutputError
 from .output import LOCK_NAME, OutputFolder
 
-__all__ = ["ObjectStoreFolder", "LEASE_S", "REFRESH_S"]
+__all__ = ["ObjectStoreFolder", "LEASE_S", "REFRESH_S", "fence", "still_held"]
 
 #: seconds after its last refresh that a lock object counts as left by a killed run
 LEASE_S = 60.0
@@ -77,6 +79,7 @@ class ObjectStoreFolder(OutputFolder):
         self.path = os.fspath(path).rstrip("/")  # type: ignore[assignment]
         self._fs, self._root = fs.filesystem(self.path)
         self._lease: _Lease | None = None
+        self._fence = ""
         self.lock_note = ""
 
     def __repr__(self) -> str:
@@ -149,10 +152,8 @@ class ObjectStoreFolder(OutputFolder):
             raise _store_error(self._uri(name), e) from None
 
     def remove_empty_folder(self, name: str) -> None:
-        """Remove the empty ``name/`` marker object pyarrow's S3 client writes when it deletes
-        the last object under ``name`` (it keeps the "folder"), when nothing is under it: a
-        completed rerun left ``.rmlprep.previous/`` in the prefix (explorer5 X8). Never raises: a
-        marker left is harmless (:meth:`list` and :meth:`entries` read objects only)."""
+        """Remove the empty ``name/`` marker object pyarrow's S3 client leaves when it deletes the
+        last object under ``name`` (explorer5 X8). Never raises: a marker left is harmless."""
         import pyarrow.fs as pafs
 
         key = self._key(name)
@@ -222,14 +223,27 @@ class ObjectStoreFolder(OutputFolder):
                 raise
         return tmp, (h.hexdigest() if h is not None else None)
 
+    def check_held(self) -> None:
+        """Raises OutputError when fenced (:func:`fence`) and the lock object holds another run's token, or none."""
+        try:
+            token = json.loads(self.read_bytes(LOCK_NAME)).get("token") if self._fence else None
+        except (OSError, ValueError, AttributeError):
+            token = None
+        if self._fence and token != self._fence:
+            raise OutputError(f"output.dir {self.path}: another run took this folder's lock over while this run "
+                              f"held it (this run stalled for over {LEASE_S:.0f} s): this run commits nothing "
+                              "more and leaves the folder to that run; rerun once it is done", path=self.path)
+
     def publish(self, tmp: Any, name: str) -> None:
-        """Copy a temporary of :meth:`stage` to ``name`` server-side (atomic: the name appears whole).
+        """Copy a temporary of :meth:`stage` to ``name`` server-side (atomic: the name appears
+        whole), once :meth:`check_held` passes.
 
         Raises:
-            OutputError: the copy failed; nothing new is under ``name`` and the temporary is removed
-                when possible.
+            OutputError: the copy failed, or the folder is another run's (:meth:`check_held`);
+                nothing new is under ``name`` and the temporary is removed when possible.
         """
         try:
+            self.check_held()
             self._fs.move(tmp, self._key(name))
         except BaseException as e:
             self.discard(tmp)
@@ -269,6 +283,22 @@ class ObjectStoreFolder(OutputFolder):
 
 
 OutputFolder.remote_class = ObjectStoreFolder
+
+
+def fence(out: OutputFolder, token: str | None = None) -> str:
+    """Have ``out`` commit only while the lock object holds ``token`` (None: the lease ``out`` holds,
+    :meth:`ObjectStoreFolder.lock`), its run's; returns it. "" on a disk: ``flock`` needs no fence."""
+    if isinstance(out, ObjectStoreFolder):
+        out._fence = (out._lease.token if out._lease else "") if token is None else token
+    return getattr(out, "_fence", "")
+
+
+def still_held(out: OutputFolder) -> bool:
+    """Whether the run ``out`` is fenced for still holds the folder (always, on a disk): one that
+    lost it must not clean up, the files being another run's."""
+    with suppress(OutputError):
+        return out.check_held() is None if isinstance(out, ObjectStoreFolder) else True
+    return False
 
 
 class _Lease:

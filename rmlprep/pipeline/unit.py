@@ -26,6 +26,7 @@ from .plan import check_unchanged, input_identity
 from .chat_stages import format_and_tokenize, validate_conversations
 from .late_keys import chat_rules
 from .stages import REJECT_STAGES, Tally, read, tokenize_texts, validate_texts
+from .store import fence
 from .writers import shard_schema, writer_for
 
 __all__ = ["process_unit", "work_unit", "StageClock"]
@@ -39,22 +40,26 @@ _STAGES = {
 }
 
 
-def process_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
+def process_unit(unit: Unit, cfg: RunConfig, tokenizer, holder: str = "") -> dict[str, Any]:
     """Run read → validate → (format +) tokenize → pack → write → commit for one unit.
 
     Args:
         unit: a planned unit (:class:`.plan.PlannedUnit`, whose input identity goes into the
             marker), or a bare :class:`~rmlprep.readers.Unit` (its identity is computed here).
+        holder: on an object store, the lease token of the run (:func:`.store.fence`): each file
+            is committed only while the folder's lock holds it ("": no check).
     Returns:
         the done-marker record (also committed as ``shard-NNNNN.done.json``): counts, sha256,
         the input identity, the document-length histogram and per-stage seconds.
     Raises:
         ConfigError: the tokenizer lacks an id the ``[pack]`` section asks for.
         InputError: the input file is unreadable as a whole, or changed since it was planned.
-        OutputError: a file could not be written (nothing of the unit looks done then).
+        OutputError: a file could not be written, or another run holds the folder now (nothing
+            of the unit looks done then).
     """
     validate, tokenize, pack = _STAGES[cfg.pipeline]
     out = OutputFolder(cfg.output_dir)
+    fence(out, holder)
     clock = StageClock()
     tally = Tally(unit)
     identity = getattr(unit, "identity", None) or input_identity(unit)
@@ -95,7 +100,7 @@ def _then_checked(pieces: Iterator[T], unit: Unit, packed: Packed, tally: Tally)
                            f"{__version__}: please report it); the unit is not committed")
 
 
-def work_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
+def work_unit(unit: Unit, cfg: RunConfig, tokenizer, holder: str = "") -> dict[str, Any]:
     """:func:`process_unit` as an engine runs it: a unit that fails on purpose (RmlprepError) or
     on an input file the system cannot read (OSError) comes back as ``{"unit": i, "kind":
     "InputError", "error": "...", "fatal": False}`` so the run can report every failed unit;
@@ -105,7 +110,7 @@ def work_unit(unit: Unit, cfg: RunConfig, tokenizer) -> dict[str, Any]:
     fault, not the unit, so the run stops rather than write the other units).
     Any other exception is a bug and propagates."""
     try:
-        return process_unit(unit, cfg, tokenizer)
+        return process_unit(unit, cfg, tokenizer, holder)
     except RmlprepError as e:
         return {"unit": unit.index, "kind": type(e).__name__, "error": str(e),
                 "fatal": isinstance(e, (OutputError, ParityError))}
