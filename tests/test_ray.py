@@ -141,7 +141,7 @@ def test_ray_resume_and_engine_switch(ray_local, corpus, tmp_path):
     assert outputs(out) == ref and markers(out) == markers(ref_dir)
 
 
-def _dies_once_mid_write(unit, cfg, tokenizer, flag_dir):
+def _dies_once_mid_write(unit, cfg, tokenizer, holder="", *, flag_dir):
     """work_unit, but the first attempt at unit 2 SIGKILLs its own worker process after writing
     one row group (as Ray's memory monitor or the kernel's OOM killer does): the temporary is on
     disk, no marker. Runs inside the Ray worker (pickled by value)."""
@@ -160,7 +160,7 @@ def _dies_once_mid_write(unit, cfg, tokenizer, flag_dir):
             os.kill(os.getpid(), signal.SIGKILL)
 
         writers_mod.pq.ParquetWriter.write_table = write_then_die
-    return unit_mod.work_unit(unit, cfg, tokenizer)
+    return unit_mod.work_unit(unit, cfg, tokenizer, holder)
 
 
 def test_a_killed_task_is_retried_and_leaves_no_temporary(ray_local, corpus, tmp_path, monkeypatch):

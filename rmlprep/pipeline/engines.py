@@ -2,7 +2,7 @@
 
 Every engine has the same small interface (:class:`Engine`): used as a context manager, it
 runs ``fn(unit, *context)`` for each unit and yields the results as they complete, in any order.
-``context`` (the config and the tokenizer) is sent to each worker once, not once per unit. The
+``context`` (the config, the tokenizer, the lease token) is sent to each worker once, not once per unit. The
 output never depends on the engine, its number of workers or the order of completion: each
 unit's files are a function of (unit, config, tokenizer) alone.
 

@@ -15,8 +15,8 @@ files named after its own blocks; making each batch one unit descriptor would be
 with a streaming executor added. Ray Data's row-level checkpointing would not survive packing
 either; resume stays the done marker per unit.
 
-**The context** (the config and the tokenizer, which pickles as its
-:class:`~rmlprep.spec.TokenizerSpec`) is put in the object store once per run and handed to
+**The context** (the config, the tokenizer, which pickles as its
+:class:`~rmlprep.spec.TokenizerSpec`, and on an object store the run's lease token) is put in the object store once per run and handed to
 tasks *nested* in a tuple, so Ray does not resolve it per task; a worker process fetches it
 and builds the tokenizer's indexes on its first unit only, then reuses it from a per-process
 cache keyed by the run (:data:`_CONTEXTS`).
