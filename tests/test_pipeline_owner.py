@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -220,3 +222,22 @@ def test_a_lock_taken_on_a_removed_lock_file_is_taken_again(tmp_path, monkeypatc
         with pytest.raises(OutputError, match="in use by another rmlprep run"):
             with OutputFolder(out).lock():  # a third run: refused
                 pass
+
+
+@pytest.mark.parametrize("code", [errno.ENOLCK, errno.EOPNOTSUPP], ids=["ENOLCK", "EOPNOTSUPP"])
+def test_a_file_system_without_locks_is_one_line_naming_it(tmp_path, monkeypatch, code):
+    """flock fails with ENOLCK or EOPNOTSUPP on file systems that take no locks (some NFS, SMB
+    and FUSE mounts). The run said only ``rmlprep: error: No locks available`` (the bare
+    strerror: no folder, no fix); now the line names the folder, the lock file and the way out,
+    and the run exits 2 without a traceback, before any unit."""
+    from rmlprep.pipeline import output as output_mod
+
+    def no_locks(fd, op):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(output_mod.fcntl, "flock", no_locks)
+    inp, out = corpus(tmp_path), tmp_path / "o"
+    with pytest.raises(OutputError, match=rf"output.dir {out}: cannot lock \.rmlprep\.lock: {os.strerror(code)}; "
+                                          r"the file system takes no file locks .*local disk, or an object store"):
+        run(make_cfg(inp, out), log=quiet)
+    assert not list(out.glob("train-*"))

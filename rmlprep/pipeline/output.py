@@ -15,33 +15,32 @@ Layout (names from :mod:`rmlprep.shards`)::
 none; a write that fails removes its temporary. A unit's files are committed in a fixed order —
 shard, rejects, done marker — so a done marker is never on disk before the files it vouches for.
 
-**Done.** A unit counts as done only when its marker exists, names the same config hash, the
-same tokenizer fingerprint (the config names the tokenizer only by path) and the same input identity (file sizes, mtimes and content hash, see :mod:`.plan`), and the
-shard's sha256 and its rejects file's match the marker (:meth:`OutputFolder.verify_done`);
-anything else is redone from scratch. Files of units that are not in the run's plan (the input
-shrank) or are redone, and the previous reports, are set aside until the run completes, and put
-back when it fails (:mod:`.previous`): a manifest always describes the folder it is in. A folder
-holding Parquet shards under the names of earlier versions (``shard-NNNNN.parquet``) is refused
-(:func:`.owner.check_shards`): resuming it would mix two namings, and ``datasets`` would read
-only the new one.
+**Done.** A unit counts as done only when its marker exists, names the same config hash, the same
+tokenizer fingerprint (the config names the tokenizer only by path) and the same input identity
+(file sizes, mtimes and content hash, see :mod:`.plan`), and the shard's sha256 and its rejects
+file's match the marker (:meth:`OutputFolder.verify_done`); anything else is redone from scratch.
+Files of units that are not in the run's plan (the input shrank) or are redone, and the previous
+reports, are set aside until the run completes, and put back when it fails (:mod:`.previous`): a
+manifest always describes the folder it is in. A folder holding Parquet shards under the names of
+earlier versions (``shard-NNNNN.parquet``) is refused (:func:`.owner.check_shards`): resuming it
+would mix two namings, and ``datasets`` would read only the new one.
 
-**One run at a time.** :meth:`OutputFolder.lock` holds an exclusive ``flock`` on
-``.rmlprep.lock`` for the whole run (released by the kernel on any exit, SIGKILL included); a
-second run into the same folder stops at once with the holder's pid. The file is removed as
-the run ends (before the lock is released: see :meth:`OutputFolder.lock`), so a finished
-folder holds no lock file. Temporaries are only
-removed under the lock, so a run never deletes another live run's files.
+**One run at a time.** :meth:`OutputFolder.lock` holds an exclusive ``flock`` on ``.rmlprep.lock``
+for the whole run (released by the kernel on any exit, SIGKILL included); a second run into the
+same folder stops at once with the holder's pid. The file is removed as the run ends (before the
+lock is released: see :meth:`OutputFolder.lock`), so a finished folder holds no lock file.
+Temporaries are only removed under the lock, so a run never deletes another live run's files.
 
 **Environment faults** (not writable, disk full, ...) raise :class:`~rmlprep.errors.OutputError`
-naming the file and the cause; the folder's writability is probed when the lock is taken,
-before any work.
+naming the file and the cause; the folder's writability is probed when the lock is taken, before
+any work.
 
 File-system access is kept to a few primitives (:meth:`~OutputFolder.stage` and
 :meth:`~OutputFolder.publish`, which :meth:`~OutputFolder.commit` is, :meth:`~OutputFolder.exists`,
 :meth:`~OutputFolder.entries`, :meth:`~OutputFolder.list`, :meth:`~OutputFolder.remove`,
-:meth:`~OutputFolder.remove_empty_folder`,
-:meth:`~OutputFolder.read_bytes`, :meth:`~OutputFolder.sha256`, :meth:`~OutputFolder.lock`);
-:mod:`.store` implements them on an object store (``output.dir = "s3://..."``).
+:meth:`~OutputFolder.remove_empty_folder`, :meth:`~OutputFolder.read_bytes`,
+:meth:`~OutputFolder.sha256`, :meth:`~OutputFolder.lock`); :mod:`.store` implements them on an
+object store (``output.dir = "s3://..."``).
 """
 
 from __future__ import annotations
@@ -109,12 +108,13 @@ _FIX = {errno.ENOSPC: "the disk is full: free space (done units are kept) and re
         errno.EDQUOT: "the disk quota is exhausted: free space (done units are kept) and rerun",
         errno.EROFS: "the file system is read-only: choose another --output",
         errno.EACCES: "no permission to write there: choose another --output",
-        errno.EPERM: "no permission to write there: choose another --output"}
+        errno.EPERM: "no permission to write there: choose another --output",
+        **dict.fromkeys((errno.ENOLCK, errno.EOPNOTSUPP), "the file system takes no file locks (some NFS, SMB or "
+                        "FUSE mounts): choose an --output on a local disk, or an object store (s3://...)")}
 
 
 def _utf8(text: str) -> bytes:
-    """JSON text as UTF-8; a lone surrogate (from a rejected row's value or reason) is written as
-    its JSON escape ``\\udXXX``, so the file stays valid UTF-8 and valid JSON."""
+    """JSON text as UTF-8, a lone surrogate (a reject's value or reason) as its JSON escape ``\\udXXX``."""
     return text.encode("utf-8", "backslashreplace")
 
 
@@ -331,16 +331,11 @@ class OutputFolder:
         """Hold the folder for one run: create it, take an exclusive lock on :data:`LOCK_NAME`
         (pid and host written in it) and probe that a file can be committed. The lock file is
         removed when the run ends, however it ends (a SIGKILL leaves it: the kernel still
-        releases the lock, and the next run takes it).
-
-        Removing it is safe because it is removed while still locked, and a lock taken on a file
-        no longer at the path (opened just before its removal) is dropped and taken again: else
-        that run would hold an unlinked file while a third creates a new one, two in one folder.
-
-        Raises:
-            OutputError: another run holds the lock (its pid and host are named); the folder
-                cannot be created or written.
-        """
+        releases the lock, and the next run takes it). Removing it is safe: it is removed while
+        still locked, and a lock taken on a file no longer at the path (opened just before its
+        removal) is taken again, else that run would hold an unlinked file while a third creates
+        a new one. Raises OutputError: another run holds the lock (its pid and host named); the
+        folder cannot be created, written or locked (a file system without flock)."""
         self.create()
         path = self.path / LOCK_NAME
         while True:
@@ -356,6 +351,9 @@ class OutputFolder:
                 who = f"pid {holder[0]} on {holder[1]}" if len(holder) >= 2 else "an unknown pid"
                 raise OutputError(f"output.dir {self.path}: in use by another rmlprep run ({who}); wait for it "
                                   "to finish or choose another --output", path=str(self.path)) from None
+            except OSError as e:  # ENOLCK, EOPNOTSUPP: a file system without flock (was a bare strerror)
+                os.close(fd)
+                raise _output_error(f"output.dir {self.path}: cannot lock {LOCK_NAME}", e) from None
             if _same_file(fd, path):
                 break
             os.close(fd)  # the run that held it removed it as it ended: lock the file at the path
