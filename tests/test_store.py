@@ -310,6 +310,39 @@ def test_a_run_that_lost_its_lease_commits_nothing_more(corpus):
     assert o.read_bytes(".rmlprep.lock") == b_lock and o.read_bytes("train-00000.parquet.tmp-b-host-1") == b"B's"
 
 
+def test_a_full_local_temporary_is_an_output_error_not_an_input_one(corpus, monkeypatch):
+    """A shard bound for the store is written whole to a local temporary first (TMPDIR). When
+    that disk filled up, the error was taken for the input's: every unit failed with
+    ``c.jsonl: No space left on device (reading c.jsonl bytes [0, 404873))`` (explore19b), which
+    sends the user to the input file, and the run went on through every unit. Now it is an
+    OutputError naming the object, the local folder and TMPDIR, and it stops the run."""
+    import errno
+    import io
+    import tempfile
+    import types
+
+    from rmlprep.pipeline import store
+
+    class Full(io.BytesIO):
+        def __init__(self, *a, **k):
+            super().__init__()
+
+        def write(self, b):  # room for the small files (the lock probe, the folder marker), not a shard
+            if self.tell() + len(b) > 10_000:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return super().write(b)
+
+    # store's own tempfile only: moto's server, in this process, spools request bodies with it too
+    monkeypatch.setattr(store, "tempfile", types.SimpleNamespace(SpooledTemporaryFile=Full,
+                                                                 gettempdir=tempfile.gettempdir))
+    _, s3_in = corpus
+    out = f"s3://{BUCKET}/runs/full-tmp"
+    with pytest.raises(OutputError, match=rf"^{out}/train-\d{{5}}\.parquet: writing its local temporary in "
+                                          rf"{tempfile.gettempdir()}: No space left on device; .*TMPDIR"):
+        run(make_cfg(s3_in, out), log=quiet)
+    assert not OutputFolder(out).list("train-*")
+
+
 def test_commit_is_atomic_on_s3(s3):
     """A write that fails half way leaves nothing under the name (nor a temporary); an older
     complete object stays as it was."""

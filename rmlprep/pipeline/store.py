@@ -207,7 +207,11 @@ class ObjectStoreFolder(OutputFolder):
         """
         tmp = self._key(f"{name}.tmp-{socket.gethostname()}-{os.getpid()}")
         with tempfile.SpooledTemporaryFile(max_size=_SPOOL) as local:
-            write(local)
+            try:
+                write(local)
+            except OSError as e:  # the local temporary's (a full TMPDIR), not the input's: it was "reading FILE"
+                raise OutputError(f"{self._uri(name)}: writing its local temporary in {tempfile.gettempdir()}: {e.strerror or e}; "
+                                  "free space there or set TMPDIR to a roomier disk, then rerun", path=self._uri(name)) from None
             local.seek(0)
             h = hashlib.sha256() if digest else None
             try:
@@ -236,12 +240,8 @@ class ObjectStoreFolder(OutputFolder):
 
     def publish(self, tmp: Any, name: str) -> None:
         """Copy a temporary of :meth:`stage` to ``name`` server-side (atomic: the name appears
-        whole), once :meth:`check_held` passes.
-
-        Raises:
-            OutputError: the copy failed, or the folder is another run's (:meth:`check_held`);
-                nothing new is under ``name`` and the temporary is removed when possible.
-        """
+        whole), once :meth:`check_held` passes. Raises OutputError: the copy failed, or the folder
+        is another run's; nothing new is under ``name`` and the temporary is removed when possible."""
         try:
             self.check_held()
             self._fs.move(tmp, self._key(name))
