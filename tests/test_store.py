@@ -345,18 +345,19 @@ def test_a_full_local_temporary_is_an_output_error_not_an_input_one(corpus, monk
 
 def test_commit_is_atomic_on_s3(s3):
     """A write that fails half way leaves nothing under the name (nor a temporary); an older
-    complete object stays as it was."""
+    complete object stays as it was. The failure is an OutputError, as on a disk (OutputFolder.stage):
+    the write function's OSError is the local temporary's."""
     o = OutputFolder(f"s3://{BUCKET}/runs/atomic")
 
     def half(f):
         f.write(b"PAR1 half a shard")
         raise OSError(28, "No space left on device")
 
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(OutputError, match="No space"):
         o.commit("train-00000.parquet", half)
     assert o.list("*") == []
     digest = o.commit("train-00000.parquet", lambda f: f.write(b"complete"), digest=True)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputError):
         o.commit("train-00000.parquet", half)
     assert o.read_bytes("train-00000.parquet") == b"complete" and o.list("*") == ["train-00000.parquet"]
     assert digest == o.sha256("train-00000.parquet")

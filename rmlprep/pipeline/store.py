@@ -203,7 +203,7 @@ class ObjectStoreFolder(OutputFolder):
         Returns:
             (the temporary key, the sha256 hex of the bytes uploaded with ``digest=True``, else None).
         Raises:
-            OutputError: the upload failed; the temporary is removed when possible.
+            OutputError: the local write (TMPDIR) or the upload failed; the temporary is removed when possible.
         """
         tmp = self._key(f"{name}.tmp-{socket.gethostname()}-{os.getpid()}")
         with tempfile.SpooledTemporaryFile(max_size=_SPOOL) as local:
