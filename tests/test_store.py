@@ -343,6 +343,30 @@ def test_a_full_local_temporary_is_an_output_error_not_an_input_one(corpus, monk
     assert not OutputFolder(out).list("train-*")
 
 
+def test_a_lock_that_cannot_be_read_is_no_takeover(s3, monkeypatch):
+    """The fence reads the lock object before each commit: a lock that is gone or holds another
+    token means another run took the folder over, but a read that fails (the store out of reach
+    for longer than pyarrow's retries) is the store's error, with its fix, not a false 'another
+    run took this folder's lock over'."""
+    from rmlprep.pipeline.store import fence
+
+    o = OutputFolder(f"s3://{BUCKET}/runs/fence-read")
+    fence(o, "my-token")
+    with pytest.raises(OutputError, match="another run took this folder's lock over"):
+        o.commit("a.json", lambda f: f.write(b"{}"))  # no lock object: not this run's folder
+    real = o.read_bytes
+
+    def unreachable(name):
+        if name == ".rmlprep.lock":
+            raise OSError("When reading information for key '.rmlprep.lock': AWS Error NETWORK_CONNECTION")
+        return real(name)
+
+    monkeypatch.setattr(o, "read_bytes", unreachable)
+    with pytest.raises(OutputError, match=r"\.rmlprep\.lock: When reading .*NETWORK_CONNECTION; check the bucket"):
+        o.commit("a.json", lambda f: f.write(b"{}"))
+    assert o.list("*") == []
+
+
 def test_commit_is_atomic_on_s3(s3):
     """A write that fails half way leaves nothing under the name (nor a temporary); an older
     complete object stays as it was. The failure is an OutputError, as on a disk (OutputFolder.stage):

@@ -231,12 +231,13 @@ class ObjectStoreFolder(OutputFolder):
         """Raises OutputError when fenced (:func:`fence`) and the lock object holds another run's token, or none."""
         try:
             token = json.loads(self.read_bytes(LOCK_NAME)).get("token") if self._fence else None
-        except (OSError, ValueError, AttributeError):
+        except (FileNotFoundError, ValueError, AttributeError):  # gone, or no lock of ours: not this run's
             token = None
+        except OSError as e:  # the store out of reach is no takeover
+            raise _store_error(self._uri(LOCK_NAME), e) from None
         if self._fence and token != self._fence:
-            raise OutputError(f"output.dir {self.path}: another run took this folder's lock over while this run "
-                              f"held it (this run stalled for over {LEASE_S:.0f} s): this run commits nothing "
-                              "more and leaves the folder to that run; rerun once it is done", path=self.path)
+            raise OutputError(f"output.dir {self.path}: another run took this folder's lock over while this run held it "
+                              f"(this run stalled for over {LEASE_S:.0f} s): this run commits nothing more; rerun once that run is done", path=self.path)
 
     def publish(self, tmp: Any, name: str) -> None:
         """Copy a temporary of :meth:`stage` to ``name`` server-side (atomic: the name appears
@@ -286,8 +287,7 @@ OutputFolder.remote_class = ObjectStoreFolder
 
 
 def fence(out: OutputFolder, token: str | None = None) -> str:
-    """Have ``out`` commit only while the lock object holds ``token`` (None: the lease ``out`` holds,
-    :meth:`ObjectStoreFolder.lock`), its run's; returns it. "" on a disk: ``flock`` needs no fence."""
+    """Have ``out`` commit only while the lock object holds ``token`` (None: its own lease's); returns it ("" on a disk)."""
     if isinstance(out, ObjectStoreFolder):
         out._fence = (out._lease.token if out._lease else "") if token is None else token
     return getattr(out, "_fence", "")
