@@ -125,13 +125,17 @@ def relative_note(relative: tuple[tuple[str, str, str], ...], cwd: str, source: 
     if not source:
         return note + ")"
     folder = os.path.dirname(os.path.abspath(source))
-    if folder == cwd:
-        return note + ")"
     hint = ""
+    # run from the config's own folder (`cd configs; rmlprep run c.toml`), the one above it may
+    # still hold what was meant: look there too, but say nothing of the folder it was resolved in
     for base in (folder, os.path.dirname(folder)):
+        if base == cwd:
+            continue
         there = os.path.join(base, os.path.expanduser(given))
         glob = any(ch in given for ch in "*?[")
         if fs.glob(there) if glob else os.path.exists(there):
             hint = f"; {there} {'matches' if glob else 'exists'}: run from {base}, or give the absolute path"
             break
+    if folder == cwd:
+        return note + f", the config file's folder{hint})"
     return note + f", not against the config file's folder, {folder}{hint})"

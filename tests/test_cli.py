@@ -1686,6 +1686,32 @@ def test_run_from_another_folder_says_how_relative_paths_resolved(tmp_path, monk
             f"{elsewhere}, not against the config file's folder, {proj}/configs)") in err, err
 
 
+
+@needs_tiny
+def test_run_from_the_configs_folder_names_the_project_folder(tmp_path, monkeypatch, capsys):
+    """``cd configs; rmlprep run pretrain.toml`` (trial19, the clone's own configs, whose paths
+    say ``../shared/...`` from the clone's root): the path resolved against configs/ and the
+    error, skipping the hint since the config's folder was the current directory, never named
+    the folder above it, the clone's root, where the path exists (found there from any other
+    folder). Worked example: proj/configs/c.toml gives 'data/*.jsonl'; proj/data/a.jsonl
+    exists; run from proj/configs, the line says proj/data/*.jsonl matches: run from proj."""
+    proj = tmp_path / "proj"
+    (proj / "configs").mkdir(parents=True)
+    (proj / "data").mkdir()
+    (proj / "data" / "a.jsonl").write_text('{"text": "hello"}\n')
+    toml = proj / "configs" / "c.toml"
+    toml.write_text(f'[input]\npaths = ["data/*.jsonl"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
+                    '[output]\ndir = "out/c"\n[run]\nprogress = "none"\nhistogram = false\n')
+    monkeypatch.chdir(proj / "configs")
+    assert main(["run", "c.toml"]) == 2
+    err = capsys.readouterr().err
+    cwd = proj / "configs"
+    want = (f"input.paths: the glob '{cwd}/data/*.jsonl' matches no file (input.paths gives 'data/*.jsonl': a "
+            f"relative path in a config resolves against the current directory, {cwd}, the config file's folder; "
+            f"{proj}/data/*.jsonl matches: run from {proj}, or give the absolute path)")
+    assert err.count("\n") == 1 and want in err, err
+    assert not (cwd / "out").exists()
+
 def _tiny_run_config(path: Path, inp: str, out: str) -> Path:
     """A pretraining config at ``path`` reading ``inp`` into ``out`` with the tiny tokenizer, quiet."""
     path.write_text(f'[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 64\n'
