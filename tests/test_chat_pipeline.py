@@ -321,6 +321,32 @@ def test_train_turns_last_in_the_run(tmp_path):
         run(cfg(inp, tmp_path / "t", fmt="template", chat={"train_turns": "last"}), log=quiet)
 
 
+
+def test_conversations_kept_under_no_assistant_keep_are_named_in_the_summary(tmp_path):
+    """``chat.no_assistant = "keep"`` keeps a conversation that trains nothing (no assistant turn,
+    or, under ``train_turns = "last"``, none after the last user message) and the manifest counts
+    it (``no_assistant``), but the summary said nothing (trial19: topical-chat with Qwen3 and
+    ``train_turns = "last"`` kept 1,547 of 2,156 conversations, all labels -100, without a word).
+    Worked example: of q/a, q/a/? and a lone user message, the last two train nothing: 2 kept,
+    3 documents, no reject; under "reject" the two are rejects and no such line is written."""
+    from rmlprep.pipeline.reports import summary_table
+
+    inp = tmp_path / "chat.jsonl"
+    convs = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+             [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}, {"role": "user", "content": "?"}],
+             [{"role": "user", "content": "hello?"}]]
+    inp.write_text("".join(json.dumps({"messages": c}) + "\n" for c in convs))
+    for keep in (True, False):
+        out = tmp_path / ("keep" if keep else "reject")
+        m = run(cfg(inp, out, fmt="qwen2.5", parity={"chat": False}, pack={"seq_len": 1024},
+                    chat={"train_turns": "last", "no_assistant": "keep" if keep else "reject"},
+                    run={"max_reject_fraction": 1}), log=quiet)
+        table = summary_table(m, json.loads((out / "stats.json").read_text()))
+        assert m["totals"]["documents"] == (3 if keep else 1) and m["totals"]["rejects"] == (0 if keep else 2)
+        line = ('2 conversations with no assistant turn, or none after the last user message kept in the rows '
+                'with every label -100: they train nothing (chat.no_assistant = "keep")')
+        assert (line in table) == keep, table
+
 def test_a_marker_older_than_json_tools_empty_is_redone_under_json_tools(tmp_path):
     """f6b1a69 made ``chat.json_tools`` read a tools column's ``[]`` as no tools (a row holding
     it kept its system message of JSON definitions as text beside its converted call); a unit
