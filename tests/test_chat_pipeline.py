@@ -343,7 +343,7 @@ def test_conversations_kept_under_no_assistant_keep_are_named_in_the_summary(tmp
                     run={"max_reject_fraction": 1}), log=quiet)
         table = summary_table(m, json.loads((out / "stats.json").read_text()))
         assert m["totals"]["documents"] == (3 if keep else 1) and m["totals"]["rejects"] == (0 if keep else 2)
-        line = ('2 conversations with no assistant turn, or none after the last user message kept in the rows '
+        line = ('2 conversations with no assistant turn, or none after the last user message, kept in the rows '
                 'with every label -100: they train nothing (chat.no_assistant = "keep")')
         assert (line in table) == keep, table
 

@@ -446,7 +446,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     if t.get("no_assistant") and manifest["config"].get("chat", {}).get("no_assistant") == "keep":
         # under "reject" they are rejects, in their own line; kept, only the manifest counted them
         n = t["no_assistant"]
-        after = (", or none after the last user message" if manifest["config"]["chat"].get("train_turns") == "last"
+        after = (", or none after the last user message," if manifest["config"]["chat"].get("train_turns") == "last"
                  else "")
         lines.append(("no answer", f"{n:,} conversation{'s' if n != 1 else ''} with no assistant turn{after} kept "
                                    "in the rows with every label -100: they train nothing (chat.no_assistant = "
