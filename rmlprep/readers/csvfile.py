@@ -194,6 +194,8 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
         base.check_column(path, header, column)
         col, width = header.index(column), len(header)
         heads = (column, "\ufeff" + column)  # the text field of a repeated header (a mark before the first)
+        in_head = set(header) | {"\ufeff" + header[0]}  # a text field that may start a reordered header
+        sorted_head = sorted(header)
         names = delim.join(header)
         names = names if len(names) <= 80 else names[:77] + "..."
         values: list[str] = []
@@ -227,6 +229,15 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
                     # UTF-8 byte-order mark, if any, stays in its first name): no document
                     errors.append((record, Reason(f"CSV record repeats the header's column names ({names!r}): "
                                                   "files concatenated with their headers?", "csv_repeated_header")))
+                elif (v in in_head and width > 1
+                      and sorted(named := [row[0].removeprefix("\ufeff"), *row[1:]]) == sorted_head):
+                    # the header in another column order: a file with other columns was concatenated
+                    # here, and every record after this one would be read into the wrong columns
+                    raise InputError(f"{path}: CSV record {record} (line {first_line}) holds the header's column "
+                                     f"names in another order ({delim.join(named)!r} under the header {names!r}): CSV "
+                                     "files with different column orders concatenated? Every record after it would be "
+                                     "read into the wrong columns; split the file before that line and give the parts "
+                                     "as separate inputs", path=path)
                 else:
                     values.append(v if v else None)  # an empty field is a null, as datasets reads it
                     rows.append(record)
