@@ -248,7 +248,8 @@ def test_qwen3_answers_without_think_are_counted(tmp_path):
     m = run(cfg(inp, tmp_path / "o", fmt="qwen3", parity={"chat": False}, pack={"seq_len": 1024}), log=quiet)
     assert m["totals"]["answers_without_think"] == 2
     table = summary_table(m, json.loads((tmp_path / "o" / "stats.json").read_text()))
-    assert ("2 answers trained without a think block (Qwen3's template writes one only after the last user turn): "
+    assert ("2 answers trained without a think block (Qwen3's template writes one only after the last user turn, for "
+            "the last answer and for turns holding reasoning): "
             "they teach the model to answer without thinking; with reasoning data, split") in table
     off = run(cfg(inp, tmp_path / "f", fmt="qwen3", parity={"chat": False}, pack={"seq_len": 1024},
                   chat={"options": {"enable_thinking": False}}), log=quiet)
@@ -317,6 +318,23 @@ def test_train_turns_last_in_the_run(tmp_path):
     table = summary_table(m, json.loads((tmp_path / "o" / "stats.json").read_text()))
     assert ('2 assistant turns before the last user message left out of the loss mask, kept as context '
             '(chat.train_turns = "last")') in table
+    assert "no think" not in table  # the two history answers were the only ones without a think block
+    call = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+        "name": "get_weather", "arguments": {"city": "Paris"}}}]}
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(json.dumps({"messages": [{"role": "user", "content": "Weather?"}, call,
+                                              {"role": "tool", "content": "sunny"},
+                                              {"role": "assistant", "content": "Sunny."}], "tools": tools}) + "\n")
+    m = run(cfg(calls, tmp_path / "c", fmt="qwen3", parity={"chat": False}, pack={"seq_len": 1024},
+                chat={"train_turns": "last", "tools_column": "tools"}), log=quiet)
+    assert m["totals"]["answers_without_think"] == 1 and not m["totals"]["history_untrained"]
+    table = summary_table(m, json.loads((tmp_path / "c" / "stats.json").read_text()))
+    assert ('1 answer trained without a think block (Qwen3\'s template writes one only after the last user turn, for '
+            'the last answer and for turns holding reasoning): they teach the model to answer without thinking; '
+            'under chat.train_turns = "last" these are turns after the last user message (tool calls before the '
+            'final answer') in table, table
+    assert 'or chat.train_turns = "last" trains' not in table  # (trial19: it advised the option already set)
     with pytest.raises(ConfigError, match="chat.train_turns: train_turns = 'last' needs a native chat format"):
         run(cfg(inp, tmp_path / "t", fmt="template", chat={"train_turns": "last"}), log=quiet)
 

@@ -25,6 +25,7 @@ from .framing import framing
 from .late_keys import late_counts
 from .megatron import data_args
 from .output import OutputFolder, json_bytes
+from .reports_chat import _not_known, chat_count_lines
 from .pack import HIST_BINS_PER_OCTAVE, hist_edges, length_hist, unfilled_tokens
 from .store import fence
 from .verdict import (drop_warning, reject_line, reject_share_warning, rejected_files_warning, rejects_by_kind,
@@ -345,33 +346,6 @@ def _units(n: int) -> str:
     return f"{n} unit{'s' if n != 1 else ''}"
 
 
-def _not_known(label: str, what: str) -> tuple[str, str]:
-    """The summary line of a count that a kept done marker predates (:func:`.late_keys.late_counts`:
-    its total is null)."""
-    return (label, f"{what}: not known (units written before rmlprep counted them were kept on resume; "
-                   "--overwrite writes them again and counts)")
-
-
-#: chat.format -> (why its answers_without_think are trained so, what to do): the summary's "no think" line
-_NO_THINK = {
-    "qwen3": ("Qwen3's template writes one only after the last user turn",
-              "with reasoning data, split multi-turn conversations into one per answer, or chat.train_turns = "
-              "\"last\" trains only the answers after the last user message; without, "
-              "chat.options.enable_thinking = false trains every answer after the prompt's empty think block"),
-    "gpt-oss": ("gpt-oss's template writes the analysis channel only in the last answer",
-                "with reasoning data, split multi-turn conversations into one per answer, or chat.train_turns = "
-                "\"last\" trains only the answers after the last user message"),
-    "deepseek-r1": ("DeepSeek-R1's template drops the reasoning of every answer, the last too, and its "
-                    "generation prompt opens <think>",
-                    "to train reasoning, use a format whose template writes it (qwen3)"),
-    "deepseek-v3.1": ("DeepSeek V3.1's template drops the reasoning of every answer: with enable_thinking each is "
-                      "trained as an empty <think></think>",
-                      "to train reasoning, use a format whose template writes it (qwen3); without reasoning data, "
-                      "leave enable_thinking off (its non-thinking mode)"),
-}
-_NO_THINK["deepseek-r1-llamacpp"] = _NO_THINK["deepseek-r1"]
-
-
 def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
     """A plain-text summary of a run."""
     t = manifest["totals"]
@@ -415,73 +389,7 @@ def summary_table(manifest: dict[str, Any], stats: dict[str, Any]) -> str:
                                    f"conversations hold{'' if n != 1 else 's'} no assistant token after the first "
                                    f"(whose label is -100): kept, but train{'' if n != 1 else 's'} nothing (row space "
                                    "only; each chunk is its own example)"))
-    if t.get("json_tool_calls_as_text"):
-        n = t["json_tool_calls_as_text"]
-        lines.append(("tool calls", f"{n:,} conversation{'s write' if n != 1 else ' writes'} tool calls as JSON text in the "
-                                    "assistant's content (LLaMA-Factory's shape), trained as that text; "
-                                    "chat.json_tools = true writes them as the format's tool calls"))
-    if t.get("json_tool_parameters_as_text"):
-        n = t["json_tool_parameters_as_text"]
-        lines.append(("tool schemas", f"{n:,} conversation{'s have' if n != 1 else ' has'} tool definitions holding "
-                                      "parameters as a string of JSON, written as one escaped string (as the template "
-                                      "would write it), not as the schema object; chat.json_tools = true parses them"))
-    if "reasoning_untrained" in t and t["reasoning_untrained"] is None:
-        lines.append(_not_known("reasoning", "conversations whose reasoning was left out of the loss mask "
-                                             "(chat.train_on_reasoning = false)"))
-    if t.get("reasoning_untrained"):
-        n = t["reasoning_untrained"]
-        whose = "conversations'" if n != 1 else "conversation's"
-        lines.append(("reasoning", f"{n:,} {whose} reasoning left out of the loss mask (chat.train_on_reasoning = false)"))
-    if "answers_without_think" in t and t["answers_without_think"] is None:
-        lines.append(_not_known("no think", "answers trained without a think block"))
-    if t.get("answers_without_think"):
-        n = t["answers_without_think"]
-        why, advice = _NO_THINK.get(manifest["config"]["chat"]["format"], _NO_THINK["qwen3"])
-        lines.append(("no think", f"{n:,} answer{'s' if n != 1 else ''} trained without a think block ({why}): "
-                                  f"they teach the model to answer without thinking; {advice}"))
-    if t.get("history_untrained"):
-        n = t["history_untrained"]
-        lines.append(("history", f"{n:,} assistant turn{'s' if n != 1 else ''} before the last user message left out "
-                                 "of the loss mask, kept as context (chat.train_turns = \"last\")"))
-    if t.get("no_assistant") and manifest["config"].get("chat", {}).get("no_assistant") == "keep":
-        # under "reject" they are rejects, in their own line; kept, only the manifest counted them
-        n = t["no_assistant"]
-        after = (", or none after the last user message," if manifest["config"]["chat"].get("train_turns") == "last"
-                 else "")
-        lines.append(("no answer", f"{n:,} conversation{'s' if n != 1 else ''} with no assistant turn{after} kept "
-                                   "in the rows with every label -100: they train nothing (chat.no_assistant = "
-                                   "\"keep\")"))
-    if t.get("tool_calls_without_tools"):
-        n = t["tool_calls_without_tools"]
-        unset = manifest["config"]["chat"].get("tools_column") is None
-        lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} tools but "
-                                    f"{'carry' if n != 1 else 'carries'} no tool definitions (trained to call tools "
-                                    "its prompt never shows)" + ("; if the rows hold them in a column, name it in "
-                                                                 "chat.tools_column" if unset else "")))
-    if t.get("tool_calls_undefined", 0) is None:
-        lines.append(_not_known("tool calls", "conversations calling a tool their definitions do not hold"))
-    if t.get("tool_calls_undefined"):
-        n = t["tool_calls_undefined"]
-        lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} a tool "
-                                    f"{'their' if n != 1 else 'its'} tool definitions do not hold (trained to call "
-                                    "a tool the prompt never shows)"))
-    if t.get("tool_arguments_from_string", 0) is None:
-        lines.append(_not_known("tool calls", "conversations giving tool-call arguments as a string of JSON"))
-    if t.get("tool_arguments_from_string"):
-        n = t["tool_arguments_from_string"]
-        lines.append(("tool calls", f"{n:,} conversation{'s give' if n != 1 else ' gives'} tool-call arguments as a "
-                                    "string of JSON, parsed and written as the format writes a mapping "
-                                    "(transformers' apply_chat_template writes such a string as it is or encodes it "
-                                    "again: its render of these rows can differ)"))
-    if t.get("special_text_parsed", 0) is None:
-        lines.append(_not_known("special text", "conversations whose text holds special-token text, encoded as the "
-                                                "control token (chat.format = \"template\")"))
-    if t.get("special_text_parsed"):
-        n = t["special_text_parsed"]
-        lines.append(("special text", f"{n:,} conversation{'s hold' if n != 1 else ' holds'} special-token text (e.g. "
-                                      "'<|im_end|>' typed in a message), encoded as the control token as "
-                                      "chat.format = \"template\" and transformers' apply_chat_template encode it "
-                                      "(a native format encodes it as text)"))
+    lines += chat_count_lines(manifest, t)
     lines.append(("input", f"{t['bytes'] / 1e6:.2f} MB"))
     if th["mb_per_s"] is not None:
         lines.append(("speed", f"{th['documents_per_s']:,.0f} docs/s, {th['mb_per_s']:.2f} MB/s, "

@@ -1,0 +1,115 @@
+"""The summary table's lines for what the sft chat stage counted (:data:`.chat_stages.CHAT_COUNTS`):
+a line for each count that is not 0, and a "not known" line where a kept unit's marker predates
+the count (:func:`.late_keys.late_counts`). Used by :func:`.reports.summary_table`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["chat_count_lines"]
+
+
+def _not_known(label: str, what: str) -> tuple[str, str]:
+    """The summary line of a count that a kept done marker predates (:func:`.late_keys.late_counts`:
+    its total is null)."""
+    return (label, f"{what}: not known (units written before rmlprep counted them were kept on resume; "
+                   "--overwrite writes them again and counts)")
+
+
+#: chat.format -> (why its answers_without_think are trained so, what to do): the summary's "no think" line;
+#: "{last}" is _LAST_ONLY unless chat.train_turns = "last" already trains only those answers
+_NO_THINK = {
+    "qwen3": ("Qwen3's template writes one only after the last user turn, for the last answer and for turns "
+              "holding reasoning",
+              "with reasoning data, split multi-turn conversations into one per answer{last}; without, "
+              "chat.options.enable_thinking = false trains every answer after the prompt's empty think block"),
+    "gpt-oss": ("gpt-oss's template writes the analysis channel only in the last answer",
+                "with reasoning data, split multi-turn conversations into one per answer{last}"),
+    "deepseek-r1": ("DeepSeek-R1's template drops the reasoning of every answer, the last too, and its "
+                    "generation prompt opens <think>",
+                    "to train reasoning, use a format whose template writes it (qwen3)"),
+    "deepseek-v3.1": ("DeepSeek V3.1's template drops the reasoning of every answer: with enable_thinking each is "
+                      "trained as an empty <think></think>",
+                      "to train reasoning, use a format whose template writes it (qwen3); without reasoning data, "
+                      "leave enable_thinking off (its non-thinking mode)"),
+}
+_LAST_ONLY = ", or chat.train_turns = \"last\" trains only the answers after the last user message"
+#: what the "no think" line says first under chat.train_turns = "last" (the history answers are untrained)
+_UNDER_LAST = ("under chat.train_turns = \"last\" these are turns after the last user message (tool calls before "
+               "the final answer, answers of a format that drops all reasoning): give such calls reasoning_content; ")
+_NO_THINK["deepseek-r1-llamacpp"] = _NO_THINK["deepseek-r1"]
+
+
+def chat_count_lines(manifest: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(label, text)`` lines for the chat counts of ``t`` (the manifest's totals)."""
+    lines: list[tuple[str, str]] = []
+    if t.get("json_tool_calls_as_text"):
+        n = t["json_tool_calls_as_text"]
+        lines.append(("tool calls", f"{n:,} conversation{'s write' if n != 1 else ' writes'} tool calls as JSON text in the "
+                                    "assistant's content (LLaMA-Factory's shape), trained as that text; "
+                                    "chat.json_tools = true writes them as the format's tool calls"))
+    if t.get("json_tool_parameters_as_text"):
+        n = t["json_tool_parameters_as_text"]
+        lines.append(("tool schemas", f"{n:,} conversation{'s have' if n != 1 else ' has'} tool definitions holding "
+                                      "parameters as a string of JSON, written as one escaped string (as the template "
+                                      "would write it), not as the schema object; chat.json_tools = true parses them"))
+    if "reasoning_untrained" in t and t["reasoning_untrained"] is None:
+        lines.append(_not_known("reasoning", "conversations whose reasoning was left out of the loss mask "
+                                             "(chat.train_on_reasoning = false)"))
+    if t.get("reasoning_untrained"):
+        n = t["reasoning_untrained"]
+        whose = "conversations'" if n != 1 else "conversation's"
+        lines.append(("reasoning", f"{n:,} {whose} reasoning left out of the loss mask (chat.train_on_reasoning = false)"))
+    if "answers_without_think" in t and t["answers_without_think"] is None:
+        lines.append(_not_known("no think", "answers trained without a think block"))
+    if t.get("answers_without_think"):
+        n = t["answers_without_think"]
+        why, advice = _NO_THINK.get(manifest["config"]["chat"]["format"], _NO_THINK["qwen3"])
+        last = manifest["config"]["chat"].get("train_turns") == "last"
+        advice = (_UNDER_LAST if last else "") + advice.format(last="" if last else _LAST_ONLY)
+        lines.append(("no think", f"{n:,} answer{'s' if n != 1 else ''} trained without a think block ({why}): "
+                                  f"they teach the model to answer without thinking; {advice}"))
+    if t.get("history_untrained"):
+        n = t["history_untrained"]
+        lines.append(("history", f"{n:,} assistant turn{'s' if n != 1 else ''} before the last user message left out "
+                                 "of the loss mask, kept as context (chat.train_turns = \"last\")"))
+    if t.get("no_assistant") and manifest["config"].get("chat", {}).get("no_assistant") == "keep":
+        # under "reject" they are rejects, in their own line; kept, only the manifest counted them
+        n = t["no_assistant"]
+        after = (", or none after the last user message," if manifest["config"]["chat"].get("train_turns") == "last"
+                 else "")
+        lines.append(("no answer", f"{n:,} conversation{'s' if n != 1 else ''} with no assistant turn{after} kept "
+                                   "in the rows with every label -100: they train nothing (chat.no_assistant = "
+                                   "\"keep\")"))
+    if t.get("tool_calls_without_tools"):
+        n = t["tool_calls_without_tools"]
+        unset = manifest["config"]["chat"].get("tools_column") is None
+        lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} tools but "
+                                    f"{'carry' if n != 1 else 'carries'} no tool definitions (trained to call tools "
+                                    "its prompt never shows)" + ("; if the rows hold them in a column, name it in "
+                                                                 "chat.tools_column" if unset else "")))
+    if t.get("tool_calls_undefined", 0) is None:
+        lines.append(_not_known("tool calls", "conversations calling a tool their definitions do not hold"))
+    if t.get("tool_calls_undefined"):
+        n = t["tool_calls_undefined"]
+        lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} a tool "
+                                    f"{'their' if n != 1 else 'its'} tool definitions do not hold (trained to call "
+                                    "a tool the prompt never shows)"))
+    if t.get("tool_arguments_from_string", 0) is None:
+        lines.append(_not_known("tool calls", "conversations giving tool-call arguments as a string of JSON"))
+    if t.get("tool_arguments_from_string"):
+        n = t["tool_arguments_from_string"]
+        lines.append(("tool calls", f"{n:,} conversation{'s give' if n != 1 else ' gives'} tool-call arguments as a "
+                                    "string of JSON, parsed and written as the format writes a mapping "
+                                    "(transformers' apply_chat_template writes such a string as it is or encodes it "
+                                    "again: its render of these rows can differ)"))
+    if t.get("special_text_parsed", 0) is None:
+        lines.append(_not_known("special text", "conversations whose text holds special-token text, encoded as the "
+                                                "control token (chat.format = \"template\")"))
+    if t.get("special_text_parsed"):
+        n = t["special_text_parsed"]
+        lines.append(("special text", f"{n:,} conversation{'s hold' if n != 1 else ' holds'} special-token text (e.g. "
+                                      "'<|im_end|>' typed in a message), encoded as the control token as "
+                                      "chat.format = \"template\" and transformers' apply_chat_template encode it "
+                                      "(a native format encodes it as text)"))
+    return lines
