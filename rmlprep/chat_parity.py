@@ -237,8 +237,10 @@ def check_chat_format(fmt: str, *, template: str | None = None, renders: str | o
 
 
 #: the end of a live chat difference's message: what the user can do
-LIVE_WAYS_ON = ("\n  the tokenizer's template writes this conversation otherwise: chat.format = \"template\" renders "
-                "with the template itself (jinja2); parity.chat_live_sample = 0 skips this comparison")
+LIVE_WAYS_ON = ("\n  the tokenizer's template writes this conversation otherwise. If you train with that template: "
+                "chat.format = \"template\" renders with the template itself (jinja2; a template that rewrites "
+                "earlier turns, as Qwen3's, refuses multi-turn rows there). Only if the format's text is what you "
+                "want (the template is an edit you do not follow): parity.chat_live_sample = 0 skips this comparison")
 
 
 def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, ...]], *,

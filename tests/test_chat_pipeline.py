@@ -168,8 +168,10 @@ def test_live_sample_is_on_by_default(tmp_path):
     msg = str(e.value)
     assert msg.startswith(f"live render with the tokenizer's chat template, corpus conversation 0 ({inp} row 0): "
                           "chat text differs"), msg
-    assert msg.endswith("chat.format = \"template\" renders with the template itself (jinja2); "
-                        "parity.chat_live_sample = 0 skips this comparison"), msg
+    assert msg.endswith("chat.format = \"template\" renders with the template itself (jinja2; a template that "
+                        "rewrites earlier turns, as Qwen3's, refuses multi-turn rows there). Only if the format's text "
+                        "is what you want (the template is an edit you do not follow): parity.chat_live_sample = 0 "
+                        "skips this comparison"), msg
     assert "reference continues: ''\n  rmlprep continues:   '<|im_start|>user\\nturn 6<|im_end|>" in msg, msg
     assert any("format 'chatml' matches the tokenizer's chat template" in x for x in logs), logs  # the probes passed
     m = run(cfg(inp, tmp_path / "off", parity={"chat_live_sample": 0}), tokenizer=tiny(short6), log=quiet)
