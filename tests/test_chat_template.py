@@ -631,3 +631,21 @@ def test_a_ggufs_defaulted_bos_read_by_the_template_is_refused_when_proving_a_na
         run_chat_parity_stage(cfg(), keyless, [], log=lambda _m: None)
     assert run_chat_parity_stage(cfg(), named, [], log=lambda _m: None)["template"]["proved_by"] == "jinja2 probes"
     assert run_chat_parity_stage(cfg(chat=False), keyless, [], log=lambda _m: None) is None  # the way out named
+
+
+def test_a_null_content_the_template_cannot_read_is_named():
+    """Qwen3's template reads ``'</think>' in message.content`` for an assistant message without
+    ``reasoning_content``, which fails on a null content (a tool call without text, as OpenAI's
+    schema and ``chat.json_tools`` write it): jinja2 raises TypeError, as transformers'
+    ``apply_chat_template`` would. The row error said only "TypeError: argument of type
+    'NoneType' is not iterable" (trial19: 543 of 650 rows of sft-tools.toml's set); it now names
+    message 1 and what to give instead."""
+    tok = _tok(template_text("more/Qwen-Qwen3-0.6B"))
+    call = {"role": "assistant", "content": None,
+            "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}]}
+    msgs = [{"role": "user", "content": "hi"}, call, {"role": "tool", "content": "r"},
+            {"role": "assistant", "content": "ok"}]
+    err = tokenize_chat(tok, "template", on_error="record", tools_column=None)({"messages": [msgs]})["error"][0]
+    assert err.startswith("the chat template refuses this conversation: TypeError: argument of type 'NoneType' is "
+                          "not iterable; message 1 (assistant) has a null content"), err
+    assert err.endswith('give such messages content ""'), err

@@ -121,7 +121,12 @@ class TemplateWriter:
                 raise _ProbeError(f"the chat template renders the conversation but not {probe}, which rmlprep renders "
                                   f"to derive the assistant mask ({r['error']}), so the mask cannot be derived; "
                                   "use a native format")
-            raise ChatFormatError(f"the chat template refuses this conversation: {r['error']}")
+            nulls = [i for i, m in enumerate(conv.messages) if m.content is None]
+            hint = (f"; message {nulls[0]} ({conv.messages[nulls[0]].role}) has a null content (tool calls without text, "
+                    "as OpenAI's schema and chat.json_tools write them) and this template reads every content as a "
+                    "string, as transformers' apply_chat_template would fail too: give such messages content \"\""
+                    if nulls and "NoneType" in r["error"] else "")
+            raise ChatFormatError(f"the chat template refuses this conversation: {r['error']}{hint}")
         return r["output"]
 
     def write(self, messages: Any, *, add_generation_prompt: bool = False, tools: Any = None) -> Out:
