@@ -1108,6 +1108,23 @@ def test_a_file_mostly_rejected_is_named_in_a_warning(tmp_path, capsys):
     assert re.search(rf"^warning +1 input file had more than run\.max_reject_fraction = 0\.1 of its rows rejected: "
                      rf"{re.escape(str(b))} \(40 of 100 rows, 40\.0%\)$", err, re.M), err
     assert main(["run", str(toml), "--max-reject-fraction", "0.5"]) == 0
+
+
+@needs_tiny
+def test_two_files_mostly_rejected_say_whose_first_reject_is_named(tmp_path, capsys):
+    """Two files over the limit (b and c, 40 of 100 rows each, beside 3,000 good rows: 2.5% of
+    the run): the line names both, and its first reject is b's, so it says so ("the first of
+    B: row 0"); with one file it said "the first: row 0" and trial19 could not tell whose."""
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(3000)))
+    for name in ("b", "c"):
+        (tmp_path / f"{name}.jsonl").write_bytes(b"".join(
+            (json.dumps({"text": f"caf\u00e9 {i}"}, ensure_ascii=False) + "\n")
+            .encode("latin-1" if i % 5 < 2 else "utf-8") for i in range(100)))
+    toml = _toml(tmp_path / "c.toml", [str(tmp_path / "*.jsonl")], tmp_path / "out")
+    rc, err = _run_cli(capsys, toml)
+    said = [x for x in err.splitlines() if x.startswith("rmlprep: warning: 2 input files")]
+    assert rc == 0 and len(said) == 1, err
+    assert f"; the first of {tmp_path / 'b.jsonl'}: row 0: line is not valid UTF-8" in said[0], said[0]
     assert "warning" not in capsys.readouterr().err
 
 

@@ -257,7 +257,7 @@ def reject_share_warning(manifest: dict[str, Any], *, brief: bool = False) -> st
             for line in f:
                 r = json.loads(line)
                 if r["stage"] != "pack":
-                    first = f"; the first: row {r['row']}: {r['reason']}"
+                    first = f"; the first{f' of {over[0][0]}' if n > 1 else ''}: row {r['row']}: {r['reason']}"
                     break
     except (OSError, ValueError, KeyError, TypeError):
         pass
