@@ -237,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "decode" and extra:  # ids after an option: every word but an option is an id
         words, extra = _leftover_words(extra, negative_ids=True)
         args.ids = [*args.ids, *words]
-    if extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:  # the command's own usage, not the top level's (trial19: encode --tokenizer T)
+        (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     with signals_unwind():
         return _run_command(args)
 

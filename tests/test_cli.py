@@ -388,6 +388,11 @@ def test_dash_reads_stdin_before_or_after_an_option(tmp_path, capsys, monkeypatc
     with pytest.raises(SystemExit) as e:
         main(["decode", str(TINY), "-n", "40", "--bogus"])
     assert e.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # the command's usage, which names its arguments (trial19: the top level's)
+        main(["encode", "--tokenizer", str(TINY), "hi"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("usage: rmlprep encode ") and "tokenizer [text]" in err, err
+    assert err.endswith("rmlprep encode: error: unrecognized arguments: --tokenizer\n"), err
 
 
 def test_decode_reads_comma_separated_ids_as_the_references_decode_them(capsys):
