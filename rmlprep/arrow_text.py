@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from .arrow_base import _EMPTY, _MapFunction, _flatten, _offsets, _replace_surrogates
-from .errors import RmlprepError
+from .errors import ConfigError, RmlprepError
 from .spec import TokenizerSpec
 from .tokenizer import Tokenizer
+from .tokenizer_many import _flag
 
 __all__ = ["TokenizeText", "tokenize_text"]
 
@@ -139,12 +140,18 @@ def tokenize_text(
         A picklable callable (see :class:`TokenizeText`); ``fn.stats`` counts rows, errors and
         tokens seen in this process.
     Raises:
-        ConfigError: bad on_error or clashing output column names.
+        ConfigError: bad on_error or clashing output column names; a flag that is not True or
+            False (``parse_special="false"`` would be read as True).
     """
+    try:
+        add_special_tokens = _flag("add_special_tokens", add_special_tokens)
+        parse_special = _flag("parse_special", parse_special)
+    except RmlprepError as e:
+        raise ConfigError(f"tokenize_text: {e}") from None
     return TokenizeText(tokenizer, {
         "column": column,
-        "add_special_tokens": bool(add_special_tokens),
-        "parse_special": bool(parse_special),
+        "add_special_tokens": add_special_tokens,
+        "parse_special": parse_special,
         "on_error": on_error,
         "output_column": output_column,
         "length_column": length_column,

@@ -49,7 +49,7 @@ from .tokenizer_build import (  # noqa: F401 (_merge_ids is re-exported: the loa
 from .tokenizer_added import _AddedTokens
 from .tokenizer_bpe import _CACHE_MAX, _MERGEABLE_TYPES, _SegmentBPE
 from .tokenizer_decode import StreamDecoder, _Decoding
-from .tokenizer_many import _ManyEncodings
+from .tokenizer_many import _flag, _ManyEncodings
 from .unicode import bytes_to_unicode
 
 __all__ = ["Tokenizer", "StreamDecoder"]
@@ -284,10 +284,15 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
         Returns:
             list of int ids, each in ``range(vocab_size)``.
         Raises:
-            TokenizeError: ``text`` is not a str; the ``.model`` case above. LoaderError:
+            TokenizeError: ``text`` is not a str; a flag that is not True or False (``None``,
+                ``"false"``: tokenizers refuses them too); the ``.model`` case above. LoaderError:
                 ``add_special_tokens`` while the folder leaves add_bos_token/add_eos_token open
                 (``TokenizerSpec.check_adds``).
         """
+        if parse_special is not True and parse_special is not False:
+            parse_special = _flag("parse_special", parse_special)
+        if add_special_tokens is not True and add_special_tokens is not False:
+            add_special_tokens = _flag("add_special_tokens", add_special_tokens)
         fast = self._fast_encode
         if fast is not None:
             ids = fast(text, parse_special)  # replaces surrogates itself

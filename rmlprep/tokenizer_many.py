@@ -6,13 +6,48 @@ array (:meth:`encode_to_numpy`) and tiktoken's name for ``parse_special=False``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from . import native
+from .errors import TokenizeError
 
-__all__ = ["_ManyEncodings"]
+__all__ = ["_ManyEncodings", "_flag"]
+
+
+def _flag(name: str, value) -> bool:
+    """``value`` of the flag ``name`` as a bool: True, False or a numpy bool, what tokenizers'
+    ``encode`` takes (it refuses others with a TypeError).
+
+    Raises:
+        TokenizeError: any other value (``None``, ``"false"``, ``0``): a truthiness test would
+            read ``"false"`` as True, and one path or another would differ.
+    """
+    if value is True or value is False:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise TokenizeError(f"{name}={value!r}: give True or False")
+
+
+def _texts(texts, method: str):
+    """Refuse a ``texts`` argument whose iteration would not give the texts meant.
+
+    tokenizers' ``encode_batch`` refuses a str ("Can't extract `str` to `Vec`") and a dict;
+    iterating them would encode each character of a str, or the keys of a ``datasets`` batch.
+
+    Raises:
+        TokenizeError: ``texts`` is a str, bytes or a mapping.
+    """
+    if isinstance(texts, (str, bytes, bytearray)):
+        raise TokenizeError(f"{method} takes a list of texts, got a {type(texts).__name__} (each character would be "
+                            "encoded as a text of its own): pass [text], or call encode(text)")
+    if isinstance(texts, Mapping):
+        keys = list(texts)[:3]
+        raise TokenizeError(f"{method} takes a list of texts, got a {type(texts).__name__} with keys {keys!r} (a "
+                            "datasets batch?): pass its text column, e.g. batch['text']")
+    return texts
 
 
 class _ManyEncodings:
@@ -32,6 +67,8 @@ class _ManyEncodings:
         Raises:
             as :meth:`encode`.
         """
+        add_special_tokens = _flag("add_special_tokens", add_special_tokens)
+        parse_special = _flag("parse_special", parse_special)
         if self._fast_encode is not None:
             fast = self._fast_array
             if fast is None:
@@ -52,7 +89,16 @@ class _ManyEncodings:
     def encode_batch(self, texts: Iterable[str], *, add_special_tokens: bool = False, parse_special: bool = True,
                      num_threads: int = 1) -> list[list[int]]:
         """``[encode(t, ...) for t in texts]``; with the compiled hot path and ``num_threads > 1``
-        the texts are encoded on that many threads (the GIL is released)."""
+        the texts are encoded on that many threads (the GIL is released).
+
+        Raises:
+            TokenizeError: as :meth:`encode`; ``texts`` is a str, bytes or a mapping (a
+                ``datasets`` batch): tokenizers refuses those, whose iteration gives characters
+                or keys.
+        """
+        _texts(texts, "encode_batch")
+        add_special_tokens = _flag("add_special_tokens", add_special_tokens)
+        parse_special = _flag("parse_special", parse_special)
         if num_threads > 1 and self._native is not None:
             ids, offsets = self.encode_batch_flat(
                 list(texts), add_special_tokens=add_special_tokens, parse_special=parse_special,
@@ -78,6 +124,11 @@ class _ManyEncodings:
             (len(texts) + 1,); row i is ``ids[offsets[i]:offsets[i+1]]`` and equals
             ``encode(texts[i], ...)``. With the compiled hot path the GIL is released and
             ``num_threads`` threads share the work; without it, a Python loop.
+        Raises:
+            TokenizeError: as :meth:`encode_batch`.
         """
+        _texts(texts, "encode_batch_flat")
+        add_special_tokens = _flag("add_special_tokens", add_special_tokens)
+        parse_special = _flag("parse_special", parse_special)
         return native.encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
                                  parse_special=parse_special, num_threads=num_threads)

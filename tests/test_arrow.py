@@ -161,6 +161,11 @@ def test_missing_column_and_bad_options(tok):
         tokenize_text(tok, on_error="skip")
     with pytest.raises(ConfigError, match="distinct"):
         tokenize_text(tok, length_column="input_ids")
+    # bool("false") is True: parse_special="false" parsed special-token text in every row
+    for flag in ("parse_special", "add_special_tokens"):
+        for value in ("false", None):
+            with pytest.raises(ConfigError, match=f"tokenize_text: {flag}=.*give True or False"):
+                tokenize_text(tok, **{flag: value})
 
 
 # -- bad rows ----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmlprep import SpecError, TokenIdError, TokenizerSpec
+from rmlprep import SpecError, TokenIdError, TokenizeError, TokenizerSpec
 from rmlprep.spec import BYTE_LEVEL, SENTENCEPIECE, AddedTokenFlags, TokenType
 from rmlprep.segment import replace_lone_surrogates
 from rmlprep.tokenizer import Tokenizer
@@ -320,6 +320,39 @@ def test_surrogates_replaced_as_tiktoken_does():
     assert ids.tolist() == tok.encode("\ufffd") + tok.encode("\U0001F600")
     got, _ = tok.encode_fragments(["a\ud800", "b"])
     assert got == tok.encode("a\ufffdb", parse_special=False)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("method", ["encode_batch", "encode_batch_flat"])
+def test_batch_refuses_a_str_or_a_batch_dict(method, threads):
+    """tokenizers 0.23.3's ``encode_batch`` refuses a str (``Can't extract `str` to `Vec```) and
+    a dict (``'dict' object is not an instance of 'Sequence'``). Iterated, they gave one row per
+    character (``"abc"`` -> ``[[97], [98], [99]]`` on the seed tokenizer, 256 byte ids) or per
+    key (a ``datasets`` batch ``{"text": [...]}`` -> the ids of ``"text"``), silently."""
+    tok = seed_tokenizer()
+    for bad in ("abc", b"abc", {"text": ["abc", "ab"]}):
+        with pytest.raises(TokenizeError, match="takes a list of texts"):
+            getattr(tok, method)(bad, num_threads=threads)
+    assert tok.encode_batch(["abc"], num_threads=threads) == [[257]]  # the worked example's ids
+
+
+@pytest.mark.parametrize("value", [None, "false", 0])
+def test_encode_flags_must_be_bools(value):
+    """``parse_special="false"`` was read as True and None as False by the pure-Python path, and
+    the native one raised a bare KeyError; tokenizers 0.23.3 refuses any flag but a bool (a
+    numpy bool too) with a TypeError. Each encode method now refuses it by name."""
+    tok, _ = fixture_tok("bl_gpt2_digits")
+    calls = {
+        "encode": lambda **k: tok.encode("a<|endoftext|>", **k),
+        "encode_to_numpy": lambda **k: tok.encode_to_numpy("a<|endoftext|>", **k),
+        "encode_batch": lambda **k: tok.encode_batch(["a<|endoftext|>"], **k),
+        "encode_batch_flat": lambda **k: tok.encode_batch_flat(["a<|endoftext|>"], **k),
+    }
+    for name, call in calls.items():
+        for flag in ("parse_special", "add_special_tokens"):
+            with pytest.raises(TokenizeError, match=f"^{flag}=.*give True or False"):
+                call(**{flag: value})
+    assert tok.encode("a<|endoftext|>", parse_special=np.bool_(False)) == tok.encode("a<|endoftext|>", parse_special=False)
 
 
 # SentencePiece: decode(encode(s)) == s for text without control characters, surrogates and
