@@ -29,7 +29,8 @@ def _id_list(ids: Iterable) -> list[int]:
     are taken by value.
 
     Raises:
-        TokenIdError: an element that is not an integer (a null, a float, a string).
+        TokenIdError: an element that is not an integer (a null, a float, a string, a row of a
+            2-D array or a nested list: the message says to decode a batch row by row).
     """
     out = list(ids)
     if all(type(i) is int for i in out):
@@ -39,7 +40,8 @@ def _id_list(ids: Iterable) -> list[int]:
         try:
             out[k] = operator.index(v)
         except TypeError:
-            raise TokenIdError(f"token id {i!r} is not an integer") from None
+            batch = "; decode takes one sequence of ids: decode a batch row by row" if hasattr(v, "__len__") else ""
+            raise TokenIdError(f"token id {i!r} is not an integer{batch}") from None
     return out
 
 
@@ -132,7 +134,7 @@ class _Decoding:
                 if ids and min(ids) < 0:
                     raise IndexError
                 return chain.decode(ids, skip_special_tokens)
-            except (IndexError, TypeError):
+            except (IndexError, TypeError, ValueError, RuntimeError):  # the last two: min over rows of a 2-D array
                 ids = _id_list(ids)
                 for i in ids:
                     self._check_id(i)  # raises for the first id out of range

@@ -322,6 +322,18 @@ def test_numpy_and_pyarrow_ids_decode_by_value():
         tok.decode(pa.array([c["ids"][0], None]))
 
 
+def test_a_batch_of_id_rows_is_refused_by_name():
+    """``decode(ids_2d)`` (a padded batch as a 2-D array) raised numpy's "truth value of an array
+    ... is ambiguous" (torch's "Boolean value of Tensor" for a tensor) from the chain's one-pass
+    ``min``: now a TokenIdError saying to decode row by row, as for a nested list."""
+    np = pytest.importorskip("numpy")
+    tok = _tok("bl", "bytelevel")
+    for ids in (np.array([[1, 2], [3, 4]]), [[1, 2], [3, 4]]):
+        for decode in (tok.decode, tok.decode_bytes):
+            with pytest.raises(TokenIdError, match="not an integer; decode takes one sequence of ids: decode a batch row"):
+                decode(ids)
+
+
 # -- streaming --------------------------------------------------------------------------------
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_stream_decoder_concatenates_to_decode(variant):
