@@ -200,8 +200,11 @@ class TokenizeChat(_MapFunction):
             bos, eos = template_specials(self.tokenizer, self.template, self.options)
             opts = dict(self.options or {})
             today = opts.pop("today", None)
-            self._writer = TemplateWriter(self.template, bos_token=bos, eos_token=eos,
-                                          kwargs=opts, today=today, tokens=self.tokenizer.template_tokens)
+            # the tokens travel in the options: a worker that rebuilds the tokenizer from its spec
+            # (spawn, Ray) has no folder to read them from, and a tokenizer looked up by spec may
+            # be another folder's
+            self._writer = TemplateWriter(self.template, bos_token=bos, eos_token=eos, kwargs=opts, today=today,
+                                          tokens=self._options.get("template_tokens"))
         return self._writer
 
     def _encode(self, values: list, where, column=None):
@@ -461,6 +464,8 @@ def tokenize_chat(
         **({"train_turns": "last"} if train_turns == "last" else {}),
         "fmt": fmt,
         "template": tok.chat_template if fmt == "template" else None,
+        # set only when there are some, so existing fingerprints hold (see TokenizeChat._template_writer)
+        **({"template_tokens": tok.template_tokens} if fmt == "template" and tok.template_tokens else {}),
         "add_generation_prompt": bool(add_generation_prompt),
         "options": dict(options) if options else None,
         "train_on_reasoning": bool(train_on_reasoning),

@@ -340,6 +340,37 @@ def test_template_mode_passes_the_special_tokens_transformers_passes(tmp_path):
     assert resolve_chat_config(cfg, tok, log=lambda m: None)["chat"]["template_tokens"] == tok.template_tokens
 
 
+def test_template_tokens_reach_a_worker_that_rebuilds_the_tokenizer(tmp_path):
+    """A pickled ``tokenize_chat(tok, "template")`` rebuilds its tokenizer from the spec where
+    the parent's is not inherited (``num_proc`` under spawn, macOS's default; Ray): the
+    folder's special tokens were lost there, so a template reading ``{{ pad_token }}`` failed
+    on every row ("none was read for this tokenizer") that the parent wrote. Expected: the
+    fixture's render (transformers 4.57.1, fixtures/template_tokens.json) in the worker too."""
+    import json
+    import pickle
+
+    from _chat_common import REAL, REPO
+    from rmlprep import arrow_base
+    from rmlprep.load import load_tokenizer
+
+    fx = json.loads((REPO / "fixtures" / "template_tokens.json").read_text(encoding="utf-8"))
+    src = REAL / "hf" / "gpt2"
+    if not (src / "tokenizer.json").is_file():
+        pytest.skip(f"{src} not found")
+    t, msgs = fx["template"], fx["messages"]
+    tok = load_tokenizer(_fixture_folder(tmp_path, src, t))
+    assert tok.template_tokens
+    fn = tokenize_chat(tok, "template", add_generation_prompt=True, no_assistant="keep")
+    blob = pickle.dumps(fn)
+    saved = dict(arrow_base._TOKENIZERS)
+    arrow_base._TOKENIZERS.clear()  # a spawned worker inherits no tokenizer
+    try:
+        ids = pickle.loads(blob)({"messages": [msgs]})["input_ids"][0]
+    finally:
+        arrow_base._TOKENIZERS.update(saved)
+    assert tok.decode(list(ids)) == fx["folders"]["hf/gpt2"]["render"]
+
+
 def test_the_class_defaults_table_is_the_fixtures():
     """rmlprep/_template_token_defaults.py is what the generator writes from the fixture's
     ``classes`` (transformers' special tokens for a config that names the class only): an edit
