@@ -431,6 +431,21 @@ def test_flat_offsets_forms():
 
 
 @pytest.mark.parametrize("fn", [pack_concat, pack_bfd], ids=["concat", "bfd"])
+def test_a_tuple_of_two_lists_is_refused_as_ambiguous(fn):
+    """A tuple of two documents was read as ``(values, offsets)``: ``([5, 6, 7, 8, 9, 10], [1,
+    3])`` packed one document, ``values[1:3]`` = ``[6, 7]``, where a list or a tuple of three
+    gives each document (``[1, 2]`` of a Llama row is BOS, EOS: ascending, so it passed the
+    offsets checks). Now refused; numpy arrays keep the (values, offsets) form."""
+    for bad in (([5, 6, 7, 8, 9, 10], [1, 3]), ((5, 6), (1, 2))):
+        with pytest.raises(PackingError, match=r"^input_ids: a tuple of two lists reads either as two documents"):
+            fn(bad, seq_len=8)
+    with pytest.raises(PackingError, match=r"^labels: a tuple of two lists"):
+        pack_bfd([[5, 6], [1, 2]], labels=([5, 6], [1, 2]), seq_len=8)
+    assert fn([[5, 6, 7, 8, 9, 10], [1, 3]], seq_len=8).rows.column("example_index").to_pylist()[0] == [0, 1]
+    assert pack_bfd((np.array([5, 6, 7, 8]), np.array([1, 3])), seq_len=8).rows.column("input_ids").to_pylist() == [[6, 7]]
+
+
+@pytest.mark.parametrize("fn", [pack_concat, pack_bfd], ids=["concat", "bfd"])
 def test_python_floats_and_huge_ints_are_refused_not_truncated(fn):
     """pyarrow converts a Python float to int64 by truncating it, with no error (asserted
     below, the reference behaviour), so ``[[1.5, 2, 3]]`` was packed as ``[1, 2, 3]``: an id no

@@ -199,7 +199,9 @@ def flat_offsets(documents: Any, *, name: str = "input_ids") -> tuple[np.ndarray
               integers, possibly sliced;
             - a tuple ``(values, offsets)`` of numpy arrays, offsets int [n + 1], ascending;
               offsets need not start at 0 (they are rebased);
-            - a sequence of integer sequences (converted with ``pa.array``).
+            - a sequence of integer sequences (converted with ``pa.array``), except a tuple of
+              two lists, which is refused: it reads as two documents or as ``(values,
+              offsets)`` alike (``([5, 6, 7, 8], [1, 3])`` was one document ``[6, 7]``).
         name: the column name used in error messages.
 
     Returns:
@@ -208,8 +210,12 @@ def flat_offsets(documents: Any, *, name: str = "input_ids") -> tuple[np.ndarray
         offsets: int64 [n + 1], starting at 0; document i is ``values[offsets[i]:offsets[i+1]]``.
 
     Raises:
-        PackingError: a null document or value, a non-integer type, or bad offsets.
+        PackingError: a null document or value, a non-integer type, bad offsets, or a tuple of
+            two lists.
     """
+    if isinstance(documents, tuple) and len(documents) == 2 and any(isinstance(d, (list, tuple)) for d in documents):
+        raise PackingError(f"{name}: a tuple of two lists reads either as two documents or as (values, offsets); pass "
+                           "the documents as a list ([doc_a, doc_b]), or (values, offsets) as numpy arrays")
     if isinstance(documents, tuple) and len(documents) == 2:
         values = np.asarray(documents[0])
         offsets = np.asarray(documents[1])
