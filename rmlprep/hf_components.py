@@ -304,6 +304,7 @@ class _Reader:
         """(id added before, id added after) a single sequence by add_special_tokens=True."""
         before: int | None = None
         after: int | None = None
+        templates = 0
         for node, jp in self.flatten(self.data.get("post_processor"), "post_processor", "processors"):
             t = self.typ(node, jp)
             if t == "ByteLevel":
@@ -311,6 +312,10 @@ class _Reader:
             if t != "TemplateProcessing":
                 raise self.unsupported(f"{jp}.type", f"= {t!r} is not supported; rmlprep supports "
                                        "TemplateProcessing, ByteLevel and Sequence post-processors")
+            templates += 1
+            if templates > 1:  # tokenizers 0.23.3: BOS-$A then $A-EOS gave [BOS, EOS, text...], not [BOS, text..., EOS]
+                raise self.unsupported(jp, "is a second TemplateProcessing; tokenizers runs it on the first one's "
+                                       "output, which rmlprep does not reproduce: keep one")
             single = node.get("single")
             if not isinstance(single, list):
                 raise self.bad(f"{jp}.single", "is not a list")

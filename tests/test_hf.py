@@ -383,6 +383,14 @@ def test_config_chat_template_and_specials():
             {"SpecialToken": {"id": "a"}}, {"SpecialToken": {"id": "b"}}, {"Sequence": {"id": "A"}}],
             "special_tokens": {"a": {"ids": [0]}, "b": {"ids": [1]}}}),
             "rmlprep supports at most one token on each side", id="two-bos"),
+        # tokenizers 0.23.3 on Llama 3's file with these two: [128000, 128001, 13347, 1070] for
+        # "Hi there" (BOS, EOS, then the text); rmlprep merged them to [128000, 13347, 1070, 128001]
+        pytest.param(_doc(post_processor={"type": "Sequence", "processors": [
+            {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "a"}}, {"Sequence": {"id": "A"}}],
+             "special_tokens": {"a": {"ids": [0]}}},
+            {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A"}}, {"SpecialToken": {"id": "b"}}],
+             "special_tokens": {"b": {"ids": [1]}}}]}),
+            "post_processor.processors[1] is a second TemplateProcessing", id="two-templates"),
     ],
 )
 def test_unsupported_components_are_named(doc, message):
