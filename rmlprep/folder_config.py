@@ -20,7 +20,7 @@ from typing import Any
 
 from .errors import LoaderError
 
-__all__ = ["CHAT_TEMPLATE_FILE", "named_templates", "template_tokens", "template_file"]
+__all__ = ["ADDITIONAL_TEMPLATES_DIR", "CHAT_TEMPLATE_FILE", "named_templates", "template_tokens", "template_file"]
 
 
 #: A template that may read one of them (any ``*_token`` name but bos/eos): only then is the
@@ -28,17 +28,35 @@ __all__ = ["CHAT_TEMPLATE_FILE", "named_templates", "template_tokens", "template
 _READS = re.compile(r"\b(?!bos_token\b|eos_token\b)\w+_token\b|\badditional_special_tokens\b")
 
 
-def named_templates(config: Path) -> dict[str, str]:
-    """The named templates of ``config`` (a tokenizer_config.json) when its ``chat_template`` is a
-    list (:func:`rmlprep.hf.named_chat_templates`), else ``{}``."""
+def named_templates(config: Path, default: str | None = None) -> dict[str, str]:
+    """The named templates of the folder of ``config`` (its tokenizer_config.json): the config's
+    ``chat_template`` when it is a list (:func:`rmlprep.hf.named_chat_templates`), and the files
+    ``additional_chat_templates/<name>.jinja`` beside it, each named by its stem (transformers'
+    layout since 4.52: ``save_pretrained`` writes the default to ``chat_template.jinja`` and
+    every other named template there); with such files, ``default`` (the template the load
+    took) is the ``default`` entry. ``{}`` when the folder names none.
+
+    Raises:
+        LoaderError: an ``additional_chat_templates`` file that is not UTF-8 text.
+    """
     from .hf import named_chat_templates, read_tokenizer_config
 
+    named: dict[str, str] = {}
     try:
-        if not config.is_file() or not re.search(rb'"chat_template"\s*:\s*\[', config.read_bytes()):
-            return {}  # the common case, no parse
-        return named_chat_templates(read_tokenizer_config(config))
+        if config.is_file() and re.search(rb'"chat_template"\s*:\s*\[', config.read_bytes()):
+            named = named_chat_templates(read_tokenizer_config(config))
     except (LoaderError, OSError):
-        return {}
+        named = {}
+    extra = config.parent / ADDITIONAL_TEMPLATES_DIR
+    files = sorted(extra.glob("*.jinja")) if extra.is_dir() else []
+    if files:
+        named = {**named, **({"default": default} if default else {})}
+        for f in files:
+            try:
+                named[f.stem] = f.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise LoaderError(f"{f}: cannot read the chat template ({e})") from None
+    return named
 
 
 def template_tokens(folder: Path, template: str | None) -> dict[str, Any] | None:
@@ -95,6 +113,8 @@ def template_tokens(folder: Path, template: str | None) -> dict[str, Any] | None
 
 #: The chat template file a model folder may hold beside its tokenizer_config.json.
 CHAT_TEMPLATE_FILE = "chat_template.jinja"
+#: The folder of a model's other named templates (``tool_use.jinja``...), beside it.
+ADDITIONAL_TEMPLATES_DIR = "additional_chat_templates"
 
 
 def template_file(folder: Path, template: str | None) -> str | None:

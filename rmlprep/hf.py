@@ -392,13 +392,14 @@ def named_templates_note(tokenizer) -> str:
     named = getattr(tokenizer, "chat_templates", None)
     if not named or getattr(tokenizer, "chat_template", None):
         return ""
-    return (f" (its tokenizer_config.json lists named templates {', '.join(map(repr, named))} and no 'default', "
-            "which rmlprep reads as no template; save the one to use as chat_template.jinja beside it)")
+    return (f" (its folder names templates {', '.join(map(repr, named))} (tokenizer_config.json's list, "
+            "additional_chat_templates/) and no 'default', which rmlprep reads as no template; save the one to use as "
+            "chat_template.jinja beside it)")
 
 
 def tool_use_hint(tokenizer) -> str:
-    """``""``, or, for a tokenizer whose config has a ``tool_use`` template besides the default
-    (:func:`named_chat_templates`), how to write conversations with tools with it: the format
+    """``""``, or, for a tokenizer whose folder has a ``tool_use`` template besides the default
+    (:func:`rmlprep.folder_config.named_templates`), how to write conversations with tools with it: the format
     that reproduces it, when one does (Hermes 3's: ``hermes``)."""
     named = getattr(tokenizer, "chat_templates", None) or {}
     if "tool_use" not in named or named.get("tool_use") == getattr(tokenizer, "chat_template", None):
@@ -413,5 +414,5 @@ def tool_use_hint(tokenizer) -> str:
         fmt = None
     how = (f"format {fmt!r} reproduces it (fmt={fmt!r}; in a run chat.format = \"{fmt}\")" if fmt else
            "save it as chat_template.jinja and use format 'template'")
-    return ("; the tokenizer's config also has a 'tool_use' template, which transformers uses when tools are "
+    return ("; the tokenizer's folder also has a 'tool_use' template, which transformers uses when tools are "
             f"given and rmlprep does not pick by itself: {how}")

@@ -310,7 +310,7 @@ def _folder_extras(tok: Tokenizer, path: Path) -> None:
 
     p = _resolve(path)
     if p.suffix in (".json", ".model"):
-        tok.chat_templates = named_templates(p.parent / "tokenizer_config.json") or None
+        tok.chat_templates = named_templates(p.parent / "tokenizer_config.json", tok.chat_template) or None
         tok.template_tokens = template_tokens(p.parent, tok.chat_template)
 
 

@@ -1548,20 +1548,34 @@ def test_named_chat_templates_are_said(tmp_path):
     fn = tokenize_chat(herm, "auto", on_error="record")
     out = fn({"messages": [_PLAIN, _PLAIN], "tools": [tools, None]})
     assert out["error"][1] is None or out["error"][1] == ""
-    assert re.match(r"^tools: chatml cannot write tool definitions .*; the tokenizer's config also has a 'tool_use' "
+    assert re.match(r"^tools: chatml cannot write tool definitions .*; the tokenizer's folder also has a 'tool_use' "
                     r"template, which transformers uses when tools are given .*format 'hermes' reproduces it", out["error"][0])
+    # transformers' save layout since 4.52: the default in chat_template.jinja, the others in
+    # additional_chat_templates/<name>.jinja; rmlprep named none, so the hint was missing
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "tokenizer.json").symlink_to(REAL_HF / "qwen2.5" / "tokenizer.json")
+    (files / "tokenizer_config.json").write_text("{}")
+    (files / "chat_template.jinja").write_text(template_text("chatml-openhermes"))
+    (files / "additional_chat_templates").mkdir()
+    (files / "additional_chat_templates" / "tool_use.jinja").write_text(
+        template_text("more/NousResearch-Hermes-3-Llama-3.1-8B-tool_use"))
+    ftok = load_tokenizer(str(files))
+    assert ftok.chat_template == herm.chat_template and ftok.chat_templates == herm.chat_templates
+    out = tokenize_chat(ftok, "auto", on_error="record")({"messages": [_PLAIN], "tools": [tools]})
+    assert "format 'hermes' reproduces it" in out["error"][0]
     nodef = folder("nodef", [("tool_use", "more/NousResearch-Hermes-3-Llama-3.1-8B-tool_use"), ("rag", "chatml-openhermes")])
     tok = load_tokenizer(str(nodef))
     assert tok.chat_template is None
-    with pytest.raises(ConfigError, match=r"carries no chat_template \(its tokenizer_config.json lists named templates "
-                                          r"'tool_use', 'rag' and no 'default'"):
+    with pytest.raises(ConfigError, match=r"carries no chat_template \(its folder names templates "
+                                          r"'tool_use', 'rag' \(.*\) and no 'default'"):
         tokenize_chat(tok, "auto")
     inp = tmp_path / "c.jsonl"
     write_chats(inp, n=3)
     logs: list[str] = []
     run(cfg(inp, tmp_path / "o", tokenizer=str(nodef), chat={"text_markers": False}), log=logs.append)
     assert any(x.startswith("warning: parity: chat.format = 'chatml' is not checked against a chat template: the "
-                            "tokenizer carries none (its tokenizer_config.json lists named templates 'tool_use', 'rag'")
+                            "tokenizer carries none (its folder names templates 'tool_use', 'rag'")
                for x in logs), logs
 
 
