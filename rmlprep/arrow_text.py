@@ -141,11 +141,15 @@ def tokenize_text(
         tokens seen in this process.
     Raises:
         ConfigError: bad on_error or clashing output column names; a flag that is not True or
-            False (``parse_special="false"`` would be read as True).
+            False (``parse_special="false"`` would be read as True); ``add_special_tokens`` while
+            the tokenizer's folder leaves ``add_bos_token`` / ``add_eos_token`` open
+            (:meth:`TokenizerSpec.check_adds`: here, not as the same error on every row).
     """
     try:
         add_special_tokens = _flag("add_special_tokens", add_special_tokens)
         parse_special = _flag("parse_special", parse_special)
+        if add_special_tokens:
+            (tokenizer.spec if isinstance(tokenizer, Tokenizer) else tokenizer).check_adds()
     except RmlprepError as e:
         raise ConfigError(f"tokenize_text: {e}") from None
     return TokenizeText(tokenizer, {

@@ -394,6 +394,14 @@ def test_sentencepiece_folder_silent_config_follows_transformers_or_refuses(tmp_
                 tok.encode_batch([text], add_special_tokens=True, num_threads=n)
         with pytest.raises(LoaderError, match=match):
             tok.encode_fragments([text], add_special_tokens=True)
+        # tokenize_text (add_special_tokens=True by default) said it on every row (a RowError, or
+        # with on_error="record" a dataset whose every row was an error): at construction now
+        from rmlprep import tokenize_text
+        from rmlprep.errors import ConfigError
+
+        with pytest.raises(ConfigError, match=r"^tokenize_text: " + match[1:]):
+            tokenize_text(tok, on_error="record")
+        assert tokenize_text(tok, add_special_tokens=False)({"text": [text]})["input_ids"][0].tolist() == bare
         field = key.removesuffix("_token")
         # the caller settles it: either reference's framing, with the flag given (the count of
         # added ids only: Gemma's default bos_token "<bos>" is no piece of this Llama model)
