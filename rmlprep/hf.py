@@ -314,20 +314,16 @@ def spec_from_tokenizer_json(
                               "is not in the vocab")
         return index[content]
 
-    # add_special_tokens=True adds what the config says, else what the post-processor adds (and
-    # then the post-processor's tokens are the bos/eos it adds)
-    bos_id = config_id("bos_token", pp_before)
-    eos_id = config_id("eos_token", pp_after)
-    if "add_bos_token" in cfg:
-        add_bos = bool(cfg["add_bos_token"]) and bos_id is not None
-    else:
-        add_bos = pp_before is not None
-        bos_id = pp_before if add_bos else bos_id
-    if "add_eos_token" in cfg:
-        add_eos = bool(cfg["add_eos_token"]) and eos_id is not None
-    else:
-        add_eos = pp_after is not None
-        eos_id = pp_after if add_eos else eos_id
+    # add_special_tokens=True adds what transformers adds for the folder (_framing: the
+    # post-processor's tokens, or the config's for a class that rewrites it), and then those are
+    # the bos/eos; where transformers 4.x and 5.x disagree, nothing, and encoding with special
+    # tokens is refused (unset_specials)
+    bos_cfg = config_id("bos_token", pp_before)
+    eos_cfg = config_id("eos_token", pp_after)
+    before, after, unset = _framing(cfg, pp_before, pp_after, bos_cfg, eos_cfg, tokens)
+    add_bos, add_eos = before is not None, after is not None
+    bos_id = before if add_bos else bos_cfg
+    eos_id = after if add_eos else eos_cfg
     pad_id = None
     if "pad_token" in cfg:
         content = _token_content(cfg["pad_token"])
@@ -367,10 +363,70 @@ def spec_from_tokenizer_json(
         parse_user_defined_always=True,  # non-special added tokens are matched with parse_special=False
         unparsed_specials="pass_over",  # tokenizers' encode_special_tokens reads special ones as text
         decode_added_byte_level=kind == BYTE_LEVEL,  # the ByteLevel decoder sees added tokens too
+        unset_specials=tuple(unset),
         name=default_name,
         **kw,
     )
     return spec, chat_template
+
+
+#: transformers' tokenizer classes (as ``tokenizer_class`` names them, less ``Tokenizer`` and
+#: ``Fast``) that rebuild a tokenizer.json's post-processor from ``add_bos_token`` /
+#: ``add_eos_token``, with the defaults they take when the config leaves a key out: 4.57.1's
+#: ``update_post_processor`` (``LlamaTokenizerFast``, ``CodeLlamaTokenizerFast``,
+#: ``GemmaTokenizerFast``, ``CohereTokenizerFast``, ``GPTNeoXTokenizerFast``). Every other class
+#: (``GPT2TokenizerFast``, ``Qwen2TokenizerFast``, ``PreTrainedTokenizerFast``...) keeps the
+#: file's post-processor and ignores both keys, in 4.57.1 and 5.24.0 alike.
+_REWRITES_4X: dict[str, tuple[bool, bool]] = {
+    "Llama": (True, False), "CodeLlama": (True, False), "Gemma": (True, False), "Cohere": (True, False),
+    "GPTNeoX": (False, False),
+}
+#: transformers 5.24.0: of those classes, the ones that frame with their defaults whatever the
+#: config and the file say; the others (Llama, Gemma, Cohere) keep the file's post-processor.
+_FIXED_5X: dict[str, tuple[bool, bool]] = {"CodeLlama": (True, False), "GPTNeoX": (False, False)}
+
+
+def _framing(cfg: Mapping[str, Any], pp_before: int | None, pp_after: int | None, bos_cfg: int | None,
+             eos_cfg: int | None, tokens: Sequence[str | None]) -> tuple[int | None, int | None, list[str]]:
+    """The ids ``add_special_tokens=True`` puts before and after a text of a tokenizer.json
+    folder, as transformers' ``tokenizer(text)`` does, and the messages for a side where
+    transformers 4.57.1 and 5.24.0 disagree (that side then adds nothing:
+    ``TokenizerSpec.unset_specials`` refuses encoding with special tokens).
+
+    Worked example (recorded with both versions on Mistral 7B's tokenizer.json, whose
+    post-processor adds ``<s>``): a config ``{"tokenizer_class": "Qwen2TokenizerFast",
+    "add_eos_token": true}`` gets ``<s>`` and no ``</s>`` in both (the key is ignored; rmlprep
+    added ``</s>``); with ``"LlamaTokenizerFast"`` and ``"add_bos_token": false`` 4.57.1 adds
+    nothing, 5.24.0 ``<s>``: refused.
+    """
+    cls = cfg.get("tokenizer_class")
+    family = cls.removesuffix("Fast").removesuffix("Tokenizer") if isinstance(cls, str) else None
+    if family not in _REWRITES_4X:
+        return pp_before, pp_after, []
+    defaults = _REWRITES_4X[family]
+    v4 = (bos_cfg if bool(cfg.get("add_bos_token", defaults[0])) else None,
+          eos_cfg if bool(cfg.get("add_eos_token", defaults[1])) else None)
+    fixed = _FIXED_5X.get(family)
+    v5 = (pp_before, pp_after) if fixed is None else (bos_cfg if fixed[0] else None, eos_cfg if fixed[1] else None)
+    out: list[int | None] = []
+    unset: list[str] = []
+    for i, (key, a, b) in enumerate((("add_bos_token", v4[0], v5[0]), ("add_eos_token", v4[1], v5[1]))):
+        if a == b:
+            out.append(a)
+            continue
+        out.append(None)
+
+        def says(t: int | None) -> str:
+            return f"adds {tokens[t]!r} (id {t})" if t is not None else "adds none"
+
+        why4 = f"as tokenizer_config.json's {key} says" if key in cfg else f"{cls}'s default, the config leaving {key} out"
+        why5 = ("whatever the config and tokenizer.json say" if fixed is not None
+                else "as tokenizer.json's post_processor says, ignoring the config")
+        field = key.removesuffix("_token")
+        unset.append(f"{key}: transformers 4.57.1 and 5.24.0 disagree on this {cls} folder: 4.x {says(a)} ({why4}), "
+                     f"5.x {says(b)} ({why5}); make tokenizer.json's post_processor and {key} agree (or pass {field}= "
+                     "to load_tokenizer)")
+    return out[0], out[1], unset
 
 
 def named_chat_templates(config: Mapping[str, Any] | None) -> dict[str, str]:

@@ -329,10 +329,61 @@ def test_template_processing_gives_add_bos_and_add_eos():
     added = [{"id": 5, "content": "<s>", "special": True}, {"id": 6, "content": "</s>", "special": True}]
     spec, _ = spec_from_tokenizer_json(_spm(post_processor=tp, added_tokens=added))
     assert (spec.bos_id, spec.eos_id, spec.add_bos, spec.add_eos) == (5, 6, True, True)
-    # tokenizer_config.json wins where it speaks
+    # a config's add_eos_token is read only for a class that rebuilds the post-processor from it
+    # (fixtures/framing.json, test_add_special_tokens_frames_as_transformers): without a class
+    # transformers keeps the file's; with Llama's 4.57.1 drops the EOS and 5.24.0 keeps it: refused
     spec, _ = spec_from_tokenizer_json(_spm(post_processor=tp, added_tokens=added),
                                        config={"add_eos_token": False, "chat_template": "{{x}}"})
-    assert (spec.add_bos, spec.add_eos) == (True, False)
+    assert (spec.add_bos, spec.add_eos, spec.unset_specials) == (True, True, ())
+    spec, _ = spec_from_tokenizer_json(_spm(post_processor=tp, added_tokens=added),
+                                       config={"add_eos_token": False, "tokenizer_class": "LlamaTokenizerFast"})
+    assert (spec.add_bos, spec.add_eos, spec.eos_id) == (True, False, 6)
+    assert len(spec.unset_specials) == 1 and spec.unset_specials[0].startswith(
+        "add_eos_token: transformers 4.57.1 and 5.24.0 disagree on this LlamaTokenizerFast folder: 4.x adds none")
+
+
+FRAMING = json.loads((ROOT / "fixtures" / "framing.json").read_text(encoding="utf-8"))
+
+
+def test_add_special_tokens_frames_as_transformers():
+    """What ``add_special_tokens=True`` puts around a text of a tokenizer.json folder, per
+    ``tokenizer_class``, post-processor and config keys, against transformers 4.57.1 and 5.24.0
+    (``fixtures/framing.json``, ``tools/make_framing_fixtures.py``; 216 folders on Mistral 7B's
+    file). rmlprep applied a config's ``add_bos_token`` / ``add_eos_token`` whatever the class,
+    so 33 folders of GPT2/Qwen2/PreTrainedTokenizerFast (``"add_eos_token": true`` beside a
+    post-processor without ``</s>``: both versions add none) and 14 of CodeLlama and GPT-NeoX
+    got other ids than both versions, silently. Where the versions agree the ids are theirs;
+    where they disagree (a Llama/Gemma/Cohere config key against the file's post-processor)
+    encoding with special tokens is refused naming the key (``TokenizerSpec.unset_specials``)."""
+    from tools.make_framing_fixtures import folder_files
+
+    src = REAL / FRAMING["source"]
+    if not src.is_file() or hashlib.sha256(src.read_bytes()).hexdigest() != FRAMING["sha256"]:
+        pytest.skip(f"{src} is absent or not the file the fixture was made from")
+    source = json.loads(src.read_text(encoding="utf-8"))
+    # the framing reads the post-processor, the added tokens and the config only: the file's first
+    # 259 tokens (<unk>, <s>, </s>, the byte pieces) and no merges keep the ids and parse in ms
+    source["model"] = dict(source["model"], merges=[], vocab={t: i for t, i in source["model"]["vocab"].items() if i < 259})
+    config = json.loads((src.parent / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert hashlib.sha256((src.parent / "tokenizer_config.json").read_bytes()).hexdigest() == FRAMING["config_sha256"]
+    agreed = disputed = 0
+    for name, refs in FRAMING["cases"].items():
+        tj, cfg = folder_files(source, config, *name.split("|"))
+        spec, _ = spec_from_tokenizer_json(tj, config=cfg)
+        got = ([spec.bos_id] if spec.add_bos else [], [spec.eos_id] if spec.add_eos else [])
+        answers = [(r["prefix"], r["suffix"]) for r in refs.values() if "error" not in r]  # 4.57.1 needs a class
+        assert answers, name
+        if all(a == answers[0] for a in answers):
+            assert (got, spec.unset_specials) == (answers[0], ()), name
+            agreed += 1
+        else:
+            keys = [k for i, k in enumerate(("add_bos_token", "add_eos_token")) if len({str(a[i]) for a in answers}) > 1]
+            assert [m.split(":")[0] for m in spec.unset_specials] == keys, name
+            assert all(got[i] == [] for i, k in enumerate(("add_bos_token", "add_eos_token")) if k in keys), name
+            with pytest.raises(LoaderError, match="^add_special_tokens: add_(bos|eos)_token: transformers 4.57.1 and"):
+                Tokenizer.create(spec).encode("x", add_special_tokens=True)
+            disputed += 1
+    assert (agreed, disputed) == (120, 96)
 
 
 def test_config_chat_template_and_specials():

@@ -42,9 +42,16 @@ def test_package_exports():
 
 
 def test_directory_file_and_config(tmp_path):
-    (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
+    # add_bos_token is read for a class that rebuilds the post-processor from it, and both
+    # transformers versions add the BOS here: LlamaTokenizerFast (4.57.1: the key), a
+    # post-processor adding <s> (5.24.0) (fixtures/framing.json, "LlamaTokenizerFast|bos|bosT")
+    pp = {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                                   {"Sequence": {"id": "A", "type_id": 0}}],
+          "special_tokens": {"<s>": {"id": "<s>", "ids": [3], "tokens": ["<s>"]}}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps({**_tiny_json(), "post_processor": pp}))
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(
-        {"bos_token": "<s>", "add_bos_token": True, "chat_template": "{{ messages }}"}))
+        {"tokenizer_class": "LlamaTokenizerFast", "bos_token": "<s>", "add_bos_token": True,
+         "chat_template": "{{ messages }}"}))
     for path in (tmp_path, tmp_path / "tokenizer.json", str(tmp_path)):
         tok = load_tokenizer(path)
         assert tok.encode("ab", add_special_tokens=True) == [3, 2]
