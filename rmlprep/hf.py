@@ -91,7 +91,7 @@ def _token_content(value: Any) -> str | None:
 
 
 def _check_config_added(config: Mapping[str, Any] | None, tokens: Sequence[str | None], where: str,
-                        source: str = "tokenizer.json") -> None:
+                        source: str = "tokenizer.json", added: Mapping[int, Mapping[str, Any]] | None = None) -> None:
     """Refuse a ``tokenizer_config.json`` whose ``added_tokens_decoder`` does not describe this
     tokenizer.json: an id it names that the tokenizer.json lacks, or holds with other content
     (``tokens``: the vocab with the added tokens at the ids tokenizers gives them, None for a gap).
@@ -102,13 +102,19 @@ def _check_config_added(config: Mapping[str, Any] | None, tokens: Sequence[str |
     transformers' ``from_pretrained`` adds the config's entries to the tokenizer: with a
     tokenizer.json from another model (Qwen2.5's beside Qwen3's config) it would encode
     ``<think>`` as one id, while this tokenizer.json alone splits it into text ids. Only the id
-    and content are compared: the flags (special, lstrip, ...) are the tokenizer.json's, and an
-    entry for an id of the model vocab with the same content agrees (every real folder's config
-    under test matches its tokenizer.json this way).
+    and content are compared, and with ``added`` (the tokenizer.json's added tokens by id) the
+    stripping flags an entry gives (``lstrip``, ``rstrip``, ``single_word``): transformers 4.57.1
+    re-adds an entry whose flags differ, and the config's win (a config
+    ``"rstrip": true`` on Qwen2.5's ``<|im_end|>`` makes ``"a<|im_end|>  b"`` ``[64, 151645,
+    65]``), while 5.24.0 keeps the tokenizer.json's (``[64, 151645, 220, 293]``); ``special``
+    and ``normalized`` gave the same ids and decodes in both. An entry for
+    an id of the model vocab with the same content agrees (every real folder's config under test
+    matches its tokenizer.json this way, flags included).
 
     Raises:
         LoaderError: one line naming the folder, the id and both contents (and how many other
-            ids disagree), or an ``added_tokens_decoder`` that is not ``{"id": {"content": ...}}``.
+            ids disagree), or the id, the flag and both values; or an ``added_tokens_decoder``
+            that is not ``{"id": {"content": ...}}``.
     """
     decoder = (config or {}).get("added_tokens_decoder")
     if decoder is None:
@@ -117,6 +123,7 @@ def _check_config_added(config: Mapping[str, Any] | None, tokens: Sequence[str |
     if not isinstance(decoder, Mapping):
         raise LoaderError(f"{folder}: tokenizer_config.json added_tokens_decoder is not an object")
     bad: list[tuple[int, str, str | None]] = []
+    flag_bad: list[tuple[int, str, str, bool]] = []
     for key, entry in decoder.items():
         content = _token_content(entry)
         if not (isinstance(key, str) and key.isascii() and key.isdigit()) or content is None:
@@ -126,6 +133,18 @@ def _check_config_added(config: Mapping[str, Any] | None, tokens: Sequence[str |
         have = tokens[tid] if tid < len(tokens) else None
         if have != content:
             bad.append((tid, content, have))
+        elif added is not None and tid in added and isinstance(entry, Mapping):
+            own = added[tid]
+            for flag in ("lstrip", "rstrip", "single_word"):
+                if flag in entry and bool(entry[flag]) != bool(own.get(flag, False)):
+                    flag_bad.append((tid, content, flag, bool(entry[flag])))
+    if flag_bad and not bad:
+        tid, content, flag, value = min(flag_bad)
+        more = f" (and {len(flag_bad) - 1} more)" if len(flag_bad) > 1 else ""
+        raise LoaderError(f"{folder}: tokenizer_config.json added_tokens_decoder gives id {tid} {content!r} "
+                          f"{flag} = {str(value).lower()}, tokenizer.json {str(not value).lower()}{more}: transformers "
+                          "4.57.1 takes the config's flags and 5.24.0 the tokenizer.json's, so text beside the token "
+                          "encodes otherwise in each; make the two files agree (the flags the model was trained with)")
     if bad:
         tid, content, have = min(bad)
         more = f" (and {len(bad) - 1} more ids)" if len(bad) > 1 else ""
@@ -245,7 +264,7 @@ def spec_from_tokenizer_json(
     tokens: list[str | None] = model["tokens"]  # type: ignore[assignment]
     model_size = len(tokens)
     added = r.added_tokens(tokens, model["entries"])
-    _check_config_added(config, tokens, where)
+    _check_config_added(config, tokens, where, added={tid: a for tid, a, _ in added})
     index = {t: i for i, t in enumerate(tokens) if t is not None}
 
     types = [int(TokenType.NORMAL)] * len(tokens)

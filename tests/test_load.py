@@ -534,6 +534,27 @@ def test_tiktoken_arguments_with_a_sentencepiece_model_are_named(tmp_path):
         load_tokenizer(_need("llama2/tokenizer.model"), name="gpt2")
 
 
+def test_config_strip_flags_must_match_the_tokenizer_json(tmp_path):
+    """A config whose ``added_tokens_decoder`` gives a token other ``lstrip`` / ``rstrip`` /
+    ``single_word`` than the tokenizer.json loaded, with the tokenizer.json's flags. transformers
+    4.57.1 re-adds such an entry and its flags win; 5.24.0 keeps the tokenizer.json's. Worked
+    example on Qwen2.5 with ``"rstrip": true`` on ``<|im_end|>`` (151645): ``"a<|im_end|>  b"``
+    is ``[64, 151645, 65]`` in 4.57.1 and ``[64, 151645, 220, 293]`` in 5.24.0 (and rmlprep);
+    ``"lstrip": true``: ``"a  <|im_end|>b"`` is ``[64, 151645, 65]`` vs ``[64, 256, 151645, 65]``.
+    No ids are both versions', so the load is refused naming the id, the flag and both values."""
+    src = _need("hf/qwen2.5/tokenizer.json")
+    shutil.copy(src, tmp_path / "tokenizer.json")
+    cfg = json.loads((src.parent / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert load_tokenizer(src.parent).encode("a<|im_end|>  b") == [64, 151645, 220, 293]  # as shipped: agree
+    for flag in ("rstrip", "lstrip", "single_word"):
+        edited = json.loads(json.dumps(cfg))
+        edited["added_tokens_decoder"]["151645"][flag] = True
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps(edited))
+        with pytest.raises(LoaderError, match=rf"^{tmp_path}: tokenizer_config.json added_tokens_decoder gives id "
+                           rf"151645 '<\|im_end\|>' {flag} = true, tokenizer.json false: transformers 4.57.1 takes"):
+            load_tokenizer(tmp_path)
+
+
 def test_config_added_tokens_decoder_must_match_the_tokenizer_json(tmp_path):
     """A careless-user finding: a folder with one model's tokenizer.json and another's
     tokenizer_config.json loaded when their bos/eos matched, though transformers would add the
@@ -541,12 +562,17 @@ def test_config_added_tokens_decoder_must_match_the_tokenizer_json(tmp_path):
     each, where rmlprep split them into text). Worked example: the tiny vocab gives ``<s>`` id 3
     and ``ab`` id 2; a config giving id 3 as ``</s>``, or naming id 4, is refused; one naming id
     2 ``ab`` (a model-vocab id, as real configs list ``<|endoftext|>``) and id 3 ``<s>`` with
-    other flags agrees."""
+    another ``special`` flag agrees (transformers 4.57.1 and 5.24.0 give the same ids then); one
+    with another ``lstrip`` is refused (test_config_strip_flags_must_match_the_tokenizer_json)."""
     (tmp_path / "tokenizer.json").write_text(json.dumps(_tiny_json()))
     cfg = tmp_path / "tokenizer_config.json"
     cfg.write_text(json.dumps({"added_tokens_decoder": {
-        "2": {"content": "ab", "special": False}, "3": {"content": "<s>", "special": False, "lstrip": True}}}))
+        "2": {"content": "ab", "special": False}, "3": {"content": "<s>", "special": False, "lstrip": False}}}))
     assert load_tokenizer(tmp_path).encode("<s>ab") == [3, 2]
+    cfg.write_text(json.dumps({"added_tokens_decoder": {"3": {"content": "<s>", "special": True, "lstrip": True}}}))
+    with pytest.raises(LoaderError, match=rf"^{tmp_path}: tokenizer_config.json added_tokens_decoder gives id 3 '<s>' "
+                       r"lstrip = true, tokenizer.json false: transformers 4.57.1 takes the config's flags"):
+        load_tokenizer(tmp_path)
     cfg.write_text(json.dumps({"added_tokens_decoder": {"3": {"content": "</s>", "special": True}}}))
     with pytest.raises(LoaderError, match=rf"^{tmp_path}: tokenizer_config.json added_tokens_decoder gives id 3 "
                        r"'</s>', but tokenizer.json has '<s>' there; the two files are from different models"):
