@@ -242,7 +242,7 @@ def spec_from_tokenizer_json(
     kw: dict[str, Any] = {}
     if pre["byte_level"] is not None:
         kind = BYTE_LEVEL
-        kw["add_prefix_space"] = pre["byte_level"]["add_prefix_space"]
+        kw["add_prefix_space"] = _byte_level_prefix(pre["byte_level"], config, where)
         kw["prefix_scheme"] = "always"  # ByteLevel prepends to every segment between added tokens
         kw["prefix_if_missing"] = True
         if model["byte_fallback"]:
@@ -387,6 +387,44 @@ def spec_from_tokenizer_json(
         **kw,
     )
     return spec, chat_template
+
+
+#: transformers' tokenizer classes (less ``Tokenizer`` and ``Fast``) that set a top-level
+#: ByteLevel pre-tokenizer's ``add_prefix_space`` from the config's key (False when it is left
+#: out) in 4.57.1 and 5.24.0 alike (``GPT2TokenizerFast``, ``Qwen2TokenizerFast``).
+_PREFIX_FROM_CONFIG = frozenset({"GPT2", "Qwen2"})
+
+
+def _byte_level_prefix(bl: Mapping[str, Any], config: Mapping[str, Any] | None, where: str) -> bool:
+    """``add_prefix_space`` of a tokenizer.json's ByteLevel pre-tokenizer as transformers loads
+    the folder. A ByteLevel inside a Sequence (Llama 3, Qwen2.5, GPT-4o) and a file without a
+    ``tokenizer_config.json`` or a class keep the file's value (tokenizers; 5.24.0). A top-level
+    ByteLevel is rewritten from the config's ``add_prefix_space`` (default False): by both
+    versions for the classes of :data:`_PREFIX_FROM_CONFIG`; for another class 4.57.1 rewrites it
+    (``PreTrainedTokenizerFast.__init__``) and 5.24.0 keeps the file's (recorded for
+    PreTrainedTokenizerFast), so a disagreement is refused. Worked example (GPT-2's file with
+    ``"add_prefix_space": true``, a GPT2TokenizerFast config without the key): ``"Hello world"``
+    is ``[15496, 995]`` in both versions, not tokenizers' ``[18435, 995]``.
+
+    Raises:
+        LoaderError: a class other than those with a config value that differs from the file's.
+    """
+    own = bool(bl["add_prefix_space"])
+    cls = (config or {}).get("tokenizer_class")
+    if bl["path"] != "pre_tokenizer" or not isinstance(cls, str):
+        return own
+    value = config.get("add_prefix_space", False)
+    if value is None or bool(value) == own:  # null: transformers' rewrite fails and keeps the file's
+        return own
+    if cls.removesuffix("Fast").removesuffix("Tokenizer") in _PREFIX_FROM_CONFIG:
+        return bool(value)
+    folder = str(Path(where).parent) if where != "tokenizer.json" else "tokenizer.json"
+    said = f"sets add_prefix_space = {str(bool(value)).lower()}" if "add_prefix_space" in config else \
+        "leaves add_prefix_space out (false)"
+    raise LoaderError(f"{folder}: tokenizer.json's ByteLevel pre_tokenizer has add_prefix_space = {str(own).lower()} "
+                      f"and tokenizer_config.json {said}: for {cls} transformers 4.57.1 takes the config's, 5.24.0 the "
+                      f"file's, so a text's first word encodes otherwise in each; set \"add_prefix_space\": "
+                      f"{str(own).lower()} in tokenizer_config.json (or edit the file) so the two agree")
 
 
 #: transformers' tokenizer classes (as ``tokenizer_class`` names them, less ``Tokenizer`` and

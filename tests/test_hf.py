@@ -342,6 +342,42 @@ def test_template_processing_gives_add_bos_and_add_eos():
         "add_eos_token: transformers 4.57.1 and 5.24.0 disagree on this LlamaTokenizerFast folder: 4.x adds none")
 
 
+def test_a_top_level_byte_level_prefix_space_follows_the_config_as_transformers(tmp_path):
+    """transformers sets a top-level ByteLevel pre-tokenizer's ``add_prefix_space`` from the
+    config's key (False when left out): GPT2TokenizerFast and Qwen2TokenizerFast in 4.57.1 and
+    5.24.0 alike; for PreTrainedTokenizerFast 4.57.1 does and 5.24.0 keeps the file's. rmlprep
+    kept the file's. Worked example on GPT-2's tokenizer.json (recorded with both versions,
+    ``tok("Hello world", add_special_tokens=False)``): the file edited to ``"add_prefix_space":
+    true`` under a GPT2TokenizerFast config without the key gives ``[15496, 995]`` (no prefix;
+    ``[18435, 995]`` is ``" Hello world"``); the file's ``false`` under ``"add_prefix_space": true``
+    gives ``[18435, 995]``. Without a config, or inside a Sequence, the file's value stands
+    (tokenizers); a PreTrainedTokenizerFast disagreement is refused."""
+    src = REAL / "hf" / "gpt2"
+    if not (src / "tokenizer.json").is_file():
+        pytest.skip(f"{src} is absent")
+    doc = json.loads((src / "tokenizer.json").read_text(encoding="utf-8"))
+    assert doc["pre_tokenizer"]["type"] == "ByteLevel"
+
+    def load(file_value, config):
+        d = tmp_path / f"{file_value}-{len(list(tmp_path.iterdir()))}"
+        d.mkdir()
+        (d / "tokenizer.json").write_text(json.dumps({**doc, "pre_tokenizer": {**doc["pre_tokenizer"],
+                                                                               "add_prefix_space": file_value}}))
+        if config is not None:
+            (d / "tokenizer_config.json").write_text(json.dumps(config))
+        return load_tokenizer(d)
+
+    for cls in ("GPT2TokenizerFast", "Qwen2TokenizerFast"):
+        assert load(True, {"tokenizer_class": cls}).encode("Hello world") == [15496, 995]
+        assert load(False, {"tokenizer_class": cls, "add_prefix_space": True}).encode("Hello world") == [18435, 995]
+        assert load(True, {"tokenizer_class": cls, "add_prefix_space": True}).encode("Hello world") == [18435, 995]
+    assert load(True, None).encode("Hello world") == [18435, 995]  # tokenizers, the file alone
+    assert load(True, {"eos_token": "<|endoftext|>"}).encode("Hello world") == [18435, 995]  # no class
+    with pytest.raises(LoaderError, match=r"ByteLevel pre_tokenizer has add_prefix_space = true and tokenizer_config"
+                                          r".json leaves add_prefix_space out \(false\): for PreTrainedTokenizerFast"):
+        load(True, {"tokenizer_class": "PreTrainedTokenizerFast"})
+
+
 FRAMING = json.loads((ROOT / "fixtures" / "framing.json").read_text(encoding="utf-8"))
 
 
