@@ -122,7 +122,12 @@ def load_spec(path: str | os.PathLike, *, given: frozenset[str] = frozenset(),
     if tiktoken_kw and _starts_like_sentencepiece(head) and not looks_like_tiktoken(p):
         _no_tiktoken_args(p, tiktoken_kw)  # a .model read as a rank file failed at "line 2: expected ..."
     if tiktoken_kw or looks_like_tiktoken(p):
-        return spec_from_tiktoken(p, **tiktoken_kw), None
+        spec = spec_from_tiktoken(p, **tiktoken_kw)
+        cfg = read_model_config(p.parent)
+        if not cfg:
+            return spec, None
+        template = cfg.get("chat_template") if isinstance(cfg.get("chat_template"), str) else None
+        return _tiktoken_config_specials(spec, cfg, p), template_file(p.parent, template)
     if not _starts_like_sentencepiece(head):
         raise LoaderError(f"{p}: not a tokenizer file rmlprep recognises; give {FORMATS}")
     from .spm import spec_from_sentencepiece_model
@@ -135,6 +140,40 @@ def load_spec(path: str | os.PathLike, *, given: frozenset[str] = frozenset(),
         if isinstance(cfg.get("chat_template"), str):
             template = cfg["chat_template"]
     return spec, template_file(p.parent, template)
+
+
+def _tiktoken_config_specials(spec, cfg: dict[str, Any], p: Path):
+    """A tiktoken rank file's spec with the ``bos_token`` / ``eos_token`` of the
+    ``tokenizer_config.json`` beside it (Llama 3's ``original/``, Kimi K2: a ``tokenizer.model``
+    rank file and a config). transformers loads such a folder through its tiktoken converter and
+    takes both names from the config (4.57.1 and 5.24.0: Llama 3's rank file beside a config
+    saying ``"eos_token": "<|eot_id|>"`` has eos 128009); rmlprep kept its encoding's own
+    (``<|end_of_text|>``, 128001), so ``pack.eos`` appended another token than the folder names.
+    Neither adds them around a text (``add_special_tokens`` adds nothing, as before).
+
+    Raises:
+        LoaderError: a name the config gives that is not a token of the file's encoding.
+    """
+    from .hf import _token_content
+
+    index = {t: i for i, t in enumerate(spec.vocab)}
+    changes: dict[str, Any] = {}
+    for key, field in (("bos_token", "bos_id"), ("eos_token", "eos_id")):
+        if key not in cfg:
+            continue
+        content = _token_content(cfg[key])
+        if content is None:
+            changes[field] = None
+        elif content in index:
+            changes[field] = index[content]
+        else:
+            raise LoaderError(f"{p.parent / 'tokenizer_config.json'}: {key} = {content!r} is not a token of {p.name} "
+                              f"({spec.name or 'its encoding'}); the two files are from different models")
+    if changes.get("bos_id", spec.bos_id) is None and spec.add_bos:
+        changes["add_bos"] = False
+    if changes.get("eos_id", spec.eos_id) is None and spec.add_eos:
+        changes["add_eos"] = False
+    return spec.replace(**changes) if changes else spec
 
 
 #: transformers' defaults for ``add_bos_token`` / ``add_eos_token`` of a SentencePiece folder

@@ -534,6 +534,26 @@ def test_tiktoken_arguments_with_a_sentencepiece_model_are_named(tmp_path):
         load_tokenizer(_need("llama2/tokenizer.model"), name="gpt2")
 
 
+def test_a_tiktoken_folder_takes_the_configs_bos_eos_and_template(tmp_path):
+    """A folder holding a tiktoken rank file as ``tokenizer.model`` and a ``tokenizer_config.json``
+    (Llama 3's ``original/``, Kimi K2): transformers 4.57.1 and 5.24.0 load it through their
+    tiktoken converter with the config's special tokens and chat template (with ``"eos_token":
+    "<|eot_id|>"`` their ``eos_token_id`` is 128009; ``tok("x")`` is ``[87]``, nothing added).
+    rmlprep read the rank file alone: eos 128001 (``<|end_of_text|>``), so ``pack.eos`` closed
+    every document with another token than the folder names, and no template."""
+    shutil.copy(_need("llama3/llama3.tiktoken"), tmp_path / "tokenizer.model")
+    cfg = tmp_path / "tokenizer_config.json"
+    cfg.write_text(json.dumps({"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
+                               "chat_template": "{{ messages }}"}))
+    tok = load_tokenizer(tmp_path)
+    assert (tok.bos_id, tok.eos_id, tok.chat_template) == (128000, 128009, "{{ messages }}")
+    assert tok.encode("x", add_special_tokens=True) == [87]
+    cfg.write_text(json.dumps({"eos_token": "<|im_end|>"}))
+    with pytest.raises(LoaderError, match=r"tokenizer_config.json: eos_token = '<\|im_end\|>' is not a token of "
+                                          r"tokenizer.model \(llama3\); the two files are from different models"):
+        load_tokenizer(tmp_path)
+
+
 def test_config_strip_flags_must_match_the_tokenizer_json(tmp_path):
     """A config whose ``added_tokens_decoder`` gives a token other ``lstrip`` / ``rstrip`` /
     ``single_word`` than the tokenizer.json loaded, with the tokenizer.json's flags. transformers
