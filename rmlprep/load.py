@@ -212,13 +212,23 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[s
     Source: ``fixtures/bos_defaults.json`` (transformers 4.57.1 and 5.24.0 ``AutoTokenizer``).
 
     Raises:
-        LoaderError: a named token not in the model, an added_tokens_decoder entry it cannot hold (spm_added).
+        LoaderError: a named token not in the model, an added_tokens_decoder entry it cannot hold
+            (spm_added); ``"add_prefix_space": false`` (transformers then writes no dummy prefix
+            before a text, which rmlprep does not reproduce for a ``.model``).
     """
     import dataclasses
 
     from .hf import _token_content
     from .spm_added import with_config_added
 
+    if cfg.get("add_prefix_space") is False and spec.add_prefix_space:
+        # transformers (4.57.1 and 5.24.0, LlamaTokenizer on Llama 2's .model) then writes no
+        # dummy prefix: "Hello world" is [10994 'Hello', 3186], sentencepiece's [15043 '▁Hello', 3186]
+        raise LoaderError(f"{p.parent}: tokenizer_config.json sets add_prefix_space = false, so transformers writes no "
+                          f"'\u2581' before a text ('Hello world' starts 'Hello', not '\u2581Hello' as {p.name} read "
+                          "by sentencepiece does); rmlprep reads the .model as sentencepiece does: load the model's "
+                          "tokenizer.json (AutoTokenizer.from_pretrained(folder).save_pretrained(folder) writes one), "
+                          "or drop the key if the model was trained with the prefix")
     spec = with_config_added(spec, cfg, p)  # another model's config refused; tokens added past the pieces
     index = {piece: i for i, piece in enumerate(spec.vocab)}
     changes: dict[str, Any] = {}

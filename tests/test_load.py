@@ -534,6 +534,24 @@ def test_tiktoken_arguments_with_a_sentencepiece_model_are_named(tmp_path):
         load_tokenizer(_need("llama2/tokenizer.model"), name="gpt2")
 
 
+def test_a_sentencepiece_folder_whose_config_drops_the_prefix_space_is_refused(tmp_path):
+    """A Llama ``tokenizer.model`` folder whose config says ``"add_prefix_space": false``:
+    transformers 4.57.1 and 5.24.0 (LlamaTokenizer, legacy) then write no dummy prefix, so
+    ``"Hello world"`` is ``[10994 'Hello', 3186]``, where sentencepiece (and rmlprep, which read
+    the key nowhere) give ``[15043 '▁Hello', 3186]``: every text's first word otherwise. Refused,
+    naming the key; ``true`` or no key loads as before."""
+    shutil.copy(_need("llama2/tokenizer.model"), tmp_path / "tokenizer.model")
+    base = {"tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "add_eos_token": False, "legacy": True}
+    cfg = tmp_path / "tokenizer_config.json"
+    for value in (None, True):
+        cfg.write_text(json.dumps({**base, **({} if value is None else {"add_prefix_space": value})}))
+        assert load_tokenizer(tmp_path).encode("Hello world") == [15043, 3186]
+    cfg.write_text(json.dumps({**base, "add_prefix_space": False}))
+    with pytest.raises(LoaderError, match=rf"^{tmp_path}: tokenizer_config.json sets add_prefix_space = false, so "
+                                          r"transformers writes no '\u2581' before a text"):
+        load_tokenizer(tmp_path)
+
+
 def test_a_tiktoken_folder_takes_the_configs_bos_eos_and_template(tmp_path):
     """A folder holding a tiktoken rank file as ``tokenizer.model`` and a ``tokenizer_config.json``
     (Llama 3's ``original/``, Kimi K2): transformers 4.57.1 and 5.24.0 load it through their
