@@ -261,6 +261,19 @@ def spec_from_tokenizer_json(
             kw["prefix_scheme"] = "always"
             kw["prefix_if_missing"] = False
 
+    cls = (config or {}).get("tokenizer_class")
+    if (kind == SENTENCEPIECE and kw.get("add_prefix_space") and (config or {}).get("add_prefix_space") is False
+            and isinstance(cls, str) and cls.removesuffix("Fast").removesuffix("Tokenizer") in ("Llama", "CodeLlama")):
+        # LlamaTokenizerFast rebuilds the tokenizer from tokenizer.model without the dummy prefix
+        # (4.57.1 and 5.24.0, Mistral 7B's folder: "Hello world" is [16230 'Hello', 1526], the
+        # file's [22557 '▁Hello', 1526]); with no tokenizer.model beside it 4.57.1 cannot load it
+        folder = str(Path(where).parent) if where != "tokenizer.json" else "tokenizer.json"
+        raise LoaderError(f"{folder}: tokenizer_config.json sets add_prefix_space = false for {cls}, so transformers "
+                          "rebuilds the tokenizer without the '\u2581' the tokenizer.json writes before a text ('Hello "
+                          "world' starts 'Hello', not '\u2581Hello'); save the tokenizer transformers loads "
+                          "(AutoTokenizer.from_pretrained(folder).save_pretrained(folder)) to read it, or drop the key "
+                          "if the model was trained with the prefix")
+
     tokens: list[str | None] = model["tokens"]  # type: ignore[assignment]
     model_size = len(tokens)
     added = r.added_tokens(tokens, model["entries"])

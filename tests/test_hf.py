@@ -378,6 +378,26 @@ def test_a_top_level_byte_level_prefix_space_follows_the_config_as_transformers(
         load(True, {"tokenizer_class": "PreTrainedTokenizerFast"})
 
 
+def test_a_llama_class_config_that_drops_the_prefix_space_is_refused(tmp_path):
+    """Mistral 7B's folder (tokenizer.json, tokenizer.model, a LlamaTokenizer config) with
+    ``"add_prefix_space": false`` added: transformers 4.57.1 and 5.24.0 rebuild the tokenizer
+    from the ``.model`` without the dummy prefix, ``"Hello world"`` -> ``[16230 'Hello', 1526]``;
+    rmlprep read the tokenizer.json's ``[22557 '▁Hello', 1526]``. Refused; true or no key load."""
+    src = REAL / "hf" / "mistral-7b-v0.1"
+    if not (src / "tokenizer.json").is_file():
+        pytest.skip(f"{src} is absent")
+    (tmp_path / "tokenizer.json").write_bytes((src / "tokenizer.json").read_bytes())
+    cfg = json.loads((src / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert cfg["tokenizer_class"] == "LlamaTokenizer" and "add_prefix_space" not in cfg
+    for value in (True, None):
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps({**cfg, "add_prefix_space": value}))
+        assert load_tokenizer(tmp_path).encode("Hello world") == [22557, 1526]
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({**cfg, "add_prefix_space": False}))
+    with pytest.raises(LoaderError, match=r"tokenizer_config.json sets add_prefix_space = false for LlamaTokenizer, so "
+                                          r"transformers rebuilds the tokenizer without"):
+        load_tokenizer(tmp_path)
+
+
 FRAMING = json.loads((ROOT / "fixtures" / "framing.json").read_text(encoding="utf-8"))
 
 
