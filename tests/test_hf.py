@@ -442,6 +442,21 @@ def test_add_special_tokens_frames_as_transformers():
     assert (agreed, disputed) == (120, 96)
 
 
+def test_framing_fixture_is_its_generators():
+    """``fixtures/framing.json``'s banner and inputs are its generator's (no transformers needed
+    here; the generator's ``--check`` reruns it by hand with the two installs): the generator's
+    name, source and text, the two transformers references in every case, and exactly the
+    generator's cases (class x post-processor x keys). An edit of the generator's inputs
+    without a regeneration fails here."""
+    from tools import make_framing_fixtures as gen
+
+    assert (FRAMING["generator"], FRAMING["source"], FRAMING["text"]) == ("tools/make_framing_fixtures.py",
+                                                                         gen.SOURCE, gen.TEXT)
+    assert [r.split(" ")[:2] for r in FRAMING["references"]] == [["transformers", "4.57.1"], ["transformers", "5.24.0"]]
+    assert list(FRAMING["cases"]) == gen.case_names()
+    assert all(list(v) == FRAMING["references"] for v in FRAMING["cases"].values())
+
+
 def test_config_chat_template_and_specials():
     added = [{"id": 5, "content": "<|im_end|>", "special": True}]
     spec, tpl = spec_from_tokenizer_json(_doc(added_tokens=added),
