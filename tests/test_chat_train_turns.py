@@ -112,3 +112,29 @@ def test_config_key_hashes_only_when_set():
     assert last.config_hash != plain.config_hash and last["chat"]["train_turns"] == "last"
     with pytest.raises(ConfigError, match="chat.train_turns: train_turns must be 'all' or 'last', got 'final'"):
         config_from_dict({**base, "chat": {"format": "chatml", "train_turns": "final"}})
+
+
+def test_an_empty_last_user_message_still_ends_the_history():
+    """An empty user message writes no ``user`` segment, but it is the last user message all the
+    same: with ``[user "Hi", assistant "Hello", user "", assistant "Ok"]`` only ``Ok<|im_end|>``
+    is trained (``Hello`` was, and counted no history, when the last user segment was taken for
+    the last user message), and ``[user "Hi", assistant "Hello", user ""]`` has nothing to train
+    (a row error, not ``Hello`` trained). Llama 2 (its user text stripped) likewise: ``Hello``
+    becomes ``history``, ``Ok`` stays ``assistant``."""
+    from rmlprep.chat.registry import get_format, write
+    from rmlprep.chat.segments import untrain_history
+
+    msgs = [u("Hi"), a("Hello"), u(""), a("Ok")]
+    head = ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    mid = "\n<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n"
+    enc = _check("hf/qwen2.5", "qwen2.5", msgs, None,
+                 [(head, 0), ("Hello<|im_end|>", 0), (mid, 0), ("Ok<|im_end|>", 1), ("\n", 0)], train_turns="last")
+    assert enc.notes == {"history_untrained": 1}
+    fn = tokenize_chat(real_tokenizer("hf/qwen2.5"), "qwen2.5", train_turns="last", on_error="record")
+    out = fn({"messages": [msgs[:3]]})
+    assert "no assistant turn follows the conversation's last user message" in out["error"][0]
+    for ms in (msgs, [u("Hi"), a("Hello"), u("   "), a("Ok")]):
+        o = write(ms, get_format("llama2"))
+        assert untrain_history(o) == 1
+        assert [s.kind for s in o.segs if s.text.strip() in ("Hello", "Ok")] == ["history", "assistant"]

@@ -146,11 +146,10 @@ def _w_llama2(conv: Conversation, gen: bool, opts) -> Out:
         if m.role == "user":
             o.t("<s>[INST] ")
             if j == 0 and system is not None:
-                group = [Segment("<<SYS>>\n", "template", True), Segment(system, "system", False),
-                         Segment("\n<</SYS>>\n\n", "template", True), Segment(m.text, "user", False)]
-            else:
-                group = [Segment(m.text, "user", False)]
-            o.extend(strip_segments(group))
+                o.extend(strip_segments([Segment("<<SYS>>\n", "template", True), Segment(system, "system", False),
+                                         Segment("\n<</SYS>>\n\n", "template", True), Segment(m.text, "user", False)]))
+            else:  # strip_segments of the one segment; c() sees an empty one too (Out.user_at)
+                o.c(m.text.strip(), "user")
             o.t(" [/INST]")
         else:
             o.a(" ")

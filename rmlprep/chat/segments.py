@@ -64,12 +64,13 @@ class Segment(NamedTuple):
 class Out:
     """Collects segments; adjacent markup of one kind is merged, data is always kept apart."""
 
-    __slots__ = ("segs", "notes", "noted_at")
+    __slots__ = ("segs", "notes", "noted_at", "user_at")
 
     def __init__(self) -> None:
         self.segs: list[Segment] = []
         self.notes: dict[str, int] = {}
         self.noted_at: list[tuple[str, int, int]] = []  # (what, n, len(segs) when noted)
+        self.user_at = -1  # len(segs) at the last user content, written or empty (untrain_history)
 
     def note(self, what: str, n: int = 1) -> None:
         """Count something the conversation lost by the format's own rule (``reasoning_dropped``)."""
@@ -87,6 +88,8 @@ class Out:
 
     def c(self, text: str, kind: str) -> None:
         """Data from the conversation (a content, a reasoning, a tool-call argument...)."""
+        if kind == "user":  # an empty one writes no segment but is a user turn all the same
+            self.user_at = len(self.segs)
         if text:
             self.segs.append(Segment(text, kind, False))
 
@@ -143,7 +146,9 @@ def untrain_history(out: Out) -> int:
     in ChatML gives segments ``...user "Hi"... assistant "Hello<|im_end|>"... user "Bye"...
     assistant "Ok<|im_end|>"``; the first assistant run becomes ``history``: returns 1.
     """
-    last = max((i for i, s in enumerate(out.segs) if s.kind == "user"), default=-1)
+    # the last user turn's place: an empty one has no segment (a user segment's index missed it,
+    # and the answers before it stayed trained)
+    last = max(out.user_at, max((i for i, s in enumerate(out.segs) if s.kind == "user"), default=-1))
     turns, inside = 0, False
     for i in range(last):
         s = out.segs[i]
