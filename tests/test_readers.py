@@ -587,6 +587,18 @@ def test_csv_header_in_another_order_is_a_file_fault(tmp_path, second):
         read_path(p)
 
 
+def test_csv_header_in_another_order_with_its_mark_on_the_text_field_is_a_file_fault(tmp_path):
+    """The text column first (``text,id``) and a file ``id,text`` with a byte-order mark
+    concatenated: its header's first field, read as the text, is ``\ufeffid``, another name than
+    the header's first's with the mark; it was a document, and 'more' was read as an id and '3'
+    as the text. Record 2, line 4, as without the mark."""
+    p = tmp_path / "te.csv"
+    p.write_bytes(b"text,id\nhello,1\nworld,2\n\xef\xbb\xbfid,text\n3,more\n")
+    with pytest.raises(InputError, match=r"te.csv: CSV record 2 \(line 4\) holds the header's column names in "
+                                         r"another order \('id,text' under the header 'text,id'\)"):
+        read_path(p)
+
+
 def test_csv_value_not_utf8_is_a_reject(tmp_path):
     p = tmp_path / "u.csv"
     p.write_bytes(b"id,text\n1,ok\n2,\xff\xfe bad\n3,fine\n")

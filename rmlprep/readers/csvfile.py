@@ -194,7 +194,8 @@ def read_csv(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
         base.check_column(path, header, column)
         col, width = header.index(column), len(header)
         heads = (column, "\ufeff" + column)  # the text field of a repeated header (a mark before the first)
-        in_head = set(header) | {"\ufeff" + header[0]}  # a text field that may start a reordered header
+        # a text field that may be a reordered header's: any name, the first with its file's mark
+        in_head = set(header) | {"\ufeff" + h for h in header}
         sorted_head = sorted(header)
         names = delim.join(header)
         names = names if len(names) <= 80 else names[:77] + "..."
