@@ -1856,3 +1856,20 @@ def test_live_sample_in_the_units_is_counted(tmp_path):
             for i in (0, 1)] == [20, 20]
     assert m["parity"]["chat"]["live_units"] == {"units": 2, "compared": 40}
     assert any("40 conversations sampled over the 2 units processed" in x for x in logs), logs
+
+
+def test_units_whose_worker_cannot_render_are_named(tmp_path, monkeypatch):
+    """A worker without jinja2 (a Ray node installed without it) skips its unit's live check; the
+    run said nothing (chat19's report). The driver could render the template, so each processed
+    unit was meant to be compared: now a warning counts the units that were not. Simulated by
+    the workers' stage seeing no sample size (the driver's own check is untouched): 2 of 2."""
+    from rmlprep.pipeline import chat_stages
+
+    _two_files_long_at(tmp_path)
+    monkeypatch.setattr(chat_stages, "unit_sample_size", lambda cfg, tokenizer: 0)
+    logs: list[str] = []
+    m = run(cfg(tmp_path / "*.jsonl", tmp_path / "o", input={"batch_rows": 20}), tokenizer=tiny(CHATML),
+            log=logs.append)
+    assert "live_units" not in m["parity"]["chat"]
+    assert ("warning: parity: 2 of the 2 units processed were not compared live with the chat template (from unit 0): "
+            "their worker could not render it (jinja2 is not installed there; pip install jinja2 on every node)") in logs

@@ -9,6 +9,7 @@ from contextlib import suppress
 from typing import Any
 
 from ..chat_parity import check_chat_markers, resolve_chat_config
+from ..chat_unit_sample import unit_sample_size
 from ..chat.encode import refuse_chat_before_corpus
 from ..config import RunConfig
 from ..errors import ConfigError, OutputError, ParityError, RmlprepError
@@ -227,7 +228,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             timings.setdefault("process", time.perf_counter() - t)
             if errors:  # the units done stay unless the previous complete folder comes back (_put_back)
                 raise _unit_errors(errors, done=0 if previous_complete(out) else len(records), where=out.path)
-            _units_live_line(cfg, parity, records, {u.index for u in todo}, log)
+            _units_live_line(cfg, parity, records, {u.index for u in todo}, log, unit_sample_size(cfg, tokenizer) > 0)
             timings["total"] = time.perf_counter() - t_start
             manifest = write_reports(cfg, tokenizer, units, records, parity, timings, workers, {u.index for u in todo},
                                      log, holder)
@@ -246,10 +247,17 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
 
 
 def _units_live_line(cfg: RunConfig, parity: dict[str, Any], records: dict[int, dict[str, Any]],
-                     processed: set[int], log: Callable[[str], None]) -> None:
+                     processed: set[int], log: Callable[[str], None], expected: bool = False) -> None:
     """sft: what the workers' live chat checks compared (``chat_live_compared`` of the markers this
     run wrote: :mod:`rmlprep.chat_unit_sample`) goes into the manifest as ``parity.chat.live_units``
-    (``{"units", "compared"}``) and a log line; nothing when no unit compared any."""
+    (``{"units", "compared"}``) and a log line; nothing when no unit compared any. When this
+    process could render the template (``expected``) and a unit's worker did not (a Ray node
+    without jinja2), a warning names how many units went unchecked: it said nothing."""
+    skipped = [i for i in sorted(processed) if i in records and "chat_live_compared" not in records[i]]
+    if expected and skipped:
+        log(f"warning: parity: {len(skipped)} of the {len(processed)} units processed were not compared live with the "
+            f"chat template (from unit {skipped[0]}): their worker could not render it (jinja2 is not installed "
+            "there; pip install jinja2 on every node)")
     got = [records[i]["chat_live_compared"] for i in sorted(processed) if "chat_live_compared" in records.get(i, {})]
     chat = parity.get("chat")
     if not got or not isinstance(chat, dict):
