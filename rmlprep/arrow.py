@@ -273,6 +273,8 @@ class TokenizeChat(_MapFunction):
                 self._count_warned("tool_arguments_from_string")
             for k, n in out.notes.items():  # reasoning_dropped, answers_without_think, history_untrained
                 self.stats[k] += n
+                if k == "answers_without_think" and self.stats[k] == n and self.warn:  # the first: said once
+                    warnings.warn(f"tokenize_chat: {_FIRST_WARNING[k]}; fn.stats[{k!r}] counts them", stacklevel=2)
             if not self.train_on_reasoning and any(_has_reasoning(sg) for sg in out.segs):
                 self.stats["reasoning_untrained"] += 1
             if surrogate_rows([sg.text for sg in out.segs]):  # the encoder replaced them: counted, as for text

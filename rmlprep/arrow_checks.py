@@ -38,6 +38,10 @@ _FIRST_WARNING = {
     "as one escaped string, not as the schema object; json_tools=True parses them",
     "special_text_parsed": "a conversation's text holds special-token text (e.g. '<|im_end|>'), which fmt='template' "
     "encodes as the control token, as transformers' apply_chat_template does (a native format encodes it as text)",
+    "answers_without_think": "a conversation has an answer trained without a think block where the format's "
+    "generation prompt leaves the model to open one (Qwen3's template writes it only after the last user message): "
+    "it teaches the model to answer without thinking; train_turns='last' trains only the answers after the last "
+    "user message, or split multi-turn conversations into one per answer",
     "tool_arguments_from_string": "a conversation gives a tool call's arguments as a string of JSON: it is parsed and "
     "written as the format writes a mapping, where transformers' apply_chat_template writes the string as it is "
     "(Qwen3, Hermes 3) or encodes it again (Qwen2.5, Llama 3.1, gpt-oss): give arguments as mappings to match it",

@@ -138,3 +138,28 @@ def test_an_empty_last_user_message_still_ends_the_history():
         o = write(ms, get_format("llama2"))
         assert untrain_history(o) == 1
         assert [s.kind for s in o.segs if s.text.strip() in ("Hello", "Ok")] == ["history", "assistant"]
+
+
+def test_tokenize_chat_warns_once_of_answers_trained_without_think():
+    """Qwen3 multi-turn rows through ``tokenize_chat`` (a ``datasets.map`` user): the history
+    answers are trained without a think block, counted in ``fn.stats`` only, which a
+    ``num_proc`` worker never hands back (trial19b: 530 of 540 FastChat rows, no word). The
+    first such conversation now warns, once per callable, naming ``train_turns='last'``; with
+    it the history answers are not trained and nothing is said. Worked example: two rows of
+    ``[user, assistant, user, assistant]``, one history answer each: 2 counted, 1 warning."""
+    import warnings
+
+    tok = real_tokenizer("hf/qwen3")
+    rows = {"messages": [CHATML, CHATML]}
+    fn = tokenize_chat(tok, "qwen3", tools_column=None)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        fn(rows)
+    said = [str(w.message) for w in got if "without a think block" in str(w.message)]
+    assert len(said) == 1 and "train_turns='last'" in said[0], said
+    assert fn.stats["answers_without_think"] == 2
+    fn = tokenize_chat(tok, "qwen3", tools_column=None, train_turns="last")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        fn(rows)
+    assert not [w for w in got if "think" in str(w.message)] and fn.stats["answers_without_think"] == 0
