@@ -214,6 +214,20 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
         return self.spec.eos_id
 
     @property
+    def unk_id(self) -> int | None:
+        return self.spec.unk_id
+
+    @property
+    def pad_id(self) -> int | None:
+        """The pad token's id (None: the tokenizer names none; ``pack_bfd`` then needs one given)."""
+        return self.spec.pad_id
+
+    @property
+    def eot_ids(self) -> tuple[int, ...]:
+        """Ids that end an assistant turn (``<|im_end|>``, ``<|eot_id|>``...), as ``repr`` shows them."""
+        return tuple(self.spec.eot_ids)
+
+    @property
     def fingerprint(self) -> str:
         """The spec's fingerprint (sha256 hex)."""
         return self.spec.fingerprint

@@ -444,3 +444,19 @@ def test_added_token_matcher_is_compiled_once_for_both_parse_special(monkeypatch
     assert len(built) == 1 and tok._matchers[True][0][0] is tok._matchers[False][0][0]
     assert tok.encode("a<s>b") == [0, 2, 1]
     assert tok.encode("a<s>b", parse_special=False) == [0, 3, 4, 5, 1]
+
+
+def test_the_ids_repr_shows_are_attributes():
+    """``repr(tok)`` shows ``unk_id``, ``pad_id`` and ``eot_ids`` beside ``bos_id``/``eos_id``;
+    trial19b wrote ``pack_bfd(..., pad_id=tok.pad_id)`` from it and got AttributeError (only
+    ``tok.spec.pad_id`` existed). Each is the spec's value."""
+    import re
+
+    b2u = bytes_to_unicode()
+    vocab = [b2u[b] for b in range(256)] + ["<pad>", "<eot>"]
+    spec = TokenizerSpec(kind=BYTE_LEVEL, vocab=tuple(vocab), token_types=(1,) * 256 + (3, 3), pad_id=256,
+                         eot_ids=(257,))
+    tok = Tokenizer.create(spec)
+    assert (tok.unk_id, tok.pad_id, tok.eot_ids) == (None, 256, (257,))
+    r = repr(tok)
+    assert re.search(r"unk_id=None, pad_id=256, eot_ids=\[257\]", r), r
