@@ -435,6 +435,24 @@ static int split_scalar = 0; /* RMLPREP_SPLIT_SCALAR=1 at import: the matchers' 
 #define MASK64(EXPR)                                                                              \
     ((uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(0)) | (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(1)) << 16 | \
      (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(2)) << 32 | (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(3)) << 48)
+/* Emit the piece [A_, A_ + N_): to the collected pieces, or to the span batch (flushed when full);
+ * reads the caller's x, collect, sp_ and ns_ (split_gpt2_last, split_windows). */
+#define EMIT_PIECE(A_, N_)                                                                        \
+    do {                                                                                          \
+        if (collect) {                                                                            \
+            if (push_piece(x, (A_), (N_)) < 0)                                                    \
+                return -1;                                                                        \
+        } else {                                                                                  \
+            sp_[ns_].a = (uint32_t)(A_);                                                          \
+            sp_[ns_].n = (uint32_t)(N_);                                                          \
+            if (++ns_ == BATCH) {                                                                 \
+                x->nspan = ns_;                                                                   \
+                if (flush(x) < 0)                                                                 \
+                    return -1;                                                                    \
+                ns_ = 0;                                                                          \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
 
 /* GPT-2's pattern (m_gpt2) as the last stage, over [a, e) 64 bytes at a time: where pieces start
  * is worked out for the 64 bytes at once from bit masks of the class array and the text, then
@@ -466,22 +484,6 @@ static int split_gpt2_last(Ctx *x, size_t a, size_t e)
     int collect = x->collect;
     Span *sp_ = x->span;
     size_t ns_ = x->nspan;
-#define EMIT_PIECE(A_, N_)                                                                        \
-    do {                                                                                          \
-        if (collect) {                                                                            \
-            if (push_piece(x, (A_), (N_)) < 0)                                                    \
-                return -1;                                                                        \
-        } else {                                                                                  \
-            sp_[ns_].a = (uint32_t)(A_);                                                          \
-            sp_[ns_].n = (uint32_t)(N_);                                                          \
-            if (++ns_ == BATCH) {                                                                 \
-                x->nspan = ns_;                                                                   \
-                if (flush(x) < 0)                                                                 \
-                    return -1;                                                                    \
-                ns_ = 0;                                                                          \
-            }                                                                                     \
-        }                                                                                         \
-    } while (0)
     while (b < e) {
         const uint8_t *bs, *bk;
         size_t len = e - b;
@@ -588,15 +590,10 @@ static int split_gpt2_last(Ctx *x, size_t a, size_t e)
     }
     if (e > start)
         EMIT_PIECE(start, e - start);
-#undef EMIT_PIECE
     if (!collect)
         x->nspan = ns_;
     return 0;
 }
-#undef MASK64
-#endif
-
-#if defined(__SSE2__)
 /* Llama 3's (maxd 3) and Qwen2's (maxd 1) pattern (m_llama3 without cl100k's \s++$) as the last
  * stage, a window of 64 bytes at a time, as split_gpt2_last. Each window starts at a piece start
  * b, so the regex's matching from b does not depend on the text before b: the window is split as
@@ -636,25 +633,6 @@ static inline __attribute__((always_inline)) int split_windows(Ctx *x, size_t a,
     int collect = x->collect;
     Span *sp_ = x->span;
     size_t ns_ = x->nspan;
-#define EMIT_PIECE(A_, N_)                                                                        \
-    do {                                                                                          \
-        if (collect) {                                                                            \
-            if (push_piece(x, (A_), (N_)) < 0)                                                    \
-                return -1;                                                                        \
-        } else {                                                                                  \
-            sp_[ns_].a = (uint32_t)(A_);                                                          \
-            sp_[ns_].n = (uint32_t)(N_);                                                          \
-            if (++ns_ == BATCH) {                                                                 \
-                x->nspan = ns_;                                                                   \
-                if (flush(x) < 0)                                                                 \
-                    return -1;                                                                    \
-                ns_ = 0;                                                                          \
-            }                                                                                     \
-        }                                                                                         \
-    } while (0)
-#define MASK64(EXPR)                                                                              \
-    ((uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(0)) | (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(1)) << 16 | \
-     (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(2)) << 32 | (uint64_t)(uint16_t)_mm_movemask_epi8(EXPR(3)) << 48)
 #define BIT(q) (1ULL << (q))
     while (b < e) {
         const uint8_t *bs, *bk;
