@@ -9,12 +9,38 @@ Source: transformers 4.57.1 and 5.24.0 ``AutoTokenizer`` (``fixtures/bos_default
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .errors import LoaderError
 
 __all__ = ["SPM_CLASS_DEFAULTS"]
+
+
+def _named_ids(spec, cfg: dict[str, Any], keys: tuple[tuple[str, str], ...],
+               not_found: Callable[[str, str], str]) -> dict[str, Any]:
+    """``{field: id}`` for each ``(key, field)`` of ``keys`` the config sets: the id of the token it
+    names (a string, or a mapping's ``content``) in ``spec.vocab``, or None for a null.
+
+    Raises:
+        LoaderError: ``not_found(key, name)`` for a name the vocab does not hold.
+    """
+    from .hf_config import _token_content
+
+    index = {t: i for i, t in enumerate(spec.vocab)}
+    changes: dict[str, Any] = {}
+    for key, field in keys:
+        if key not in cfg:
+            continue
+        content = _token_content(cfg[key])
+        if content is None:
+            changes[field] = None
+        elif content in index:
+            changes[field] = index[content]
+        else:
+            raise LoaderError(not_found(key, content))
+    return changes
 
 
 def _tiktoken_config_specials(spec, cfg: dict[str, Any], p: Path):
@@ -29,21 +55,9 @@ def _tiktoken_config_specials(spec, cfg: dict[str, Any], p: Path):
     Raises:
         LoaderError: a name the config gives that is not a token of the file's encoding.
     """
-    from .hf import _token_content
-
-    index = {t: i for i, t in enumerate(spec.vocab)}
-    changes: dict[str, Any] = {}
-    for key, field in (("bos_token", "bos_id"), ("eos_token", "eos_id")):
-        if key not in cfg:
-            continue
-        content = _token_content(cfg[key])
-        if content is None:
-            changes[field] = None
-        elif content in index:
-            changes[field] = index[content]
-        else:
-            raise LoaderError(f"{p.parent / 'tokenizer_config.json'}: {key} = {content!r} is not a token of {p.name} "
-                              f"({spec.name or 'its encoding'}); the two files are from different models")
+    changes = _named_ids(spec, cfg, (("bos_token", "bos_id"), ("eos_token", "eos_id")), lambda key, content: (
+        f"{p.parent / 'tokenizer_config.json'}: {key} = {content!r} is not a token of {p.name} "
+        f"({spec.name or 'its encoding'}); the two files are from different models"))
     if changes.get("bos_id", spec.bos_id) is None and spec.add_bos:
         changes["add_bos"] = False
     if changes.get("eos_id", spec.eos_id) is None and spec.add_eos:
@@ -93,7 +107,6 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[s
     """
     import dataclasses
 
-    from .hf import _token_content
     from .spm_added import with_config_added
 
     if cfg.get("add_prefix_space") is False and spec.add_prefix_space:
@@ -105,19 +118,9 @@ def _with_config_specials(spec, cfg: dict[str, Any], p: Path, given: frozenset[s
                           "tokenizer.json (AutoTokenizer.from_pretrained(folder).save_pretrained(folder) writes one), "
                           "or drop the key if the model was trained with the prefix")
     spec = with_config_added(spec, cfg, p)  # another model's config refused; tokens added past the pieces
-    index = {piece: i for i, piece in enumerate(spec.vocab)}
-    changes: dict[str, Any] = {}
-    for key, field in (("bos_token", "bos_id"), ("eos_token", "eos_id"), ("pad_token", "pad_id")):
-        if key not in cfg:
-            continue
-        content = _token_content(cfg[key])
-        if content is None:
-            changes[field] = None
-        elif content in index:
-            changes[field] = index[content]
-        else:
-            raise LoaderError(f"{p.parent}: tokenizer_config.json (or special_tokens_map.json) {key} = "
-                              f"{content!r} is not a piece of {p.name}")
+    changes = _named_ids(spec, cfg, (("bos_token", "bos_id"), ("eos_token", "eos_id"), ("pad_token", "pad_id")),
+                         lambda key, content: (f"{p.parent}: tokenizer_config.json (or special_tokens_map.json) "
+                                               f"{key} = {content!r} is not a piece of {p.name}"))
     cls = cfg.get("tokenizer_class")
     defaults = SPM_CLASS_DEFAULTS.get(cls) if isinstance(cls, str) else None
     unset: list[str] = []
