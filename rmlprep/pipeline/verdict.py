@@ -196,13 +196,8 @@ def rejected_files_warning(manifest: dict[str, Any], *, brief: bool = False) -> 
     if brief:
         return what
     rejects = fs.join(manifest["config"]["output"]["dir"], "rejects")
-    first = ""
-    try:
-        with fs.open(fs.join(rejects, f"rejects-{bad[0][2]:05d}.jsonl")) as f:
-            r = json.loads(f.readline())
-        first = f"; the first: row {r['row']}: {r['reason']}"
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    r = _unit_first_reject(rejects, bad[0][2])
+    first = f"; the first: row {r['row']}: {r['reason']}" if r else ""
     return (f"{what}{first}; a file of another layout or encoding than the others (input.column, UTF-8)? "
             f"its rows are in {rejects}/")
 
@@ -251,18 +246,25 @@ def reject_share_warning(manifest: dict[str, Any], *, brief: bool = False) -> st
     if brief:
         return what
     rejects = fs.join(manifest["config"]["output"]["dir"], "rejects")
-    first = ""
+    r = _unit_first_reject(rejects, over[0][3])
+    first = f"; the first{f' of {over[0][0]}' if n > 1 else ''}: row {r['row']}: {r['reason']}" if r else ""
+    share = f" ({(t['rejects'] - (t.get('dropped_documents') or 0)) / t['rows_read']:.1%})" if t.get("rows_read") else ""
+    return f"{what}{first}; the run's share{share} is under it, so the run succeeds; the rows are in {rejects}/"
+
+
+def _unit_first_reject(rejects: str, unit: int) -> dict[str, Any] | None:
+    """The first record of ``unit``'s rejects file that is a row's (not a document the pack stage
+    left out), or None when it cannot be read (a warning then names no row); the file warnings'
+    own, where :func:`_first_reject` reads the run's first rejects file."""
     try:
-        with fs.open(fs.join(rejects, f"rejects-{over[0][3]:05d}.jsonl")) as f:
+        with fs.open(fs.join(rejects, f"rejects-{unit:05d}.jsonl")) as f:
             for line in f:
                 r = json.loads(line)
                 if r["stage"] != "pack":
-                    first = f"; the first{f' of {over[0][0]}' if n > 1 else ''}: row {r['row']}: {r['reason']}"
-                    break
+                    return {"row": r["row"], "reason": r["reason"]}
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    share = f" ({(t['rejects'] - (t.get('dropped_documents') or 0)) / t['rows_read']:.1%})" if t.get("rows_read") else ""
-    return f"{what}{first}; the run's share{share} is under it, so the run succeeds; the rows are in {rejects}/"
+    return None
 
 
 def _ceil2(x: float) -> float:
