@@ -16,7 +16,7 @@ The run's chat parity stage (:func:`run_chat_parity_stage`, called by
    ``chat.system_column`` system prompt as the run writes it) are
    checked against the messages schema and the format (a bad row is counted, never rendered:
    the run rejects it), and the good ones rendered with the tokenizer's template and compared
-   (each unit's worker then compares N more, spread over its unit: :mod:`.chat_unit_sample`).
+   (each unit's worker then compares all of a unit of up to N rows, of more a share: :mod:`.chat_unit_sample`).
    The template renders the conversation *as read* (:func:`read_view`: only the input
    conventions the README documents are applied, from the raw values), not rmlprep's parsed
    :class:`~rmlprep.chat.messages.Conversation`, so a parser that changed a value (a null

@@ -2,8 +2,8 @@
 (``parity.chat_live_sample = N``): the first N the format accepts, from the first batch of each
 unit in turn (:func:`iter_conversations`), compared by
 :func:`rmlprep.chat_parity.live_chat_check`; a difference stops the run before anything is
-written. Each unit's worker then compares N more, spread over its unit
-(:mod:`rmlprep.chat_unit_sample`).
+written. Each unit's worker then compares every conversation of a unit of up to N rows, and
+about N·(1 + ln(n/N)) spread over a larger one of n (:mod:`rmlprep.chat_unit_sample`).
 """
 
 from __future__ import annotations

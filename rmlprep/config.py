@@ -35,9 +35,10 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
                                      # renders of its format; "auto" = check what exists; true =
                                      # renders required; false = off
     chat_renders = "renders.jsonl.gz"  # default: the committed fixtures/chat/renders.jsonl.gz
-    chat_live_sample = 20            # sft: the corpus's first 20 conversations, then 20 of each unit
-                                     # (spread over it, in its worker) rendered with the tokenizer's
-                                     # chat_template (needs jinja2) and compared; 0 = off
+    chat_live_sample = 1000          # sft: the corpus's first 1000 conversations, then in each unit's
+                                     # worker every one of a unit of up to 1000 (of n more, about
+                                     # 1000·(1 + ln(n/1000)) spread over it) rendered with the
+                                     # tokenizer's chat_template (needs jinja2) and compared; 0 = off
 
     [chat]                           # sft only
     format = "qwen3"                 # a format name (rmlprep.CHAT_FORMATS); "auto": the format that
@@ -155,7 +156,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "live_sample": ((int,), 0),
         "chat": ((str, bool), "auto"),
         "chat_renders": ((str,), None),
-        "chat_live_sample": ((int,), 20),
+        "chat_live_sample": ((int,), 1000),
     },
     "chat": {
         "format": ((str,), None),
@@ -438,7 +439,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | Non
             if given_par.get(k):
                 raise ConfigError(f"{w}parity.{k}: set, but parity.chat = false turns the chat check off; "
                                   "remove one of them")
-        par["chat_live_sample"] = 0  # the default's 20 asks for nothing here (and reads back as set)
+        par["chat_live_sample"] = 0  # the default's 1000 asks for nothing here (and reads back as set)
     pack = data["pack"]
     if not 1 <= pack["seq_len"] <= MAX_SEQ_LEN:
         raise ConfigError(f"{w}pack.seq_len: must be from 1 to {MAX_SEQ_LEN:,} (2**24), got {pack['seq_len']:,}")

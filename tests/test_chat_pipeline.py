@@ -11,6 +11,7 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from _chat_common import TEMPLATES, needs_jinja, template_text
@@ -398,17 +399,26 @@ def test_a_marker_older_than_json_tools_empty_is_redone_under_json_tools(tmp_pat
 
 @needs_jinja
 def test_chat_checks_turned_off_are_said(tmp_path):
-    """A run with a chat check off says so (it said nothing, and read as one that passed)."""
+    """A run with a chat check off says so (it said nothing, and read as one that passed), in the
+    log and in the summary's "chat check" line (which otherwise counts what was compared)."""
     inp = tmp_path / "chat.jsonl"
     write_chats(inp, n=3)
     logs: list[str] = []
     run(cfg(inp, tmp_path / "a", parity={"chat": False}), tokenizer=tiny(CHATML), log=logs.append)
     assert ("parity: chat check off (parity.chat = false): chat.format = 'chatml' is not compared with the "
             "tokenizer's chat template, the committed renders or the corpus") in logs, logs
+    assert re.search(r"\nchat check +no conversation compared with the tokenizer's chat template \(parity.chat = "
+                     r"false\)\n", logs[-1]), logs[-1]
     logs.clear()
     run(cfg(inp, tmp_path / "b", parity={"chat_live_sample": 0}), tokenizer=tiny(CHATML), log=logs.append)
     assert ("parity: live chat comparison off (parity.chat_live_sample = 0): the format is checked on the probes "
             "and committed renders only") in logs, logs
+    assert re.search(r"\nchat check +no conversation compared with the tokenizer's chat template "
+                     r"\(parity.chat_live_sample = 0\)\n", logs[-1]), logs[-1]
+    logs.clear()
+    run(cfg(inp, tmp_path / "c"), tokenizer=tiny(None), log=logs.append)
+    assert re.search(r"\nchat check +no conversation compared with the tokenizer's chat template: the tokenizer "
+                     r"carries no chat template\n", logs[-1]), logs[-1]
 
 
 @needs_jinja
@@ -551,8 +561,10 @@ def test_sft_tools_config_end_to_end(tmp_path):
     assert chat["format"] == "qwen3" and chat["template"]["sha256"].startswith("87a2728cb8dc9fe4")
     if importlib.util.find_spec("jinja2") is None:
         assert chat["live"] is None
-    else:  # the first 20 conversations rendered with Qwen3's own template, byte for byte
-        assert chat["live"]["compared"] == 20
+    else:  # every conversation rendered with Qwen3's own template, byte for byte: the first 650 (the unit's
+        # first batch holds them all) before any work, then the unit's 650 as written (row 243 left out by the pack
+        # stage after it) by its worker
+        assert chat["live"]["compared"] == 650 and chat["live_units"] == {"units": 1, "compared": 650, "written": 650}
     import pyarrow.parquet as pq
 
     from rmlprep.pipeline import open_tokenizer
@@ -1807,6 +1819,80 @@ def test_live_sample_reaches_past_the_head_of_each_unit(tmp_path):
 
 
 
+def _keep_last13(path: Path, long_at: tuple[int, ...] = (250, 400, 611), rows: int = 650) -> str:
+    """``rows`` two- or three-message conversations with a 14-message one at each of ``long_at``,
+    and ChatML keeping only the last 13 messages (``messages[-13:]``), which writes those three
+    without their first user turn: the edit of a trial's template (3 of llamafactory-toolcall's
+    650 rows differ)."""
+    long = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"turn {k}"} for k in range(14)]
+    write_chats(path, n=rows)
+    lines = path.read_text().splitlines(keepends=True)
+    for r in long_at:
+        lines[r] = json.dumps({"messages": long}) + "\n"
+    path.write_text("".join(lines))
+    return CHATML.replace("{% for message in messages %}", "{% for message in messages[-13:] %}")
+
+
+@needs_jinja
+def test_a_template_differing_on_3_of_650_rows_stops_the_run_by_default(tmp_path):
+    """A trial's edited template (keep the last 13 messages) differed from the format on 3 of 650
+    rows; the default chat_live_sample = 20 compared the first 20 and 20 spread over the unit,
+    missed all three and exited 0. Worked example: 650 rows in one unit (input.unit_bytes and
+    batch_rows at their defaults), 14-message conversations at rows 250, 400 and 611, none among
+    the 20 of lowest key (rows 21, 48, ... 603: splitmix64, test_chat_unit_sample); the template
+    writes them from turn 1 on, so the texts differ at character 12, after the first
+    ``<|im_start|>`` ("assistant" against "user"). By default
+    (1000) the parity stage compares the first 650 (the unit's first batch holds them all) and
+    stops at row 250 before any work. With input.batch_rows = 100 it compares rows 0-99 only
+    (all match) and the unit's worker, comparing every row of its 650, stops at row 250 before
+    the shard is written."""
+    inp = tmp_path / "toolcall.jsonl"
+    keep13 = _keep_last13(inp)
+    defaults = {"unit_bytes": 4_000_000, "batch_rows": 1024}
+    with pytest.raises(ParityError) as e:
+        run(cfg(inp, tmp_path / "d", input=defaults), tokenizer=tiny(keep13), log=quiet)
+    assert str(e.value).startswith(f"live render with the tokenizer's chat template, corpus conversation 250 ({inp} "
+                                   "row 250): chat text differs at character 12"), str(e.value)
+    logs: list[str] = []
+    with pytest.raises(ParityError) as e:
+        run(cfg(inp, tmp_path / "u", input={**defaults, "batch_rows": 100}), tokenizer=tiny(keep13), log=logs.append)
+    assert str(e.value).startswith(f"live render with the tokenizer's chat template, a conversation sampled from "
+                                   f"unit 0 ({inp} row 250): chat text differs at character 12"), str(e.value)
+    assert any(x.startswith("parity: 100 corpus conversations rendered") for x in logs), logs
+    assert not list((tmp_path / "u").glob("train-*.parquet"))
+    m = run(cfg(inp, tmp_path / "ok", input=defaults), tokenizer=tiny(CHATML), log=quiet)
+    assert m["parity"]["chat"]["live_units"] == {"units": 1, "compared": 650, "written": 650}
+
+
+@needs_jinja
+def test_the_units_check_compares_batch_by_batch(tmp_path):
+    """Each unit's worker compares the conversations it takes as each batch is written, keeping
+    no conversation for later (a very large chat_live_sample, here 100,000, kept that many per
+    unit in memory until the unit's end): a difference in the unit's 3rd batch of 100 rows (row 250, of
+    :func:`_keep_last13`) is raised before the 4th batch is read."""
+    from types import SimpleNamespace
+
+    from rmlprep.pipeline.chat_stages import format_and_tokenize
+    from rmlprep.pipeline.stages import Rows, Tally
+
+    inp = tmp_path / "toolcall.jsonl"
+    keep13 = _keep_last13(inp)
+    convs = [json.loads(x)["messages"] for x in inp.read_text().splitlines()]
+    pulled = []
+
+    def batches():
+        for lo in range(0, len(convs), 100):
+            pulled.append(lo)
+            yield Rows(convs[lo:lo + 100], np.arange(lo, min(lo + 100, len(convs)), dtype=np.int64))
+
+    tally = Tally(SimpleNamespace(index=0, path=str(inp), format="jsonl"))
+    with pytest.raises(ParityError, match=r"a conversation sampled from unit 0 \(.* row 250\)"):
+        c = cfg(inp, tmp_path / "o", parity={"chat_live_sample": 100_000})
+        for _ in format_and_tokenize(batches(), c, tiny(keep13), tally):
+            pass
+    assert pulled == [0, 100, 200]
+
+
 @needs_jinja
 def test_a_units_live_difference_exits_3_saying_where(tmp_path, capsys, monkeypatch):
     """``rmlprep run``'s line for a unit's live difference: exit 3 (a parity failure, as the
@@ -1845,17 +1931,31 @@ def test_a_units_live_difference_exits_3_saying_where(tmp_path, capsys, monkeypa
 
 @needs_jinja
 def test_live_sample_in_the_units_is_counted(tmp_path):
-    """With the template the format writes, every unit's sample matches: each unit's marker
-    counts what its worker compared (min(parity.chat_live_sample, rows written)): 20 of a's 60
-    rows and 20 of b's by default; the manifest's parity.chat.live_units adds them up."""
+    """With the template the format writes, every unit's check matches: each unit's marker
+    counts what its worker compared: every row of a unit of parity.chat_live_sample rows or
+    fewer (by default 1000: all 60 of a's and of b's); with chat_live_sample = 20, the rows whose
+    key is among the 20 lowest so far (:func:`test_chat_unit_sample._records`, computed apart:
+    37 of a's rows 0-59 and 37 of b's; about 20·(1 + ln 3) = 42 expected). The manifest's parity.chat.live_units adds them up with
+    the conversations written, and the summary says so."""
+    from test_chat_unit_sample import _records
+
     _two_files_long_at(tmp_path)
     logs: list[str] = []
     m = run(cfg(tmp_path / "*.jsonl", tmp_path / "o", input={"batch_rows": 20}), tokenizer=tiny(CHATML),
             log=logs.append)
     assert [json.loads((tmp_path / "o" / f"shard-0000{i}.done.json").read_text())["chat_live_compared"]
-            for i in (0, 1)] == [20, 20]
-    assert m["parity"]["chat"]["live_units"] == {"units": 2, "compared": 40}
-    assert any("40 conversations sampled over the 2 units processed" in x for x in logs), logs
+            for i in (0, 1)] == [60, 60]
+    assert m["parity"]["chat"]["live_units"] == {"units": 2, "compared": 120, "written": 120}
+    assert any(x.startswith("parity: 120 of the 120 conversations written by the 2 units processed (every one of a "
+                            "unit of up to 1,000") for x in logs), logs
+    n = len(_records(range(60), 20))
+    logs.clear()
+    m = run(cfg(tmp_path / "*.jsonl", tmp_path / "p", input={"batch_rows": 20}, parity={"chat_live_sample": 20}),
+            tokenizer=tiny(CHATML), log=logs.append)
+    assert m["parity"]["chat"]["live_units"] == {"units": 2, "compared": 2 * n, "written": 120} and 2 * n == 74
+    summary = next(x for x in logs if x.startswith("summary\n"))
+    assert re.search(r"\nchat check +74 of the 120 conversations written by the 2 units processed compared with the "
+                     r"tokenizer's chat template \(jinja2\): all match\n", summary), summary
 
 
 def test_units_whose_worker_cannot_render_are_named(tmp_path, monkeypatch):

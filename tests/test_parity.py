@@ -199,7 +199,7 @@ def _sft(**parity):
 
 def test_chat_parity_config_defaults_and_hash():
     c = _sft()
-    assert c["parity"]["chat"] == "auto" and c["parity"]["chat_live_sample"] == 20
+    assert c["parity"]["chat"] == "auto" and c["parity"]["chat_live_sample"] == 1000
     assert _sft(chat=False)["parity"]["chat_live_sample"] == 0  # off with the chat check: nothing to render
     assert c["parity"]["chat_renders"] is None
     assert _sft(chat=True, chat_live_sample=5).config_hash == c.config_hash  # checks change no output byte

@@ -10,10 +10,10 @@ generator over the previous stage; rows that cannot be processed → the unit's
   (:mod:`rmlprep.pipeline.tools_column`) → rejects;
 * :func:`format_and_tokenize`: :func:`rmlprep.arrow.tokenize_chat` writes each conversation in
   the chat format and encodes it in one call (the format's message spans give the assistant
-  mask); a row the chat format refuses → rejects. With ``parity.chat_live_sample = N``, N of
-  the conversations it writes, spread over the unit, are then rendered with the tokenizer's
-  chat template and compared (:mod:`rmlprep.chat_unit_sample`): a difference raises before the
-  shard is committed.
+  mask); a row the chat format refuses → rejects. With ``parity.chat_live_sample = N``, the
+  conversations it writes are rendered with the tokenizer's chat template and compared batch by
+  batch (every one of a unit of up to N rows, of a larger unit about N·(1 + ln(n/N)) spread
+  over it: :mod:`rmlprep.chat_unit_sample`): a difference raises before the shard is committed.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pyarrow as pa
 from ..arrow import tokenize_chat
 from ..chat import schema_error
 from ..chat.messages import with_system_prompt
-from ..chat_unit_sample import UnitSample, check_unit_sample, unit_sample_size
+from ..chat_unit_sample import UnitCheck, unit_sample_size
 from ..config import RunConfig
 from ..readers import Batch, Unit, read_unit
 from ..readers.units import column_names
@@ -136,13 +136,14 @@ def validate_conversations(batches: Iterator[Batch], cfg: RunConfig, tally: Tall
 def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tally: Tally) -> Iterator[Docs]:
     """Write each conversation in ``chat.format`` and encode it with its assistant mask
     (:func:`rmlprep.arrow.tokenize_chat` with the ``[chat]`` keys); a conversation the format
-    refuses → rejects; its counts go to ``tally.counts``. After the last batch, the unit's
-    sample of the conversations written (:class:`rmlprep.chat_unit_sample.UnitSample`,
-    ``parity.chat_live_sample`` of them) is compared with the tokenizer's chat template
-    (``tally.counts["chat_live_compared"]``).
+    refuses → rejects; its counts go to ``tally.counts``. Before a batch is yielded, the
+    conversations of it that the unit's live chat check takes
+    (:class:`rmlprep.chat_unit_sample.UnitCheck`, ``parity.chat_live_sample``) are compared with
+    the tokenizer's chat template (how many: ``tally.counts["chat_live_compared"]``, of
+    ``tally.counts["chat_live_written"]``).
 
     Raises:
-        ParityError: a sampled conversation the template writes otherwise (or refuses).
+        ParityError: a compared conversation the template writes otherwise (or refuses).
     """
     chat = cfg["chat"]
     fmt = chat["format"]
@@ -156,7 +157,7 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
     fn.warn = False  # the summary names tool_calls_without_tools
     least = pack_may_leave_out(cfg)
     k = unit_sample_size(cfg, tokenizer)
-    sample = UnitSample(k) if k else None
+    live = UnitCheck(k, cfg, tokenizer, tally.unit) if k else None
     for b in batches:
         ids: list[np.ndarray] = []
         labels: list[np.ndarray] = []
@@ -183,10 +184,10 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
                     held[rows[-1]] = b.original(i)
         for key in CHAT_COUNTS:
             tally.counts[key] = fn.stats[key]
-        if sample is not None and rows:
-            sample.offer(np.asarray(rows, dtype=np.int64), [b.values[i] for i in kept],
-                         [b.tools[i] for i in kept] if b.tools is not None else None)
+        if live is not None and rows:  # before the batch goes on: a difference stops the unit here
+            live.check(np.asarray(rows, dtype=np.int64), [b.values[i] for i in kept],
+                       [b.tools[i] for i in kept] if b.tools is not None else None)
         yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), np.asarray(rows, dtype=np.int64),
                    _cat(labels, np.int32), _cat(masks, np.uint8), held)
-    if sample is not None:  # before the pack stage ends, so before the shard is committed
-        tally.counts["chat_live_compared"] = check_unit_sample(sample, cfg, tokenizer, tally.unit)["compared"]
+    if live is not None:
+        tally.counts["chat_live_compared"], tally.counts["chat_live_written"] = live.compared, live.written

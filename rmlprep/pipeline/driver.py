@@ -250,22 +250,26 @@ def _units_live_line(cfg: RunConfig, parity: dict[str, Any], records: dict[int, 
                      processed: set[int], log: Callable[[str], None], expected: bool = False) -> None:
     """sft: what the workers' live chat checks compared (``chat_live_compared`` of the markers this
     run wrote: :mod:`rmlprep.chat_unit_sample`) goes into the manifest as ``parity.chat.live_units``
-    (``{"units", "compared"}``) and a log line; nothing when no unit compared any. When this
-    process could render the template (``expected``) and a unit's worker did not (a Ray node
+    (``{"units", "compared", "written"}``, ``written`` the conversations the format wrote in them) and a
+    log line; nothing when no unit compared any. When this process could render the template (``expected``) and a unit's worker did not (a Ray node
     without jinja2), a warning names how many units went unchecked: it said nothing."""
     skipped = [i for i in sorted(processed) if i in records and "chat_live_compared" not in records[i]]
     if expected and skipped:
         log(f"warning: parity: {len(skipped)} of the {len(processed)} units processed were not compared live with the "
             f"chat template (from unit {skipped[0]}): their worker could not render it (jinja2 is not installed "
             "there; pip install jinja2 on every node)")
-    got = [records[i]["chat_live_compared"] for i in sorted(processed) if "chat_live_compared" in records.get(i, {})]
+    done = [i for i in sorted(processed) if "chat_live_compared" in records.get(i, {})]
     chat = parity.get("chat")
-    if not got or not isinstance(chat, dict):
+    if not done or not isinstance(chat, dict):
         return
-    chat["live_units"] = {"units": len(got), "compared": sum(got)}
-    log(f"parity: {sum(got)} conversations sampled over the {len(got)} unit{'s' if len(got) != 1 else ''} processed "
-        f"(up to {cfg['parity']['chat_live_sample']} of each, spread over it) rendered with the tokenizer's chat "
-        f"template match format {cfg['chat']['format']!r}")
+    got = sum(records[i]["chat_live_compared"] for i in done)
+    written = sum(records[i].get("chat_live_written", 0) for i in done)
+    chat["live_units"] = {"units": len(done), "compared": got, "written": written}
+    k = cfg["parity"]["chat_live_sample"]
+    units = f"{len(done)} unit{'s' if len(done) != 1 else ''}"
+    log(f"parity: {got:,} of the {written:,} conversations written by the {units} processed (every one of a unit of "
+        f"up to {k:,}, of a larger one about {k:,}·(1 + ln(rows/{k:,})) spread over it) rendered with the tokenizer's "
+        f"chat template match format {cfg['chat']['format']!r}")
 
 
 def _take_back_set_aside(out: OutputFolder, config_hash: str, tokenizer: str) -> list[str]:

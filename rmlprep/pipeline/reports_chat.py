@@ -1,6 +1,7 @@
 """The summary table's lines for what the sft chat stage counted (:data:`.chat_stages.CHAT_COUNTS`):
 a line for each count that is not 0, and a "not known" line where a kept unit's marker predates
-the count (:func:`.late_keys.late_counts`). Used by :func:`.reports.summary_table`."""
+the count (:func:`.late_keys.late_counts`); then how many conversations the units' live chat
+check compared (``parity.chat.live_units``). Used by :func:`.reports.summary_table`."""
 
 from __future__ import annotations
 
@@ -112,4 +113,28 @@ def chat_count_lines(manifest: dict[str, Any], t: dict[str, Any]) -> list[tuple[
                                       "'<|im_end|>' typed in a message), encoded as the control token as "
                                       "chat.format = \"template\" and transformers' apply_chat_template encode it "
                                       "(a native format encodes it as text)"))
+    if (line := _live_line(manifest)) is not None:
+        lines.append(("chat check", line))
     return lines
+
+
+def _live_line(manifest: dict[str, Any]) -> str | None:
+    """How many of the conversations the units processed wrote were compared with the tokenizer's
+    chat template (:mod:`rmlprep.chat_unit_sample`), or why none; None for a run that has nothing
+    to say (not sft, ``chat.format = "template"``, no unit processed, a marker of before the count)."""
+    config = manifest["config"]
+    if config.get("pipeline") != "sft" or config["chat"]["format"] == "template" or not manifest["units_processed"]:
+        return None
+    chat = manifest.get("parity", {}).get("chat")
+    none = "no conversation compared with the tokenizer's chat template"
+    if not isinstance(chat, dict):
+        return f"{none} (parity.chat = false)"
+    if isinstance(live := chat.get("live_units"), dict) and "written" in live:
+        return (f"{live['compared']:,} of the {live['written']:,} conversations written by the {live['units']:,} "
+                f"unit{'s' if live['units'] != 1 else ''} processed compared with the tokenizer's chat template "
+                "(jinja2): all match")
+    if chat.get("live_skipped"):
+        return f"{none}: {chat['live_skipped']}"
+    if not config["parity"].get("chat_live_sample"):
+        return f"{none} (parity.chat_live_sample = 0)"
+    return None
