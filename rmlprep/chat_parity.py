@@ -37,7 +37,6 @@ Source: transformers ``utils/chat_template_utils.py`` for the rendering.
 
 from __future__ import annotations
 
-import copy
 import gzip
 import json
 import os
@@ -45,20 +44,21 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .chat import detect_chat_format, template_sha256
+from .chat import template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.convert import string_tool_arguments
 from .chat_sample import LIVE_MAX_INVALID, iter_conversations, live_line, token_text as _token_text
 from .chat.detect import check_template_format
-from .chat.encode import defaulted_refusal, missing_stop_token, stop_token_refusal, template_specials
-from .chat.registry import check_conversation, get_format, read_view, resolve_options, untrained_reasoning_refusal, write
+from .chat.encode import defaulted_refusal
+from .chat.registry import check_conversation, get_format, read_view, write
 from .hf import named_templates_note
-from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens, render
+from .chat.render import JINJA_PIP, jinja_available, render
+from .chat_resolve import check_chat_markers, resolve_chat_config, resolve_chat_format
 from .errors import ChatFormatError, ConfigError, ParityError
 
 __all__ = ["renders_path", "load_renders", "check_render_row", "check_chat_renders", "check_chat_format",
            "text_parity_error", "read_view", "live_chat_check", "resolve_chat_format", "resolve_chat_config",
-           "run_chat_parity_stage"]
+           "check_chat_markers", "run_chat_parity_stage"]
 
 DEFAULT_TODAY = "2024-07-26"
 
@@ -307,116 +307,6 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
         counts["compared"] += 1
         counts["arguments_from_string"] += string_tool_arguments(msgs)
     return counts
-
-
-def resolve_chat_format(fmt: str, tokenizer) -> str:
-    """``chat.format`` for this tokenizer: ``"auto"`` becomes the format that reproduces the
-    tokenizer's chat template; other names are returned as they are.
-
-    Raises:
-        ConfigError: ``"auto"`` and the tokenizer has no chat template.
-        ChatTemplateError: no format (or several) reproduces the template.
-        ChatFormatError: it reads a GGUF's defaulted bos/eos (:func:`~rmlprep.chat.encode.template_specials`).
-    """
-    if fmt != "auto":
-        return fmt
-    template = getattr(tokenizer, "chat_template", None)
-    if not template:
-        raise ConfigError("chat.format = \"auto\": the tokenizer carries no chat_template to detect the format from"
-                          f"{named_templates_note(tokenizer)}; name the format")
-    bos, eos = template_specials(tokenizer, template, auto=True)  # a GGUF's defaulted bos/eos: refused, not guessed
-    return detect_chat_format(template, bos_token=bos, eos_token=eos)
-
-
-def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
-    """The run's config with ``chat.format`` settled for this tokenizer (sft only): ``"auto"``
-    becomes the format that reproduces the tokenizer's chat template; ``"template"`` records
-    the template's sha256 as ``chat.template_sha256``, so the config hash (and resume) follows
-    the template the output depends on. Other configs are returned as they are.
-
-    Raises:
-        ConfigError: no chat template to detect or render, or no format reproduces it; the
-            template reads a GGUF's defaulted bos/eos (:func:`rmlprep.chat.encode.template_specials`); the
-            format found has no reasoning and ``chat.train_on_reasoning = false``
-            (:func:`rmlprep.chat.registry.untrained_reasoning_refusal`).
-    """
-    if cfg.pipeline != "sft" or cfg["chat"]["format"] not in ("auto", "template"):
-        return cfg
-    from .config import RunConfig
-
-    data = copy.deepcopy(cfg.data)
-    template, fmt = getattr(tokenizer, "chat_template", None), cfg["chat"]["format"]
-    try:  # a GGUF's defaulted bos/eos the template reads: before any work ("auto": not "no format reproduces")
-        if template:
-            template_specials(tokenizer, template, data["chat"]["options"] if fmt == "template" else None,
-                              auto=fmt == "auto")
-    except ChatFormatError as e:
-        raise ConfigError(f"chat.format = \"{fmt}\": {e}") from None
-    if fmt == "template":
-        if not template:
-            raise ConfigError(f"chat.format = \"template\": the tokenizer carries no chat_template"
-                              f"{named_templates_note(tokenizer)}")
-        if not jinja_available():  # before any corpus work: each unit would fail at its first row
-            raise ConfigError(f"chat.format = \"template\" renders the tokenizer's template with jinja2, which is not "
-                              f"installed: {JINJA_PIP}")
-        try:  # an option read by nothing (misspelt), a special token rmlprep cannot pass: before any work
-            check_template_options(template, data["chat"]["options"])
-            refuse_unpassed_tokens(template, data["chat"]["options"], tokens := getattr(tokenizer, "template_tokens", None))
-        except ChatFormatError as e:
-            raise ConfigError(f"chat.options: {e}") from None
-        data["chat"]["template_sha256"] = template_sha256(template)
-        if tokens:  # they change the renders too: part of the config hash a done marker checks
-            data["chat"]["template_tokens"] = tokens
-        log(f"chat: conversations are rendered with the tokenizer's own template (sha256 "
-            f"{data['chat']['template_sha256'][:12]}) in jinja2's sandbox")
-    else:
-        try:
-            data["chat"]["format"] = resolve_chat_format("auto", tokenizer)
-        except ChatFormatError as e:
-            other = ("name a format, or use chat.format = \"template\"" if jinja_available() else
-                     "or name the format and set parity.chat = false, having compared it with the template yourself")
-            raise ConfigError(f"chat.format = \"auto\": {e}; {other}") from None
-        log(f"chat: chat.format = \"auto\" → {data['chat']['format']!r} (the format that matches the tokenizer's "
-            "chat template on every probe conversation)")
-        try:  # checked here, before any work, as a named format's are at config load (each unit failed)
-            resolve_options(get_format(data["chat"]["format"]), data["chat"]["options"])
-        except ChatFormatError as e:
-            raise ConfigError(f"chat.options: chat.format = \"auto\" found {data['chat']['format']!r}: {e}") from None
-        if not data["chat"]["train_on_reasoning"] and (why := untrained_reasoning_refusal(data["chat"]["format"])):
-            raise ConfigError(f"chat.train_on_reasoning = false: chat.format = \"auto\" found "
-                              f"{data['chat']['format']!r}; {why}")
-    return RunConfig(data, cfg.source, relative=cfg.relative, cwd=cfg.cwd)
-
-
-def check_chat_markers(cfg, tokenizer) -> None:
-    """sft: the format's turn terminator (``<|im_end|>``, ``<|eot_id|>``, ``</s>``...) must be a
-    special token of the tokenizer. Format text is cut at the tokenizer's special tokens and the
-    rest is encoded as text (:mod:`rmlprep.chat.encode`), as transformers tokenizes a render, so
-    ChatML on a vocabulary without ``<|im_end|>`` (GPT-2's, Llama 2's) would train every answer
-    to end in ``<``, ``|``, ``im``, ``_``... and no single stop token: silently not what a chat
-    model is trained on. Refused unless ``chat.text_markers = true``; for ``chat.format =
-    "template"`` the terminator is what the tokenizer's own template writes after an answer
-    (:func:`rmlprep.chat.encode.template_stop`).
-
-    Raises:
-        ConfigError: the terminator is not a special token, naming it and the three ways out.
-    """
-    chat = cfg["chat"] if cfg.pipeline == "sft" else None
-    if chat is None or chat.get("text_markers"):
-        return
-    stop = missing_stop_token(tokenizer, chat["format"], chat.get("options"))
-    if stop is not None and chat["format"] == "template":
-        raise ConfigError(f"chat.format = \"template\": {stop_token_refusal(tokenizer, 'template', stop)}; or set "
-                          "chat.text_markers = true to write it as text")
-    if stop is not None:
-        n = len(tokenizer.encode(stop, add_special_tokens=False))
-        raise ConfigError(
-            f"chat.format = {chat['format']!r} ends each answer with {stop!r}, which is not a special token of this "
-            f"tokenizer: it would be written as {n} text token{'s' if n != 1 else ''} and the model would learn no "
-            f"stop token (the tokenizer of another model?); use the tokenizer of a model trained with "
-            f"{chat['format']!r} (or chat.format = \"auto\"), add the format's tokens to the tokenizer first "
-            "(transformers: add_special_tokens, then save_pretrained), or set chat.text_markers = true to write "
-            "them as text")
 
 
 def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] = print) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .chat import detect_chat_format, encode_chat, format_chat
 from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS
-from .chat.detect import check_template_format
+from .chat.detect import ChatTemplateError, check_template_format
 from .chat.registry import config_format_error
 from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
 from .chat_parity import check_chat_format
@@ -179,7 +179,12 @@ def _cmd_parity_chat(a) -> int:
         fmt_arg = read_file_text(fmt_arg)
     else:
         _check_format_name(fmt_arg, "parity --chat", "a Jinja template file")
-    fmt = detect_chat_format(fmt_arg)
+    try:
+        fmt = detect_chat_format(fmt_arg)
+    except ChatTemplateError as e:  # no format reproduces the template: a parity failure (exit 3), as in a run
+        if e.formats:
+            raise
+        raise ParityError(fmt_arg, 0, [], [], source="chat template", message=f"chat parity: {e}") from None
     template = open_tokenizer_arg(a.tokenizer, a.name)[0].chat_template if a.tokenizer else None
     if template:
         try:

@@ -100,6 +100,38 @@ def test_doctored_render_stops_the_run(tmp_path):
     assert not (out.exists() and list(out.glob("train-*")) + list(out.glob("shard-*")))
 
 
+@needs_jinja
+def test_auto_finding_no_format_is_a_parity_failure_as_a_named_format_is(tmp_path, capsys, monkeypatch):
+    """README, "Exit codes": 2 a user error, 3 a parity failure; its chat section: the tokenizer's
+    template is proved before any work, "exit 3 on a difference". A named format that does not
+    reproduce the template exited 3, chat.format = "auto" finding no format that does exited 2
+    (a trial), though both are the same finding: the template renders a probe otherwise than
+    rmlprep writes it. Both exit 3 now. Worked example: ChatML writing ``<|im_sep|>`` after the
+    role instead of a newline: every format differs on the first probe, and 'chatml' (named)
+    at character 16, after ``<|im_start|>user``."""
+    import functools
+
+    import rmlprep.cli as cli_mod
+
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp, n=3)
+    sep = CHATML.replace("message['role'] + '\n'", "message['role'] + '<|im_sep|>'")
+    assert sep != CHATML
+    monkeypatch.setattr(cli_mod, "run", functools.partial(run, tokenizer=tiny(sep)))
+    for fmt in ("auto", "chatml"):
+        assert cli_mod.run_exit_status(cfg(inp, tmp_path / fmt, fmt=fmt)) == 3, fmt
+        err = capsys.readouterr().err
+        line = next(x for x in err.splitlines() if x.startswith("rmlprep: "))
+        assert line.startswith("rmlprep: parity failure, stopped before any corpus work: chat parity: chat.format "
+                               + ('= "auto": no rmlprep chat format reproduces this template' if fmt == "auto" else
+                                  "'chatml' does not reproduce the tokenizer's chat template")), err
+        assert "at character 16, after '<|im_start|>user'" in err, err
+        assert "Traceback" not in err and not list(tmp_path.glob(f"{fmt}/train-*")), err
+    with pytest.raises(ParityError, match=r"(?s)^chat parity: chat.format = \"auto\": .* name a format, or use "
+                                          r"chat.format = \"template\""):
+        run(cfg(inp, tmp_path / "a", fmt="auto"), tokenizer=tiny(sep), log=quiet)
+
+
 def test_chat_check_off_and_required(tmp_path):
     inp = tmp_path / "chat.jsonl"
     write_chats(inp)
@@ -1321,8 +1353,9 @@ def test_without_jinja2_a_template_outside_the_table_names_the_extra(tmp_path, m
     work (each unit crashed at its first row with a traceback)."""
     import rmlprep.chat.detect as detect
     import rmlprep.chat_parity as chat_parity
+    import rmlprep.chat_resolve as chat_resolve
 
-    for mod in (detect, chat_parity):
+    for mod in (detect, chat_parity, chat_resolve):
         monkeypatch.setattr(mod, "jinja_available", lambda: False)
     tok = tiny(CHATML.replace("'\n'}}", "'\n\n'}}"))  # a ChatML template of no model: not in the table
     inp = tmp_path / "c.jsonl"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -692,6 +693,12 @@ def test_parity_chat_alone(tmp_path, capsys):
     r = cli("parity", "--chat", "chatml", "--chat-renders", str(_doctored_renders(tmp_path)))
     assert r.returncode == 3, r.stderr
     assert "chat text differs" in r.stderr and "reference continues: 'allo, how" in r.stderr and "Traceback" not in r.stderr
+    if importlib.util.find_spec("jinja2") is not None:  # a template no format reproduces: a parity failure, as in a run
+        t = tmp_path / "sep.jinja"  # ChatML with <|im_sep|> after the role: 'chatml' differs at character 16
+        t.write_text("{% for m in messages %}{{'<|im_start|>' + m['role'] + '<|im_sep|>' + m['content'] + "
+                     "'<|im_end|>\\n'}}{% endfor %}")
+        assert main(["parity", "--chat", str(t)]) == 3
+        assert "chat parity: no rmlprep chat format reproduces this template" in capsys.readouterr().err
 
 
 @needs_renders

@@ -28,12 +28,14 @@ __all__ = ["ChatTemplateError", "Difference", "detect_chat_format", "prove_forma
 
 
 class ChatTemplateError(ChatFormatError):
-    """No format reproduces a chat template. ``difference`` is the closest format's first
-    differing probe (None when nothing could be compared)."""
+    """No format reproduces a chat template, or several do. ``difference`` is the closest
+    format's first differing probe (None when nothing could be compared); ``formats`` the formats
+    that reproduce it when several do (empty when none does: a parity failure, exit 3 in a run)."""
 
-    def __init__(self, message: str, difference: "Difference | None" = None):
+    def __init__(self, message: str, difference: "Difference | None" = None, formats: tuple[str, ...] = ()):
         super().__init__(message)
         self.difference = difference
+        self.formats = tuple(formats)
 
 
 @dataclass
@@ -236,7 +238,7 @@ def detect_chat_format(name_or_template: str, *, bos_token: str | None = None,
         return proved[0]
     if proved:
         raise ChatTemplateError(f"chat template sha256 {sha[:16]} is reproduced by several formats ({', '.join(proved)}) "
-                                "on every probe; name one in chat.format")
+                                "on every probe; name one in chat.format", formats=tuple(proved))
     if best is None:
         raise ChatTemplateError(f"no rmlprep chat format reproduces this template (sha256 {sha[:16]})")
     why = _generation_prompt_ignored(t, best, bos_token, eos_token)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
-from ..chat_parity import check_chat_markers, resolve_chat_config
+from ..chat_resolve import check_chat_markers, resolve_chat_config
 from ..chat_unit_sample import unit_sample_size
 from ..chat.encode import refuse_chat_before_corpus
 from ..config import RunConfig
