@@ -926,6 +926,48 @@ def test_a_hole_in_an_uncompressed_parquet_file_is_refused(tmp_path):
         read_path(p)
 
 
+@pytest.mark.parametrize("dictionary", [True, False], ids=["dictionary-page", "data-page"])
+def test_a_hole_ending_where_a_value_starts_reads_as_empty_texts_and_is_refused(tmp_path, dictionary):
+    """500 distinct texts "document K lorem ipsum ..." repeated to 3,000 rows, one uncompressed
+    row group (no CRC: pyarrow's default), the PLAIN values zeroed from the 4-byte length prefix
+    of "document 10 ..." up to that of "document 40 ...": every zeroed prefix is a value of
+    length 0, the values after the hole start where a value starts, so no text holds a zero and
+    pyarrow reads 3,000 rows without an error, many of them empty (2,940 through the
+    dictionary page, 663 in the data page, and the rest shifted). The footer's minimum for the
+    row group is "document 0 ...", which no empty text can be under a working writer."""
+    texts = [f"document {i % 500} " + "lorem ipsum " * (i % 500 % 7 + 3) for i in range(3000)]
+    p = tmp_path / "h.parquet"
+    pq.write_table(pa.table({"text": texts}), p, compression="none", row_group_size=3000, use_dictionary=dictionary)
+    data = p.read_bytes()
+    start, end = data.index(b"document 10 ") - 4, data.index(b"document 40 ") - 4
+    p.write_bytes(_holed(data, start, end - start))
+    got = pq.read_table(p)["text"].to_pylist()
+    assert len(got) == 3000 and sum(t == "" for t in got) == (2940 if dictionary else 663)  # read silently
+    with pytest.raises(InputError, match=r"row 10: 'text' is empty, but the footer says the smallest value of row "
+                                         r"group 0 is 'document 0 lorem ipsum lorem ipsum lorem': the page is "
+                                         r"damaged") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+@pytest.mark.parametrize("kind", ["string", "dictionary", "string_view", "large_string"])
+def test_real_empty_texts_beside_row_groups_without_them_are_read(tmp_path, kind):
+    """Row groups of 7 rows read in batches of 10 (a batch spans two groups): group 1 (rows
+    7-13) holds two real empty texts, so its minimum is empty; the groups around it have none,
+    and their non-empty minimum must not be held against group 1's rows."""
+    texts = [f"t{i}" for i in range(40)]
+    texts[8] = texts[13] = ""
+    arr = pa.array(texts, pa.large_string() if kind == "large_string" else pa.string())
+    if kind == "dictionary":
+        arr = arr.dictionary_encode()
+    elif kind == "string_view":
+        arr = arr.cast(pa.string_view())
+    p = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"text": arr}), p, row_group_size=7)
+    assert pq.ParquetFile(p).metadata.row_group(2).column(0).statistics.min == "t14"
+    assert read_full(plan_units(inp([p])), batch_rows=10)[0] == texts
+
+
 @pytest.mark.parametrize("tail,cut", [
     pytest.param(b'{"text": "lorem ips', True, id="inside-a-string"),
     pytest.param(b'{"text": "a"', True, id="before-the-brace"),
