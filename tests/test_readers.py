@@ -1284,6 +1284,37 @@ def test_glob_matching_directories_and_a_datasets_folder(tmp_path):
         plan_units(inp([f"{tmp_path}/c/*.jsonl/"]))  # only the directory sub.jsonl matches
 
 
+def _hub_shards(folder, present, total=4):
+    """``folder/data/train-0000K-of-0000N.parquet`` for K in ``present``: 100 rows each, as
+    ``datasets``' ``push_to_hub`` names a split's shards."""
+    (folder / "data").mkdir(parents=True)
+    for k in present:
+        pq.write_table(pa.table({"text": [f"row {k * 100 + i}" for i in range(100)]}),
+                       folder / "data" / f"train-{k:05d}-of-{total:05d}.parquet")
+
+
+@pytest.mark.parametrize("glob", ["data/train-*.parquet", "**/*.parquet", "data/*"])
+def test_a_glob_over_a_shard_set_missing_a_file_is_refused(tmp_path, glob):
+    """Shards 0, 1 and 3 of train-N-of-00004 (shard 2 never downloaded): a glob that would
+    match train-00002-of-00004.parquet read 300 of the 400 rows as the dataset. The name counts
+    the set, so the plan refuses, naming the missing file."""
+    _hub_shards(tmp_path, [0, 1, 3])
+    with pytest.raises(InputError, match=r"matches 3 of the 4 files train-N-of-00004\.parquet in .*/data; it would "
+                                         r"match the others too, but train-00002-of-00004\.parquet is missing"):
+        plan_units(inp([f"{tmp_path}/{glob}"]))
+
+
+def test_a_shard_set_read_in_part_on_purpose_is_read(tmp_path):
+    """What a user leaves out is not missing: a glob that cannot match shard 2 (a sample of the
+    first two), the files named one by one, and the whole set all read as they say."""
+    _hub_shards(tmp_path, [0, 1, 3])
+    assert len(read_full(plan_units(inp([f"{tmp_path}/data/train-0000[01]-of-*.parquet"])))[0]) == 200
+    named = [tmp_path / "data" / f"train-{k:05d}-of-00004.parquet" for k in (0, 3)]
+    assert len(read_full(plan_units(inp(named)))[0]) == 200
+    _hub_shards(tmp_path / "whole", [0, 1, 2, 3])
+    assert read_full(plan_units(inp([f"{tmp_path}/whole/data/train-*.parquet"])))[0] == [f"row {i}" for i in range(400)]
+
+
 def test_same_file_twice_is_read_once(tmp_path):
     """Read once, and the log says so: a user listing a file twice to upsample it learned that
     it was read once only from the row counts. Worked example: ``*.jsonl`` over a.jsonl and the

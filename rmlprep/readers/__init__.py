@@ -30,7 +30,8 @@ compressor writes one), or compression the name does not tell is refused before 
 
 The package holds one module per format (:mod:`.jsonl`, :mod:`.csvfile`, :mod:`.parquet`,
 :mod:`.arrowfiles` for ``datasets`` folders and ``.arrow`` files, :mod:`.stdlib`), the types and
-limits they share (:mod:`.base`) and the plan with the dispatch by format (:mod:`.units`).
+limits they share (:mod:`.base`), the plan with the dispatch by format (:mod:`.units`) and its check
+of a glob over a numbered shard set missing a file (:mod:`.shard_sets`).
 
 **Row numbers** (``Batch.rows``, reject records) are 0-based positions in the source file: the
 line number for JSONL (blank lines count), the data record number for CSV (the header and blank
