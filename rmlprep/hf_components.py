@@ -224,8 +224,14 @@ class _Reader:
             if m.get(key):
                 raise self.unsupported(f"model.{key}", f"= {m[key]!r} is not supported; rmlprep supports BPE "
                                        "without subword prefixes or suffixes")
-        if m.get("dropout") not in (None, 0, 0.0, 1.0):
-            raise self.unsupported("model.dropout", f"= {m['dropout']!r} is not supported (BPE dropout is random)")
+        dropout = m.get("dropout")
+        if isinstance(dropout, bool) or dropout not in (None, 0, 1):
+            raise self.unsupported("model.dropout", f"= {dropout!r} is not supported (BPE dropout is random; 0, 1 "
+                                   "and null are not)")
+        # dropout 1 drops every merge (word.rs merge_all: rand < 1.0 always) and skips the cache
+        # path, ignore_merges' whole-word lookup with it (model.rs BPE::tokenize): each word is
+        # its characters, as with "merges": []
+        all_dropped = dropout == 1
         vocab = self.obj(m.get("vocab"), "model.vocab")
         n = len(vocab)
         top = n + _MAX_ID_GAPS  # ids may leave a few gaps (GPT-4o: 19), never absurd ones
@@ -259,11 +265,11 @@ class _Reader:
         return {
             "tokens": tokens,
             "entries": n,
-            "merges": merges,
+            "merges": [] if all_dropped else merges,
             "unk_token": unk,
             "byte_fallback": bool(m.get("byte_fallback", False)),
             "fuse_unk": bool(m.get("fuse_unk", False)),
-            "ignore_merges": bool(m.get("ignore_merges", False)),
+            "ignore_merges": bool(m.get("ignore_merges", False)) and not all_dropped,
         }
 
     # -- added tokens ----------------------------------------------------------------------

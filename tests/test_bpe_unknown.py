@@ -309,7 +309,10 @@ def test_a_bpe_with_no_merges_encodes_as_tokenizers_does(tmp_path, variant):
     for a SentencePiece-style file ("needs one score per token"); tokenizers loads and encodes
     it: each word is its characters' ids (byte-level: its bytes'), the multi-character tokens
     of the vocab are never produced unless ``ignore_merges`` takes a whole word, and unknown
-    characters follow unk / fuse_unk / byte_fallback as with merges. Expected ids and decodes:
+    characters follow unk / fuse_unk / byte_fallback as with merges. A file with merges and
+    ``"dropout": 1.0`` (the ``-dropout-1`` variants) was loaded with its merges, which tokenizers
+    drops every one of (and the whole-word lookup of ``ignore_merges`` with them): "the" was
+    ``[the]``, tokenizers ``[t, h, e]``. Expected ids and decodes:
     ``fixtures/empty_merges.json`` (``tools/make_empty_merges_fixtures.py``, ``tokenizers``),
     through ``encode``, the pure path, ``encode_batch_flat`` and ``decode``."""
     from rmlprep.native import encode_batch_flat

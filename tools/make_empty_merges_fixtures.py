@@ -5,9 +5,11 @@ is one ``tokenizers`` loads and encodes: every pre-tokenized word becomes its ch
 (byte-level: its bytes'), an unknown character the unk token (one per run with ``fuse_unk``),
 ``<0xXX>`` bytes with ``byte_fallback``, or nothing without either; a longer token of the vocab
 is never produced (nothing merges into it) unless ``ignore_merges`` takes a whole word that is
-a token. This builds such files (SentencePiece-style Metaspace with and without an unk token,
+a token. A BPE with merges and ``"dropout": 1.0`` encodes alike: every merge is dropped and
+the whole-word lookup skipped (``BPE::tokenize`` takes the dropout path). This builds such files (SentencePiece-style Metaspace with and without an unk token,
 ``fuse_unk``, ``byte_fallback`` and ``ignore_merges``, Llama 2's normalizer form, and
-byte-level with and without ``ignore_merges``), each with a few multi-character tokens that
+byte-level with and without ``ignore_merges``, and dropout 1 over merges that build the long
+tokens, with ``ignore_merges`` too), each with a few multi-character tokens that
 only ``ignore_merges`` may reach, and encodes a fixed set of texts with each: hand-picked
 edges plus the first lines of ``../shared/corpora/text-multilingual.jsonl`` (cut to 200
 characters), whose first 4,000 characters make the character vocab (later lines hold
@@ -54,7 +56,11 @@ def corpus_lines() -> list[str]:
 def variants(tokenizers, chars: str) -> dict[str, object]:
     from tokenizers import decoders, models, normalizers, pre_tokenizers
 
-    def sp(unk=True, fuse=False, fallback=False, ignore=False, llama2=False):
+    def merges(space: str) -> list[tuple[str, str]]:
+        """Merges that build the LONG tokens (for the dropout variants, where none applies)."""
+        return [("t", "h"), ("th", "e"), ("h", "e"), ("th", "ing"), (space, "the")]
+
+    def sp(unk=True, fuse=False, fallback=False, ignore=False, llama2=False, dropout=None):
         vocab = {"<unk>": 0} if unk else {}
         for c in [SP, *chars]:
             if c != " ":
@@ -64,8 +70,9 @@ def variants(tokenizers, chars: str) -> dict[str, object]:
         if fallback:
             for b in range(256):
                 vocab.setdefault(f"<0x{b:02X}>", len(vocab))
-        t = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>" if unk else None,
-                                            fuse_unk=fuse, byte_fallback=fallback, ignore_merges=ignore))
+        t = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=merges(SP) if dropout else [],
+                                            unk_token="<unk>" if unk else None, fuse_unk=fuse,
+                                            byte_fallback=fallback, ignore_merges=ignore, dropout=dropout))
         if llama2:
             t.normalizer = normalizers.Sequence([normalizers.Prepend(SP), normalizers.Replace(" ", SP)])
         else:
@@ -73,11 +80,12 @@ def variants(tokenizers, chars: str) -> dict[str, object]:
         t.decoder = decoders.Metaspace()
         return t
 
-    def bl(ignore=False):
+    def bl(ignore=False, dropout=None):
         vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
         for w in LONG + ["\u0120" + w for w in LONG]:
             vocab.setdefault(w, len(vocab))
-        t = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=[], ignore_merges=ignore))
+        t = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=merges("\u0120") if dropout else [],
+                                            ignore_merges=ignore, dropout=dropout))
         t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         t.decoder = decoders.ByteLevel()
         return t
@@ -91,6 +99,9 @@ def variants(tokenizers, chars: str) -> dict[str, object]:
         "llama2-normalizer": sp(llama2=True),
         "byte-level": bl(),
         "byte-level-ignore-merges": bl(ignore=True),
+        "metaspace-dropout-1": sp(dropout=1.0),
+        "metaspace-dropout-1-ignore-merges": sp(ignore=True, dropout=1.0),
+        "byte-level-dropout-1-ignore-merges": bl(ignore=True, dropout=1.0),
     }
 
 
