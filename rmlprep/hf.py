@@ -25,7 +25,8 @@ whose behaviour cannot differ from ``Isolated`` (GPT-4o: o200k with ``Removed`` 
 
 Added tokens: ``special: true`` ones are control tokens, the others user-defined and matched even
 with ``parse_special=False`` (tokenizers' ``encode_special_tokens``); ``normalized: true`` ones are
-matched by their normalized content on the normalized text (a second pass), and decode from it;
+matched by their normalized content on the normalized text (a second pass), and decode from it
+(two of them with one normalized content are refused: tokenizers picks either, run to run);
 ``lstrip``/``rstrip`` take White_Space; ``single_word`` is refused. An id that ``model.vocab``
 leaves without a token (GPT-4o has 19) becomes an unreachable UNUSED placeholder, which ``decode``
 and ``decode_bytes`` drop as tokenizers' decode does.
@@ -258,6 +259,7 @@ def spec_from_tokenizer_json(
         if f.lstrip or f.rstrip or f.single_word or f.normalized:
             flags.append(f)
 
+    _check_normalized_twins(r, added, tokens, normalize)
     pp_before, pp_after = r.post_processor(index)
     decode_chain = r.decoder()
 
@@ -328,6 +330,29 @@ def spec_from_tokenizer_json(
         **kw,
     )
     return spec, chat_template
+
+
+def _check_normalized_twins(r, added, tokens, normalize) -> None:
+    """Refuse two ``normalized`` added tokens (ids apart) with one normalized content: ``"Hello"``
+    and ``"hello"`` under Lowercase both match ``"hello"``, and which id tokenizers writes changes
+    from process to process (tokenizers 0.23.3, one file, six runs: 803 four times, 804 twice;
+    its trie of normalized contents is built in hash-map order), so no id is the reference's.
+
+    Raises:
+        UnsupportedTokenizer: naming both tokens and their JSON paths.
+    """
+    if normalize is None:
+        return  # one content, one id
+    first: dict[str, tuple[int, str]] = {}
+    for tid, a, jp in added:
+        if not a.get("normalized", not a.get("special", False)):
+            continue
+        key = normalize(tokens[tid])
+        other, other_jp = first.setdefault(key, (tid, jp))
+        if other != tid:
+            raise r.unsupported(jp, f"({tokens[tid]!r}, id {tid}) and {other_jp} ({tokens[other]!r}, id {other}) are "
+                                f"both normalized and both normalize to {key!r}; tokenizers matches either one, "
+                                "differently from run to run: keep one, or set normalized = false on one")
 
 
 def named_chat_templates(config: Mapping[str, Any] | None) -> dict[str, str]:
