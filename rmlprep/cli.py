@@ -73,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "unless asked); `rmlprep inspect` shows add_bos/add_eos")
     e.add_argument("--no-parse-special", action="store_true",
                    help="encode special tokens' text ('<|endoftext|>' etc.) as plain text; user-defined tokens "
-                        "(inspect's user_defined_tokens: Qwen2.5's <tool_call>) stay one id, as in tokenizers")
+                        "(inspect's user_defined_tokens: Qwen2.5's <tool_call>) stay one id, as in tokenizers. "
+                        "The default when the folder's tokenizer_config.json sets split_special_tokens: true, "
+                        "as in transformers")
     e.add_argument("--json", action="store_true", help="print a JSON list instead of space-separated ids")
 
     d = sub.add_parser("decode", help="decode token ids to text")
@@ -175,7 +177,7 @@ def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
 def _cmd_encode(a) -> int:
     tok, _ = _open(a.tokenizer, a.name)
     text = argv_text(a.text) if a.text not in (None, "-") else stdin_text()  # "-": stdin, as cat and iconv take it
-    ids = tok.encode(text, add_special_tokens=a.add_special_tokens, parse_special=not a.no_parse_special)
+    ids = tok.encode(text, add_special_tokens=a.add_special_tokens, parse_special=False if a.no_parse_special else None)
     if a.add_special_tokens and not (tok.spec.add_bos or tok.spec.add_eos):
         # a Llama 2 tokenizer.model adds no BOS here, as sentencepiece's encode adds none, while the
         # same model's Hugging Face tokenizer.json adds one: say so rather than add nothing silently

@@ -2,7 +2,7 @@
 the load cache (which keeps only the spec and the template in use): the named templates, and
 the special-token variables transformers passes to a template besides ``bos_token`` /
 ``eos_token``; and the ``chat_template.jinja`` that takes the config's template's place
-(:func:`template_file`, read by the load).
+(:func:`template_file`, read by the load); and its ``split_special_tokens`` (:func:`split_special_tokens`).
 
 Source: transformers 4.57.1 ``tokenization_utils_base.py``: ``apply_chat_template`` renders with
 ``{**self.special_tokens_map, **kwargs}``; ``special_tokens_map`` holds each attribute of
@@ -20,7 +20,8 @@ from typing import Any
 
 from .errors import LoaderError
 
-__all__ = ["ADDITIONAL_TEMPLATES_DIR", "CHAT_TEMPLATE_FILE", "named_templates", "template_tokens", "template_file"]
+__all__ = ["ADDITIONAL_TEMPLATES_DIR", "CHAT_TEMPLATE_FILE", "named_templates", "template_tokens", "template_file",
+           "split_special_tokens"]
 
 
 #: A template that may read one of them (any ``*_token`` name but bos/eos): only then is the
@@ -134,3 +135,35 @@ def template_file(folder: Path, template: str | None) -> str | None:
         return f.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise LoaderError(f"{f}: cannot read the chat template ({e})") from None
+
+
+def split_special_tokens(config: Path) -> bool:
+    """The ``split_special_tokens`` of ``config`` (a folder's tokenizer_config.json): True makes
+    ``parse_special=False`` the default of :meth:`~rmlprep.Tokenizer.encode` and the batch
+    encoders (special-token text encoded as text, non-special added tokens still one id), as
+    transformers' ``tokenizer(text)`` and ``encode`` then do. False when the file or key is absent.
+
+    Worked example (transformers 4.57.1 and 5.24.0, Qwen2.5's folder with the key set true):
+    ``tok("a<|im_end|>b")`` gives ``[64, 27, 91, 318, 6213, 91, 29, 65]``, not ``[64, 151645, 65]``;
+    ``"x<tool_call>y"`` still gives ``[87, 151657, 88]`` (``<tool_call>`` is not special).
+
+    Source: transformers 4.57.1 ``tokenization_utils_base.py`` (``self.split_special_tokens =
+    kwargs.pop("split_special_tokens", False)``, the config's keys being init kwargs) and
+    ``tokenization_utils_fast.py`` (the backend's ``encode_special_tokens``).
+
+    Raises:
+        LoaderError: a value that is not true or false (transformers would take any truthy
+            value; ``"false"`` would then split).
+    """
+    from .hf import read_tokenizer_config
+
+    try:
+        raw = config.read_bytes()
+    except OSError:
+        return False
+    if b'"split_special_tokens"' not in raw:  # the common case: no second parse of the config
+        return False
+    value = (read_tokenizer_config(config) or {}).get("split_special_tokens", False)
+    if value is not True and value is not False:
+        raise LoaderError(f"{config}: split_special_tokens = {value!r}: give true or false")
+    return value

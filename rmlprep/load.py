@@ -229,13 +229,15 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
 def _folder_extras(tok: Tokenizer, path: Path) -> None:
     """Set what the tokenizer_config.json beside a tokenizer.json or ``.model`` holds for the chat
     template, read apart from the load cache (which keeps only the template in use):
-    ``chat_templates`` and ``template_tokens`` (:mod:`rmlprep.folder_config`)."""
-    from .folder_config import named_templates, template_tokens
+    ``chat_templates`` and ``template_tokens``, and its ``split_special_tokens``
+    (encode's default parse mode) (:mod:`rmlprep.folder_config`)."""
+    from .folder_config import named_templates, split_special_tokens, template_tokens
 
     p = _resolve(path)
     if p.suffix in (".json", ".model"):
         tok.chat_templates = named_templates(p.parent / "tokenizer_config.json", tok.chat_template) or None
         tok.template_tokens = template_tokens(p.parent, tok.chat_template)
+        tok.split_special_tokens = split_special_tokens(p.parent / "tokenizer_config.json")
 
 
 def _load_tokenizer(path: str | os.PathLike, overrides: dict[str, Any]) -> Tokenizer:

@@ -66,6 +66,8 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
     #: named templates (rmlprep.hf.named_chat_templates), the template's other special tokens (rmlprep.folder_config)
     chat_templates: dict[str, str] | None = None
     template_tokens: dict[str, Any] | None = None
+    #: the folder's ``split_special_tokens`` (rmlprep.folder_config): encode's default is then parse_special=False
+    split_special_tokens: bool = False
 
     def __init__(self, spec: TokenizerSpec, *, chat_template: str | None = None, _token=None, _merge_table=None):
         if _token is not _CREATE:
@@ -173,13 +175,15 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
         # spec paid ~0.5 s (Llama 3) to ~1.3 s (Gemma 3) of CPU
         table = self._merge_table
         return {"spec": self.spec, "chat_template": self.chat_template, "chat_templates": self.chat_templates,
-                "template_tokens": self.template_tokens, "merge_table": None if table is None else table.tobytes(),
+                "template_tokens": self.template_tokens, "split_special_tokens": self.split_special_tokens,
+                "merge_table": None if table is None else table.tobytes(),
                 "fingerprint": _known_fingerprint(self.spec)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.spec = state["spec"]
         self.chat_template = state["chat_template"]
         self.chat_templates, self.template_tokens = state.get("chat_templates"), state.get("template_tokens")
+        self.split_special_tokens = state.get("split_special_tokens", False)
         blob, fingerprint = state.get("merge_table"), state.get("fingerprint")
         table = None
         if blob is not None and self.spec.merges:
@@ -274,7 +278,7 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
         return res
 
     # -- encoding ------------------------------------------------------------------------
-    def encode(self, text: str, *, add_special_tokens: bool = False, parse_special: bool = True) -> list[int]:
+    def encode(self, text: str, *, add_special_tokens: bool = False, parse_special: bool | None = None) -> list[int]:
         """Encode ``text`` to token ids.
 
         Args:
@@ -288,23 +292,24 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
             parse_special: cut control and user-defined token text out as their ids
                 (Hugging Face's default; tiktoken ``allowed_special="all"``). ``False`` encodes
                 such text as plain text (tiktoken ``encode_ordinary``), except user-defined
-                tokens of a spec with ``parse_user_defined_always`` (sentencepiece). The default
-                is the same for every format (swapping a tokenizer.json for its ``.model`` never
-                switches parsing). sentencepiece's ``encode`` reads control pieces as text:
-                its ids are ``parse_special=False``, the default of the run config's
-                ``tokenizer.parse_special`` and of :func:`rmlprep.tokenize_text`. With ``True``,
+                tokens of a spec with ``parse_user_defined_always`` (sentencepiece). None, the
+                default: True for every format (a tokenizer.json and its ``.model`` alike), False
+                when the folder's config sets ``"split_special_tokens": true``
+                (``tok.split_special_tokens``), as transformers. sentencepiece's ``encode`` reads
+                control pieces as text: its ids are ``parse_special=False``, the default of the run
+                config's ``tokenizer.parse_special`` and of :func:`rmlprep.tokenize_text`. With ``True``,
                 control-token text in the text of a ``.model`` without tokenizer.json is refused
                 (no reference agrees: :mod:`rmlprep.spm_special`).
         Returns:
             list of int ids, each in ``range(vocab_size)``.
         Raises:
-            TokenizeError: ``text`` is not a str; a flag that is not True or False (``None``,
-                ``"false"``: tokenizers refuses them too); the ``.model`` case above. LoaderError:
+            TokenizeError: ``text`` is not a str; a flag that is not True or False (``"false"``, ``0``,
+                as tokenizers; None for ``add_special_tokens``); the ``.model`` case above. LoaderError:
                 ``add_special_tokens`` while the folder leaves add_bos_token/add_eos_token open
                 (``TokenizerSpec.check_adds``).
         """
         if parse_special is not True and parse_special is not False:
-            parse_special = _flag("parse_special", parse_special)
+            parse_special = self._parse_flag(parse_special)
         if add_special_tokens is not True and add_special_tokens is not False:
             add_special_tokens = _flag("add_special_tokens", add_special_tokens)
         fast = self._fast_encode

@@ -54,7 +54,26 @@ class _ManyEncodings:
     """Mixin of :class:`~rmlprep.tokenizer.Tokenizer` (uses its ``encode``, ``_add_special``,
     ``_native``, ``_fast_encode`` and ``_fast_array``)."""
 
-    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False, parse_special: bool = True) -> np.ndarray:
+    def _parse_flag(self, value) -> bool:
+        """``parse_special`` as a bool: None is the tokenizer's default, True unless its folder's
+        ``tokenizer_config.json`` sets ``"split_special_tokens": true`` (then False).
+
+        Source: transformers 4.57.1 ``tokenization_utils_base.py`` (``split_special_tokens`` is
+        read at init and is each call's default, ``kwargs.pop("split_special_tokens",
+        self.split_special_tokens)``); 5.24.0 ``tokenization_utils_tokenizers.py`` (``if
+        split_special_tokens is None: split_special_tokens = self.split_special_tokens``). Both
+        set the backend's ``encode_special_tokens``, which reads special added tokens as text
+        and still cuts the non-special ones: rmlprep's ``parse_special=False``.
+
+        Raises:
+            TokenizeError: any other value than True, False, a numpy bool or None.
+        """
+        if value is None:
+            return not self.split_special_tokens
+        return _flag("parse_special", value)
+
+    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False,
+                        parse_special: bool | None = None) -> np.ndarray:
         """:meth:`encode` as a numpy array (tiktoken's ``Encoding.encode_to_numpy``).
 
         The same ids as ``encode(text, add_special_tokens=..., parse_special=...)``, without a
@@ -68,7 +87,7 @@ class _ManyEncodings:
             as :meth:`encode`.
         """
         add_special_tokens = _flag("add_special_tokens", add_special_tokens)
-        parse_special = _flag("parse_special", parse_special)
+        parse_special = self._parse_flag(parse_special)
         if self._fast_encode is not None:
             fast = self._fast_array
             if fast is None:
@@ -86,7 +105,7 @@ class _ManyEncodings:
         """``encode(text, parse_special=False)`` (tiktoken's name)."""
         return self.encode(text, parse_special=False)
 
-    def encode_batch(self, texts: Iterable[str], *, add_special_tokens: bool = False, parse_special: bool = True,
+    def encode_batch(self, texts: Iterable[str], *, add_special_tokens: bool = False, parse_special: bool | None = None,
                      num_threads: int = 1) -> list[list[int]]:
         """``[encode(t, ...) for t in texts]``; with the compiled hot path and ``num_threads > 1``
         the texts are encoded on that many threads (the GIL is released).
@@ -98,7 +117,7 @@ class _ManyEncodings:
         """
         _texts(texts, "encode_batch")
         add_special_tokens = _flag("add_special_tokens", add_special_tokens)
-        parse_special = _flag("parse_special", parse_special)
+        parse_special = self._parse_flag(parse_special)
         if num_threads > 1 and self._native is not None:
             ids, offsets = self.encode_batch_flat(
                 list(texts), add_special_tokens=add_special_tokens, parse_special=parse_special,
@@ -114,7 +133,7 @@ class _ManyEncodings:
         texts: Sequence[str],
         *,
         add_special_tokens: bool = False,
-        parse_special: bool = True,
+        parse_special: bool | None = None,
         num_threads: int = 1,
     ):
         """Encode many texts into one flat array, the layout Arrow list columns use.
@@ -129,6 +148,6 @@ class _ManyEncodings:
         """
         _texts(texts, "encode_batch_flat")
         add_special_tokens = _flag("add_special_tokens", add_special_tokens)
-        parse_special = _flag("parse_special", parse_special)
+        parse_special = self._parse_flag(parse_special)
         return native.encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
                                  parse_special=parse_special, num_threads=num_threads)

@@ -665,3 +665,60 @@ def test_config_added_tokens_decoder_must_match_a_sentencepiece_model(tmp_path):
                        r"'<\|im_end\|>' past the 32000 pieces of tokenizer.model, and the config has no \"legacy\" "
                        r"key: .*or load the tokenizer.json of the model$"):
         load_tokenizer(d)
+
+
+def test_split_special_tokens_in_the_config_is_encodes_default(tmp_path):
+    """A fresh-user finding: ``"split_special_tokens": true`` in tokenizer_config.json was not
+    read, so ``encode`` cut special-token text out as its id where transformers (4.57.1 and
+    5.24.0, ``tokenizer(text)`` and ``encode``) reads it as text; the key is now the default of
+    ``parse_special`` (None) in each encode method, and an explicit flag still wins, as
+    transformers' ``split_special_tokens=`` argument does. Expected ids: tokenizers 0.23.3's
+    ``encode_special_tokens = True`` (what transformers sets) on the same file; worked on the
+    tiny file: ``"ab<s><x>"`` with ``<s>`` (6) read as text is ``ab`` (2) then ``<``, ``s``, ``>``
+    as byte-level bytes, each its own id (``<`` 3, ``s`` 4, ``>`` 5), and ``<x>`` (not special)
+    stays id 7: ``[2, 3, 4, 5, 7]``; parsed, ``[2, 6, 7]``."""
+    import pickle
+
+    from tokenizers import Tokenizer as HFTokenizer
+
+    d = _tiny_json()
+    d["model"]["vocab"].update({"<": 3, "s": 4, ">": 5})
+    d["added_tokens"] = [{"id": 6, "content": "<s>", "special": True}, {"id": 7, "content": "<x>", "special": False}]
+    flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
+    d["added_tokens"] = [{**flags, **t} for t in d["added_tokens"]]
+    d["pre_tokenizer"]["trim_offsets"] = True  # tokenizers needs the key; rmlprep ignores it (offsets only)
+    d["decoder"] = {**d["decoder"], "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(d))
+    ref = HFTokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    ref.encode_special_tokens = True
+    want = ref.encode("ab<s><x>", add_special_tokens=False).ids
+    assert want == [2, 3, 4, 5, 7]
+    assert load_tokenizer(tmp_path).encode("ab<s><x>") == [2, 6, 7]  # no key: parsed, as before
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"split_special_tokens": True}))
+    for tok in (load_tokenizer(tmp_path), pickle.loads(pickle.dumps(load_tokenizer(tmp_path / "tokenizer.json")))):
+        assert tok.split_special_tokens is True
+        assert tok.encode("ab<s><x>") == want
+        assert tok.encode_batch(["ab<s><x>"]) == [want] == tok.encode_batch(["ab<s><x>"], num_threads=2)
+        assert tok.encode_batch_flat(["ab<s><x>"])[0].tolist() == want == tok.encode_to_numpy("ab<s><x>").tolist()
+        assert tok.encode("ab<s><x>", parse_special=True) == [2, 6, 7]  # an explicit flag wins
+    out = subprocess.run([sys.executable, "-m", "rmlprep", "encode", str(tmp_path), "ab<s><x>"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == [str(i) for i in want]
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"split_special_tokens": "false"}))
+    with pytest.raises(LoaderError, match="split_special_tokens = 'false': give true or false"):
+        load_tokenizer(tmp_path)
+
+
+def test_split_special_tokens_on_qwen25_gives_transformers_ids(tmp_path):
+    """Worked example (read_model_config's neighbour, folder_config.split_special_tokens):
+    transformers 4.57.1 and 5.24.0 on Qwen2.5's folder with ``"split_special_tokens": true``
+    give ``tok("a<|im_end|>b")["input_ids"] == [64, 27, 91, 318, 6213, 91, 29, 65]`` and
+    ``tok("x<tool_call>y")["input_ids"] == [87, 151657, 88]`` (``<tool_call>`` is not special)."""
+    src = _need("hf/qwen2.5")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(src / f, tmp_path / f)
+    cfg = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({**cfg, "split_special_tokens": True}))
+    tok = load_tokenizer(tmp_path)
+    assert tok.encode("a<|im_end|>b") == [64, 27, 91, 318, 6213, 91, 29, 65]
+    assert tok.encode("x<tool_call>y") == [87, 151657, 88]
