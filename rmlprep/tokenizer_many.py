@@ -50,6 +50,21 @@ def _texts(texts, method: str):
     return texts
 
 
+def _not_text(method: str, i: int, item) -> TokenizeError:
+    """The refusal of ``texts[i]``, an item that is not a str (None: a missing text)."""
+    fix = " (drop or fill the missing texts first)" if item is None else ""
+    return TokenizeError(f"{method}: texts[{i}] is {type(item).__name__} ({item!r:.40}), not str: every text "
+                         f"must be a str{fix}")
+
+
+def _first_not_text(method: str, texts, e: TokenizeError) -> TokenizeError:
+    """:func:`_not_text` of the first item of ``texts`` (a sequence) that is not a str, else ``e``."""
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            return _not_text(method, i, t)
+    return e
+
+
 class _ManyEncodings:
     """Mixin of :class:`~rmlprep.tokenizer.Tokenizer` (uses its ``encode``, ``_add_special``,
     ``_native``, ``_fast_encode`` and ``_fast_array``)."""
@@ -113,20 +128,31 @@ class _ManyEncodings:
         Raises:
             TokenizeError: as :meth:`encode`; ``texts`` is a str, bytes or a mapping (a
                 ``datasets`` batch): tokenizers refuses those, whose iteration gives characters
-                or keys.
+                or keys; an item that is not a str (None), named by its index and type.
         """
         _texts(texts, "encode_batch")
         add_special_tokens = _flag("add_special_tokens", add_special_tokens)
         parse_special = self._parse_flag(parse_special)
         if num_threads > 1 and self._native is not None:
-            ids, offsets = self.encode_batch_flat(
-                list(texts), add_special_tokens=add_special_tokens, parse_special=parse_special,
-                num_threads=num_threads,
-            )
+            texts = list(texts)
+            try:
+                ids, offsets = native.encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
+                                                        parse_special=parse_special, num_threads=num_threads)
+            except TokenizeError as e:
+                raise _first_not_text("encode_batch", texts, e) from None
             flat = ids.tolist()
             bounds = offsets.tolist()
             return [flat[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
-        return [self.encode(t, add_special_tokens=add_special_tokens, parse_special=parse_special) for t in texts]
+        out: list[list[int]] = []
+        t = None
+        try:
+            for t in texts:
+                out.append(self.encode(t, add_special_tokens=add_special_tokens, parse_special=parse_special))
+        except TokenizeError:
+            if not isinstance(t, str):
+                raise _not_text("encode_batch", len(out), t) from None
+            raise
+        return out
 
     def encode_batch_flat(
         self,
@@ -149,5 +175,8 @@ class _ManyEncodings:
         _texts(texts, "encode_batch_flat")
         add_special_tokens = _flag("add_special_tokens", add_special_tokens)
         parse_special = self._parse_flag(parse_special)
-        return native.encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
-                                 parse_special=parse_special, num_threads=num_threads)
+        try:
+            return native.encode_batch_flat(self, texts, add_special_tokens=add_special_tokens,
+                                            parse_special=parse_special, num_threads=num_threads)
+        except TokenizeError as e:
+            raise _first_not_text("encode_batch_flat", texts, e) from None

@@ -336,6 +336,21 @@ def test_batch_refuses_a_str_or_a_batch_dict(method, threads):
     assert tok.encode_batch(["abc"], num_threads=threads) == [[257]]  # the worked example's ids
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("method", ["encode_batch", "encode_batch_flat"])
+@pytest.mark.parametrize("tokenizer", ["seed", "bl_gpt2_digits"])
+def test_batch_names_the_item_that_is_not_a_text(tokenizer, method, threads):
+    """A fresh-user finding: ``encode_batch(["a", None])`` said only "encode expects str, got
+    NoneType", leaving the user to search a batch of thousands for the bad row; the refusal now
+    names its index and type, as the other batch refusals name theirs (tokenizers 0.23.3 says
+    only "TextEncodeInput must be Union[...]"). Both fixtures: the seed tokenizer has no special
+    tokens, bl_gpt2_digits does (a text holding one takes the per-text path)."""
+    tok = seed_tokenizer() if tokenizer == "seed" else fixture_tok(tokenizer)[0]
+    for bad, name in ((None, "NoneType"), (b"x", "bytes"), (3, "int")):
+        with pytest.raises(TokenizeError, match=rf"^{method}: texts\[2\] is {name} \(.*\), not str"):
+            getattr(tok, method)(["a", "b<|endoftext|>", bad, "c"], num_threads=threads)
+
+
 @pytest.mark.parametrize("value", [None, "false", 0])
 def test_encode_flags_must_be_bools(value):
     """``parse_special="false"`` was read as True and None as False by the pure-Python path, and
