@@ -65,6 +65,34 @@ def _starts_like_sentencepiece(head: bytes) -> bool:
     return i + 1 < len(head) and head[i + 1] == 0x0A
 
 
+#: An ``owner/name`` Hugging Face Hub model id (huggingface_hub's repo-id characters).
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+_FILE_SUFFIXES = (".json", ".model", ".gguf", ".tiktoken", ".jsonl", ".txt", ".bin")
+
+
+def hub_hint(path: str | os.PathLike) -> str:
+    """What to add to "no such file" for a missing ``path`` that reads as a Hub model id
+    (``Qwen/Qwen2.5-7B``: two names, no file suffix, and no local folder of the first name; an
+    absolute path under the current directory is read relative to it, as the CLI and the run
+    config made it absolute from there): rmlprep reads local files only, and the ``hf download``
+    line that fetches the tokenizer files (``tokenizer*``: tokenizer.json, tokenizer_config.json,
+    tokenizer.model; ``*.jinja``: the chat templates; ``special_tokens_map.json``) into a folder to
+    load. ``""`` for any other path."""
+    s = os.fspath(path)
+    if os.path.isabs(s):
+        cwd = os.getcwd()
+        if not s.startswith(cwd.rstrip(os.sep) + os.sep):
+            return ""
+        s = os.path.relpath(s, cwd)
+    if not _HUB_ID.fullmatch(s) or s.lower().endswith(_FILE_SUFFIXES) or os.path.isdir(s.split("/")[0]):
+        return ""
+    name = s.split("/")[1]
+    return (f"; rmlprep reads local files and does not download from the Hugging Face Hub: if {s} is a Hub "
+            f"model id, fetch its tokenizer files with `hf download {s} --include 'tokenizer*' '*.jinja' "
+            f"special_tokens_map.json --local-dir {name}` (older huggingface_hub: `huggingface-cli download`, "
+            f"the same arguments) and load the folder {name}")
+
+
 def _resolve(path: Path) -> Path:
     if path.is_dir():
         for candidate in ("tokenizer.json", "tokenizer.model"):
@@ -77,7 +105,7 @@ def _resolve(path: Path) -> Path:
             f"{path}: the directory holds no tokenizer.json or tokenizer.model; give the tokenizer file itself"
         )
     if not path.exists():
-        raise LoaderError(f"{path}: no such file or directory")
+        raise LoaderError(f"{path}: no such file or directory{hub_hint(path)}")
     return path
 
 
@@ -204,8 +232,9 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
     Returns:
         A :class:`Tokenizer`; ``tok.chat_template`` holds the model's Jinja template or None.
     Raises:
-        LoaderError: missing path, malformed file, an unknown override key (named), or a
-            spec the overrides make invalid.
+        LoaderError: missing path (one that reads as a Hub model id, ``owner/name``, says how
+            to download its files: rmlprep never downloads), malformed file, an unknown override
+            key (named), or a spec the overrides make invalid.
         UnsupportedTokenizer: a component rmlprep does not implement (named by its path).
 
     Example::
@@ -340,8 +369,8 @@ def open_tokenizer(path: str, *, name: str | None = None, log: Callable[[str], N
         return _open_demo(path[len(DEMO_PREFIX):], log)
     path_word, name_word = words
     if not os.path.exists(path):
-        raise ConfigError(f"{path_word}: {path} does not exist" if path_word else f"{path}: no such file or directory",
-                          path=path)
+        raise ConfigError((f"{path_word}: {path} does not exist" if path_word else f"{path}: no such file or directory")
+                          + hub_hint(path), path=path)
     if path.endswith(".json") and os.path.isfile(path) and is_spec_file(path):
         if name:
             raise ConfigError(f"{name_word}: only tiktoken rank files take an encoding name; {path} is a "

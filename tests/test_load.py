@@ -722,3 +722,27 @@ def test_split_special_tokens_on_qwen25_gives_transformers_ids(tmp_path):
     tok = load_tokenizer(tmp_path)
     assert tok.encode("a<|im_end|>b") == [64, 27, 91, 318, 6213, 91, 29, 65]
     assert tok.encode("x<tool_call>y") == [87, 151657, 88]
+
+
+def test_a_missing_hub_id_says_rmlprep_does_not_download(tmp_path, monkeypatch):
+    """A fresh-user finding: ``load_tokenizer("Qwen/Qwen2.5-7B")`` (transformers'
+    ``from_pretrained`` habit) said only "no such file or directory". A missing path that reads
+    as a Hub model id now says rmlprep does not download and gives the ``hf download`` line
+    (huggingface_hub's CLI: ``--include`` globs, ``--local-dir``); the CLI and a run config,
+    which make the path absolute from the current directory, say it too. A path with a file
+    suffix or under an existing local folder is a local path: no hint."""
+    from rmlprep.errors import ConfigError
+    from rmlprep.load import CLI_WORDS, open_tokenizer
+
+    monkeypatch.chdir(tmp_path)
+    hint = r"does not download from the Hugging Face Hub.*`hf download Qwen/Qwen2\.5-7B --include 'tokenizer\*'"
+    with pytest.raises(LoaderError, match=r"^Qwen/Qwen2\.5-7B: no such file or directory; rmlprep reads local " + ".*" + hint):
+        load_tokenizer("Qwen/Qwen2.5-7B")
+    with pytest.raises(ConfigError, match=r"tokenizer\.path: .* does not exist; .*" + hint + r".*--local-dir Qwen2\.5-7B"):
+        open_tokenizer(str(tmp_path / "Qwen" / "Qwen2.5-7B"))
+    with pytest.raises(ConfigError, match=hint):
+        open_tokenizer(str(tmp_path / "Qwen" / "Qwen2.5-7B"), words=CLI_WORDS)
+    (tmp_path / "models").mkdir()
+    for local in ("models/llama3", "tok/tokenizer.json", "nope", str(tmp_path / "models" / "llama3")):
+        with pytest.raises(LoaderError, match=r"no such file or directory$"):
+            load_tokenizer(local)
