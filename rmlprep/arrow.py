@@ -55,7 +55,8 @@ bad row, naming its index in the batch, the dataset index (``with_indices=True``
 column's value when the batch has one, and the reason. ``on_error="record"`` keeps the row
 with empty ids and the reason in the ``error`` column. ``fn.stats`` counts the batches, rows,
 errors and tokens that this object has seen; ``datasets.map`` calls pickled copies (in worker
-processes with ``num_proc > 1``), so for a total use :func:`count_errors` on the output.
+processes with ``num_proc > 1``), so for a total use :func:`count_errors` on the output (reading
+the caller's ``fn.stats`` then warns: :mod:`rmlprep.arrow_stats`).
 
 This module owns the chat callable's encoding (:class:`TokenizeChat`) and its builder, and
 re-exports the text one (:class:`TokenizeText`, :func:`tokenize_text`, in
@@ -138,7 +139,7 @@ class TokenizeChat(_MapFunction):
         self._extra_stats()
 
     def _extra_stats(self) -> None:
-        self.stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
+        self._stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
                           generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
                           json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0,
                           tool_arguments_from_string=0, answers_without_think=0, history_untrained=0)
@@ -186,8 +187,8 @@ class TokenizeChat(_MapFunction):
         """Count a conversation under ``key``; at the callable's first (per process, so per
         ``num_proc`` worker, whose ``fn.stats`` never reaches the caller) warn what it means
         (:data:`_FIRST_WARNING`), unless the sft run, whose summary names the count, set ``warn``."""
-        self.stats[key] += 1
-        if self.stats[key] == 1 and self.warn:
+        self._stats[key] += 1
+        if self._stats[key] == 1 and self.warn:
             warnings.warn(f"tokenize_chat: {_FIRST_WARNING[key]}; fn.stats[{key!r}] counts them", stacklevel=3)
 
     def _template_writer(self):
@@ -237,7 +238,7 @@ class TokenizeChat(_MapFunction):
             try:
                 if self.json_tools:
                     messages, tools, k = json_tools(messages, tools)
-                    self.stats["json_tool_calls"] += k
+                    self._stats["json_tool_calls"] += k
                 else:
                     if json_tools(messages, tools, check=False)[2]:  # LLaMA-Factory's shape, kept as text: counted for a hint
                         self._count_warned("json_tool_calls_as_text")
@@ -249,15 +250,15 @@ class TokenizeChat(_MapFunction):
                 else:
                     out = write(messages, fmt, add_generation_prompt=gen, tools=tools, options=self.options)
                 if not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in messages):
-                    self.stats["no_assistant"] += 1
+                    self._stats["no_assistant"] += 1
                     if self.no_assistant == "reject":
                         raise ChatFormatError("the conversation has no assistant message (nothing to train on); "
                                               "set no_assistant='keep' (chat.no_assistant = \"keep\") to keep it")
                 elif gen and isinstance(messages[-1], Mapping) and messages[-1].get("role") == "assistant":
-                    self.stats["generation_prompt_after_answer"] += 1
+                    self._stats["generation_prompt_after_answer"] += 1
                     raise ChatFormatError(_GENERATION_PROMPT_AFTER_ANSWER)
                 elif self.train_turns == "last" and train_last_turns(out, self.no_assistant == "keep"):
-                    self.stats["no_assistant"] += 1  # kept: nothing after the last user message to train
+                    self._stats["no_assistant"] += 1  # kept: nothing after the last user message to train
                 ids, mask = encode_segments(tok, out.segs, train_on_reasoning=self.train_on_reasoning,
                                              fmt=None if fmt == "template" else fmt)
             except (RmlprepError, TypeError, KeyError, AttributeError) as e:
@@ -272,19 +273,19 @@ class TokenizeChat(_MapFunction):
             if string_tool_arguments(messages):
                 self._count_warned("tool_arguments_from_string")
             for k, n in out.notes.items():  # reasoning_dropped, answers_without_think, history_untrained
-                self.stats[k] += n
-                if k == "answers_without_think" and self.stats[k] == n and self.warn:  # the first: said once
+                self._stats[k] += n
+                if k == "answers_without_think" and self._stats[k] == n and self.warn:  # the first: said once
                     warnings.warn(f"tokenize_chat: {_FIRST_WARNING[k]}; fn.stats[{k!r}] counts them", stacklevel=2)
             if not self.train_on_reasoning and any(_has_reasoning(sg) for sg in out.segs):
-                self.stats["reasoning_untrained"] += 1
+                self._stats["reasoning_untrained"] += 1
             if surrogate_rows([sg.text for sg in out.segs]):  # the encoder replaced them: counted, as for text
-                self.stats["surrogate_rows"] += 1
+                self._stats["surrogate_rows"] += 1
             if not tools and _calls_tools(messages):
-                self.stats["tool_calls_without_tools"] += 1
-                if self.stats["tool_calls_without_tools"] == 1 and self.warn and self.tools_column:
+                self._stats["tool_calls_without_tools"] += 1
+                if self._stats["tool_calls_without_tools"] == 1 and self.warn and self.tools_column:
                     warnings.warn(_TOOL_CALLS_WITHOUT_TOOLS, stacklevel=2)  # once per callable (per worker)
             elif tools and undefined_tool_calls(messages, tools):
-                self.stats["tool_calls_undefined"] += 1
+                self._stats["tool_calls_undefined"] += 1
             if len(mask) != len(ids):  # encode_segments' contract; checked so columns never misalign
                 raise RmlprepError(f"{where(i)}: the chat encoder gave {len(ids)} ids but {len(mask)} mask values")
             ids_buf.fromlist(ids)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .arrow_stats import _LocalStats
 from .errors import ConfigError, RmlprepError, RowError
 from .native import surrogate_rows
 from .packing import from_numpy
@@ -175,7 +176,7 @@ def _values(batch: Any, name: str, is_arrow: bool) -> list:
     return v
 
 
-class _MapFunction:
+class _MapFunction(_LocalStats):
     """Shared machinery: pickling, batch kinds, error handling, output assembly."""
 
     def __init__(self, tokenizer: Tokenizer | TokenizerSpec, options: dict[str, Any]):
@@ -200,12 +201,13 @@ class _MapFunction:
         for k, v in options.items():
             setattr(self, k, v)
         _remember(self._fingerprint, tokenizer)
-        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0, "surrogate_rows": 0}
+        self._stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0, "surrogate_rows": 0}
 
     # -- pickling: the spec and options, never the indexes --------------------------------
     def __getstate__(self) -> dict[str, Any]:
         if self._blob is None:
             self._blob = _spec_blob(self.tokenizer.spec)
+        self._sent = True  # fn.stats of this object may stay empty (rmlprep.arrow_stats)
         return {
             "version": OUTPUT_VERSION,
             "fingerprint": self._fingerprint,
@@ -220,7 +222,7 @@ class _MapFunction:
         for k, v in self._options.items():
             setattr(self, k, v)
         self._tokenizer = None  # looked up or rebuilt on first use
-        self.stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0, "surrogate_rows": 0}
+        self._stats = {"batches": 0, "rows": 0, "errors": 0, "tokens": 0, "surrogate_rows": 0}
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -325,11 +327,11 @@ class _MapFunction:
             return _values(batch, name, is_arrow) if name in names else None
 
         columns, errors, flags = self._encode(values, where, column)
-        self.stats["batches"] += 1
-        self.stats["rows"] += n
-        self.stats["errors"] += len(errors)
+        self._stats["batches"] += 1
+        self._stats["rows"] += n
+        self._stats["errors"] += len(errors)
         offsets = columns[0][2]
-        self.stats["tokens"] += int(offsets[-1])
+        self._stats["tokens"] += int(offsets[-1])
 
         out: dict[str, Any] = {}
         if is_arrow:

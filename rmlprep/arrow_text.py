@@ -50,7 +50,7 @@ class TokenizeText(_MapFunction):
             texts, replaced = _replace_surrogates(texts)
             flags[self.surrogates_column] = np.zeros(n, dtype=bool)
             flags[self.surrogates_column][replaced if good is None else np.asarray(good, dtype=np.int64)[replaced]] = True
-            self.stats["surrogate_rows"] += len(replaced)
+            self._stats["surrogate_rows"] += len(replaced)
         tok = self.tokenizer
         try:  # the common case: one flat native call, Arrow-ready (see Tokenizer.encode_batch_flat)
             flat, offs = tok.encode_batch_flat(

@@ -17,6 +17,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -536,6 +537,35 @@ def test_num_proc_1_and_2_identical(tok):
     c2 = chat.map(cfn, batched=True, batch_size=32, num_proc=2, keep_in_memory=True, remove_columns=["messages"])
     assert c1.data.table.equals(c2.data.table)
     assert all(len(m) == len(i) for m, i in zip(c2["assistant_masks"], c2["input_ids"]))
+
+
+def test_stats_left_in_num_proc_workers_say_so(tok):
+    """A read-through finding: after ``ds.map(fn, num_proc=2)`` the caller's ``fn.stats`` was all
+    zeros without a word (the workers count on pickled copies, which datasets never hands back);
+    said only in README's ``json_tools`` paragraph. Reading it now warns once, naming the cause
+    and what to count instead; an object datasets pickled only to hash it and then called
+    itself (no ``num_proc``) counts and does not warn."""
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"text": ["a b", None, "c"] * 4})
+    fn = tokenize_text(tok, on_error="record")
+    out = ds.map(fn, batched=True, batch_size=4, num_proc=2, keep_in_memory=True)
+    assert count_errors(out) == 4
+    with pytest.warns(UserWarning, match=r"tokenize_text: fn\.stats is all zeros: .*num_proc=N.*count_errors"):
+        assert fn.stats["rows"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fn.stats["batches"] == 0  # said once per object
+        here = tokenize_text(tok, on_error="record")
+        ds.map(here, batched=True, batch_size=4, keep_in_memory=True)
+        assert here.stats["rows"] == 12 and here.stats["errors"] == 4
+        sent = tokenize_chat(tok, "chatml")
+        pickle.dumps(sent)
+        sent({"messages": [CONVS[0]]})  # pickled, then called here: its counts are right
+        assert sent.stats["rows"] == 1
+    with pytest.warns(UserWarning, match=r"^tokenize_chat: fn\.stats is all zeros"):
+        pickle.dumps(cfn := tokenize_chat(tok, "chatml"))
+        cfn.stats
 
 
 def test_spawned_worker_rebuilds_from_pickle(tok, tmp_path):
