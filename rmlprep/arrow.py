@@ -418,18 +418,15 @@ def tokenize_chat(
             ``fn.stats["tool_calls_without_tools"]``).
     """
     from .chat import detect_chat_format
-    from .chat.encode import missing_stop_token, stop_token_refusal, template_specials, train_turns_refusal
-    from .hf import named_templates_note, tool_use_hint
+    from .chat.encode import auto_format, missing_stop_token, stop_token_refusal, template_specials, train_turns_refusal
+    from .chat.detect import named_templates_note
+    from .hf import tool_use_hint
     from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
     from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens
 
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)
-    if fmt == "auto":
-        if not tok.chat_template:
-            raise ConfigError(f"tokenize_chat(fmt='auto'): the tokenizer carries no chat_template"
-                              f"{named_templates_note(tok)}; name the format")
-        bos, eos = template_specials(tok, tok.chat_template, auto=True)  # a GGUF's defaulted bos/eos read: refused
-        fmt = detect_chat_format(tok.chat_template, bos_token=bos, eos_token=eos)
+    if fmt == "auto":  # the refusal names the fmt values to pass
+        fmt = auto_format(tok, "tokenize_chat(fmt='auto')")
     if fmt != "template":
         fmt = detect_chat_format(fmt)
         resolve_options(get_format(fmt), options)  # unknown options fail here, not per row

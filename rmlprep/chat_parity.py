@@ -48,10 +48,9 @@ from .chat import template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
 from .chat.convert import string_tool_arguments
 from .chat_sample import LIVE_MAX_INVALID, iter_conversations, live_line, token_text as _token_text
-from .chat.detect import check_template_format
+from .chat.detect import check_template_format, named_templates_note
 from .chat.encode import defaulted_refusal
 from .chat.registry import check_conversation, get_format, read_view, write
-from .hf import named_templates_note
 from .chat.render import JINJA_PIP, jinja_available, render
 from .chat_resolve import check_chat_markers, resolve_chat_config, resolve_chat_format
 from .errors import ChatFormatError, ConfigError, ParityError

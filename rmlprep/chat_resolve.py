@@ -18,12 +18,11 @@ import copy
 from collections.abc import Callable
 
 from .chat import detect_chat_format, template_sha256
-from .chat.detect import ChatTemplateError
+from .chat.detect import ChatTemplateError, named_templates_note
 from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
 from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
 from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens
 from .errors import ChatFormatError, ConfigError, ParityError
-from .hf import named_templates_note
 
 __all__ = ["resolve_chat_format", "resolve_chat_config", "check_chat_markers"]
 

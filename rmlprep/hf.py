@@ -368,17 +368,6 @@ def named_chat_templates(config: Mapping[str, Any] | None) -> dict[str, str]:
             if isinstance(t, Mapping) and isinstance(t.get("name"), str) and isinstance(t.get("template"), str)}
 
 
-def named_templates_note(tokenizer) -> str:
-    """``""``, or why a tokenizer whose config lists named templates without a ``default`` has no
-    chat template (:func:`named_chat_templates`), naming them, for messages that say it has none."""
-    named = getattr(tokenizer, "chat_templates", None)
-    if not named or getattr(tokenizer, "chat_template", None):
-        return ""
-    return (f" (its folder names templates {', '.join(map(repr, named))} (tokenizer_config.json's list, "
-            "additional_chat_templates/) and no 'default', which rmlprep reads as no template; save the one to use as "
-            "chat_template.jinja beside it)")
-
-
 def tool_use_hint(tokenizer) -> str:
     """``""``, or, for a tokenizer whose folder has a ``tool_use`` template besides the default
     (:func:`rmlprep.folder_config.named_templates`), how to write conversations with tools with it: the format

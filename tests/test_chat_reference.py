@@ -75,6 +75,61 @@ def test_ids_equal_the_reference_tokenizer_on_real_renders(rel, formats, own):
         assert detect_chat_format(tok.chat_template) == own
 
 
+def test_encode_chat_takes_auto_as_tokenize_chat_does():
+    """encode_chat(tok, messages, "auto") was refused as an unknown format (its message listing the
+    names, saying nothing of "auto"), though tokenize_chat takes "auto". Now it takes the format
+    that reproduces the tokenizer's template. Expected ids: the committed renders of Qwen2.5's
+    real template (tools/make_chat_fixtures.py, jinja2) encoded by Hugging Face tokenizers; the
+    assistant masks are tokenize_chat(tok, "auto")'s."""
+    tokenizers = pytest.importorskip("tokenizers")
+    pytest.importorskip("jinja2")
+    from rmlprep import tokenize_chat
+
+    tok = real_tokenizer("hf/qwen2.5")
+    ref = tokenizers.Tokenizer.from_file(str(REAL / "hf/qwen2.5" / "tokenizer.json"))
+    rows = [r for r in ROWS if r["template"] == "qwen2.5" and "output" in r and not r.get("tools")
+            and not r["add_generation_prompt"] and "<|" not in json.dumps(r["messages"])]
+    if len(rows) < 5:
+        pytest.skip("fixtures/chat/renders.jsonl.gz holds too few qwen2.5 renders")
+    fn = tokenize_chat(tok, "auto", on_error="record", no_assistant="keep")
+    fn.warn = False  # rows calling tools without definitions: warned of, written
+    got = fn({"messages": [r["messages"] for r in rows]})
+    n = 0
+    for i, r in enumerate(rows):
+        try:
+            enc = encode_chat(tok, r["messages"], "auto")
+        except ChatFormatError:
+            assert got["error"][i], r["conversation_id"]  # refused by both
+            continue
+        assert enc.input_ids == ref.encode(r["output"], add_special_tokens=False).ids, r["conversation_id"]
+        assert enc.assistant_masks == list(got["assistant_masks"][i]), r["conversation_id"]
+        n += 1
+    assert n >= 5
+
+
+def test_auto_refusal_names_the_formats_to_pass():
+    """Meta's first Llama 3 Instruct template (get.sh's hf/llama3) ends every render with the
+    assistant header, so no format reproduces it and "auto" is refused; the message said to name
+    chat.format = 'llama3' and set parity.chat = false (a run's keys), nothing a caller of
+    encode_chat / tokenize_chat can pass. Now it ends with the fmt values to pass: 'llama3' (the
+    closest format, whose text differs as shown) and 'template'; encode_chat with 'llama3' runs."""
+    pytest.importorskip("jinja2")
+    from rmlprep import tokenize_chat
+    from rmlprep.chat import ChatTemplateError
+
+    tok = real_tokenizer("hf/llama3")
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    way = ("\n  in this call: pass fmt='llama3' to write that format's text (it differs from the template as shown), "
+           "or fmt='template' to render the template itself with jinja2")
+    for call, f in (("encode_chat", lambda: encode_chat(tok, msgs, "auto")), ("tokenize_chat", lambda: tokenize_chat(tok, "auto"))):
+        with pytest.raises(ChatTemplateError) as e:
+            f()
+        assert str(e.value).startswith(f"{call}(fmt='auto'): no rmlprep chat format reproduces this template"), str(e.value)
+        assert str(e.value).endswith(way), str(e.value)
+        assert e.value.difference.format == "llama3"
+    assert encode_chat(tok, msgs, "llama3").input_ids[0] == tok.spec.bos_id
+
+
 @pytest.mark.parametrize("rel,fmt,text", [
     ("hf/qwen3", "qwen3", "Wrap it as <tool_call> and </tool_call>, or <tool_response>."),
     ("hf/qwen2.5", "qwen2.5", "a <tool_call> b <|fim_prefix|>c"),

@@ -24,7 +24,8 @@ from .probes import PROBES
 from .registry import CHAT_FORMATS, FORMATS, ChatFormat, get_format, resolve_options, template_kwargs, template_view
 from .render import JINJA_PIP, jinja_available, render
 
-__all__ = ["ChatTemplateError", "Difference", "detect_chat_format", "prove_format", "template_sha256"]
+__all__ = ["ChatTemplateError", "Difference", "detect_chat_format", "named_templates_note", "prove_format",
+           "template_sha256"]
 
 
 class ChatTemplateError(ChatFormatError):
@@ -291,3 +292,13 @@ def table_entry(template: str) -> tuple[str | None, str]:
         d = e.difference
         return None, (f"closest format {d.format!r} differs on probe {d.probe!r}" if d else str(e).splitlines()[0])
 
+
+def named_templates_note(tokenizer) -> str:
+    """``""``, or why a tokenizer whose config lists named templates without a ``default`` has no
+    chat template (:func:`rmlprep.hf.named_chat_templates`), naming them, for messages that say it has none."""
+    named = getattr(tokenizer, "chat_templates", None)
+    if not named or getattr(tokenizer, "chat_template", None):
+        return ""
+    return (f" (its folder names templates {', '.join(map(repr, named))} (tokenizer_config.json's list, "
+            "additional_chat_templates/) and no 'default', which rmlprep reads as no template; save the one to use as "
+            "chat_template.jinja beside it)")

@@ -53,7 +53,7 @@ from ..spm_special import UnprefixedText, per_text_fragments
 from .registry import get_format, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment, untrain_history
 
-__all__ = ["ChatEncoding", "TRAIN_TURNS", "defaulted_refusal", "encode_chat", "encode_segments",
+__all__ = ["ChatEncoding", "TRAIN_TURNS", "auto_format", "defaulted_refusal", "encode_chat", "encode_segments",
            "missing_stop_token", "refuse_chat_before_corpus", "train_turns_refusal",
            "stop_token_refusal", "stop_ids", "template_specials", "template_stop"]
 
@@ -170,7 +170,9 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
     Args:
         tokenizer: a :class:`rmlprep.tokenizer.Tokenizer`.
         messages: the conversation (see :mod:`rmlprep.chat.messages`).
-        fmt: a format name (:data:`rmlprep.chat.CHAT_FORMATS`), or ``"template"``: the
+        fmt: a format name (:data:`rmlprep.chat.CHAT_FORMATS`); ``"auto"``: the format that
+            reproduces the tokenizer's chat template (:func:`auto_format`, as
+            :func:`rmlprep.tokenize_chat` takes it); or ``"template"``: the
             tokenizer's own chat template rendered with jinja2 (:mod:`rmlprep.chat.template`;
             ``options`` are then its variables, plus ``today``).
         add_generation_prompt: end with the header that opens an assistant turn.
@@ -193,11 +195,15 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
     Raises:
         ChatFormatError: unknown format or option, a conversation the format refuses, a
             turn terminator that is not a special token of the tokenizer (see ``text_markers``),
+            ``"auto"`` and a template no format reproduces (ChatTemplateError, naming the
+            ``fmt`` to pass: :func:`auto_format`),
             or ``"template"`` and a template that reads a GGUF's defaulted bos/eos
             (:func:`template_specials`).
-        ConfigError: ``train_on_reasoning=False`` and a format without reasoning; a
+        ConfigError: ``"auto"`` and no chat template; ``train_on_reasoning=False`` and a format without reasoning; a
             ``train_turns`` other than ``"all"``/``"last"``, or ``"last"`` with ``"template"``.
     """
+    if fmt == "auto":
+        fmt = auto_format(tokenizer, "encode_chat(fmt='auto')")
     if why := train_turns_refusal(fmt, train_turns):
         from ..errors import ConfigError
 
@@ -236,6 +242,39 @@ def _template_writer(tokenizer, options: Mapping[str, Any] | None):
     today = opts.pop("today", None)
     return TemplateWriter(tokenizer.chat_template, bos_token=bos, eos_token=eos, kwargs=opts, today=today,
                           tokens=getattr(tokenizer, "template_tokens", None))
+
+
+def auto_format(tokenizer, where: str) -> str:
+    """``fmt="auto"`` of :func:`encode_chat` and :func:`rmlprep.tokenize_chat`: the format that
+    reproduces the tokenizer's chat template (:func:`rmlprep.chat.detect_chat_format`, with the
+    template's bos/eos as :func:`template_specials` gives them).
+
+    Raises:
+        ConfigError: the tokenizer carries no chat template.
+        ChatTemplateError: no format reproduces the template, or several do; the message starts
+            with ``where`` (the call) and ends with the ``fmt`` values to pass instead: the closest
+            format (Meta's first Llama 3 template: ``'llama3'``) and ``'template'``, or the several.
+        ChatFormatError: the template reads a GGUF's defaulted bos/eos.
+    """
+    from ..errors import ConfigError
+    from .detect import ChatTemplateError, detect_chat_format, named_templates_note
+
+    template = getattr(tokenizer, "chat_template", None)
+    if not template:
+        raise ConfigError(f"{where}: the tokenizer carries no chat_template{named_templates_note(tokenizer)}; "
+                          "name the format")
+    bos, eos = template_specials(tokenizer, template, auto=True)  # a GGUF's defaulted bos/eos read: refused
+    try:
+        return detect_chat_format(template, bos_token=bos, eos_token=eos)
+    except ChatTemplateError as e:
+        if e.formats:
+            way = "pass one of " + ", ".join(f"fmt={f!r}" for f in e.formats)
+        elif e.difference is not None:
+            way = (f"pass fmt={e.difference.format!r} to write that format's text (it differs from the template as "
+                   "shown), or fmt='template' to render the template itself with jinja2")
+        else:
+            way = "pass fmt='template' to render the template itself with jinja2, or name a format"
+        raise ChatTemplateError(f"{where}: {e}\n  in this call: {way}", e.difference, e.formats) from None
 
 
 def template_specials(tokenizer, template: str, options: Mapping[str, Any] | None = None, *, auto: bool = False,
