@@ -142,7 +142,8 @@ class TokenizeChat(_MapFunction):
         self._stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
                           generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
                           json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0,
-                          tool_arguments_from_string=0, answers_without_think=0, history_untrained=0)
+                          tool_arguments_from_string=0, answers_without_think=0, history_untrained=0,
+                          reasoning_key_unread=0)
         self._writer = None
 
     def _check_alone(self, values: list) -> None:
@@ -209,10 +210,10 @@ class TokenizeChat(_MapFunction):
         return self._writer
 
     def _encode(self, values: list, where, column=None):
-        from .chat.convert import json_tools, parameters_as_text, string_tool_arguments, undefined_tool_calls
+        from .chat.convert import json_tools, parameters_as_text, string_tool_arguments, undefined_tool_calls, unread_reasoning
         from .chat.encode import encode_segments
         from .chat.messages import with_system_prompt
-        from .chat.registry import write
+        from .chat.registry import get_format, write
         from .chat.template import parsed_special_text
 
         tok = self.tokenizer
@@ -272,6 +273,14 @@ class TokenizeChat(_MapFunction):
                 self._count_warned("special_text_parsed")
             if string_tool_arguments(messages):
                 self._count_warned("tool_arguments_from_string")
+            if fmt != "template" and (bare := unread_reasoning(messages, get_format(fmt))) is not None:
+                try:  # reasoning under a name the template does not read: does its text differ?
+                    bare_out = write(bare, fmt, add_generation_prompt=gen, tools=tools, options=self.options)
+                    same = bare_out.text() == out.text()
+                except ChatFormatError:
+                    same = False
+                if not same:
+                    self._count_warned("reasoning_key_unread")
             for k, n in out.notes.items():  # reasoning_dropped, answers_without_think, history_untrained
                 self._stats[k] += n
                 if k == "answers_without_think" and self._stats[k] == n and self.warn:  # the first: said once

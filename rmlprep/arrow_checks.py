@@ -42,6 +42,10 @@ _FIRST_WARNING = {
     "generation prompt leaves the model to open one (Qwen3's template writes it only after the last user message): "
     "it teaches the model to answer without thinking; train_turns='last' trains only the answers after the last "
     "user message, or split multi-turn conversations into one per answer",
+    "reasoning_key_unread": "a conversation gives an answer's reasoning under a name the format's real template does "
+    "not read (gpt-oss's reads 'thinking', Qwen3's 'reasoning_content', Gemma 4's 'reasoning' or "
+    "'reasoning_content'): it is written and trained, where transformers' apply_chat_template on the row as it is "
+    "leaves it out; rename the field to match it",
     "tool_arguments_from_string": "a conversation gives a tool call's arguments as a string of JSON: it is parsed and "
     "written as the format writes a mapping, where transformers' apply_chat_template writes the string as it is "
     "(Qwen3, Hermes 3) or encodes it again (Qwen2.5, Llama 3.1, gpt-oss): give arguments as mappings to match it",

@@ -264,3 +264,55 @@ def test_tool_call_id_outside_a_tool_message_is_refused_with_its_own_reason():
         with pytest.raises(ChatFormatError) as e:
             format_chat(msgs, "chatml")
         assert str(e.value) == f"message 1 (assistant): has {k!r}, which rmlprep takes only on a tool message ({why})"
+
+
+_REASONING_TEMPLATES = {"qwen3": "more/Qwen-Qwen3-0.6B", "gpt-oss": "more/openai-gpt-oss-120b",
+                        "gemma4": "more/google-gemma-4-31B-it"}
+
+
+@needs_jinja
+@pytest.mark.parametrize("fmt", list(_REASONING_TEMPLATES))
+def test_reasoning_under_a_name_the_template_does_not_read_is_counted(fmt):
+    """rmlprep reads an answer's reasoning from reasoning_content, reasoning or thinking and
+    writes it; each real template reads some of those names only (Qwen3's reasoning_content,
+    gpt-oss's thinking, Gemma 4's reasoning or reasoning_content), so apply_chat_template on the
+    row as it is leaves the others' reasoning out, and the live check, which passes both names,
+    said nothing. Expected: the real template rendered with jinja2 on the raw row (tools, a
+    tool call and a last answer, so every template writes the reasoning it reads): a row is counted
+    (reasoning_key_unread) exactly when that render differs from the format's text; the rows
+    are written all the same."""
+    import warnings
+
+    from rmlprep.chat.registry import get_format
+    from rmlprep.chat.render import render
+    from rmlprep.tokenizer import Tokenizer
+    from rmlprep.arrow import tokenize_chat
+    from rmlprep.load import open_tokenizer
+
+    f = get_format(fmt)
+    tpl = template_text(_REASONING_TEMPLATES[fmt])
+    tools = [{"type": "function", "function": {"name": "add", "description": "Add two numbers.",
+                                                "parameters": {"type": "object", "properties": {}}}}]
+    want, rows = [], []
+    for key in ("reasoning_content", "reasoning", "thinking"):
+        msgs = [{"role": "user", "content": "2+2?"},
+                {"role": "assistant", "content": "", key: "I add them.",
+                 "tool_calls": [{"type": "function", "function": {"name": "add", "arguments": {}}}]},
+                {"role": "tool", "content": "4"},
+                {"role": "assistant", "content": "4", key: "The tool said 4."}]
+        if fmt == "gemma4":  # its template writes reasoning only before tool calls (rmlprep refuses it elsewhere)
+            del msgs[3][key]
+        ref = render(tpl, msgs, tools=tools, add_generation_prompt=False, bos_token=f.bos, eos_token=f.eos,
+                     now="2024-07-26")
+        ours = format_chat(msgs, fmt, tools=tools)
+        want.append(ref.get("output") != ours)
+        assert "I add them." in ours or "The tool said 4." in ours  # rmlprep writes the reasoning
+        rows.append(msgs)
+    assert want.count(False) == len(f.reasoning_keys)  # the template writes what rmlprep writes under its own names
+    tok = Tokenizer.create(open_tokenizer("demo:gpt2")[0].spec)
+    fn = tokenize_chat(tok, fmt, tools_column="tools", text_markers=True, on_error="record")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = fn({"messages": rows, "tools": [tools] * 3})
+    assert not any(got["error"]) and fn.stats["reasoning_key_unread"] == sum(want), (want, fn.stats)
+    assert any("under a name the format's real template does not read" in str(x.message) for x in w)

@@ -132,6 +132,26 @@ def test_auto_finding_no_format_is_a_parity_failure_as_a_named_format_is(tmp_pat
         run(cfg(inp, tmp_path / "a", fmt="auto"), tokenizer=tiny(sep), log=quiet)
 
 
+def test_reasoning_under_a_name_the_template_does_not_read_is_said(tmp_path):
+    """Qwen3's template reads an answer's reasoning from reasoning_content only
+    (test_chat_messages renders it): a row giving it as "thinking" is written with its think
+    block, where apply_chat_template on the row leaves it out. The run counts it in the manifest
+    and says so in the summary. Worked example: 3 rows, the last answers' reasoning under
+    reasoning_content, under thinking, and none: 1 counted."""
+    inp = tmp_path / "r.jsonl"
+    rows = [[{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4", **r}]
+            for r in ({"reasoning_content": "add"}, {"thinking": "add"}, {})]
+    inp.write_text("".join(json.dumps({"messages": m}) + "\n" for m in rows))
+    logs: list[str] = []
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen3"), log=logs.append)
+    assert m["totals"]["reasoning_key_unread"] == 1 and m["totals"]["documents"] == 3
+    summary = next(x for x in logs if x.startswith("summary\n"))
+    assert re.search(r"\nreasoning +1 conversation gives an answer's reasoning under a name the format's template does "
+                     r"not read \(it reads 'reasoning_content'\): written and trained, where transformers' "
+                     r"apply_chat_template on the rows as they are leaves it out; rename the field to match it\n",
+                     summary), summary
+
+
 def test_chat_check_off_and_required(tmp_path):
     inp = tmp_path / "chat.jsonl"
     write_chats(inp)

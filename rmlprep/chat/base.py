@@ -46,6 +46,13 @@ class ChatFormat:
             ``generation_config.json`` leave it out, llama.cpp removes it from its end-of-generation set).
         roles: the roles it writes.
         reasoning: it can write an assistant's reasoning (somewhere).
+        reasoning_keys: the message keys its real template reads an assistant's reasoning from
+            (Qwen3's ``reasoning_content``, gpt-oss's ``thinking``, Gemma 4's ``reasoning`` and
+            ``reasoning_content``); ``()``: it reads none, or any. Reasoning under another of the
+            names rmlprep reads (``reasoning_content``, ``reasoning``, ``thinking``) is written
+            all the same, but the template, given the row as it is (transformers'
+            ``apply_chat_template``), would not see it: counted
+            (:func:`rmlprep.chat.convert.unread_reasoning`, ``reasoning_key_unread``).
         reasoning_in_content: its model writes its reasoning as a leading
             ``<think>…</think>`` of the answer's content, and its template writes the content as
             it is (SmolLM3): the writer marks that block as reasoning.
@@ -80,6 +87,7 @@ class ChatFormat:
     not_stops: tuple[str, ...] = ()
     roles: frozenset = frozenset(("system", "user", "assistant"))
     reasoning: bool = False
+    reasoning_keys: tuple = ()
     reasoning_in_content: bool = False
     tool_calls: bool = False
     tools: bool = False

@@ -21,7 +21,7 @@ from typing import Any
 from .. import json_rows
 from ..errors import ChatFormatError
 
-__all__ = ["string_tool_arguments", "json_tools", "parameters_as_text", "undefined_tool_calls"]
+__all__ = ["string_tool_arguments", "json_tools", "parameters_as_text", "undefined_tool_calls", "unread_reasoning"]
 
 
 def _loads(text: Any) -> Any:
@@ -188,3 +188,31 @@ def string_tool_arguments(messages) -> bool:
             if isinstance(fn, Mapping) and isinstance(fn.get("arguments"), str):
                 return True
     return False
+
+
+#: the message keys rmlprep reads an assistant's reasoning from (:mod:`rmlprep.chat.messages`)
+REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+
+
+def unread_reasoning(messages, f) -> list | None:
+    """``messages`` without the reasoning that format ``f``'s real template does not read
+    (:attr:`~rmlprep.chat.base.ChatFormat.reasoning_keys`): what that template sees of the row
+    as it is, as transformers' ``apply_chat_template`` passes it. None when there is no such
+    reasoning (``f`` reads every name, or the row gives reasoning only under a name it reads).
+
+    Worked example: gpt-oss's template reads ``message.thinking`` only; an assistant message
+    ``{"content": "4", "reasoning_content": "2+2"}`` is written by rmlprep's ``gpt-oss`` with an
+    analysis message ``2+2``; the template, given the row, writes ``4`` alone: this returns the
+    message without ``reasoning_content``, whose text is the template's.
+    """
+    if not f.reasoning_keys:
+        return None
+    out, changed = [], False
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == "assistant":
+            unread = [k for k in REASONING_KEYS if k not in f.reasoning_keys and m.get(k) is not None]
+            if unread:
+                m = {k: v for k, v in m.items() if k not in unread}
+                changed = True
+        out.append(m)
+    return out if changed else None

@@ -460,6 +460,7 @@ FORMATS = [
     _f("qwen2.5", _w_qwen25, "qwen2.5.jinja = more/Qwen-Qwen2.5-7B-Instruct.jinja", roles=ALL_ROLES, tool_calls=True,
        tools=True, null_content="none"),
     _f("qwen3", _w_qwen3, "more/Qwen-Qwen3-0.6B.jinja", roles=ALL_ROLES, reasoning=True, tool_calls=True, tools=True,
+       reasoning_keys=("reasoning_content",),
        options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
        probe_options=({"enable_thinking": False},)),
     _f("smollm3", _w_smollm3, "more/HuggingFaceTB-SmolLM3-3B.jinja", roles=ALL_ROLES, reasoning_in_content=True,

@@ -474,6 +474,7 @@ FORMATS = [
     ChatFormat("gemma3", _w_gemma3, bos=BOS, eos="<eos>", terminator=EOT, stop=EOT, parts="native",
                source="gemma3.jinja"),
     ChatFormat("gemma4", _w_gemma4, bos=BOS, eos="<eos>", terminator="<turn|>", stop="<turn|>", parts="native",
-               roles=ALL_ROLES, reasoning=True, tool_calls=True, tools=True, options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
+               roles=ALL_ROLES, reasoning=True, reasoning_keys=("reasoning", "reasoning_content"), tool_calls=True,
+               tools=True, options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
                probe_options=({"enable_thinking": True},), source="more/google-gemma-4-31B-it.jinja"),
 ]

@@ -232,7 +232,8 @@ def _w_gpt_oss(conv: Conversation, gen: bool, opts) -> Out:
 FORMATS = [
     ChatFormat("gpt-oss", _w_gpt_oss, bos=None, eos="<|return|>", terminator="<|return|>", stop="<|return|>",
                more_stops=("<|call|>",), not_stops=("<|end|>",),
-               roles=frozenset(("system", "user", "assistant", "tool")), reasoning=True, tool_calls=True, tools=True,
+               roles=frozenset(("system", "user", "assistant", "tool")), reasoning=True, reasoning_keys=("thinking",),
+               tool_calls=True, tools=True,
                options={"reasoning_effort": None, "model_identity": None, "today": None},
                template_vars=frozenset({"reasoning_effort", "model_identity"}),
                probe_options=({"reasoning_effort": "high", "today": "2025-01-15"},),

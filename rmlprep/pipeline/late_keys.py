@@ -27,6 +27,13 @@ def thinks_without_reasoning(fmt: str, options) -> bool:
     return fmt in ("gpt-oss", "deepseek-r1")
 
 
+def _reads_reasoning_keys(fmt: str) -> bool:
+    """Whether format ``fmt``'s template reads reasoning under some names only (``"auto"``: it may)."""
+    from ..chat.registry import FORMATS
+
+    return fmt == "auto" or bool(getattr(FORMATS.get(fmt), "reasoning_keys", ()))
+
+
 def late_counts(cfg: RunConfig) -> dict[str, bool]:
     """The counts added to done markers within their marker version, each with whether
     this config can count any.
@@ -65,6 +72,10 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     - ``history_untrained``: assistant turns before the last user message left out of the mask;
       only ``chat.train_turns = "last"`` leaves any out.
 
+    - ``reasoning_key_unread``: conversations giving reasoning under a name the format's real
+      template does not read (:func:`rmlprep.chat.convert.unread_reasoning`); only a format
+      with ``reasoning_keys`` (``qwen3``, ``gpt-oss``, ``gemma4``), or ``"auto"``, can count some.
+
     (The other chat counts and ``arrow_bytes`` were in every marker this version keeps, or are
     null when missing.)
     """
@@ -74,7 +85,8 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
                 "reasoning_untrained": not chat["train_on_reasoning"],
                 "special_text_parsed": chat["format"] == "template", "tool_arguments_from_string": True,
                 "answers_without_think": thinks_without_reasoning(chat["format"], chat["options"]),
-                "history_untrained": chat["train_turns"] == "last"}
+                "history_untrained": chat["train_turns"] == "last",
+                "reasoning_key_unread": _reads_reasoning_keys(chat["format"])}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 

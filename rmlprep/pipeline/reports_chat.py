@@ -96,6 +96,15 @@ def chat_count_lines(manifest: dict[str, Any], t: dict[str, Any]) -> list[tuple[
         lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} a tool "
                                     f"{'their' if n != 1 else 'its'} tool definitions do not hold (trained to call "
                                     "a tool the prompt never shows)"))
+    if t.get("reasoning_key_unread", 0) is None:
+        lines.append(_not_known("reasoning", "conversations giving reasoning under a name the template does not read"))
+    if t.get("reasoning_key_unread"):
+        n = t["reasoning_key_unread"]
+        reads = " or ".join(repr(k) for k in _reasoning_keys(manifest["config"]["chat"]["format"]))
+        lines.append(("reasoning", f"{n:,} conversation{'s give' if n != 1 else ' gives'} an answer's reasoning under a "
+                                   f"name the format's template does not read (it reads {reads}): written and trained, "
+                                   "where transformers' apply_chat_template on the rows as they are leaves it out; "
+                                   "rename the field to match it"))
     if t.get("tool_arguments_from_string", 0) is None:
         lines.append(_not_known("tool calls", "conversations giving tool-call arguments as a string of JSON"))
     if t.get("tool_arguments_from_string"):
@@ -116,6 +125,12 @@ def chat_count_lines(manifest: dict[str, Any], t: dict[str, Any]) -> list[tuple[
     if (line := _live_line(manifest)) is not None:
         lines.append(("chat check", line))
     return lines
+
+
+def _reasoning_keys(fmt: str) -> tuple[str, ...]:
+    from ..chat.registry import FORMATS
+
+    return getattr(FORMATS.get(fmt), "reasoning_keys", ())
 
 
 def _live_line(manifest: dict[str, Any]) -> str | None:
