@@ -2006,6 +2006,10 @@ def test_live_sample_in_the_units_is_counted(tmp_path):
     m = run(cfg(tmp_path / "*.jsonl", tmp_path / "p", input={"batch_rows": 20}, parity={"chat_live_sample": 20}),
             tokenizer=tiny(CHATML), log=logs.append)
     assert m["parity"]["chat"]["live_units"] == {"units": 2, "compared": 2 * n, "written": 120} and 2 * n == 74
+    for batch, workers in ((7, 1), (64, 2)):  # the same rows whatever input.batch_rows and run.workers
+        c = cfg(tmp_path / "*.jsonl", tmp_path / f"b{batch}", input={"batch_rows": batch}, run={"workers": workers},
+                parity={"chat_live_sample": 20})
+        assert run(c, tokenizer=tiny(CHATML), log=quiet)["parity"]["chat"]["live_units"]["compared"] == 2 * n
     summary = next(x for x in logs if x.startswith("summary\n"))
     assert re.search(r"\nchat check +74 of the 120 conversations written by the 2 units processed compared with the "
                      r"tokenizer's chat template \(jinja2\): all match\n", summary), summary
