@@ -14,7 +14,7 @@ from .chat import detect_chat_format, encode_chat, format_chat
 from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS
 from .chat.detect import ChatTemplateError, check_template_format
 from .chat.registry import config_format_error
-from .chat.encode import missing_stop_token, stop_token_refusal, template_specials
+from .chat.encode import auto_format, missing_stop_token, stop_token_refusal, template_specials
 from .chat_parity import check_chat_format
 from .cli_text import argv_text, read_file_text, read_json_file, read_texts
 from .errors import ChatFormatError, InputError, ParityError, RmlprepError
@@ -106,10 +106,11 @@ def cmd_chat(a) -> int:
         if fmt_arg in ("auto", "template") and not tok.chat_template:
             raise RmlprepError(f"chat --format {fmt_arg}: {a.tokenizer} carries no chat_template; name the format")
         fmt = fmt_arg
-        if fmt_arg != "template":  # "auto": the format proved on the tokenizer's template, with its bos/eos, as a run
-            source = tok.chat_template if fmt_arg == "auto" else fmt_arg  # does (a GGUF's defaulted ones refused)
-            bos, eos = template_specials(tok, source, auto=fmt_arg == "auto")
-            fmt = detect_chat_format(source, bos_token=bos, eos_token=eos)
+        if fmt_arg == "auto":  # the format proved on the tokenizer's template, with its bos/eos, as a run does (a
+            fmt = auto_format(tok, "chat --format auto", "--format {}")  # GGUF's defaulted ones refused)
+        elif fmt_arg != "template":
+            bos, eos = template_specials(tok, fmt_arg)
+            fmt = detect_chat_format(fmt_arg, bos_token=bos, eos_token=eos)
         if not a.text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
             raise RmlprepError(f"chat --format {fmt}: {stop_token_refusal(tok, fmt, stop)}; or pass --text-markers "
                                "to encode them as text (chat.text_markers = true in a run)")

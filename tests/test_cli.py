@@ -680,6 +680,13 @@ def test_chat_auto_and_template_take_the_tokenizers_template(tmp_path, capsys):
         out = json.loads(capsys.readouterr().out)
         assert out["format"] == named and out["input_ids"] == ref.ids
         assert out["assistant_masks"] == [int(i in (k, k + 1)) for i in range(len(ref.ids))]
+    if (real / "llama3").is_dir():  # Meta's first Llama 3 template, no format reproduces: the refusal says what to pass
+        assert main(["chat", str(m), "--format", "auto", "--tokenizer", str(real / "llama3")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("rmlprep: error: chat --format auto: no rmlprep chat format reproduces this template"), err
+        assert err.rstrip().endswith("in this call: pass --format llama3 to write that format's text (it differs from "
+                                     "the template as shown), or --format template to render the template itself "
+                                     "with jinja2"), err
 
 
 @needs_renders

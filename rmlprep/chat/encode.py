@@ -244,10 +244,10 @@ def _template_writer(tokenizer, options: Mapping[str, Any] | None):
                           tokens=getattr(tokenizer, "template_tokens", None))
 
 
-def auto_format(tokenizer, where: str) -> str:
-    """``fmt="auto"`` of :func:`encode_chat` and :func:`rmlprep.tokenize_chat`: the format that
-    reproduces the tokenizer's chat template (:func:`rmlprep.chat.detect_chat_format`, with the
-    template's bos/eos as :func:`template_specials` gives them).
+def auto_format(tokenizer, where: str, arg: str = "fmt={!r}") -> str:
+    """``fmt="auto"`` of :func:`encode_chat` and :func:`rmlprep.tokenize_chat` (``rmlprep chat
+    --format auto``, ``arg="--format {}"``): the format that reproduces the tokenizer's chat
+    template (:func:`rmlprep.chat.detect_chat_format`, with the bos/eos of :func:`template_specials`).
 
     Raises:
         ConfigError: the tokenizer carries no chat template.
@@ -268,12 +268,12 @@ def auto_format(tokenizer, where: str) -> str:
         return detect_chat_format(template, bos_token=bos, eos_token=eos)
     except ChatTemplateError as e:
         if e.formats:
-            way = "pass one of " + ", ".join(f"fmt={f!r}" for f in e.formats)
+            way = "pass one of " + ", ".join(arg.format(f) for f in e.formats)
         elif e.difference is not None:
-            way = (f"pass fmt={e.difference.format!r} to write that format's text (it differs from the template as "
-                   "shown), or fmt='template' to render the template itself with jinja2")
+            way = (f"pass {arg.format(e.difference.format)} to write that format's text (it differs from the template "
+                   f"as shown), or {arg.format('template')} to render the template itself with jinja2")
         else:
-            way = "pass fmt='template' to render the template itself with jinja2, or name a format"
+            way = f"pass {arg.format('template')} to render the template itself with jinja2, or name a format"
         raise ChatTemplateError(f"{where}: {e}\n  in this call: {way}", e.difference, e.formats) from None
 
 
