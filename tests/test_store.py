@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -365,6 +366,35 @@ def test_a_lock_that_cannot_be_read_is_no_takeover(s3, monkeypatch):
     with pytest.raises(OutputError, match=r"\.rmlprep\.lock: When reading .*NETWORK_CONNECTION; check the bucket"):
         o.commit("a.json", lambda f: f.write(b"{}"))
     assert o.list("*") == []
+
+
+def test_still_held_says_why_when_the_lock_cannot_be_read(s3, monkeypatch, tmp_path):
+    """still_held (the driver's check before it puts a replaced folder back, removes temporaries
+    or drops what it set aside) counted a lock it could not read as taken over, so the put-back was
+    skipped without a word, while check_held calls the same read the store's error (a1fc904). Both
+    now agree it is no takeover: still_held still touches nothing (it cannot tell whose folder it
+    is) but logs the store's error and what is left; a real takeover (the lock gone) stays silent,
+    its own error being the run's."""
+    from rmlprep.pipeline.store import fence, still_held
+
+    o = OutputFolder(f"s3://{BUCKET}/runs/held-read")
+    o.create()
+    fence(o, "my-token")
+    logged: list[str] = []
+    assert still_held(o, logged.append, "left undone") is False and logged == []  # no lock object: taken over
+    real = o.read_bytes
+
+    def unreachable(name):
+        if name == ".rmlprep.lock":
+            raise OSError("When reading information for key '.rmlprep.lock': AWS Error NETWORK_CONNECTION")
+        return real(name)
+
+    monkeypatch.setattr(o, "read_bytes", unreachable)
+    assert still_held(o, logged.append, "left undone") is False
+    assert len(logged) == 1 and re.match(r"warning: left undone: this run cannot tell whether it still holds the "
+                                         r"folder, whose lock could not be read \(.*NETWORK_CONNECTION; check the bucket",
+                                         logged[0])
+    assert still_held(OutputFolder(tmp_path), logged.append, "x") is True and len(logged) == 1
 
 
 def test_commit_is_atomic_on_s3(s3):

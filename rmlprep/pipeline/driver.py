@@ -221,7 +221,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
                 # killed by its memory monitor leaves one even when the retried task succeeds); the lock
                 # is held and the engine is closed, so each is this run's and nothing will rename it
                 try:
-                    if still_held(out):  # else they are the run that took the folder over's
+                    if still_held(out, log, "this run's temporaries stay (the next run removes them)"):  # else
+                        # they are the run that took the folder over's
                         out.remove_temporaries()
                 except OutputError:
                     pass  # the folder refuses it: the next run removes them (owner.check_shards)
@@ -233,12 +234,13 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             manifest = write_reports(cfg, tokenizer, units, records, parity, timings, workers, {u.index for u in todo},
                                      log, holder)
         except Exception:  # a failed unit, a full disk, a bug: the previous complete run comes back
-            if still_held(out):  # a run that lost its lease (store) leaves the folder to the one holding it
-                _put_back(out, kept, log)
+            if still_held(out, log, f"output: what this run set aside in {PREVIOUS}/ is not put back (a complete "
+                          "previous run's files: move them back by hand before the next run, which may drop them)"):
+                _put_back(out, kept, log)  # else a run that lost its lease leaves the folder to the one holding it
             raise
         except BaseException:  # Ctrl-C, SIGTERM: the done units stay and --resume continues
             with suppress(OutputError):
-                if still_held(out):
+                if still_held(out, log, f"output: what this run set aside in {PREVIOUS}/ stays (the next run drops it)"):
                     discard_previous(out)
             raise
         with suppress(OutputError):  # the manifest is committed: the run is done whatever happens here

@@ -41,7 +41,7 @@ import os
 import socket
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import IO, Any
 
 from .. import fs
@@ -224,8 +224,8 @@ class ObjectStoreFolder(OutputFolder):
         except OSError as e:  # the store out of reach is no takeover
             raise _store_error(self._uri(LOCK_NAME), e) from None
         if self._fence and token != self._fence:
-            raise OutputError(f"output.dir {self.path}: another run took this folder's lock over while this run held it "
-                              f"(this run stalled for over {LEASE_S:.0f} s): this run commits nothing more; rerun once that run is done", path=self.path)
+            raise _taken_over(OutputError(f"output.dir {self.path}: another run took this folder's lock over while this run held it "
+                              f"(this run stalled for over {LEASE_S:.0f} s): this run commits nothing more; rerun once that run is done", path=self.path))
 
     def publish(self, tmp: Any, name: str) -> None:
         """Copy a temporary of :meth:`stage` to ``name`` server-side (atomic: the name appears
@@ -281,9 +281,28 @@ def fence(out: OutputFolder, token: str | None = None) -> str:
     return getattr(out, "_fence", "")
 
 
-def still_held(out: OutputFolder) -> bool:
+def _taken_over(e: OutputError) -> OutputError:
+    e.taken_over = True  # type: ignore[attr-defined]  # still_held tells it from the store out of reach
+    return e
+
+
+def still_held(out: OutputFolder, log: Callable[[str], None] | None = None, undone: str = "") -> bool:
     """Whether the run ``out`` is fenced for still holds the folder (always, on a disk): one that
-    lost it must not clean up, the files being another run's."""
-    with suppress(OutputError):
-        return out.check_held() is None if isinstance(out, ObjectStoreFolder) else True
-    return False
+    lost it must not clean up, the files being another run's.
+
+    A lock object that cannot be read (the store out of reach) proves neither: False too, since
+    touching the folder then may touch another run's files, but it is no takeover (as
+    :meth:`ObjectStoreFolder.check_held` raises it: the store's error), so ``log`` gets a warning
+    with that error and what is left ``undone``; it was skipped without a word (a complete previous
+    run then stayed set aside, for the next run to drop). A takeover needs none: it is the run's own error.
+    """
+    if not isinstance(out, ObjectStoreFolder):
+        return True
+    try:
+        out.check_held()
+    except OutputError as e:
+        if not getattr(e, "taken_over", False) and log is not None and undone:
+            log(f"warning: {undone}: this run cannot tell whether it still holds the folder, whose lock could "
+                f"not be read ({e})")
+        return False
+    return True
