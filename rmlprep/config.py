@@ -86,7 +86,7 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     [run]
     workers = 0                      # 0 = all cores
     progress = "auto"                # auto | bar | log | none
-    histogram = true                 # lengths.png (needs matplotlib)
+    histogram = "auto"               # lengths.png: "auto" when matplotlib is installed; true also says when not
     engine = "local"                 # local: a process pool on this machine | ray: Ray tasks
     ray_address = "auto"             # engine "ray" only. Absent: the run starts a private local
                                      # Ray with `workers` CPUs and stops it at the end. "auto": the
@@ -187,7 +187,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
     "run": {
         "workers": ((int,), 0),
         "progress": ((str,), "auto"),
-        "histogram": ((bool,), True),
+        "histogram": ((bool, str), "auto"),
         "engine": ((str,), "local"),
         "ray_address": ((str,), None),
         "max_reject_fraction": ((float, int), 0.1),

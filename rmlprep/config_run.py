@@ -44,6 +44,8 @@ def check_run(run: dict[str, Any], w: str) -> None:
     """
     if run["workers"] < 0:
         raise ConfigError(f"{w}run.workers: must be >= 0 (0 = all cores), got {run['workers']}")
+    if run["histogram"] not in (True, False, "auto"):  # type-checked: no 0 or 1 gets here
+        raise ConfigError(f"{w}run.histogram: must be true, false or \"auto\", got {run['histogram']!r}")
     if run["progress"] not in _PROGRESS:
         raise ConfigError(f"{w}run.progress: must be one of {list(_PROGRESS)}, got {run['progress']!r}")
     _check_engine(run["engine"], f"{w}run.engine")

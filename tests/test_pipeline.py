@@ -696,6 +696,27 @@ def test_histogram_png(corpus, tmp_path):
     assert np.isfinite(stats["document_tokens"]["mean"])
 
 
+def test_histogram_without_matplotlib_is_said_only_when_asked(corpus, tmp_path, monkeypatch):
+    """A fresh-user finding: every run without matplotlib (the ``live`` extra brings none) logged
+    "lengths.png skipped", as ``run.histogram`` defaulted to true. The default is now ``"auto"``
+    (drawn when matplotlib is there, skipped quietly when not); ``true``, asking for it, still says
+    it; ``false`` draws nothing. Any other value is refused."""
+    from rmlprep.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    inp, _ = corpus
+    assert config_from_dict({"input": {"paths": [str(inp)]}, "tokenizer": {"path": str(TINY)}, "pack": {"seq_len": 8},
+                             "output": {"dir": str(tmp_path / "x")}})["run"]["histogram"] == "auto"
+    for i, (hist, said) in enumerate((("auto", False), (True, True), (False, False))):
+        lines: list[str] = []
+        run(make_cfg(inp, tmp_path / f"o{i}", run={"histogram": hist}), log=lines.append)
+        assert [x for x in lines if "matplotlib is not installed" in x] == (
+            ["histogram: matplotlib is not installed (pip install 'rmlprep[plot]'); lengths.png skipped"] if said else [])
+        assert not (tmp_path / f"o{i}" / "lengths.png").exists()
+    with pytest.raises(ConfigError, match=r'run\.histogram: must be true, false or "auto", got \'yes\''):
+        make_cfg(inp, tmp_path / "o", run={"histogram": "yes"})
+
+
 def _has_jinja2() -> bool:
     import importlib.util
 

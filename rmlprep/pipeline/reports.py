@@ -201,7 +201,8 @@ def write_reports(cfg: RunConfig, tokenizer, units: list[Unit], records: dict[in
         },
     }
     files = [("stats.json", json_bytes(stats))]
-    png = _histogram_png(hist, log) if cfg["run"]["histogram"] else None
+    asked = cfg["run"]["histogram"]
+    png = _histogram_png(hist, log, asked=asked is True) if asked else None
     if png is not None:
         files.append(("lengths.png", png))
     if cfg["output"].get("format") == "megatron" and totals["documents"]:
@@ -229,15 +230,18 @@ def _shard_entry(unit: Unit, rec: dict[str, Any]) -> dict[str, Any]:
             "first_row": unit.first_row, **entry}
 
 
-def _histogram_png(hist: np.ndarray, log: Callable[[str], None]) -> bytes | None:
-    """lengths.png's bytes, or None (no document, or no matplotlib: said once in the log)."""
+def _histogram_png(hist: np.ndarray, log: Callable[[str], None], asked: bool = False) -> bytes | None:
+    """lengths.png's bytes, or None (no document, or no matplotlib: said in the log when ``asked``,
+    ``run.histogram = true``; the default ``"auto"`` draws it when matplotlib is there and says
+    nothing otherwise: the ``live`` extra brings no matplotlib, and every such run said it)."""
     try:
         import matplotlib  # optional dependency (rmlprep[plot])
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        log("histogram: matplotlib is not installed (pip install 'rmlprep[plot]'); lengths.png skipped")
+        if asked:
+            log("histogram: matplotlib is not installed (pip install 'rmlprep[plot]'); lengths.png skipped")
         return None
     edges = hist_edges() + 1
     nz = np.flatnonzero(hist)
