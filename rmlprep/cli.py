@@ -25,6 +25,7 @@ from .cli_commands import cmd_chat, cmd_inspect, cmd_parity, log as _log, open_t
 from .cli_signals import Stopped, signals_unwind
 from .cli_text import argv_text, stdin_text
 from .config import RunConfig, load_config
+from .config_paths import tidy_paths
 from .errors import InputError, ParityError, RmlprepError
 from .pipeline import run
 from .pipeline.verdict import drop_warning, reject_share_warning, rejected_files_warning, run_verdict
@@ -160,16 +161,17 @@ def run_exit_status(config: RunConfig | Callable[[], RunConfig], *, resume: bool
 
 def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
     manifest = run(cfg, resume=resume, overwrite=overwrite, log=_log)
+    tidy = tidy_paths(cfg)  # the manifest's '/p/sub/../data/x.jsonl' shown as '/p/data/x.jsonl', as run's lines
     why = run_verdict(cfg, manifest)  # no document, or rejects over run.max_reject_fraction: exit 2, no "shards:"
     if why is not None:
-        _log(f"rmlprep: error: {why}")
+        _log(f"rmlprep: error: {tidy(why)}")
         return 2
     if (warn := drop_warning(manifest)) is not None:  # a success, but most documents left out
-        _log(f"rmlprep: warning: {warn}")
+        _log(f"rmlprep: warning: {tidy(warn)}")
     if (warn := rejected_files_warning(manifest)) is not None:  # a success, but a file wholly rejected
-        _log(f"rmlprep: warning: {warn}")
+        _log(f"rmlprep: warning: {tidy(warn)}")
     if (warn := reject_share_warning(manifest)) is not None:  # or a file's share of rejects over the run's limit
-        _log(f"rmlprep: warning: {warn}")
+        _log(f"rmlprep: warning: {tidy(warn)}")
     print(f"shards: {cfg.output_dir}")
     return 0
 

@@ -5,12 +5,13 @@ directory, not the config file's folder), and what an error about one that names
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from . import fs
 from .errors import ConfigError
 
-__all__ = ["relative_note"]
+__all__ = ["relative_note", "tidy_paths"]
 
 
 def _check_uri(p: str, key: str) -> None:
@@ -139,3 +140,44 @@ def relative_note(relative: tuple[tuple[str, str, str], ...], cwd: str, source: 
     if folder == cwd:
         return note + f", the config file's folder{hint})"
     return note + f", not against the config file's folder, {folder}{hint})"
+
+
+def tidy_paths(cfg) -> Callable[[str], str]:
+    """A function writing, in a line for the user, each local path of ``cfg`` (a RunConfig:
+    ``input.paths``, ``tokenizer.path``, ``parity.fixture``, ``parity.chat_renders``) that holds a
+    ``.`` or ``..`` segment as the clean path naming the same file: ``../data/x.jsonl`` given in
+    ``/p/sub`` is ``/p/sub/../data/x.jsonl`` in the config and shows as ``/p/data/x.jsonl``.
+    Display only: these paths are in the config hash and the manifest, the rejects files and
+    the done markers keep them as resolved (normalising them there would make an upgraded rerun
+    of a running folder "another config"); ``output.dir``, not hashed, is normalised itself
+    (:func:`_abs_dir`). After a symbolic link ``..`` goes up from the link's target, so such a
+    path shows as it is. The identity when no path needs it.
+    """
+    given = [*cfg["input"]["paths"], cfg["tokenizer"]["path"], cfg["parity"].get("fixture"),
+             cfg["parity"].get("chat_renders")]
+    pairs: dict[str, str] = {}
+    for p in given:
+        if not isinstance(p, str) or not os.path.isabs(p):  # demo:NAME, an object-store URI
+            continue
+        segs = p.split(os.sep)
+        last = max((i for i, s in enumerate(segs) if s in (".", "..")), default=None)
+        if last is None:
+            continue
+        old = os.sep.join(segs[:last + 1])
+        new = os.path.normpath(old)
+        if os.path.realpath(old) != os.path.realpath(new):
+            continue
+        pairs[old + os.sep] = new.rstrip(os.sep) + os.sep
+        if last == len(segs) - 1:  # the path ends in the segment (a folder): the bare form too
+            pairs[old] = new
+    if not pairs:
+        return lambda text: text
+    order = sorted(pairs, key=len, reverse=True)  # a longer prefix first
+
+    def tidy(text: str) -> str:
+        for old in order:
+            if old in text:
+                text = text.replace(old, pairs[old])
+        return text
+
+    return tidy

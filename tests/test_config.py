@@ -128,6 +128,26 @@ def test_output_dir_is_normalised_where_that_is_the_same_folder(tmp_path, monkey
     assert os.path.realpath(c["output"]["dir"]) == os.path.realpath(tmp_path / "far" / "o")
 
 
+def test_tidy_paths_shows_hashed_paths_without_dotdot(tmp_path, monkeypatch):
+    """input.paths and tokenizer.path keep ``..`` in the config (they are hashed: see
+    test_pipeline's subfolder test), and tidy_paths writes them in a line as the same file's
+    clean path; after a symbolic link ``..`` goes up from the target, so that path is kept."""
+    from rmlprep.config_paths import tidy_paths
+
+    (tmp_path / "proj" / "sub").mkdir(parents=True)
+    (tmp_path / "far" / "deep").mkdir(parents=True)
+    (tmp_path / "proj" / "sub" / "link").symlink_to(tmp_path / "far" / "deep")
+    monkeypatch.chdir(tmp_path / "proj" / "sub")
+    c = config_from_dict(cfg(input={"paths": ["../data/*.jsonl", "link/../x.jsonl"]}, tokenizer={"path": ".."}))
+    sub = tmp_path / "proj" / "sub"
+    assert c["input"]["paths"][0] == f"{sub}/../data/*.jsonl" and c["tokenizer"]["path"] == f"{sub}/.."
+    tidy = tidy_paths(c)
+    assert tidy(f"{sub}/../data/a.jsonl row 3: bad; {sub}/..: tokenizer") == (
+        f"{tmp_path}/proj/data/a.jsonl row 3: bad; {tmp_path}/proj: tokenizer")
+    assert tidy(f"{sub}/link/../x.jsonl") == f"{sub}/link/../x.jsonl"  # that is {tmp_path}/far/x.jsonl
+    assert tidy_paths(config_from_dict(cfg()))("a /b/../c") == "a /b/../c"  # no path of its own to tidy
+
+
 def test_missing_file_and_bad_toml(tmp_path):
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "nope.toml")

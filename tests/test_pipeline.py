@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmlprep.config import config_from_dict
-from rmlprep.errors import ConfigError, PackingError, ParityError
+from rmlprep.errors import ConfigError, PackingError, ParityError, RmlprepError
 from rmlprep.packing import unpack
 from rmlprep.pipeline import open_tokenizer, run
 from rmlprep.pipeline.output import MARKER_VERSION
@@ -715,6 +715,34 @@ def test_histogram_without_matplotlib_is_said_only_when_asked(corpus, tmp_path, 
         assert not (tmp_path / f"o{i}" / "lengths.png").exists()
     with pytest.raises(ConfigError, match=r'run\.histogram: must be true, false or "auto", got \'yes\''):
         make_cfg(inp, tmp_path / "o", run={"histogram": "yes"})
+
+
+def test_a_run_from_a_subfolder_shows_paths_without_dotdot(tmp_path, monkeypatch):
+    """A fresh-user finding: run from ``proj/sub`` with ``paths = ["../data/x.jsonl"]``, the log
+    and errors showed ``/proj/sub/../data/x.jsonl``. Lines now show ``/proj/data/x.jsonl`` (the
+    same file); the manifest and the rejects keep the path as resolved, since it is hashed (an
+    upgraded rerun of a running folder must not become "another config"). A rerun of the same
+    files from the project folder is refused as another config, as before, and says they are the
+    same files; that line shows both paths as compared."""
+    proj = tmp_path / "proj"
+    (proj / "data").mkdir(parents=True)
+    (proj / "sub").mkdir()
+    (proj / "data" / "x.jsonl").write_text('{"text": "a b"}\n{"text": 5}\n{"text": "c"}\n')
+    monkeypatch.chdir(proj / "sub")
+    lines: list[str] = []
+    c = make_cfg(Path("../data/x.jsonl"), Path("../out"))  # 1 reject of 3: over 0.1, a summary line
+    m = run(c, log=lines.append)
+    assert m["config"]["input"]["paths"] == [str(proj / "sub" / ".." / "data" / "x.jsonl")]  # as hashed
+    assert not [x for x in lines if "/../" in x]
+    assert any(str(proj / "data" / "x.jsonl") in x for x in lines)  # the summary's reject-share line
+    (proj / "data" / "y.jsonl").write_bytes(b'{"text": "a"}\n{"tex')
+    with pytest.raises(RmlprepError) as e:
+        run(make_cfg(Path("../data/y.jsonl"), Path("../out-y")), log=quiet)
+    assert str(proj / "data" / "y.jsonl") in str(e.value) and "/../" not in str(e.value)
+    monkeypatch.chdir(proj)
+    with pytest.raises(ConfigError, match=r"input\.paths \[\"\S* -> \[\"\S* \(the same files\).*run from the folder "
+                                          r"the shards were made from"):
+        run(make_cfg(Path("data/x.jsonl"), Path("out")), log=quiet)
 
 
 def _has_jinja2() -> bool:

@@ -12,6 +12,7 @@ from ..errors import ConfigError
 __all__ = ["config_change"]
 
 _UNSET: Any = object()
+_SAME = " (the same files)"
 
 #: Keys a run adds to [chat] as it resolves it (rmlprep.chat_parity.resolve_chat_config: the
 #: template's sha256 and tokens under chat.format = "template"), not keys of a config file.
@@ -28,8 +29,18 @@ def _diffs(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[s
         if isinstance(o, dict) and isinstance(n, dict) and o and n:
             out += _diffs(o, n, f"{prefix}{k}.")
         elif o != n:
-            out.append(f"{prefix}{k} {_short(o)} -> {_short(n)}")
+            out.append(f"{prefix}{k} {_short(o)} -> {_short(n)}" + (_SAME if _same_files(o, n) else ""))
     return out
+
+
+def _same_files(o: Any, n: Any) -> bool:
+    """Whether ``o`` and ``n`` (a path or a list of paths) differ only in ``.``/``..`` segments."""
+    import os
+
+    o, n = ([o], [n]) if isinstance(o, str) and isinstance(n, str) else (o, n)
+    return (isinstance(o, list) and isinstance(n, list) and len(o) == len(n) and all(
+        isinstance(a, str) and isinstance(b, str) and os.path.isabs(a) and os.path.isabs(b)
+        and os.path.normpath(a) == os.path.normpath(b) for a, b in zip(o, n)))
 
 
 def _short(v: Any) -> str:
@@ -59,4 +70,6 @@ def config_change(manifest: Any, config: RunConfig, old_hash: str) -> str:
         diffs = _diffs(old_cfg.hashed_part(), config.hashed_part())
     except Exception:  # noqa: BLE001 - a manifest of another shape: the refusal goes on without the detail
         return ""
-    return "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "")
+    why = ("; a relative path resolves against the current folder and is hashed as resolved: run from the folder "
+           "the shards were made from" if any(d.endswith(_SAME) for d in diffs) else "")
+    return "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "") + why

@@ -12,6 +12,7 @@ from ..chat_resolve import check_chat_markers, resolve_chat_config
 from ..chat_unit_sample import unit_sample_size
 from ..chat.encode import refuse_chat_before_corpus
 from ..config import RunConfig
+from ..config_paths import tidy_paths
 from ..errors import ConfigError, OutputError, ParityError, RmlprepError
 from ..load import open_tokenizer
 from ..readers import Unit
@@ -88,13 +89,20 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         run stops at the first such fault). RmlprepError: units failed in a way that is not a
         bad row (every failed unit is named).
     """
+    tidy = tidy_paths(cfg)  # '/p/sub/../data/x.jsonl' shows as '/p/data/x.jsonl' (display only)
     try:
-        return _run(cfg, resume=resume, overwrite=overwrite, tokenizer=tokenizer, log=log)
-    except ConfigError as e:
-        note = cfg.relative_note(e.path)
-        if not note:
-            raise
-        raise ConfigError(f"{e}{note}", path=e.path) from None
+        try:
+            return _run(cfg, resume=resume, overwrite=overwrite, tokenizer=tokenizer, log=lambda m: log(tidy(m)))
+        except ConfigError as e:
+            note = cfg.relative_note(e.path)
+            if not note:
+                raise
+            raise ConfigError(f"{e}{note}", path=e.path) from None
+    except RmlprepError as e:
+        if (len(e.args) == 1 and isinstance(e.args[0], str) and type(e).__str__ is BaseException.__str__
+                and not getattr(e, "paths_as_hashed", False)):  # a config change shows the paths compared
+            e.args = (tidy(e.args[0]),)  # the same error (class, path), its message as the log shows paths
+        raise
 
 
 def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokenizer=None,

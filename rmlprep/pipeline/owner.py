@@ -174,10 +174,12 @@ def check_shards(out: OutputFolder, config_hash: str, *, overwrite: bool, tokeni
         m = out.read_json(other[0])
         change = (config_change(out.read_json("manifest.json"), config, m.get("config_hash"))
                   if config is not None and isinstance(m, dict) else "")
-        raise ConfigError(
+        e = ConfigError(
             f"output.dir: {out.path} holds shards of a different config ({_markers(len(other))}, e.g. "
             f"{other[0]}" + (f"; this config changes {change}" if change else "")
             + "); pass --overwrite to replace them or choose another --output" + kept)
+        e.paths_as_hashed = True  # type: ignore[attr-defined]  # run's display tidying leaves its paths as written
+        raise e
     if overwrite:  # set aside, not removed: a run that then fails puts them back (driver._put_back)
         set_aside_all(out, [n for g in UNIT_GLOBS for n in out.list(g)], reports=True)  # the manifest first
     out.remove_temporaries()  # a killed run's (never renamed): only under the lock, never a live run's
