@@ -12,9 +12,10 @@ Stages, and the module that owns each::
       owner.claim                  .rmlprep.folder.json: the folder is rmlprep's from here on
       parity.run_parity_stage      tokenizer (and chat format) vs references; stop on a mismatch
       previous.discard_previous    what a rerun killed mid-way set aside (.rmlprep.previous)
-      owner.check_shards           refuse another config's shards (--overwrite: set them aside),
-                                   remove a killed run's temporaries
-                                   (store.ObjectStoreFolder: the same folder on s3:// and other stores)
+      owner.check_shards           refuse another config's shards (--overwrite: set them aside;
+                                   config_diff.config_change: what changed), remove a killed run's
+                                   temporaries (store.ObjectStoreFolder: the same folder on s3:// and
+                                   other stores, locked by store_lease's lease)
       output.verify_done           skip the units whose done marker, input identity and shard verify
                                    (late_keys.marker_needs: keys a marker must hold for this config)
       previous.sweep               set aside the files of units not in the plan or redone, and the
