@@ -308,8 +308,8 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
                 ``add_special_tokens`` while the folder leaves add_bos_token/add_eos_token open
                 (``TokenizerSpec.check_adds``).
         """
-        if parse_special is not True and parse_special is not False:
-            parse_special = self._parse_flag(parse_special)
+        if parse_special is not True and parse_special is not False:  # None: the default, no call on the hot path
+            parse_special = not self.split_special_tokens if parse_special is None else self._parse_flag(parse_special)
         if add_special_tokens is not True and add_special_tokens is not False:
             add_special_tokens = _flag("add_special_tokens", add_special_tokens)
         fast = self._fast_encode
