@@ -878,6 +878,29 @@ def test_a_text_holding_a_run_of_nul_bytes_refuses_a_parquet_or_arrow_file(tmp_p
         one_line_error(ei, p)
 
 
+@pytest.mark.parametrize("zeros,refused", [(32, True), (15, False)], ids=["32-nul", "15-nul"])
+def test_a_hole_in_a_conversation_column_is_refused(tmp_path, zeros, refused):
+    """40 conversations (a list of message structs, as an sft Parquet file holds them),
+    uncompressed PLAIN: ``zeros`` bytes zeroed inside row 20's answer, "answer 20 lorem ...".
+    pyarrow reads every row, row 20's content holding the zeros; read as rows it was rendered
+    and trained on. 32 NUL bytes in a nested text refuse the file as in a text column; 15 are
+    read as text (the rule of :data:`rmlprep.readers.holes.NUL_RUN`)."""
+    rows = [[{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i} " + "lorem " * 12}]
+            for i in range(40)]
+    p = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"messages": rows}), p, compression="none", use_dictionary=False)
+    data = p.read_bytes()
+    p.write_bytes(_holed(data, data.index(b"answer 20 ") + 16, zeros))
+    got = pq.read_table(p)["messages"].to_pylist()
+    assert "\x00" * zeros in got[20][1]["content"] and got[:20] == rows[:20] and got[21:] == rows[21:]  # read silently
+    if not refused:
+        assert read_path(p, column="messages")[0] == got
+        return
+    with pytest.raises(InputError, match="row 20: 'messages' holds a run of NUL bytes: a hole of zeros") as ei:
+        read_path(p, column="messages")
+    one_line_error(ei, p)
+
+
 def test_a_hole_beside_text_that_is_not_utf8_is_refused(tmp_path):
     """A hole's edges cut multi-byte characters, so its batch also holds rows that are not
     UTF-8 (rejects, read one by one): the zeros in row 7 still refuse the file. Row 3 is

@@ -473,7 +473,6 @@ def column_batches(batches: Iterator[pa.RecordBatch], column: str, first_row: in
             values, keep, errors = _decoded(arrow_values(col), decode, rows, column)
             yield Batch(values, rows[keep], nbytes, errors)
         else:
-            values = arrow_values(col)
-            if pa.types.is_dictionary(col.type) or pa.types.is_string_view(col.type):  # text, not in one buffer
-                check_no_hole_in_values(values, rows, column, where)
+            values = arrow_values(col)  # text not in one buffer (dictionary, string_view) or nested
+            check_no_hole_in_values(values, rows, column, where, col)
             yield Batch(values, rows, nbytes)

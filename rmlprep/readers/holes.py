@@ -70,17 +70,65 @@ def check_no_hole(col: pa.Array, rows: np.ndarray, column: str, where: str) -> N
 NUL_TEXT = NUL_RUN.decode()
 
 
-def check_no_hole_in_values(values: list, rows: np.ndarray, column: str, where: str) -> None:
+def check_no_hole_in_values(values: list, rows: np.ndarray, column: str, where: str,
+                            col: pa.Array | None = None) -> None:
     """:func:`check_no_hole` for a column read as Python values (a dictionary or string_view
-    column, whose text is not in one buffer, or a batch holding rows that are not UTF-8, read
-    one by one); ``rows[i]`` is ``values[i]``'s row.
+    column, whose text is not in one buffer; a batch holding rows that are not UTF-8, read one
+    by one; a nested column, such as a conversation's list of message structs, whose texts are
+    searched at any depth, in lists, struct fields and map keys and values); ``rows[i]`` is
+    ``values[i]``'s row. With ``col``, the Arrow column the values come from, its string leaves
+    are searched first, in their buffers, and the values only when one holds the run.
+
+    Worked example: 2,000 two-message conversations in an uncompressed Parquet file (row groups
+    of 1,000), 512 bytes zeroed at byte 67,735: pyarrow reads every row, the user content of row
+    414 as ``"q414 sit "`` followed by NUL bytes, and 585 other rows shifted or emptied; read as
+    rows, they were rendered and trained on.
 
     Raises:
         InputError: the first value holding :data:`NUL_TEXT`, with its row and the file.
     """
-    hole = next((i for i, v in enumerate(values) if isinstance(v, str) and NUL_TEXT in v), None)
+    if col is not None and not _leaves_hold_run(col):
+        return
+    hole = next((i for i, v in enumerate(values) if _holds_run(v)), None)
     if hole is not None:
         raise hole_in_column(where, int(rows[hole]), column)
+
+
+def _holds_run(v) -> bool:
+    """``v`` (a Python value read from Arrow) holds :data:`NUL_TEXT` in a string at any depth."""
+    if isinstance(v, str):
+        return NUL_TEXT in v
+    if isinstance(v, (bytes, bytearray)):
+        return NUL_RUN in v
+    if isinstance(v, dict):
+        return any(_holds_run(k) or _holds_run(x) for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return any(_holds_run(x) for x in v)
+    return False
+
+
+def _leaves_hold_run(col: pa.Array) -> bool:
+    """Whether a string or binary leaf of ``col`` (at any depth) may hold :data:`NUL_RUN`, its
+    bytes searched within the rows of ``col`` (a slice reads its own rows' bytes, not the whole
+    buffer); a True is checked on the values. True for a leaf of a type not searched here."""
+    t = col.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        if not len(col) or col.buffers()[2] is None:
+            return False
+        width = 8 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else 4
+        offsets = np.frombuffer(col.buffers()[1], dtype=f"<i{width}", count=len(col) + 1, offset=col.offset * width)
+        return memoryview(col.buffers()[2])[int(offsets[0]):int(offsets[-1])].tobytes().find(NUL_RUN) >= 0
+    if pa.types.is_struct(t):  # StructArray.field: the child within the struct's offset and length
+        return any(_leaves_hold_run(col.field(i)) for i in range(t.num_fields))
+    if pa.types.is_map(t):  # MapArray.keys and .items: the whole child, indexed by the offsets
+        lo, hi = (int(col.offsets[0].as_py()), int(col.offsets[-1].as_py())) if len(col) else (0, 0)
+        return _leaves_hold_run(col.keys.slice(lo, hi - lo)) or _leaves_hold_run(col.items.slice(lo, hi - lo))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaves_hold_run(col.flatten())
+    if pa.types.is_dictionary(t):
+        return _leaves_hold_run(col.dictionary)
+    return not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
+                or pa.types.is_temporal(t) or pa.types.is_decimal(t))
 
 
 def hole_in_column(where: str, row: int, column: str) -> InputError:
