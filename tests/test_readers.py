@@ -1338,6 +1338,16 @@ def test_a_shard_set_read_in_part_on_purpose_is_read(tmp_path):
     assert read_full(plan_units(inp([f"{tmp_path}/whole/data/train-*.parquet"])))[0] == [f"row {i}" for i in range(400)]
 
 
+def test_a_shard_set_numbered_from_1_is_whole_with_its_last_number(tmp_path):
+    """Some writers number a set from 1 (model-00001-of-00002.safetensors): 1, 2, 3 and 4 of
+    4 are the whole set, read; 1, 2 and 3 of 4 lack number 4, refused naming it."""
+    _hub_shards(tmp_path, [1, 2, 3, 4])
+    assert len(read_full(plan_units(inp([f"{tmp_path}/data/*.parquet"])))[0]) == 400
+    (tmp_path / "data" / "train-00004-of-00004.parquet").unlink()
+    with pytest.raises(InputError, match=r"but train-00004-of-00004\.parquet is missing"):
+        plan_units(inp([f"{tmp_path}/data/*.parquet"]))
+
+
 def test_same_file_twice_is_read_once(tmp_path):
     """Read once, and the log says so: a user listing a file twice to upsample it learned that
     it was read once only from the row counts. Worked example: ``*.jsonl`` over a.jsonl and the

@@ -33,14 +33,17 @@ def check_shard_sets(pattern: str, hits: list[str]) -> None:
     sets: dict[tuple[str, str, str, str], dict[int, str]] = {}
     for h in hits:
         m = _SHARD.match(h.rstrip("/").rsplit("/", 1)[-1])
-        if m and int(m["i"]) < int(m["n"]):
+        if m and int(m["i"]) <= int(m["n"]):
             sets.setdefault((fs.dirname(h), m["pre"], m["n"], m["post"]), {})[int(m["i"])] = m["i"]
     for (folder, pre, n, post), present in sorted(sets.items()):
         width = len(next(iter(present.values())))
         name = f"{pre}-{{:0{width}d}}-of-{n}{post}".format
         if not fnmatch.fnmatchcase(fs.join(folder, name(min(present))), pattern):
             continue  # the names cannot be matched as the glob matched them: no judgement
-        missing = [name(i) for i in range(int(n))
+        # numbered from 0 (datasets, TensorFlow) or from 1 (model-00001-of-00002.safetensors): a set
+        # holding its count's number, or without 0, is counted from 1
+        first = 1 if int(n) in present or 0 not in present else 0
+        missing = [name(i) for i in range(first, first + int(n))
                    if i not in present and fnmatch.fnmatchcase(fs.join(folder, name(i)), pattern)]
         if missing:
             one = len(missing) == 1
