@@ -1199,6 +1199,49 @@ def test_arrow_stream_cut_at_a_batch_boundary_is_refused(tmp_path, legacy):
     assert read_full(plan_units(inp([cut])))[0] == [f"t{i}" for i in range(20)]
 
 
+def _stream_bytes(texts) -> bytes:
+    table = pa.table({"text": texts})
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        for b in table.to_batches(max_chunksize=500):
+            w.write_batch(b)
+    return sink.getvalue()
+
+
+def test_arrow_streams_joined_with_cat_are_refused(tmp_path):
+    """cat a.arrow b.arrow (100 rows each): pyarrow's stream reader stops at a's end-of-stream
+    marker and reads 100 rows as the file; the bytes after the marker refuse it. Zeros after
+    the marker (a preallocated tail) are no data: that file reads whole."""
+    a, b = [f"a{i}" for i in range(100)], [f"b{i}" for i in range(100)]
+    p = tmp_path / "cat.arrow"
+    p.write_bytes(_stream_bytes(a) + _stream_bytes(b))
+    assert pa.ipc.open_stream(str(p)).read_all().num_rows == 100  # what a reader without the check takes
+    with pytest.raises(InputError, match=r"byte \d+: the stream's end-of-stream marker is followed by \d+ more bytes "
+                                         r"\(data from byte \d+: streams joined with cat") as ei:
+        plan_units(inp([p]))
+    one_line_error(ei, p)
+    p.write_bytes(_stream_bytes(a) + b"\x00" * 64)
+    assert read_path(p)[0] == a
+
+
+def test_a_hole_of_zeros_at_an_arrow_message_start_is_refused(tmp_path):
+    """1,000 texts in two batches; 512 zero bytes from the start of the second batch's message:
+    pyarrow takes the zeros for the legacy end-of-stream marker (a zero length) and reads 500
+    rows; the plan walked on into them and stopped with a bare EOFError (a traceback)."""
+    texts = [f"doc {i}" for i in range(1000)]
+    data = _stream_bytes(texts)
+    src, starts = pa.BufferReader(data), []
+    for _ in range(3):  # the schema, then the two batches
+        starts.append(src.tell())
+        pa.ipc.read_message(src)
+    p = tmp_path / "h.arrow"
+    p.write_bytes(_holed(data, starts[2], 512))
+    assert pa.ipc.open_stream(str(p)).read_all().num_rows == 500  # what a reader without the check takes
+    with pytest.raises(InputError, match=rf"byte {starts[2]}: zeros stand where the next message should start") as ei:
+        plan_units(inp([p]))
+    one_line_error(ei, p)
+
+
 def test_arrow_stream_cut_after_the_plan_is_refused_by_the_reader(tmp_path):
     """The reader checks the marker too: a file cut between the plan and the read."""
     f = _stream_file(tmp_path / "a.arrow", n=40, batch_rows=10)

@@ -102,7 +102,7 @@ _EOS_LEGACY = b"\x00\x00\x00\x00"
 
 
 def _check_stream_end(path: str) -> None:
-    """Refuse an Arrow IPC stream that lacks its end-of-stream marker.
+    """Refuse an Arrow IPC stream that lacks its end-of-stream marker, or holds more after it.
 
     pyarrow's stream reader takes the end of the bytes at a message boundary as a clean end, so
     a stream cut right after a record batch (a writer killed mid-way, a copy cut short) reads
@@ -110,8 +110,15 @@ def _check_stream_end(path: str) -> None:
     ``pa.ipc.new_stream(...).close()``) always writes the marker. This walks the messages'
     framing (no batch is decoded) and checks that the marker follows the last one.
 
+    It also stops at the first marker, or at zeros where a message should start (the legacy
+    marker): two streams joined (``cat a.arrow b.arrow``: 200 rows) read as the first alone
+    (100 rows, exit 0), and a hole of zeros from a message's start on read as the end of the
+    stream (500 of 1,000 rows). Bytes after the marker other than zeros refuse the file.
+
     Raises:
-        InputError: the stream ends after a complete message without the marker.
+        InputError: the stream ends after a complete message without the marker; bytes that are
+            not zeros follow the marker; zeros stand where a message should start; a message's
+            framing cannot be read.
     """
     with fs.open_arrow(path) as src:
         size = src.size()
@@ -119,9 +126,32 @@ def _check_stream_end(path: str) -> None:
         messages = 0
         while pos < size:
             head = src.read_at(min(8, size - pos), pos)
-            if head == _EOS or (head == _EOS_LEGACY and pos + 4 == size):
-                return
-            pa.ipc.read_message(src)
+            if head == _EOS or head[:4] == _EOS_LEGACY:
+                end = pos + (len(_EOS) if head == _EOS else len(_EOS_LEGACY))
+                at = end
+                while at < size:  # what follows the marker: nothing, or zeros (a preallocated tail)
+                    chunk = src.read_at(min(1 << 20, size - at), at)
+                    if chunk.strip(b"\x00"):
+                        at += len(chunk) - len(chunk.lstrip(b"\x00"))
+                        break
+                    at += len(chunk)
+                else:
+                    if head == _EOS or end == size:
+                        return
+                if head == _EOS:
+                    why = (f"byte {pos}: the stream's end-of-stream marker is followed by {size - end} more bytes "
+                           f"(data from byte {at}: streams joined with cat, or data appended?); a reader stops at the "
+                           "marker, so they would not be read: keep one stream per file")
+                else:
+                    why = (f"byte {pos}: zeros stand where the next message should start, {size - pos} bytes before "
+                           "the end (a hole of zeros: a crash, or a copy or download that stopped); a reader takes "
+                           "them for the end of the stream, so the rest would not be read: fetch the file again")
+                raise InputError(f"{path}: {why}", path=path, offset=pos)
+            try:
+                pa.ipc.read_message(src)
+            except (EOFError, pa.ArrowException, OSError) as e:
+                raise InputError(f"{path}: byte {pos}: the Arrow message there cannot be read ({one_line(e)}): the "
+                                 "file is damaged or truncated; fetch it again", path=path, offset=pos) from None
             messages += 1
             pos = src.tell()
     raise InputError(f"{path}: the Arrow stream ends after {messages} messages (byte {size}) without its "
