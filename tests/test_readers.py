@@ -901,6 +901,25 @@ def test_a_hole_in_a_conversation_column_is_refused(tmp_path, zeros, refused):
     one_line_error(ei, p)
 
 
+def test_a_hole_over_many_short_texts_in_a_conversation_column_is_refused(tmp_path):
+    """40 conversations in an Arrow stream (as ``datasets`` writes them): the roles' bytes lie
+    side by side, "userassistantuser...", so 40 zero bytes from the start of row 10's role
+    leave no text with 16 NULs ("\\0\\0\\0\\0", "\\0" * 9, ...) and pyarrow reads every row;
+    the run of zeros in the roles' buffer refuses the file, naming the first row holding a NUL."""
+    rows = [[{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
+            for i in range(40)]
+    table = pa.table({"messages": rows})
+    p = tmp_path / "c.arrow"
+    _arrow_stream(p, table)
+    data = p.read_bytes()
+    p.write_bytes(_holed(data, data.index(b"userassistant" * 40) + 13 * 10, 40))
+    got = pa.ipc.open_stream(str(p)).read_all()["messages"].to_pylist()
+    assert got[10][0]["role"] == "\x00" * 4 and all("\x00" * 16 not in m["role"] for r in got for m in r)  # read silently
+    with pytest.raises(InputError, match="row 10: 'messages' holds a run of NUL bytes: a hole of zeros") as ei:
+        read_path(p, column="messages")
+    one_line_error(ei, p)
+
+
 def test_a_hole_beside_text_that_is_not_utf8_is_refused(tmp_path):
     """A hole's edges cut multi-byte characters, so its batch also holds rows that are not
     UTF-8 (rejects, read one by one): the zeros in row 7 still refuse the file. Row 3 is
