@@ -87,10 +87,11 @@ def check_no_hole_in_values(values: list, rows: np.ndarray, column: str, where: 
     Raises:
         InputError: the first value holding :data:`NUL_TEXT`, with its row and the file.
     """
-    if col is not None and not _leaves_hold_run(col):
+    found = None if col is None else _leaves_hold_run(col)
+    if found is False:
         return
     hole = next((i for i, v in enumerate(values) if _holds(v, NUL_TEXT)), None)
-    if hole is None and col is not None:
+    if hole is None and found:
         # the run spans several short texts, side by side in a leaf's buffer (a hole over many roles,
         # "us\0\0", "\0\0\0\0\0\0\0\0\0", ...): the first row holding a NUL byte
         hole = next((i for i, v in enumerate(values) if _holds(v, "\x00")), None)
@@ -112,10 +113,11 @@ def _holds(v, text: str) -> bool:
     return False
 
 
-def _leaves_hold_run(col: pa.Array) -> bool:
-    """Whether a string or binary leaf of ``col`` (at any depth) may hold :data:`NUL_RUN`, its
-    bytes searched within the rows of ``col`` (a slice reads its own rows' bytes, not the whole
-    buffer); a True is checked on the values. True for a leaf of a type not searched here."""
+def _leaves_hold_run(col: pa.Array) -> bool | None:
+    """Whether a string or binary leaf of ``col`` (at any depth) holds :data:`NUL_RUN` in its
+    bytes, searched within the rows of ``col`` (a slice reads its own rows' bytes, not the whole
+    buffer; a map's entries may be searched whole); None when a leaf's type is not searched here
+    (``string_view``: its values are searched instead)."""
     t = col.type
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
         if not len(col) or col.buffers()[2] is None:
@@ -124,16 +126,18 @@ def _leaves_hold_run(col: pa.Array) -> bool:
         offsets = np.frombuffer(col.buffers()[1], dtype=f"<i{width}", count=len(col) + 1, offset=col.offset * width)
         return memoryview(col.buffers()[2])[int(offsets[0]):int(offsets[-1])].tobytes().find(NUL_RUN) >= 0
     if pa.types.is_struct(t):  # StructArray.field: the child within the struct's offset and length
-        return any(_leaves_hold_run(col.field(i)) for i in range(t.num_fields))
-    if pa.types.is_map(t):  # MapArray.keys and .items: the whole child, indexed by the offsets
+        children = [_leaves_hold_run(col.field(i)) for i in range(t.num_fields)]
+    elif pa.types.is_map(t):  # MapArray.keys and .items: the whole child, indexed by the offsets
         lo, hi = (int(col.offsets[0].as_py()), int(col.offsets[-1].as_py())) if len(col) else (0, 0)
-        return _leaves_hold_run(col.keys.slice(lo, hi - lo)) or _leaves_hold_run(col.items.slice(lo, hi - lo))
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _leaves_hold_run(col.flatten())
-    if pa.types.is_dictionary(t):
-        return _leaves_hold_run(col.dictionary)
-    return not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
-                or pa.types.is_temporal(t) or pa.types.is_decimal(t))
+        children = [_leaves_hold_run(col.keys.slice(lo, hi - lo)), _leaves_hold_run(col.items.slice(lo, hi - lo))]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        children = [_leaves_hold_run(col.flatten())]
+    elif pa.types.is_dictionary(t):
+        children = [_leaves_hold_run(col.dictionary)]
+    else:
+        return False if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+                         or pa.types.is_null(t) or pa.types.is_temporal(t) or pa.types.is_decimal(t)) else None
+    return True if True in children else (None if None in children else False)
 
 
 def hole_in_column(where: str, row: int, column: str) -> InputError:
