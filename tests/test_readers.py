@@ -992,6 +992,46 @@ def test_a_hole_ending_where_a_value_starts_reads_as_empty_texts_and_is_refused(
     one_line_error(ei, p)
 
 
+def test_a_hole_over_dictionary_indices_reads_as_the_first_entry_and_is_refused(tmp_path):
+    """1,000 distinct texts in one dictionary-encoded row group (pyarrow's default encoding;
+    uncompressed here, as snappy, LZ4 and zstd store the incompressible indices as they are):
+    512 zero bytes over the data page's RLE/bit-packed indices read, with no error, as 409
+    rows holding entry 0, the first text. The entries those rows held are then used by no
+    row, which a writer building the dictionary from the rows never leaves."""
+    texts = [f"document {i} " + "lorem ipsum " * (i % 5) for i in range(1000)]
+    p = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"text": texts}), p, compression="none", row_group_size=1000)
+    data = p.read_bytes()
+    chunk = pq.ParquetFile(p).metadata.row_group(0).column(0)
+    end = chunk.dictionary_page_offset + chunk.total_compressed_size  # the indices end the chunk's data page
+    p.write_bytes(_holed(data, end - 612, 512))
+    got = pq.read_table(p)["text"].to_pylist()
+    assert len(got) == 1000 and got.count(texts[0]) == 410  # what a reader without the check takes
+    with pytest.raises(InputError, match=r"row group 0: entry \d+ of the column 'text''s dictionary \('document \d+ "
+                                         r".*'\) is used by no row, though a writer builds the dictionary") as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
+def test_dictionaries_with_entries_no_row_uses_on_purpose(tmp_path):
+    """A dictionary that fell back to PLAIN (a page limit of 2,000 bytes: the reader's
+    dictionary then grows with the plain rows) reads whole, and so does a column written from
+    an Arrow dictionary with an unused entry (a pandas categorical's unused category), whose
+    Arrow schema says so. Without that schema (store_schema=False) the entry cannot be told
+    from damage: refused, the message saying to cast the column to strings."""
+    texts = [f"text {i} " + "x" * (i % 50) for i in range(3000)]
+    p = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"text": texts}), p, dictionary_pagesize_limit=2000, row_group_size=3000)
+    assert read_full(plan_units(inp([p])), batch_rows=100)[0] == texts
+    cat = pa.DictionaryArray.from_arrays(pa.array([0, 2, 2, 0], pa.int32()), pa.array(["a", "unused", "c"]))
+    pq.write_table(pa.table({"text": cat}), p)
+    assert read_path(p)[0] == ["a", "c", "c", "a"]
+    pq.write_table(pa.table({"text": cat}), p, store_schema=False)
+    with pytest.raises(InputError, match=r"entry 1 of the column 'text''s dictionary \('unused'\) is used by no row.*"
+                                         r"cast the column to strings"):
+        read_path(p)
+
+
 @pytest.mark.parametrize("kind", ["string", "dictionary", "string_view", "large_string"])
 def test_real_empty_texts_beside_row_groups_without_them_are_read(tmp_path, kind):
     """Row groups of 7 rows read in batches of 10 (a batch spans two groups): group 1 (rows

@@ -5,13 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
 from .. import fs
 from ..errors import InputError
 from .base import Batch, Unit, check_column, column_batches, one_line
-from .holes import check_no_hole
+from .parquet_checks import check_dictionary_use, check_empty_below_min, group_floors
 
 
 def plan_parquet(path: str, unit_rows: int, column: str | None = None) -> list[dict[str, Any]]:
@@ -92,7 +89,8 @@ def read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
         raise InputError(f"{unit.path}: row groups [{unit.start}, {unit.stop}) cannot be read: {one_line(e)}",
                          path=unit.path) from None
 
-    floors = _group_floors(pf, groups, column)
+    floors = group_floors(pf, groups, column)
+    check_dictionary_use(unit, groups, column, batch_rows, pf.schema_arrow.field(column).type)
 
     def checked():
         at = 0  # rows of the unit read so far
@@ -104,7 +102,7 @@ def read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
             except Exception as e:  # noqa: BLE001 - corrupt pages: OSError, ArrowInvalid, ...
                 raise InputError(f"{unit.path}: corrupt data in row groups [{unit.start}, {unit.stop}): "
                                  f"{one_line(e)}", path=unit.path) from None
-            _check_empty_below_min(rb.column(0), at, floors, unit, column)
+            check_empty_below_min(rb.column(0), at, floors, unit, column)
             at += rb.num_rows
             yield rb
 
@@ -115,76 +113,3 @@ def read_parquet(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     if seen != rows:
         raise InputError(f"{unit.path}: row groups [{unit.start}, {unit.stop}) hold {seen} rows, the footer "
                          f"says {rows}", path=unit.path)
-
-
-def _group_floors(pf, groups: list[int], column: str) -> list[tuple[int, int, int, bytes | None]]:
-    """(row group, its first row in the unit, its rows, its footer minimum when that is not
-    empty, else None) for each of ``groups``: the bound :func:`_check_empty_below_min` holds
-    the rows to. A column that is not a top-level leaf (a list of messages) has no floor."""
-    md, out, first = pf.metadata, [], 0
-    leaf = next((j for j in range(md.num_columns) if md.row_group(0).column(j).path_in_schema == column), None) \
-        if md.num_row_groups else None
-    for g in groups:
-        rg = md.row_group(g)
-        floor = None
-        if leaf is not None:
-            st = rg.column(leaf).statistics
-            if st is not None and st.has_min_max and st.physical_type == "BYTE_ARRAY" and st.min_raw:
-                floor = bytes(st.min_raw)
-        out.append((g, first, rg.num_rows, floor))
-        first += rg.num_rows
-    return out
-
-
-def _check_empty_below_min(col: pa.Array, at: int, floors, unit: Unit, column: str) -> None:
-    """Refuse a text read as empty from a row group whose footer says its smallest text is not.
-
-    A hole of zeros (a crash, a copy or download that stopped) in an uncompressed page that
-    carries no CRC (pyarrow and pandas write none by default) reads without an error: each zeroed
-    4-byte length prefix of a PLAIN page (a data page, or the dictionary page of a
-    dictionary-encoded column) is a value of length 0, and when the hole ends where a value
-    starts, no text holds its zeros (:func:`rmlprep.readers.holes.check_no_hole` sees nothing).
-    Worked example: 500 distinct texts "document K lorem ipsum ..." repeated to 3,000 rows, one
-    row group, dictionary-encoded, uncompressed, the dictionary page zeroed from the length
-    prefix of "document 10 ..." to that of "document 40 ..." (2,652 bytes): pyarrow reads 3,000
-    rows, 2,940 of them empty, and the run wrote them as empty documents (exit 0). The footer's
-    statistics (pyarrow and parquet-mr / Spark write them by default) hold each row group's minimum; the empty text is below any order's
-    minimum, so a minimum that is not empty proves those rows are not what was written, whatever
-    order a writer sorted by. A column with real empty texts has an empty minimum: not checked.
-
-    ``at``: the unit's rows read before ``col``. ``col``: a string, binary or dictionary array.
-
-    Raises:
-        InputError: the first such row, with its row group and the footer's minimum.
-    """
-    import pyarrow.compute as pc
-
-    n = len(col)
-    if not n or not any(f is not None and first < at + n and at < first + rows for _, first, rows, f in floors):
-        return
-    if pa.types.is_dictionary(col.type):
-        lens = pc.binary_length(col.dictionary)
-        codes = np.flatnonzero(lens.fill_null(1).to_numpy(zero_copy_only=False) == 0)
-        if not len(codes):
-            return
-        empty = pc.is_in(col.indices, pa.array(codes, col.indices.type)).fill_null(False)
-    elif pa.types.is_string_view(col.type) or pa.types.is_binary_view(col.type):
-        empty = pc.equal(pc.binary_length(col.cast(pa.large_binary())), 0).fill_null(False)
-    elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_binary(col.type) \
-            or pa.types.is_large_binary(col.type):
-        empty = pc.equal(pc.binary_length(col), 0).fill_null(False)
-    else:
-        return
-    empty = empty.to_numpy(zero_copy_only=False)
-    for g, first, rows, floor in floors:
-        lo, hi = max(first - at, 0), min(first + rows - at, n)
-        if floor is None or lo >= hi or not empty[lo:hi].any():
-            continue
-        i = lo + int(np.argmax(empty[lo:hi]))
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # a hole's zeros in a row
-            check_no_hole(col.slice(0, i), np.arange(i) + unit.first_row + at, column, unit.path)  # before: named
-        raise InputError(
-            f"{unit.path}: row {unit.first_row + at + i}: {column!r} is empty, but the footer says the smallest "
-            f"value of row group {g} is {floor[:40].decode(errors='replace')!r}: the page is damaged (a hole of "
-            "zeros reads as empty texts, and Parquet pages carry no checksum unless the writer added one); fetch "
-            "the file again", path=unit.path)

@@ -1,0 +1,151 @@
+"""Checks of a Parquet file's rows against what its footer and its writer promise: a hole of zeros
+in a page without a CRC (pyarrow and pandas write none by default) reads without an error, as empty
+texts (:func:`check_empty_below_min`) or as a dictionary's first entry (:func:`check_dictionary_use`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .. import fs
+from ..errors import InputError
+from .base import Unit
+from .holes import check_no_hole
+
+__all__ = ["group_floors", "check_empty_below_min", "check_dictionary_use"]
+
+
+def group_floors(pf, groups: list[int], column: str) -> list[tuple[int, int, int, bytes | None]]:
+    """(row group, its first row in the unit, its rows, its footer minimum when that is not
+    empty, else None) for each of ``groups``: the bound :func:`check_empty_below_min` holds
+    the rows to. A column that is not a top-level leaf (a list of messages) has no floor."""
+    md, out, first = pf.metadata, [], 0
+    leaf = next((j for j in range(md.num_columns) if md.row_group(0).column(j).path_in_schema == column), None) \
+        if md.num_row_groups else None
+    for g in groups:
+        rg = md.row_group(g)
+        floor = None
+        if leaf is not None:
+            st = rg.column(leaf).statistics
+            if st is not None and st.has_min_max and st.physical_type == "BYTE_ARRAY" and st.min_raw:
+                floor = bytes(st.min_raw)
+        out.append((g, first, rg.num_rows, floor))
+        first += rg.num_rows
+    return out
+
+
+def check_empty_below_min(col: pa.Array, at: int, floors, unit: Unit, column: str) -> None:
+    """Refuse a text read as empty from a row group whose footer says its smallest text is not.
+
+    A hole of zeros (a crash, a copy or download that stopped) in an uncompressed page that
+    carries no CRC (pyarrow and pandas write none by default) reads without an error: each zeroed
+    4-byte length prefix of a PLAIN page (a data page, or the dictionary page of a
+    dictionary-encoded column) is a value of length 0, and when the hole ends where a value
+    starts, no text holds its zeros (:func:`rmlprep.readers.holes.check_no_hole` sees nothing).
+    Worked example: 500 distinct texts "document K lorem ipsum ..." repeated to 3,000 rows, one
+    row group, dictionary-encoded, uncompressed, the dictionary page zeroed from the length
+    prefix of "document 10 ..." to that of "document 40 ..." (2,652 bytes): pyarrow reads 3,000
+    rows, 2,940 of them empty, and the run wrote them as empty documents (exit 0). The footer's
+    statistics (pyarrow and parquet-mr / Spark write them by default) hold each row group's minimum; the empty text is below any order's
+    minimum, so a minimum that is not empty proves those rows are not what was written, whatever
+    order a writer sorted by. A column with real empty texts has an empty minimum: not checked.
+
+    ``at``: the unit's rows read before ``col``. ``col``: a string, binary or dictionary array.
+
+    Raises:
+        InputError: the first such row, with its row group and the footer's minimum.
+    """
+    import pyarrow.compute as pc
+
+    n = len(col)
+    if not n or not any(f is not None and first < at + n and at < first + rows for _, first, rows, f in floors):
+        return
+    if pa.types.is_dictionary(col.type):
+        lens = pc.binary_length(col.dictionary)
+        codes = np.flatnonzero(lens.fill_null(1).to_numpy(zero_copy_only=False) == 0)
+        if not len(codes):
+            return
+        empty = pc.is_in(col.indices, pa.array(codes, col.indices.type)).fill_null(False)
+    elif pa.types.is_string_view(col.type) or pa.types.is_binary_view(col.type):
+        empty = pc.equal(pc.binary_length(col.cast(pa.large_binary())), 0).fill_null(False)
+    elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_binary(col.type) \
+            or pa.types.is_large_binary(col.type):
+        empty = pc.equal(pc.binary_length(col), 0).fill_null(False)
+    else:
+        return
+    empty = empty.to_numpy(zero_copy_only=False)
+    for g, first, rows, floor in floors:
+        lo, hi = max(first - at, 0), min(first + rows - at, n)
+        if floor is None or lo >= hi or not empty[lo:hi].any():
+            continue
+        i = lo + int(np.argmax(empty[lo:hi]))
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # a hole's zeros in a row
+            check_no_hole(col.slice(0, i), np.arange(i) + unit.first_row + at, column, unit.path)  # before: named
+        raise InputError(
+            f"{unit.path}: row {unit.first_row + at + i}: {column!r} is empty, but the footer says the smallest "
+            f"value of row group {g} is {floor[:40].decode(errors='replace')!r}: the page is damaged (a hole of "
+            "zeros reads as empty texts, and Parquet pages carry no checksum unless the writer added one); fetch "
+            "the file again", path=unit.path)
+
+
+def check_dictionary_use(unit: Unit, groups: list[int], column: str, batch_rows: int,
+                         arrow_type: pa.DataType) -> None:
+    """Refuse a row group whose dictionary page holds an entry no row of it uses.
+
+    A writer builds a column chunk's dictionary from the values it writes (pyarrow, parquet-mr:
+    the dictionary page holds the entries its dictionary-encoded pages use), so every entry is
+    some row's. A hole of zeros over the RLE/bit-packed indices of a data page (incompressible,
+    so snappy, LZ4 and zstd store them as they are) reads without an error, each row of it as
+    entry 0, the row group's first value. Worked example: 3,000 texts ``"document K ..."`` (K =
+    row mod 700) in row groups of 1,000, dictionary-encoded, snappy: 7 of ~1,000 hole positions
+    (512 bytes) read ~410 rows as ``"document 0 ..."`` (0.7%; /tmp/e20b/t12_holesweep.py); the
+    entries those rows held are then used by none.
+
+    Reads only each row group's dictionary-encoded pages again, with ``read_dictionary``, until
+    the reader's dictionary grows past the page's (the writer fell back to PLAIN: rows after it
+    use no entry of the page's dictionary): memory is the dictionary page and one batch. Only for
+    ``arrow_type`` (the column's type as the file is read without ``read_dictionary``) string or
+    large_string: a column the file's Arrow schema types as a dictionary was written from one (a
+    pandas categorical), whose unused entries are its own.
+
+    Raises:
+        InputError: the row group and its first unused entry.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(fs.arrow_source(unit.path), read_dictionary=[column], page_checksum_verification=True)
+        md = pf.metadata
+        leaf = next((j for j in range(md.num_columns) if md.row_group(0).column(j).path_in_schema == column), None)
+    except Exception:  # noqa: BLE001 - the reader proper names what it cannot read
+        return
+    if leaf is None or not (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)):
+        return
+    for g in groups:
+        if not md.row_group(g).column(leaf).has_dictionary_page:
+            continue
+        used, n0 = None, 0
+        try:
+            for rb in pf.iter_batches(batch_size=batch_rows, row_groups=[g], columns=[column]):
+                col = rb.column(0)
+                if not pa.types.is_dictionary(col.type):
+                    break
+                if used is None:
+                    n0 = len(col.dictionary)
+                    used = np.zeros(n0, dtype=bool)
+                idx = col.indices.drop_null().to_numpy(zero_copy_only=False)
+                used[idx[idx < n0]] = True
+                if len(col.dictionary) > n0:
+                    break  # PLAIN pages from here on
+        except Exception:  # noqa: BLE001 - the reader proper names what it cannot read
+            return
+        if used is not None and not used.all():
+            k = int(np.argmin(used))
+            entry = col.dictionary[k].as_py() if k < len(col.dictionary) else None
+            raise InputError(
+                f"{unit.path}: row group {g}: entry {k} of the column {column!r}'s dictionary "
+                f"({str(entry)[:40]!r}) is used by no row, though a writer builds the dictionary from the rows: "
+                "their dictionary indices are damaged (a hole of zeros reads as entry 0, repeated), and Parquet "
+                "pages carry no checksum unless the writer added one; fetch the file again (a file written from "
+                "a categorical column with unused categories and without its Arrow schema: cast the column to "
+                "strings)", path=unit.path)
