@@ -1013,6 +1013,28 @@ def test_a_hole_over_dictionary_indices_reads_as_the_first_entry_and_is_refused(
     one_line_error(ei, p)
 
 
+def test_a_hole_over_the_dictionary_indices_of_conversation_contents_is_refused(tmp_path):
+    """400 conversations (list<struct<role, content>>), dictionary-encoded, uncompressed: 256
+    zero bytes over the indices of the contents' data page read, with no error, as 204 more
+    contents "question 0" (the first entry); the entries they held are used by no row. The roles'
+    leaf ("user", "assistant": every entry used) is checked on its own and passes."""
+    rows = [[{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
+            for i in range(400)]
+    p = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"messages": rows}), p, compression="none")
+    md = pq.ParquetFile(p).metadata.row_group(0)
+    chunk = next(md.column(j) for j in range(md.num_columns) if md.column(j).path_in_schema.endswith("content"))
+    end = chunk.dictionary_page_offset + chunk.total_compressed_size
+    p.write_bytes(_holed(p.read_bytes(), end - 356, 256))
+    got = [m["content"] for r in pq.read_table(p)["messages"].to_pylist() for m in r]
+    assert len(got) == 800 and got.count("question 0") == 205  # what a reader without the check takes
+    with pytest.raises(InputError, match=r"row group 0: entry \d+ of the column 'messages''s dictionary "
+                                         r"\(messages\.list\.element\.content\) \('(question|answer) \d+'\) is used by no "
+                                         r"row") as ei:
+        read_path(p, column="messages")
+    one_line_error(ei, p)
+
+
 def test_dictionaries_with_entries_no_row_uses_on_purpose(tmp_path):
     """A dictionary that fell back to PLAIN (a page limit of 2,000 bytes: the reader's
     dictionary then grows with the plain rows) reads whole, and so does a column written from

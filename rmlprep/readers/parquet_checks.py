@@ -99,53 +99,88 @@ def check_dictionary_use(unit: Unit, groups: list[int], column: str, batch_rows:
     entry 0, the row group's first value. Worked example: 3,000 texts ``"document K ..."`` (K =
     row mod 700) in row groups of 1,000, dictionary-encoded, snappy: 7 of ~1,000 hole positions
     (512 bytes) read ~410 rows as ``"document 0 ..."`` (0.7%; /tmp/e20b/t12_holesweep.py); the
-    entries those rows held are then used by none.
+    entries those rows held are then used by none. The text leaves of a nested column (a
+    conversation's roles and contents) are checked alike, each on its own.
 
-    Reads only each row group's dictionary-encoded pages again, with ``read_dictionary``, until
-    the reader's dictionary grows past the page's (the writer fell back to PLAIN: rows after it
-    use no entry of the page's dictionary): memory is the dictionary page and one batch. Only for
-    ``arrow_type`` (the column's type as the file is read without ``read_dictionary``) string or
-    large_string: a column the file's Arrow schema types as a dictionary was written from one (a
-    pandas categorical), whose unused entries are its own.
+    Reads only each leaf's dictionary-encoded pages again, with ``read_dictionary``, until the
+    reader's dictionary grows past the page's (the writer fell back to PLAIN: rows after it use
+    no entry of the page's dictionary): memory is the dictionary page and one batch. Skipped for
+    a column whose ``arrow_type`` (its type as the file is read without ``read_dictionary``)
+    holds a dictionary: written from one (a pandas categorical), its unused entries are its own.
 
     Raises:
-        InputError: the row group and its first unused entry.
+        InputError: the row group, the leaf and its first unused entry.
     """
     import pyarrow.parquet as pq
 
+    if _holds_dictionary(arrow_type) or not (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+                                             or pa.types.is_nested(arrow_type)):
+        return
     try:
-        pf = pq.ParquetFile(fs.arrow_source(unit.path), read_dictionary=[column], page_checksum_verification=True)
-        md = pf.metadata
-        leaf = next((j for j in range(md.num_columns) if md.row_group(0).column(j).path_in_schema == column), None)
+        md = pq.ParquetFile(fs.arrow_source(unit.path)).metadata
+        leaves = [j for j in range(md.num_columns) if md.num_row_groups and md.row_group(0).column(j).physical_type
+                  == "BYTE_ARRAY" and (md.row_group(0).column(j).path_in_schema == column
+                                       or md.row_group(0).column(j).path_in_schema.startswith(column + "."))]
+        for j in leaves:
+            path = md.row_group(0).column(j).path_in_schema
+            pf = pq.ParquetFile(fs.arrow_source(unit.path), read_dictionary=[path], page_checksum_verification=True)
+            for g in groups:
+                if md.row_group(g).column(j).has_dictionary_page:
+                    _check_leaf(pf, g, path, batch_rows, unit, column)
+    except InputError:
+        raise
     except Exception:  # noqa: BLE001 - the reader proper names what it cannot read
         return
-    if leaf is None or not (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)):
-        return
-    for g in groups:
-        if not md.row_group(g).column(leaf).has_dictionary_page:
-            continue
-        used, n0 = None, 0
-        try:
-            for rb in pf.iter_batches(batch_size=batch_rows, row_groups=[g], columns=[column]):
-                col = rb.column(0)
-                if not pa.types.is_dictionary(col.type):
-                    break
-                if used is None:
-                    n0 = len(col.dictionary)
-                    used = np.zeros(n0, dtype=bool)
-                idx = col.indices.drop_null().to_numpy(zero_copy_only=False)
-                used[idx[idx < n0]] = True
-                if len(col.dictionary) > n0:
-                    break  # PLAIN pages from here on
-        except Exception:  # noqa: BLE001 - the reader proper names what it cannot read
+
+
+def _check_leaf(pf, g: int, path: str, batch_rows: int, unit: Unit, column: str) -> None:
+    """:func:`check_dictionary_use` for the leaf ``path`` of row group ``g``."""
+    used, n0, dictionary = None, 0, None
+    for rb in pf.iter_batches(batch_size=batch_rows, row_groups=[g], columns=[path]):
+        col = next(_dictionaries(rb.column(0)), None)
+        if col is None:
             return
-        if used is not None and not used.all():
-            k = int(np.argmin(used))
-            entry = col.dictionary[k].as_py() if k < len(col.dictionary) else None
-            raise InputError(
-                f"{unit.path}: row group {g}: entry {k} of the column {column!r}'s dictionary "
-                f"({str(entry)[:40]!r}) is used by no row, though a writer builds the dictionary from the rows: "
-                "their dictionary indices are damaged (a hole of zeros reads as entry 0, repeated), and Parquet "
-                "pages carry no checksum unless the writer added one; fetch the file again (a file written from "
-                "a categorical column with unused categories and without its Arrow schema: cast the column to "
-                "strings)", path=unit.path)
+        if used is None:
+            n0, dictionary = len(col.dictionary), col.dictionary
+            used = np.zeros(n0, dtype=bool)
+        idx = col.indices.drop_null().to_numpy(zero_copy_only=False)
+        used[idx[idx < n0]] = True
+        if len(col.dictionary) > n0:
+            break  # PLAIN pages from here on
+    if used is not None and not used.all():
+        k = int(np.argmin(used))
+        leaf = "" if path == column else f" ({path})"
+        raise InputError(
+            f"{unit.path}: row group {g}: entry {k} of the column {column!r}'s dictionary{leaf} "
+            f"({str(dictionary[k].as_py())[:40]!r}) is used by no row, though a writer builds the dictionary from the "
+            "rows: their dictionary indices are damaged (a hole of zeros reads as entry 0, repeated), and Parquet "
+            "pages carry no checksum unless the writer added one; fetch the file again (a file written from a "
+            "categorical column with unused categories and without its Arrow schema: cast the column to strings)",
+            path=unit.path)
+
+
+def _dictionaries(col: pa.Array):
+    """The dictionary arrays inside ``col``, depth first (list values, struct fields)."""
+    t = col.type
+    if pa.types.is_dictionary(t):
+        yield col
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            yield from _dictionaries(col.field(i))
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        yield from _dictionaries(col.flatten())
+    elif pa.types.is_map(t):
+        yield from _dictionaries(col.keys)
+        yield from _dictionaries(col.items)
+
+
+def _holds_dictionary(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_holds_dictionary(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _holds_dictionary(t.value_type)
+    if pa.types.is_map(t):
+        return _holds_dictionary(t.key_type) or _holds_dictionary(t.item_type)
+    return False
