@@ -1472,6 +1472,24 @@ def test_a_shard_set_numbered_from_1_is_whole_with_its_last_number(tmp_path):
         plan_units(inp([f"{tmp_path}/data/*.parquet"]))
 
 
+def test_a_glob_over_a_datasets_cache_folder_with_map_results_is_refused(tmp_path):
+    """load_dataset("json", ..., cache_dir) of 100 rows, then .map(): the cache folder holds
+    json-train.arrow and a cache-<hash>.arrow of the mapped rows beside dataset_info.json. A
+    glob over the folder read both, every text twice; it is refused naming the cache file. A
+    glob of the cache files alone, and the split file named, read what they name."""
+    datasets = pytest.importorskip("datasets")
+    src = tmp_path / "src.jsonl"
+    src.write_text("".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(100)))
+    ds = datasets.load_dataset("json", data_files=str(src), cache_dir=str(tmp_path / "c"))["train"]
+    ds.map(lambda r: {"n": len(r["text"])})
+    with pytest.raises(InputError, match=r"matches, in the datasets cache folder .*, its file json-train\.arrow and 1 "
+                                         r"cache file of \.map\(\) or \.filter\(\) results \(cache-[0-9a-f]{16}\.arrow\)"):
+        plan_units(inp([f"{tmp_path}/c/**/*.arrow"]))
+    assert len(read_full(plan_units(inp([f"{tmp_path}/c/**/cache-*.arrow"])))[0]) == 100
+    (split,) = (tmp_path / "c").rglob("json-train.arrow")
+    assert len(read_full(plan_units(inp([split])))[0]) == 100
+
+
 def test_same_file_twice_is_read_once(tmp_path):
     """Read once, and the log says so: a user listing a file twice to upsample it learned that
     it was read once only from the row counts. Worked example: ``*.jsonl`` over a.jsonl and the

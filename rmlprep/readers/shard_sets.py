@@ -1,5 +1,6 @@
-"""Numbered shard sets (``train-00002-of-00004.parquet``): a glob that matches some of a set's
-files and would match the others, had they been there, reads a dataset short of them."""
+"""Globs that would read a dataset wrong: part of a numbered shard set
+(``train-00002-of-00004.parquet`` missing, :func:`check_shard_sets`), or a ``datasets`` cache
+folder's split files together with its ``.map()`` / ``.filter()`` results (:func:`check_cache_files`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import re
 from .. import fs
 from ..errors import InputError
 
-__all__ = ["check_shard_sets"]
+__all__ = ["check_shard_sets", "check_cache_files"]
 
 #: ``<prefix>-<index>-of-<count><rest>``: the names ``datasets`` (``push_to_hub``, its cache:
 #: ``{split}-{index:05d}-of-{num_shards:05d}``) and TensorFlow give the shards of one set.
+#: a ``datasets`` cache file of a ``.map()`` / ``.filter()`` result: ``cache-<16 hex digits>.arrow``
+_CACHE = re.compile(r"^cache-[0-9a-f]{16}\.arrow$")
 _SHARD = re.compile(r"^(?P<pre>.+)-(?P<i>\d{1,6})-of-(?P<n>\d{1,6})(?P<post>(?:[^0-9].*)?)$")
 
 
@@ -54,3 +57,31 @@ def check_shard_sets(pattern: str, hits: list[str]) -> None:
                 f"{'is' if one else 'are'} missing (a download that stopped?), so the dataset would be read short of "
                 f"{'it' if one else 'them'}: fetch {'it' if one else 'them'}, or name the files to read one by one",
                 path=fs.join(folder, missing[0]))
+
+
+def check_cache_files(pattern: str, hits: list[str]) -> None:
+    """Refuse a glob matching, in a ``datasets`` cache folder (it holds ``dataset_info.json``),
+    both a split's Arrow file and a ``cache-<hash>.arrow`` file: the latter is a ``.map()`` or
+    ``.filter()`` result written beside the split, its rows the split's again, transformed.
+
+    Worked example: ``load_dataset("json", data_files=..., cache_dir=C)`` of 100 rows, then
+    ``.map(lambda r: {"n": len(r["text"])})``: ``C/**/*.arrow`` matched ``json-train.arrow`` and
+    ``cache-164bd45cd34cc0c4.arrow`` and read 200 rows, every text twice (exit 0). A glob matching
+    only cache files (``C/**/cache-*.arrow``) reads them, and so do files named one by one.
+
+    Raises:
+        InputError: the first such folder, with its cache files (the first three).
+    """
+    folders: dict[str, tuple[list[str], list[str]]] = {}
+    for h in hits:
+        name = h.rstrip("/").rsplit("/", 1)[-1]
+        if name.endswith(".arrow"):
+            folders.setdefault(fs.dirname(h), ([], []))[bool(_CACHE.match(name))].append(name)
+    for folder, (split, cache) in sorted(folders.items()):
+        if split and cache and fs.isfile(fs.join(folder, "dataset_info.json")):
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches, in the datasets cache folder {folder}, its file "
+                f"{split[0]} and {len(cache)} cache file{'s' if len(cache) > 1 else ''} of .map() or .filter() results "
+                f"({', '.join(sorted(cache)[:3])}{' ...' if len(cache) > 3 else ''}), which hold its rows again, "
+                "transformed: name the files to read (or save the dataset with save_to_disk and give that folder)",
+                path=fs.join(folder, sorted(cache)[0]))
