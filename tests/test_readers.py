@@ -1490,6 +1490,24 @@ def test_a_glob_over_a_datasets_cache_folder_with_map_results_is_refused(tmp_pat
     assert len(read_full(plan_units(inp([split])))[0]) == 100
 
 
+def test_a_glob_over_two_revisions_in_the_hub_cache_is_refused(tmp_path):
+    """The Hub's cache after a dataset was updated: snapshots/<old>/data/train-00000-of-00001.parquet
+    and snapshots/<new>/data/... (blobs/ holding both versions, each snapshot file a link to
+    one). A glob over snapshots/* read both versions' rows; one revision's folder reads alone."""
+    repo = tmp_path / "hub" / "datasets--org--name"
+    for rev, texts in (("a" * 40, ["old 0", "old 1"]), ("b" * 40, ["new 0", "new 1", "new 2"])):
+        blob = repo / "blobs" / rev
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"text": texts}), blob)
+        link = repo / "snapshots" / rev / "data" / "train-00000-of-00001.parquet"
+        link.parent.mkdir(parents=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    with pytest.raises(InputError, match=r"matches files of 2 revisions of .*/datasets--org--name in the Hub's cache "
+                                         r"\(snapshots/a{40}, b{40}\)"):
+        plan_units(inp([f"{repo}/snapshots/*/data/*.parquet"]))
+    assert read_full(plan_units(inp([f"{repo}/snapshots/{'b' * 40}/data/*.parquet"])))[0] == ["new 0", "new 1", "new 2"]
+
+
 def test_same_file_twice_is_read_once(tmp_path):
     """Read once, and the log says so: a user listing a file twice to upsample it learned that
     it was read once only from the row counts. Worked example: ``*.jsonl`` over a.jsonl and the

@@ -30,8 +30,10 @@ compressor writes one), or compression the name does not tell is refused before 
 
 The package holds one module per format (:mod:`.jsonl`, :mod:`.csvfile`, :mod:`.parquet`,
 :mod:`.arrowfiles` for ``datasets`` folders and ``.arrow`` files, :mod:`.stdlib`), the types and
-limits they share (:mod:`.base`), the plan with the dispatch by format (:mod:`.units`) and its check
-of a glob over a numbered shard set missing a file (:mod:`.shard_sets`).
+limits they share (:mod:`.base`), the plan with the dispatch by format (:mod:`.units`) and its checks
+of globs that would read a dataset wrong (:mod:`.glob_checks`: a shard set missing a file, a
+``datasets`` cache folder's ``.map()`` results, two Hub revisions), and the Parquet checks of rows
+against the footer and the writer (:mod:`.parquet_checks`).
 
 **Row numbers** (``Batch.rows``, reject records) are 0-based positions in the source file: the
 line number for JSONL (blank lines count), the data record number for CSV (the header and blank

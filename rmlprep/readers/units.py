@@ -19,7 +19,7 @@ from .base import MAX_ROW_BYTES, Batch, Unit, check_column, decoded_size_estimat
 from .csvfile import csv_header, read_csv
 from .jsonl import EMPTY_VALUES, plan_jsonl, read_jsonl
 from .parquet import plan_parquet, read_parquet
-from .shard_sets import check_cache_files, check_shard_sets
+from .glob_checks import check_cache_files, check_hub_revisions, check_shard_sets
 from .stdlib import read_stdlib, stdlib_files
 
 _JSONL_EXT = (".jsonl", ".json", ".ndjson")
@@ -118,6 +118,7 @@ def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike]) -
             raise ConfigError(f"input.paths: the glob {pat!r} matches no corpus file ({len(hits)} matches: {what})")
         check_shard_sets(pat, kept)
         check_cache_files(pat, kept)
+        check_hub_revisions(pat, kept)
         return kept
     if not fs.exists(pat):
         raise ConfigError(f"input.paths: {pat} does not exist", path=pat)

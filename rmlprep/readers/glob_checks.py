@@ -1,6 +1,7 @@
 """Globs that would read a dataset wrong: part of a numbered shard set
 (``train-00002-of-00004.parquet`` missing, :func:`check_shard_sets`), or a ``datasets`` cache
-folder's split files together with its ``.map()`` / ``.filter()`` results (:func:`check_cache_files`)."""
+folder's split files together with its ``.map()`` / ``.filter()`` results (:func:`check_cache_files`),
+or two revisions of one dataset in the Hub's cache (:func:`check_hub_revisions`)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import re
 from .. import fs
 from ..errors import InputError
 
-__all__ = ["check_shard_sets", "check_cache_files"]
+__all__ = ["check_shard_sets", "check_cache_files", "check_hub_revisions"]
 
 #: ``<prefix>-<index>-of-<count><rest>``: the names ``datasets`` (``push_to_hub``, its cache:
 #: ``{split}-{index:05d}-of-{num_shards:05d}``) and TensorFlow give the shards of one set.
 #: a ``datasets`` cache file of a ``.map()`` / ``.filter()`` result: ``cache-<16 hex digits>.arrow``
 _CACHE = re.compile(r"^cache-[0-9a-f]{16}\.arrow$")
+#: a file of the Hub's cache: ``.../datasets--<org>--<name>/snapshots/<revision>/<path>``
+_HUB = re.compile(r"^(?P<repo>.*/(?:datasets|models|spaces)--[^/]+)/snapshots/(?P<rev>[^/]+)/")
 _SHARD = re.compile(r"^(?P<pre>.+)-(?P<i>\d{1,6})-of-(?P<n>\d{1,6})(?P<post>(?:[^0-9].*)?)$")
 
 
@@ -85,3 +88,27 @@ def check_cache_files(pattern: str, hits: list[str]) -> None:
                 f"({', '.join(sorted(cache)[:3])}{' ...' if len(cache) > 3 else ''}), which hold its rows again, "
                 "transformed: name the files to read (or save the dataset with save_to_disk and give that folder)",
                 path=fs.join(folder, sorted(cache)[0]))
+
+
+def check_hub_revisions(pattern: str, hits: list[str]) -> None:
+    """Refuse a glob matching files of two revisions of one repository in the Hub's cache
+    (``huggingface_hub`` keeps each revision fetched as ``snapshots/<commit>/``, its unchanged
+    files links to one blob): ``.../datasets--org--name/snapshots/*/data/*.parquet`` read an
+    updated dataset's changed shards in both versions, their rows twice (a file both revisions
+    link to is one file, read once).
+
+    Raises:
+        InputError: the repository and its revisions (the first three).
+    """
+    revs: dict[str, set[str]] = {}
+    for h in hits:
+        m = _HUB.match(h)
+        if m:
+            revs.setdefault(m["repo"], set()).add(m["rev"])
+    for repo, seen in sorted(revs.items()):
+        if len(seen) > 1:
+            names = sorted(seen)
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches files of {len(names)} revisions of {repo} in the Hub's "
+                f"cache (snapshots/{', '.join(names[:3])}{' ...' if len(names) > 3 else ''}), which would read a "
+                "changed file in each version: name one revision's folder in the glob", path=repo)
