@@ -205,6 +205,7 @@ def spec_from_tokenizer_json(
 
     tokens: list[str | None] = model["tokens"]  # type: ignore[assignment]
     model_size = len(tokens)
+    in_model = [t is not None for t in tokens]  # model.vocab's ids (added tokens may fill its gaps)
     added = r.added_tokens(tokens, model["entries"])
     _check_config_added(config, tokens, where, added={tid: a for tid, a, _ in added})
     index = {t: i for i, t in enumerate(tokens) if t is not None}
@@ -260,6 +261,7 @@ def spec_from_tokenizer_json(
             flags.append(f)
 
     _check_normalized_twins(r, added, tokens, normalize)
+    lookup_types = _model_types(added, unk_id, tokens, types, in_model, model["ignore_merges"])
     pp_before, pp_after = r.post_processor(index)
     decode_chain = r.decoder()
 
@@ -326,10 +328,40 @@ def spec_from_tokenizer_json(
         unparsed_specials="pass_over",  # tokenizers' encode_special_tokens reads special ones as text
         decode_added_byte_level=kind == BYTE_LEVEL,  # the ByteLevel decoder sees added tokens too
         unset_specials=tuple(unset),
+        model_types=lookup_types,
         name=default_name,
         **kw,
     )
     return spec, chat_template
+
+
+def _model_types(added, unk_id, tokens, types, in_model, ignore_merges) -> tuple[tuple[int, int], ...]:
+    """The spec's ``model_types``: where an added token's type is not what tokenizers' BPE model
+    sees. The model looks characters and (``ignore_merges``) whole words up in ``model.vocab``
+    alone, whatever is special: a special token it holds is a symbol (NORMAL; rmlprep's
+    lookups skip control tokens), a token it lacks is none (UNUSED). Only one-character tokens,
+    or any with ``ignore_merges``, can be looked up, so only those are listed (other files keep
+    their fingerprint).
+
+    A trained Metaspace BPE with ``"é"`` (in model.vocab, id 165) also added as special:
+    tokenizers 0.23.3 encodes ``"aéb"`` with ``encode_special_tokens`` (or ``"aÉb"`` under
+    Lowercase) as ``[1741 '▁', 69 'a', 165 'é', 70 'b']``; rmlprep dropped the ``é``.
+    """
+    ids = {tid for tid, _, _ in added}
+    if unk_id is not None:
+        ids.add(unk_id)
+    out = []
+    for i in sorted(ids):
+        if not (ignore_merges or len(tokens[i]) == 1):
+            continue
+        inside = i < len(in_model) and in_model[i]
+        want = int(TokenType.NORMAL) if inside else int(TokenType.UNUSED)
+        if inside and types[i] in (TokenType.NORMAL, TokenType.USER_DEFINED):
+            continue  # what the lookups take already
+        if not inside and types[i] != TokenType.USER_DEFINED and len(tokens[i]) > 1:
+            continue  # a control token is no whole word to the lookups already
+        out.append((i, want))
+    return tuple(out)
 
 
 def _check_normalized_twins(r, added, tokens, normalize) -> None:

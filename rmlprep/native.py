@@ -249,7 +249,7 @@ def make_native(tokenizer) -> NativeEncoder | None:
         return None
     spec = tokenizer.spec
     vocab = spec.vocab
-    types = spec.token_types
+    types = tokenizer._model_types  # the lookups' view (spec.model_types)
     n = len(vocab)
     if n >= _MAX_VOCAB:
         return None  # the native pair table packs ids in 21 bits

@@ -65,7 +65,7 @@ class AddedTokenFlags:
 #: while they hold their default, so a spec that does not use them keeps its fingerprint.
 _OMITTED_AT_DEFAULT = frozenset({
     "decoder", "unk_surface", "pre_split_behaviors", "unparsed_specials", "decode_added_byte_level",
-    "decode_chain", "unset_specials", "defaulted_ids",
+    "decode_chain", "unset_specials", "defaulted_ids", "model_types",
 })
 
 #: id(spec) -> (spec, fingerprint): specs are immutable, and the canonical JSON of a 256k vocab
@@ -178,6 +178,13 @@ class TokenizerSpec:
             with it is refused (:func:`rmlprep.pipeline.framing.framing`). Not part of the
             fingerprint (the ids are the same either way); :meth:`replace` with ``bos_id`` /
             ``eos_id`` (``load_tokenizer(path, eos_id=...)``) drops that role from it.
+        model_types: ``(id, type)`` pairs that replace ``token_types`` where the BPE model looks a
+            token up (a character's symbol, byte fallback's check, ``ignore_merges``' whole word;
+            control and unused tokens are not symbols there). A tokenizer.json's special added
+            token that ``model.vocab`` holds is a symbol like any (``NORMAL``: tokenizers'
+            model knows only its vocab, not which entries are special), an added token
+            ``model.vocab`` lacks is none (``UNUSED``). Loaders list only the entries that can
+            change an id (a one-character token, or any with ``ignore_merges``).
         name: a human label (file name, encoding name); not part of the fingerprint.
     """
 
@@ -213,6 +220,7 @@ class TokenizerSpec:
     decode_chain: tuple[tuple[Any, ...], ...] | None = None
     unset_specials: tuple[str, ...] = ()
     defaulted_ids: tuple[str, ...] = ()
+    model_types: tuple[tuple[int, int], ...] = ()
     name: str = field(default="", compare=False)
 
     # -- canonical form ---------------------------------------------------------------
@@ -223,7 +231,8 @@ class TokenizerSpec:
             v = getattr(self, f.name)
             if f.name == "merges":
                 v = [list(m) for m in v]
-            elif f.name in ("normalizers", "pre_split_behaviors") or (f.name == "decode_chain" and v is not None):
+            elif (f.name in ("normalizers", "pre_split_behaviors", "model_types")
+                  or (f.name == "decode_chain" and v is not None)):
                 v = [list(n) for n in v]
             elif f.name == "added_token_flags":
                 v = [
@@ -261,6 +270,8 @@ class TokenizerSpec:
             kw["normalizers"] = tuple(tuple(n) for n in kw["normalizers"])
         if "pre_split_behaviors" in kw:
             kw["pre_split_behaviors"] = tuple((str(b), bool(inv)) for b, inv in kw["pre_split_behaviors"])
+        if "model_types" in kw:
+            kw["model_types"] = tuple((int(i), int(t)) for i, t in kw["model_types"])
         if "added_token_flags" in kw:
             kw["added_token_flags"] = tuple(AddedTokenFlags(**a) for a in kw["added_token_flags"])
         if kw.get("decode_chain") is not None:

@@ -42,6 +42,8 @@ from .spm_special import refuse_parsed_control
 from .spec import BYTE_LEVEL, TokenizerSpec, TokenType, _known_fingerprint, _remember_fingerprint
 from .tokenizer_build import (  # noqa: F401 (_merge_ids is re-exported: the load cache names it here)
     _merge_ids,
+    byte_symbol_ids,
+    model_types,
     sp_split_ok,
     _token_bytes,
     _validate,
@@ -104,6 +106,7 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
         self._spaces = prefix_spaces(spec)  # what counts as "already starts with a space"
         self._vocab = spec.vocab
         self._types = spec.token_types
+        self._model_types = model_types(spec)  # what the BPE model's lookups see (spec.model_types)
         self._n = len(spec.vocab)
         self._tok2id: dict[str, int] = dict(zip(spec.vocab, range(len(spec.vocab))))
         self._lens = None  # numpy byte lengths of the tokens, for offsets (built on first use)
@@ -120,14 +123,11 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings):
             self._pair = lambda a, b: None
         # initial symbols
         if self._byte_level:
-            b2u = bytes_to_unicode()
-            self._byte_ids: list[int | None] = [self._tok2id.get(b2u[b]) for b in range(256)]
-            self._spelling = [b2u[b] for b in range(256)]
+            self._byte_ids: list[int | None] = byte_symbol_ids(self._tok2id, spec)
+            self._spelling = [bytes_to_unicode()[b] for b in range(256)]
         else:
-            self._fallback_ids: list[int | None] = [None] * 256
-            if spec.byte_fallback:
-                for b in range(256):
-                    self._fallback_ids[b] = self._tok2id.get(f"<0x{b:02X}>")
+            self._fallback_ids: list[int | None] = [self._tok2id.get(f"<0x{b:02X}>") if spec.byte_fallback else None
+                                                    for b in range(256)]
             self._sp_split_ok = sp_split_ok(spec, self._tok2id)
         # NFC/NFKC: a native quick check, unicodedata.normalize only on the spans it flags
         self._normalize = make_normalizer(spec.normalizers, native.normalization_suspects() if _USE_NATIVE else None)

@@ -56,7 +56,7 @@ class _SegmentBPE:
         if self.spec.ignore_merges:
             spelled = "".join([self._spelling[b] for b in raw])
             whole = self._tok2id.get(spelled)
-            if whole is not None and self._types[whole] in _MERGEABLE_TYPES:
+            if whole is not None and self._model_types[whole] in _MERGEABLE_TYPES:
                 return (whole,)
         byte_ids = self._byte_ids
         unk = self.spec.unk_id
@@ -101,7 +101,7 @@ class _SegmentBPE:
         s = self.spec
         if s.ignore_merges:
             whole = t2i.get(word)
-            if whole is not None and self._types[whole] in _MERGEABLE_TYPES:
+            if whole is not None and self._model_types[whole] in _MERGEABLE_TYPES:
                 return (whole,)
         # symbols: a code point's id, or a negative key for a character outside the vocab; with
         # neither unk nor byte fallback such a character is skipped before merging, so its
@@ -114,7 +114,7 @@ class _SegmentBPE:
         unknown: dict[int, str] = {}
         for ch in word:
             t = t2i.get(ch)
-            if t is None or self._types[t] in (TokenType.CONTROL, TokenType.UNUSED):
+            if t is None or self._model_types[t] in (TokenType.CONTROL, TokenType.UNUSED):
                 if skip_unknown or (fuse and syms and syms[-1] < 0):
                     continue
                 key = -1 - len(unknown)

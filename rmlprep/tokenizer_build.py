@@ -27,7 +27,7 @@ from .pretokenize import check_behaviors
 from .segment import SPACE as _SPACE
 from .segment import NORMALIZERS
 from .spec import BYTE_LEVEL, SENTENCEPIECE, TokenizerSpec, TokenType
-from .unicode import unicode_to_bytes, white_space_ranges
+from .unicode import bytes_to_unicode, unicode_to_bytes, white_space_ranges
 
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 _SPECIAL_TYPES = (TokenType.CONTROL, TokenType.USER_DEFINED)
@@ -76,6 +76,9 @@ def _validate(spec: TokenizerSpec) -> None:
     for k, v in enumerate(spec.eot_ids):
         if not (isinstance(v, int) and 0 <= v < n):
             raise SpecError(f"{where}: eot_ids[{k}] = {v!r} is out of range for a vocab of {n} tokens")
+    for i, t in spec.model_types:
+        if not (isinstance(i, int) and 0 <= i < n and t in valid_types):
+            raise SpecError(f"{where}: model_types entry {(i, t)!r} is not (an id below {n}, a TokenType value)")
     for a in spec.added_token_flags:
         if not 0 <= a.id < n:
             raise SpecError(f"{where}: added_token_flags id {a.id} is out of range for a vocab of {n} tokens")
@@ -176,12 +179,34 @@ def byte_fallback_gap(spec: TokenizerSpec, tokens: Collection[str] | None = None
     if not missing:
         return None
     unknown_types = (TokenType.CONTROL, TokenType.UNUSED)  # read as characters outside the vocab
+    types = model_types(spec)
     for b in missing:
         for ch in _chars_with_byte(b):  # the first one outside the vocab ends the search (a load
             # that can succeed looks up one character per missing byte below 0x80)
-            if ch not in tokens or spec.token_types[spec.vocab.index(ch)] in unknown_types:
+            if ch not in tokens or types[spec.vocab.index(ch)] in unknown_types:
                 return b, ch, len(missing)
     return None
+
+
+def model_types(spec: TokenizerSpec) -> tuple[int, ...]:
+    """The token types the BPE model's lookups see: ``token_types`` with ``spec.model_types``."""
+    if not spec.model_types:
+        return spec.token_types
+    out = list(spec.token_types)
+    for i, t in spec.model_types:
+        out[i] = t
+    return tuple(out)
+
+
+def byte_symbol_ids(t2i: dict[str, int], spec: TokenizerSpec) -> list[int | None]:
+    """The byte-level symbol of each byte: the id of its GPT-2 alphabet character, or None when
+    the vocab lacks it or ``spec.model_types`` says the model does not see it (``UNUSED``: an
+    added token ``model.vocab`` lacks). Other types are not read: a special token that is a
+    byte's character is a symbol in tokenizers."""
+    b2u = bytes_to_unicode()
+    ids = [t2i.get(b2u[b]) for b in range(256)]
+    unseen = {i for i, t in spec.model_types if t == TokenType.UNUSED}
+    return [None if t in unseen else t for t in ids] if unseen else ids
 
 
 def _merge_ids(spec: TokenizerSpec, t2i: dict[str, int]) -> np.ndarray:
@@ -310,7 +335,7 @@ def sp_split_ok(spec: TokenizerSpec, t2i: dict[str, int]) -> bool:
         return False
     space = t2i.get(_SPACE)
     return not (spec.fuse_unk and spec.unk_id is not None and not spec.byte_fallback
-                and (space is None or spec.token_types[space] in (TokenType.CONTROL, TokenType.UNUSED)))
+                and (space is None or model_types(spec)[space] in (TokenType.CONTROL, TokenType.UNUSED)))
 
 
 def _split_words(text: str) -> list[str]:
