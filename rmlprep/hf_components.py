@@ -259,6 +259,11 @@ class _Reader:
             if len(parts) != 2 or not all(isinstance(p, str) for p in parts):
                 raise self.bad(f"model.merges[{r}]", f"= {mg!r} is not 'left right' or [left, right]")
             merges.append((parts[0], parts[1]))
+        if len(set(merges)) != len(merges):
+            # a merge listed twice ranks where it is listed last (tokenizers collects the ranks
+            # into a HashMap, so the later insert wins); the spec keeps a merge's first rank
+            last = {mg: r for r, mg in enumerate(merges)}
+            merges = [mg for r, mg in enumerate(merges) if last[mg] == r]
         unk = m.get("unk_token")
         if unk is not None and not isinstance(unk, str):
             raise self.bad("model.unk_token", f"is {type(unk).__name__}, expected a string or null")

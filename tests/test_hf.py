@@ -286,6 +286,19 @@ def test_merges_string_and_list_forms_agree():
     assert a.merges == b.merges == (("a", "b"), ("\u2581", "a"))
 
 
+def test_a_merge_listed_twice_ranks_where_it_is_listed_last():
+    """Worked example (tokenizers 0.23.3): vocab {a, b, c, ab, bc}, merges (a b), (b c), (a b).
+    tokenizers ranks the repeated (a b) at 2, after (b c), so "abc" is [a, bc] = [0, 4]; with
+    the first rank it would be [ab, c] = [3, 2] (what rmlprep gave). Without the repeat: [3, 2]."""
+    doc = _doc(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": False, "use_regex": False},
+               model=_bpe(vocab={"a": 0, "b": 1, "c": 2, "ab": 3, "bc": 4}, merges=["a b", "b c", "a b"]))
+    spec, _ = spec_from_tokenizer_json(doc)
+    assert spec.merges == (("b", "c"), ("a", "b"))
+    assert Tokenizer.create(spec).encode("abc") == [0, 4]
+    doc["model"]["merges"] = ["a b", "b c"]
+    assert Tokenizer.create(spec_from_tokenizer_json(doc)[0]).encode("abc") == [3, 2]
+
+
 def test_added_tokens_get_ids_as_tokenizers_assigns_them():
     """A token already in the vocab keeps its id; new ones follow the vocab in file order."""
     spec, _ = spec_from_tokenizer_json(_doc(added_tokens=[
