@@ -287,6 +287,35 @@ def _read_normalizer(data: bytes, span, path: str, m: SentencePieceModel, *, den
 # ModelProto -> TokenizerSpec.
 
 
+def _check_as_sentencepiece_loads(p: str, m: SentencePieceModel) -> None:
+    """Refuse the pieces ``SentencePieceProcessor`` refuses to load (``ModelInterface::
+    InitializePieces``), which no reference encodes: an empty piece, a second UNKNOWN piece, a
+    BYTE piece without ``byte_fallback`` or not named ``<0x00>``..``<0xFF>`` (an edited model:
+    ``pieces.add()`` with protobuf).
+
+    Raises:
+        LoaderError: naming the piece, with sentencepiece's own message.
+    """
+    unk = None
+    for i, (piece, t) in enumerate(zip(m.pieces, m.types)):
+        why = None
+        if not piece:
+            why = "piece must not be empty"
+        elif t == TokenType.UNKNOWN:
+            if unk is not None:
+                why = f"unk is already defined (pieces[{unk}] = {m.pieces[unk]!r})"
+            unk = i
+        elif t == TokenType.BYTE and not m.byte_fallback:
+            why = f"byte piece {piece} is found although `byte_fallback` is false"
+        elif t == TokenType.BYTE and piece not in _BYTE_PIECES:
+            why = f"byte piece {piece} is invalid"
+        if why:
+            raise LoaderError(f"{p}: pieces[{i}] ({piece!r}): sentencepiece refuses to load this model ({why})")
+
+
+_BYTE_PIECES = frozenset(f"<0x{b:02X}>" for b in range(256))
+
+
 def spec_from_sentencepiece_model(
     path: str | os.PathLike, *, add_bos: bool = False, add_eos: bool = False
 ) -> TokenizerSpec:
@@ -353,6 +382,7 @@ def spec_from_sentencepiece_model(
     n = len(m.pieces)
     if n == 0:
         raise LoaderError(f"{p}: the model has no pieces")
+    _check_as_sentencepiece_loads(p, m)
     valid = {int(t) for t in TokenType}
     types: list[int] = []
     for i, t in enumerate(m.types):

@@ -461,6 +461,34 @@ def test_missing_unk_piece(tmp_path):
         spec_from_sentencepiece_model(p)
 
 
+_BASE = [("<unk>", 0, 2), ("<s>", 0, 3), ("</s>", 0, 3), ("a", -1, 1)]
+
+
+@pytest.mark.parametrize(
+    "pieces, trainer, match",
+    [
+        pytest.param(_BASE + [("", 0, 4)], b"", r"pieces\[4\] \(''\): .*\(piece must not be empty\)", id="empty"),
+        pytest.param(_BASE + [("<unk2>", 0, 2)], b"", r"pieces\[4\] .*unk is already defined \(pieces\[0\]",
+                     id="two-unk"),
+        pytest.param(_BASE + [("<0x41>", 0, 6)], b"", r"byte piece <0x41> is found although `byte_fallback` is false",
+                     id="byte-without-fallback"),
+        pytest.param(_BASE + [(f"<0x{b:02X}>", 0, 6) for b in range(256)] + [("<0xZZ>", 0, 6)], _field(35, 0, 1),
+                     r"pieces\[260\] \('<0xZZ>'\): .*\(byte piece <0xZZ> is invalid\)", id="bad-byte-name"),
+    ],
+)
+def test_models_sentencepiece_refuses_are_refused(tmp_path, pieces, trainer, match):
+    """Edited models (``pieces.add()``) that ``SentencePieceProcessor`` refuses to load
+    (``ModelInterface::InitializePieces``; asserted below when sentencepiece is installed) were
+    loaded and encoded, ids no reference gives; now LoaderError with sentencepiece's reason."""
+    p = tmp_path / "m.model"
+    p.write_bytes(_model(pieces=pieces, trainer_extra=trainer))
+    with pytest.raises(LoaderError, match=match):
+        spec_from_sentencepiece_model(p)
+    spm = pytest.importorskip("sentencepiece")
+    with pytest.raises(Exception, match="INTERNAL"):
+        spm.SentencePieceProcessor(model_file=str(p))
+
+
 @pytest.mark.parametrize(
     "blob, match",
     [
