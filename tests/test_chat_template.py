@@ -680,3 +680,31 @@ def test_a_null_content_the_template_cannot_read_is_named():
     assert err.startswith("the chat template refuses this conversation: TypeError: argument of type 'NoneType' is "
                           "not iterable; message 1 (assistant) has a null content"), err
     assert err.endswith('give such messages content ""'), err
+
+
+@pytest.mark.parametrize("name,reads", [("more/Qwen-Qwen3-0.6B", "reasoning_content"),
+                                        ("more/openai-gpt-oss-120b", "thinking")])
+def test_template_mode_passes_reasoning_under_the_rows_own_name(name, reads):
+    """chat.format = "template" renders "as transformers does", but passed an answer's reasoning
+    under both reasoning_content and thinking whatever name the row gave it, so Qwen3's template
+    (it reads reasoning_content) wrote a row's "thinking" and gpt-oss's (it reads thinking) a
+    row's "reasoning_content", which apply_chat_template on the row leaves out. Now the template
+    sees the row's own name: the reasoning under the name it reads is written as the template's
+    render of the raw row (jinja2, expected text below); under another it is refused, as every
+    field the template ignores is, naming the name it reads (text_markers: gpt-oss's markers are
+    text in the test's byte vocabulary, on both sides)."""
+    from rmlprep.chat.render import render
+
+    tpl = template_text(name)
+    tok = _tok(tpl, eos="<|endoftext|>")
+    for key in ("reasoning_content", "reasoning", "thinking"):
+        msgs = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4", key: "I add them."}]
+        if key == reads:
+            text = render(tpl, msgs, add_generation_prompt=False, bos_token=None, eos_token="<|endoftext|>",
+                          now="2024-07-26")["output"]
+            assert "I add them." in text
+            assert encode_chat(tok, msgs, "template", text_markers=True).input_ids == tok.encode(text, parse_special=True)
+        else:
+            with pytest.raises(ChatFormatError, match=rf"^message 1 \(assistant\): reasoning: the chat template ignores "
+                                                      rf"it under '{key}' .* and reads it as '{reads}': rename the field"):
+                encode_chat(tok, msgs, "template", text_markers=True)

@@ -43,7 +43,12 @@ __all__ = ["TemplateWriter", "parsed_special_text", "TEMPLATE_RULES"]
 #: The version of what ``chat.format = "template"`` makes of a conversation besides the template
 #: itself (how it is rendered, cut and masked): :attr:`rmlprep.chat.ChatFormat.rules` for the
 #: native formats, held by done markers (:func:`rmlprep.pipeline.late_keys.chat_rules`).
-TEMPLATE_RULES = 1
+#: 2: reasoning reaches the template under the name(s) the row gave it, as transformers passes
+#: it (it went under both reasoning_content and thinking): one the template does not read is refused.
+TEMPLATE_RULES = 2
+
+#: the names rmlprep reads an assistant's reasoning from (:mod:`rmlprep.chat.messages`)
+_REASONING_NAMES = ("reasoning_content", "reasoning", "thinking")
 
 
 class _View:
@@ -108,12 +113,18 @@ class TemplateWriter:
         self.today = today or "2024-07-26"
         self._eos_end: bool | None = None
         self._prompt: str | None = None
+        self._names: dict[int, tuple[str, ...]] = {}  # message -> the names its reasoning was given under
 
     def _render(self, conv: Conversation, gen: bool, probe: str | None = None) -> str:
         """The template's render of ``conv``; ``probe`` names what a render of rmlprep's own
         making (not the user's conversation) stands for, so a template error there is not
         reported as the template refusing the data."""
         msgs, tools = template_view(conv, _View)
+        for i, d in enumerate(msgs):  # the reasoning under the row's own names only, as transformers passes it
+            if "reasoning_content" in d and i in self._names:
+                r = d.pop("reasoning_content")
+                d.pop("thinking", None)
+                d.update(dict.fromkeys(self._names[i], r))
         r = render(self.template, msgs, tools=tools, add_generation_prompt=gen, bos_token=self.bos_token,
                    eos_token=self.eos_token, now=self.today, **self.kwargs)
         if "error" in r:
@@ -137,6 +148,15 @@ class TemplateWriter:
                 one of its fields, or a prefix render is not a prefix of the whole.
         """
         conv = messages if isinstance(messages, Conversation) else parse_conversation(messages, tools)
+        self._names = ({i: tuple(k for k in _REASONING_NAMES if m.get(k) is not None) for i, m in enumerate(messages)
+                        if isinstance(m, Mapping) and any(m.get(k) is not None for k in _REASONING_NAMES)}
+                       if not isinstance(messages, Conversation) and len(messages) == len(conv.messages) else {})
+        try:
+            return self._write(conv, add_generation_prompt)
+        finally:
+            self._names = {}
+
+    def _write(self, conv: Conversation, add_generation_prompt: bool) -> Out:
         full = self._render(conv, add_generation_prompt)
         for i, m in enumerate(conv.messages):
             if m.parts is not None and str([{"type": "text", "text": p} for p in m.parts]) in full:
@@ -162,6 +182,11 @@ class TemplateWriter:
                 if what == "text parts":  # SmolLM3's `content if content is string else ""`
                     raise ChatFormatError(f"{where}: the chat template ignores them (it renders the message as if "
                                           "its content were empty); join them into one string first")
+                if what == "reasoning" and (other := self._read_name(conv, i, add_generation_prompt, full)):
+                    raise ChatFormatError(f"{where}: the chat template ignores it under "
+                                          f"{' and '.join(map(repr, self._names[i]))} (the render is the same without "
+                                          f"it, as transformers' apply_chat_template writes the row) and reads it as "
+                                          f"{other!r}: rename the field")
                 raise ChatFormatError(f"{where}: the chat template ignores it (the render is the same without it); "
                                       "drop it, or use a template that writes it")
         o = Out()
@@ -191,6 +216,24 @@ class TemplateWriter:
             pos = max(start, end)
         o.t(full[pos:])
         return o
+
+    def _read_name(self, conv: Conversation, i: int, gen: bool, full: str) -> str | None:
+        """The first name besides the row's under which the template writes message ``i``'s
+        reasoning (its render then differs from ``full``), or None."""
+        given = self._names.get(i)
+        if given is None:
+            return None
+        try:
+            for name in _REASONING_NAMES:
+                if name not in given:
+                    self._names[i] = (name,)
+                    if self._render(conv, gen, "it with the reasoning renamed") != full:
+                        return name
+        except _ProbeError:
+            return None
+        finally:
+            self._names[i] = given
+        return None
 
     def _without_ending(self, upto: str) -> str:
         """``upto`` (the render of the messages through an assistant turn, no generation prompt)
