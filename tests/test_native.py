@@ -635,6 +635,41 @@ def test_batch_uneven_documents(name, num_threads):
         assert ids.tolist() == [t for d in docs for t in want[d]]
 
 
+@pytest.mark.parametrize("num_threads", [1, 2, 3])
+def test_batch_mappings_reused(num_threads):
+    """A batch's result mapping (ids' bound over 8 MB) and its workers' side mappings are kept when
+    freed and taken by the next batch (fastbpe.c map_take / map_give): a kept result is never
+    handed out while alive, a reused one is written whole, a smaller batch takes a larger one (up to
+    twice its need), and what the pool keeps stays within 64 MiB. Expected ids: encode_text of each
+    document."""
+    from rmlprep import _fastbpe
+
+    tok, _, _ = fixture_pair("bl_gpt2_digits")
+    big = "\U0001F600\u0101\u00ff\u4e2d " * 40_000
+    small = _mixed_docs(60, seed=5)
+    want = {d: tok._native.encode_text(d) for d in set(small) | {big}}
+
+    def check(docs, got):
+        ids, off = got
+        assert off.tolist() == np.cumsum([0] + [len(want[d]) for d in docs]).tolist()
+        assert ids.tolist() == [t for d in docs for t in want[d]]
+
+    a_docs, b_docs, c_docs = [big] * 3 + small, small + [big] * 2, [big] * 2
+    a = tok._native.encode_batch(a_docs, num_threads=num_threads)
+    b = tok._native.encode_batch(b_docs, num_threads=num_threads)  # a alive: its mapping is not reused
+    check(a_docs, a)
+    check(b_docs, b)
+    nbytes = len(a[0]) * 4
+    del a
+    (size, touched), *_ = _fastbpe.map_pool_info()  # newest first: a's result
+    assert nbytes <= touched <= size
+    for docs in (a_docs, c_docs, b_docs, a_docs):  # each takes what the one before freed
+        b = None
+        b = tok._native.encode_batch(docs, num_threads=num_threads)
+        check(docs, b)
+        assert sum(t for _, t in _fastbpe.map_pool_info()) <= 64 << 20
+
+
 @pytest.mark.parametrize("num_threads", [1, 2])
 def test_encode_utf8_equals_encode_batch(num_threads):
     """UTF-8 bytes + offsets (an Arrow string column's buffers) give encode_batch's ids."""

@@ -232,6 +232,109 @@ static void *map_huge(size_t bytes, int flags)
     return p;
 }
 
+/* Batch mappings (results, side vectors) freed by their owners are kept here for the next batch
+ * instead of being unmapped: a batch's result is otherwise fresh memory on every call, and on this
+ * VM fresh 2 MB pages cost their zeroing and, when the host took them back (free page reporting),
+ * a host fault per page besides (bench/README.md, twentieth sitting). A kept mapping keeps the
+ * pages its last batch touched (up to POOL_TOUCHED bytes in all); the next batch that needs no
+ * more address space, and at least half of it, takes it whole. Taken and given with the GIL held
+ * or not: a lock of its own. */
+#define POOL_N 4
+#define POOL_TOUCHED ((size_t)64 << 20)
+static struct {
+    void *p;
+    size_t len, touched;
+    uint64_t age; /* when it was given back (g_pool_clock) */
+} g_pool[POOL_N];
+static size_t g_pool_touched;
+static uint64_t g_pool_clock;
+static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A mapping of `bytes` (a multiple of 4096) as map_huge(bytes, MAP_NORESERVE) gives, from the
+ * pool when one fits; unmapped with munmap(p, bytes) or given back with map_give. */
+static void *map_take(size_t bytes)
+{
+    void *p = NULL;
+    size_t len = 0;
+    pthread_mutex_lock(&g_pool_lock);
+    int best = -1;
+    for (int k = 0; k < POOL_N; k++)
+        if (g_pool[k].p && g_pool[k].len >= bytes && g_pool[k].len / 2 <= bytes &&
+            (best < 0 || g_pool[k].len < g_pool[best].len))
+            best = k;
+    if (best >= 0) {
+        p = g_pool[best].p;
+        len = g_pool[best].len;
+        g_pool_touched -= g_pool[best].touched;
+        g_pool[best].p = NULL;
+    }
+    pthread_mutex_unlock(&g_pool_lock);
+    if (p == NULL)
+        return map_huge(bytes, MAP_NORESERVE);
+    if (len > bytes)
+        munmap((uint8_t *)p + bytes, len - bytes);
+    return p;
+}
+
+/* Give back a mapping of map_take: kept, the pool's oldest ones unmapped to make room, unless it
+ * alone may hold more than POOL_TOUCHED. `touched`: the bytes its pages may hold. */
+static void map_give(void *p, size_t len, size_t touched)
+{
+    if (p == NULL)
+        return;
+    touched = touched > len ? len : touched;
+    struct {
+        void *p;
+        size_t len;
+    } out[POOL_N + 1];
+    int nout = 0;
+    pthread_mutex_lock(&g_pool_lock);
+    if (touched > POOL_TOUCHED) {
+        out[nout].p = p;
+        out[nout++].len = len;
+    } else {
+        for (;;) {
+            int free_k = -1, old_k = -1;
+            for (int k = 0; k < POOL_N; k++) {
+                if (g_pool[k].p == NULL)
+                    free_k = k;
+                else if (old_k < 0 || g_pool[k].age < g_pool[old_k].age)
+                    old_k = k;
+            }
+            if (free_k >= 0 && g_pool_touched + touched <= POOL_TOUCHED) {
+                g_pool[free_k].p = p;
+                g_pool[free_k].len = len;
+                g_pool[free_k].touched = touched;
+                g_pool[free_k].age = ++g_pool_clock;
+                g_pool_touched += touched;
+                break;
+            }
+            out[nout].p = g_pool[old_k].p; /* old_k >= 0: the pool is full or over budget */
+            out[nout++].len = g_pool[old_k].len;
+            g_pool_touched -= g_pool[old_k].touched;
+            g_pool[old_k].p = NULL;
+        }
+    }
+    pthread_mutex_unlock(&g_pool_lock);
+    for (int k = 0; k < nout; k++)
+        munmap(out[k].p, out[k].len);
+}
+
+/* map_give for a mapping whose pages outside [a, b) hold nothing to keep: those (but the 2 MB pages
+ * holding a or b) are released first, so the pool keeps what the next batch will likely touch. */
+static void map_give_range(void *map, size_t len, const void *a, const void *b)
+{
+    uintptr_t m = (uintptr_t)map, e = m + len;
+    uintptr_t lo = (uintptr_t)a & ~(uintptr_t)(HUGE_PAGE - 1), hi = ((uintptr_t)b + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    lo = lo < m ? m : lo > e ? e : lo;
+    hi = hi > e ? e : hi < lo ? lo : hi;
+    if (lo > m)
+        madvise(map, lo - m, MADV_DONTNEED);
+    if (hi < e)
+        madvise((void *)hi, e - hi, MADV_DONTNEED);
+    map_give(map, len, hi - lo);
+}
+
 /* A zeroed table of `bytes`, freed with zfree(p, bytes). From 2 MB on it is its own mapping:
  * the kernel's pages are already zero (no memset touching them a second time, which calloc of
  * a reused heap block would need) and can be huge pages from the first touch. */
@@ -2326,6 +2429,7 @@ static int fork_gen;
 static void fork_child(void)
 {
     __atomic_add_fetch(&fork_gen, 1, __ATOMIC_RELAXED);
+    pthread_mutex_init(&g_pool_lock, NULL); /* a parent's thread may have held it: held briefly, never across a call */
 }
 
 static inline void mark_gen(int *gen)
@@ -2614,7 +2718,7 @@ static void IdBuffer_releasebuffer(IdBuffer *self, Py_buffer *Py_UNUSED(view))
 static void IdBuffer_dealloc(IdBuffer *self)
 {
     if (self->map)
-        munmap(self->map, self->map_len);
+        map_give_range(self->map, self->map_len, self->v, self->v + self->n);
     else
         free(self->v);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -2693,28 +2797,21 @@ static PyObject *idbuf_copy(const IdVec *o)
     return (PyObject *)b;
 }
 
-/* An IdBuffer of the n ids at v inside the mapping [map, map + len), which it unmaps when freed;
- * the pages before and after the ids' pages are unmapped here. The mapping is unmapped on
+/* An IdBuffer of the n ids at v inside the mapping [map, map + len), which it gives back to the
+ * pool (map_give_range) when freed. The mapping is given back on
  * failure too. */
 static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
 {
-    uintptr_t pg = 4096, lo = (uintptr_t)v & ~(pg - 1), hi = ((uintptr_t)(v + n) + pg - 1) & ~(pg - 1);
-    if (hi == lo)
-        hi = lo + pg; /* no ids: keep one page for v to point into */
-    if (lo > (uintptr_t)map)
-        munmap(map, lo - (uintptr_t)map);
-    if (hi < (uintptr_t)map + len)
-        munmap((void *)hi, (uintptr_t)map + len - hi);
     IdBuffer *b = PyObject_New(IdBuffer, &IdBufferType);
     if (b == NULL) {
-        munmap((void *)lo, hi - lo);
+        map_give_range(map, len, v, v + n);
         return NULL;
     }
     b->v = v;
     b->n = (Py_ssize_t)n;
     b->exports = 0;
-    b->map = (void *)lo;
-    b->map_len = hi - lo;
+    b->map = map;
+    b->map_len = len;
     return (PyObject *)b;
 }
 
@@ -2739,9 +2836,10 @@ static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
  * and on 2 MB pages.
  *
  * The mapping is taken from MAP_MIN_BYTES of bound on, on 2 MB pages (transparent huge pages on
- * request, like the big tables): a result is fresh memory on every call (the previous one is the
- * caller's), and first touching 14 MB of ids costs ~8 ms in 3.6 k page faults on this VM, ~0.75
- * ms in 7 huge ones. Below that (or when the mapping fails) the workers append to their slots'
+ * request, like the big tables): first touching 14 MB of ids costs ~8 ms in 3.6 k page faults on
+ * this VM, ~0.75 ms in 7 huge ones, and more where the host took those pages back. The mappings
+ * (result and side vectors) come from and go back to a pool (map_take, map_give), so a batch after
+ * one whose result was freed writes into pages already there: no fault, nothing zeroed. Below that (or when the mapping fails) the workers append to their slots'
  * vectors, kept between calls: one worker's is handed over whole, 2+ workers' units are copied
  * into one vector after the join (a small copy at that size; a fresh mapping of 4 KB pages for
  * 1 MB of ids cost more, ~0.5 ms of faults per call). */
@@ -3039,14 +3137,14 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
         if (nw == 1)
             B->mid = 0; /* one worker writes its range from the front */
         B->map_len = ((B->bound_hi + 1) * 4 + 4095) & ~(size_t)4095;
-        B->map = map_huge(B->map_len, MAP_NORESERVE);
+        B->map = map_take(B->map_len);
         B->back = B->fwd = B->mid;
         for (int t = 0; B->map != NULL && nw > 1 && t < nw; t++) {
             /* ids of the ranges it can take units from (workers 2 and up: their own too), + flush's
              * reserve beyond them; NULL: grown as before */
             size_t cap = (size_t)(t >= 2 ? B->bound_hi : B->bound_hi - range_bound[t]) + 256;
             size_t bytes = (cap * 4 + 4095) & ~(size_t)4095;
-            if ((B->side[t].v = map_huge(bytes, MAP_NORESERVE)) != NULL) {
+            if ((B->side[t].v = map_take(bytes)) != NULL) {
                 B->side[t].cap = cap;
                 B->side_map[t] = bytes;
             }
@@ -3178,7 +3276,7 @@ done:
         PyMem_Free(B->unit_pos);
         for (int t = 0; t < MAX_THREADS; t++)
             if (B->side_map[t])
-                munmap(B->side[t].v, B->side_map[t]);
+                map_give_range(B->side[t].v, B->side_map[t], B->side[t].v, B->side[t].v + B->side[t].n);
             else
                 free(B->side[t].v);
         free(B->whole.v);
@@ -4366,7 +4464,38 @@ static PyObject *nfkc_suspects(PyObject *Py_UNUSED(mod), PyObject *s)
     return nf_suspects(s, RML_NQC_NFKC, RML_NQC_NFKC_FIRST);
 }
 
+static PyObject *map_pool_info(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(ignored))
+{
+    size_t len[POOL_N], touched[POOL_N];
+    uint64_t age[POOL_N];
+    int n = 0;
+    pthread_mutex_lock(&g_pool_lock);
+    for (int k = 0; k < POOL_N; k++)
+        if (g_pool[k].p != NULL) {
+            len[n] = g_pool[k].len;
+            touched[n] = g_pool[k].touched;
+            age[n++] = g_pool[k].age;
+        }
+    pthread_mutex_unlock(&g_pool_lock);
+    PyObject *out = PyList_New(0);
+    for (int done = 0; out != NULL && done < n; done++) { /* newest first */
+        int b = -1;
+        for (int k = 0; k < n; k++)
+            if (age[k] && (b < 0 || age[k] > age[b]))
+                b = k;
+        PyObject *t = Py_BuildValue("(nn)", (Py_ssize_t)len[b], (Py_ssize_t)touched[b]);
+        age[b] = 0;
+        if (t == NULL || PyList_Append(out, t) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(t);
+    }
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
+    {"map_pool_info", map_pool_info, METH_NOARGS,
+     "map_pool_info() -> list[(bytes, touched)]: the batch mappings freed and kept for the next batch,\n"
+     "newest first: each one's size and how many bytes its pages may hold (at most 64 MiB in all)."},
     {"has_surrogate", has_surrogate, METH_O,
      "has_surrogate(text: str) -> bool: whether the str holds a surrogate code point (lone or paired)."},
     {"surrogate_rows", surrogate_rows, METH_O,
