@@ -1074,6 +1074,31 @@ static void cache_place(Cache *c, const CEntry *src)
     cache_place_h(c, src, entry_hash(src));
 }
 
+/* Every entry of the old table (`size` slots) placed in c's new one. The new table is fresh memory
+ * several times the old one's size, read at random: each entry's home slot is requested
+ * REHASH_AHEAD entries before it is placed, so the misses overlap instead of coming one at a time. */
+#define REHASH_AHEAD 16
+static void cache_rehash(Cache *c, const CEntry *old, size_t size)
+{
+    const CEntry *q[REHASH_AHEAD];
+    uint64_t qh[REHASH_AHEAD];
+    size_t nq = 0;
+    for (size_t i = 0; i < size; i++) {
+        if (!old[i].klen)
+            continue;
+        uint64_t h = entry_hash(&old[i]);
+        __builtin_prefetch(&c->tab[(size_t)h & c->mask], 1);
+        size_t k = nq % REHASH_AHEAD;
+        if (nq >= REHASH_AHEAD)
+            cache_place_h(c, q[k], qh[k]);
+        q[k] = &old[i];
+        qh[k] = h;
+        nq++;
+    }
+    for (size_t j = nq > REHASH_AHEAD ? nq - REHASH_AHEAD : 0; j < nq; j++)
+        cache_place_h(c, q[j % REHASH_AHEAD], qh[j % REHASH_AHEAD]);
+}
+
 static int cache_alloc(Cache *c, size_t slots)
 {
     CEntry *t = zalloc(slots * sizeof(CEntry));
@@ -1190,9 +1215,7 @@ static inline __attribute__((always_inline)) void pcache_put(Cache *c, uint64_t 
                 c->tab = old;
                 return;
             }
-            for (size_t i = 0; i < size; i++)
-                if (old[i].klen)
-                    cache_place(c, &old[i]);
+            cache_rehash(c, old, size);
             zfree(old, size * sizeof(CEntry));
         }
         if (c->tab == NULL)
@@ -1432,9 +1455,7 @@ static void cache_presize(Cache *c, uint64_t bytes)
     CEntry *old = c->tab;
     if (cache_alloc(c, grown) < 0) /* changes nothing when it fails */
         return;
-    for (size_t i = 0; i < size; i++)
-        if (old[i].klen)
-            cache_place(c, &old[i]);
+    cache_rehash(c, old, size);
     zfree(old, size * sizeof(CEntry));
 }
 
