@@ -732,6 +732,24 @@ def _letters(i: int) -> str:
             return out
 
 
+@pytest.mark.parametrize("name", ["bl_gpt2_digits", "bl_llama3", "bl_qwen2"])
+def test_missed_words_merged_two_at_a_time(name):
+    """flush merges missed words of 2-16 bytes two at a time (fastbpe.c merge_group, the lean
+    builds): a word met again while it waits for a partner, an odd one left at the end of a batch
+    of 128 pieces, whole tokens and non-ASCII pieces between them (resolved alone), and the same
+    texts again from the cache: each text's ids equal the pure path's."""
+    tok, pure, _ = fixture_pair(name)
+    words = [_letters(i) + _letters(7 * i + 3) for i in range(2000)]
+    texts = ["abcd,abcd efgh efgh", "xy", "zzzz zzzz zzzz q", " ".join(words), ",".join(reversed(words)),
+             " ".join(w + " héllo " + w + " the " for w in words[:300]), "".join(words[:50]), "a b c"]
+    for _ in range(2):  # cold, then every piece from the cache
+        tok._native.clear_cache()
+        for text in texts:
+            assert tok.encode(text) == pure.encode(text)
+        for text in texts:
+            assert tok.encode(text) == pure.encode(text)
+
+
 def test_cache_is_bounded():
     """700k distinct pieces overflow the piece cache (2**20 slots, at most 5/8 used): it sweeps
     instead of growing, stays under 64 MB, and ids stay the pure path's after the sweeps."""

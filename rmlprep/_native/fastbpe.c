@@ -1766,6 +1766,121 @@ __attribute__((target("sse4.1"))) static size_t merge_scan_lean41(Ctx *x, size_t
 #define HAVE_LEAN41 0
 #endif
 
+/* Two missed words merged at once. A word's merges are a chain: each one's scan waits for the
+ * pair lookups of the one before (a filter word and a table slot, often beyond L1), so one word
+ * leaves the core idle for most of each step. Two independent words, a step of each in turn,
+ * overlap one's lookups with the other's scan. For the lean build only (merge_scan_body with
+ * lean = 1, bytes given, a byte-pair table), words of 2 to SCAN_LANES symbols mapped byte by byte:
+ * each word's steps are merge_scan_body's, so its ids are too. */
+typedef struct {
+    int32_t pr[SCAN_LANES];
+    uint8_t nx[SCAN_LANES], pv[SCAN_LANES];
+} ScanWord;
+
+static inline __attribute__((always_inline)) void scan_word_init(const Encoder *E, ScanWord *w, uint32_t *sym,
+                                                                 const uint8_t *bytes, size_t n)
+{
+    memcpy(w->nx, LINK_NEXT, SCAN_LANES);
+    memcpy(w->pv, LINK_PREV, SCAN_LANES);
+    for (size_t i = 0; i < SCAN_LANES; i++)
+        w->pr[i] = PR_NONE;
+    for (size_t i = 0; i < n; i++)
+        sym[i] = (uint32_t)E->byte_ids[bytes[i]];
+    for (size_t i = 0; i + 1 < n; i++)
+        w->pr[i] = pr_key(E->bytepair[(size_t)bytes[i] << 8 | bytes[i + 1]], i);
+}
+
+/* One merge (merge_scan_body's loop body, lean, n <= SCAN_LANES); 0 when no pair is left. */
+static inline __attribute__((always_inline)) int scan_word_step(const PairMap *P, ScanWord *w, uint32_t *sym,
+                                                                size_t n)
+{
+    int32_t best = PR_NONE;
+    for (size_t i = 0; i < SCAN_LANES; i++)
+        best = w->pr[i] < best ? w->pr[i] : best;
+    if (best == PR_NONE)
+        return 0;
+    size_t b = best & 63, d = w->nx[b], r = w->nx[d], l = w->pv[b];
+    uint32_t merged = (uint32_t)best >> 6;
+    uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
+    if (r < n) {
+        kr = pair_key(merged, sym[r]);
+        hr = pair_hash(kr);
+        __builtin_prefetch(&P->tab[pair_slot(P, hr)]);
+    }
+    if (l < n) {
+        kl = pair_key(sym[l], merged);
+        hl = pair_hash(kl);
+        __builtin_prefetch(&P->tab[pair_slot(P, hl)]);
+    }
+    sym[b] = merged;
+    w->nx[b] = (uint8_t)r;
+    w->pr[d] = PR_NONE;
+    if (r < n) {
+        w->pv[r] = (uint8_t)b;
+        w->pr[b] = pr_key(pair_value_lean(P, kr, hr), b);
+    } else {
+        w->pr[b] = PR_NONE;
+    }
+    if (l < n)
+        w->pr[l] = pr_key(pair_value_lean(P, kl, hl), l);
+    return 1;
+}
+
+static inline __attribute__((always_inline)) size_t scan_word_out(const ScanWord *w, uint32_t *sym, size_t n)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i = w->nx[i])
+        sym[m++] = sym[i];
+    return m;
+}
+
+#ifndef MERGE_GROUP
+#define MERGE_GROUP 2
+#endif
+/* Words q < k (k <= MERGE_GROUP; bytes p[q], n[q] symbols) merged into sym + q * SCAN_LANES, their
+ * id counts in m[q]: a step of each live word in turn. */
+static inline __attribute__((always_inline)) void merge_group_body(const Encoder *E, size_t k, const uint8_t *const *p,
+                                                                   const size_t *n, uint32_t *sym, size_t *m)
+{
+    const PairMap *P = &E->pairs;
+    ScanWord W[MERGE_GROUP];
+    int live[MERGE_GROUP];
+    for (size_t q = 0; q < k; q++) {
+        scan_word_init(E, &W[q], sym + q * SCAN_LANES, p[q], n[q]);
+        live[q] = 1;
+    }
+    for (int all = 1; all;) { /* every word live: a step of each, no test (k a constant: unrolled) */
+        for (size_t q = 0; q < k; q++)
+            all &= live[q] = scan_word_step(P, &W[q], sym + q * SCAN_LANES, n[q]);
+    }
+    for (size_t q = 0; q < k; q++) /* the words left, one after the other */
+        while (live[q])
+            live[q] = scan_word_step(P, &W[q], sym + q * SCAN_LANES, n[q]);
+    for (size_t q = 0; q < k; q++)
+        m[q] = scan_word_out(&W[q], sym + q * SCAN_LANES, n[q]);
+}
+
+static void merge_group(const Encoder *E, size_t k, const uint8_t *const *p, const size_t *n, uint32_t *sym, size_t *m)
+{
+    if (k == MERGE_GROUP)
+        merge_group_body(E, MERGE_GROUP, p, n, sym, m);
+    else
+        merge_group_body(E, k, p, n, sym, m);
+}
+
+#if HAVE_LEAN41
+__attribute__((target("sse4.1"))) static void merge_group41(const Encoder *E, size_t k, const uint8_t *const *p,
+                                                            const size_t *n, uint32_t *sym, size_t *m)
+{
+    if (k == MERGE_GROUP)
+        merge_group_body(E, MERGE_GROUP, p, n, sym, m);
+    else
+        merge_group_body(E, k, p, n, sym, m);
+}
+#else
+#define merge_group41 merge_group
+#endif
+
 static inline void heap_down(uint64_t *h, size_t n, size_t i)
 {
     uint64_t v = h[i];
@@ -2278,6 +2393,50 @@ static __attribute__((noinline)) int flush_relookup(Ctx *x, size_t np, uint8_t *
     return 0;
 }
 
+/* Whether resolve_byte_level would merge this missed piece byte by byte (merge_bytes): not a whole
+ * token looked up first (ignore_merges), and not cut at points no merge joins (resolve_parts cuts
+ * no ASCII piece; without E->joinable every byte has a symbol). */
+static inline int scan_pairable(const Ctx *x, const uint8_t *p, size_t n, uint64_t h)
+{
+    const Encoder *E = x->E;
+    if (E->joinable != NULL) {
+        uint64_t high = 0, w;
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, p + i, 8);
+            high |= w;
+        }
+        for (; i < n; i++)
+            high |= p[i];
+        if (high & 0x8080808080808080ULL)
+            return 0;
+    }
+    return !E->ignore_merges || whole_get(&E->whole, p, n, h) < 0;
+}
+
+/* The pending pieces pend[0, np) of flush's phase 2 merged together (merge_group), their ids
+ * written where phase 2 reserved room (x->rids + off[i]) and remembered. Not inlined: flush's loop
+ * keeps its registers for the cache hits. */
+static __attribute__((noinline)) int flush_group(Ctx *x, const size_t *pend, size_t np, const uint32_t *off,
+                                                 uint32_t *cnt)
+{
+    const uint8_t *p[MERGE_GROUP] = {0};
+    size_t n[MERGE_GROUP] = {0}, m[MERGE_GROUP];
+    for (size_t q = 0; q < np; q++) {
+        p[q] = x->text + x->span[pend[q]].a;
+        n[q] = x->span[pend[q]].n;
+    }
+    (x->E->lean == 2 ? merge_group41 : merge_group)(x->E, np, p, n, x->sym, m);
+    for (size_t q = 0; q < np; q++) {
+        size_t i = pend[q];
+        uint32_t *r = x->rids + off[i];
+        memcpy(r, x->sym + q * SCAN_LANES, m[q] * 4);
+        cache_put(x->cache, x->kh[i], p[q], n[q], x->k0[i], x->k1[i], r, m[q]);
+        cnt[i] = (uint32_t)m[q];
+    }
+    return 0;
+}
+
 /* A batch's ids, in three phases. 1: keys, hashes and the front; a front hit (or a one-byte
  * piece) is answered from it and a miss prefetches its table slot and joins the list of misses.
  * 2: the misses alone, looked up in the table, else resolved and remembered, their ids written
@@ -2347,6 +2506,13 @@ static int flush(Ctx *x)
         size_t rn = 0;
         if (reserve_rids(x, 0, bytes) < 0)
             return -1;
+        /* words merged in groups (merge_group): a missed piece that would be merged byte by byte with
+         * the lean scan waits (its ids' room reserved in x->rids) until MERGE_GROUP of them are
+         * pending; a piece equal to a pending one takes that one's ids (`same`) */
+        int grouping = byte_level && c != NULL && E->lean && E->bytepair != NULL &&
+                       (E->joinable != NULL || E->all_bytes) && reserve_syms(x, MERGE_GROUP * SCAN_LANES) == 0;
+        size_t pend[MERGE_GROUP], ng = 0, ns = 0;
+        uint8_t same[BATCH], same_of[BATCH];
         for (size_t k = 0; k < nm; k++) {
             size_t i = miss[k], a = x->span[i].a, n = x->span[i].n;
             const uint8_t *p = t + a;
@@ -2355,7 +2521,32 @@ static int flush(Ctx *x)
             long m = -1;
             if (cacheable && c->tab)
                 m = cache_get(c, x->kh[i], p, n, x->k0[i], x->k1[i], r);
-            if (m < 0) {
+            if (m < 0 && grouping && n >= 2 && n <= SCAN_LANES && scan_pairable(x, p, n, x->kh[i])) {
+                size_t q = 0;
+                while (q < ng && !(x->span[pend[q]].n == n && x->kh[pend[q]] == x->kh[i] &&
+                                   memcmp(t + x->span[pend[q]].a, p, n) == 0))
+                    q++;
+                src[i] = SRC_RIDS;
+                if (q < ng) { /* the same piece as a pending one */
+                    same[ns] = (uint8_t)i;
+                    same_of[ns++] = (uint8_t)pend[q];
+                    continue;
+                }
+                pend[ng++] = i;
+                off[i] = (uint32_t)rn;
+                rn += n;
+                if (ng == MERGE_GROUP && flush_group(x, pend, ng, off, cnt) < 0)
+                    return -1;
+                ng = ng == MERGE_GROUP ? 0 : ng;
+                if (ng == 0) { /* resolved: the pieces equal to them take their ids */
+                    for (size_t e = 0; e < ns; e++) {
+                        off[same[e]] = off[same_of[e]];
+                        cnt[same[e]] = cnt[same_of[e]];
+                    }
+                    ns = 0;
+                }
+                continue;
+            } else if (m < 0) {
                 m = byte_level ? resolve_byte_level(x, p, n, x->kh[i], x->k0[i], x->k1[i], r)
                                : resolve_sentencepiece(x, p, n, x->kh[i], x->k0[i], x->k1[i], r);
                 if (m < 0)
@@ -2367,6 +2558,12 @@ static int flush(Ctx *x)
             off[i] = (uint32_t)rn;
             cnt[i] = (uint32_t)m;
             rn += (size_t)m;
+        }
+        if (ng > 0 && flush_group(x, pend, ng, off, cnt) < 0) /* the last group, not full */
+            return -1;
+        for (size_t e = 0; e < ns; e++) {
+            off[same[e]] = off[same_of[e]];
+            cnt[same[e]] = cnt[same_of[e]];
         }
         if (probe && c->sweeps != sweeps && flush_relookup(x, np, src, off, cnt, rn, bytes) < 0)
             return -1; /* phase 1's arena offsets are stale: looked up again */
