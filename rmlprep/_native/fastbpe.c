@@ -235,63 +235,83 @@ static void *map_huge(size_t bytes, int flags)
 /* Batch mappings (results, side vectors) freed by their owners are kept here for the next batch
  * instead of being unmapped: a batch's result is otherwise fresh memory on every call, and on this
  * VM fresh 2 MB pages cost their zeroing and, when the host took them back (free page reporting),
- * a host fault per page besides (bench/README.md, twentieth sitting). A kept mapping keeps the
- * pages its last batch touched (up to POOL_TOUCHED bytes in all); the next batch that needs no
- * more address space, and at least half of it, takes it whole. Taken and given with the GIL held
- * or not: a lock of its own. */
+ * a host fault per page besides (bench/README.md, twentieth sitting). What is kept is the part of a
+ * mapping its batch wrote (its 2 MB pages; the rest of the reserved range is unmapped, as a live
+ * result's is), with where it lay in its mapping: a batch whose mapping is at least that large gets
+ * those pages moved (mremap, no copy) to the same place in its own, where a batch of the same
+ * texts writes its ids again. At most POOL_N parts and POOL_KEEP bytes, the oldest unmapped first.
+ * A lock of its own (the GIL is held in both places today; a free-threaded build would not be). */
 #define POOL_N 4
-#define POOL_TOUCHED ((size_t)64 << 20)
+#define POOL_KEEP ((size_t)64 << 20)
 static struct {
-    void *p;
-    size_t len, touched;
-    uint64_t age; /* when it was given back (g_pool_clock) */
+    uint8_t *p;       /* NULL: empty */
+    size_t len, off;  /* its bytes, and where they began in their mapping */
+    uint64_t age;     /* when it was given back (g_pool_clock) */
 } g_pool[POOL_N];
-static size_t g_pool_touched;
+static size_t g_pool_bytes;
 static uint64_t g_pool_clock;
 static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A mapping of `bytes` (a multiple of 4096) as map_huge(bytes, MAP_NORESERVE) gives, from the
- * pool when one fits; unmapped with munmap(p, bytes) or given back with map_give. */
+/* map_huge(bytes, MAP_NORESERVE), with the pool's newest part that fits moved into place. */
 static void *map_take(size_t bytes)
 {
-    void *p = NULL;
-    size_t len = 0;
+    uint8_t *q = map_huge(bytes, MAP_NORESERVE);
+#if defined(MREMAP_MAYMOVE) && defined(MREMAP_FIXED) && !defined(FASTBPE_NO_MREMAP)
+    if (q == NULL)
+        return NULL;
     pthread_mutex_lock(&g_pool_lock);
     int best = -1;
     for (int k = 0; k < POOL_N; k++)
-        if (g_pool[k].p && g_pool[k].len >= bytes && g_pool[k].len / 2 <= bytes &&
-            (best < 0 || g_pool[k].len < g_pool[best].len))
+        if (g_pool[k].p && g_pool[k].off + g_pool[k].len <= bytes && (best < 0 || g_pool[k].age > g_pool[best].age))
             best = k;
+    uint8_t *p = NULL;
+    size_t len = 0, off = 0;
     if (best >= 0) {
         p = g_pool[best].p;
         len = g_pool[best].len;
-        g_pool_touched -= g_pool[best].touched;
+        off = g_pool[best].off;
+        g_pool_bytes -= len;
         g_pool[best].p = NULL;
     }
     pthread_mutex_unlock(&g_pool_lock);
-    if (p == NULL)
-        return map_huge(bytes, MAP_NORESERVE);
-    if (len > bytes)
-        munmap((uint8_t *)p + bytes, len - bytes);
-    return p;
+    if (p != NULL && mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, q + off) == MAP_FAILED)
+        munmap(p, len); /* q stays as it was: fresh */
+#endif
+    return q;
 }
 
-/* Give back a mapping of map_take: kept, the pool's oldest ones unmapped to make room, unless it
- * alone may hold more than POOL_TOUCHED. `touched`: the bytes its pages may hold. */
-static void map_give(void *p, size_t len, size_t touched)
+/* Mapping [map, map + len) of map_take cut down to the 2 MB pages holding [a, b) (at least the
+ * page holding a, where b == a): the rest unmapped. The part left is [*lo, *hi). */
+static void map_trim(void *map, size_t len, const void *a, const void *b, uintptr_t *lo_out, uintptr_t *hi_out)
 {
-    if (p == NULL)
-        return;
-    touched = touched > len ? len : touched;
+    uintptr_t m = (uintptr_t)map, e = m + len;
+    uintptr_t lo = (uintptr_t)a & ~(uintptr_t)(HUGE_PAGE - 1);
+    uintptr_t hi = ((uintptr_t)b + (b == a) + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    lo = lo < m ? m : lo >= e ? e - 4096 : lo;
+    hi = hi > e ? e : hi <= lo ? lo + 4096 : hi;
+    if (lo > m)
+        munmap(map, lo - m);
+    if (hi < e)
+        munmap((void *)hi, e - hi);
+    *lo_out = lo;
+    *hi_out = hi;
+}
+
+/* Done with [p, p + keep), which began `off` bytes into its mapping: kept in the pool, the oldest
+ * parts unmapped to make room, unless it alone is over POOL_KEEP (then unmapped). */
+static void map_keep(void *p, size_t keep, size_t off)
+{
+    uintptr_t lo = (uintptr_t)p;
+#if defined(MREMAP_MAYMOVE) && defined(MREMAP_FIXED) && !defined(FASTBPE_NO_MREMAP)
     struct {
         void *p;
         size_t len;
     } out[POOL_N + 1];
     int nout = 0;
     pthread_mutex_lock(&g_pool_lock);
-    if (touched > POOL_TOUCHED) {
-        out[nout].p = p;
-        out[nout++].len = len;
+    if (keep > POOL_KEEP) {
+        out[nout].p = (void *)lo;
+        out[nout++].len = keep;
     } else {
         for (;;) {
             int free_k = -1, old_k = -1;
@@ -301,38 +321,35 @@ static void map_give(void *p, size_t len, size_t touched)
                 else if (old_k < 0 || g_pool[k].age < g_pool[old_k].age)
                     old_k = k;
             }
-            if (free_k >= 0 && g_pool_touched + touched <= POOL_TOUCHED) {
-                g_pool[free_k].p = p;
-                g_pool[free_k].len = len;
-                g_pool[free_k].touched = touched;
+            if (free_k >= 0 && g_pool_bytes + keep <= POOL_KEEP) {
+                g_pool[free_k].p = (uint8_t *)lo;
+                g_pool[free_k].len = keep;
+                g_pool[free_k].off = off;
                 g_pool[free_k].age = ++g_pool_clock;
-                g_pool_touched += touched;
+                g_pool_bytes += keep;
                 break;
             }
-            out[nout].p = g_pool[old_k].p; /* old_k >= 0: the pool is full or over budget */
+            out[nout].p = g_pool[old_k].p; /* old_k >= 0: the pool is full or over POOL_KEEP */
             out[nout++].len = g_pool[old_k].len;
-            g_pool_touched -= g_pool[old_k].touched;
+            g_pool_bytes -= g_pool[old_k].len;
             g_pool[old_k].p = NULL;
         }
     }
     pthread_mutex_unlock(&g_pool_lock);
     for (int k = 0; k < nout; k++)
         munmap(out[k].p, out[k].len);
+#else
+    (void)off;
+    munmap((void *)lo, keep);
+#endif
 }
 
-/* map_give for a mapping whose pages outside [a, b) hold nothing to keep: those (but the 2 MB pages
- * holding a or b) are released first, so the pool keeps what the next batch will likely touch. */
+/* map_trim to [a, b), then map_keep what is left. */
 static void map_give_range(void *map, size_t len, const void *a, const void *b)
 {
-    uintptr_t m = (uintptr_t)map, e = m + len;
-    uintptr_t lo = (uintptr_t)a & ~(uintptr_t)(HUGE_PAGE - 1), hi = ((uintptr_t)b + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-    lo = lo < m ? m : lo > e ? e : lo;
-    hi = hi > e ? e : hi < lo ? lo : hi;
-    if (lo > m)
-        madvise(map, lo - m, MADV_DONTNEED);
-    if (hi < e)
-        madvise((void *)hi, e - hi, MADV_DONTNEED);
-    map_give(map, len, hi - lo);
+    uintptr_t lo, hi;
+    map_trim(map, len, a, b, &lo, &hi);
+    map_keep((void *)lo, hi - lo, lo - (uintptr_t)map);
 }
 
 /* A zeroed table of `bytes`, freed with zfree(p, bytes). From 2 MB on it is its own mapping:
@@ -2915,6 +2932,7 @@ typedef struct {
     Py_ssize_t exports;
     void *map;      /* NULL: v is malloc'd; else v lies in this mapping of map_len bytes */
     size_t map_len;
+    size_t map_off; /* where the mapping began in the batch's (map_keep) */
 } IdBuffer;
 
 static int IdBuffer_getbuffer(IdBuffer *self, Py_buffer *view, int flags)
@@ -2936,7 +2954,7 @@ static void IdBuffer_releasebuffer(IdBuffer *self, Py_buffer *Py_UNUSED(view))
 static void IdBuffer_dealloc(IdBuffer *self)
 {
     if (self->map)
-        map_give_range(self->map, self->map_len, self->v, self->v + self->n);
+        map_keep(self->map, self->map_len, self->map_off);
     else
         free(self->v);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -3015,21 +3033,24 @@ static PyObject *idbuf_copy(const IdVec *o)
     return (PyObject *)b;
 }
 
-/* An IdBuffer of the n ids at v inside the mapping [map, map + len), which it gives back to the
- * pool (map_give_range) when freed. The mapping is given back on
+/* An IdBuffer of the n ids at v inside the mapping [map, map + len) of map_take, cut down to the 2 MB
+ * pages holding them (map_trim), which it gives to the pool (map_keep) when freed. Also on
  * failure too. */
 static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
 {
+    uintptr_t lo, hi;
+    map_trim(map, len, v, v + n, &lo, &hi);
     IdBuffer *b = PyObject_New(IdBuffer, &IdBufferType);
     if (b == NULL) {
-        map_give_range(map, len, v, v + n);
+        map_keep((void *)lo, hi - lo, lo - (uintptr_t)map);
         return NULL;
     }
     b->v = v;
     b->n = (Py_ssize_t)n;
     b->exports = 0;
-    b->map = map;
-    b->map_len = len;
+    b->map = (void *)lo;
+    b->map_len = hi - lo;
+    b->map_off = lo - (uintptr_t)map;
     return (PyObject *)b;
 }
 
@@ -3055,9 +3076,10 @@ static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
  *
  * The mapping is taken from MAP_MIN_BYTES of bound on, on 2 MB pages (transparent huge pages on
  * request, like the big tables): first touching 14 MB of ids costs ~8 ms in 3.6 k page faults on
- * this VM, ~0.75 ms in 7 huge ones, and more where the host took those pages back. The mappings
- * (result and side vectors) come from and go back to a pool (map_take, map_give), so a batch after
- * one whose result was freed writes into pages already there: no fault, nothing zeroed. Below that (or when the mapping fails) the workers append to their slots'
+ * this VM, ~0.75 ms in 7 huge ones, and more where the host took those pages back. The written
+ * parts of freed mappings (result and side vectors) go to a pool and are moved into the next
+ * batch's mappings (map_take, map_keep), so a batch after one whose result was freed writes into
+ * pages already there: no fault, nothing zeroed. Below that (or when the mapping fails) the workers append to their slots'
  * vectors, kept between calls: one worker's is handed over whole, 2+ workers' units are copied
  * into one vector after the join (a small copy at that size; a fresh mapping of 4 KB pages for
  * 1 MB of ids cost more, ~0.5 ms of faults per call). */
@@ -4684,14 +4706,14 @@ static PyObject *nfkc_suspects(PyObject *Py_UNUSED(mod), PyObject *s)
 
 static PyObject *map_pool_info(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(ignored))
 {
-    size_t len[POOL_N], touched[POOL_N];
+    size_t len[POOL_N], off[POOL_N];
     uint64_t age[POOL_N];
     int n = 0;
     pthread_mutex_lock(&g_pool_lock);
     for (int k = 0; k < POOL_N; k++)
         if (g_pool[k].p != NULL) {
             len[n] = g_pool[k].len;
-            touched[n] = g_pool[k].touched;
+            off[n] = g_pool[k].off;
             age[n++] = g_pool[k].age;
         }
     pthread_mutex_unlock(&g_pool_lock);
@@ -4701,7 +4723,7 @@ static PyObject *map_pool_info(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(ign
         for (int k = 0; k < n; k++)
             if (age[k] && (b < 0 || age[k] > age[b]))
                 b = k;
-        PyObject *t = Py_BuildValue("(nn)", (Py_ssize_t)len[b], (Py_ssize_t)touched[b]);
+        PyObject *t = Py_BuildValue("(nn)", (Py_ssize_t)len[b], (Py_ssize_t)off[b]);
         age[b] = 0;
         if (t == NULL || PyList_Append(out, t) < 0)
             Py_CLEAR(out);
@@ -4712,8 +4734,8 @@ static PyObject *map_pool_info(PyObject *Py_UNUSED(mod), PyObject *Py_UNUSED(ign
 
 static PyMethodDef module_methods[] = {
     {"map_pool_info", map_pool_info, METH_NOARGS,
-     "map_pool_info() -> list[(bytes, touched)]: the batch mappings freed and kept for the next batch,\n"
-     "newest first: each one's size and how many bytes its pages may hold (at most 64 MiB in all)."},
+     "map_pool_info() -> list[(bytes, offset)]: the parts of freed batch mappings kept for the next batch,\n"
+     "newest first: each one's size and where it began in its mapping (at most 64 MiB in all)."},
     {"has_surrogate", has_surrogate, METH_O,
      "has_surrogate(text: str) -> bool: whether the str holds a surrogate code point (lone or paired)."},
     {"surrogate_rows", surrogate_rows, METH_O,
