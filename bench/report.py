@@ -138,6 +138,8 @@ def _procs_note(doc: dict) -> str:
     passes = doc.get("reps", 2)
     warm = (f", warm the median of each process's best of {passes - 1} warm passes" if passes > 2
             else ", warm the median of each process's warm pass" if passes == 2 else "")
+    if warm and doc.get("warm_new_str"):
+        warm += " (over new str objects of the same texts: `--warm-new-str`)"
     refs = (f"; the reference libraries (HF tokenizers, sentencepiece: 0.5-5 MB/s, cold only) "
             f"{slow} process{'es' if slow != 1 else ''}" if slow != n else "")
     return (f"; each row the median of {n} fresh processes run in rounds (every library in turn), "

@@ -255,17 +255,20 @@ def _measure(args) -> dict:
     one, batch, rml = _load(args.lib, args.tok, args.threads)
     load_s = time.perf_counter() - t0
     if args.mode == "doc":
-        def run():
-            return [one(t) for t in texts]
+        def run(tx):
+            return [one(t) for t in tx]
     else:
-        def run():
-            return batch(texts)
+        def run(tx):
+            return batch(tx)
     times, cpu, cpu_main, faults, first = [], [], [], [], None
-    for _ in range(args.reps):
+    for rep in range(args.reps):
         ids = None  # the previous pass's result is freed here, not inside this pass's timing
+        # --warm-new-str: a warm pass reads new str objects of the same text (made untimed), so no
+        # library reads what its cold pass left in the strs (PyUnicode_AsUTF8AndSize keeps their UTF-8)
+        tx = [(t + ".")[:-1] for t in texts] if rep and args.warm_new_str else texts
         c0, m0, f0 = _cpu_now()
         t0 = time.perf_counter()
-        ids = run()
+        ids = run(tx)
         times.append(time.perf_counter() - t0)
         c1, m1, f1 = _cpu_now()
         cpu.append(c1 - c0)
@@ -274,6 +277,7 @@ def _measure(args) -> dict:
         if first is None:
             first = ids
     out = {"lib": args.lib, "tok": args.tok, "mode": args.mode, "threads": args.threads, "bytes": nbytes,
+           "warm_new_str": bool(args.warm_new_str),
            "docs": len(texts), "tokens": int(sum(len(r) for r in first)), "load_s": load_s, "times": times,
            "cpu": cpu, "cpu_main": cpu_main, "faults": faults, "pinned": args.cpu,
            "digests": _digests(first)}
@@ -292,7 +296,8 @@ def pin_cpu(pin: str) -> int | None:
     return int(pin)
 
 
-def measure(lib: str, tok: str, corpus: Path, mode: str, threads: int, reps: int, cpu: int | None = None) -> dict:
+def measure(lib: str, tok: str, corpus: Path, mode: str, threads: int, reps: int, cpu: int | None = None,
+            warm_new_str: bool = False) -> dict:
     """Run one measurement in a fresh process (pinned to ``cpu`` when given); {"error": ...} when the
     library cannot run it."""
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), FASTOKENS_BPE_THREADS=str(threads),
@@ -303,6 +308,8 @@ def measure(lib: str, tok: str, corpus: Path, mode: str, threads: int, reps: int
                "--corpus", str(corpus), "--mode", mode, "--threads", str(threads), "--reps", str(reps)]
         if cpu is not None:
             cmd += ["--cpu", str(cpu)]
+        if warm_new_str:
+            cmd.append("--warm-new-str")
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
         if p.returncode != 0:
             lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
@@ -376,7 +383,7 @@ def cells_for(tok: str, threads: list[int], batch_tokenizers: list[str] | None) 
 
 def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: list[int], log=print,
                batch_tokenizers: list[str] | None = None, pin: str = "auto", procs: int = 3,
-               slow_procs: int = 1) -> dict:
+               slow_procs: int = 1, warm_new_str: bool = False) -> dict:
     """Every row the median of ``procs`` fresh processes (``slow_procs`` for the reference libraries),
     run in rounds: each round runs every row of a (corpus, tokenizer) once, in turn, so a change of
     the machine's load falls on every library alike."""
@@ -400,7 +407,7 @@ def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: li
                     if runs[(lib, mode, k)] and "error" in runs[(lib, mode, k)][0]:
                         continue  # cannot load this tokenizer: once is enough
                     runs[(lib, mode, k)].append(measure(lib, tok, files[c], mode, k, 1 if lib in SLOW_LIBS else reps,
-                                                        cpu if k == 1 else None))
+                                                        cpu if k == 1 else None, warm_new_str))
             for cell in cells:
                 r = _merged(runs[cell])
                 r["corpus"] = c
@@ -408,6 +415,7 @@ def run_encode(tokenizers: list[str], corpora: list[str], reps: int, threads: li
                 log("  " + _line(r))
     return {"machine": machine(), "versions": versions(), "reps": reps, "pinned_cpu": cpu,
             "procs": procs, "slow_procs": slow_procs, "scaling_reps": procs, "one_thread": ONE_THREAD,
+            "warm_new_str": warm_new_str,
             "corpora": {c: {"path": str(files[c]), "label": CORPORA[c]["label"]} for c in corpora},
             "results": results}
 
@@ -439,6 +447,9 @@ def main(argv=None) -> None:
     ap.add_argument("--slow-procs", type=int, default=1,
                     help="fresh processes per row of the reference libraries tokenizers and sentencepiece "
                          "(0.5-5 MB/s, one cold pass each; default 1)")
+    ap.add_argument("--warm-new-str", action="store_true",
+                    help="warm passes over new str objects of the same texts (gigatoken's warm passes otherwise read "
+                         "the UTF-8 its cold pass cached in each str; bench/README.md, twentieth sitting)")
     ap.add_argument("--_measure", help=argparse.SUPPRESS)
     ap.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--lib"), ap.add_argument("--tok"), ap.add_argument("--corpus"), ap.add_argument("--mode")
@@ -451,7 +462,7 @@ def main(argv=None) -> None:
     t0 = time.perf_counter()
     doc = run_encode([t for t in args.tokenizers.split(",") if t], [c for c in args.corpora.split(",") if c],
                      args.reps, [int(t) for t in args.threads.split(",")], batch_tokenizers=batch, pin=args.pin,
-                     procs=args.procs, slow_procs=args.slow_procs)
+                     procs=args.procs, slow_procs=args.slow_procs, warm_new_str=args.warm_new_str)
     doc["seconds"] = round(time.perf_counter() - t0, 1)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"encode-{time.strftime('%Y%m%d-%H%M%S')}.json"
