@@ -46,7 +46,7 @@ fastbpe = Extension(
     "rmlprep._fastbpe",
     sources=[f"{NATIVE_DIR}/fastbpe.c"],
     depends=[f"{NATIVE_DIR}/split_utf8.h", f"{NATIVE_DIR}/unicode_classes.h",
-             f"{NATIVE_DIR}/normalize_qc.h"],
+             f"{NATIVE_DIR}/normalize_qc.h", f"{NATIVE_DIR}/map_pool.h"],
     include_dirs=[NATIVE_DIR],
     extra_compile_args=["-O3", "-g", "-std=c11", "-Wall", "-Wno-unused-function"],
     optional=True,
