@@ -316,12 +316,27 @@ class _Streams(io.RawIOBase):
         self._in += len(raw)
         return raw
 
+    def _stream_padding(self, rest: bytes) -> bytes:
+        """``rest`` without the xz Stream Padding it starts with: fewer than :data:`_ZERO_TAIL`
+        zero bytes, a multiple of 4, after a stream (the .xz format's rule; ``xz -t`` accepts
+        it). More zeros stay: a hole where streams were never written (as for gzip)."""
+        zeros = len(rest) - len(rest.lstrip(b"\x00"))
+        while zeros == len(rest) and zeros < _ZERO_TAIL:
+            more = self._read()
+            if not more:
+                break
+            rest += more
+            zeros = len(rest) - len(rest.lstrip(b"\x00"))
+        return rest[zeros:] if 0 < zeros < _ZERO_TAIL and zeros % 4 == 0 else rest
+
     def readinto(self, b) -> int:
         size = len(b)
         while not self._done and size:
             if self._dec.eof:
                 end = self._in - len(self._dec.unused_data)  # where the stream ended
                 rest = self._dec.unused_data or self._read()
+                if self._kind == "xz":
+                    rest = self._stream_padding(rest)
                 if not rest:
                     self._done = True  # the last stream ended with the file
                     break

@@ -160,3 +160,18 @@ def test_gzip_zeros_between_members_and_a_few_at_the_end_read_as_gzip_does(tmp_p
     p = tmp_path / "x.jsonl.gz"
     p.write_bytes(first + bytes(64) + second + bytes(13))
     assert open_decompressed(str(p)).read() == text
+
+
+def test_xz_stream_padding_reads_as_xz_does(tmp_path):
+    """The .xz format allows Stream Padding after a stream: zero bytes, a multiple of 4
+    (``xz -t`` accepts the files below). 8 between two streams and 12 at the end were refused
+    as "truncated xz data"; they read whole. 16 or more at the end stay a hole (as for gzip),
+    and 2 are no padding."""
+    first, second, text = _two_streams("xz")
+    p = tmp_path / "x.jsonl.xz"
+    p.write_bytes(first + bytes(8) + second + bytes(12))
+    assert open_decompressed(str(p)).read() == text
+    for tail in (16, 2):
+        p.write_bytes(first + second + bytes(tail))
+        with pytest.raises(InputError):
+            open_decompressed(str(p)).read()
