@@ -1508,6 +1508,15 @@ def test_a_glob_over_two_revisions_in_the_hub_cache_is_refused(tmp_path):
     assert read_full(plan_units(inp([f"{repo}/snapshots/{'b' * 40}/data/*.parquet"])))[0] == ["new 0", "new 1", "new 2"]
 
 
+def test_a_dangling_symlink_in_a_glob_says_so(tmp_path):
+    """A link whose target is gone was named "not a regular file (a named pipe, socket or
+    device?)"; the line now says it is a link and names the missing target."""
+    (tmp_path / "a.jsonl").write_text('{"text": "a"}\n')
+    (tmp_path / "b.jsonl").symlink_to("gone.jsonl")
+    with pytest.raises(ConfigError, match=r"b\.jsonl is a symbolic link to gone\.jsonl, which does not exist"):
+        plan_units(inp([f"{tmp_path}/*.jsonl"]))
+
+
 def test_same_file_twice_is_read_once(tmp_path):
     """Read once, and the log says so: a user listing a file twice to upsample it learned that
     it was read once only from the row counts. Worked example: ``*.jsonl`` over a.jsonl and the

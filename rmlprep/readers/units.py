@@ -224,6 +224,9 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
         column = inp.get("column")
         for path in _expand(inp["paths"], exclude, log=log):
             if not fs.isfile(path) and not fs.isdir(path):
+                if not fs.is_remote(path) and os.path.islink(path) and not os.path.exists(path):
+                    raise ConfigError(f"input.paths: {path} is a symbolic link to {os.readlink(path)}, which does not "
+                                      "exist (a file moved or not fetched, as a Hub cache link whose blob is gone?)")
                 raise ConfigError(f"input.paths: {path} is not a regular file (a named pipe, socket or device?); "
                                   "the plan sizes and hashes every input file: save the stream to a file first")
             fmt = inp["format"] if inp["format"] != "auto" else detect_format(path)
