@@ -1054,6 +1054,28 @@ def test_dictionaries_with_entries_no_row_uses_on_purpose(tmp_path):
         read_path(p)
 
 
+def test_a_hole_ending_where_a_message_content_starts_is_refused(tmp_path):
+    """40 conversations (list<struct<role, content>>), uncompressed PLAIN: the contents' leaf
+    holds "question 0", "answer 0", "question 1", ... with their 4-byte length prefixes. Zeroed
+    from the prefix of "question 10" to that of "question 20", the contents read with no error
+    and no NUL: the zeroed prefixes are empty contents and the rest shifted. The footer's
+    minimum of that leaf ("answer 0 ...") is not empty, so row 10's empty content refuses it."""
+    rows = [[{"role": "user", "content": f"question {i} " + "lorem " * 4}, {"role": "assistant", "content": f"answer {i}"}]
+            for i in range(40)]
+    p = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"messages": rows}), p, compression="none", use_dictionary=False)
+    data = p.read_bytes()
+    start, end = data.index(b"question 10 ") - 4, data.index(b"question 20 ") - 4
+    p.write_bytes(_holed(data, start, end - start))
+    got = [m["content"] for r in pq.read_table(p)["messages"].to_pylist() for m in r]
+    assert "" in got and not any("\x00" in c for c in got)  # what a reader without the check takes
+    with pytest.raises(InputError, match=r"row 10: 'messages' holds an empty text at messages\.list\.element\.content, "
+                                         r"but the footer says the smallest value of that leaf in row group 0 is "
+                                         r"'answer 0'") as ei:
+        read_path(p, column="messages")
+    one_line_error(ei, p)
+
+
 @pytest.mark.parametrize("kind", ["string", "dictionary", "string_view", "large_string"])
 def test_real_empty_texts_beside_row_groups_without_them_are_read(tmp_path, kind):
     """Row groups of 7 rows read in batches of 10 (a batch spans two groups): group 1 (rows

@@ -4,6 +4,8 @@ texts (:func:`check_empty_below_min`) or as a dictionary's first entry (:func:`c
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -15,23 +17,64 @@ from .holes import check_no_hole
 __all__ = ["group_floors", "check_empty_below_min", "check_dictionary_use"]
 
 
-def group_floors(pf, groups: list[int], column: str) -> list[tuple[int, int, int, bytes | None]]:
-    """(row group, its first row in the unit, its rows, its footer minimum when that is not
-    empty, else None) for each of ``groups``: the bound :func:`check_empty_below_min` holds
-    the rows to. A column that is not a top-level leaf (a list of messages) has no floor."""
+def group_floors(pf, groups: list[int], column: str) -> list[tuple[int, int, int, Any]]:
+    """(row group, its first row in the unit, its rows, floor) for each of ``groups``: the bounds
+    :func:`check_empty_below_min` holds the rows to. For a top-level text column the floor is
+    the footer's minimum when that is not empty, else None; for a nested column (a list of
+    messages) it is (its leaves' count, {leaf position: (leaf path, minimum)}) for its text
+    leaves whose minimum is not empty (the roles', the contents')."""
     md, out, first = pf.metadata, [], 0
-    leaf = next((j for j in range(md.num_columns) if md.row_group(0).column(j).path_in_schema == column), None) \
-        if md.num_row_groups else None
+    paths = [md.row_group(0).column(j).path_in_schema for j in range(md.num_columns)] if md.num_row_groups else []
+    nested = [j for j, p in enumerate(paths) if p.startswith(column + ".")]
     for g in groups:
         rg = md.row_group(g)
-        floor = None
-        if leaf is not None:
-            st = rg.column(leaf).statistics
-            if st is not None and st.has_min_max and st.physical_type == "BYTE_ARRAY" and st.min_raw:
-                floor = bytes(st.min_raw)
+        if column in paths:
+            floor = _minimum(rg.column(paths.index(column)))
+        else:
+            leaf = {k: (paths[j], m) for k, j in enumerate(nested) if (m := _minimum(rg.column(j))) is not None}
+            floor = (len(nested), leaf) if leaf else None
         out.append((g, first, rg.num_rows, floor))
         first += rg.num_rows
     return out
+
+
+def _minimum(chunk) -> bytes | None:
+    """A BYTE_ARRAY column chunk's footer minimum when the footer holds one and it is not empty."""
+    st = chunk.statistics
+    if st is not None and st.has_min_max and st.physical_type == "BYTE_ARRAY" and st.min_raw:
+        return bytes(st.min_raw)
+    return None
+
+
+def _empty_mask(col: pa.Array) -> np.ndarray | None:
+    """bool per value of ``col``: an empty text (nulls are not); None for a type without texts."""
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(col.type):
+        lens = pc.binary_length(col.dictionary)
+        codes = np.flatnonzero(lens.fill_null(1).to_numpy(zero_copy_only=False) == 0)
+        empty = pc.is_in(col.indices, pa.array(codes, col.indices.type)).fill_null(False) if len(codes) else None
+        return np.zeros(len(col), dtype=bool) if empty is None else empty.to_numpy(zero_copy_only=False)
+    if pa.types.is_string_view(col.type) or pa.types.is_binary_view(col.type):
+        col = col.cast(pa.large_binary())
+    elif not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_binary(col.type)
+              or pa.types.is_large_binary(col.type)):
+        return None
+    return pc.equal(pc.binary_length(col), 0).fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _leaf_arrays(col: pa.Array) -> list[pa.Array]:
+    """The leaf arrays of ``col`` within its rows, depth first, in the order of the Parquet
+    schema's leaves under it (struct fields in order; a map's keys, then its values)."""
+    t = col.type
+    if pa.types.is_struct(t):  # StructArray.field: the child within the struct's offset and length
+        return [leaf for i in range(t.num_fields) for leaf in _leaf_arrays(col.field(i))]
+    if pa.types.is_map(t):  # MapArray.keys and .items: the whole child, indexed by the offsets
+        lo, hi = (int(col.offsets[0].as_py()), int(col.offsets[-1].as_py())) if len(col) else (0, 0)
+        return _leaf_arrays(col.keys.slice(lo, hi - lo)) + _leaf_arrays(col.items.slice(lo, hi - lo))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaf_arrays(col.flatten())
+    return [col]
 
 
 def check_empty_below_min(col: pa.Array, at: int, floors, unit: Unit, column: str) -> None:
@@ -46,34 +89,27 @@ def check_empty_below_min(col: pa.Array, at: int, floors, unit: Unit, column: st
     row group, dictionary-encoded, uncompressed, the dictionary page zeroed from the length
     prefix of "document 10 ..." to that of "document 40 ..." (2,652 bytes): pyarrow reads 3,000
     rows, 2,940 of them empty, and the run wrote them as empty documents (exit 0). The footer's
-    statistics (pyarrow and parquet-mr / Spark write them by default) hold each row group's minimum; the empty text is below any order's
-    minimum, so a minimum that is not empty proves those rows are not what was written, whatever
-    order a writer sorted by. A column with real empty texts has an empty minimum: not checked.
+    statistics (pyarrow and parquet-mr / Spark write them by default) hold each row group's
+    minimum; the empty text is below any order's minimum, so a minimum that is not empty proves
+    those rows are not what was written, whatever order a writer sorted by. A column with real
+    empty texts has an empty minimum: not checked. A nested column's text leaves (a message's
+    role and content) are held to their own minimums alike.
 
-    ``at``: the unit's rows read before ``col``. ``col``: a string, binary or dictionary array.
+    ``at``: the unit's rows read before ``col``. ``col``: a string, binary, dictionary or nested
+    array.
 
     Raises:
         InputError: the first such row, with its row group and the footer's minimum.
     """
-    import pyarrow.compute as pc
-
     n = len(col)
     if not n or not any(f is not None and first < at + n and at < first + rows for _, first, rows, f in floors):
         return
-    if pa.types.is_dictionary(col.type):
-        lens = pc.binary_length(col.dictionary)
-        codes = np.flatnonzero(lens.fill_null(1).to_numpy(zero_copy_only=False) == 0)
-        if not len(codes):
-            return
-        empty = pc.is_in(col.indices, pa.array(codes, col.indices.type)).fill_null(False)
-    elif pa.types.is_string_view(col.type) or pa.types.is_binary_view(col.type):
-        empty = pc.equal(pc.binary_length(col.cast(pa.large_binary())), 0).fill_null(False)
-    elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_binary(col.type) \
-            or pa.types.is_large_binary(col.type):
-        empty = pc.equal(pc.binary_length(col), 0).fill_null(False)
-    else:
+    if pa.types.is_nested(col.type):
+        _check_nested(col, at, floors, unit, column)
         return
-    empty = empty.to_numpy(zero_copy_only=False)
+    empty = _empty_mask(col)
+    if empty is None:
+        return
     for g, first, rows, floor in floors:
         lo, hi = max(first - at, 0), min(first + rows - at, n)
         if floor is None or lo >= hi or not empty[lo:hi].any():
@@ -81,11 +117,35 @@ def check_empty_below_min(col: pa.Array, at: int, floors, unit: Unit, column: st
         i = lo + int(np.argmax(empty[lo:hi]))
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):  # a hole's zeros in a row
             check_no_hole(col.slice(0, i), np.arange(i) + unit.first_row + at, column, unit.path)  # before: named
-        raise InputError(
-            f"{unit.path}: row {unit.first_row + at + i}: {column!r} is empty, but the footer says the smallest "
-            f"value of row group {g} is {floor[:40].decode(errors='replace')!r}: the page is damaged (a hole of "
-            "zeros reads as empty texts, and Parquet pages carry no checksum unless the writer added one); fetch "
-            "the file again", path=unit.path)
+        raise _below(unit, unit.first_row + at + i, column, "", g, floor)
+
+
+def _check_nested(col: pa.Array, at: int, floors, unit: Unit, column: str) -> None:
+    """:func:`check_empty_below_min` for a nested column: each text leaf against its minimum."""
+    n = len(col)
+    for g, first, rows, floor in floors:
+        lo, hi = max(first - at, 0), min(first + rows - at, n)
+        if floor is None or lo >= hi:
+            continue
+        count, leaves = floor
+        arrays = _leaf_arrays(col.slice(lo, hi - lo))
+        if len(arrays) != count:
+            return  # the Arrow and Parquet leaves do not pair up: no judgement
+        for k, (path, minimum) in leaves.items():
+            empty = _empty_mask(arrays[k])
+            if empty is None or not empty.any():
+                continue
+            i = next(i for i in range(lo, hi) if _empty_mask(_leaf_arrays(col.slice(i, 1))[k]).any())
+            raise _below(unit, unit.first_row + at + i, column, path, g, minimum)
+
+
+def _below(unit: Unit, row: int, column: str, where: str, g: int, minimum: bytes) -> InputError:
+    return InputError(
+        f"{unit.path}: row {row}: {column!r} {f'holds an empty text at {where}' if where else 'is empty'}, but the "
+        f"footer says the smallest value of {'that leaf in ' if where else ''}row group {g} is "
+        f"{minimum[:40].decode(errors='replace')!r}: the page is damaged (a hole of zeros reads as "
+        "empty texts, and Parquet pages carry no checksum unless the writer added one); fetch the file again",
+        path=unit.path)
 
 
 def check_dictionary_use(unit: Unit, groups: list[int], column: str, batch_rows: int,
