@@ -1539,6 +1539,18 @@ def test_a_dangling_symlink_in_a_glob_says_so(tmp_path):
         plan_units(inp([f"{tmp_path}/*.jsonl"]))
 
 
+def test_a_compressed_parquet_file_is_refused_as_one(tmp_path):
+    """x.parquet.gz (a gzip of a whole Parquet file) was refused as "not a readable Parquet
+    file (damaged or truncated footer?)", sending the user to fetch it again; the line now says
+    it is compressed and how to decompress it."""
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"text": ["a"]}), buf)
+    p = tmp_path / "x.parquet.gz"
+    p.write_bytes(gzip.compress(buf.getvalue()))
+    with pytest.raises(InputError, match=r"a gzip-compressed Parquet file: .*decompress it \(gunzip -k FILE\)"):
+        plan_units(inp([p]))
+
+
 def test_same_file_twice_is_read_once(tmp_path):
     """Read once, and the log says so: a user listing a file twice to upsample it learned that
     it was read once only from the row counts. Worked example: ``*.jsonl`` over a.jsonl and the

@@ -54,7 +54,8 @@ def sniff(path: str, fmt: str) -> None:
             compressed (a download saved without its suffix), another format (Parquet
             ``PAR1``, Arrow, zip: :func:`rmlprep.encoding_hints.binary_format`) or UTF-16/32
             (a byte-order mark, or NUL bytes between ASCII characters:
-            :func:`rmlprep.encoding_hints.wide_encoding`).
+            :func:`rmlprep.encoding_hints.wide_encoding`); a compressed Parquet file
+            (``.parquet.gz``), which read as a Parquet file with a "damaged or truncated footer".
     """
     try:
         with fs.open(path, "rb") as f:
@@ -68,6 +69,11 @@ def sniff(path: str, fmt: str) -> None:
     if magic is None and head.startswith(b"BZh") and head[4:10] == b"1AY&SY":
         magic = ("bzip2", ".bz2")
     kind = compression_of(path)
+    if kind is not None and fmt == "parquet":
+        tool = {"gzip": "gunzip", "zstd": "unzstd", "bzip2": "bunzip2", "xz": "unxz"}[kind]
+        raise InputError(f"{path}: a {kind}-compressed Parquet file: rmlprep reads Parquet as it is (its pages carry "
+                         f"their own compression); decompress it ({tool} -k FILE) and give the .parquet",
+                         path=path, offset=0)
     if kind is not None:
         if not head:
             raise InputError(f"{path}: is empty, but a {kind} file is never 0 bytes (an interrupted download "
