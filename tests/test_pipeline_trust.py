@@ -1728,3 +1728,31 @@ def test_a_file_of_a_glob_without_the_column_stops_the_run_before_any_unit(tmp_p
     assert err.count("\n") == 1 and want in err, err
     assert "unit" not in err and "Traceback" not in err
     assert not list(out.glob("train-*")) and not list(out.glob("shard-*"))
+
+
+def test_documents_without_the_bos_the_tokenizer_adds_are_warned(tmp_path):
+    """trial20: a pretrain run's defaults (``pack.bos = false``, ``tokenizer.add_special_tokens =
+    false``) packed Gemma documents without the ``<bos>`` (id 2) its tokenizer.json's
+    post-processor puts first (transformers' ``tokenizer(text)``, ``rmlprep.tokenize_text``), and
+    the log named only the eos. Worked example on the tiny fixture, whose spec adds BOS id 0
+    (``'!'``): the run logs one warning naming the token and ``pack.bos``; with ``pack.bos =
+    true``, or a tokenizer that adds no BOS, there is none. The shards are unchanged by it."""
+    from rmlprep.pipeline.framing import missing_bos
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"text": "hello 123"}\n')
+    tok = open_tokenizer(str(TINY))[0]
+    assert tok.spec.add_bos and tok.bos_id == 0
+    logs: list[str] = []
+    run(make_cfg(inp, tmp_path / "a"), log=logs.append)
+    warned = [x for x in logs if "documents get no bos" in x]
+    assert len(warned) == 1 and warned[0].startswith("warning: pack:"), logs
+    assert f"{tok.id_to_token(0)!r} (id 0)" in warned[0] and "pack.bos = true" in warned[0]
+    logs.clear()
+    run(make_cfg(inp, tmp_path / "b", pack={"seq_len": 128, "bos": True}), log=logs.append)
+    assert not [x for x in logs if "no bos" in x], logs
+    from rmlprep.tokenizer import Tokenizer
+    quiet = Tokenizer.create(tok.spec.replace(add_bos=False))
+    assert missing_bos(make_cfg(inp, tmp_path / "c"), quiet) == ""
+    assert missing_bos(make_cfg(inp, tmp_path / "c", tokenizer={"path": str(TINY), "add_special_tokens": True}),
+                       tok) == ""

@@ -23,7 +23,7 @@ from .output import PREVIOUS, OutputFolder
 from .owner import check_owner, check_shards, claim
 from .previous import discard_previous, previous_complete, restore_previous, sweep
 from .card import incomplete_card
-from .framing import framing
+from .framing import framing, missing_bos
 from .plan import PlannedUnit, plan
 from .ray_engine import probe_ray_address, require_ray
 from .renumber import adopt_moved, renumbered_line
@@ -120,6 +120,7 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         tokenizer, tok_file = load_run_tokenizer(cfg, log=log)
     timings["load_tokenizer"] = time.perf_counter() - t_start
     added = framing(cfg, tokenizer).describe(tokenizer)  # [pack] against the tokenizer: before any corpus work
+    no_bos = missing_bos(cfg, tokenizer)  # a Gemma document packed without the <bos> its tokenizer adds
     cfg = resolve_chat_config(cfg, tokenizer, log=log)  # sft: chat.format "auto" → the proved format
     out = OutputFolder(cfg.output_dir)
     check_owner(out, overwrite=overwrite)  # a folder rmlprep did not write: refused, left as it was
@@ -188,6 +189,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
             log = prog.say  # a bar on the terminal from here on: lines are written above it, not glued to it
             for rec in records.values():
                 prog.unit_done(rec, skipped=True)
+            if no_bos:
+                log(no_bos)
             if added:  # the ids the pack stage adds, named (an instruct folder's eos is its turn end)
                 log(added)
             how = ("every unit done, nothing to process" if not todo else "engine ray" if engine_name == "ray"

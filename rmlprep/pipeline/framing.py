@@ -11,7 +11,7 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..load import is_spec_file
 
-__all__ = ["Framing", "framing"]
+__all__ = ["Framing", "framing", "missing_bos"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +130,25 @@ def framing(cfg: RunConfig, tokenizer) -> Framing:
                     "(or tokenizer.add_special_tokens = false)"
                 )
     return Framing(bos=bos, eos=eos)
+
+
+def missing_bos(cfg: RunConfig, tokenizer) -> str:
+    """The log's warning when a pretrain run starts documents with no BOS although the
+    tokenizer's own encode starts every text with one (``spec.add_bos``: a tokenizer.json
+    post-processor, a config's ``add_bos_token``; Gemma, Llama 2 and 3, Mistral), so that
+    transformers' ``tokenizer(text)``, datatrove's and Megatron's tokenization and
+    :func:`rmlprep.tokenize_text` put it there; "" otherwise (sft, ``pack.bos``,
+    ``tokenizer.add_special_tokens``, no bos id, or a GGUF's defaulted one, which ``pack.bos``
+    refuses). A fresh-user trial packed Gemma documents without ``<bos>`` under the defaults
+    and was told nothing."""
+    s = tokenizer.spec
+    if (cfg.pipeline == "sft" or cfg["pack"]["bos"] or cfg["tokenizer"]["add_special_tokens"] or not s.add_bos
+            or tokenizer.bos_id is None or "bos" in getattr(s, "defaulted_ids", ())):
+        return ""
+    tid = tokenizer.bos_id
+    return (f"warning: pack: documents get no bos, though this tokenizer's own encode starts every text with "
+            f"{tokenizer.id_to_token(tid)!r} (id {tid}), as transformers' tokenizer(text) and rmlprep.tokenize_text "
+            "do; set pack.bos = true if the model was trained with it")
 
 
 def _lone_tokenizer_json(path: str) -> Path | None:
