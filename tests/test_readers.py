@@ -1076,6 +1076,27 @@ def test_a_hole_ending_where_a_message_content_starts_is_refused(tmp_path):
     one_line_error(ei, p)
 
 
+@pytest.mark.parametrize("name, column", [("duckdb_enum_roles", "messages"), ("duckdb_enum_text", "text"),
+                                          ("fastparquet_categorical", "text")])
+def test_writers_that_write_unused_dictionary_entries_are_read(name, column):
+    """Healthy files whose dictionary pages hold entries no row uses, written by DuckDB (an
+    ENUM's whole type is its dictionary: conversations whose role ENUM('system', 'user',
+    'assistant', 'tool') holds only 'user' and 'assistant') and fastparquet (a categorical's
+    unused category 'zz'), neither with an Arrow schema saying so (fixtures/writers,
+    tools/make_writer_fixtures.py): read whole, as pyarrow reads them. The test first shows
+    the dictionary does hold an entry no row uses, so it cannot pass for want of one."""
+    p = Path(__file__).resolve().parents[1] / "fixtures" / "writers" / f"{name}.parquet"
+    pf = pq.ParquetFile(p)
+    assert not pf.metadata.created_by.startswith(("parquet-cpp", "parquet-mr"))
+    leaf = next(pf.metadata.row_group(0).column(j).path_in_schema for j in range(pf.metadata.num_columns)
+                if pf.metadata.row_group(0).column(j).path_in_schema.endswith(("role", "text")))
+    col = pq.ParquetFile(p, read_dictionary=[leaf]).read(columns=[leaf]).column(0).combine_chunks()
+    while not pa.types.is_dictionary(col.type):  # list<struct<role, ...>> down to the role leaf
+        col = col.field(0) if pa.types.is_struct(col.type) else col.flatten()
+    assert len(set(col.indices.drop_null().to_pylist())) < len(col.dictionary)  # an entry no row uses
+    assert read_path(p, column=column)[0] == pq.read_table(p)[column].to_pylist()
+
+
 @pytest.mark.parametrize("kind", ["string", "dictionary", "string_view", "large_string"])
 def test_real_empty_texts_beside_row_groups_without_them_are_read(tmp_path, kind):
     """Row groups of 7 rows read in batches of 10 (a batch spans two groups): group 1 (rows

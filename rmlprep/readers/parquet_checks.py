@@ -14,7 +14,13 @@ from ..errors import InputError
 from .base import Unit
 from .holes import check_no_hole
 
-__all__ = ["group_floors", "check_empty_below_min", "check_dictionary_use"]
+__all__ = ["group_floors", "check_empty_below_min", "check_dictionary_use", "DICTIONARY_FROM_ROWS"]
+
+#: ``created_by`` prefixes of the writers whose dictionary pages hold only entries the rows of
+#: their column chunk use: Arrow C++ (``parquet-cpp-arrow``: pyarrow, pandas, ``datasets``; an
+#: Arrow dictionary written as one is told by the column's Arrow type) and parquet-mr (Spark,
+#: Hive: the page holds the entries of the dictionary-encoded pages, ``lastUsedDictionarySize``).
+DICTIONARY_FROM_ROWS = ("parquet-cpp", "parquet-mr")
 
 
 def group_floors(pf, groups: list[int], column: str) -> list[tuple[int, int, int, Any]]:
@@ -167,6 +173,11 @@ def check_dictionary_use(unit: Unit, groups: list[int], column: str, batch_rows:
     no entry of the page's dictionary): memory is the dictionary page and one batch. Skipped for
     a column whose ``arrow_type`` (its type as the file is read without ``read_dictionary``)
     holds a dictionary: written from one (a pandas categorical), its unused entries are its own.
+    Skipped too for a file whose footer's ``created_by`` names a writer not known to build the
+    dictionary from the rows (:data:`DICTIONARY_FROM_ROWS`): DuckDB writes an ENUM column's whole
+    type as the dictionary (a role ENUM('system', 'user', 'assistant', 'tool') of conversations
+    without a system turn), fastparquet a pandas categorical's every category in each row group,
+    both without an Arrow schema saying so (duckdb 2.0.1, fastparquet 2026.9.0).
 
     Raises:
         InputError: the row group, the leaf and its first unused entry.
@@ -178,6 +189,8 @@ def check_dictionary_use(unit: Unit, groups: list[int], column: str, batch_rows:
         return
     try:
         md = pq.ParquetFile(fs.arrow_source(unit.path)).metadata
+        if not (md.created_by or "").startswith(DICTIONARY_FROM_ROWS):
+            return
         leaves = [j for j in range(md.num_columns) if md.num_row_groups and md.row_group(0).column(j).physical_type
                   == "BYTE_ARRAY" and (md.row_group(0).column(j).path_in_schema == column
                                        or md.row_group(0).column(j).path_in_schema.startswith(column + "."))]
