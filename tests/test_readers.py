@@ -1515,6 +1515,24 @@ def test_a_shard_set_numbered_from_1_is_whole_with_its_last_number(tmp_path):
         plan_units(inp([f"{tmp_path}/data/*.parquet"]))
 
 
+def test_a_shard_set_named_with_each_shards_fingerprint_is_whole(tmp_path):
+    """datasets 2.x push_to_hub named a split's shards
+    ``{split}-{index:05d}-of-{num_shards:05d}-{shard._fingerprint}.parquet``, the fingerprint
+    (16 hex digits) one per shard, as many datasets on the Hub still hold them: the two files
+    train-00000-of-00002-6a8e3d5b0f9c1e2a and train-00001-of-00002-b1c2d3e4f5a6b7c8 are the
+    whole set, read (200 rows); the first alone lacks shard 1, refused naming it with its
+    fingerprint unknown (``-*``)."""
+    (tmp_path / "data").mkdir()
+    for k, fp in enumerate(["6a8e3d5b0f9c1e2a", "b1c2d3e4f5a6b7c8"]):
+        pq.write_table(pa.table({"text": [f"row {k * 100 + i}" for i in range(100)]}),
+                       tmp_path / "data" / f"train-{k:05d}-of-00002-{fp}.parquet")
+    assert read_full(plan_units(inp([f"{tmp_path}/data/train-*.parquet"])))[0] == [f"row {i}" for i in range(200)]
+    (tmp_path / "data" / "train-00001-of-00002-b1c2d3e4f5a6b7c8.parquet").unlink()
+    with pytest.raises(InputError, match=r"matches 1 of the 2 files train-N-of-00002-\*\.parquet in .*; it would "
+                                         r"match the others too, but train-00001-of-00002-\*\.parquet is missing"):
+        plan_units(inp([f"{tmp_path}/data/train-*.parquet"]))
+
+
 def test_a_glob_over_a_datasets_cache_folder_with_map_results_is_refused(tmp_path):
     """load_dataset("json", ..., cache_dir) of 100 rows, then .map(): the cache folder holds
     json-train.arrow and a cache-<hash>.arrow of the mapped rows beside dataset_info.json. A

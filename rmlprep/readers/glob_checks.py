@@ -20,6 +20,10 @@ _CACHE = re.compile(r"^cache-[0-9a-f]{16}\.arrow$")
 #: a file of the Hub's cache: ``.../datasets--<org>--<name>/snapshots/<revision>/<path>``
 _HUB = re.compile(r"^(?P<repo>.*/(?:datasets|models|spaces)--[^/]+)/snapshots/(?P<rev>[^/]+)/")
 _SHARD = re.compile(r"^(?P<pre>.+)-(?P<i>\d{1,6})-of-(?P<n>\d{1,6})(?P<post>(?:[^0-9].*)?)$")
+#: a shard's own fingerprint after its count: ``datasets`` 2.x ``push_to_hub`` named the shards
+#: ``{split}-{index:05d}-of-{num_shards:05d}-{shard._fingerprint}.parquet`` (16 hex digits, one
+#: per shard), as many datasets on the Hub still are
+_FINGERPRINT = re.compile(r"^-[0-9a-f]{16}(?=\.)")
 
 
 def check_shard_sets(pattern: str, hits: list[str]) -> None:
@@ -36,21 +40,23 @@ def check_shard_sets(pattern: str, hits: list[str]) -> None:
     Raises:
         InputError: the first such set, with its missing files (the first three).
     """
-    sets: dict[tuple[str, str, str, str], dict[int, str]] = {}
+    sets: dict[tuple[str, str, str, str], dict[int, tuple[str, str]]] = {}
     for h in hits:
         m = _SHARD.match(h.rstrip("/").rsplit("/", 1)[-1])
         if m and int(m["i"]) <= int(m["n"]):
-            sets.setdefault((fs.dirname(h), m["pre"], m["n"], m["post"]), {})[int(m["i"])] = m["i"]
+            key = (fs.dirname(h), m["pre"], m["n"], _FINGERPRINT.sub("-*", m["post"]))
+            sets.setdefault(key, {})[int(m["i"])] = (m["i"], m["post"])
     for (folder, pre, n, post), present in sorted(sets.items()):
-        width = len(next(iter(present.values())))
-        name = f"{pre}-{{:0{width}d}}-of-{n}{post}".format
-        if not fnmatch.fnmatchcase(fs.join(folder, name(min(present))), pattern):
+        digits, real = next(iter(present.values()))  # a fingerprinted set's missing files: one's fingerprint
+        name = f"{pre}-{{:0{len(digits)}d}}-of-{n}{post}".format
+        matched = f"{pre}-{{:0{len(digits)}d}}-of-{n}{real}".format
+        if not fnmatch.fnmatchcase(fs.join(folder, matched(min(present))), pattern):
             continue  # the names cannot be matched as the glob matched them: no judgement
         # numbered from 0 (datasets, TensorFlow) or from 1 (model-00001-of-00002.safetensors): a set
         # holding its count's number, or without 0, is counted from 1
         first = 1 if int(n) in present or 0 not in present else 0
         missing = [name(i) for i in range(first, first + int(n))
-                   if i not in present and fnmatch.fnmatchcase(fs.join(folder, name(i)), pattern)]
+                   if i not in present and fnmatch.fnmatchcase(fs.join(folder, matched(i)), pattern)]
         if missing:
             one = len(missing) == 1
             raise InputError(
