@@ -2030,3 +2030,22 @@ def test_units_whose_worker_cannot_render_are_named(tmp_path, monkeypatch):
     assert "live_units" not in m["parity"]["chat"]
     assert ("warning: parity: 2 of the 2 units processed were not compared live with the chat template (from unit 0): "
             "their worker could not render it (jinja2 is not installed there; pip install jinja2 on every node)") in logs
+
+
+def test_a_live_check_of_no_conversation_says_so():
+    """trial20: a ShareGPT file whose every row was rejected got "chat check  0 of the 0
+    conversations written by the 1 unit processed compared ...: all match", a check that had
+    nothing to compare. With nothing written the line says none was compared and why; with
+    conversations written it reads as before (worked example: 3 of 5)."""
+    from rmlprep.pipeline.reports_chat import _live_line
+
+    def manifest(compared, written):
+        return {"config": {"pipeline": "sft", "chat": {"format": "chatml"}, "parity": {"chat_live_sample": 1000}},
+                "units_processed": 1,
+                "parity": {"chat": {"live_units": {"units": 1, "compared": compared, "written": written}}}}
+
+    line = _live_line(manifest(0, 0))
+    assert line == "no conversation compared with the tokenizer's chat template: the 1 unit processed wrote none"
+    assert "all match" not in line
+    assert _live_line(manifest(3, 5)) == ("3 of the 5 conversations written by the 1 unit processed compared with "
+                                          "the tokenizer's chat template (jinja2): all match")

@@ -145,6 +145,8 @@ def _live_line(manifest: dict[str, Any]) -> str | None:
     if not isinstance(chat, dict):
         return f"{none} (parity.chat = false)"
     if isinstance(live := chat.get("live_units"), dict) and "written" in live:
+        if not live["written"]:  # every row rejected: "0 of the 0 ... all match" said a check that had nothing
+            return f"{none}: the {live['units']:,} unit{'s' if live['units'] != 1 else ''} processed wrote none"
         return (f"{live['compared']:,} of the {live['written']:,} conversations written by the {live['units']:,} "
                 f"unit{'s' if live['units'] != 1 else ''} processed compared with the tokenizer's chat template "
                 "(jinja2): all match")
