@@ -114,7 +114,9 @@ class TokenizeChat(_MapFunction):
     definitions whose ``tool_calls`` call a tool they do not define: likewise;
     :func:`rmlprep.chat.convert.undefined_tool_calls`), ``special_text_parsed`` (with
     ``fmt="template"``: written conversations whose own text holds control-token text, encoded
-    as the control token: :func:`rmlprep.chat.template.parsed_special_text`) and ``surrogate_rows`` (encoded
+    as the control token: :func:`rmlprep.chat.template.parsed_special_text`; with a native format,
+    ``special_text_as_text``: such text written as text, where transformers' ``apply_chat_template(
+    tokenize=True)`` gives the control id) and ``surrogate_rows`` (encoded
     conversations whose written text held surrogate code points, replaced as
     :func:`tokenize_text` replaces them: :func:`rmlprep.segment.replace_lone_surrogates`).
     """
@@ -141,7 +143,7 @@ class TokenizeChat(_MapFunction):
     def _extra_stats(self) -> None:
         self._stats.update(reasoning_dropped=0, no_assistant=0, json_tool_calls=0, json_tool_calls_as_text=0,
                           generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
-                          json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0,
+                          json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0, special_text_as_text=0,
                           tool_arguments_from_string=0, answers_without_think=0, history_untrained=0,
                           reasoning_key_unread=0)
         self._writer = None
@@ -247,9 +249,9 @@ class TokenizeChat(_MapFunction):
                         self._count_warned("json_tool_parameters_as_text")
                 if fmt == "template":
                     out = self._template_writer().write(messages, add_generation_prompt=gen, tools=tools)
-                    special = parsed_special_text(tok, messages, tools)  # encoded as the control token
                 else:
                     out = write(messages, fmt, add_generation_prompt=gen, tools=tools, options=self.options)
+                special = parsed_special_text(tok, messages, tools)  # the control token (template) or text (a format)
                 if not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in messages):
                     self._stats["no_assistant"] += 1
                     if self.no_assistant == "reject":
@@ -269,8 +271,8 @@ class TokenizeChat(_MapFunction):
                     why += self.tools_hint  # a Hermes 3 style config: the tools template is named apart
                 self._fail(i, why, where, errors, e)
                 continue
-            if fmt == "template" and special:
-                self._count_warned("special_text_parsed")
+            if special:
+                self._count_warned("special_text_parsed" if fmt == "template" else "special_text_as_text")
             if string_tool_arguments(messages):
                 self._count_warned("tool_arguments_from_string")
             if fmt != "template" and (bare := unread_reasoning(messages, get_format(fmt))) is not None:

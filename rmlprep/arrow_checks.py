@@ -38,6 +38,9 @@ _FIRST_WARNING = {
     "as one escaped string, not as the schema object; json_tools=True parses them",
     "special_text_parsed": "a conversation's text holds special-token text (e.g. '<|im_end|>'), which fmt='template' "
     "encodes as the control token, as transformers' apply_chat_template does (a native format encodes it as text)",
+    "special_text_as_text": "a conversation's text holds special-token text (e.g. '<|im_end|>'), which the chat format "
+    "writes as text (text is data), where transformers' apply_chat_template(tokenize=True) gives the control token's id: "
+    "their ids differ there; fmt='template' encodes it as transformers does",
     "answers_without_think": "a conversation has an answer trained without a think block where the format's "
     "generation prompt leaves the model to open one (Qwen3's template writes it only after the last user message): "
     "it teaches the model to answer without thinking; train_turns='last' trains only the answers after the last "

@@ -1655,6 +1655,9 @@ def test_special_token_text_that_template_mode_parses_is_counted(tmp_path):
     cut out as its id by every path, so not counted): the run counts 2 (special_text_parsed),
     its summary names them; the native run counts none, and 151645 appears once per turn end
     only. A marker without the key leaves the total unknown (null), as for other late counts."""
+    import pyarrow as pa
+
+    from rmlprep.arrow import tokenize_chat
     from rmlprep.chat.template import parsed_special_text
     from rmlprep.load import load_tokenizer
 
@@ -1676,8 +1679,19 @@ def test_special_token_text_that_template_mode_parses_is_counted(tmp_path):
     m = run(cfg(inp, tmp_path / "t", fmt="template", **kw), log=logs.append)
     assert m["totals"]["documents"] == 3 and m["totals"]["special_text_parsed"] == 2
     assert "2 conversations hold special-token text" in logs[-1]
+    assert m["totals"]["special_text_as_text"] == 0  # template mode: encoded as the control token
     m = run(cfg(inp, tmp_path / "n", fmt="qwen2.5", **kw), log=logs.append)
     assert m["totals"]["documents"] == 3 and m["totals"]["special_text_parsed"] == 0
+    # trial20: the native run wrote the same 2 rows' special text as text and said nothing ("all match"
+    # compares text): counted apart, the summary says their ids differ from apply_chat_template(tokenize=True)'s
+    assert m["totals"]["special_text_as_text"] == 2
+    assert "2 conversations hold special-token text (e.g. '<|im_end|>' typed in a message), written as text" in logs[-1]
+    fn = tokenize_chat(load_tokenizer(str(REAL_HF / "qwen2.5")), "qwen2.5")
+    with pytest.warns(UserWarning, match=r"writes as text .*fn.stats\['special_text_as_text'\]"):
+        fn(pa.table({"messages": [[{"role": "user", "content": forged}, {"role": "assistant", "content": "ok"}],
+                                  [{"role": "user", "content": "x <tool_call> y"},
+                                   {"role": "assistant", "content": "ok"}]]}))
+    assert fn.stats["special_text_as_text"] == 1 and fn.stats["special_text_parsed"] == 0
     (marker,) = (tmp_path / "t").glob("*.done.json")
     old = json.loads(marker.read_text())
     del old["special_text_parsed"]

@@ -61,6 +61,9 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     - ``special_text_parsed``: sft conversations whose own text holds control-token text,
       which ``chat.format = "template"`` encodes as the control token; only that format can.
 
+    - ``special_text_as_text``: sft conversations whose own text holds control-token text, which
+      a native format writes as text (transformers' tokenized render has the control id there).
+
     - ``tool_arguments_from_string``: sft conversations giving a tool call's arguments as a string
       of JSON (written as the format writes a mapping); any chat config can count some.
 
@@ -84,6 +87,7 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
         return {"untrained_chunks": cfg["pack"]["overflow"] == "split", "tool_calls_undefined": True,
                 "reasoning_untrained": not chat["train_on_reasoning"],
                 "special_text_parsed": chat["format"] == "template", "tool_arguments_from_string": True,
+                "special_text_as_text": chat["format"] != "template",
                 "answers_without_think": thinks_without_reasoning(chat["format"], chat["options"]),
                 "history_untrained": chat["train_turns"] == "last",
                 "reasoning_key_unread": _reads_reasoning_keys(chat["format"])}

@@ -122,6 +122,15 @@ def chat_count_lines(manifest: dict[str, Any], t: dict[str, Any]) -> list[tuple[
                                       "'<|im_end|>' typed in a message), encoded as the control token as "
                                       "chat.format = \"template\" and transformers' apply_chat_template encode it "
                                       "(a native format encodes it as text)"))
+    if t.get("special_text_as_text", 0) is None:
+        lines.append(_not_known("special text", "conversations whose text holds special-token text, written as text"))
+    if t.get("special_text_as_text"):
+        n = t["special_text_as_text"]
+        lines.append(("special text", f"{n:,} conversation{'s hold' if n != 1 else ' holds'} special-token text (e.g. "
+                                      "'<|im_end|>' typed in a message), written as text (text is data), where "
+                                      "transformers' apply_chat_template(tokenize=True) gives the control token's id: "
+                                      "their ids differ there (the chat check compares text); "
+                                      "chat.format = \"template\" encodes it as transformers does"))
     if (line := _live_line(manifest)) is not None:
         lines.append(("chat check", line))
     return lines
