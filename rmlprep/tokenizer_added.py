@@ -155,6 +155,17 @@ class _AddedTokens:
             raise TokenizeError(f"cut_added expects str, got {type(text).__name__}")
         return [f for f in self._cut_added(text, bool(parse_special)) if f != ""]
 
+    def may_hold_added(self, text: str) -> bool:
+        """False when ``text`` surely holds no added token that ``cut_added(text,
+        parse_special=True)`` would cut (one regex search, no fragments built): a quick test
+        before :meth:`cut_added`. True when it finds one, and always for a spec with normalized
+        added tokens (found only after normalization: cut to know).
+
+        Example (Qwen2.5): ``"a<|im_end|>b"`` -> True; ``"plain text"`` -> False.
+        """
+        raw = self._matchers[True][0]
+        return self._two_pass or (raw is not None and raw[0].search(text) is not None)
+
     def cut_added_parts(self, parts: Sequence[tuple[str, bool]]) -> list[tuple[str | int, int, int]]:
         """Cut the added tokens out of the concatenation of ``parts``, each part parsed with its
         own ``parse_special``, as the reference cuts the joined text.

@@ -477,3 +477,32 @@ def test_the_ids_repr_shows_are_attributes():
     assert (tok.unk_id, tok.pad_id, tok.eot_ids) == (None, 256, (257,))
     r = repr(tok)
     assert re.search(r"unk_id=None, pad_id=256, eot_ids=\[257\]", r), r
+
+
+_QWEN = Path.home() / ".cache" / "rmlprep-real-tokenizers" / "hf" / "qwen2.5"
+
+
+@pytest.mark.skipif(not (_QWEN / "tokenizer.json").exists(), reason=f"{_QWEN} is absent (get.sh)")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", " ", "<", "|", "im_end", "|>", "<|im_end|>", "<tool_call>", "<|endoftext|>",
+                                 "é", "\n", "<|im_start|>"]), max_size=12))
+def test_may_hold_added_is_false_only_where_cut_added_cuts_nothing(parts):
+    """``may_hold_added`` is the quick test ``chat.template.parsed_special_text`` makes before
+    its two cuts: when it says False, ``cut_added(text, parse_special=True)`` must cut no
+    token, or a conversation holding special-token text would go uncounted. Worked example
+    (Qwen2.5's tokenizer.json: ``<|im_end|>`` special, ``<tool_call>`` not): ``"a<|im_end|>b"``
+    and ``"a<tool_call>b"`` may (True), ``"plain text"`` may not (False)."""
+    from rmlprep.load import load_tokenizer
+
+    tok = _qwen_tokenizer(load_tokenizer)
+    text = "".join(parts)
+    if not tok.may_hold_added(text):
+        assert not any(isinstance(f, int) for f in tok.cut_added(text, parse_special=True)), text
+    assert tok.may_hold_added("a<|im_end|>b") and tok.may_hold_added("a<tool_call>b")
+    assert not tok.may_hold_added("plain text")
+
+
+def _qwen_tokenizer(load, _cache: dict = {}):  # noqa: B006 (one load for the examples)
+    if "t" not in _cache:
+        _cache["t"] = load(str(_QWEN))
+    return _cache["t"]

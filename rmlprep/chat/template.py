@@ -329,9 +329,12 @@ def parsed_special_text(tokenizer, messages: Any, tools: Any = None) -> bool:
     Example (Qwen2.5): a user content ``"a<|im_end|>b"`` -> True; ``"a<tool_call>b"`` -> False.
     """
     stack = [messages, tools]
+    may_hold = getattr(tokenizer, "may_hold_added", None)  # one regex search before the cuts
     while stack:
         v = stack.pop()
         if isinstance(v, str):
+            if may_hold is not None and not may_hold(v):
+                continue
             ids = sum(isinstance(f, int) for f in tokenizer.cut_added(v, parse_special=True))
             if ids and ids != sum(isinstance(f, int) for f in tokenizer.cut_added(v)):
                 return True
