@@ -39,6 +39,17 @@ _LAST_ONLY = ", or chat.train_turns = \"last\" trains only the answers after the
 _UNDER_LAST = ("under chat.train_turns = \"last\" these are turns after the last user message (tool calls before "
                "the final answer, answers of a format that drops all reasoning): give such calls reasoning_content; ")
 _NO_THINK["deepseek-r1-llamacpp"] = _NO_THINK["deepseek-r1"]
+#: (count, its "not known" line's end, what its line says was done): chat.format = "template" encodes
+#: special-token text in a message as the control token, a native format as text
+_SPECIAL_TEXT = (
+    ("special_text_parsed", "encoded as the control token (chat.format = \"template\")",
+     "encoded as the control token as chat.format = \"template\" and transformers' apply_chat_template encode it "
+     "(a native format encodes it as text)"),
+    ("special_text_as_text", "written as text",
+     "written as text (text is data), where transformers' apply_chat_template(tokenize=True) gives the control "
+     "token's id: their ids differ there (the chat check compares text); chat.format = \"template\" encodes it as "
+     "transformers does"),
+)
 
 
 def chat_count_lines(manifest: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str]]:
@@ -113,24 +124,12 @@ def chat_count_lines(manifest: dict[str, Any], t: dict[str, Any]) -> list[tuple[
                                     "string of JSON, parsed and written as the format writes a mapping "
                                     "(transformers' apply_chat_template writes such a string as it is or encodes it "
                                     "again: its render of these rows can differ)"))
-    if t.get("special_text_parsed", 0) is None:
-        lines.append(_not_known("special text", "conversations whose text holds special-token text, encoded as the "
-                                                "control token (chat.format = \"template\")"))
-    if t.get("special_text_parsed"):
-        n = t["special_text_parsed"]
-        lines.append(("special text", f"{n:,} conversation{'s hold' if n != 1 else ' holds'} special-token text (e.g. "
-                                      "'<|im_end|>' typed in a message), encoded as the control token as "
-                                      "chat.format = \"template\" and transformers' apply_chat_template encode it "
-                                      "(a native format encodes it as text)"))
-    if t.get("special_text_as_text", 0) is None:
-        lines.append(_not_known("special text", "conversations whose text holds special-token text, written as text"))
-    if t.get("special_text_as_text"):
-        n = t["special_text_as_text"]
-        lines.append(("special text", f"{n:,} conversation{'s hold' if n != 1 else ' holds'} special-token text (e.g. "
-                                      "'<|im_end|>' typed in a message), written as text (text is data), where "
-                                      "transformers' apply_chat_template(tokenize=True) gives the control token's id: "
-                                      "their ids differ there (the chat check compares text); "
-                                      "chat.format = \"template\" encodes it as transformers does"))
+    for key, unknown, how in _SPECIAL_TEXT:  # the same text, encoded as the control token or as text
+        if t.get(key, 0) is None:
+            lines.append(_not_known("special text", f"conversations whose text holds special-token text, {unknown}"))
+        if n := t.get(key):
+            lines.append(("special text", f"{n:,} conversation{'s hold' if n != 1 else ' holds'} special-token text "
+                                          f"(e.g. '<|im_end|>' typed in a message), {how}"))
     if (line := _live_line(manifest)) is not None:
         lines.append(("chat check", line))
     return lines
