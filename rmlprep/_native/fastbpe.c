@@ -1554,6 +1554,26 @@ static inline int32_t pr_key(uint32_t prio, size_t i)
  * first), copied in whole with fixed-size copies instead of written symbol by symbol */
 static uint8_t LINK_NEXT[256], LINK_PREV[256];
 
+/* A merge makes two new pairs, (merged, sym[r]) and (sym[l], merged), each when its neighbour
+ * exists (< n): their keys and hashes, and both table slots requested before either is read, so
+ * their misses overlap (the merge loops of merge_scan_body, scan_word_step and the long words). */
+static inline __attribute__((always_inline)) void request_new_pairs(const PairMap *P, const uint32_t *sym, size_t n,
+                                                                   uint32_t merged, size_t r, size_t l,
+                                                                   uint64_t *kr, uint64_t *hr, uint64_t *kl,
+                                                                   uint64_t *hl)
+{
+    if (r < n) {
+        *kr = pair_key(merged, sym[r]);
+        *hr = pair_hash(*kr);
+        __builtin_prefetch(&P->tab[pair_slot(P, *hr)]);
+    }
+    if (l < n) {
+        *kl = pair_key(sym[l], merged);
+        *hl = pair_hash(*kl);
+        __builtin_prefetch(&P->tab[pair_slot(P, *hl)]);
+    }
+}
+
 /* Words of up to SMALL_WORD symbols. lean (a constant): the Encoder's `lean` holds (PairMap.direct,
  * so a value is both the merged id and its priority; byte-level symbols, never a barrier; a pair
  * table), and the loop reads no mg[] and tests neither. */
@@ -1603,18 +1623,8 @@ static inline __attribute__((always_inline)) size_t merge_scan_body(Ctx *x, size
         size_t b = best & 63, d = nx[b], r = nx[d], l = pv[b];
         uint32_t prio = (uint32_t)best >> 6;
         uint32_t merged = lean ? prio : P->by_rank ? P->merged_of[prio] : P->direct ? prio : mg[b];
-        /* both new pairs' slots requested before either is read: their misses overlap */
         uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
-        if (r < n) {
-            kr = pair_key(merged, sym[r]);
-            hr = pair_hash(kr);
-            __builtin_prefetch(&P->tab[pair_slot(P, hr)]);
-        }
-        if (l < n) {
-            kl = pair_key(sym[l], merged);
-            hl = pair_hash(kl);
-            __builtin_prefetch(&P->tab[pair_slot(P, hl)]);
-        }
+        request_new_pairs(P, sym, n, merged, r, l, &kr, &hr, &kl, &hl);
         sym[b] = merged;
         nx[b] = (uint8_t)r;
         pr[d] = PR_NONE;
@@ -1701,16 +1711,7 @@ static inline __attribute__((always_inline)) int scan_word_step(const PairMap *P
     size_t b = best & 63, d = w->nx[b], r = w->nx[d], l = w->pv[b];
     uint32_t merged = (uint32_t)best >> 6;
     uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
-    if (r < n) {
-        kr = pair_key(merged, sym[r]);
-        hr = pair_hash(kr);
-        __builtin_prefetch(&P->tab[pair_slot(P, hr)]);
-    }
-    if (l < n) {
-        kl = pair_key(sym[l], merged);
-        hl = pair_hash(kl);
-        __builtin_prefetch(&P->tab[pair_slot(P, hl)]);
-    }
+    request_new_pairs(P, sym, n, merged, r, l, &kr, &hr, &kl, &hl);
     sym[b] = merged;
     w->nx[b] = (uint8_t)r;
     w->pr[d] = PR_NONE;
@@ -1924,16 +1925,7 @@ static inline __attribute__((always_inline)) size_t merge_blocks_body(Ctx *x, si
         uint32_t prio = best >> 8;
         uint32_t merged = lean ? prio : P->by_rank ? P->merged_of[prio] : P->direct ? prio : mg[b];
         uint64_t kr = 0, hr = 0, kl = 0, hl = 0;
-        if (r < n) {
-            kr = pair_key(merged, sym[r]);
-            hr = pair_hash(kr);
-            __builtin_prefetch(&P->tab[pair_slot(P, hr)]);
-        }
-        if (l < n) {
-            kl = pair_key(sym[l], merged);
-            hl = pair_hash(kl);
-            __builtin_prefetch(&P->tab[pair_slot(P, hl)]);
-        }
+        request_new_pairs(P, sym, n, merged, r, l, &kr, &hr, &kl, &hl);
         sym[b] = merged;
         nx[b] = (uint8_t)r;
         pr[d] = PR_NONE;
