@@ -4,7 +4,8 @@ GGUF layout (version 2 and 3, little-endian)::
 
     magic "GGUF" | version u32 | tensor_count u64 | kv_count u64
     kv_count x ( key: string | value_type u32 | value )
-    tensor infos ... | padding | tensor data        <- never read here
+    tensor_count x ( name: string | n_dims u32 | n_dims x dim u64 | type u32 | offset u64 )
+    padding to general.alignment (default 32) | tensor data        <- never read here
 
     string = length u64 + UTF-8 bytes
     array  = element_type u32 + count u64 + count elements
@@ -15,6 +16,13 @@ model file costs no more than its metadata. Numeric arrays become numpy arrays w
 tight loop over the map. Every length is checked against the bytes left in the file before it
 is used, so a corrupt length raises :class:`LoaderError` with its byte offset and never
 allocates.
+
+The tensor infos are walked too (never the data): a file whose last tensor's data would end past
+the end of the file is a model cut short (a download that stopped) and is refused with both
+sizes, as llama.cpp refuses it even for a vocab-only load (``llama_model_loader`` checks every
+tensor: "data is not within the file bounds, model is corrupted or incomplete") and the ``gguf``
+package's ``GGUFReader`` fails on it. Vocab-only files (``tensor_count`` 0, llama.cpp's
+``ggml-vocab-*.gguf``) have nothing to check.
 
 This module owns the binary format: the bounds-checked reader, :func:`read_gguf_metadata` and
 :func:`metadata_sha256`. What the tokenizer keys mean (the pre-tokenizer table, the mapping to a
@@ -36,7 +44,7 @@ import numpy as np
 
 from .errors import LoaderError, UnsupportedTokenizer
 
-__all__ = ["MAX_ARRAY_DEPTH", "llama_cpp_id", "metadata_sha256", "read_gguf_metadata"]
+__all__ = ["GGML_TYPE_SIZES", "MAX_ARRAY_DEPTH", "llama_cpp_id", "metadata_sha256", "read_gguf_metadata"]
 
 _MAGIC = b"GGUF"
 
@@ -61,6 +69,20 @@ _U64 = struct.Struct("<Q")
 #: Arrays of arrays deeper than this are refused (ggml's own reader refuses any nesting; the
 #: ``gguf`` package writes it but no tokenizer key uses it).
 MAX_ARRAY_DEPTH = 8
+#: ggml tensor type id -> (elements per block, bytes per block): a tensor's data is
+#: ``n_elements // block * bytes`` (ggml_nbytes). A type not listed (newer than this table) has
+#: only its start checked. Source: ggml ``type_traits``; checked against the ``gguf`` package's
+#: ``GGML_QUANT_SIZES`` in tests/test_gguf.py.
+GGML_TYPE_SIZES: dict[int, tuple[int, int]] = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+    9: (32, 40), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
+    15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98), 19: (256, 50), 20: (32, 18),
+    21: (256, 110), 22: (256, 82), 23: (256, 136), 24: (1, 1), 25: (1, 2), 26: (1, 4),
+    27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2), 34: (256, 54), 35: (256, 66),
+    39: (32, 17), 40: (64, 36), 41: (128, 18),
+}
+#: ggml's GGML_MAX_DIMS: gguf.cpp refuses a tensor info with more dimensions.
+_MAX_DIMS = 4
 
 
 class _Reader:
@@ -214,14 +236,71 @@ def _metadata_end(buf, path: str) -> int:
     r.need(24, "the header")
     if bytes(buf[0:4]) != _MAGIC:
         raise LoaderError(f"{path}: not a GGUF file (magic {bytes(buf[0:4])!r} at byte 0, expected b'GGUF')")
-    r.pos = 16
+    r.pos = 8
+    n_tensors = r.u64("the tensor count")
     n_kv = r.u64("the key-value count")
+    alignment: Any = None
     for i in range(n_kv):
         n = r.u64(f"length of key {i}")
         r.need(n, f"key {i}")
+        key = bytes(buf[r.pos : r.pos + n])
         r.pos += n
-        _skip_value(r, r.u32(f"value type of key {i}"), f"key {i}", 0)
-    return r.pos
+        vtype = r.u32(f"value type of key {i}")
+        at = r.pos
+        _skip_value(r, vtype, f"key {i}", 0)
+        if key == b"general.alignment":
+            alignment = _U32.unpack_from(buf, at)[0] if vtype == 4 else f"of value type {vtype}"
+    end = r.pos
+    _check_tensor_data(r, n_tensors, alignment)
+    return end
+
+
+def _check_tensor_data(r: "_Reader", n_tensors: int, alignment: Any) -> None:
+    """Walk the tensor infos from ``r.pos`` and refuse a file too short for its tensors' data.
+
+    Raises:
+        LoaderError: a tensor info cut short or malformed (more than 4 dimensions), a
+            ``general.alignment`` that is not a power-of-two uint32 (gguf.cpp refuses both), or
+            tensor data ending past the end of the file (both sizes and the tensor named).
+    Source: llama.cpp ``llama_tensor_weight`` (the bounds check), ``gguf.cpp`` (the layout:
+        data starts at the end of the infos padded to the alignment; offsets are relative to it).
+    """
+    if alignment is None:
+        alignment = 32
+    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        raise r.fail(f"general.alignment ({alignment}) is not a power-of-two uint32, which gguf.cpp refuses")
+    if n_tensors > (r.size - r.pos) // 24:  # name length 8 + n_dims 4 + type 4 + offset 8
+        raise r.fail(f"the header claims {n_tensors} tensors, more than the {r.size - r.pos} bytes left can hold", 8)
+    infos = []
+    for i in range(n_tensors):
+        at = r.pos
+        n = r.u64(f"length of tensor {i}'s name")
+        r.need(n, f"tensor {i}'s name")
+        name = bytes(r.buf[r.pos : r.pos + n]).decode("utf-8", "replace")
+        r.pos += n
+        n_dims = r.u32(f"dimension count of tensor {name!r}")
+        if n_dims > _MAX_DIMS:
+            raise r.fail(f"tensor {name!r} has {n_dims} dimensions, more than ggml's {_MAX_DIMS}", at)
+        r.need(8 * n_dims + 12, f"the shape, type and offset of tensor {name!r}")
+        n_elements = 1
+        for _ in range(n_dims):
+            n_elements *= r.u64(f"a dimension of tensor {name!r}")
+        ttype = r.u32(f"type of tensor {name!r}")
+        infos.append((name, n_elements, ttype, r.u64(f"offset of tensor {name!r}")))
+    data_start = -(-r.pos // alignment) * alignment
+    need, last = 0, None
+    for name, n_elements, ttype, offset in infos:
+        block, nbytes = GGML_TYPE_SIZES.get(ttype, (1, 0))  # an unknown type: its start only
+        end = data_start + offset + n_elements // block * nbytes
+        if end > need:
+            need, last = end, name
+    if need > r.size:
+        raise LoaderError(
+            f"{r.path}: truncated GGUF: the data of its {n_tensors} tensors ends at byte {need} "
+            f"(tensor {last!r}) but the file has {r.size} bytes ({need - r.size} missing); "
+            "the file was cut short (a download or copy that stopped): llama.cpp refuses it "
+            "('data is not within the file bounds, model is corrupted or incomplete'); fetch it again"
+        )
 
 
 def _skip_value(r: "_Reader", vtype: int, what: str, depth: int) -> None:
@@ -320,6 +399,7 @@ def _read_metadata(buf, path: str) -> dict[str, Any]:
         "GGUF.tensor_count": n_tensors,
         "GGUF.kv_count": n_kv,
     }
+    alignment: Any = None
     for i in range(n_kv):
         at = r.pos
         key = r.string(f"key of key-value pair {i}")
@@ -327,7 +407,10 @@ def _read_metadata(buf, path: str) -> dict[str, Any]:
         if key in meta:
             raise r.fail(f"duplicate key {key!r}", at)
         meta[key] = r.value(vtype, key)
+        if key == "general.alignment":
+            alignment = meta[key] if vtype == 4 else f"of value type {vtype}"
     meta["GGUF.metadata_end"] = r.pos
+    _check_tensor_data(r, n_tensors, alignment)
     return meta
 
 

@@ -463,7 +463,9 @@ def test_every_pre_name_compiles(pre):
 
 def test_smollm2_loads_from_metadata_only(tmp_path):
     """The tokenizer comes from the metadata alone: the file cut right after its key-values
-    (no tensor infos, no tensor data) gives the same spec. Load time is printed (see bench/)."""
+    (no tensor infos, no tensor data), its tensor count set to 0 (a vocab-only file, as
+    llama.cpp's ggml-vocab-*.gguf; the cut file with its count of 272 is a truncated model,
+    refused), gives the same spec. Load time is printed (see bench/)."""
     path = _need(SMOLLM)
     t0 = time.perf_counter()
     spec, template = spec_from_gguf(path)
@@ -474,7 +476,8 @@ def test_smollm2_loads_from_metadata_only(tmp_path):
     assert end < 2_000_000 < path.stat().st_size
     cut = tmp_path / "head.gguf"
     with open(path, "rb") as f:
-        cut.write_bytes(f.read(end))
+        head = f.read(end)
+    cut.write_bytes(head[:8] + struct.pack("<Q", 0) + head[16:])
     spec2, template2 = spec_from_gguf(cut)
     assert spec2 == spec and template2 == template
     assert spec.kind == BYTE_LEVEL and len(spec.vocab) == 49152 and len(spec.merges) == 48900
@@ -801,9 +804,90 @@ def test_truncated_real_file(tmp_path):
         with pytest.raises(LoaderError, match=r"at byte \d+") as info:
             spec_from_gguf(p)
         assert str(p) in str(info.value)
-    p = tmp_path / "after.gguf"
+    p = tmp_path / "after.gguf"  # cut inside the tensor infos
     p.write_bytes(head)
-    assert len(spec_from_gguf(p)[0].vocab) == 49152
+    with pytest.raises(LoaderError, match=r"corrupt or truncated GGUF at byte \d+: .*tensor"):
+        spec_from_gguf(p)
+
+
+def test_cut_in_tensor_data_refused(tmp_path):
+    """The SmolLM2 model cut inside its tensor data (a download that stopped) is refused with
+    both sizes, as llama.cpp refuses it ("tensor '...' data is not within the file bounds, model
+    is corrupted or incomplete", checked for every tensor even on a vocab-only load) and the
+    ``gguf`` package's GGUFReader fails on it; the whole file loads. The size it needs comes from
+    GGUFReader on the whole file (the last tensor's data_offset + n_bytes)."""
+    from rmlprep.gguf import metadata_sha256
+
+    gguf = pytest.importorskip("gguf")
+    path = _need(SMOLLM)
+    last = max(gguf.GGUFReader(path).tensors, key=lambda t: t.data_offset)
+    need = last.data_offset + last.n_bytes
+    assert need == path.stat().st_size  # no bytes after the last tensor
+    src = open(path, "rb")
+    for cut in (need - 1, need - last.n_bytes, 60_000_000):
+        p = tmp_path / f"cut{cut}.gguf"
+        src.seek(0)
+        p.write_bytes(src.read(cut))
+        pattern = rf"{p}: truncated GGUF: the data of its 272 tensors ends at byte {need} \(tensor '{last.name}'\) but the file has {cut} bytes \({need - cut} missing\)"
+        with pytest.raises(LoaderError, match=pattern):
+            spec_from_gguf(p)
+        with pytest.raises(LoaderError, match=pattern):  # the load cache's key: no hit on a cut file
+            metadata_sha256(p)
+    src.close()
+    assert len(spec_from_gguf(path)[0].vocab) == 49152
+
+
+def _gguf_with_tensor(path: Path, n: int, *, alignment: int | None = None) -> None:
+    """A vocab-bearing GGUF with one float32 tensor of n values, written by the ``gguf`` package's
+    GGUFWriter."""
+    gguf = pytest.importorskip("gguf")
+    w = gguf.GGUFWriter(str(path), "llama")
+    if alignment is not None:
+        w.add_custom_alignment(alignment)
+    for key, kind, value in _tiny_llama_kvs():
+        if key == "general.architecture":
+            continue
+        if kind == "str":
+            w.add_string(key, value)
+        else:  # str, float (float32) and int (int32) lists
+            w.add_array(key, list(value))
+    w.add_tensor("w", np.arange(n, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+@pytest.mark.parametrize("alignment", [None, 64])
+def test_cut_in_tensor_data_of_written_file(tmp_path, alignment):
+    """A file GGUFWriter wrote (one float32 tensor of 1,000 values, 4,000 bytes) loads whole and
+    cut after its tensor's last byte (the writer pads the end to general.alignment: llama.cpp
+    checks only each tensor's bytes), and is refused cut one byte into the tensor. Where the
+    tensor ends is GGUFReader's data_offset + n_bytes, so the alignment (default 32, or
+    general.alignment) places the data start as the gguf package does."""
+    gguf = pytest.importorskip("gguf")
+    from rmlprep.gguf import metadata_sha256
+
+    _gguf_with_tensor(tmp_path / "a.gguf", 1000, alignment=alignment)
+    (t,) = gguf.GGUFReader(tmp_path / "a.gguf").tensors
+    end = t.data_offset + t.n_bytes
+    data = (tmp_path / "a.gguf").read_bytes()
+    for name, cut in (("whole", len(data)), ("end", end)):
+        (tmp_path / f"{name}.gguf").write_bytes(data[:cut])
+        assert len(spec_from_gguf(tmp_path / f"{name}.gguf")[0].vocab) == 265
+        metadata_sha256(tmp_path / f"{name}.gguf")
+    (tmp_path / "b.gguf").write_bytes(data[: end - 1])
+    with pytest.raises(LoaderError, match=rf"the data of its 1 tensors ends at byte {end} \(tensor 'w'\) but the file has {end - 1} bytes"):
+        spec_from_gguf(tmp_path / "b.gguf")
+
+
+def test_ggml_type_sizes_match_gguf_package():
+    """rmlprep's table of ggml block sizes is the ``gguf`` package's GGML_QUANT_SIZES (every type
+    it lists; a newer type missing here has only its data start checked)."""
+    gguf = pytest.importorskip("gguf")
+    from rmlprep.gguf_reader import GGML_TYPE_SIZES
+
+    assert GGML_TYPE_SIZES == {int(t): tuple(v) for t, v in gguf.constants.GGML_QUANT_SIZES.items()}
 
 
 def test_corrupt_length_in_real_file(tmp_path):
