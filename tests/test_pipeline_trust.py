@@ -18,7 +18,7 @@ import pytest
 
 from rmlprep import cli
 from rmlprep.config import config_from_dict
-from rmlprep.errors import InputError, OutputError
+from rmlprep.errors import InputError, OutputError, RmlprepError
 from rmlprep.load import open_tokenizer
 from rmlprep.packing import unpack
 from rmlprep.pipeline import output as output_mod
@@ -1756,3 +1756,55 @@ def test_documents_without_the_bos_the_tokenizer_adds_are_warned(tmp_path):
     assert missing_bos(make_cfg(inp, tmp_path / "c"), quiet) == ""
     assert missing_bos(make_cfg(inp, tmp_path / "c", tokenizer={"path": str(TINY), "add_special_tokens": True}),
                        tok) == ""
+
+
+def test_a_unit_read_under_older_read_rules_is_read_again(tmp_path, monkeypatch):
+    """A done marker records its input format's read rules (``read_rules``). A Parquet text
+    holding 16 NUL bytes (a hole of zeros, refused since 97152b0) was read as text by an older
+    rmlprep, whose marker has no ``read_rules``; the input's hash is the same, so a resume used
+    to keep the unit and exit 0 over a file this reader refuses. The unit is now read again, the
+    log saying why, and the run fails naming the hole. A marker of the current rules on a good
+    file is kept; one of other rules (0) is read again too."""
+    import pyarrow as pa
+
+    from rmlprep.readers import holes
+    from rmlprep.readers.rules import READ_RULES
+
+    texts = [json.loads(x)["text"] for x in lines(30)]
+    bad = list(texts)
+    bad[7] = bad[7][:5] + "\x00" * 16 + bad[7][5:]
+    inp = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"text": bad}), inp)
+    out = tmp_path / "o"
+    cfg = make_cfg(inp, out)
+    with pytest.raises(RmlprepError, match="a run of NUL bytes"):
+        run(cfg, log=quiet)  # today's reader
+    monkeypatch.setattr(holes, "check_no_hole", lambda *a, **k: None)  # an older reader's: no NUL check
+    import rmlprep.readers.base as base_mod
+    import rmlprep.readers.parquet_checks as checks_mod
+    monkeypatch.setattr(base_mod, "check_no_hole", lambda *a, **k: None)
+    monkeypatch.setattr(checks_mod, "check_no_hole", lambda *a, **k: None)
+    run(cfg, log=quiet)
+    monkeypatch.undo()
+    marker = out / "shard-00000.done.json"
+    mk = json.loads(marker.read_text())
+    assert mk["read_rules"] == READ_RULES["parquet"] == 1
+    del mk["read_rules"]  # as a marker written before the key
+    marker.write_text(json.dumps(mk))
+    logs: list[str] = []
+    with pytest.raises(RmlprepError, match=rf"{inp}: row 7: 'text' holds a run of NUL bytes"):
+        run(cfg, log=logs.append)
+    assert any("done marker was not written under this rmlprep's read rules 1 of parquet files (read_rules "
+               "missing)" in x for x in logs), logs
+
+    pq.write_table(pa.table({"text": texts}), inp)  # a good file: its marker of today's rules is kept
+    run(cfg, log=quiet)
+    m = run(cfg, log=quiet)
+    assert (m["units_processed"], m["units_skipped"]) == (0, 1)
+    mk = json.loads(marker.read_text())
+    mk["read_rules"] = 0
+    marker.write_text(json.dumps(mk))
+    logs.clear()
+    m = run(cfg, log=logs.append)
+    assert (m["units_processed"], m["units_skipped"]) == (1, 0)
+    assert any("(read_rules 0)" in x for x in logs), logs

@@ -164,19 +164,32 @@ def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str | tuple[int, s
     return needs
 
 
-def unit_needs(unit_format: str) -> dict[str, str]:
+def unit_needs(unit_format: str) -> dict[str, str | tuple[int, str]]:
     """The keys a done marker must hold to vouch for a unit of this input format, beside
     :func:`marker_needs`' (which depend on the config alone), each with the reason it is redone.
+
+    ``read_rules`` is a value, as ``chat_rules``: the version of the format's reader rules
+    (:data:`rmlprep.readers.rules.READ_RULES`). A unit read under other rules, or by an rmlprep
+    before the key, may hold rows of a file today's reader reads otherwise or refuses (a Parquet
+    text holding a hole of zeros), and is redone.
 
     ``csv_header_rows`` came with the CSV reader rejecting a record of the header's column names
     (kind ``csv_repeated_header``: files concatenated with their headers): before it such a
     record was a row, its ``text`` a document, so a marker of a CSV unit without the key cannot
     vouch for its shard; other formats' rows did not change.
     """
+    from ..readers.rules import READ_RULES
+
+    needs: dict[str, str | tuple[int, str]] = {}
     if unit_format == "csv":
-        return {"csv_header_rows": ("done marker predates a CSV record of the header's column names being a reject "
-                                    "(it has no csv_header_rows): such a record was a document")}
-    return {}
+        needs["csv_header_rows"] = ("done marker predates a CSV record of the header's column names being a reject "
+                                    "(it has no csv_header_rows): such a record was a document")
+    rules = READ_RULES.get(unit_format)
+    if rules is not None:
+        needs["read_rules"] = (rules, f"done marker was not written under this rmlprep's read rules {rules} of "
+                                      f"{unit_format} files (read_rules {{}}): the file is read again, as a "
+                                      "reader of before may have accepted what this one refuses")
+    return needs
 
 
 def chat_rules(cfg: RunConfig) -> int | None:

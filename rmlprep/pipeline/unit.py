@@ -18,6 +18,7 @@ from .._version import __version__
 from ..config import RunConfig
 from ..errors import OutputError, ParityError, RmlprepError
 from ..readers import Unit
+from ..readers.rules import READ_RULES
 from ..reject_kinds import KINDS
 from ..shards import rejects_name
 from .output import MARKER_VERSION, OutputFolder
@@ -159,6 +160,8 @@ def unit_record(unit: Unit, cfg: RunConfig, packed: Packed, tally: Tally, files:
         **({"json_tools_empty": "no_tools"} if cfg.pipeline == "sft" else {}),
         # CSV: a record of the header's column names is a reject, not a document (late_keys.unit_needs)
         **({"csv_header_rows": "rejected"} if unit.format == "csv" else {}),
+        # the rules version of the reader of the unit's format (readers.rules, late_keys.unit_needs)
+        **({"read_rules": READ_RULES[unit.format]} if unit.format in READ_RULES else {}),
         # sft: the rules version of the chat format that wrote the rows (late_keys.chat_rules)
         **({"chat_rules": rules} if (rules := chat_rules(cfg)) is not None else {}),
         "config_hash": cfg.config_hash,
