@@ -7,7 +7,7 @@ only word the refusal or the reject better, they never read the file another way
 
 from __future__ import annotations
 
-__all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "not_utf8_hint"]
+__all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "tar_member", "not_utf8_hint"]
 
 #: (byte-order mark, the encoding's name, iconv's name for it); the 4-byte marks first
 WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE", "UTF-32BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE", "UTF-32LE"),
@@ -48,6 +48,17 @@ def binary_format(head: bytes) -> tuple[str, str] | None:
     first column is named ``PAR1_id`` starts with them and is text (it was refused as Parquet)."""
     found = next(((what, suffix) for magic, what, suffix in _FORMATS if head.startswith(magic)), None)
     return None if found is None or _reads_as_text(head) else found
+
+
+def tar_member(head: bytes) -> str | None:
+    """The first member's name when ``head`` (at least a file's first 263 bytes, decompressed)
+    is a tar header (``ustar`` at byte 257: POSIX, GNU and pax tar all write it); else None.
+
+    Source: POSIX ``pax`` ustar header layout (name: bytes 0-99, NUL-padded; magic at 257).
+    """
+    if len(head) < 263 or head[257:262] != b"ustar":
+        return None
+    return head[:100].split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
 def _reads_as_text(head: bytes) -> bool:

@@ -830,6 +830,50 @@ def test_a_hole_at_the_end_of_a_plain_jsonl_is_refused_by_the_plan(tmp_path):
     assert f"byte {len(data) - 1024}: " in one_line_error(ei, p)
 
 
+def _tar_of(name: str, data: bytes) -> bytes:
+    """A tar archive (Python's tarfile, POSIX format) holding one member ``name``."""
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name,pack,kind", [
+    pytest.param("t.jsonl", lambda b: b, "", id="jsonl"),
+    pytest.param("t.jsonl.gz", gzip.compress, " (gzip-compressed)", id="jsonl-gz"),
+    pytest.param("t.jsonl.zst", lambda b: zstandard.ZstdCompressor().compress(b), " (zstd-compressed)", id="jsonl-zst"),
+    pytest.param("t.csv.gz", gzip.compress, " (gzip-compressed)", id="csv-gz"),
+])
+def test_a_tar_archive_named_as_jsonl_or_csv_is_named_a_tar(tmp_path, name, pack, kind):
+    """A tar holding forty_docs() (``tar czf t.jsonl.gz data.jsonl``, a common slip) was refused
+    as "a hole of zeros" at decoded byte 10 (the NUL padding of its header's 100-byte name
+    field): the line now says it is a tar archive, its first member, and to extract it. Its
+    header's ``ustar`` at byte 257 (POSIX) is what tells it; a plain file's is seen by the plan."""
+    p = tmp_path / name
+    p.write_bytes(pack(_tar_of("data.jsonl", forty_docs())))
+    with pytest.raises(InputError, match="is a tar archive") as ei:
+        read_path(p)
+    assert one_line_error(ei, p) == (
+        f"{p}: is a tar archive{kind}, not JSON Lines or CSV (its first member: 'data.jsonl'); rmlprep reads the "
+        f"files a tar holds, not the archive: extract it (tar xf {p} -C DIR) and give those files "
+        '(input.paths = ["DIR/*.jsonl"])')
+
+
+@pytest.mark.parametrize("name", ["d.tar", "d.tar.gz", "d.tgz", "d.tar.zst", "d.tar.xz"])
+def test_a_tar_archive_given_as_input_is_named_a_tar(tmp_path, name):
+    """A ``.tar`` (compressed or not) given as input said only "cannot tell the format ...; set
+    input.format": it now says it is a tar archive and to extract it."""
+    p = tmp_path / name
+    p.write_bytes(b"x")
+    with pytest.raises(ConfigError, match=rf"input.paths: {p} is a tar archive; rmlprep reads the files a tar "
+                                          rf"holds, not the archive: extract it \(tar xf {p} -C DIR\)"):
+        plan_units(inp([p], column="text"))
+
+
 def test_fewer_nul_bytes_than_a_hole_stay_a_row_reject(tmp_path):
     """15 NUL bytes in a row (one short of ``NUL_RUN``) are a bad line, not a hole: that line is
     a reject (raw control bytes are not JSON) and the other 39 rows are read. (A guard on the

@@ -9,9 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ..compressed import compression_of, open_decompressed
+from ..encoding_hints import tar_member
 from ..errors import InputError
 
-__all__ = ["NUL_RUN", "NUL_TEXT", "hole_fault", "check_no_hole", "check_no_hole_in_values", "hole_in_column"]
+__all__ = ["NUL_RUN", "NUL_TEXT", "hole_fault", "tar_archive", "check_no_hole", "check_no_hole_in_values", "hole_in_column"]
 
 #: A run of NUL bytes this long in a JSONL or CSV file (once decompressed) is a file fault, not a
 #: row's: text holds no NUL (JSON escapes it as ``\u0000``), and a run of them is a hole of zeros
@@ -31,11 +33,32 @@ def hole_fault(path: str, at: int, compressed: bool) -> InputError:
     the records they overwrote were gone without a reject. ``datasets`` (pandas) reads that CSV
     the same way; refusing names the place instead.
     """
+    if at < 512 and (member := _tar_member(path)) is not None:
+        return tar_archive(path, member, compressed)
     where = f"decoded byte {at}" if compressed else f"byte {at}"
     return InputError(f"{path}: {where}: a run of NUL bytes where text should be: a hole of zeros (a download "
                       "into a preallocated file that stopped, or a crash before the data reached the disk), "
                       "whose lines cannot be told apart; fetch the file again",
                       path=path, offset=None if compressed else at)
+
+
+def tar_archive(path: str, member: str, compressed: bool) -> InputError:
+    """The file fault of a tar archive given as a JSONL or CSV file (its header's NUL padding
+    read as a hole of zeros), naming its first member and the fix."""
+    kind = f" ({compression_of(path)}-compressed)" if compressed else ""
+    return InputError(f"{path}: is a tar archive{kind}, not JSON Lines or CSV (its first member: {member!r}); "
+                      f"rmlprep reads the files a tar holds, not the archive: extract it (tar xf {path} -C DIR) "
+                      "and give those files (input.paths = [\"DIR/*.jsonl\"])", path=path, offset=0)
+
+
+def _tar_member(path: str) -> str | None:
+    """:func:`rmlprep.encoding_hints.tar_member` of the file's first 512 decoded bytes; None when
+    they cannot be read (the reader says what is wrong). Read only on the error path."""
+    try:
+        with open_decompressed(path) as f:
+            return tar_member(f.read(512))
+    except Exception:  # noqa: BLE001 - a hint only: the hole fault stands
+        return None
 
 
 def check_no_hole(col: pa.Array, rows: np.ndarray, column: str, where: str) -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from .. import fs
 from ..compressed import compression_of
-from ..encoding_hints import LFS_POINTER, binary_format, wide_encoding
+from ..encoding_hints import LFS_POINTER, binary_format, tar_member, wide_encoding
 from ..errors import InputError
+from .holes import tar_archive
 
 __all__ = ["LFS_POINTER", "sniff"]
 
@@ -52,14 +53,15 @@ def sniff(path: str, fmt: str) -> None:
             interrupted download), on another compression's data, or on data that is not
             compressed (plain JSONL named ``.jsonl.gz``); plain-text JSONL/CSV that is in fact
             compressed (a download saved without its suffix), another format (Parquet
-            ``PAR1``, Arrow, zip: :func:`rmlprep.encoding_hints.binary_format`) or UTF-16/32
+            ``PAR1``, Arrow, zip: :func:`rmlprep.encoding_hints.binary_format`), a tar archive
+            (a compressed one is named by the reader: :func:`rmlprep.readers.holes.hole_fault`) or UTF-16/32
             (a byte-order mark, or NUL bytes between ASCII characters:
             :func:`rmlprep.encoding_hints.wide_encoding`); a compressed Parquet file
             (``.parquet.gz``), which read as a Parquet file with a "damaged or truncated footer".
     """
     try:
         with fs.open(path, "rb") as f:
-            head = f.read(64)
+            head = f.read(512)  # a tar header's magic is at byte 257
     except OSError as e:
         raise InputError(f"{path}: cannot be read ({e.strerror or e})", path=path) from None
     if head.startswith(LFS_POINTER):
@@ -89,6 +91,8 @@ def sniff(path: str, fmt: str) -> None:
     elif magic is not None and fmt in _NAMES:
         raise InputError(f"{path}: is {magic[0]}-compressed but its name does not say so; rename it to "
                          f"{Path(path).name}{magic[1]}", path=path, offset=0)
+    elif fmt in _NAMES and (member := tar_member(head)) is not None:
+        raise tar_archive(path, member, False)
     elif fmt in _NAMES and (found := binary_format(head)) is not None:
         raise InputError(f"{path}: is {found[0]}, not {_NAMES[fmt]}; rename it to end in {found[1]}"
                          + (" or set input.format = \"parquet\"" if found[1] == ".parquet" else ""),

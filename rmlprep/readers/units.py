@@ -51,6 +51,10 @@ def detect_format(path: str) -> str:
         return "csv"
     if name.endswith(".arrow") and not path.rstrip("/").rsplit("/", 1)[-1].lower().endswith(COMPRESSED_SUFFIXES):
         return "hf"  # one Arrow file of a datasets cache or save_to_disk folder
+    if name.endswith((".tar", ".tgz", ".tbz2", ".txz")):
+        raise ConfigError(f"input.paths: {path} is a tar archive; rmlprep reads the files a tar holds, not the "
+                          f"archive: extract it (tar xf {path} -C DIR) and give those files (input.paths = "
+                          "[\"DIR/*.jsonl\"])")
     raise ConfigError(
         f"input.paths: cannot tell the format of {path}; set input.format to one of "
         "jsonl, parquet, csv, hf (a datasets folder or an .arrow file; compressed: .gz, .zst, .bz2, .xz "
