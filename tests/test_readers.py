@@ -1613,6 +1613,70 @@ def test_a_glob_over_two_revisions_in_the_hub_cache_is_refused(tmp_path):
     assert read_full(plan_units(inp([f"{repo}/snapshots/{'b' * 40}/data/*.parquet"])))[0] == ["new 0", "new 1", "new 2"]
 
 
+_JOB = "0f9a1b2c-3d4e-5f60-7182-93a4b5c6d7e8"
+
+
+def _spark_out(folder, *, parts=3, marker=True, crc=False, temporary=False):
+    """A Spark SQL output folder as Hadoop's FileOutputCommitter leaves it: parts
+    ``part-0000K-<job uuid>-c000.snappy.parquet`` of 10 rows, ``_SUCCESS`` once the job commits,
+    ``_temporary/0/_temporary/attempt_.../`` while it runs (a killed job leaves it), a hidden
+    ``.<name>.crc`` beside each file on a local disk (Hadoop's ChecksumFileSystem)."""
+    folder.mkdir(parents=True)
+    for k in range(parts):
+        name = f"part-{k:05d}-{_JOB}-c000.snappy.parquet"
+        pq.write_table(pa.table({"text": [f"row {k * 10 + i}" for i in range(10)]}), folder / name)
+        if crc:
+            (folder / f".{name}.crc").write_bytes(b"crc\0")
+    if marker:
+        (folder / "_SUCCESS").write_bytes(b"")
+    if temporary:
+        attempt = folder / "_temporary" / "0" / "_temporary" / "attempt_202612041350_0001_m_000003_3"
+        attempt.mkdir(parents=True)
+        pq.write_table(pa.table({"text": ["partial"]}), attempt / f"part-00003-{_JOB}-c000.snappy.parquet")
+
+
+def test_a_spark_output_folder_still_holding_temporary_is_refused(tmp_path):
+    """A Spark job killed mid-write leaves ``_temporary/`` (its abort would remove it) and only
+    the parts committed so far: ``out/*.parquet`` read their 30 rows as the dataset, exit 0, and
+    ``out/**/*.parquet`` read a task attempt's file too (31 rows). Both are refused; so is a
+    ``partitionBy`` folder's glob (``out/year=2024/``: the markers are in ``out``)."""
+    _spark_out(tmp_path / "out", marker=False, temporary=True)
+    with pytest.raises(InputError, match=r"matches 3 part files of the output folder .*/out, which holds _temporary/: "
+                                         r"the Spark or Hadoop job writing it has not committed"):
+        plan_units(inp([f"{tmp_path}/out/*.parquet"]))
+    with pytest.raises(InputError, match=r"matches .*/out/_temporary/0/_temporary/attempt_\S+/part-00003-\S+, a task "
+                                         r"attempt's file under the _temporary folder of a Spark or Hadoop job's output"):
+        plan_units(inp([f"{tmp_path}/out/**/*.parquet"]))
+    (tmp_path / "p" / "_temporary").mkdir(parents=True)
+    _spark_out(tmp_path / "p" / "year=2024", marker=False)
+    with pytest.raises(InputError, match=r"of the output folder .*/p \(above its partition folder .*/p/year=2024\), "
+                                         r"which holds _temporary/"):
+        plan_units(inp([f"{tmp_path}/p/*/*.parquet"]))
+
+
+def test_spark_parts_without_success_are_refused_in_place_and_warned_of_elsewhere(tmp_path):
+    """Parts with their ``.crc`` (written in place on a local disk) and no ``_SUCCESS``: a job
+    that never committed (a failed algorithm-2 job keeps the tasks it committed): refused. The
+    same parts without ``.crc`` (copied, an object store) are read with a warning; with
+    ``_SUCCESS`` they are read without one, and so are parts of other names (the Hub's, Dask's)."""
+    _spark_out(tmp_path / "a", marker=False, crc=True)
+    with pytest.raises(InputError, match=r"written in place by a Spark or Hadoop job \(each beside its \.crc, .*\) that "
+                                         r"never committed: it has no _SUCCESS.* touch .*/a/_SUCCESS"):
+        plan_units(inp([f"{tmp_path}/a/*.parquet"]))
+    _spark_out(tmp_path / "b", marker=False)
+    logs: list[str] = []
+    assert len(plan_units(inp([f"{tmp_path}/b/*.parquet"]), log=logs.append)) == 3
+    assert logs == [f"warning: input: {tmp_path}/b holds Spark's part files (part-00000-{_JOB}-c000.snappy.parquet "
+                    "...) but no _SUCCESS, which Spark writes when the job commits: if the job failed, parts are "
+                    "missing; a copy that left the marker out is fine"]
+    _spark_out(tmp_path / "c", crc=True)
+    logs.clear()
+    assert len(plan_units(inp([f"{tmp_path}/c/*.parquet"]), log=logs.append)) == 3 and logs == []
+    (tmp_path / "d").mkdir()
+    pq.write_table(pa.table({"text": ["x"]}), tmp_path / "d" / "part-00000.parquet")
+    assert len(plan_units(inp([f"{tmp_path}/d/*.parquet"]), log=logs.append)) == 1 and logs == []
+
+
 def test_a_dangling_symlink_in_a_glob_says_so(tmp_path):
     """A link whose target is gone was named "not a regular file (a named pipe, socket or
     device?)"; the line now says it is a link and names the missing target."""

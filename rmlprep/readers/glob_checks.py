@@ -1,17 +1,20 @@
 """Globs that would read a dataset wrong: part of a numbered shard set
 (``train-00002-of-00004.parquet`` missing, :func:`check_shard_sets`), or a ``datasets`` cache
 folder's split files together with its ``.map()`` / ``.filter()`` results (:func:`check_cache_files`),
-or two revisions of one dataset in the Hub's cache (:func:`check_hub_revisions`)."""
+or two revisions of one dataset in the Hub's cache (:func:`check_hub_revisions`), or the output of a
+Spark or Hadoop job that never committed (:func:`check_spark_output`)."""
 
 from __future__ import annotations
 
 import fnmatch
 import re
 
+from collections.abc import Callable
+
 from .. import fs
 from ..errors import InputError
 
-__all__ = ["check_shard_sets", "check_cache_files", "check_hub_revisions"]
+__all__ = ["check_shard_sets", "check_cache_files", "check_hub_revisions", "check_spark_output"]
 
 #: ``<prefix>-<index>-of-<count><rest>``: the names ``datasets`` (``push_to_hub``, its cache:
 #: ``{split}-{index:05d}-of-{num_shards:05d}``) and TensorFlow give the shards of one set.
@@ -24,6 +27,13 @@ _SHARD = re.compile(r"^(?P<pre>.+)-(?P<i>\d{1,6})-of-(?P<n>\d{1,6})(?P<post>(?:[
 #: ``{split}-{index:05d}-of-{num_shards:05d}-{shard._fingerprint}.parquet`` (16 hex digits, one
 #: per shard), as many datasets on the Hub still are
 _FINGERPRINT = re.compile(r"^-[0-9a-f]{16}(?=\.)")
+#: a Hadoop output committer's part file: ``part-00000`` (Spark RDDs), ``part-r-00000`` /
+#: ``part-m-00000`` (MapReduce), ``part-00000-<job uuid>-c000.snappy.parquet`` (Spark SQL)
+_PART = re.compile(r"^part-(?:[rm]-)?\d{5}")
+#: a Spark SQL part file, named by its job's UUID: no other writer names files so
+_SPARK_PART = re.compile(r"^part-\d{5}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: a partition folder of ``partitionBy`` (``year=2024``): the job's markers are above it
+_PARTITION = re.compile(r"^[^=/]+=[^/]*$")
 
 
 def check_shard_sets(pattern: str, hits: list[str]) -> None:
@@ -118,3 +128,66 @@ def check_hub_revisions(pattern: str, hits: list[str]) -> None:
                 f"input.paths: the glob {pattern!r} matches files of {len(names)} revisions of {repo} in the Hub's "
                 f"cache (snapshots/{', '.join(names[:3])}{' ...' if len(names) > 3 else ''}), which would read a "
                 "changed file in each version: name one revision's folder in the glob", path=repo)
+
+
+def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None] | None = None) -> None:
+    """Refuse a glob's part files of a Spark or Hadoop job that has not committed, and warn of
+    Spark's without its ``_SUCCESS``.
+
+    Hadoop's ``FileOutputCommitter`` (Spark's default) writes each task's files under
+    ``<out>/_temporary/`` and moves them into ``<out>`` when the task (algorithm 2) or the job
+    (algorithm 1) commits; the job's commit removes ``_temporary/`` and writes an empty
+    ``_SUCCESS``. A folder still holding ``_temporary/`` is a job running or killed (an abort
+    removes it): the parts beside it are some of the job's, or none, and the files under it are
+    task attempts', partial or twice over. Worked example: three Spark parts of 10 rows beside a
+    ``_temporary/0/`` read 30 rows, exit 0. On a local disk Hadoop writes a ``.<name>.crc``
+    beside each file, so a folder of parts with their ``.crc`` and no ``_SUCCESS`` is one written
+    in place by a job that never committed (a failed algorithm-2 job leaves its committed tasks'
+    parts). Elsewhere (an object store, a copy) a missing ``_SUCCESS`` proves nothing (a copy may
+    leave ``_``-names out; ``mapreduce.fileoutputcommitter.marksuccessfuljobs = false``), so Spark
+    SQL's parts (``part-00000-<job uuid>-c000...``) without one are warned of in ``log``. A
+    ``partitionBy`` folder (``year=2024/``) has the job's markers in the folder above. Many
+    folders of parts have no ``_SUCCESS`` at all (the Hub's Parquet, ``datasets``, Dask): other
+    names are not judged.
+
+    Raises:
+        InputError: a matched file under a ``_temporary`` folder; part files in a folder (or
+            above its partition folders) holding ``_temporary/``; parts with their ``.crc`` and
+            no ``_SUCCESS``.
+    """
+    folders: dict[str, list[str]] = {}
+    for h in hits:
+        segs = h.rstrip("/").split("/")
+        if "_temporary" in segs[:-1]:
+            root = "/".join(segs[: segs.index("_temporary")])
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches {h}, a task attempt's file under the _temporary folder of "
+                f"a Spark or Hadoop job's output {root}, which the job had not committed (running, or killed): its "
+                "files may be partial or twice over; read the folder's committed parts once the job has written "
+                f"its _SUCCESS, e.g. {fs.join(root, 'part-*')}", path=h)
+        if _PART.match(segs[-1]):
+            folders.setdefault(fs.dirname(h), []).append(segs[-1])
+    for folder, parts in sorted(folders.items()):
+        root = folder
+        while _PARTITION.match(root.rstrip("/").rsplit("/", 1)[-1]) and fs.dirname(root) != root:
+            root = fs.dirname(root)
+        where = f"{root} (above its partition folder {folder})" if root != folder else root
+        if fs.isdir(fs.join(root, "_temporary")):
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches {len(parts)} part file{'s' if len(parts) > 1 else ''} of "
+                f"the output folder {where}, which holds _temporary/: the Spark or Hadoop job writing it has not "
+                "committed (still running, or killed mid-write), so parts may be missing; rerun the job, or wait for "
+                "its _SUCCESS", path=fs.join(root, "_temporary"))
+        if fs.exists(fs.join(root, "_SUCCESS")):
+            continue
+        if fs.exists(fs.join(folder, f".{parts[0]}.crc")):
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches part files of {where}, written in place by a Spark or "
+                f"Hadoop job (each beside its .crc, as {parts[0]}) that never committed: it has no _SUCCESS, which "
+                "the job writes last, so parts may be missing (a failed job leaves the tasks it committed); rerun "
+                "the job, or, if it did finish and the marker was removed, create it: touch "
+                f"{fs.join(root, '_SUCCESS')}", path=fs.join(root, "_SUCCESS"))
+        if log is not None and any(_SPARK_PART.match(p) for p in parts):
+            log(f"warning: input: {where} holds Spark's part files ({parts[0]} ...) but no _SUCCESS, which Spark "
+                "writes when the job commits: if the job failed, parts are missing; a copy that left the marker "
+                "out is fine")

@@ -19,7 +19,7 @@ from .base import MAX_ROW_BYTES, Batch, Unit, check_column, decoded_size_estimat
 from .csvfile import csv_header, read_csv
 from .jsonl import EMPTY_VALUES, plan_jsonl, read_jsonl
 from .parquet import plan_parquet, read_parquet
-from .glob_checks import check_cache_files, check_hub_revisions, check_shard_sets
+from .glob_checks import check_cache_files, check_hub_revisions, check_shard_sets, check_spark_output
 from .stdlib import read_stdlib, stdlib_files
 
 _JSONL_EXT = (".jsonl", ".json", ".ndjson")
@@ -90,9 +90,10 @@ def _glob_escape(path: str) -> str:
     return glob.escape(path)
 
 
-def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike]) -> list[str]:
+def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike],
+                log: Callable[[str], None] | None = None) -> list[str]:
     """The files and ``datasets`` folders one entry of ``input.paths`` names (see :func:`_expand`);
-    ``ex`` holds ``exclude``'s real paths."""
+    ``ex`` holds ``exclude``'s real paths; ``log`` gets the glob checks' warnings."""
     if any(ch in pat for ch in "*?["):
         hits = fs.glob(pat, recursive=True)
         if fs.exists(pat) and fs.realpath(pat) not in {fs.realpath(h) for h in hits}:
@@ -123,6 +124,7 @@ def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike]) -
         check_shard_sets(pat, kept)
         check_cache_files(pat, kept)
         check_hub_revisions(pat, kept)
+        check_spark_output(pat, kept, log)
         return kept
     if not fs.exists(pat):
         raise ConfigError(f"input.paths: {pat} does not exist", path=pat)
@@ -151,7 +153,7 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = (),
     out: list[str] = []
     for i, pat in enumerate(paths):
         try:
-            found = _expand_one(pat, ex, exclude)
+            found = _expand_one(pat, ex, exclude, log)
         except ConfigError as e:
             if not str(e).startswith("input.paths"):  # the file system's words (an unknown scheme): name the key
                 raise ConfigError(f"input.paths[{i}]: {e}", path=e.path) from None
