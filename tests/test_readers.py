@@ -922,6 +922,76 @@ def test_a_text_holding_a_run_of_nul_bytes_refuses_a_parquet_or_arrow_file(tmp_p
         one_line_error(ei, p)
 
 
+def _conversations(n: int) -> list:
+    """n two-message conversations, contents of 40-130 bytes."""
+    words = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur"]
+    return [[{"role": "user", "content": f"q{i} " + " ".join(words[(i + k) % 6] for k in range(8 + i % 15))},
+             {"role": "assistant", "content": f"a{i} " + " ".join(words[(i * 7 + k) % 6] for k in range(6 + i % 17))}]
+            for i in range(n)]
+
+
+def _zero_offsets_start(table, batch: int, leaf, n: int) -> tuple[bytes, int]:
+    """``table`` as an Arrow stream of batches of 500 rows, with ``n`` zero bytes from the start of
+    the offsets buffer ``leaf(column)`` of record batch ``batch`` (found by its address in the
+    stream's bytes: pyarrow reads a buffer's arrays without a copy); the bytes and that offset."""
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table, max_chunksize=500)
+    data = sink.getvalue()
+    buf = pa.py_buffer(data)
+    col = pa.ipc.open_stream(buf).read_all().column(0).chunks[batch]
+    at = leaf(col).buffers()[1].address - buf.address
+    return data[:at] + b"\x00" * n + data[at + n:], at
+
+
+@pytest.mark.parametrize("where,leaf,zeros,empty", [
+    pytest.param("contents", lambda c: c.values.field("content"), 512, 127, id="contents-512"),
+    pytest.param("conversations", lambda c: c, 64, 14, id="conversations-64"),
+])
+def test_a_hole_over_the_start_of_an_arrow_offsets_buffer_is_refused(tmp_path, where, leaf, zeros, empty):
+    """Zeros over the start of an Arrow offsets buffer are valid offsets (non-decreasing, first
+    0, last within the data): ``validate(full=True)`` passes and no text holds a NUL. 512 zero
+    bytes at the content offsets of the second batch (rows 500-999) read 127 empty contents
+    (128 zero offsets after the first), then one content holding all of theirs; 64 at the
+    conversations' list offsets read 15 empty conversations (16 zero offsets), then one of 32
+    messages. Both were read as rows; both are refused naming the batch's rows."""
+    rows = _conversations(1000)
+    data, _ = _zero_offsets_start(pa.table({"messages": rows}), 1, leaf, zeros)
+    got = pa.ipc.open_stream(pa.py_buffer(data)).read_all().column(0)
+    got.validate(full=True)  # what pyarrow accepts
+    if where == "contents":
+        assert [m["content"] for r in got.to_pylist()[500:564] for m in r] == [""] * 127 + [got[563][1]["content"].as_py()]
+    else:
+        assert got.to_pylist()[500:515] == [[]] * 15 and len(got[515]) == 32
+    p = tmp_path / "h.arrow"
+    p.write_bytes(data)
+    with pytest.raises(InputError, match=rf"rows \[500, 1000\): 'messages' reads as a hole of zeros over the start of "
+                                         rf"an offsets buffer: its first {empty + (1 if where == 'conversations' else 0)} "
+                                         rf"{'texts' if where == 'contents' else 'lists'} are empty"):
+        read_full(plan_units(inp([p], column="messages")), column="messages")
+
+
+@pytest.mark.parametrize("texts", [
+    pytest.param(["" if i % 10 else "x " * (3 + i % 40) for i in range(2000)], id="90-percent-empty"),
+    pytest.param(sorted((("w " * (i % 50)).strip() for i in range(2000)), key=len), id="sorted-by-length"),
+    pytest.param([""] * 20 + ["a long text " * 40] + ["short"] * 1979, id="twenty-empty-then-long-among-full"),
+])
+def test_empty_texts_first_in_a_batch_are_read_where_the_batch_holds_many(tmp_path, texts):
+    """Real data starting a batch with many empty texts are read: a column 90% empty (the rest's
+    share makes 9 empty texts first a 0.9**9 = 39% chance), data sorted by length (the text after
+    the empty ones is short). The third is data the check cannot tell from a hole (20 empty texts
+    first where the rest holds none, then one as long as 20 others), refused: the price of the
+    rule, a one-in-a-million chance at the rest's share."""
+    p = tmp_path / "t.arrow"
+    with pa.ipc.new_stream(str(p), pa.schema([("text", pa.string())])) as w:
+        w.write_table(pa.table({"text": texts}), max_chunksize=1000)
+    if texts[20] == "a long text " * 40:
+        with pytest.raises(InputError, match=r"rows \[0, 1000\): 'text' reads as a hole of zeros"):
+            read_path(p)
+        return
+    assert read_path(p)[0] == texts
+
+
 @pytest.mark.parametrize("zeros,refused", [(32, True), (15, False)], ids=["32-nul", "15-nul"])
 def test_a_hole_in_a_conversation_column_is_refused(tmp_path, zeros, refused):
     """40 conversations (a list of message structs, as an sft Parquet file holds them),
