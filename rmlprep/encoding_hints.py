@@ -7,7 +7,7 @@ only word the refusal or the reject better, they never read the file another way
 
 from __future__ import annotations
 
-__all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "tar_member", "not_utf8_hint"]
+__all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "tar_member", "web_page", "not_utf8_hint"]
 
 #: (byte-order mark, the encoding's name, iconv's name for it); the 4-byte marks first
 WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE", "UTF-32BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE", "UTF-32LE"),
@@ -59,6 +59,21 @@ def tar_member(head: bytes) -> str | None:
     if len(head) < 263 or head[257:262] != b"ustar":
         return None
     return head[:100].split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def web_page(head: bytes) -> str | None:
+    """What a file's first bytes are when they are a web server's answer saved in place of the
+    file: an HTML page (a Hub link with ``/blob/``, which shows the file, where ``/resolve/``
+    gives it; a login or error page) or an object store's XML error (S3's ``<Error><Code>
+    AccessDenied</Code>``, fetched without credentials); else None."""
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip()[:64].lower()
+    if start.startswith((b"<!doctype html", b"<html")):
+        return "an HTML page (a web page saved in place of the file: a Hub link with /blob/ where /resolve/ gives the file, or a login or error page?)"
+    if start.startswith(b"<?xml") and b"<error>" in head.lower():
+        code = head[head.find(b"<Code>") + 6 : head.find(b"</Code>")] if b"<Code>" in head and b"</Code>" in head else b""
+        what = f" ({code.decode('ascii', 'replace')})" if 0 < len(code) < 64 else ""
+        return f"an object store's XML error response{what} saved in place of the file (fetched without credentials?)"
+    return None
 
 
 def _reads_as_text(head: bytes) -> bool:

@@ -830,6 +830,31 @@ def test_a_hole_at_the_end_of_a_plain_jsonl_is_refused_by_the_plan(tmp_path):
     assert f"byte {len(data) - 1024}: " in one_line_error(ei, p)
 
 
+_HTML = (b'<!DOCTYPE html>\n<html class="">\n<head>\n<meta charset="utf-8" />\n<title>data/train.jsonl \xc2\xb7 '
+         b'org/name at main</title>\n</head>\n<body>\n<pre>{"text": "a"}</pre>\n</body>\n</html>\n')
+_S3_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied'
+              b'</Message><RequestId>4442587FB7D0A2F9</RequestId></Error>')
+
+
+@pytest.mark.parametrize("name,body,what", [
+    pytest.param("t.jsonl", _HTML, "an HTML page", id="html-jsonl"),
+    pytest.param("t.csv", _HTML, "an HTML page", id="html-csv"),
+    pytest.param("t.parquet", _HTML, "an HTML page", id="html-parquet"),
+    pytest.param("t.arrow", b"\xef\xbb\xbf  \n" + _HTML.upper(), "an HTML page", id="html-arrow-bom-upper"),
+    pytest.param("t.parquet", _S3_DENIED, r"an object store's XML error response \(AccessDenied\)", id="s3-error"),
+])
+def test_a_web_page_saved_as_the_file_is_named_at_plan(tmp_path, name, body, what):
+    """The page a Hub link with /blob/ shows (wget of the link the browser had), or the XML an
+    object store answers a request without credentials with, saved in place of the file: a JSONL
+    glob read its lines as not_json rejects (one such file among many: exit 0 and a warning), a
+    CSV file named '<!DOCTYPE html>' as its column, a Parquet or Arrow file had a damaged footer.
+    The plan now names what the file is."""
+    p = tmp_path / name
+    p.write_bytes(body)
+    with pytest.raises(InputError, match=rf"{p}: is {what}.*, not an? \w+ file; fetch the file itself"):
+        plan_units(inp([p], column="text"))
+
+
 def _tar_of(name: str, data: bytes) -> bytes:
     """A tar archive (Python's tarfile, POSIX format) holding one member ``name``."""
     import tarfile

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import fs
 from ..compressed import compression_of
-from ..encoding_hints import LFS_POINTER, binary_format, tar_member, wide_encoding
+from ..encoding_hints import LFS_POINTER, binary_format, tar_member, web_page, wide_encoding
 from ..errors import InputError
 from .holes import tar_archive
 
@@ -18,6 +18,7 @@ _MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"), (
 
 
 _NAMES = {"jsonl": "JSONL", "csv": "CSV"}
+_A = {"jsonl": "a JSONL", "csv": "a CSV", "parquet": "a Parquet", "hf": "an Arrow"}
 
 
 def _own_magic(kind: str, head: bytes) -> bool:
@@ -52,7 +53,8 @@ def sniff(path: str, fmt: str) -> None:
             ``git lfs pull``); a compressed name on a 0-byte file (no compressor writes one: an
             interrupted download), on another compression's data, or on data that is not
             compressed (plain JSONL named ``.jsonl.gz``); plain-text JSONL/CSV that is in fact
-            compressed (a download saved without its suffix), another format (Parquet
+            compressed (a download saved without its suffix), a web page or an object store's
+            XML error saved in its place (:func:`rmlprep.encoding_hints.web_page`), another format (Parquet
             ``PAR1``, Arrow, zip: :func:`rmlprep.encoding_hints.binary_format`), a tar archive
             (a compressed one is named by the reader: :func:`rmlprep.readers.holes.hole_fault`) or UTF-16/32
             (a byte-order mark, or NUL bytes between ASCII characters:
@@ -67,6 +69,8 @@ def sniff(path: str, fmt: str) -> None:
     if head.startswith(LFS_POINTER):
         raise InputError(f"{path}: is a Git LFS pointer, not the data (the repository was cloned without "
                          "its LFS files); fetch them with: git lfs pull", path=path, offset=0)
+    if (page := web_page(head)) is not None:
+        raise InputError(f"{path}: is {page}, not {_A.get(fmt, fmt)} file; fetch the file itself", path=path, offset=0)
     magic = next(((name, suffix) for m, name, suffix in _MAGIC if head.startswith(m)), None)
     if magic is None and head.startswith(b"BZh") and head[4:10] == b"1AY&SY":
         magic = ("bzip2", ".bz2")
