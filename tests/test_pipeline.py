@@ -883,6 +883,39 @@ def test_the_same_text_in_another_compression_is_named(tmp_path):
         "input.paths (or its glob) unless that is meant"], logs
 
 
+def test_one_name_in_two_formats_is_named(tmp_path):
+    """A dataset repository holding its split twice (``train.jsonl`` and the Hub's converted
+    ``train.parquet``; ``valid.csv`` and ``valid.jsonl.gz``) read by ``d/*``: every row trained
+    twice, and neither warning above could tell (other bytes, other formats): 2 + 2 rows gave 4
+    documents, no word. The plan names the pair by their names (no read); ``test.jsonl`` alone
+    and ``a.jsonl`` beside ``a.jsonl.gz`` (the compression warning's) are not named here."""
+    import gzip
+
+    from rmlprep.pipeline.plan import plan
+
+    d = tmp_path / "d"
+    d.mkdir()
+    rows = [{"text": "first document"}, {"text": "second document"}]
+    lines = "".join(json.dumps(r) + "\n" for r in rows)
+    (d / "train.jsonl").write_text(lines)
+    pq.write_table(pa.Table.from_pylist(rows), d / "train.parquet")
+    (d / "test.jsonl").write_text(lines.replace("document", "test"))
+    (d / "valid.csv").write_text("text\nfirst valid\n")
+    (d / "valid.jsonl.gz").write_bytes(gzip.compress(b'{"text": "first valid"}\n'))
+    (d / "a.jsonl").write_text(lines.replace("document", "a"))
+    (d / "a.jsonl.gz").write_bytes(gzip.compress(lines.replace("document", "b").encode()))
+    cfg = config_from_dict({"input": {"paths": [f"{d}/*"]}, "tokenizer": {"path": str(TINY)},
+                            "pack": {"seq_len": 64}, "output": {"dir": str(tmp_path / "out")}})
+    logs: list[str] = []
+    plan(cfg, log=logs.append)
+    tail = ("have one name in two formats, likely one dataset saved twice (a repository's train.jsonl beside its "
+            "train.parquet): both are read, so their rows may be in the shards twice; leave one out of input.paths "
+            "(or its glob) unless they differ")
+    assert [m for m in logs if m.startswith("warning: input:")] == [
+        f"warning: input: {d / 'train.parquet'} and {d / 'train.jsonl'} {tail}",
+        f"warning: input: {d / 'valid.jsonl.gz'} and {d / 'valid.csv'} {tail}"], logs
+
+
 def test_two_gzips_of_one_file_are_named(tmp_path):
     """``gzip`` writes the time (and the file's name) into its header, so ``c.jsonl.gz`` made
     from the same 40 bytes as ``b.jsonl.gz`` a second later has other bytes: the same-bytes

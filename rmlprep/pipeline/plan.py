@@ -89,7 +89,44 @@ def plan(cfg: RunConfig, log: Callable[[str], None] | None = None) -> list[Plann
                 + ("" if whole else "likely ") + f"the same data {how}): both are read, so "
                 "their rows are in the shards twice" + ("" if whole else " if the rest matches too")
                 + "; leave one out of input.paths (or its glob) unless that is meant")
+        for later, earlier in same_stem(planned, said):
+            log(f"warning: input: {later} and {earlier} have one name in two formats, likely one dataset saved "
+                "twice (a repository's train.jsonl beside its train.parquet): both are read, so their rows may be in "
+                "the shards twice; leave one out of input.paths (or its glob) unless they differ")
     return planned
+
+
+#: the suffixes of a corpus file's name that say its format (after any compression suffix)
+_FORMAT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv", ".tsv", ".parquet", ".arrow")
+
+
+def same_stem(units: list[PlannedUnit], said: set[str] = frozenset()) -> list[tuple[str, str]]:
+    """(file, an earlier file of the plan) for each input file named as another in the same folder
+    but for its format suffix (``data/train.parquet`` after ``data/train.jsonl``, compressed or
+    not): one dataset saved in two formats, whose rows a glob such as ``data/*`` reads twice.
+    Files of one format are :func:`same_bytes`' and :func:`same_text`'s (``a.jsonl`` beside
+    ``a.jsonl.gz``); those already named there (``said``) are left out. Names only: no read.
+
+    Worked example: ``d/train.jsonl``, ``d/train.parquet``, ``d/test.jsonl`` give
+    ``[("d/train.parquet", "d/train.jsonl")]``.
+    """
+    first: dict[tuple[str, str], tuple[str, str]] = {}
+    out = []
+    for path in dict.fromkeys(u.path for u in units if u.format != "stdlib"):
+        folder, _, name = path.rstrip("/").rpartition("/")
+        low = name.lower()
+        kind = compression_of(path)
+        if kind is not None:
+            low = low.rsplit(".", 1)[0]
+        suffix = next((x for x in _FORMAT_SUFFIXES if low.endswith(x)), None)
+        if suffix is None:
+            continue
+        key = (folder, low[: -len(suffix)])
+        if key not in first:
+            first[key] = (path, suffix)
+        elif first[key][1] != suffix and path not in said:
+            out.append((path, first[key][0]))
+    return out
 
 
 def same_bytes(units: list[PlannedUnit]) -> list[tuple[str, str, str]]:
