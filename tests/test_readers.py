@@ -888,15 +888,21 @@ def test_a_tar_archive_named_as_jsonl_or_csv_is_named_a_tar(tmp_path, name, pack
         '(input.paths = ["DIR/*.jsonl"])')
 
 
-@pytest.mark.parametrize("name", ["d.tar", "d.tar.gz", "d.tgz", "d.tar.zst", "d.tar.xz"])
-def test_a_tar_archive_given_as_input_is_named_a_tar(tmp_path, name):
-    """A ``.tar`` (compressed or not) given as input said only "cannot tell the format ...; set
-    input.format": it now says it is a tar archive and to extract it."""
+@pytest.mark.parametrize("name,archive,how", [
+    *[(n, "tar", "tar xf {p} -C DIR") for n in ("d.tar", "d.tar.gz", "d.tgz", "d.tar.zst", "d.tar.xz")],
+    ("d.zip", "zip", "unzip {p} -d DIR"), ("d.jsonl.zip", "zip", "unzip {p} -d DIR"), ("d.7z", "7z", "7z x {p} -oDIR"),
+    ("d.rar", "rar", "unrar x {p} DIR/")])
+def test_an_archive_given_as_input_is_named_an_archive(tmp_path, name, archive, how):
+    """A ``.tar`` (compressed or not), ``.zip``, ``.7z`` or ``.rar`` given as input said only
+    "cannot tell the format ...; set input.format": it now says it is an archive and how to
+    extract it."""
     p = tmp_path / name
     p.write_bytes(b"x")
-    with pytest.raises(ConfigError, match=rf"input.paths: {p} is a tar archive; rmlprep reads the files a tar "
-                                          rf"holds, not the archive: extract it \(tar xf {p} -C DIR\)"):
+    with pytest.raises(ConfigError) as ei:
         plan_units(inp([p], column="text"))
+    assert str(ei.value) == (f"input.paths: {p} is a {archive} archive; rmlprep reads the files an archive holds, not "
+                             f"the archive: extract it ({how.format(p=p)}) and give those files "
+                             '(input.paths = ["DIR/*.jsonl"])')
 
 
 def test_fewer_nul_bytes_than_a_hole_stay_a_row_reject(tmp_path):
@@ -1881,8 +1887,8 @@ def _parquet_bytes() -> bytes:
     pytest.param("x.jsonl", _parquet_bytes(), r": is a Parquet file \(magic PAR1 at byte 0\), not JSONL; rename it to "
                  r"end in \.parquet or set input\.format = \"parquet\"$", id="parquet-named-jsonl"),
     pytest.param("x.csv", _parquet_bytes(), r": is a Parquet file \(magic PAR1 at byte 0\), not CSV", id="parquet-named-csv"),
-    pytest.param("x.jsonl", b"PK\x03\x04\x14\x00\x00\x00", r"is a zip archive \(magic PK at byte 0\), not JSONL; rename "
-                 r"it to end in \.zip", id="zip-named-jsonl"),
+    pytest.param("x.jsonl", b"PK\x03\x04\x14\x00\x00\x00", r"is a zip archive \(magic PK at byte 0\), not JSONL; rmlprep "
+                 r"reads the files an archive holds, not the archive: extract it \(unzip \S+ -d DIR\)", id="zip-named-jsonl"),
     pytest.param("x.jsonl.gz", b'{"text": "a"}\n' * 3, r": is named \.gz but holds no gzip data: it is plain text "
                  r"\('\{\"text\": \"a\"\}\\n\{\"text\": \"'\.\.\.\); rename it without the \.gz \(a "
                  r"download saved decompressed\?\)$", id="plain-named-gz"),

@@ -97,6 +97,10 @@ def sniff(path: str, fmt: str) -> None:
                          f"{Path(path).name}{magic[1]}", path=path, offset=0)
     elif fmt in _NAMES and (member := tar_member(head)) is not None:
         raise tar_archive(path, member, False)
+    elif fmt in _NAMES and (found := binary_format(head)) is not None and found[1] == ".zip":
+        raise InputError(f"{path}: is {found[0]}, not {_NAMES[fmt]}; rmlprep reads the files an archive holds, not "
+                         f"the archive: extract it (unzip {path} -d DIR) and give those files (input.paths = "
+                         "[\"DIR/*.jsonl\"])", path=path, offset=0)
     elif fmt in _NAMES and (found := binary_format(head)) is not None:
         raise InputError(f"{path}: is {found[0]}, not {_NAMES[fmt]}; rename it to end in {found[1]}"
                          + (" or set input.format = \"parquet\"" if found[1] == ".parquet" else ""),

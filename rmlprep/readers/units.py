@@ -23,6 +23,8 @@ from .glob_checks import check_cache_files, check_hub_revisions, check_shard_set
 from .stdlib import read_stdlib, stdlib_files
 
 _JSONL_EXT = (".jsonl", ".json", ".ndjson")
+#: archives, by the end of a name (after a compression suffix is taken off: .tar.gz is .tar)
+_ARCHIVES = (("tar", (".tar", ".tgz", ".tbz2", ".txz")), ("zip", (".zip",)), ("7z", (".7z",)), ("rar", (".rar",)))
 
 
 def detect_format(path: str) -> str:
@@ -51,9 +53,12 @@ def detect_format(path: str) -> str:
         return "csv"
     if name.endswith(".arrow") and not path.rstrip("/").rsplit("/", 1)[-1].lower().endswith(COMPRESSED_SUFFIXES):
         return "hf"  # one Arrow file of a datasets cache or save_to_disk folder
-    if name.endswith((".tar", ".tgz", ".tbz2", ".txz")):
-        raise ConfigError(f"input.paths: {path} is a tar archive; rmlprep reads the files a tar holds, not the "
-                          f"archive: extract it (tar xf {path} -C DIR) and give those files (input.paths = "
+    archive = next((a for a, suffixes in _ARCHIVES if name.endswith(suffixes)), None)
+    if archive is not None:
+        how = {"tar": f"tar xf {path} -C DIR", "zip": f"unzip {path} -d DIR", "7z": f"7z x {path} -oDIR",
+               "rar": f"unrar x {path} DIR/"}[archive]
+        raise ConfigError(f"input.paths: {path} is a {archive} archive; rmlprep reads the files an archive holds, "
+                          f"not the archive: extract it ({how}) and give those files (input.paths = "
                           "[\"DIR/*.jsonl\"])")
     raise ConfigError(
         f"input.paths: cannot tell the format of {path}; set input.format to one of "
