@@ -830,6 +830,21 @@ def test_a_hole_at_the_end_of_a_plain_jsonl_is_refused_by_the_plan(tmp_path):
     assert f"byte {len(data) - 1024}: " in one_line_error(ei, p)
 
 
+@pytest.mark.parametrize("name", ["notes.txt", "README.md", "a.text"])
+def test_plain_text_given_as_input_says_how_to_make_json_lines(tmp_path, name):
+    """A folder of ``.txt`` documents said "cannot tell the format ...; set input.format to one of
+    jsonl, ...", and input.format = "jsonl" then read each line as a not_json reject. The line
+    now says plain text is not read and gives the jq lines (``-c``: one object per line, since a
+    pretty-printed object is refused) that make JSON Lines of it."""
+    p = tmp_path / name
+    p.write_text("line one\nline two\n")
+    with pytest.raises(ConfigError) as ei:
+        plan_units(inp([p], column="text"))
+    assert str(ei.value) == (f"input.paths: {p} is plain text, which rmlprep does not read: it takes one document per "
+                             "row, as JSON Lines; make one: jq -Rsc '{text: .}' FILE > FILE.jsonl (the file one "
+                             "document) or jq -Rc '{text: .}' FILE > FILE.jsonl (each line one)")
+
+
 _HTML = (b'<!DOCTYPE html>\n<html class="">\n<head>\n<meta charset="utf-8" />\n<title>data/train.jsonl \xc2\xb7 '
          b'org/name at main</title>\n</head>\n<body>\n<pre>{"text": "a"}</pre>\n</body>\n</html>\n')
 _S3_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied'

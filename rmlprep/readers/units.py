@@ -60,6 +60,10 @@ def detect_format(path: str) -> str:
         raise ConfigError(f"input.paths: {path} is a {archive} archive; rmlprep reads the files an archive holds, "
                           f"not the archive: extract it ({how}) and give those files (input.paths = "
                           "[\"DIR/*.jsonl\"])")
+    if name.endswith((".txt", ".text", ".md")):
+        raise ConfigError(f"input.paths: {path} is plain text, which rmlprep does not read: it takes one document per "
+                          "row, as JSON Lines; make one: jq -Rsc '{text: .}' FILE > FILE.jsonl (the file one document) or "
+                          "jq -Rc '{text: .}' FILE > FILE.jsonl (each line one)")
     raise ConfigError(
         f"input.paths: cannot tell the format of {path}; set input.format to one of "
         "jsonl, parquet, csv, hf (a datasets folder or an .arrow file; compressed: .gz, .zst, .bz2, .xz "
