@@ -176,8 +176,8 @@ def test_glob_and_missing(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         plan_units(inp([tmp_path / "none.jsonl"]))
     with pytest.raises(ConfigError, match="cannot tell the format"):
-        (tmp_path / "x.txt").write_text("x")
-        plan_units(inp([tmp_path / "x.txt"]))
+        (tmp_path / "x.dat").write_text("x")
+        plan_units(inp([tmp_path / "x.dat"]))
 
 
 def test_stdlib_is_deterministic():
