@@ -830,6 +830,18 @@ def test_a_hole_at_the_end_of_a_plain_jsonl_is_refused_by_the_plan(tmp_path):
     assert f"byte {len(data) - 1024}: " in one_line_error(ei, p)
 
 
+def test_a_checksum_file_matched_by_a_glob_is_named(tmp_path):
+    """``dir/*`` over a Parquet file and its visible checksum (``x.parquet.crc``; ``x.parquet.sha256``)
+    said "cannot tell the format of x.parquet.crc; set input.format", whose fix would read the
+    checksum as data; it now says what the file is and to leave it out of the glob."""
+    pq.write_table(pa.table({"text": ["a"]}), tmp_path / "x.parquet")
+    (tmp_path / "x.parquet.crc").write_bytes(b"crc\x00\x00\x02\x00")
+    with pytest.raises(ConfigError, match=rf"input.paths: {tmp_path}/x.parquet.crc is a checksum file beside the data, "
+                                          r"not data; leave it out of the glob \(name the data's suffix"):
+        plan_units(inp([f"{tmp_path}/*"]))
+    assert len(plan_units(inp([f"{tmp_path}/*.parquet"]))) == 1
+
+
 @pytest.mark.parametrize("name", ["notes.txt", "README.md", "a.text"])
 def test_plain_text_given_as_input_says_how_to_make_json_lines(tmp_path, name):
     """A folder of ``.txt`` documents said "cannot tell the format ...; set input.format to one of

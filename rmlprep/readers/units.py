@@ -60,6 +60,9 @@ def detect_format(path: str) -> str:
         raise ConfigError(f"input.paths: {path} is a {archive} archive; rmlprep reads the files an archive holds, "
                           f"not the archive: extract it ({how}) and give those files (input.paths = "
                           "[\"DIR/*.jsonl\"])")
+    if name.endswith((".crc", ".md5", ".sha1", ".sha256", ".sha512")):
+        raise ConfigError(f"input.paths: {path} is a checksum file beside the data, not data; leave it out of the "
+                          "glob (name the data's suffix, e.g. 'dir/*.parquet')")
     if name.endswith((".txt", ".text", ".md")):
         raise ConfigError(f"input.paths: {path} is plain text, which rmlprep does not read: it takes one document per "
                           "row, as JSON Lines; make one: jq -Rsc '{text: .}' FILE > FILE.jsonl (the file one document) or "
