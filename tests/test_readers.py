@@ -830,6 +830,18 @@ def test_a_hole_at_the_end_of_a_plain_jsonl_is_refused_by_the_plan(tmp_path):
     assert f"byte {len(data) - 1024}: " in one_line_error(ei, p)
 
 
+def test_a_compressed_utf16_csv_without_a_mark_is_named(tmp_path):
+    """A CSV saved as UTF-16-LE without a byte-order mark (Excel's "Unicode text" as .csv), then
+    gzipped: the plan's first-bytes check sees gzip's, and the plan said only "has no column
+    'text'; columns: ['t\\x00e\\x00x\\x00t\\x00']". It now names the encoding and the iconv line,
+    as for the same file uncompressed."""
+    p = tmp_path / "u.csv.gz"
+    p.write_bytes(gzip.compress("text\nfirst\nsecond\n".encode("utf-16-le")))
+    with pytest.raises(InputError, match=rf"{p}: the file is UTF-16-LE \(.*\) once decompressed; rmlprep reads UTF-8: "
+                                         r"convert it with iconv -f UTF-16LE -t UTF-8"):
+        plan_units(inp([p], column="text"))
+
+
 def test_a_checksum_file_matched_by_a_glob_is_named(tmp_path):
     """``dir/*`` over a Parquet file and its visible checksum (``x.parquet.crc``; ``x.parquet.sha256``)
     said "cannot tell the format of x.parquet.crc; set input.format", whose fix would read the

@@ -13,7 +13,8 @@ import pyarrow as pa
 
 from .. import fs
 from ..compressed import COMPRESSED_SUFFIXES, compression_of, open_decompressed
-from ..errors import ConfigError, RmlprepError
+from ..encoding_hints import wide_encoding
+from ..errors import ConfigError, InputError, RmlprepError
 from .arrowfiles import _open_arrow, plan_hf, read_hf
 from .base import MAX_ROW_BYTES, Batch, Unit, check_column, decoded_size_estimate, is_blank_line, sniff
 from .csvfile import csv_header, read_csv
@@ -299,6 +300,14 @@ def _check_csv_header(path: str, column: str) -> None:
         header = csv_header(path)
     except (RmlprepError, OSError, ValueError, csv.Error):
         return
+    if header and column not in header and "\x00" in "".join(header):
+        # UTF-16 without a byte-order mark inside a compressed file (the plan's sniff sees the
+        # compressed bytes only): its header reads as 't\x00e\x00x\x00t\x00'
+        with open_decompressed(path) as f:
+            wide = wide_encoding(f.read(64))
+        if wide is not None:
+            raise InputError(f"{path}: the file is {wide[0]} ({wide[2]}) once decompressed; rmlprep reads UTF-8: "
+                             f"convert it with iconv -f {wide[1]} -t UTF-8", path=path, offset=0)
     if header:  # an empty file holds no rows: nothing to miss
         check_column(path, header, column)
 
