@@ -108,7 +108,7 @@ def resolve_chat_config(cfg, tokenizer, *, log: Callable[[str], None] = print):
         if not data["chat"]["train_on_reasoning"] and (why := untrained_reasoning_refusal(data["chat"]["format"])):
             raise ConfigError(f"chat.train_on_reasoning = false: chat.format = \"auto\" found "
                               f"{data['chat']['format']!r}; {why}")
-    return RunConfig(data, cfg.source, relative=cfg.relative, cwd=cfg.cwd)
+    return RunConfig(data, cfg.source, relative=cfg.relative, cwd=cfg.cwd, given=cfg.given)
 
 
 def check_chat_markers(cfg, tokenizer) -> None:

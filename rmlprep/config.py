@@ -220,6 +220,8 @@ class RunConfig:
             ``output.dir``, without ``..`` where that names the same folder); ``data["pipeline"]``
             is the pipeline name.
         source: the TOML file it came from ("" when built from a dict).
+        given: the ``"section.key"`` names the TOML (or dict) wrote, defaults not among them; not
+            hashed (the warning on a defaulted ``pack.bos`` reads it: ``pipeline.framing.missing_bos``).
     """
 
     data: dict[str, Any]
@@ -229,6 +231,7 @@ class RunConfig:
     #: directory they were resolved against (the current one): what :meth:`relative_note` says
     relative: tuple[tuple[str, str, str], ...] = field(default=(), repr=False, compare=False)
     cwd: str = field(default="", repr=False, compare=False)
+    given: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def relative_note(self, path: str | None) -> str:
         """What an error about ``path`` (absolute) adds when the config gave it relative
@@ -303,11 +306,7 @@ class RunConfig:
         if output is not None:
             d["output"]["dir"] = _abs_dir(output, "--output")
             relative = tuple(r for r in relative if r[0] != "output.dir")  # --output is not the config's
-        return RunConfig(d, self.source, relative=relative, cwd=self.cwd)
-
-
-def _where(source: str) -> str:
-    return f"{source}: " if source else ""
+        return RunConfig(d, self.source, relative=relative, cwd=self.cwd, given=self.given)
 
 
 def load_config(path: str | os.PathLike, *, output: str | None = None) -> RunConfig:
@@ -341,7 +340,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | Non
     """Validate a config given as nested dicts (same schema as the TOML file; a key whose default
     is unset may also be None, as in the ``config`` of a run's ``manifest.json``, which this
     takes back: the same config, the same hash). ``output``: as :func:`load_config`'s."""
-    w = _where(source)
+    w = f"{source}: " if source else ""
     if not isinstance(raw, dict):
         raise ConfigError(f"{w}a config is a table of sections, got {type(raw).__name__}")
     data: dict[str, Any] = {}
@@ -496,4 +495,5 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | Non
                   else resolved("output.dir", out["dir"], _abs_dir))
     check_output(out, pipeline, w, {k: default for k, (_, default) in SCHEMA["output"].items()})
     check_run(data["run"], w)
-    return RunConfig(data, source, relative=tuple(relative), cwd=os.getcwd() if relative else "")
+    given = frozenset(f"{sec}.{k}" for sec, keys in raw.items() if isinstance(keys, dict) for k in keys)
+    return RunConfig(data, source, relative=tuple(relative), cwd=os.getcwd() if relative else "", given=given)

@@ -1808,3 +1808,31 @@ def test_a_unit_read_under_older_read_rules_is_read_again(tmp_path, monkeypatch)
     m = run(cfg, log=logs.append)
     assert (m["units_processed"], m["units_skipped"]) == (1, 0)
     assert any("(read_rules 0)" in x for x in logs), logs
+
+
+def test_a_written_pack_bos_false_is_not_warned_and_keeps_the_hash(tmp_path):
+    """polish21: the no-bos warning above showed on every run of a Gemma or Mistral config, also
+    one whose author wrote ``pack.bos = false`` on purpose. The config now records the keys the
+    TOML wrote (``RunConfig.given``, kept by ``with_overrides``): written false, no warning;
+    defaulted, the warning, which says how to silence it. ``given`` is not hashed, so a folder
+    written under the defaulted key resumes under the written one with every unit done."""
+    from rmlprep.config import load_config
+    from rmlprep.pipeline.framing import missing_bos
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"text": "hello 123"}\n')
+    tok = open_tokenizer(str(TINY))[0]
+    toml = (f'[input]\npaths = ["{inp}"]\n[tokenizer]\npath = "{TINY}"\n[pack]\nseq_len = 128\n{{}}'
+            f'[output]\ndir = "{tmp_path / "o"}"\n[run]\nworkers = 1\nprogress = "none"\nhistogram = false\n')
+    (tmp_path / "default.toml").write_text(toml.format(""))
+    (tmp_path / "written.toml").write_text(toml.format("bos = false\n"))
+    default, written = load_config(tmp_path / "default.toml"), load_config(tmp_path / "written.toml")
+    assert "pack.bos" in written.given and "pack.bos" not in default.given and "pack.seq_len" in default.given
+    assert "write pack.bos = false" in missing_bos(default, tok)
+    assert missing_bos(written, tok) == "" and missing_bos(written.with_overrides(workers=2), tok) == ""
+    assert written.config_hash == default.config_hash and written.to_dict() == default.to_dict()
+    run(default, log=quiet)
+    logs: list[str] = []
+    run(written, resume=True, log=logs.append)
+    assert any("1 of 1 units already done" in x for x in logs), logs
+    assert not [x for x in logs if "no bos" in x], logs

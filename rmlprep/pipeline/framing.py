@@ -137,18 +137,20 @@ def missing_bos(cfg: RunConfig, tokenizer) -> str:
     tokenizer's own encode starts every text with one (``spec.add_bos``: a tokenizer.json
     post-processor, a config's ``add_bos_token``; Gemma, Llama 2 and 3, Mistral), so that
     transformers' ``tokenizer(text)``, datatrove's and Megatron's tokenization and
-    :func:`rmlprep.tokenize_text` put it there; "" otherwise (sft, ``pack.bos``,
-    ``tokenizer.add_special_tokens``, no bos id, or a GGUF's defaulted one, which ``pack.bos``
+    :func:`rmlprep.tokenize_text` put it there; "" otherwise (sft, ``pack.bos`` true or written
+    false, ``tokenizer.add_special_tokens``, no bos id, or a GGUF's defaulted one, which ``pack.bos``
     refuses). A fresh-user trial packed Gemma documents without ``<bos>`` under the defaults
-    and was told nothing."""
+    and was told nothing; a config that writes ``pack.bos = false`` has chosen, and is not told
+    on every run (``cfg.given``, the keys the TOML wrote)."""
     s = tokenizer.spec
-    if (cfg.pipeline == "sft" or cfg["pack"]["bos"] or cfg["tokenizer"]["add_special_tokens"] or not s.add_bos
-            or tokenizer.bos_id is None or "bos" in getattr(s, "defaulted_ids", ())):
+    if (cfg.pipeline == "sft" or cfg["pack"]["bos"] or "pack.bos" in cfg.given or cfg["tokenizer"]["add_special_tokens"]
+            or not s.add_bos or tokenizer.bos_id is None or "bos" in getattr(s, "defaulted_ids", ())):
         return ""
     tid = tokenizer.bos_id
     return (f"warning: pack: documents get no bos, though this tokenizer's own encode starts every text with "
             f"{tokenizer.id_to_token(tid)!r} (id {tid}), as transformers' tokenizer(text) and rmlprep.tokenize_text "
-            "do; set pack.bos = true if the model was trained with it")
+            "do; set pack.bos = true if the model was trained with it, or write pack.bos = false to say it was not "
+            "(and silence this)")
 
 
 def _lone_tokenizer_json(path: str) -> Path | None:
