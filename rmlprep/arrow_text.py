@@ -120,7 +120,12 @@ def tokenize_text(
         column: the text column; each value must be a str.
         add_special_tokens: add BOS/EOS as the spec's add_bos/add_eos say.
         parse_special: cut special-token text (``"<|endoftext|>"``) out as its id. Off by
-            default: corpus text is data, not control (tiktoken ``encode_ordinary``).
+            default whatever the tokenizer's folder says: corpus text is data, not control
+            (tiktoken ``encode_ordinary``). transformers' ``tokenizer(text)`` parses it unless
+            the folder's config sets ``"split_special_tokens": true``: pass True for its ids
+            on other folders; on such a folder the default already gives them (non-special
+            added tokens such as ``<tool_call>`` stay one id either way), and True parses, as
+            its ``split_special_tokens=False``. Source: transformers 4.57.1 and 5.24.0.
         on_error: ``"raise"``: RowError for the first bad row; ``"record"``: keep it with
             empty ids and its reason in ``error_column`` (see the module docstring).
         output_column: name of the ids column, list<uint32> (never uint16).

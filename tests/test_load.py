@@ -713,7 +713,10 @@ def test_split_special_tokens_on_qwen25_gives_transformers_ids(tmp_path):
     """Worked example (read_model_config's neighbour, folder_config.split_special_tokens):
     transformers 4.57.1 and 5.24.0 on Qwen2.5's folder with ``"split_special_tokens": true``
     give ``tok("a<|im_end|>b")["input_ids"] == [64, 27, 91, 318, 6213, 91, 29, 65]`` and
-    ``tok("x<tool_call>y")["input_ids"] == [87, 151657, 88]`` (``<tool_call>`` is not special)."""
+    ``tok("x<tool_call>y")["input_ids"] == [87, 151657, 88]`` (``<tool_call>`` is not special).
+    ``tokenize_text``, which never parses by default (corpus text is data), gives the same ids
+    there, and ``parse_special=True`` parses, as ``split_special_tokens=False``:
+    ``[64, 151645, 65]`` (``<|im_end|>`` is 151645). Qwen2.5 adds no bos/eos."""
     src = _need("hf/qwen2.5")
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(src / f, tmp_path / f)
@@ -722,6 +725,14 @@ def test_split_special_tokens_on_qwen25_gives_transformers_ids(tmp_path):
     tok = load_tokenizer(tmp_path)
     assert tok.encode("a<|im_end|>b") == [64, 27, 91, 318, 6213, 91, 29, 65]
     assert tok.encode("x<tool_call>y") == [87, 151657, 88]
+    import pyarrow as pa
+
+    from rmlprep import tokenize_text
+
+    batch = pa.RecordBatch.from_arrays([pa.array(["a<|im_end|>b", "x<tool_call>y"])], names=["text"])
+    assert tokenize_text(tok)(batch).column("input_ids").to_pylist() == [[64, 27, 91, 318, 6213, 91, 29, 65],
+                                                                          [87, 151657, 88]]
+    assert tokenize_text(tok, parse_special=True)(batch).column("input_ids").to_pylist()[0] == [64, 151645, 65]
 
 
 def test_a_missing_hub_id_says_rmlprep_does_not_download(tmp_path, monkeypatch):
