@@ -160,7 +160,11 @@ def run_exit_status(config: RunConfig | Callable[[], RunConfig], *, resume: bool
 
 
 def _run_config(cfg: RunConfig, *, resume: bool, overwrite: bool) -> int:
-    manifest = run(cfg, resume=resume, overwrite=overwrite, log=_log)
+    try:
+        manifest = run(cfg, resume=resume, overwrite=overwrite, log=_log)
+    except KeyboardInterrupt as e:  # Ctrl-C, Stopped: its line says whether a unit is done (_stopped_run)
+        e.rmlprep_output = cfg.output_dir
+        raise
     tidy = tidy_paths(cfg)  # the manifest's '/p/sub/../data/x.jsonl' shown as '/p/data/x.jsonl', as run's lines
     why = run_verdict(cfg, manifest)  # no document, or rejects over run.max_reject_fraction: exit 2, no "shards:"
     if why is not None:
@@ -275,6 +279,17 @@ def _run_command(args) -> int:
         return _exit_status(lambda: _COMMANDS[args.command](args), stream=False)
 
 
+def _stopped_run(e: KeyboardInterrupt) -> str:
+    """What a stopped run's line adds: the done units stay (markers in the output folder, after
+    the unwinding dropped what it had set aside: pipeline.previous), or, stopped before any
+    (its config not loaded yet, or a local folder with no ``shard-*.done.json``, or none at
+    all), that there is nothing to continue. A store's folder is not listed on the way out."""
+    out = getattr(e, "rmlprep_output", None)
+    if out is None or isinstance(out, Path) and not any(out.glob("shard-*.done.json")):
+        return "; no unit was done: rerun the command"
+    return "; the done units stay and --resume continues"
+
+
 def _exit_status(job: Callable[[], int], *, stream: bool = True) -> int:
     """``job()``'s status, or the exit code and one line of what it raised (the CLI's mapping,
     shared by :func:`run_exit_status`). A closed stdout pipe ends a ``stream`` command (``encode
@@ -284,7 +299,7 @@ def _exit_status(job: Callable[[], int], *, stream: bool = True) -> int:
         return job()
     except Stopped as e:  # SIGTERM, SIGHUP: 128 + the signal, as a shell reports a process it ended
         with suppress(OSError):  # a hung-up terminal may take no more
-            _log(f"rmlprep: {e.words}" + ("" if stream else "; the done units stay and --resume continues"))
+            _log(f"rmlprep: {e.words}" + ("" if stream else _stopped_run(e)))
         return 128 + e.signum
     except ParityError as e:  # source "unit": a unit's live chat sample (pipeline.driver), after others were written
         _log(f"rmlprep: parity failure, stopped {'in a unit' if e.source == 'unit' else 'before any corpus work'}: {e}")
@@ -307,8 +322,8 @@ def _exit_status(job: Callable[[], int], *, stream: bool = True) -> int:
         _log(f"rmlprep: error: out of memory: {what} (a smaller pack.seq_len, input.unit_bytes or run.workers "
              "needs less)")
         return 2
-    except KeyboardInterrupt:  # a run's line says what SIGTERM's says of the done units
-        _log("rmlprep: interrupted" + ("" if stream else "; the done units stay and --resume continues"))
+    except KeyboardInterrupt as e:  # a run's line says what SIGTERM's says of the done units
+        _log("rmlprep: interrupted" + ("" if stream else _stopped_run(e)))
         return 130
 
 

@@ -1815,17 +1815,36 @@ def test_ctrl_c_in_a_run_says_the_done_units_stay(tmp_path, monkeypatch, capsys)
     (``rmlprep: terminated (SIGTERM); the done units stay and --resume continues``): README,
     "Exit codes": ``rmlprep: interrupted; the done units stay and --resume continues``. It said
     ``rmlprep: interrupted`` alone, with no word of how to go on (trial17). Another command
-    (encode) has no units: ``rmlprep: interrupted``."""
+    (encode) has no units: ``rmlprep: interrupted``. A run stopped before any unit was done
+    (its config being read, its tokenizer loaded, the output folder not made yet) said the
+    done units stay too (trial20): it now says ``no unit was done: rerun the command``, and a
+    run stopped after its unit was done (the marker in the folder) keeps the first words."""
     import rmlprep.cli as cli
 
     def stop(*a, **k):
         raise KeyboardInterrupt
 
+    real_run = cli.run
+
+    def stop_after(cfg, **k):  # the unit done and committed, then Ctrl-C
+        real_run(cfg, **k)
+        raise KeyboardInterrupt
+
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
     _tiny_run_config(tmp_path / "c.toml", "a.jsonl", "out")
-    monkeypatch.setitem(cli._COMMANDS, "run", stop)  # the interrupt inside the run's command
+    for where, patch in (("command", lambda: monkeypatch.setitem(cli._COMMANDS, "run", stop)),
+                         ("run", lambda: monkeypatch.setattr(cli, "run", stop))):
+        monkeypatch.chdir(tmp_path)
+        patch()  # the interrupt before the config is read, then inside the run before its folder exists
+        assert main(["run", str(tmp_path / "c.toml")]) == 130, where
+        assert capsys.readouterr().err.splitlines()[-1] == "rmlprep: interrupted; no unit was done: rerun the command"
+        assert not (tmp_path / "out").exists()
+        monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "run", stop_after)
     assert main(["run", str(tmp_path / "c.toml")]) == 130
+    assert list((tmp_path / "out").glob("shard-*.done.json"))
     assert capsys.readouterr().err.splitlines()[-1] == \
         "rmlprep: interrupted; the done units stay and --resume continues"
     monkeypatch.setitem(cli._COMMANDS, "encode", stop)
