@@ -73,6 +73,17 @@ class _Lease:
 
     # -- S3 with conditional writes ------------------------------------------------------------
     def acquire(self) -> None:
+        """Take the folder's lock object ``.rmlprep.lock`` and start the thread that rewrites it
+        every :data:`REFRESH_S` s. On S3 with boto3: a conditional create (``If-None-Match: *``),
+        or a conditional overwrite (``If-Match`` its ETag) of a lock not refreshed for
+        :data:`LEASE_S` s by the store's clock, or left by a dead process of this host (``note``
+        says whose was taken over). Elsewhere, or where the store refuses conditional writes:
+        best effort, the object read, written, then read back (``note`` says so).
+
+        Raises:
+            OutputError: the lock is held by a live run (its pid, host and age named); it
+                changed hands three times; the store refused a request (the error with its fix).
+        """
         if self._s3 is not None:
             try:
                 self._acquire_conditional()
@@ -171,6 +182,10 @@ class _Lease:
                               f"{LEASE_S:.0f} s); rerun to verify every unit", path=self.folder.path)
 
     def release(self) -> None:
+        """Stop the refresh thread (waiting up to 30 s) and delete the lock object if it is
+        still this run's (the same ETag on S3, this lease's token in its body elsewhere); a lock
+        another run took over (``lost``) is left to it. Never raises: a store out of reach keeps
+        the object, and its lease runs out :data:`LEASE_S` s after the last refresh."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
