@@ -5,6 +5,7 @@ check compared (``parity.chat.live_units``). Used by :func:`.reports.summary_tab
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["chat_count_lines"]
@@ -39,97 +40,96 @@ _LAST_ONLY = ", or chat.train_turns = \"last\" trains only the answers after the
 _UNDER_LAST = ("under chat.train_turns = \"last\" these are turns after the last user message (tool calls before "
                "the final answer, answers of a format that drops all reasoning): give such calls reasoning_content; ")
 _NO_THINK["deepseek-r1-llamacpp"] = _NO_THINK["deepseek-r1"]
-#: (count, its "not known" line's end, what its line says was done): chat.format = "template" encodes
-#: special-token text in a message as the control token, a native format as text
-_SPECIAL_TEXT = (
-    ("special_text_parsed", "encoded as the control token (chat.format = \"template\")",
-     "encoded as the control token as chat.format = \"template\" and transformers' apply_chat_template encode it "
-     "(a native format encodes it as text)"),
-    ("special_text_as_text", "written as text",
-     "written as text (text is data), where transformers' apply_chat_template(tokenize=True) gives the control "
-     "token's id: their ids differ there (the chat check compares text); chat.format = \"template\" encodes it as "
-     "transformers does"),
+
+
+def _s(n: int, many: str, one: str) -> str:
+    """``many`` (n != 1) or ``one``: the plural of a count's line."""
+    return many if n != 1 else one
+
+
+def _no_think(n: int, chat: dict[str, Any]) -> str:
+    why, advice = _NO_THINK.get(chat["format"], _NO_THINK["qwen3"])
+    last = chat.get("train_turns") == "last"
+    advice = (_UNDER_LAST if last else "") + advice.format(last="" if last else _LAST_ONLY)
+    return (f"{n:,} answer{_s(n, 's', '')} trained without a think block ({why}): they teach the model to answer "
+            f"without thinking; {advice}")
+
+
+def _no_answer(n: int, chat: dict[str, Any]) -> str | None:
+    if chat.get("no_assistant") != "keep":  # under "reject" they are rejects, in their own line
+        return None
+    after = ", or none after the last user message," if chat.get("train_turns") == "last" else ""
+    return (f"{n:,} conversation{_s(n, 's', '')} with no assistant turn{after} kept in the rows with every label "
+            "-100: they train nothing (chat.no_assistant = \"keep\")")
+
+
+#: In the summary's order, each count of the chat stage: (count, label, the end of its "not known"
+#: line or None for a count every marker has, its line's text from (n, the config's [chat]) or None
+#: for no line). chat.format = "template" encodes special-token text in a message as the control
+#: token, a native format as text: the last two.
+_COUNTS: tuple[tuple[str, str, str | None, Callable[[int, dict[str, Any]], str | None]], ...] = (
+    ("json_tool_calls_as_text", "tool calls", None, lambda n, c: (
+        f"{n:,} conversation{_s(n, 's write', ' writes')} tool calls as JSON text in the assistant's content "
+        "(LLaMA-Factory's shape), trained as that text; chat.json_tools = true writes them as the format's "
+        "tool calls")),
+    ("json_tool_parameters_as_text", "tool schemas", None, lambda n, c: (
+        f"{n:,} conversation{_s(n, 's have', ' has')} tool definitions holding parameters as a string of JSON, "
+        "written as one escaped string (as the template would write it), not as the schema object; "
+        "chat.json_tools = true parses them")),
+    ("reasoning_untrained", "reasoning",
+     "conversations whose reasoning was left out of the loss mask (chat.train_on_reasoning = false)", lambda n, c: (
+         f"{n:,} {_s(n, 'conversations', 'conversation')}'{_s(n, '', 's')} reasoning left out of the loss mask "
+         "(chat.train_on_reasoning = false)")),
+    ("answers_without_think", "no think", "answers trained without a think block", _no_think),
+    ("history_untrained", "history", None, lambda n, c: (
+        f"{n:,} assistant turn{_s(n, 's', '')} before the last user message left out of the loss mask, kept as "
+        "context (chat.train_turns = \"last\")")),
+    ("no_assistant", "no answer", None, _no_answer),
+    ("tool_calls_without_tools", "tool calls", None, lambda n, c: (
+        f"{n:,} conversation{_s(n, 's call', ' calls')} tools but {_s(n, 'carry', 'carries')} no tool definitions "
+        "(trained to call tools its prompt never shows)"
+        + ("; if the rows hold them in a column, name it in chat.tools_column" if c.get("tools_column") is None
+           else ""))),
+    ("tool_calls_undefined", "tool calls", "conversations calling a tool their definitions do not hold", lambda n, c: (
+        f"{n:,} conversation{_s(n, 's call', ' calls')} a tool {_s(n, 'their', 'its')} tool definitions do not hold "
+        "(trained to call a tool the prompt never shows)")),
+    ("reasoning_key_unread", "reasoning", "conversations giving reasoning under a name the template does not read",
+     lambda n, c: (
+         f"{n:,} conversation{_s(n, 's give', ' gives')} an answer's reasoning under a name the format's template "
+         f"does not read (it reads {' or '.join(repr(k) for k in _reasoning_keys(c['format']))}): written and "
+         "trained, where transformers' apply_chat_template on the rows as they are leaves it out; rename the field "
+         "to match it")),
+    ("tool_arguments_from_string", "tool calls", "conversations giving tool-call arguments as a string of JSON",
+     lambda n, c: (
+         f"{n:,} conversation{_s(n, 's give', ' gives')} tool-call arguments as a string of JSON, parsed and written "
+         "as the format writes a mapping (transformers' apply_chat_template writes such a string as it is or "
+         "encodes it again: its render of these rows can differ)")),
+    ("special_text_parsed", "special text",
+     "conversations whose text holds special-token text, encoded as the control token (chat.format = \"template\")",
+     lambda n, c: (
+         f"{n:,} conversation{_s(n, 's hold', ' holds')} special-token text (e.g. '<|im_end|>' typed in a message), "
+         "encoded as the control token as chat.format = \"template\" and transformers' apply_chat_template encode it "
+         "(a native format encodes it as text)")),
+    ("special_text_as_text", "special text", "conversations whose text holds special-token text, written as text",
+     lambda n, c: (
+         f"{n:,} conversation{_s(n, 's hold', ' holds')} special-token text (e.g. '<|im_end|>' typed in a message), "
+         "written as text (text is data), where transformers' apply_chat_template(tokenize=True) gives the control "
+         "token's id: their ids differ there (the chat check compares text); chat.format = \"template\" encodes it "
+         "as transformers does")),
 )
 
 
 def chat_count_lines(manifest: dict[str, Any], t: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(label, text)`` lines for the chat counts of ``t`` (the manifest's totals)."""
+    """``(label, text)`` lines for the chat counts of ``t`` (the manifest's totals): for each of
+    :data:`_COUNTS`, its "not known" line where a kept marker predates it (its total null), else
+    its line where it is not 0; then the live chat check's."""
     lines: list[tuple[str, str]] = []
-    if t.get("json_tool_calls_as_text"):
-        n = t["json_tool_calls_as_text"]
-        lines.append(("tool calls", f"{n:,} conversation{'s write' if n != 1 else ' writes'} tool calls as JSON text in the "
-                                    "assistant's content (LLaMA-Factory's shape), trained as that text; "
-                                    "chat.json_tools = true writes them as the format's tool calls"))
-    if t.get("json_tool_parameters_as_text"):
-        n = t["json_tool_parameters_as_text"]
-        lines.append(("tool schemas", f"{n:,} conversation{'s have' if n != 1 else ' has'} tool definitions holding "
-                                      "parameters as a string of JSON, written as one escaped string (as the template "
-                                      "would write it), not as the schema object; chat.json_tools = true parses them"))
-    if "reasoning_untrained" in t and t["reasoning_untrained"] is None:
-        lines.append(_not_known("reasoning", "conversations whose reasoning was left out of the loss mask "
-                                             "(chat.train_on_reasoning = false)"))
-    if t.get("reasoning_untrained"):
-        n = t["reasoning_untrained"]
-        whose = "conversations'" if n != 1 else "conversation's"
-        lines.append(("reasoning", f"{n:,} {whose} reasoning left out of the loss mask (chat.train_on_reasoning = false)"))
-    if "answers_without_think" in t and t["answers_without_think"] is None:
-        lines.append(_not_known("no think", "answers trained without a think block"))
-    if t.get("answers_without_think"):
-        n = t["answers_without_think"]
-        why, advice = _NO_THINK.get(manifest["config"]["chat"]["format"], _NO_THINK["qwen3"])
-        last = manifest["config"]["chat"].get("train_turns") == "last"
-        advice = (_UNDER_LAST if last else "") + advice.format(last="" if last else _LAST_ONLY)
-        lines.append(("no think", f"{n:,} answer{'s' if n != 1 else ''} trained without a think block ({why}): "
-                                  f"they teach the model to answer without thinking; {advice}"))
-    if t.get("history_untrained"):
-        n = t["history_untrained"]
-        lines.append(("history", f"{n:,} assistant turn{'s' if n != 1 else ''} before the last user message left out "
-                                 "of the loss mask, kept as context (chat.train_turns = \"last\")"))
-    if t.get("no_assistant") and manifest["config"].get("chat", {}).get("no_assistant") == "keep":
-        # under "reject" they are rejects, in their own line; kept, only the manifest counted them
-        n = t["no_assistant"]
-        after = (", or none after the last user message," if manifest["config"]["chat"].get("train_turns") == "last"
-                 else "")
-        lines.append(("no answer", f"{n:,} conversation{'s' if n != 1 else ''} with no assistant turn{after} kept "
-                                   "in the rows with every label -100: they train nothing (chat.no_assistant = "
-                                   "\"keep\")"))
-    if t.get("tool_calls_without_tools"):
-        n = t["tool_calls_without_tools"]
-        unset = manifest["config"]["chat"].get("tools_column") is None
-        lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} tools but "
-                                    f"{'carry' if n != 1 else 'carries'} no tool definitions (trained to call tools "
-                                    "its prompt never shows)" + ("; if the rows hold them in a column, name it in "
-                                                                 "chat.tools_column" if unset else "")))
-    if t.get("tool_calls_undefined", 0) is None:
-        lines.append(_not_known("tool calls", "conversations calling a tool their definitions do not hold"))
-    if t.get("tool_calls_undefined"):
-        n = t["tool_calls_undefined"]
-        lines.append(("tool calls", f"{n:,} conversation{'s call' if n != 1 else ' calls'} a tool "
-                                    f"{'their' if n != 1 else 'its'} tool definitions do not hold (trained to call "
-                                    "a tool the prompt never shows)"))
-    if t.get("reasoning_key_unread", 0) is None:
-        lines.append(_not_known("reasoning", "conversations giving reasoning under a name the template does not read"))
-    if t.get("reasoning_key_unread"):
-        n = t["reasoning_key_unread"]
-        reads = " or ".join(repr(k) for k in _reasoning_keys(manifest["config"]["chat"]["format"]))
-        lines.append(("reasoning", f"{n:,} conversation{'s give' if n != 1 else ' gives'} an answer's reasoning under a "
-                                   f"name the format's template does not read (it reads {reads}): written and trained, "
-                                   "where transformers' apply_chat_template on the rows as they are leaves it out; "
-                                   "rename the field to match it"))
-    if t.get("tool_arguments_from_string", 0) is None:
-        lines.append(_not_known("tool calls", "conversations giving tool-call arguments as a string of JSON"))
-    if t.get("tool_arguments_from_string"):
-        n = t["tool_arguments_from_string"]
-        lines.append(("tool calls", f"{n:,} conversation{'s give' if n != 1 else ' gives'} tool-call arguments as a "
-                                    "string of JSON, parsed and written as the format writes a mapping "
-                                    "(transformers' apply_chat_template writes such a string as it is or encodes it "
-                                    "again: its render of these rows can differ)"))
-    for key, unknown, how in _SPECIAL_TEXT:  # the same text, encoded as the control token or as text
-        if t.get(key, 0) is None:
-            lines.append(_not_known("special text", f"conversations whose text holds special-token text, {unknown}"))
-        if n := t.get(key):
-            lines.append(("special text", f"{n:,} conversation{'s hold' if n != 1 else ' holds'} special-token text "
-                                          f"(e.g. '<|im_end|>' typed in a message), {how}"))
+    chat = manifest["config"].get("chat", {})
+    for key, label, unknown, text in _COUNTS:
+        if unknown is not None and key in t and t[key] is None:
+            lines.append(_not_known(label, unknown))
+        elif (n := t.get(key)) and (line := text(n, chat)) is not None:
+            lines.append((label, line))
     if (line := _live_line(manifest)) is not None:
         lines.append(("chat check", line))
     return lines
