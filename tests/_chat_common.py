@@ -97,3 +97,17 @@ def byte_tokenizer(specials: list[str], *, bos: str | None = None, add_bos: bool
                          bos_id=vocab.index(bos) if bos else None, eos_id=vocab.index(eos) if eos else None,
                          add_bos=add_bos, name="bytes")
     return Tokenizer.create(spec)
+
+
+# -- messages, as a conversation's rows hold them
+
+def u(c):
+    return {"role": "user", "content": c}
+
+
+def a(c, **kw):
+    return {"role": "assistant", "content": c, **kw}
+
+
+def s(c):
+    return {"role": "system", "content": c}

@@ -20,7 +20,8 @@ import re
 import pytest
 
 from _chat_common import (
-    EXPECTED, REAL, REPO, SHARED, TEMPLATES, byte_tokenizer, needs_jinja, needs_shared, real_tokenizer, template_text,
+    EXPECTED, REAL, REPO, SHARED, TEMPLATES, a, byte_tokenizer, needs_jinja, needs_shared, real_tokenizer, s,
+    template_text, u,
 )
 import rmlprep
 from rmlprep import chat_parity
@@ -36,18 +37,6 @@ FIXTURE = REPO / "fixtures" / "chat" / "renders.jsonl.gz"
 TABLE = REPO / "rmlprep" / "chat" / "_template_table.py"
 GENERATOR = REPO / "tools" / "make_chat_fixtures.py"
 PROBE_IDS = {p for p, _, _ in PROBES}
-
-
-def u(c):
-    return {"role": "user", "content": c}
-
-
-def a(c, **kw):
-    return {"role": "assistant", "content": c, **kw}
-
-
-def s(c):
-    return {"role": "system", "content": c}
 
 
 # -- detection --------------------------------------------------------------------------------

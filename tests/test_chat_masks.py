@@ -24,7 +24,7 @@ from __future__ import annotations
 import pytest
 
 from _chat_common import (
-    EXPECTED, REAL, byte_tokenizer, needs_jinja, needs_shared, real_tokenizer, template_text,
+    EXPECTED, REAL, a, byte_tokenizer, needs_jinja, needs_shared, real_tokenizer, s, template_text, u,
 )
 from rmlprep import chat_parity
 from rmlprep.chat import encode_chat, format_chat, format_chat_segments
@@ -36,18 +36,6 @@ DS_BOS, DS_EOS = "<\uff5cbegin\u2581of\u2581sentence\uff5c>", "<\uff5cend\u2581o
 DS_U, DS_A = "<\uff5cUser\uff5c>", "<\uff5cAssistant\uff5c>"
 CALL = {"id": "call0w3x9", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
 RESULT = {"role": "tool", "content": "sunny", "tool_call_id": "call0w3x9"}
-
-
-def u(c):
-    return {"role": "user", "content": c}
-
-
-def a(c, **kw):
-    return {"role": "assistant", "content": c, **kw}
-
-
-def s(c):
-    return {"role": "system", "content": c}
 
 
 QWEN_TOOLS_HEAD = ("<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"

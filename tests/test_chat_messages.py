@@ -6,15 +6,11 @@ import json
 
 import pytest
 
-from _chat_common import TEMPLATES, needs_jinja, template_text
+from _chat_common import TEMPLATES, needs_jinja, template_text, u
 from rmlprep.chat import format_chat
 from rmlprep.chat.convert import json_tools, parameters_as_text
 from rmlprep.chat.messages import Message, ToolCall, parse_conversation
 from rmlprep.errors import ChatFormatError
-
-
-def u(c):
-    return {"role": "user", "content": c}
 
 
 def test_canonical_form():

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from _chat_common import REAL, real_tokenizer
+from _chat_common import REAL, a, real_tokenizer, u
 from rmlprep.arrow import tokenize_chat
 from rmlprep.chat import encode_chat, format_chat
 from rmlprep.chat.probes import WEATHER
 from rmlprep.errors import ConfigError
-from test_chat_masks import CALL, QWEN_TOOLS_HEAD, QWEN_TOOLS_TAIL, RESULT, WEATHER_JSON, a, u
+from test_chat_masks import CALL, QWEN_TOOLS_HEAD, QWEN_TOOLS_TAIL, RESULT, WEATHER_JSON
 
 CHATML = [u("Hi"), a("Hello"), u("Bye"), a("Ok")]
 QWEN3 = [u("Hi"), a("Hello", reasoning_content="greet"), u("Weather?"), a("", tool_calls=[CALL]), RESULT,

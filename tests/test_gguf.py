@@ -87,6 +87,20 @@ SDIST_REFUSED = {"bert-bge": r"tokenizer\.ggml\.model = 'bert' is not supported"
 SDIST_NO_VECTORS = ["aquila", "baichuan", "gpt-neox", "nomic-bert-moe"]
 
 
+def _check_vectors(path: Path) -> None:
+    """Every input of ``path``'s ``.inp`` (at least 40) gives exactly the ids of its ``.out``
+    line, with add_special=false, parse_special=false (llama.cpp's test-tokenizer-0)."""
+    tok = _load(path)
+    tests = read_vocab_tests(path)
+    assert len(tests) >= 40
+    bad = []
+    for text, expected in tests.items():
+        got = tok.encode(text, add_special_tokens=False, parse_special=False)
+        if got != expected:
+            bad.append((text, expected, got))
+    assert not bad, f"{len(bad)}/{len(tests)} mismatches, first: {bad[0]!r}"
+
+
 def _sdist_models() -> Path:
     """llama.cpp's models/ folder from the llama-cpp-python sdist (fetched once with pip into
     ~/.cache/rmlprep/); skips when it cannot be fetched (no network to PyPI)."""
@@ -114,15 +128,7 @@ def test_every_sdist_vocab_matches_its_vectors(name):
     """Every input of ggml-vocab-<name>.gguf.inp gives exactly the ids of its .out line (made
     with the model's Hugging Face tokenizer), with add_special=false, parse_special=false."""
     path = _sdist_models() / f"ggml-vocab-{name}.gguf"
-    tok = _load(path)
-    tests = read_vocab_tests(path)
-    assert len(tests) >= 40
-    bad = []
-    for text, expected in tests.items():
-        got = tok.encode(text, add_special_tokens=False, parse_special=False)
-        if got != expected:
-            bad.append((text, expected, got))
-    assert not bad, f"{len(bad)}/{len(tests)} mismatches, first: {bad[0]!r}"
+    _check_vectors(path)
 
 
 @pytest.mark.parametrize("name, match", [pytest.param(n, m, id=n) for n, m in SDIST_REFUSED.items()])
@@ -344,15 +350,7 @@ def test_qwen2_gguf_normalizes_like_its_tokenizer_json():
 def test_llama_cpp_vectors(name):
     """Every input of ggml-vocab-<name>.gguf.inp gives exactly the ids of its .out line."""
     path = _need(GGUF_DIR / f"ggml-vocab-{name}.gguf")
-    tok = _load(path)
-    tests = read_vocab_tests(path)
-    assert len(tests) >= 40
-    bad = []
-    for text, expected in tests.items():
-        got = tok.encode(text, add_special_tokens=False, parse_special=False)
-        if got != expected:
-            bad.append((text, expected, got))
-    assert not bad, f"{len(bad)}/{len(tests)} mismatches, first: {bad[0]!r}"
+    _check_vectors(path)
 
 
 @pytest.mark.parity

@@ -98,7 +98,7 @@ def test_parity_fixtures_do_not_drift(tmp_path):
     corpus windows, so the same corpus (same MANIFEST.tsv sha256) must be present."""
     pytest.importorskip("tokenizers")
     pytest.importorskip("tiktoken")
-    from tools.make_parity_fixtures import corpus_dir, debian_manifest_sha256, main
+    from tools.make_parity_fixtures import corpus_mismatch, main
 
     names = ["hf-gpt2", "tiktoken-llama3"]
     fxs = {n: json.loads((FIXTURES / f"{n}.json").read_text(encoding="utf-8")) for n in names}
@@ -106,13 +106,8 @@ def test_parity_fixtures_do_not_drift(tmp_path):
         if not (REAL / fx["source"]).is_file():
             pytest.skip(f"{REAL / fx['source']} is absent")
     banner = fxs["hf-gpt2"]["debian_corpus"]
-    have = debian_manifest_sha256()
-    if banner is not None and have is None:
-        pytest.skip(f"the fixtures include Debian-built corpus windows, but {corpus_dir()} is absent "
-                    "(build it with make_text_corpus.sh or set RMLPREP_CORPUS)")
-    if banner is not None and have != banner["manifest_sha256"]:
-        pytest.skip(f"{corpus_dir()}/MANIFEST.tsv sha256 {have} differs from the fixtures' "
-                    f"{banner['manifest_sha256']}: a different corpus cannot regenerate them")
+    if why := corpus_mismatch(banner):
+        pytest.skip(why)
     assert main(["--out", str(tmp_path), "--only", *names]) == 0
     for n in names:
         assert (tmp_path / f"{n}.json").read_bytes() == (FIXTURES / f"{n}.json").read_bytes(), n

@@ -22,6 +22,7 @@ from rmlprep.packing import unpack
 from rmlprep.pipeline import open_tokenizer, run
 from rmlprep.pipeline.output import MARKER_VERSION
 from rmlprep.shards import read_shard_metadata
+from test_pipeline_trust import make_cfg as trust_cfg
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "fixtures" / "tokenizers" / "bl_gpt2_digits.json"
@@ -51,19 +52,9 @@ def write_corpus(path: Path, n_docs: int = 300) -> list[str]:
     return texts
 
 
-def make_cfg(inp: Path, out: Path, *, workers=1, seq_len=128, **extra):
-    d = {
-        "input": {"paths": [str(inp)], "unit_bytes": 40_000, "batch_rows": 64},
-        "tokenizer": {"path": str(TINY)},
-        "pack": {"seq_len": seq_len},
-        "output": {"dir": str(out)},
-        "run": {"workers": workers, "progress": "none", "histogram": False},
-    }
-    for k, v in extra.items():
-        d.setdefault(k, {}).update(v) if isinstance(v, dict) else d.__setitem__(k, v)
-    if d.get("pipeline") == "sft":  # TINY's vocabulary has no <|im_end|> or </s>: markers as text
-        d.setdefault("chat", {}).setdefault("text_markers", True)
-    return config_from_dict(d)
+def make_cfg(inp: Path, out: Path, **kw):
+    """test_pipeline_trust's config (the tiny tokenizer, one worker, seq_len 128), in units of ~40 kB."""
+    return trust_cfg(inp, out, **{**kw, "input": {"unit_bytes": 40_000, **kw.get("input", {})}})
 
 
 def shard_bytes(out: Path) -> dict[str, bytes]:

@@ -18,7 +18,7 @@ from rmlprep.errors import LoaderError, TokenizeError, UnsupportedTokenizer
 from rmlprep.spec import SENTENCEPIECE, TokenType
 from rmlprep.spm import read_sentencepiece_model, spec_from_sentencepiece_model
 from rmlprep.tokenizer import Tokenizer
-from tools.make_parity_fixtures import corpus_dir, debian_manifest_sha256
+from tools.make_parity_fixtures import corpus_mismatch
 from tools.make_spm_fixtures import (
     CORPORA,
     HARD_STRINGS,
@@ -143,13 +143,8 @@ def test_fixtures_do_not_drift(tmp_path):
     for name in MODELS:
         _real(name)
     banner = json.loads((FIXTURES / "llama2.json").read_text(encoding="utf-8"))["debian_corpus"]
-    have = debian_manifest_sha256()
-    if banner is not None and have is None:
-        pytest.skip(f"the fixtures include Debian-built corpus windows, but {corpus_dir()} is absent "
-                    "(build it with make_text_corpus.sh or set RMLPREP_CORPUS)")
-    if banner is not None and have != banner["manifest_sha256"]:
-        pytest.skip(f"{corpus_dir()}/MANIFEST.tsv sha256 {have} differs from the fixtures' "
-                    f"{banner['manifest_sha256']}: a different corpus cannot regenerate them")
+    if why := corpus_mismatch(banner):
+        pytest.skip(why)
     for path in write_fixtures(tmp_path):
         assert path.read_bytes() == (FIXTURES / path.name).read_bytes(), path.name
 

@@ -127,6 +127,20 @@ def debian_manifest_sha256(base: Path | None = None) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
+def corpus_mismatch(banner: dict | None) -> str | None:
+    """Why the Debian-built corpus cannot regenerate fixtures whose banner is ``banner`` (their
+    ``debian_corpus``: None when they hold no corpus windows): absent, or another MANIFEST.tsv
+    sha256; None when it can. The drift tests skip with it."""
+    have = debian_manifest_sha256()
+    if banner is not None and have is None:
+        return (f"the fixtures include Debian-built corpus windows, but {corpus_dir()} is absent "
+                "(build it with make_text_corpus.sh or set RMLPREP_CORPUS)")
+    if banner is not None and have != banner["manifest_sha256"]:
+        return (f"{corpus_dir()}/MANIFEST.tsv sha256 {have} differs from the fixtures' "
+                f"{banner['manifest_sha256']}: a different corpus cannot regenerate them")
+    return None
+
+
 def debian_texts(*, per_part: int, max_bytes: int, base: Path | None = None) -> list[tuple[str, str]]:
     """A fixed sample of the Debian-built corpus: ``per_part`` windows of each part, as (part, text).
 

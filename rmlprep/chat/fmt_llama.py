@@ -24,6 +24,14 @@ def _h(role: str) -> str:
     return f"<|start_header_id|>{role}<|end_header_id|>\n\n"
 
 
+def _turn(o: Out, m) -> None:
+    """A message as Llama 3 and 3.1 write it: its header, its text stripped, ``<|eot_id|>``
+    (an assistant's trained, as its text)."""
+    o.t(_h(m.role))
+    o.c(m.text.strip(), m.role)
+    (o.a if m.role == "assistant" else o.t)(EOT)
+
+
 def _w_llama3(conv: Conversation, gen: bool, opts) -> Out:
     """Llama 3: BOS, then ``<|start_header_id|>{role}<|end_header_id|>\\n\\n{content.strip()}<|eot_id|>``
     per message (any role); generation prompt ``<|start_header_id|>assistant<|end_header_id|>\\n\\n``.
@@ -33,13 +41,7 @@ def _w_llama3(conv: Conversation, gen: bool, opts) -> Out:
     o = Out()
     o.t(BOT)
     for m in conv.messages:
-        o.t(_h(m.role))
-        if m.role == "assistant":
-            o.c(m.text.strip(), "assistant")
-            o.a(EOT)
-        else:
-            o.c(m.text.strip(), m.role)
-            o.t(EOT)
+        _turn(o, m)
     if gen:
         o.t(_h("assistant"))
     return o
@@ -102,13 +104,7 @@ def _llama31(clock: bool):
                 o.c(tojson(c.arguments), "assistant")
                 o.a("}" + EOT)
             else:
-                o.t(_h(m.role))
-                if m.role == "assistant":
-                    o.c(m.text.strip(), "assistant")
-                    o.a(EOT)
-                else:
-                    o.c(m.text.strip(), m.role)
-                    o.t(EOT)
+                _turn(o, m)
         if gen:
             o.t(_h("assistant"))
         return o
