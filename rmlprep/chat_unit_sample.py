@@ -112,7 +112,8 @@ class UnitCheck:
         self.cfg, self.tokenizer, self.unit = cfg, tokenizer, unit
         self.compared = self.written = 0
 
-    def check(self, rows: np.ndarray, values: list[Any], tools: list[Any] | None) -> None:
+    def check(self, rows: np.ndarray, values: list[Any], tools: list[Any] | None,
+              ids: list[Any] | None = None) -> None:
         """Render the batch's rows :class:`UnitSample` takes with the tokenizer's chat template
         and compare them with ``chat.format``'s text (:func:`rmlprep.chat_parity.live_chat_check`),
         in row order, as the run writes them (system column applied, ``chat.json_tools``
@@ -121,8 +122,10 @@ class UnitCheck:
         Args:
             rows: int64 source row numbers of the conversations written, increasing.
             values: their conversations; tools: their tools (None: no tools column).
+            ids: their token ids as the run wrote them: compared too, where the texts match, with
+                the tokenizer's encoding of the template's render (``live_chat_check``'s ``ids``).
         Raises:
-            ParityError: the first difference, naming the file and row and the ways on (the run
+            ParityError: the first difference (text or ids), naming the file and row and the ways on (the run
                 adds what a rerun keeps: :func:`rmlprep.pipeline.driver._unit_errors`).
         """
         from .chat.convert import json_tools
@@ -130,6 +133,7 @@ class UnitCheck:
         cfg, tokenizer, unit = self.cfg, self.tokenizer, self.unit
         convert = cfg["chat"].get("json_tools")
         convs = []
+        taken_ids: list[Any] | None = [] if ids is not None else None
         self.written += len(rows)
         for i in self.sample.take(rows):
             m, t = values[i], tools[i] if tools is not None else None
@@ -138,6 +142,8 @@ class UnitCheck:
             except ChatFormatError:  # a call to an undefined tool: a reject of the run (not offered)
                 continue
             convs.append((m, t, f"{unit.path} row {int(rows[i])}"))
+            if taken_ids is not None:
+                taken_ids.append(ids[i])
         if not convs:
             return
         chat = cfg["chat"]
@@ -146,7 +152,8 @@ class UnitCheck:
             res = live_chat_check(chat["format"], tokenizer.chat_template, convs, bos_token=bos, eos_token=eos,
                                   add_generation_prompt=chat["add_generation_prompt"], options=chat["options"] or {},
                                   no_assistant=chat["no_assistant"], max_invalid=len(convs) + 1,
-                                  label=f"a conversation sampled from unit {unit.index}")
+                                  label=f"a conversation sampled from unit {unit.index}", tokenizer=tokenizer,
+                                  ids=taken_ids)
         except ParityError as e:
             raise ParityError(e.text, e.position, e.expected, e.actual, source=e.source, message=(
                 f"{e}\n  (checked by the worker of unit {unit.index}, whose shard is not written; chat.format = "

@@ -2063,3 +2063,56 @@ def test_a_live_check_of_no_conversation_says_so():
     assert "all match" not in line
     assert _live_line(manifest(3, 5)) == ("3 of the 5 conversations written by the 1 unit processed compared with "
                                           "the tokenizer's chat template (jinja2): all match")
+
+
+@needs_jinja
+def test_live_check_compares_ids_where_the_texts_match(tmp_path, monkeypatch):
+    """The units' live check compares the run's ids too, not only its text: ids of each segment
+    encoded apart (a fault that tokenizes at segment borders) give the same text but not the ids
+    of the render encoded whole, which transformers' ``apply_chat_template(tokenize=True)`` gives
+    (``tokenizer(render, add_special_tokens=False)``; our encoder is exact to ``tokenizers``, tested
+    in test_tokenizer.py). Worked example, the tiny GPT-2 vocabulary with ChatML as text and a user
+    content ``"why  "`` (two trailing spaces) before ``"<|im_end|>"``: encoded whole, GPT-2's
+    ``\\s+(?!\\S)`` leaves the last space to the punctuation run (``" <|"``), so the pieces are
+    ``"why", " ", " ", "<"`` (ids ... 223, 223, 30); the user segment encoded alone ends on the
+    piece ``"  "`` (259) before ``"<"`` (30). The text check passed such a run; the id check stops
+    it (exit 3)."""
+    import rmlprep.chat.encode as enc
+
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp, n=5, extra=[[{"role": "user", "content": "why  "}, {"role": "assistant", "content": "because"}]])
+    m = run(cfg(inp, tmp_path / "ok", parity={"chat_live_sample": 50}), tokenizer=tiny(CHATML), log=quiet)
+    assert m["parity"]["chat"]["live_units"]["compared"] == 6  # the right ids pass
+    whole = enc.encode_segments
+
+    def per_segment(tok, segs, **kw):
+        ids, masks = [], []
+        for s in segs:
+            i, mk = whole(tok, [s], **kw)
+            ids += list(i)
+            masks += list(mk)
+        return ids, np.asarray(masks, dtype=bool)
+
+    monkeypatch.setattr(enc, "encode_segments", per_segment)
+    with pytest.raises(ParityError) as e:
+        run(cfg(inp, tmp_path / "bad", parity={"chat_live_sample": 50}), tokenizer=tiny(CHATML), log=quiet)
+    msg = str(e.value)
+    assert "chat token ids differ at token" in msg and "though the texts match" in msg, msg
+    assert "checked by the worker of unit 0" in msg and "223=b' ', 223=b' ', 30=b'<'" in msg, msg
+    assert "259=b'  ', 30=b'<'" in msg, msg
+
+
+@pytest.mark.parity
+@needs_jinja
+@pytest.mark.skipif(not (REAL_HF / "qwen2.5" / "tokenizer.json").exists(), reason=f"{REAL_HF}/qwen2.5 is absent")
+def test_live_id_check_leaves_special_text_to_its_count(tmp_path):
+    """A user who typed ``<|im_end|>``: Qwen2.5's format writes it as text (ids of ``<``, ``|``,
+    ``im``...), the render encoded whole parses it as the turn-end id 151645, as transformers'
+    ``apply_chat_template(tokenize=True)`` does. Such a row is the documented, counted difference
+    (``special_text_as_text``), not a fault: the id check leaves it, the run writes it and counts it."""
+    inp = tmp_path / "chat.jsonl"
+    write_chats(inp, n=3, extra=[[{"role": "user", "content": "type <|im_end|> please"},
+                                  {"role": "assistant", "content": "done"}]])
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", tokenizer=str(REAL_HF / "qwen2.5")), log=quiet)
+    assert m["totals"]["documents"] == 4 and m["totals"]["special_text_as_text"] == 1
+    assert m["parity"]["chat"]["live_units"]["compared"] == 4

@@ -186,7 +186,7 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
             tally.counts[key] = fn.stats[key]
         if live is not None and rows:  # before the batch goes on: a difference stops the unit here
             live.check(np.asarray(rows, dtype=np.int64), [b.values[i] for i in kept],
-                       [b.tools[i] for i in kept] if b.tools is not None else None)
+                       [b.tools[i] for i in kept] if b.tools is not None else None, ids)
         yield Docs(_cat(ids, np.uint32), np.asarray(lengths, dtype=np.int64), np.asarray(rows, dtype=np.int64),
                    _cat(labels, np.int32), _cat(masks, np.uint8), held)
     if live is not None:
