@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from .chat import detect_chat_format, encode_chat, format_chat
@@ -106,11 +107,12 @@ def cmd_chat(a) -> int:
         if fmt_arg in ("auto", "template") and not tok.chat_template:
             raise RmlprepError(f"chat --format {fmt_arg}: {a.tokenizer} carries no chat_template; name the format")
         fmt = fmt_arg
-        if fmt_arg == "auto":  # the format proved on the tokenizer's template, with its bos/eos, as a run does (a
-            fmt = auto_format(tok, "chat --format auto", "--format {}")  # GGUF's defaulted ones refused)
-        elif fmt_arg != "template":
-            bos, eos = template_specials(tok, fmt_arg)
-            fmt = detect_chat_format(fmt_arg, bos_token=bos, eos_token=eos)
+        with _no_format_is_parity(fmt_arg):
+            if fmt_arg == "auto":  # the format proved on the tokenizer's template, with its bos/eos, as a run does
+                fmt = auto_format(tok, "chat --format auto", "--format {}")  # (a GGUF's defaulted ones refused)
+            elif fmt_arg != "template":
+                bos, eos = template_specials(tok, fmt_arg)
+                fmt = detect_chat_format(fmt_arg, bos_token=bos, eos_token=eos)
         if not a.text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
             raise RmlprepError(f"chat --format {fmt}: {stop_token_refusal(tok, fmt, stop)}; or pass --text-markers "
                                "to encode them as text (chat.text_markers = true in a run)")
@@ -118,10 +120,24 @@ def cmd_chat(a) -> int:
                           text_markers=a.text_markers, options=options)
         print(json.dumps({"format": fmt, "input_ids": enc.input_ids, "assistant_masks": enc.assistant_masks}))
     else:
-        fmt = detect_chat_format(fmt_arg)
+        with _no_format_is_parity(fmt_arg):
+            fmt = detect_chat_format(fmt_arg)
         write_text(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools,
                                 options=options), a.no_newline)
     return 0
+
+
+@contextmanager
+def _no_format_is_parity(template: str):
+    """``chat --format auto`` (or a template file) that no format reproduces: a parity failure,
+    :class:`ParityError` (exit 3), as ``chat.format = "auto"`` in a run and ``parity --chat FILE``
+    (:mod:`rmlprep.chat_resolve`); several formats reproducing it stays a user error (exit 2: name one)."""
+    try:
+        yield
+    except ChatTemplateError as e:
+        if e.formats:
+            raise
+        raise ParityError(template, 0, [], [], source="chat template", message=f"chat parity: {e}") from None
 
 
 #: what else ``chat --format`` takes, said after the list of format names

@@ -680,10 +680,12 @@ def test_chat_auto_and_template_take_the_tokenizers_template(tmp_path, capsys):
         out = json.loads(capsys.readouterr().out)
         assert out["format"] == named and out["input_ids"] == ref.ids
         assert out["assistant_masks"] == [int(i in (k, k + 1)) for i in range(len(ref.ids))]
-    if (real / "llama3").is_dir():  # Meta's first Llama 3 template, no format reproduces: the refusal says what to pass
-        assert main(["chat", str(m), "--format", "auto", "--tokenizer", str(real / "llama3")]) == 2
+    if (real / "llama3").is_dir():  # Meta's first Llama 3 template, no format reproduces: the refusal says what to
+        # pass; a parity failure (exit 3) as chat.format = "auto" in a run and parity --chat FILE (README, exit codes)
+        assert main(["chat", str(m), "--format", "auto", "--tokenizer", str(real / "llama3")]) == 3
         err = capsys.readouterr().err
-        assert err.startswith("rmlprep: error: chat --format auto: no rmlprep chat format reproduces this template"), err
+        assert err.startswith("rmlprep: parity failure, stopped before any corpus work: chat parity: chat --format "
+                              "auto: no rmlprep chat format reproduces this template"), err
         assert err.rstrip().endswith("in this call: pass --format llama3 to write that format's text (it differs from "
                                      "the template as shown), or --format template to render the template itself "
                                      "with jinja2"), err
@@ -705,6 +707,10 @@ def test_parity_chat_alone(tmp_path, capsys):
         t.write_text("{% for m in messages %}{{'<|im_start|>' + m['role'] + '<|im_sep|>' + m['content'] + "
                      "'<|im_end|>\\n'}}{% endfor %}")
         assert main(["parity", "--chat", str(t)]) == 3
+        assert "chat parity: no rmlprep chat format reproduces this template" in capsys.readouterr().err
+        m = tmp_path / "m.json"  # the chat preview of that template file: the same failure, the same exit
+        m.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+        assert main(["chat", str(m), "--format", str(t)]) == 3
         assert "chat parity: no rmlprep chat format reproduces this template" in capsys.readouterr().err
 
 
