@@ -145,7 +145,7 @@ class TokenizeChat(_MapFunction):
                           generation_prompt_after_answer=0, tool_calls_without_tools=0, tool_calls_undefined=0,
                           json_tool_parameters_as_text=0, reasoning_untrained=0, special_text_parsed=0, special_text_as_text=0,
                           tool_arguments_from_string=0, answers_without_think=0, history_untrained=0,
-                          reasoning_key_unread=0)
+                          reasoning_key_unread=0, text_parts_joined=0)
         self._writer = None
 
     def _check_alone(self, values: list) -> None:
@@ -212,7 +212,8 @@ class TokenizeChat(_MapFunction):
         return self._writer
 
     def _encode(self, values: list, where, column=None):
-        from .chat.convert import json_tools, parameters_as_text, string_tool_arguments, undefined_tool_calls, unread_reasoning
+        from .chat.convert import (joined_text_parts, json_tools, parameters_as_text, string_tool_arguments,
+                                   undefined_tool_calls, unread_reasoning)
         from .chat.encode import encode_segments
         from .chat.messages import with_system_prompt
         from .chat.registry import get_format, write
@@ -275,6 +276,8 @@ class TokenizeChat(_MapFunction):
                 self._count_warned("special_text_parsed" if fmt == "template" else "special_text_as_text")
             if string_tool_arguments(messages):
                 self._count_warned("tool_arguments_from_string")
+            if fmt != "template" and joined_text_parts(messages, get_format(fmt)):  # the template itself takes lists
+                self._count_warned("text_parts_joined")
             if fmt != "template" and (bare := unread_reasoning(messages, get_format(fmt))) is not None:
                 try:  # reasoning under a name the template does not read: does its text differ?
                     bare_out = write(bare, fmt, add_generation_prompt=gen, tools=tools, options=self.options)

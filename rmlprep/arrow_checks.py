@@ -52,6 +52,10 @@ _FIRST_WARNING = {
     "tool_arguments_from_string": "a conversation gives a tool call's arguments as a string of JSON: it is parsed and "
     "written as the format writes a mapping, where transformers' apply_chat_template writes the string as it is "
     "(Qwen3, Hermes 3) or encodes it again (Qwen2.5, Llama 3.1, gpt-oss): give arguments as mappings to match it",
+    "text_parts_joined": "a conversation gives a content as two or more text parts, which rmlprep joins with '' (as "
+    "templates that iterate parts write them); this format's template takes only a string (transformers' "
+    "apply_chat_template raises on the list or writes its Python repr) and vLLM joins parts with '\\n': join them "
+    "in the data to choose",
 }
 
 

@@ -2116,3 +2116,41 @@ def test_live_id_check_leaves_special_text_to_its_count(tmp_path):
     m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", tokenizer=str(REAL_HF / "qwen2.5")), log=quiet)
     assert m["totals"]["documents"] == 4 and m["totals"]["special_text_as_text"] == 1
     assert m["parity"]["chat"]["live_units"]["compared"] == 4
+
+
+@pytest.mark.parity
+@needs_jinja
+@pytest.mark.skipif(not (REAL_HF / "qwen2.5" / "tokenizer.json").exists(), reason=f"{REAL_HF}/qwen2.5 is absent")
+def test_several_text_parts_joined_for_a_string_template_are_counted(tmp_path):
+    """A content of two text parts (``[{"type": "text", "text": "hi "}, {"type": "text", "text":
+    "there"}]``, as OpenAI and transformers accept) is written ``"hi there"`` by rmlprep's
+    ``qwen2.5`` (joined with ``""``, as templates that iterate parts write them), but Qwen2.5's own
+    template takes only a string: its jinja2 render raises (``can only concatenate str (not
+    "list") to str``, asserted below), and vLLM joins parts with ``"\\n"``: the join is rmlprep's
+    choice, never silent. Worked example: rows 0 (two parts), 1 (one part: nothing to choose) and
+    2 (a string): the run counts 1 (``text_parts_joined``) in the manifest and its summary, and
+    ``tokenize_chat`` warns once."""
+    import warnings
+
+    from rmlprep import tokenize_chat
+    from rmlprep.chat.render import render
+    from rmlprep.load import load_tokenizer
+
+    two = [{"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]},
+           {"role": "assistant", "content": "yo"}]
+    one = [{"role": "user", "content": [{"type": "text", "text": "hi there"}]}, {"role": "assistant", "content": "yo"}]
+    plain = [{"role": "user", "content": "hi there"}, {"role": "assistant", "content": "yo"}]
+    tok = load_tokenizer(str(REAL_HF / "qwen2.5"))
+    assert "can only concatenate str" in render(tok.chat_template, two)["error"]  # the template has no join
+    inp = tmp_path / "c.jsonl"
+    _rows(inp, [{"messages": two}, {"messages": one}, {"messages": plain}])
+    logs: list[str] = []
+    m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", tokenizer=str(REAL_HF / "qwen2.5")), log=logs.append)
+    assert m["totals"]["documents"] == 3 and m["totals"]["text_parts_joined"] == 1
+    assert any("1 conversation gives a content as two or more text parts, joined with ''" in x for x in logs), logs
+    fn = tokenize_chat(tok, fmt="qwen2.5")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fn({"messages": [two, one, plain, two]})
+    said = [str(x.message) for x in w if "two or more text parts" in str(x.message)]
+    assert len(said) == 1 and fn.stats["text_parts_joined"] == 2, [str(x.message) for x in w]

@@ -190,6 +190,23 @@ def string_tool_arguments(messages) -> bool:
     return False
 
 
+def joined_text_parts(messages, f) -> bool:
+    """Whether a (written, so well-formed) conversation gives a content as two or more text parts
+    (``[{"type": "text", "text": "hi"}, {"type": "text", "text": "there"}]``) to format ``f``
+    whose template takes only a string (``f.parts == "join"``). rmlprep joins them with ``""``,
+    as the templates that iterate parts write them (Gemma 3, Mistral Small 3.2, Kimi K2); the
+    template itself has no join to follow: transformers 4.57.1's ``apply_chat_template`` raises on
+    the list (Qwen2.5, Qwen3, Mistral v3/v7, Phi-3, SmolLM2: ``TypeError: can only concatenate str
+    (not "list") to str``) or writes its Python repr (Llama 3.1: ``[{'type': 'text', 'text':
+    'hi'}, ...]``), and vLLM's OpenAI server joins them with ``"\\n"`` (``text_prompt =
+    "\\n".join(texts)``, ``vllm/entrypoints/chat_utils.py``) before such a template: counted
+    (``text_parts_joined``) so the choice is never silent. One part has no join to choose."""
+    if getattr(f, "parts", "join") != "join":
+        return False
+    return any(isinstance(m, Mapping) and isinstance(m.get("content"), (list, tuple)) and len(m["content"]) > 1
+               for m in messages)
+
+
 #: the message keys rmlprep reads an assistant's reasoning from (:mod:`rmlprep.chat.messages`)
 REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 

@@ -43,7 +43,7 @@ __all__ = ["CHAT_COUNTS", "validate_conversations", "format_and_tokenize"]
 CHAT_COUNTS = ("no_assistant", "reasoning_dropped", "json_tool_calls", "json_tool_calls_as_text",
                "generation_prompt_after_answer", "tool_calls_without_tools", "json_tool_parameters_as_text",
                "reasoning_untrained", "tool_calls_undefined", "special_text_parsed", "special_text_as_text", "tool_arguments_from_string",
-               "answers_without_think", "history_untrained", "reasoning_key_unread")
+               "answers_without_think", "history_untrained", "reasoning_key_unread", "text_parts_joined")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

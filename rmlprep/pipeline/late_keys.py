@@ -79,6 +79,10 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
       template does not read (:func:`rmlprep.chat.convert.unread_reasoning`); only a format
       with ``reasoning_keys`` (``qwen3``, ``gpt-oss``, ``gemma4``), or ``"auto"``, can count some.
 
+    - ``text_parts_joined``: conversations giving a content as two or more text parts to a format
+      whose template takes only a string (:func:`rmlprep.chat.convert.joined_text_parts`); any
+      native format can count some (as ``"auto"``), ``chat.format = "template"`` none.
+
     (The other chat counts and ``arrow_bytes`` were in every marker this version keeps, or are
     null when missing.)
     """
@@ -90,7 +94,8 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
                 "special_text_as_text": chat["format"] != "template",
                 "answers_without_think": thinks_without_reasoning(chat["format"], chat["options"]),
                 "history_untrained": chat["train_turns"] == "last",
-                "reasoning_key_unread": _reads_reasoning_keys(chat["format"])}
+                "reasoning_key_unread": _reads_reasoning_keys(chat["format"]),
+                "text_parts_joined": chat["format"] != "template"}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 
