@@ -842,6 +842,27 @@ def test_a_compressed_utf16_csv_without_a_mark_is_named(tmp_path):
         plan_units(inp([p], column="text"))
 
 
+@pytest.mark.parametrize("fmt", ["auto", "parquet"])
+def test_a_parquet_summary_file_matched_by_a_glob_is_named(tmp_path, fmt):
+    """A Dask-style folder (parts, and pyarrow's write_metadata: ``_common_metadata``, the schema;
+    ``_metadata``, the parts' row groups): ``dir/*`` said "cannot tell the format of
+    _common_metadata; set input.format", and with input.format = "parquet" read
+    ``_common_metadata`` as 0 rows and failed on ``_metadata`` as "corrupt data in row groups
+    [0, 2): Couldn't deserialize thrift" (its row groups point into the parts). Both are named
+    as summary files at plan; ``dir/*.parquet`` reads the 100 rows."""
+    t = pa.table({"text": [f"doc {i}" for i in range(100)]})
+    collected = []
+    for i in range(2):
+        pq.write_table(t.slice(i * 50, 50), tmp_path / f"part.{i}.parquet", metadata_collector=collected)
+        collected[-1].set_file_path(f"part.{i}.parquet")
+    pq.write_metadata(t.schema, tmp_path / "_common_metadata")
+    pq.write_metadata(t.schema, tmp_path / "_metadata", metadata_collector=collected)
+    with pytest.raises(ConfigError, match=rf"input.paths: {tmp_path}/_common_metadata is a Parquet dataset's summary "
+                                          r"file .*; leave it out of the glob \(name the parts: 'dir/\*.parquet'\)"):
+        plan_units(inp([f"{tmp_path}/*"], format=fmt))
+    assert len(read_full(plan_units(inp([f"{tmp_path}/*.parquet"])))[0]) == 100
+
+
 def test_a_checksum_file_matched_by_a_glob_is_named(tmp_path):
     """``dir/*`` over a Parquet file and its visible checksum (``x.parquet.crc``; ``x.parquet.sha256``)
     said "cannot tell the format of x.parquet.crc; set input.format", whose fix would read the

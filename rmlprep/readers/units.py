@@ -248,6 +248,11 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
                                       "exist (a file moved or not fetched, as a Hub cache link whose blob is gone?)")
                 raise ConfigError(f"input.paths: {path} is not a regular file (a named pipe, socket or device?); "
                                   "the plan sizes and hashes every input file: save the stream to a file first")
+            if path.rstrip("/").rsplit("/", 1)[-1] in ("_metadata", "_common_metadata"):
+                raise ConfigError(f"input.paths: {path} is a Parquet dataset's summary file (Dask, Spark and "
+                                  "pyarrow's write_metadata write it beside the parts: the schema, and in _metadata the "
+                                  "parts' row groups, no rows of its own); leave it out of the glob (name the parts: "
+                                  "'dir/*.parquet')")
             fmt = inp["format"] if inp["format"] != "auto" else detect_format(path)
             formats.add("DatasetDict" if fmt == "hf" and fs.isfile(fs.join(path, "dataset_dict.json")) else fmt)
             if fmt != "hf" and fs.isdir(path):
