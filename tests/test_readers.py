@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import shutil
 import json
 from pathlib import Path
 
@@ -861,6 +862,41 @@ def test_a_parquet_summary_file_matched_by_a_glob_is_named(tmp_path, fmt):
                                           r"file .*; leave it out of the glob \(name the parts: 'dir/\*.parquet'\)"):
         plan_units(inp([f"{tmp_path}/*"], format=fmt))
     assert len(read_full(plan_units(inp([f"{tmp_path}/*.parquet"])))[0]) == 100
+
+
+def _delta_table(root, versions):
+    """A Delta Lake table as the Delta protocol lays it out (PROTOCOL.md: ``_delta_log/<version
+    padded to 20 digits>.json``, one action per line), each version an overwrite: it adds its own
+    file and removes the previous version's, which stays in the folder until VACUUM."""
+    log = root / "_delta_log"
+    log.mkdir(parents=True)
+    schema = json.dumps({"type": "struct", "fields": [{"name": "text", "type": "string", "nullable": True, "metadata": {}}]})
+    for v, texts in enumerate(versions):
+        name = f"part-00000-{v:08x}-0000-0000-0000-000000000000-c000.snappy.parquet"
+        pq.write_table(pa.table({"text": texts}), root / name)
+        actions = [{"add": {"path": name, "partitionValues": {}, "size": (root / name).stat().st_size,
+                            "modificationTime": 0, "dataChange": True}}]
+        if v == 0:
+            actions = [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+                       {"metaData": {"id": "0", "format": {"provider": "parquet", "options": {}},
+                                     "schemaString": schema, "partitionColumns": [], "configuration": {}}}] + actions
+        else:
+            prev = f"part-00000-{v - 1:08x}-0000-0000-0000-000000000000-c000.snappy.parquet"
+            actions.append({"remove": {"path": prev, "deletionTimestamp": 0, "dataChange": True}})
+        (log / f"{v:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+
+def test_the_parquet_files_of_a_delta_table_are_refused(tmp_path):
+    """A Delta Lake table of 10 rows overwritten by 10 others: the first file stays until VACUUM,
+    and ``table/*.parquet`` read 20 rows, the old version's with the new. The files of a table
+    are the log's, not the folder's: refused, naming the table; a folder without _delta_log/
+    (the same files copied out) reads."""
+    _delta_table(tmp_path / "table", [[f"old {i}" for i in range(10)], [f"new {i}" for i in range(10)]])
+    with pytest.raises(InputError, match=r"matches 2 Parquet files of the Delta Lake table .*/table: its _delta_log/ "
+                                         r"says which files are the table"):
+        plan_units(inp([f"{tmp_path}/table/*.parquet"]))
+    shutil.rmtree(tmp_path / "table" / "_delta_log")
+    assert len(read_full(plan_units(inp([f"{tmp_path}/table/*.parquet"])))[0]) == 20
 
 
 def test_a_checksum_file_matched_by_a_glob_is_named(tmp_path):

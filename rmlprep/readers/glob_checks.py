@@ -132,7 +132,7 @@ def check_hub_revisions(pattern: str, hits: list[str]) -> None:
 
 def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None] | None = None) -> None:
     """Refuse a glob's part files of a Spark or Hadoop job that has not committed, and warn of
-    Spark's without its ``_SUCCESS``.
+    Spark's without its ``_SUCCESS``; refuse a glob's Parquet files of a Delta Lake table.
 
     Hadoop's ``FileOutputCommitter`` (Spark's default) writes each task's files under
     ``<out>/_temporary/`` and moves them into ``<out>`` when the task (algorithm 2) or the job
@@ -150,10 +150,16 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
     folders of parts have no ``_SUCCESS`` at all (the Hub's Parquet, ``datasets``, Dask): other
     names are not judged.
 
+    A Delta Lake table's folder (or the one above its partition folders) holds ``_delta_log/``,
+    whose JSON commits add and remove files: the Parquet files of versions an overwrite, a delete,
+    a merge or ``OPTIMIZE`` replaced stay in the folder until ``VACUUM``, so a glob over it reads
+    rows twice, or rows the table deleted. Worked example: a table of 10 rows overwritten by 10
+    others (commit 1 removes the first file, which stays): ``table/*.parquet`` read 20 rows.
+
     Raises:
         InputError: a matched file under a ``_temporary`` folder; part files in a folder (or
             above its partition folders) holding ``_temporary/``; parts with their ``.crc`` and
-            no ``_SUCCESS``.
+            no ``_SUCCESS``; Parquet files of a folder holding ``_delta_log/``.
     """
     folders: dict[str, list[str]] = {}
     for h in hits:
@@ -165,13 +171,23 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
                 f"a Spark or Hadoop job's output {root}, which the job had not committed (running, or killed): its "
                 "files may be partial or twice over; read the folder's committed parts once the job has written "
                 f"its _SUCCESS, e.g. {fs.join(root, 'part-*')}", path=h)
-        if _PART.match(segs[-1]):
+        if _PART.match(segs[-1]) or segs[-1].endswith(".parquet"):
             folders.setdefault(fs.dirname(h), []).append(segs[-1])
-    for folder, parts in sorted(folders.items()):
+    for folder, names in sorted(folders.items()):
         root = folder
         while _PARTITION.match(root.rstrip("/").rsplit("/", 1)[-1]) and fs.dirname(root) != root:
             root = fs.dirname(root)
         where = f"{root} (above its partition folder {folder})" if root != folder else root
+        if fs.isdir(fs.join(root, "_delta_log")):
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches {len(names)} Parquet file{'s' if len(names) > 1 else ''} "
+                f"of the Delta Lake table {where}: its _delta_log/ says which files are the table (those an "
+                "overwrite, delete, merge or OPTIMIZE replaced stay until VACUUM), so a glob reads rows twice or "
+                "deleted; export the table's current version, e.g. deltalake.DeltaTable(PATH).to_pyarrow_table() "
+                "written to Parquet, and read that", path=fs.join(root, "_delta_log"))
+        parts = [n for n in names if _PART.match(n)]
+        if not parts:
+            continue
         if fs.isdir(fs.join(root, "_temporary")):
             raise InputError(
                 f"input.paths: the glob {pattern!r} matches {len(parts)} part file{'s' if len(parts) > 1 else ''} of "
