@@ -899,6 +899,27 @@ def test_the_parquet_files_of_a_delta_table_are_refused(tmp_path):
     assert len(read_full(plan_units(inp([f"{tmp_path}/table/*.parquet"])))[0]) == 20
 
 
+@pytest.mark.parametrize("hint", ["version-hint.text", "v2.metadata.json"])
+def test_the_parquet_files_of_an_iceberg_table_are_refused(tmp_path, hint):
+    """An Apache Iceberg table (Iceberg spec: data files under ``<table>/data/``, partition
+    folders below; ``<table>/metadata/`` holds ``v<N>.metadata.json`` and, in a Hadoop catalog,
+    ``version-hint.text``): an overwrite leaves the old data files until their snapshot expires,
+    so ``table/data/**/*.parquet`` read both versions (20 rows of 10). Refused, naming the table;
+    a ``data/`` folder without a table's ``metadata/`` beside it reads."""
+    table = tmp_path / "t"
+    for v in range(2):
+        part = table / "data" / "lang=en"
+        part.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"text": [f"v{v} {i}" for i in range(10)]}), part / f"0000{v}-0-{v:08x}.parquet")
+    (table / "metadata").mkdir()
+    (table / "metadata" / hint).write_text("2" if hint == "version-hint.text" else "{}")
+    with pytest.raises(InputError, match=r"matches 2 Parquet files of the Apache Iceberg table .*/t: its metadata/ says "
+                                         r"which data files are the table"):
+        plan_units(inp([f"{table}/data/**/*.parquet"]))
+    shutil.rmtree(table / "metadata")
+    assert len(read_full(plan_units(inp([f"{table}/data/**/*.parquet"])))[0]) == 20
+
+
 def test_a_checksum_file_matched_by_a_glob_is_named(tmp_path):
     """``dir/*`` over a Parquet file and its visible checksum (``x.parquet.crc``; ``x.parquet.sha256``)
     said "cannot tell the format of x.parquet.crc; set input.format", whose fix would read the

@@ -7,6 +7,7 @@ Spark or Hadoop job that never committed (:func:`check_spark_output`)."""
 from __future__ import annotations
 
 import fnmatch
+import glob as _glob
 import re
 
 from collections.abc import Callable
@@ -34,6 +35,11 @@ _PART = re.compile(r"^part-(?:[rm]-)?\d{5}")
 _SPARK_PART = re.compile(r"^part-\d{5}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 #: a partition folder of ``partitionBy`` (``year=2024``): the job's markers are above it
 _PARTITION = re.compile(r"^[^=/]+=[^/]*$")
+
+
+def _escape(path: str) -> str:
+    """``path`` with glob characters escaped (a local path; a URI's are left as they are)."""
+    return path if fs.is_remote(path) else _glob.escape(path)
 
 
 def check_shard_sets(pattern: str, hits: list[str]) -> None:
@@ -156,10 +162,15 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
     rows twice, or rows the table deleted. Worked example: a table of 10 rows overwritten by 10
     others (commit 1 removes the first file, which stays): ``table/*.parquet`` read 20 rows.
 
+    An Apache Iceberg table keeps its data files under ``<table>/data/`` (partition folders below)
+    and chooses them in ``<table>/metadata/`` (``v<N>.metadata.json``, ``version-hint.text`` of a
+    Hadoop catalog): the same holds, and is refused the same way.
+
     Raises:
         InputError: a matched file under a ``_temporary`` folder; part files in a folder (or
             above its partition folders) holding ``_temporary/``; parts with their ``.crc`` and
-            no ``_SUCCESS``; Parquet files of a folder holding ``_delta_log/``.
+            no ``_SUCCESS``; Parquet files of a folder holding ``_delta_log/``, or of an
+            Iceberg table's ``data/``.
     """
     folders: dict[str, list[str]] = {}
     for h in hits:
@@ -185,6 +196,16 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
                 "overwrite, delete, merge or OPTIMIZE replaced stay until VACUUM), so a glob reads rows twice or "
                 "deleted; export the table's current version, e.g. deltalake.DeltaTable(PATH).to_pyarrow_table() "
                 "written to Parquet, and read that", path=fs.join(root, "_delta_log"))
+        table = fs.dirname(root)
+        if (root.rstrip("/").rsplit("/", 1)[-1] == "data" and fs.isdir(fs.join(table, "metadata"))
+                and (fs.exists(fs.join(table, "metadata", "version-hint.text"))
+                     or fs.glob(fs.join(_escape(table), "metadata", "*.metadata.json")))):
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches {len(names)} Parquet file{'s' if len(names) > 1 else ''} "
+                f"of the Apache Iceberg table {table}: its metadata/ says which data files are the table (those "
+                "an overwrite or delete replaced stay until their snapshots expire), so a glob reads rows twice or "
+                "deleted; export the table's current snapshot (e.g. pyiceberg: table.scan().to_arrow(), written "
+                "to Parquet) and read that", path=fs.join(table, "metadata"))
         parts = [n for n in names if _PART.match(n)]
         if not parts:
             continue
