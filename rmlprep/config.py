@@ -71,7 +71,8 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     [pack]
     seq_len = 2048                   # REQUIRED (1 to 2**24)
     eos = true                       # pretrain: append eos_id after every document
-    bos = false                      # pretrain: prepend bos_id before every document
+    bos = false                      # pretrain: prepend bos_id before every document (left out, while
+                                     # the tokenizer's encode adds one: a warning; written false: none)
     overflow = "wrap"                # pretrain: wrap|truncate|drop; sft: truncate|split|drop
     pad = false                      # sft: pad every row to seq_len with the spec's pad (or eos)
 
