@@ -17,16 +17,21 @@ from rmlprep.cli import run_exit_status
 from rmlprep.config import config_from_dict
 
 
-def config(paths, *, tokenizer, output, seq_len=2048, name=None, column="text", workers=0, bos=False,
+def config(paths, *, tokenizer, output, seq_len=2048, name=None, column="text", workers=0, bos=None,
            max_reject_fraction=0.1):
+    """The run config; ``bos`` None leaves ``pack.bos`` out (false, and the run warns when the
+    tokenizer's own encode adds a BOS), True or False writes it (no warning)."""
     tok = {"path": tokenizer}
     if name:
         tok["name"] = name
+    pack = {"seq_len": seq_len, "eos": True, "overflow": "wrap"}
+    if bos is not None:
+        pack["bos"] = bos
     return config_from_dict({
         "pipeline": "pretrain",
         "input": {"paths": list(paths), "column": column},
         "tokenizer": tok,
-        "pack": {"seq_len": seq_len, "eos": True, "bos": bos, "overflow": "wrap"},
+        "pack": pack,
         "output": {"dir": output},
         "run": {"workers": workers, "max_reject_fraction": max_reject_fraction},
     })
