@@ -1811,9 +1811,10 @@ def test_a_unit_read_under_older_read_rules_is_read_again(tmp_path, monkeypatch)
 
 
 def test_a_written_pack_bos_false_is_not_warned_and_keeps_the_hash(tmp_path):
-    """polish21: the no-bos warning above showed on every run of a Gemma or Mistral config, also
-    one whose author wrote ``pack.bos = false`` on purpose. The config now records the keys the
-    TOML wrote (``RunConfig.given``, kept by ``with_overrides``): written false, no warning;
+    """polish21: the no-bos warning (test_documents_without_the_bos_the_tokenizer_adds_are_warned)
+    showed on every run of a Gemma or Mistral config, also one whose author wrote ``pack.bos =
+    false`` on purpose. The config now records the keys the TOML wrote (``RunConfig.given``,
+    kept by ``with_overrides``): written false, no warning;
     defaulted, the warning, which says how to silence it. ``given`` is not hashed, so a folder
     written under the defaulted key resumes under the written one with every unit done."""
     from rmlprep.config import load_config
