@@ -107,7 +107,7 @@ def _ours_head(libs: list[str]) -> str:
 
 
 def _cold(r: dict, key: str) -> float:
-    """The cold pass's ``key`` (times, cpu, cpu_main): the median over the row's fresh processes."""
+    """The cold pass's ``key`` (times, cpu, cpu_main, sys, waited_main): the median over the row's fresh processes."""
     return statistics.median(x[key][0] for x in r["runs"]) if r.get("runs") else r[key][0]
 
 
@@ -120,14 +120,22 @@ def _scaling_range(one: dict, two: dict) -> str:
 
 
 def _worker_cpu(one: dict, two: dict) -> str:
-    """'0.19 / 0.10 + 0.10': CPU s of the cold pass, 1 thread / the calling thread + the other workers."""
+    """'0.19 / 0.10 + 0.10 (1.90×); sys 0.01 / 0.02, wait 0.000 / 0.004': CPU s of the cold pass, 1 thread /
+    the calling thread + the other workers, the scaling that CPU allows; then (results that hold them) the
+    system part of each CPU figure and the seconds each calling thread waited runnable for a CPU (another
+    process on its core: the 1-thread row, pinned, leaves the other core to it, the n-thread call cannot)."""
     if not one.get("cpu") or not two.get("cpu"):
         return ""
 
     main, whole = _cold(two, "cpu_main"), _cold(two, "cpu")
     n = two["threads"]
     bound = f" ({n * _cold(one, 'cpu') / whole:.2f}×)" if whole > 0 else ""
-    return f"{_cold(one, 'cpu'):.2f} / {main:.2f} + {max(0.0, whole - main):.2f}{bound}"
+    more = ""
+    if all("sys" in x for x in one.get("runs", [one]) + two.get("runs", [two])):
+        more = f"; sys {_cold(one, 'sys'):.2f} / {_cold(two, 'sys'):.2f}"
+        if all("waited_main" in x for x in one.get("runs", [one]) + two.get("runs", [two])):
+            more += f", wait {_cold(one, 'waited_main'):.3f} / {_cold(two, 'waited_main'):.3f}"
+    return f"{_cold(one, 'cpu'):.2f} / {main:.2f} + {max(0.0, whole - main):.2f}{bound}{more}"
 
 
 def _procs_note(doc: dict) -> str:
@@ -210,7 +218,9 @@ def encode_tables(doc: dict) -> str:
         cpu_note = ("the scaling's range process by process beside it; the CPU seconds of the cold pass, "
                     "the calling thread + the other workers (1 thread pinned to one CPU), and in brackets the scaling "
                     "that CPU allows (n × the 1-thread CPU ÷ all workers' CPU: the wall ratio of a quiet machine "
-                    "when the workers end together).")
+                    "when the workers end together); after it the system CPU seconds of the two cold passes and the seconds "
+                    "their calling threads waited runnable for a CPU (medians over the processes): system "
+                    "time is mostly first touches of fresh memory, the wait another process on a core.")
         if "procs" in doc:
             out[-2] += (f" Every row (each library's) is the median cold pass of {doc['procs']} fresh processes "
                         "run in turn, " + cpu_note)

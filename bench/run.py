@@ -238,12 +238,23 @@ ONE_THREAD = {"rmlprep": "one thread (its `encode`)", "rmlprep-numpy": "one thre
               "tokenizers": "TOKENIZERS_PARALLELISM=false", "sentencepiece": "one thread (its `encode`)"}
 
 
-def _cpu_now() -> tuple[float, float, int]:
-    """(CPU seconds of the whole process, of the calling thread, minor faults of the process)."""
+def _run_queue_wait() -> float:
+    """Seconds the calling thread has waited runnable for a CPU since it started (the second field of
+    /proc/thread-self/schedstat); 0.0 where the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _cpu_now() -> tuple[float, float, int, float, float]:
+    """(CPU seconds of the whole process, of the calling thread, minor faults of the process, system CPU
+    seconds of the process, seconds the calling thread has waited for a CPU)."""
     import resource
 
-    me = resource.getrusage(resource.RUSAGE_THREAD)
-    return time.process_time(), me.ru_utime + me.ru_stime, resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    me, whole = resource.getrusage(resource.RUSAGE_THREAD), resource.getrusage(resource.RUSAGE_SELF)
+    return time.process_time(), me.ru_utime + me.ru_stime, whole.ru_minflt, whole.ru_stime, _run_queue_wait()
 
 
 def _measure(args) -> dict:
@@ -260,26 +271,29 @@ def _measure(args) -> dict:
     else:
         def run(tx):
             return batch(tx)
-    times, cpu, cpu_main, faults, first = [], [], [], [], None
+    times, cpu, cpu_main, faults, sys_s, waited, first = [], [], [], [], [], [], None
     for rep in range(args.reps):
         ids = None  # the previous pass's result is freed here, not inside this pass's timing
         # --warm-new-str: a warm pass reads new str objects of the same text (made untimed), so no
         # library reads what its cold pass left in the strs (PyUnicode_AsUTF8AndSize keeps their UTF-8)
         tx = [(t + ".")[:-1] for t in texts] if rep and args.warm_new_str else texts
-        c0, m0, f0 = _cpu_now()
+        c0, m0, f0, s0, q0 = _cpu_now()
         t0 = time.perf_counter()
         ids = run(tx)
         times.append(time.perf_counter() - t0)
-        c1, m1, f1 = _cpu_now()
+        c1, m1, f1, s1, q1 = _cpu_now()
         cpu.append(c1 - c0)
         cpu_main.append(m1 - m0)
         faults.append(f1 - f0)
+        sys_s.append(s1 - s0)
+        waited.append(q1 - q0)
         if first is None:
             first = ids
     out = {"lib": args.lib, "tok": args.tok, "mode": args.mode, "threads": args.threads, "bytes": nbytes,
            "warm_new_str": bool(args.warm_new_str),
            "docs": len(texts), "tokens": int(sum(len(r) for r in first)), "load_s": load_s, "times": times,
-           "cpu": cpu, "cpu_main": cpu_main, "faults": faults, "pinned": args.cpu,
+           "cpu": cpu, "cpu_main": cpu_main, "faults": faults, "sys": sys_s, "waited_main": waited,
+           "pinned": args.cpu,
            "digests": _digests(first)}
     if rml is not None:  # rmlprep's ids in the peers' special-token mode, untimed
         out["digests_specials"] = [_digest_or_refused(rml, t) for t in texts]
@@ -363,7 +377,8 @@ def _merged(runs: list[dict]) -> dict:
     warm = [min(r["times"][1:]) for r in ok if len(r["times"]) > 1]
     out["times"] = [mid["times"][0]] + ([statistics.median(warm)] if warm else [])
     out["load_s"] = statistics.median(r["load_s"] for r in ok)
-    out["runs"] = [{k: r[k] for k in ("times", "cpu", "cpu_main", "faults")} for r in ok]
+    out["runs"] = [{k: r[k] for k in ("times", "cpu", "cpu_main", "faults", "sys", "waited_main") if k in r}
+                   for r in ok]
     if any(r["digests"] != mid["digests"] for r in ok):  # one library, one tokenizer: ids must not move
         out["unstable_ids"] = True
     return out
