@@ -2941,7 +2941,9 @@ static PyObject *idbuf_of_map(uint8_t *map, size_t len, uint32_t *v, size_t n)
  * the result starts where range 0's ids start. Units a worker takes from another range (and
  * every unit of workers 2 and up) go to that worker's side vector and are copied into place
  * after the join: a few units, where a copy of all ids after the join was a serial pass writing
- * (and first touching) 4 bytes per token, 10-20% of a 2-thread batch's wall time. The
+ * (and first touching) 4 bytes per token, 10-20% of a 2-thread batch's wall time; the pages those
+ * units land on are faulted in before the join by the worker whose range is all taken
+ * (prefault_stolen), so the copy after it only copies. The
  * per-document copies are made while the ids are still in cache, on both cores at once. One
  * thread writes its range from the front. With the mapping, the side vectors are mappings too,
  * reserved at the bound of the ranges a worker can take units from (never grown: a realloc'd
@@ -2985,6 +2987,8 @@ typedef struct Batch {
     size_t *unit_pos;        /* where they start in it */
     size_t nunits;
     uint64_t ranges[MAX_THREADS]; /* per worker: next unit << 32 | end unit (taken with CAS) */
+    uint64_t ranges0[MAX_THREADS]; /* the same before any is taken */
+    const uint64_t *unit_bound;   /* ids' bound (text_bound) of each unit */
     int nworkers;
     Ctx *ctx[MAX_THREADS];
     IdVec side[MAX_THREADS]; /* with the mapping: each worker's units from other ranges */
@@ -3146,6 +3150,48 @@ typedef struct {
     int t;
 } WorkerArg;
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL and nothing is done */
+#endif
+
+/* Two workers on the mapping, worker t's own range done: the result pages the other worker's units
+ * from range t will be copied into after the join, faulted in now (MADV_POPULATE_WRITE: no data
+ * changes, pages already there untouched). Those units end up beside this worker's part: below
+ * `back` (range 0, stolen from its front) or above `fwd` (range 1, from its back), so the place is
+ * known once this worker's range is all taken; their ids are estimated from their text bound at
+ * this worker's own ids per bound. This runs while the other worker is still on its last units
+ * (the time this worker would wait), where the copy after the join touched those pages first, on
+ * one core: 1-2 huge pages (0.25 ms each), 5 ms each when the host has taken the memory back
+ * (bench/README.md, twenty-first sitting). An estimate short of the ids leaves the rest to the copy,
+ * as before; one over them faults a page the result does not keep. */
+static void prefault_stolen(Batch *B, int t)
+{
+    uint32_t first = (uint32_t)(B->ranges0[t] >> 32), end = (uint32_t)B->ranges0[t];
+    /* every unit is taken (each take moves a cursor by one, so they met): [first, cut) went to the
+     * other worker (range 0: its front) or [cut, end) (range 1: its back) */
+    uint32_t cut = (uint32_t)(__atomic_load_n(&B->ranges[t], __ATOMIC_ACQUIRE) >> 32);
+    uint64_t own_b = 0, other_b = 0;
+    for (uint32_t u = first; u < end; u++)
+        *((t == 0) == (u < cut) ? &other_b : &own_b) += B->unit_bound[u];
+    size_t own_ids = t == 0 ? B->mid - B->back : B->fwd - B->mid;
+    if (other_b == 0 || own_b == 0)
+        return;
+    uint64_t est = (uint64_t)((double)own_ids * ((double)other_b / (double)own_b));
+    est += est / 8; /* a margin: the parts' ids per byte differ */
+    uintptr_t lo, hi;
+    if (t == 0) {
+        size_t at = est < B->back ? B->back - (size_t)est : 0;
+        lo = (uintptr_t)(B->map + at) & ~(uintptr_t)4095;
+        hi = (uintptr_t)(B->map + B->back) & ~(uintptr_t)4095; /* the page holding `back` is there */
+    } else {
+        size_t at = est < B->bound_hi - B->fwd ? B->fwd + (size_t)est : B->bound_hi;
+        lo = ((uintptr_t)(B->map + B->fwd) + 4095) & ~(uintptr_t)4095;
+        hi = ((uintptr_t)(B->map + at) + 4095) & ~(uintptr_t)4095;
+    }
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+}
+
 static void *batch_worker(void *arg)
 {
     Batch *B = ((WorkerArg *)arg)->B;
@@ -3159,6 +3205,8 @@ static void *batch_worker(void *arg)
     long u;
     while ((u = take_unit(&B->ranges[t], own_front)) >= 0)
         batch_unit(B, t, (size_t)u, own_to);
+    if (mapped && B->nworkers == 2 && !__atomic_load_n(&B->failed, __ATOMIC_RELAXED))
+        prefault_stolen(B, t);
     for (int k = 1; k < B->nworkers; k++) { /* then help the others, from the other end */
         int o = (t + k) % B->nworkers;
         int front = mapped && o == 0; /* range 0 is encoded from the back */
@@ -3217,6 +3265,7 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
         }
     }
     B->nunits = nu;
+    B->unit_bound = unit_bound;
     B->unit_vec = PyMem_Calloc(nu + 1, sizeof(IdVec *));
     B->unit_pos = PyMem_Calloc(nu + 1, sizeof(size_t));
     if (!B->unit_vec || !B->unit_pos) {
@@ -3239,7 +3288,7 @@ static PyObject *encode_docs(Encoder *E, const DocRef *docs, Py_ssize_t nt, int 
                 bound += unit_bound[u];
                 u++;
             }
-            B->ranges[t] = ((uint64_t)start << 32) | u;
+            B->ranges[t] = B->ranges0[t] = ((uint64_t)start << 32) | u;
             range_bound[t] = bound - before;
             if (t == 0)
                 B->mid = (size_t)bound;
