@@ -41,7 +41,7 @@ import numpy as np
 from .errors import ConfigError
 from .pretokenize import pattern_name
 from .segment import replace_lone_surrogates, segment_preparer
-from .special_prefix import _holds_any, _special_prefix_filter, plain_segments
+from .special_prefix import _special_prefix_filter, added_filter, plain_segments
 from .spec import BYTE_LEVEL
 from .unicode import unicode_to_bytes, unicode_version
 
@@ -343,8 +343,7 @@ def plain_encoder(tokenizer, *, array: bool = False) -> Callable[[str, bool], li
     enc = nat.encode_text_array if array else nat.encode_text
     has_surrogate = _load_quiet().has_surrogate  # a scan, no UTF-8 copy
     prepare = segment_preparer(s, tokenizer._normalize, spaces=False)
-    holds = {True: _holds_any(_special_prefix_filter(tokenizer, True)),
-             False: _holds_any(_special_prefix_filter(tokenizer, False))}
+    holds = {True: added_filter(tokenizer, True), False: added_filter(tokenizer, False)}
 
     # No normalizer: prepare() keeps a surrogate where the text has it, so the native conversion
     # finds it (None: then the replacement below) instead of a separate scan of the code units first.
@@ -398,7 +397,7 @@ def encode_batch_flat(
     prefixes = _special_prefix_filter(tokenizer, parse_special)
     segs: list[str] = (fast_ok and plain_segments(tokenizer, prefixes, texts)) or []
     slow: list[int] = []
-    holds, prepare = _holds_any(prefixes), segment_preparer(s, tokenizer._normalize, spaces=False)
+    holds, prepare = added_filter(tokenizer, parse_special), segment_preparer(s, tokenizer._normalize, spaces=False)
     dirty = set(surrogate_rows(texts)) if fast_ok and s.normalizers else ()
     for i, t in enumerate(() if segs else texts):
         if i in dirty:
@@ -417,7 +416,7 @@ def encode_batch_flat(
     if slow:
         rows = [ids[offsets[i]:offsets[i + 1]] for i in range(n)]
         for i in slow:
-            rows[i] = np.asarray(tokenizer.encode(texts[i], parse_special=parse_special), dtype=np.uint32)
+            rows[i] = tokenizer.encode_to_numpy(texts[i], parse_special=parse_special)
         lens = np.fromiter((len(r) for r in rows), dtype=np.int64, count=n)
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum(lens, out=offsets[1:])

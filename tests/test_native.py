@@ -8,6 +8,7 @@ shapes, and the real tokenizers on real text when they are present.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -1427,3 +1428,43 @@ def test_clear_cache_in_a_child_forked_during_an_encode_returns():
         stop.set()
         t.join()
     assert rc == 0, rc
+
+
+@pytest.mark.parametrize("parse_special", [True, False])
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(st.sampled_from(["</div>", "</tool_call>", "<tool_call>", "<|im_end|>", "</tool_cal", "<t",
+                                       "<|", "a", " b", "\n", "\u00e9t\u00e9 ", "<|im_start|>x"]), max_size=12))
+def test_added_filter_says_no_only_where_encode_cuts_nothing(parse_special, parts):
+    """special_prefix.added_filter (the fast paths' test before a text is encoded whole): on the
+    real Qwen2.5 tokenizer.json, where it says a text holds no added token, ``encode``'s added-token
+    cut (``_cut_added``) finds none with that ``parse_special``; and ``encode_batch_flat`` gives
+    HF ``tokenizers``' ids (parse_special=True, as its ``encode``) or the pure-Python path's
+    (False) for texts with closing tags beside Qwen2.5's non-special ``<tool_call>`` tokens."""
+    tok, pure = _qwen25()
+    text = "".join(parts)
+    if not special_prefix.added_filter(tok, parse_special)(text):
+        assert not any(isinstance(f, int) for f in tok._cut_added(text, parse_special)), text
+    texts = [text, "see </div> and </p>", "x</tool_call>y", text + "</b>"]
+    ids, offsets = tok.encode_batch_flat(texts, parse_special=parse_special, num_threads=2)
+    rows = [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(texts))]
+    if parse_special:
+        hf = _hf_qwen25()
+        assert rows == [hf.encode(t, add_special_tokens=False).ids for t in texts]
+    else:
+        assert rows == [pure.encode(t, parse_special=False) for t in texts]
+
+
+@functools.cache
+def _qwen25() -> tuple[Tokenizer, Tokenizer]:
+    """The real Qwen2.5 tokenizer.json, native and pure Python, loaded once."""
+    tok = _load_real("qwen2.5")
+    if tok is None:
+        pytest.skip(f"{REAL}/hf/qwen2.5/tokenizer.json not found (set RMLPREP_REAL_TOKENIZERS)")
+    return tok, _pure(tok)
+
+
+@functools.cache
+def _hf_qwen25():
+    """HF tokenizers' Tokenizer of the real Qwen2.5 folder (the reference), loaded once."""
+    tokenizers = pytest.importorskip("tokenizers")
+    return tokenizers.Tokenizer.from_file(str(REAL / "hf" / "qwen2.5" / "tokenizer.json"))
