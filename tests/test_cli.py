@@ -51,6 +51,15 @@ def test_usage_error_exit_2():
     assert cli("frobnicate").returncode == 2
 
 
+def test_resume_and_overwrite_together_are_refused(tmp_path):
+    """``--resume`` (continue the folder's run) and ``--overwrite`` (replace it) contradict each
+    other: trial21 found the pair accepted with no word, overwrite winning. argparse refuses it
+    (exit 2, usage line, no traceback) before any config is read: the config need not exist."""
+    r = cli("run", str(tmp_path / "absent.toml"), "--resume", "--overwrite")
+    assert r.returncode == 2
+    assert "not allowed with argument --resume" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_missing_config_no_traceback(tmp_path):
     r = cli("run", str(tmp_path / "nope.toml"))
     assert r.returncode == 2
