@@ -1895,6 +1895,33 @@ def test_spark_parts_without_success_are_refused_in_place_and_warned_of_elsewher
     assert len(plan_units(inp([f"{tmp_path}/d/*.parquet"]), log=logs.append)) == 1 and logs == []
 
 
+def test_the_parts_of_a_spark_streaming_file_sink_are_refused_by_its_log(tmp_path):
+    """A Structured Streaming file sink (Spark's ``FileStreamSink``) writes each batch's parts in
+    place, with their ``.crc`` on a local disk, and never a ``_SUCCESS``; ``_spark_metadata/<batch>``
+    lists the files of each committed batch (a ``v1`` line, then one JSON line per file), and
+    ``spark.read`` of the folder reads only those. Here batch 0 committed one part of 10 rows and
+    batch 1 failed after writing one of 10: ``out/*.parquet`` read 20 rows. It was refused as a
+    job that never committed, with ``touch out/_SUCCESS`` as the fix, after which the glob read
+    the 20 rows; it is now refused naming the sink's log, in place or on a store (no ``.crc``)."""
+    out = tmp_path / "out"
+    (out / "_spark_metadata").mkdir(parents=True)
+    names = [f"part-00000-{v:08x}-0000-0000-0000-000000000000-c000.snappy.parquet" for v in range(2)]
+    for v, name in enumerate(names):
+        pq.write_table(pa.table({"text": [f"batch {v} row {i}" for i in range(10)]}), out / name)
+        (out / f".{name}.crc").write_bytes(b"crc\x00")
+    (out / "_spark_metadata" / "0").write_text(
+        "v1\n" + json.dumps({"path": f"file://{out}/{names[0]}", "size": (out / names[0]).stat().st_size,
+                             "isDir": False, "modificationTime": 0, "blockReplication": 1, "blockSize": 33554432,
+                             "action": "add"}) + "\n")
+    for crc in (True, False):
+        if not crc:
+            for name in names:
+                (out / f".{name}.crc").unlink()
+        with pytest.raises(InputError, match=r"matches 2 files of the output folder .*/out of a Spark Structured "
+                                             r"Streaming file sink: its _spark_metadata/ says which files"):
+            plan_units(inp([f"{out}/*.parquet"]))
+
+
 def test_a_dangling_symlink_in_a_glob_says_so(tmp_path):
     """A link whose target is gone was named "not a regular file (a named pipe, socket or
     device?)"; the line now says it is a link and names the missing target."""

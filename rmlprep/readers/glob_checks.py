@@ -162,6 +162,13 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
     rows twice, or rows the table deleted. Worked example: a table of 10 rows overwritten by 10
     others (commit 1 removes the first file, which stays): ``table/*.parquet`` read 20 rows.
 
+    A Spark Structured Streaming file sink writes its parts in place (with their ``.crc`` on a
+    local disk) and no ``_SUCCESS``: its ``_spark_metadata/`` log lists the files of each committed
+    batch, and ``spark.read`` of the folder reads only those (``MetadataLogFileIndex``); a batch
+    that failed or was retried leaves files the log does not list. A glob over it is refused as a
+    Delta table's (it was refused as a job that never committed, whose ``touch _SUCCESS`` fix
+    would then read the uncommitted files; on an object store only warned of).
+
     An Apache Iceberg table keeps its data files under ``<table>/data/`` (partition folders below)
     and chooses them in ``<table>/metadata/`` (``v<N>.metadata.json``, ``version-hint.text`` of a
     Hadoop catalog): the same holds, and is refused the same way.
@@ -169,7 +176,8 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
     Raises:
         InputError: a matched file under a ``_temporary`` folder; part files in a folder (or
             above its partition folders) holding ``_temporary/``; parts with their ``.crc`` and
-            no ``_SUCCESS``; Parquet files of a folder holding ``_delta_log/``, or of an
+            no ``_SUCCESS``; Parquet or part files of a folder holding ``_delta_log/`` or
+            ``_spark_metadata/``, or Parquet files of an
             Iceberg table's ``data/``.
     """
     folders: dict[str, list[str]] = {}
@@ -196,6 +204,14 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
                 "overwrite, delete, merge or OPTIMIZE replaced stay until VACUUM), so a glob reads rows twice or "
                 "deleted; export the table's current version, e.g. deltalake.DeltaTable(PATH).to_pyarrow_table() "
                 "written to Parquet, and read that", path=fs.join(root, "_delta_log"))
+        if fs.isdir(fs.join(root, "_spark_metadata")):
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches {len(names)} file{'s' if len(names) > 1 else ''} of the "
+                f"output folder {where} of a Spark Structured Streaming file sink: its _spark_metadata/ says which "
+                "files the committed batches wrote (a failed or retried batch leaves files it lists nowhere, and the "
+                "sink writes no _SUCCESS), so a glob reads rows twice or uncommitted; export them with Spark, which "
+                "reads the log (spark.read.parquet(PATH).write.parquet(OUT)), and read that",
+                path=fs.join(root, "_spark_metadata"))
         table = fs.dirname(root)
         if (root.rstrip("/").rsplit("/", 1)[-1] == "data" and fs.isdir(fs.join(table, "metadata"))
                 and (fs.exists(fs.join(table, "metadata", "version-hint.text"))
