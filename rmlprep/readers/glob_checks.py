@@ -198,30 +198,24 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
             root = fs.dirname(root)
         where = f"{root} (above its partition folder {folder})" if root != folder else root
         if fs.isdir(fs.join(root, "_delta_log")):
-            raise InputError(
-                f"input.paths: the glob {pattern!r} matches {len(names)} Parquet file{'s' if len(names) > 1 else ''} "
-                f"of the Delta Lake table {where}: its _delta_log/ says which files are the table (those an "
-                "overwrite, delete, merge or OPTIMIZE replaced stay until VACUUM), so a glob reads rows twice or "
-                "deleted; export the table's current version, e.g. deltalake.DeltaTable(PATH).to_pyarrow_table() "
-                "written to Parquet, and read that", path=fs.join(root, "_delta_log"))
+            raise _log_says(pattern, names, "Parquet file", f"the Delta Lake table {where}", fs.join(root, "_delta_log"),
+                            "which files are the table (those an overwrite, delete, merge or OPTIMIZE replaced stay "
+                            "until VACUUM)", "deleted", "export the table's current version, e.g. "
+                            "deltalake.DeltaTable(PATH).to_pyarrow_table() written to Parquet")
         if fs.isdir(fs.join(root, "_spark_metadata")):
-            raise InputError(
-                f"input.paths: the glob {pattern!r} matches {len(names)} file{'s' if len(names) > 1 else ''} of the "
-                f"output folder {where} of a Spark Structured Streaming file sink: its _spark_metadata/ says which "
-                "files the committed batches wrote (a failed or retried batch leaves files it lists nowhere, and the "
-                "sink writes no _SUCCESS), so a glob reads rows twice or uncommitted; export them with Spark, which "
-                "reads the log (spark.read.parquet(PATH).write.parquet(OUT)), and read that",
-                path=fs.join(root, "_spark_metadata"))
+            raise _log_says(pattern, names, "file", f"the output folder {where} of a Spark Structured Streaming file "
+                            "sink", fs.join(root, "_spark_metadata"), "which files the committed batches wrote (a "
+                            "failed or retried batch leaves files it lists nowhere, and the sink writes no _SUCCESS)",
+                            "uncommitted", "export them with Spark, which reads the log "
+                            "(spark.read.parquet(PATH).write.parquet(OUT))")
         table = fs.dirname(root)
         if (root.rstrip("/").rsplit("/", 1)[-1] == "data" and fs.isdir(fs.join(table, "metadata"))
                 and (fs.exists(fs.join(table, "metadata", "version-hint.text"))
                      or fs.glob(fs.join(_escape(table), "metadata", "*.metadata.json")))):
-            raise InputError(
-                f"input.paths: the glob {pattern!r} matches {len(names)} Parquet file{'s' if len(names) > 1 else ''} "
-                f"of the Apache Iceberg table {table}: its metadata/ says which data files are the table (those "
-                "an overwrite or delete replaced stay until their snapshots expire), so a glob reads rows twice or "
-                "deleted; export the table's current snapshot (e.g. pyiceberg: table.scan().to_arrow(), written "
-                "to Parquet) and read that", path=fs.join(table, "metadata"))
+            raise _log_says(pattern, names, "Parquet file", f"the Apache Iceberg table {table}",
+                            fs.join(table, "metadata"), "which data files are the table (those an overwrite or delete "
+                            "replaced stay until their snapshots expire)", "deleted", "export the table's current "
+                            "snapshot (e.g. pyiceberg: table.scan().to_arrow(), written to Parquet)")
         parts = [n for n in names if _PART.match(n)]
         if not parts:
             continue
@@ -244,3 +238,14 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
             log(f"warning: input: {where} holds Spark's part files ({parts[0]} ...) but no _SUCCESS, which Spark "
                 "writes when the job commits: if the job failed, parts are missing; a copy that left the marker "
                 "out is fine")
+
+
+def _log_says(pattern: str, names: list[str], noun: str, whose: str, log_dir: str, says: str, other: str,
+              export: str) -> InputError:
+    """The refusal of a glob over the files of a table or sink whose log (``log_dir``) chooses
+    them (:func:`check_spark_output`): what it matched, whose they are, what the log says, and
+    the export to read instead."""
+    n = len(names)
+    return InputError(f"input.paths: the glob {pattern!r} matches {n} {noun}{'s' if n > 1 else ''} of {whose}: its "
+                      f"{log_dir.rstrip('/').rsplit('/', 1)[-1]}/ says {says}, so a glob reads rows twice or {other}; "
+                      f"{export}, and read that", path=log_dir)
