@@ -947,6 +947,21 @@ def test_plain_text_given_as_input_says_how_to_make_json_lines(tmp_path, name):
                              "document) or jq -Rc '{text: .}' FILE > FILE.jsonl (each line one)")
 
 
+def test_json_lines_named_txt_says_to_set_input_format(tmp_path):
+    """A JSON Lines file named ``train.txt`` (with or without gzip) was told it is plain text and
+    given ``jq -Rc '{text: .}'``, whose output is rows whose text is the JSON line itself
+    (``{"text": "{\\"text\\": \\"a\\"}"}``): trained on silently. Its first byte being ``{``, the
+    line now says to set input.format = "jsonl", with which the same file reads its 2 rows."""
+    for name, data in (("train.txt", b'{"text": "a"}\n{"text": "b"}\n'),
+                       ("train.txt.gz", gzip.compress(b'\n  {"text": "a"}\n{"text": "b"}\n'))):
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(ConfigError, match=r"is named as plain text but its first line starts a JSON object: if "
+                                              r"it is JSON Lines, set input.format = \"jsonl\""):
+            plan_units(inp([p], column="text"))
+        assert read_full(plan_units(inp([p], column="text", format="jsonl")))[0] == ["a", "b"]
+
+
 _HTML = (b'<!DOCTYPE html>\n<html class="">\n<head>\n<meta charset="utf-8" />\n<title>data/train.jsonl \xc2\xb7 '
          b'org/name at main</title>\n</head>\n<body>\n<pre>{"text": "a"}</pre>\n</body>\n</html>\n')
 _S3_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied'

@@ -65,6 +65,10 @@ def detect_format(path: str) -> str:
         raise ConfigError(f"input.paths: {path} is a checksum file beside the data, not data; leave it out of the "
                           "glob (name the data's suffix, e.g. 'dir/*.parquet')")
     if name.endswith((".txt", ".text", ".md")):
+        if _starts_a_json_object(path):
+            raise ConfigError(f"input.paths: {path} is named as plain text but its first line starts a JSON object: "
+                              "if it is JSON Lines, set input.format = \"jsonl\" (or rename it to end in .jsonl); "
+                              "wrapping its lines as text (jq -Rc '{text: .}') would train on the JSON itself")
         raise ConfigError(f"input.paths: {path} is plain text, which rmlprep does not read: it takes one document per "
                           "row, as JSON Lines; make one: jq -Rsc '{text: .}' FILE > FILE.jsonl (the file one document) or "
                           "jq -Rc '{text: .}' FILE > FILE.jsonl (each line one)")
@@ -73,6 +77,17 @@ def detect_format(path: str) -> str:
         "jsonl, parquet, csv, hf (a datasets folder or an .arrow file; compressed: .gz, .zst, .bz2, .xz "
         "after the format's suffix)"
     )
+
+
+def _starts_a_json_object(path: str) -> bool:
+    """Whether the first non-blank byte of a file's first 4 kB (decompressed) is ``{``: a file
+    named ``.txt`` that holds JSON Lines (read on the error path only; a hint: False when it
+    cannot be read)."""
+    try:
+        with open_decompressed(path) as f:
+            return f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{"
+    except Exception:  # noqa: BLE001 - a hint only: the plain-text refusal stands
+        return False
 
 
 def is_hf_dir(p: str) -> bool:
