@@ -7,6 +7,8 @@ only word the refusal or the reject better, they never read the file another way
 
 from __future__ import annotations
 
+import tarfile
+
 __all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "tar_member", "web_page", "not_utf8_hint"]
 
 #: (byte-order mark, the encoding's name, iconv's name for it); the 4-byte marks first
@@ -51,12 +53,19 @@ def binary_format(head: bytes) -> tuple[str, str] | None:
 
 
 def tar_member(head: bytes) -> str | None:
-    """The first member's name when ``head`` (at least a file's first 263 bytes, decompressed)
-    is a tar header (``ustar`` at byte 257: POSIX, GNU and pax tar all write it); else None.
+    """The first member's name when ``head`` (a file's first 512 bytes, decompressed) is a tar
+    header: ``ustar`` at byte 257 (POSIX, GNU and pax tar all write it) and a valid header
+    checksum (bytes 148-155, as Python's :mod:`tarfile` checks it: the magic alone is five bytes a
+    text may hold); else None.
 
-    Source: POSIX ``pax`` ustar header layout (name: bytes 0-99, NUL-padded; magic at 257).
+    Source: POSIX ``pax`` ustar header layout (name: bytes 0-99, NUL-padded; chksum at 148; magic
+    at 257); ``tarfile.TarInfo.frombuf``.
     """
-    if len(head) < 263 or head[257:262] != b"ustar":
+    if len(head) < 512 or head[257:262] != b"ustar":
+        return None
+    try:
+        tarfile.TarInfo.frombuf(bytes(head[:512]), "utf-8", "surrogateescape")
+    except tarfile.HeaderError:
         return None
     return head[:100].split(b"\0", 1)[0].decode("utf-8", "replace")
 

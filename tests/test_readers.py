@@ -1020,6 +1020,20 @@ def test_a_tar_archive_named_as_jsonl_or_csv_is_named_a_tar(tmp_path, name, pack
         '(input.paths = ["DIR/*.jsonl"])')
 
 
+def test_json_lines_holding_ustar_at_byte_257_are_not_a_tar(tmp_path):
+    """A tar header is told by ``ustar`` at byte 257 and its checksum (bytes 148-155: the sum of
+    the header's 512 bytes with that field read as spaces, in octal; POSIX ustar, as Python's
+    tarfile checks it). A JSON Lines file whose first line holds "ustar" at byte 257 (a corpus
+    about archives) was refused as a tar archive: the magic alone is text a document may hold.
+    Its 2 rows are read; a real tar (test above) is still named one."""
+    first = '{"text": "' + "x" * (257 - 10) + 'ustar archives are POSIX"}'
+    assert first.index("ustar") == 257
+    for name, pack in (("u.jsonl", lambda b: b), ("u.jsonl.gz", gzip.compress)):
+        p = tmp_path / name
+        p.write_bytes(pack((first + '\n{"text": "b"}\n').encode()))
+        assert read_path(p)[0] == [json.loads(first)["text"], "b"]
+
+
 @pytest.mark.parametrize("name,archive,how", [
     *[(n, "tar", "tar xf {p} -C DIR") for n in ("d.tar", "d.tar.gz", "d.tgz", "d.tar.zst", "d.tar.xz")],
     ("d.zip", "zip", "unzip {p} -d DIR"), ("d.jsonl.zip", "zip", "unzip {p} -d DIR"), ("d.7z", "7z", "7z x {p} -oDIR"),
