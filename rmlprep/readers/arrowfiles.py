@@ -12,7 +12,6 @@ import pyarrow as pa
 from .. import fs
 from ..errors import ConfigError, InputError
 from .base import LFS_POINTER, Batch, Unit, check_column, column_batches, one_line, sniff
-from .holes import check_offsets_start
 
 def _read_json_file(path: str, what: str) -> Any:
     try:
@@ -216,11 +215,6 @@ def read_hf(unit: Unit, column: str, batch_rows: int) -> Iterator[Batch]:
     if table.num_rows < unit.stop:
         raise InputError(f"{unit.path}: holds {table.num_rows} rows, the plan expected {unit.stop}; "
                          "the file changed since the plan", path=unit.path)
-    at = 0
-    for chunk in table.column(column).chunks:  # each an IPC record batch, as the file holds it
-        if at < unit.stop and at + len(chunk) > unit.start:
-            check_offsets_start(chunk, column, unit.path, (at, at + len(chunk)))
-        at += len(chunk)
     part = table.select([column]).slice(unit.start, unit.stop - unit.start)
     yield from column_batches(iter(part.to_batches(max_chunksize=batch_rows)), column, unit.first_row,
                                unit.path, unit.nbytes, part.num_rows)

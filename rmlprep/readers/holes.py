@@ -2,8 +2,7 @@
 download into a preallocated file that stopped, a crash before the data reached the disk) is a
 file fault, never rows: read as rows, the rows around it merge or read as empty texts, silently.
 JSONL and CSV look for it in their bytes (:func:`hole_fault`), Parquet and Arrow in a string
-column's values (:func:`check_no_hole`, :func:`hole_in_column`), Arrow also at the start of a
-record batch's offsets (:func:`check_offsets_start`)."""
+column's values (:func:`check_no_hole`, :func:`hole_in_column`)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from ..compressed import compression_of, open_decompressed
 from ..encoding_hints import tar_member
 from ..errors import InputError
 
-__all__ = ["NUL_RUN", "NUL_TEXT", "EMPTY_RUN", "EMPTY_CHANCE", "hole_fault", "tar_archive", "check_offsets_start", "check_no_hole", "check_no_hole_in_values", "hole_in_column"]
+__all__ = ["NUL_RUN", "NUL_TEXT", "hole_fault", "tar_archive", "check_no_hole", "check_no_hole_in_values", "hole_in_column"]
 
 #: A run of NUL bytes this long in a JSONL or CSV file (once decompressed) is a file fault, not a
 #: row's: text holds no NUL (JSON escapes it as ``\u0000``), and a run of them is a hole of zeros
@@ -169,89 +168,3 @@ def hole_in_column(where: str, row: int, column: str) -> InputError:
                       "(a crash, or a copy or download that stopped, left zeros where data was), and Parquet and "
                       "Arrow data carry no checksum, so the rows around it may be wrong too (texts read as empty); "
                       "fetch the file again", path=where)
-
-
-#: Empty values an Arrow record batch's offsets may start with before :func:`check_offsets_start`
-#: looks at the value after them (8 zero offsets: 32 zero bytes).
-EMPTY_RUN = 8
-#: ... and the chance, at the batch's own share of empty values, below which so many empty values
-#: first are no accident.
-EMPTY_CHANCE = 1e-6
-
-
-def check_offsets_start(col: pa.Array, column: str, where: str, rows: tuple[int, int]) -> None:
-    """Refuse an Arrow record batch whose offsets (of a string leaf or a list, at any depth) read
-    as a hole of zeros over their buffer's start: :data:`EMPTY_RUN` or more empty values first,
-    then one as long as about half of them would be together, or longer (the others' mean length
-    times their count, halved); and so many empty values first must be a one-in-a-million chance
-    at the share of empty values the rest of the batch holds (:data:`EMPTY_CHANCE`).
-
-    Zeros there are valid offsets (non-decreasing, the first 0, the last within the data), so
-    ``validate(full=True)`` passes, and no text holds a NUL: the first values read as empty and
-    the next as all of theirs joined. Worked example: 1,000 two-message conversations in an
-    Arrow stream (batches of 500), 512 zero bytes at byte 111,412: the second batch's content
-    offsets start with 129 zeros: 128 empty contents (64 conversations), then one of 9,925 bytes
-    where a content's median is ~75 (a sweep of 512-byte holes every 173 bytes found it at 1 of
-    1,104 positions, the others refused by the other checks); 64 zero bytes over the start of the
-    conversations' list offsets read 14 empty conversations, then one of 30 messages. Real data
-    start a batch with 8 empty values only where many are empty (a column 90% empty: 0.9**11 =
-    31% of batches start with 11; such a batch is kept), and seldom with a value as long as those
-    would be together (data sorted by length puts a short value after its empty ones).
-
-    Args:
-        col: one record batch's column as read from the file (unsliced: its offsets start at
-            their buffers' start).
-        rows: the batch's rows ``[a, b)`` in the file, for the message.
-    Raises:
-        InputError: the file, the rows and the counts.
-    Cost: one comparison per offsets buffer and batch; the lengths are read only after a run.
-    """
-    for arr, what in _offset_arrays(col):
-        n = arr.offset + len(arr)
-        width = 8 if arr.type in _LARGE or pa.types.is_large_list(arr.type) else 4
-        if n <= EMPTY_RUN or arr.buffers()[1] is None or arr.buffers()[1].size < (n + 1) * width:
-            continue  # short, or too short for its length: validate() names it (base.column_batches)
-        raw = np.frombuffer(arr.buffers()[1], dtype=f"<i{width}", count=n + 1)
-        if raw[EMPTY_RUN]:
-            continue
-        nonzero = np.flatnonzero(raw)
-        if not len(nonzero):
-            continue  # every value empty: nothing to tell from
-        run = int(nonzero[0])  # raw[0..run-1] == 0: values 0..run-2 empty, value run-1 of raw[run]
-        empty, lengths = run - 1, np.diff(raw[run:])  # the values after the empty ones
-        if empty < EMPTY_RUN or len(lengths) < 2:
-            continue
-        share = (np.count_nonzero(lengths[1:] == 0) + 1) / (len(lengths) + 1)  # of empty values, the rest's
-        mean = float(lengths[1:].mean())
-        if share ** empty <= EMPTY_CHANCE and raw[run] >= empty * mean / 2:
-            raise InputError(
-                f"{where}: rows [{rows[0]}, {rows[1]}): {column!r} reads as a hole of zeros over the start of an "
-                f"offsets buffer: its first {empty} {what} are empty and the next holds {int(raw[run])}, about "
-                f"theirs together (the others' mean is {mean:.3g}, {share:.2%} of them empty); Arrow data carry no "
-                "checksum: fetch the file again", path=where)
-
-
-_LARGE = (pa.large_string(), pa.large_binary())
-
-
-def _offset_arrays(col: pa.Array):
-    """``(array, what its values are)`` for every array with offsets in ``col`` at any depth: its
-    string and binary leaves (``"texts"``, bytes) and lists (``"lists"``, items), whole (a list's
-    values, a map's keys and items, a dictionary's entries), as their buffers hold them."""
-    t = col.type
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        yield col, "texts"
-    elif pa.types.is_struct(t):
-        for i in range(t.num_fields):
-            yield from _offset_arrays(col.field(i))
-    elif pa.types.is_map(t):
-        yield col, "maps"
-        yield from _offset_arrays(col.keys)
-        yield from _offset_arrays(col.items)
-    elif pa.types.is_list(t) or pa.types.is_large_list(t):
-        yield col, "lists"
-        yield from _offset_arrays(col.values)
-    elif pa.types.is_fixed_size_list(t):
-        yield from _offset_arrays(col.values)
-    elif pa.types.is_dictionary(t):
-        yield from _offset_arrays(col.dictionary)
