@@ -296,7 +296,7 @@ def _check_tensor_data(r: "_Reader", n_tensors: int, alignment: Any) -> None:
             need, last = end, name
     if need > r.size:
         raise LoaderError(
-            f"{r.path}: truncated GGUF: the data of its {n_tensors} tensors ends at byte {need} "
+            f"{r.path}: truncated GGUF: the data of its {n_tensors} tensor{'s' if n_tensors != 1 else ''} ends at byte {need} "
             f"(tensor {last!r}) but the file has {r.size} bytes ({need - r.size} missing); "
             "the file was cut short (a download or copy that stopped): llama.cpp refuses it "
             "('data is not within the file bounds, model is corrupted or incomplete'); fetch it again"

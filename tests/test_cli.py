@@ -1870,3 +1870,19 @@ def test_ctrl_c_in_a_run_says_the_done_units_stay(tmp_path, monkeypatch, capsys)
     monkeypatch.setitem(cli._COMMANDS, "encode", stop)
     assert main(["encode", str(TINY), "hi"]) == 130
     assert capsys.readouterr().err == "rmlprep: interrupted\n"
+
+
+def test_run_refuses_resume_with_overwrite_as_the_cli_does(tmp_path):
+    """review21: ``rmlprep.run(cfg, resume=True, overwrite=True)`` went on, overwrite winning,
+    after the CLI began refusing the pair: the library call refuses it too (ConfigError), before
+    the output folder is made."""
+    from rmlprep.config import config_from_dict
+    from rmlprep.errors import ConfigError
+    from rmlprep.pipeline import run
+
+    cfg = config_from_dict({"pipeline": "pretrain", "input": {"paths": [str(tmp_path / "x.jsonl")]},
+                            "tokenizer": {"path": str(TINY)}, "pack": {"seq_len": 8},
+                            "output": {"dir": str(tmp_path / "out")}})
+    with pytest.raises(ConfigError, match="resume continues the folder's run, overwrite replaces it"):
+        run(cfg, resume=True, overwrite=True)
+    assert not (tmp_path / "out").exists()

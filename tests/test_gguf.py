@@ -875,7 +875,7 @@ def test_cut_in_tensor_data_of_written_file(tmp_path, alignment):
         assert len(spec_from_gguf(tmp_path / f"{name}.gguf")[0].vocab) == 265
         metadata_sha256(tmp_path / f"{name}.gguf")
     (tmp_path / "b.gguf").write_bytes(data[: end - 1])
-    with pytest.raises(LoaderError, match=rf"the data of its 1 tensors ends at byte {end} \(tensor 'w'\) but the file has {end - 1} bytes"):
+    with pytest.raises(LoaderError, match=rf"the data of its 1 tensor ends at byte {end} \(tensor 'w'\) but the file has {end - 1} bytes"):
         spec_from_gguf(tmp_path / "b.gguf")
 
 
