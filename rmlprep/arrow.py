@@ -215,6 +215,7 @@ class TokenizeChat(_MapFunction):
         from .chat.convert import (joined_text_parts, json_tools, parameters_as_text, string_tool_arguments,
                                    undefined_tool_calls, unread_reasoning)
         from .chat.encode import encode_segments
+        from .chat.fmt_mistral import tokenizer_options
         from .chat.messages import with_system_prompt
         from .chat.registry import get_format, write
         from .chat.template import parsed_special_text
@@ -222,6 +223,7 @@ class TokenizeChat(_MapFunction):
         tok = self.tokenizer
         fmt = self.fmt
         gen = self.add_generation_prompt
+        options = tokenizer_options(tok, fmt, self.options)  # mistral-v3's tool results on a .model
         n = len(values)
         errors: dict[int, str] = {}
         ids_buf = array(_U32)
@@ -251,7 +253,7 @@ class TokenizeChat(_MapFunction):
                 if fmt == "template":
                     out = self._template_writer().write(messages, add_generation_prompt=gen, tools=tools)
                 else:
-                    out = write(messages, fmt, add_generation_prompt=gen, tools=tools, options=self.options)
+                    out = write(messages, fmt, add_generation_prompt=gen, tools=tools, options=options)
                 special = parsed_special_text(tok, messages, tools)  # the control token (template) or text (a format)
                 if not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in messages):
                     self._stats["no_assistant"] += 1
@@ -280,7 +282,7 @@ class TokenizeChat(_MapFunction):
                 self._count_warned("text_parts_joined")
             if fmt != "template" and (bare := unread_reasoning(messages, get_format(fmt))) is not None:
                 try:  # reasoning under a name the template does not read: does its text differ?
-                    bare_out = write(bare, fmt, add_generation_prompt=gen, tools=tools, options=self.options)
+                    bare_out = write(bare, fmt, add_generation_prompt=gen, tools=tools, options=options)
                     same = bare_out.text() == out.text()
                 except ChatFormatError:
                     same = False

@@ -274,7 +274,10 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
             a conversation whose own text holds control-token text (the format writes it as text,
             the render parses it: counted apart by the run as ``special_text_as_text``), and a
             sentencepiece ``.model`` read alone (its reference encodes text per piece, not the whole
-            render: :mod:`rmlprep.spm_special`).
+            render: :mod:`rmlprep.spm_special`). ``tokenizer`` also sets what ``fmt`` writes as the
+            run writes it (:func:`rmlprep.chat.fmt_mistral.tokenizer_options`: ``mistral-v3``'s
+            tool results on a ``.model`` read alone are mistral-common's, so a template that writes
+            them otherwise is a difference).
     Returns:
         ``{"compared": n, "invalid": k, "arguments_from_string": m}`` (``m``: compared ones whose tool-call
         arguments, a string of JSON, both renders saw parsed: :func:`.chat.convert.string_tool_arguments`).
@@ -286,8 +289,15 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
     f = get_format(fmt)
     if tokenizer is None or getattr(tokenizer.spec, "prefix_scheme", None) == "whole_text":
         ids = None
+    from .chat.fmt_mistral import tokenizer_options
     from .chat.registry import resolve_options, template_kwargs
 
+    note = ""
+    if tokenizer is not None:  # the text the run encodes (mistral-v3's tool results on a .model: mistral-common's)
+        given, options = options, tokenizer_options(tokenizer, f.name, options)
+        if options is not given:
+            note = ("\n  (on a SentencePiece .model read alone, mistral-v3 writes tool results as mistral-common does; "
+                    "chat.options tool_results = \"template\" writes them as the template does)")
     opts = resolve_options(f, options)
     kwargs = template_kwargs(f, opts)
     counts = {"compared": 0, "invalid": 0, "arguments_from_string": 0}
@@ -314,7 +324,8 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
                         f"{fmt!r} writes it{LIVE_WAYS_ON}")
         if ref["output"] != ours:
             e = text_parity_error(_conv_text(msgs), ref["output"], ours, source=src)
-            raise ParityError(e.text, e.position, e.expected, e.actual, source=src, message=str(e) + LIVE_WAYS_ON)
+            raise ParityError(e.text, e.position, e.expected, e.actual, source=src,
+                              message=str(e) + LIVE_WAYS_ON + note)
         if ids is not None:  # (the special-text test only on a difference: it costs a third of the encode)
             want_ids = tokenizer.encode(ref["output"], add_special_tokens=False, parse_special=True)
             got_ids = ids[i].tolist() if hasattr(ids[i], "tolist") else [int(x) for x in ids[i]]

@@ -288,6 +288,34 @@ def test_mistral_common(model, fmt, with_tools, options):
     assert enc.input_ids[0] == tok.bos_id and enc.input_ids.count(tok.bos_id) == 1
 
 
+@pytest.mark.parametrize("content", ["cats are mammals", '{"temperature":22}', "22", 'say "hi" \\ 22 °C'])
+def test_mistral_common_v3_tool_results_on_a_model(content):
+    """A tool result on Mistral v3's ``.model`` (no template: mistral-common is the reference) is
+    mistral-common's ``json.dumps({"content": json.loads(content) or the text, "call_id": id})``:
+    ``[TOOL_RESULTS] {"content": "cats are mammals", "call_id": "call0w3x9"}[/TOOL_RESULTS]``,
+    where the template writes the text as it is (``{"content": cats are mammals, ...}``, not
+    JSON; 4 fewer ids), the text ``format_chat`` still gives. Both paths: ``encode_chat`` and
+    ``tokenize_chat`` (the sft run's)."""
+    data = _mistral_common()
+    from mistral_common.protocol.instruct.validator import ValidationMode
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+    import rmlprep
+
+    path = os.path.join(data, "mistral_instruct_tokenizer_240323.model.v3")
+    mt = MistralTokenizer.from_file(path, mode=ValidationMode.finetuning)
+    tok = rmlprep.load_tokenizer(path)
+    conv = [dict(m, content=content) if m["role"] == "tool" else m for m in CONV]
+    opts = {"system_placement": "last-user"}
+    want = mt.encode_chat_completion(_mc_request(conv, [WEATHER])).tokens
+    assert encode_chat(tok, conv, "mistral-v3", tools=[WEATHER], options=opts).input_ids == want
+    out = rmlprep.tokenize_chat(tok, "mistral-v3", options=opts)({"messages": [conv], "tools": [[WEATHER]]})
+    assert out["input_ids"][0].tolist() == want
+    assert '[TOOL_RESULTS] {"content": ' + content + ', "call_id"' in format_chat(conv, "mistral-v3", tools=[WEATHER],
+                                                                                 options=opts)
+    forced = encode_chat(tok, conv, "mistral-v3", tools=[WEATHER], options={**opts, "tool_results": "template"})
+    assert (forced.input_ids == want) == (content == "22")  # the one text json.dumps(json.loads(text)) gives back
+
+
 @pytest.mark.parametrize("model", ["tekken_240718.json", "tekken_240911.json"])
 def test_mistral_common_tekken_text(model):
     """Mistral-Nemo's tekken tokenizer (mistral-v3-tekken): rmlprep reads no tekken file, so the

@@ -105,6 +105,28 @@ def test_a_template_with_a_space_after_a_special_token_is_refused():
         rmlprep.encode_chat(tok, FIX["convs"][0], "template")
 
 
+@needs_shared
+def test_live_check_compares_the_mistral_common_tool_result_with_the_template():
+    """mistral-v3 on Mistral v3's ``.model`` writes a plain-text tool result as mistral-common
+    (``{"content": "cats are mammals", ...}``); its template writes ``{"content": cats are mammals,
+    ...}``. A ``.model`` folder with that template: the run's live check compares the text the run
+    encodes, so it stops there naming the option, and with ``tool_results = "template"`` matches."""
+    from rmlprep.chat_parity import live_chat_check
+    from rmlprep.errors import ParityError
+
+    tok = rmlprep.load_tokenizer(str(_path("mistral-v3")))
+    template = (TEMPLATES / "mistral-v3.jinja").read_text(encoding="utf-8")
+    call = {"id": "call00001", "type": "function", "function": {"name": "search", "arguments": {"q": "cats"}}}
+    conv = [{"role": "user", "content": "Cats?"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call00001", "content": "cats are mammals"},
+            {"role": "assistant", "content": "Mammals."}]
+    kw = dict(bos_token="<s>", eos_token="</s>", tokenizer=tok)
+    with pytest.raises(ParityError, match=r'(?s)"cats are mammals".*tool_results = "template"'):
+        live_chat_check("mistral-v3", template, [(conv, None)], **kw)
+    got = live_chat_check("mistral-v3", template, [(conv, None)], options={"tool_results": "template"}, **kw)
+    assert got["compared"] == 1
+
+
 def test_mistral_v1_on_its_model_still_encodes_as_mistral_common():
     """mistral-common's v1 encodes each turn as ``[BOS] + sp.encode("[INST] Hi [/INST]")``: 733 '▁['."""
     spm = pytest.importorskip("sentencepiece")

@@ -50,6 +50,7 @@ import numpy as np
 
 from ..errors import ChatFormatError
 from ..spm_special import UnprefixedText, per_text_fragments
+from .fmt_mistral import tokenizer_options
 from .registry import get_format, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment, untrain_history
 
@@ -222,7 +223,7 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
                                                           tools=tools)
     else:
         out = write(messages, get_format(fmt), add_generation_prompt=add_generation_prompt, tools=tools,
-                    options=options)
+                    options=tokenizer_options(tokenizer, fmt, options))
     if train_turns == "last":
         untrain_history(out)
     ids, mask = encode_segments(tokenizer, out.segs, train_on_reasoning=train_on_reasoning,

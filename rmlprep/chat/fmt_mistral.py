@@ -16,18 +16,31 @@ default; the option ``system_placement = "last-user"`` puts the system message i
 user message in both cases, as mistral-common (Mistral's own tokenizer library) does, an
 explicit departure from the Jinja template.
 
+A tool result in v3 / v3-tekken: the templates write its content as it is
+(``{"content": cats are mammals, ...}`` for a plain-text result, not JSON); mistral-common
+writes ``json.dumps({"content": json.loads(content) or the text, "call_id": id})``
+(``{"content": "cats are mammals", ...}``, and a JSON result re-spaced as ``json.dumps`` does).
+The option ``tool_results = "template"`` or ``"mistral-common"`` picks one; unset, a token
+encoding follows the reference of its tokenizer (:func:`tokenizer_options`): mistral-common on
+a SentencePiece ``.model`` read alone (which has no template), the template elsewhere (a
+folder's template, which the sft run's live check compares with). Text without a tokenizer
+(``format_chat``) is the template's.
+
 Source: the templates named in each format; mistral-common ``InstructTokenizerV3`` for the
-``last-user`` placement.
+``last-user`` placement and ``encode_tool_message`` / ``_prepare_tool_result`` (1.13.1) for
+tool results.
 """
 
 from __future__ import annotations
+
+import json
 
 from ..errors import ChatFormatError
 from .base import ChatFormat, alternate, today
 from .messages import Conversation
 from .segments import Out, tojson
 
-__all__ = ["FORMATS"]
+__all__ = ["FORMATS", "tokenizer_options"]
 
 BOS, EOS = "<s>", "</s>"
 _NO_TOOLS = frozenset(("system", "user", "assistant"))
@@ -83,6 +96,27 @@ def _check_id(i: int, cid, what: str, name: str) -> str:
         raise ChatFormatError(f"message {i}: {what} {cid!r}: {name}'s template needs tool call ids of 9 "
                               "characters (as Mistral's tokenizer makes them)")
     return cid
+
+
+def _json_or_text(text: str):
+    """mistral-common's ``_parse_json_content``: the JSON value of ``text``, or ``text`` itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def tokenizer_options(tokenizer, fmt, options):
+    """``options`` for writing ``fmt`` to encode with ``tokenizer``: for ``mistral-v3`` with
+    ``tool_results`` unset, ``"mistral-common"`` on a SentencePiece ``.model`` read alone (no
+    tokenizer.json; mistral-common is its reference and it has no template), else unchanged
+    (the template's text). See the module docstring."""
+    if fmt != "mistral-v3" or (options or {}).get("tool_results") is not None:
+        return options
+    s = getattr(tokenizer, "spec", None)
+    if s is None or not (s.add_prefix_space and s.prefix_scheme == "whole_text"):
+        return options
+    return {**(options or {}), "tool_results": "mistral-common"}
 
 
 def _mistral_v3(tekken: bool):
@@ -150,10 +184,16 @@ def _mistral_v3(tekken: bool):
                     o.c(m.text.strip(), "assistant")
                 o.a(EOS)
             else:
+                cid = _check_id(i, m.tool_call_id, "tool_call_id", name)
                 o.t("[TOOL_RESULTS]{\"content\": " if tekken else "[TOOL_RESULTS] {\"content\": ")
-                o.c(m.text, "tool")
-                o.t(', "call_id": "')
-                o.c(_check_id(i, m.tool_call_id, "tool_call_id", name), "tool")
+                if opts.get("tool_results") == "mistral-common":  # json.dumps of the dict: see module docstring
+                    o.c(tojson(_json_or_text(m.text)), "tool")
+                    o.t(', "call_id": "')
+                    o.c(tojson(cid)[1:-1], "tool")
+                else:
+                    o.c(m.text, "tool")
+                    o.t(', "call_id": "')
+                    o.c(cid, "tool")
                 o.t('"}[/TOOL_RESULTS]')
         return o
 
@@ -162,7 +202,8 @@ def _mistral_v3(tekken: bool):
     user message as ``{{system}}\\n\\n{{user}}`` (see the module docstring for a conversation that
     ends on an assistant turn); the tools (``[AVAILABLE_TOOLS]``) go before the last user
     message; tool calls ``[TOOL_CALLS]{'' if tekken else ' '}[{{"name", "arguments", "id"}}, ...]</s>`` replace the
-    message's text; tool results ``[TOOL_RESULTS]{'' if tekken else ' '}{{"content": ..., "call_id": ...}}[/TOOL_RESULTS]``.
+    message's text; tool results ``[TOOL_RESULTS]{'' if tekken else ' '}{{"content": ..., "call_id": ...}}[/TOOL_RESULTS]``
+    (content as it is, or as mistral-common with ``tool_results = "mistral-common"``: module docstring).
     Tool call ids have 9 characters.
 
     Source: mistral-v3{'-tekken' if tekken else ''}.jinja ({'Mistral-Nemo-Instruct-2407' if tekken else
@@ -317,9 +358,9 @@ def _f(name, writer, source, **kw) -> ChatFormat:
 FORMATS = [
     _f("mistral-v1", _w_mistral_v1, "mistral-v1.jinja"),
     _f("mistral-v3", _mistral_v3(False), "mistral-v3.jinja", roles=_TOOLS, tool_calls=True, tools=True,
-       options={"system_placement": "template"}),
+       options={"system_placement": "template", "tool_results": None}),
     _f("mistral-v3-tekken", _mistral_v3(True), "mistral-v3-tekken.jinja", roles=_TOOLS, tool_calls=True, tools=True,
-       options={"system_placement": "template"}),
+       options={"system_placement": "template", "tool_results": None}),
     _f("mistral-v7", _mistral_v7(False), "mistral-v7.jinja"),
     _f("mistral-v7-tekken", _mistral_v7(True), "mistral-v7-tekken.jinja"),
     _f("mistral-small-3.2", _w_mistral_small32, "more/Mistral-Small-3.2-24B-Instruct-2506.jinja", roles=_TOOLS,

@@ -68,6 +68,7 @@ _OPTION_VALUES: dict[str, tuple[type, tuple[Any, ...] | None]] = {
     "model_identity": (str, None),
     "date_string": (str, None),
     "system_placement": (str, ("template", "last-user")),
+    "tool_results": (str, ("template", "mistral-common")),
 }
 
 
