@@ -462,6 +462,9 @@ CALL = {"id": "call0w3x9", "type": "function", "function": {"name": "f", "argume
 
 @pytest.mark.parametrize("fmt,conv,tools,pattern", [
     ("chatml", [u("q"), a("x", reasoning_content="r")], None, "cannot write reasoning_content"),
+    # the row's own key, not the canonical one (a trial: phi3 named reasoning_content for 'thinking')
+    ("phi3", [u("q"), a("x", thinking="r")], None, "phi3 cannot write thinking "),
+    ("phi3", [u("q"), a("x", reasoning="r")], None, "phi3 cannot write reasoning "),
     ("llama3", [u("q"), a(None, tool_calls=[CALL])], None, "cannot write tool_calls"),
     ("deepseek-v3.1", [u("q"), a("x")], [{"name": "f"}], "cannot write tool definitions"),
     ("phi3", [u("q"), a(None, tool_calls=[CALL]), {"role": "tool", "content": "1"}], None, "tool_calls"),

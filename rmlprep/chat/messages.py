@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import json_rows
@@ -123,6 +123,9 @@ class Message:
         tool_calls: the assistant's tool calls (empty for other roles).
         tool_call_id: a tool message's call id, or None.
         name: a tool message's function name, or None.
+        reasoning_key: the key ``reasoning`` was read from (``reasoning_content``, ``reasoning``
+            or ``thinking``; the first of them given), for messages that name it; None without
+            reasoning. Not compared.
     """
 
     role: str
@@ -132,6 +135,7 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    reasoning_key: str | None = field(default=None, compare=False)
 
     @property
     def text(self) -> str:
@@ -321,9 +325,10 @@ def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
             content, parts = None, None
         else:
             content, parts = _content(m["content"], i, role)
-        reasoning = None
+        reasoning = rkey = None
         for k in _REASONING_KEYS:
             if k in present:
+                rkey = rkey or k
                 r = m[k]
                 if not isinstance(r, str):
                     raise _err(i, role, f"{k} must be a string, got {type(r).__name__}")
@@ -339,7 +344,7 @@ def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
         name = m.get("name")
         if name is not None and not isinstance(name, str):
             raise _err(i, role, f"name must be a string, got {type(name).__name__}")
-        out.append(Message(role, content, parts, reasoning, calls, tcid, name))
+        out.append(Message(role, content, parts, reasoning, calls, tcid, name, rkey))
     return Conversation(tuple(out), parse_tools(tools))
 
 

@@ -159,8 +159,9 @@ def check_conversation(messages: Any, fmt: str | ChatFormat, *, tools: Any = Non
                                       "results); use a format with tools, or drop the tool turns")
             raise ChatFormatError(f"message {i} ({m.role}): {f.name} has no {m.role} role")
         if m.reasoning is not None and not f.reasoning:
-            raise ChatFormatError(f"message {i} (assistant): {f.name} cannot write reasoning_content (its template "
-                                  "drops it); drop it, or put it into content if the model was trained so")
+            key = m.reasoning_key or "reasoning_content"  # the row's own key (a trial: 'thinking' named otherwise)
+            raise ChatFormatError(f"message {i} (assistant): {f.name} cannot write {key} (its template drops it); "
+                                  "drop it, or put it into content if the model was trained so")
         if m.tool_calls and not f.tool_calls and f.tools_refused:
             raise ChatFormatError(f"message {i} (assistant): {f.name} refuses tool_calls: {f.tools_refused}")
         if m.tool_calls and not f.tool_calls:
