@@ -74,6 +74,19 @@ def test_template_mode_refuses_what_it_cannot_derive_or_would_drop():
                     "template")
 
 
+def test_template_mode_names_a_generation_prompt_the_whole_render_does_not_write():
+    """DeepSeek-R1-Distill-Qwen's template (the trial's copy, shared/chat-templates/more) writes the
+    generation prompt ``<｜Assistant｜><think>\\n</think>`` (``enable_thinking`` unset), but an answer
+    in the conversation as ``<｜Assistant｜>Hello.<｜end▁of▁sentence｜>``: the prompt is not a prefix of
+    the whole render, though the render of the turns before it is. Refused naming that, where it said
+    "rewrites earlier turns" (a trial: every row of a one-turn corpus)."""
+    r1 = _tok(template_text("more/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B"))
+    conv = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    with pytest.raises(ChatFormatError, match=r"message 1 \(assistant\): the chat template's generation prompt "
+                       r"'<｜Assistant｜><think>\\n</think>' is not how it writes this turn .*'<｜Assistant｜>Hello\."):
+        encode_chat(r1, conv, "template")
+
+
 def test_template_mode_refuses_text_parts_the_template_renders_empty():
     """SmolLM3's template writes ``content if content is string else ""``: a content given as
     text parts would be an empty turn (a prompt lost, or an answer that trains only its

@@ -199,7 +199,9 @@ class TemplateWriter:
             upto = self._render(Conversation(conv.messages[: i + 1], conv.tools), False, f"its first {i + 1} messages")
             upto = self._without_ending(upto)
             start = len(head) if head is not None else self._first_start(conv, full)
-            if (head is not None and not full.startswith(head)) or not full.startswith(upto) or len(upto) < start:
+            if head is not None and not full.startswith(head):
+                self._refuse_prompt(conv, i, head, full)
+            if not full.startswith(upto) or len(upto) < start:
                 raise ChatFormatError(f"message {i} (assistant): the chat template renders the conversation up to this "
                                       "turn differently from the whole conversation (it rewrites earlier turns), so "
                                       "its mask cannot be derived; use a native format")
@@ -216,6 +218,29 @@ class TemplateWriter:
             pos = max(start, end)
         o.t(full[pos:])
         return o
+
+    def _refuse_prompt(self, conv: Conversation, i: int, head: str, full: str) -> None:
+        """Raise for assistant message ``i`` whose prefix render with the generation prompt
+        (``head``) is not a prefix of the whole render ``full``: where the render without the
+        prompt is one, the cause is the prompt itself, which the template writes otherwise than
+        the turn it opens (a DeepSeek-R1-Distill template's ``<think>`` after ``<｜Assistant｜>``, before an
+        answer it writes without one); else the template rewrites earlier turns.
+
+        Raises:
+            ChatFormatError: naming the message and the cause, always.
+        """
+        bare = self._render(Conversation(conv.messages[:i], conv.tools), False, f"its first {i} messages")
+        if full.startswith(bare) and head.startswith(bare):
+            prompt, n = head[len(bare):], len(bare)
+            k = next((j for j, (x, y) in enumerate(zip(prompt, full[n:])) if x != y), min(len(prompt), len(full) - n))
+            raise ChatFormatError(
+                f"message {i} (assistant): the chat template's generation prompt {prompt!r} is not how it writes "
+                f"this turn in the whole conversation ({full[n:n + k + 12]!r}...; they part at character {k} of the "
+                "prompt), so the prompt's end cannot mark where the answer starts and its mask cannot be derived; "
+                "use a native format")
+        raise ChatFormatError(f"message {i} (assistant): the chat template renders the conversation up to this "
+                              "turn differently from the whole conversation (it rewrites earlier turns), so "
+                              "its mask cannot be derived; use a native format")
 
     def _read_name(self, conv: Conversation, i: int, gen: bool, full: str) -> str | None:
         """The first name besides the row's under which the template writes message ``i``'s
