@@ -357,8 +357,10 @@ def _f(name, writer, source, **kw) -> ChatFormat:
 
 FORMATS = [
     _f("mistral-v1", _w_mistral_v1, "mistral-v1.jinja"),
+    # rules 2: on a .model read alone, plain-text tool results are written as mistral-common writes them
+    # (c4d7c9b): a unit done under rules 1 may hold the template's text, and is redone on resume
     _f("mistral-v3", _mistral_v3(False), "mistral-v3.jinja", roles=_TOOLS, tool_calls=True, tools=True,
-       options={"system_placement": "template", "tool_results": None}),
+       options={"system_placement": "template", "tool_results": None}, rules=2),
     _f("mistral-v3-tekken", _mistral_v3(True), "mistral-v3-tekken.jinja", roles=_TOOLS, tool_calls=True, tools=True,
        options={"system_placement": "template", "tool_results": None}),
     _f("mistral-v7", _mistral_v7(False), "mistral-v7.jinja"),
