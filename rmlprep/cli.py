@@ -51,9 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("config", help="a TOML config, e.g. configs/demo.toml")
     r.add_argument("--workers", type=int, help="worker processes (default: run.workers, 0 = all cores)")
     r.add_argument("--output", help="output directory (overrides output.dir)")
-    again = r.add_mutually_exclusive_group()  # continue the folder's run, or replace it: not both (trial21)
-    again.add_argument("--resume", action="store_true", help="continue a previous run (done units are verified and skipped)")
-    again.add_argument("--overwrite", action="store_true", help="replace shards of a different config in the output directory; in a folder "
+    r.add_argument("--resume", action="store_true", help="continue a previous run (done units are verified and skipped)")
+    r.add_argument("--overwrite", action="store_true", help="replace shards of a different config in the output directory; in a folder "
                         "rmlprep did not write, write beside files it does not name (never replaced)")
     r.add_argument("--engine", choices=["local", "ray"],
                    help="local: a process pool on this machine; ray: Ray tasks on a local Ray or the cluster "

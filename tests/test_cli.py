@@ -51,15 +51,6 @@ def test_usage_error_exit_2():
     assert cli("frobnicate").returncode == 2
 
 
-def test_resume_and_overwrite_together_are_refused(tmp_path):
-    """``--resume`` (continue the folder's run) and ``--overwrite`` (replace it) contradict each
-    other: trial21 found the pair accepted with no word, overwrite winning. argparse refuses it
-    (exit 2, usage line, no traceback) before any config is read: the config need not exist."""
-    r = cli("run", str(tmp_path / "absent.toml"), "--resume", "--overwrite")
-    assert r.returncode == 2
-    assert "not allowed with argument --resume" in r.stderr and "Traceback" not in r.stderr
-
-
 def test_missing_config_no_traceback(tmp_path):
     r = cli("run", str(tmp_path / "nope.toml"))
     assert r.returncode == 2
@@ -1871,18 +1862,3 @@ def test_ctrl_c_in_a_run_says_the_done_units_stay(tmp_path, monkeypatch, capsys)
     assert main(["encode", str(TINY), "hi"]) == 130
     assert capsys.readouterr().err == "rmlprep: interrupted\n"
 
-
-def test_run_refuses_resume_with_overwrite_as_the_cli_does(tmp_path):
-    """review21: ``rmlprep.run(cfg, resume=True, overwrite=True)`` went on, overwrite winning,
-    after the CLI began refusing the pair: the library call refuses it too (ConfigError), before
-    the output folder is made."""
-    from rmlprep.config import config_from_dict
-    from rmlprep.errors import ConfigError
-    from rmlprep.pipeline import run
-
-    cfg = config_from_dict({"pipeline": "pretrain", "input": {"paths": [str(tmp_path / "x.jsonl")]},
-                            "tokenizer": {"path": str(TINY)}, "pack": {"seq_len": 8},
-                            "output": {"dir": str(tmp_path / "out")}})
-    with pytest.raises(ConfigError, match="resume continues the folder's run, overwrite replaces it"):
-        run(cfg, resume=True, overwrite=True)
-    assert not (tmp_path / "out").exists()

@@ -80,7 +80,7 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         is returned, not raised, so a caller can read the counts and the rejects it names. A
         caller that wants those exit rules calls :func:`rmlprep.cli.run_exit_status` instead.
     Raises:
-        ConfigError, LoaderError: bad config or tokenizer; ``resume`` and ``overwrite`` both; Ray missing or its cluster out of
+        ConfigError, LoaderError: bad config or tokenizer; Ray missing or its cluster out of
         reach; an error about a path that does not exist says how the config's relative path
         was resolved (:meth:`~rmlprep.config.RunConfig.relative_note`: against the current
         directory). InputError: an input file unreadable as a whole. ParityError: the parity
@@ -89,9 +89,6 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
         run stops at the first such fault). RmlprepError: units failed in a way that is not a
         bad row (every failed unit is named).
     """
-    if resume and overwrite:  # continue the folder's run, or replace it: not both (the CLI refuses the pair too)
-        raise ConfigError("resume=True and overwrite=True: resume continues the folder's run, overwrite replaces it; "
-                          "pass one")
     tidy = tidy_paths(cfg)  # '/p/sub/../data/x.jsonl' shows as '/p/data/x.jsonl' (display only)
     try:
         try:
