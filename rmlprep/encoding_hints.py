@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import tarfile
 
-__all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "tar_member", "web_page", "not_utf8_hint"]
+__all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "tar_member", "web_page", "not_utf8_hint",
+           "EXTRACT", "extract_advice"]
 
 #: (byte-order mark, the encoding's name, iconv's name for it); the 4-byte marks first
 WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE", "UTF-32BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE", "UTF-32LE"),
@@ -50,6 +51,17 @@ def binary_format(head: bytes) -> tuple[str, str] | None:
     first column is named ``PAR1_id`` starts with them and is text (it was refused as Parquet)."""
     found = next(((what, suffix) for magic, what, suffix in _FORMATS if head.startswith(magic)), None)
     return None if found is None or _reads_as_text(head) else found
+
+
+#: how to extract an archive of each kind into DIR (``{p}``: its path)
+EXTRACT = {"tar": "tar xf {p} -C DIR", "zip": "unzip {p} -d DIR", "7z": "7z x {p} -oDIR", "rar": "unrar x {p} DIR/"}
+
+
+def extract_advice(path: str, kind: str, holder: str = "an archive") -> str:
+    """The end of every refusal of an archive given as input: read what it holds, with the command
+    that extracts an archive of ``kind`` (:data:`EXTRACT`)."""
+    return (f"rmlprep reads the files {holder} holds, not the archive: extract it ({EXTRACT[kind].format(p=path)}) "
+            "and give those files (input.paths = [\"DIR/*.jsonl\"])")
 
 
 def tar_member(head: bytes) -> str | None:

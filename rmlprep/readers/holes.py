@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..compressed import compression_of, open_decompressed
-from ..encoding_hints import tar_member
+from ..encoding_hints import extract_advice, tar_member
 from ..errors import InputError
 
 __all__ = ["NUL_RUN", "NUL_TEXT", "hole_fault", "tar_archive", "check_no_hole", "check_no_hole_in_values", "hole_in_column"]
@@ -47,8 +47,7 @@ def tar_archive(path: str, member: str, compressed: bool) -> InputError:
     read as a hole of zeros), naming its first member and the fix."""
     kind = f" ({compression_of(path)}-compressed)" if compressed else ""
     return InputError(f"{path}: is a tar archive{kind}, not JSON Lines or CSV (its first member: {member!r}); "
-                      f"rmlprep reads the files a tar holds, not the archive: extract it (tar xf {path} -C DIR) "
-                      "and give those files (input.paths = [\"DIR/*.jsonl\"])", path=path, offset=0)
+                      + extract_advice(path, "tar", "a tar"), path=path, offset=0)
 
 
 def _tar_member(path: str) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import fs
 from ..compressed import compression_of
-from ..encoding_hints import LFS_POINTER, binary_format, tar_member, web_page, wide_encoding
+from ..encoding_hints import LFS_POINTER, binary_format, extract_advice, tar_member, web_page, wide_encoding
 from ..errors import InputError
 from .holes import tar_archive
 
@@ -98,9 +98,8 @@ def sniff(path: str, fmt: str) -> None:
     elif fmt in _NAMES and (member := tar_member(head)) is not None:
         raise tar_archive(path, member, False)
     elif fmt in _NAMES and (found := binary_format(head)) is not None and found[1] == ".zip":
-        raise InputError(f"{path}: is {found[0]}, not {_NAMES[fmt]}; rmlprep reads the files an archive holds, not "
-                         f"the archive: extract it (unzip {path} -d DIR) and give those files (input.paths = "
-                         "[\"DIR/*.jsonl\"])", path=path, offset=0)
+        raise InputError(f"{path}: is {found[0]}, not {_NAMES[fmt]}; " + extract_advice(path, "zip"), path=path,
+                         offset=0)
     elif fmt in _NAMES and (found := binary_format(head)) is not None:
         raise InputError(f"{path}: is {found[0]}, not {_NAMES[fmt]}; rename it to end in {found[1]}"
                          + (" or set input.format = \"parquet\"" if found[1] == ".parquet" else ""),

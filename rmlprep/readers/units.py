@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .. import fs
 from ..compressed import COMPRESSED_SUFFIXES, compression_of, open_decompressed
-from ..encoding_hints import wide_encoding
+from ..encoding_hints import extract_advice, wide_encoding
 from ..errors import ConfigError, InputError, RmlprepError
 from .arrowfiles import _open_arrow, plan_hf, read_hf
 from .base import MAX_ROW_BYTES, Batch, Unit, check_column, decoded_size_estimate, is_blank_line, sniff
@@ -56,11 +56,7 @@ def detect_format(path: str) -> str:
         return "hf"  # one Arrow file of a datasets cache or save_to_disk folder
     archive = next((a for a, suffixes in _ARCHIVES if name.endswith(suffixes)), None)
     if archive is not None:
-        how = {"tar": f"tar xf {path} -C DIR", "zip": f"unzip {path} -d DIR", "7z": f"7z x {path} -oDIR",
-               "rar": f"unrar x {path} DIR/"}[archive]
-        raise ConfigError(f"input.paths: {path} is a {archive} archive; rmlprep reads the files an archive holds, "
-                          f"not the archive: extract it ({how}) and give those files (input.paths = "
-                          "[\"DIR/*.jsonl\"])")
+        raise ConfigError(f"input.paths: {path} is a {archive} archive; " + extract_advice(path, archive))
     if name.endswith((".crc", ".md5", ".sha1", ".sha256", ".sha512")):
         raise ConfigError(f"input.paths: {path} is a checksum file beside the data, not data; leave it out of the "
                           "glob (name the data's suffix, e.g. 'dir/*.parquet')")
