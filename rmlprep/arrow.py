@@ -80,9 +80,9 @@ import numpy as np
 # count_errors, OUTPUT_VERSION and the per-process tokenizer cache (_TOKENIZERS) are re-exported
 from .arrow_base import _TOKENIZERS, _U32, OUTPUT_VERSION, _calls_tools, _MapFunction, _offsets, count_errors  # noqa: F401
 from .arrow_checks import (_FIRST_WARNING, _GENERATION_PROMPT_AFTER_ANSWER, _TOOL_CALLS_WITHOUT_TOOLS, _has_reasoning,
-                           refuse_padding_nulls, refuse_unread_tools, train_last_turns)
+                           refuse_padding_nulls, refuse_unread_columns, refuse_unread_tools, template_differences,
+                           train_last_turns)
 from .arrow_text import TokenizeText, tokenize_text
-from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS, TOOLS_FIELDS, column_refusal
 from .errors import ChatFormatError, ConfigError, RmlprepError
 from .native import surrogate_rows
 from .spec import TokenizerSpec
@@ -161,30 +161,9 @@ class TokenizeChat(_MapFunction):
         return column(self.system_column)
 
     def _check_names(self, names: list[str]) -> None:
-        """A column beside the messages that this callable would not read is refused, as the
-        sft run refuses it (:mod:`rmlprep.chat.columns`, the same words with the keyword
-        arguments for the config keys): tool definitions (``tools``, or OpenAI's older
-        ``functions``) that ``tools_column`` does not name (the model trained to call tools it
-        was never shown), a system prompt (``system``, ``system_prompt``) while
-        ``system_column`` is None (the format's default system prompt would stand in for it),
-        media (``images``, ``image``, ``audio``, ``video``: rmlprep writes text only) unless
-        ``ignore_media``. ``tools_column=None``, ``system_column=False`` and
-        ``ignore_media=True`` leave them out on purpose: no check.
-
-        Raises:
-            ConfigError: naming the column and the two ways out.
-        """
-        refusal = None
-        if self.tools_column is not None:
-            refusal = next(((h, f" that tools_column={self.tools_column!r} does not name") for h in TOOLS_FIELDS
-                            if h in names and h != self.tools_column and h != self.column), None)
-        if refusal is None and self.system_column is None:
-            refusal = next(((h, "") for h in SYSTEM_FIELDS if h in names and h != self.column), None)
-        if refusal is None and not self.ignore_media:
-            refusal = next(((h, "") for h in MEDIA_FIELDS if h in names and h != self.column), None)
-        if refusal is not None:
-            raise ConfigError(column_refusal(refusal[0], "tokenize_chat: the batch has a column", config=False,
-                                             after=refusal[1]))
+        """Refuse a tools, system-prompt or media column beside the messages that this callable
+        would not read (:func:`rmlprep.arrow_checks.refuse_unread_columns`; ConfigError)."""
+        refuse_unread_columns(names, self.column, self.tools_column, self.system_column, self.ignore_media)
 
     def _count_warned(self, key: str) -> None:
         """Count a conversation under ``key``; at the callable's first (per process, so per
@@ -212,12 +191,11 @@ class TokenizeChat(_MapFunction):
         return self._writer
 
     def _encode(self, values: list, where, column=None):
-        from .chat.convert import (joined_text_parts, json_tools, parameters_as_text, string_tool_arguments,
-                                   undefined_tool_calls, unread_reasoning)
+        from .chat.convert import json_tools, parameters_as_text, undefined_tool_calls
         from .chat.encode import encode_segments
         from .chat.fmt_mistral import tokenizer_options
         from .chat.messages import with_system_prompt
-        from .chat.registry import get_format, write
+        from .chat.registry import write
         from .chat.template import parsed_special_text
 
         tok = self.tokenizer
@@ -274,20 +252,8 @@ class TokenizeChat(_MapFunction):
                     why += self.tools_hint  # a Hermes 3 style config: the tools template is named apart
                 self._fail(i, why, where, errors, e)
                 continue
-            if special:
-                self._count_warned("special_text_parsed" if fmt == "template" else "special_text_as_text")
-            if string_tool_arguments(messages):
-                self._count_warned("tool_arguments_from_string")
-            if fmt != "template" and joined_text_parts(messages, get_format(fmt)):  # the template itself takes lists
-                self._count_warned("text_parts_joined")
-            if fmt != "template" and (bare := unread_reasoning(messages, get_format(fmt))) is not None:
-                try:  # reasoning under a name the template does not read: does its text differ?
-                    bare_out = write(bare, fmt, add_generation_prompt=gen, tools=tools, options=options)
-                    same = bare_out.text() == out.text()
-                except ChatFormatError:
-                    same = False
-                if not same:
-                    self._count_warned("reasoning_key_unread")
+            for key in template_differences(messages, out, fmt, special, tools=tools, gen=gen, options=options):
+                self._count_warned(key)
             for k, n in out.notes.items():  # reasoning_dropped, answers_without_think, history_untrained
                 self._stats[k] += n
                 if k == "answers_without_think" and self._stats[k] == n and self.warn:  # the first: said once

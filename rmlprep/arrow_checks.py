@@ -1,18 +1,22 @@
 """Refusals of ``datasets`` batches that reach :class:`rmlprep.arrow.TokenizeChat` without
-what it needs to write them faithfully: plain Python rows whose Arrow struct padding cannot be
+what it needs to write them faithfully: a tools, system-prompt or media column it would not
+read (:func:`refuse_unread_columns`), plain Python rows whose Arrow struct padding cannot be
 told from a JSON null (:func:`refuse_padding_nulls`), and the messages column alone, with tool
-calls whose definitions could not be read (:func:`refuse_unread_tools`); and the texts of the
-row reasons and first-use warnings it gives.
+calls whose definitions could not be read (:func:`refuse_unread_tools`); the ways a written
+conversation departs from what transformers' template gives it (:func:`template_differences`,
+counted and warned, not refused); and the texts of the row reasons and first-use warnings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS, TOOLS_FIELDS, column_refusal
 from .chat.segments import Out, untrain_history
 from .errors import ChatFormatError, ConfigError
 
-__all__ = ["refuse_padding_nulls", "refuse_unread_tools", "train_last_turns"]
+__all__ = ["refuse_padding_nulls", "refuse_unread_columns", "refuse_unread_tools", "template_differences",
+           "train_last_turns"]
 
 
 #: The reason a conversation that ends on an assistant turn is refused under add_generation_prompt.
@@ -64,6 +68,72 @@ def _has_reasoning(seg) -> bool:
     block a template writes itself is no reasoning of the conversation)."""
     return (seg.kind == "reasoning" and not seg.markup
             and bool(seg.text.replace("<think>", "").replace("</think>", "").strip()))
+
+
+def refuse_unread_columns(names: list[str], column: str, tools_column: str | None, system_column: str | bool | None,
+                          ignore_media: bool) -> None:
+    """Refuse a column beside the messages (``column``) that the chat callable would not read, as
+    the sft run refuses it (:mod:`rmlprep.chat.columns`, the same words with the keyword
+    arguments for the config keys): tool definitions (``tools``, or OpenAI's older
+    ``functions``) that ``tools_column`` does not name (the model trained to call tools it
+    was never shown), a system prompt (``system``, ``system_prompt``) while
+    ``system_column`` is None (the format's default system prompt would stand in for it),
+    media (``images``, ``image``, ``audio``, ``video``: rmlprep writes text only) unless
+    ``ignore_media``. ``tools_column=None``, ``system_column=False`` and
+    ``ignore_media=True`` leave them out on purpose: no check.
+
+    Args:
+        names: the batch's column names.
+    Raises:
+        ConfigError: naming the column and the two ways out.
+    """
+    refusal = None
+    if tools_column is not None:
+        refusal = next(((h, f" that tools_column={tools_column!r} does not name") for h in TOOLS_FIELDS
+                        if h in names and h != tools_column and h != column), None)
+    if refusal is None and system_column is None:
+        refusal = next(((h, "") for h in SYSTEM_FIELDS if h in names and h != column), None)
+    if refusal is None and not ignore_media:
+        refusal = next(((h, "") for h in MEDIA_FIELDS if h in names and h != column), None)
+    if refusal is not None:
+        raise ConfigError(column_refusal(refusal[0], "tokenize_chat: the batch has a column", config=False,
+                                         after=refusal[1]))
+
+
+def template_differences(messages: list, out: Out, fmt: str, special: bool, *, tools, gen: bool,
+                         options) -> list[str]:
+    """The keys of :data:`_FIRST_WARNING` under which a written conversation is counted: where its
+    ids differ from transformers' ``apply_chat_template`` on the row as it is, though the chat
+    format wrote it as documented (each key's text says how and how to match it).
+
+    Args:
+        messages: the conversation as written (after ``json_tools`` and the system column).
+        out: what the format (or ``fmt="template"``) wrote for it.
+        fmt: the format name, or ``"template"``.
+        special: its text holds special-token text (:func:`rmlprep.chat.template.parsed_special_text`).
+        tools, gen, options: as the conversation was written (``gen``: add_generation_prompt).
+    Returns:
+        Zero or more of ``special_text_parsed`` / ``special_text_as_text``,
+        ``tool_arguments_from_string``, ``text_parts_joined``, ``reasoning_key_unread``.
+    """
+    from .chat.convert import joined_text_parts, string_tool_arguments, unread_reasoning
+    from .chat.registry import get_format, write
+
+    keys = []
+    if special:
+        keys.append("special_text_parsed" if fmt == "template" else "special_text_as_text")
+    if string_tool_arguments(messages):
+        keys.append("tool_arguments_from_string")
+    if fmt != "template" and joined_text_parts(messages, get_format(fmt)):  # the template itself takes lists
+        keys.append("text_parts_joined")
+    if fmt != "template" and (bare := unread_reasoning(messages, get_format(fmt))) is not None:
+        try:  # reasoning under a name the template does not read: does its text differ?
+            same = write(bare, fmt, add_generation_prompt=gen, tools=tools, options=options).text() == out.text()
+        except ChatFormatError:
+            same = False
+        if not same:
+            keys.append("reasoning_key_unread")
+    return keys
 
 
 def refuse_unread_tools(values: list, column: str, tools_column: str | None) -> None:

@@ -122,10 +122,8 @@ from . import fs
 from .config_paths import _abs, _abs_dir, relative_note
 from .config_output import check_output
 from .config_run import ENGINES, _check_engine, check_reject_fraction, check_run  # noqa: F401 (ENGINES)
-from .chat import detect_chat_format
-from .chat.encode import train_turns_refusal
-from .chat.registry import config_format_error, get_format, resolve_options, untrained_reasoning_refusal
-from .errors import ChatFormatError, ConfigError, InputError
+from .config_chat import _NOT_SFT, check_chat, check_chat_parity
+from .errors import ConfigError, InputError
 from .packing.common import MAX_SEQ_LEN
 
 __all__ = ["RunConfig", "load_config", "config_from_dict", "SCHEMA"]
@@ -197,8 +195,6 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
 _TOP = {"pipeline": ((str,), "pretrain")}
 _FORMATS = ("auto", "jsonl", "parquet", "csv", "hf", "stdlib")
 _PIPELINES = ("pretrain", "sft")
-#: Pretrain-only switches that would add or parse special tokens: refused when set true in sft.
-_NOT_SFT = (("tokenizer", "add_special_tokens"), ("tokenizer", "parse_special"), ("pack", "bos"), ("pack", "eos"))
 # keys left out of the hash while at their default (added after configs were hashed without them)
 _HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False,
                           ("chat", "system_column"): None, ("chat", "ignore_media"): False,
@@ -266,8 +262,8 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         """The config as :func:`config_from_dict` takes it back (the same ``data``, the same hash;
         the ``config`` of a run's manifest.json): every key, None where unset, except the keys
-        the pipeline refuses when given, which hold their defaults (sft: :data:`_NOT_SFT`; other
-        pipelines: ``[chat]`` and ``parity.chat*``)."""
+        the pipeline refuses when given, which hold their defaults (sft:
+        :data:`rmlprep.config_chat._NOT_SFT`; other pipelines: ``[chat]`` and ``parity.chat*``)."""
         d = copy.deepcopy(self.data)
         if self.pipeline == "sft":
             for sec, key in _NOT_SFT:
@@ -423,23 +419,9 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | Non
         par["fixture"] = resolved("parity.fixture", par["fixture"])
     if par["live_sample"] < 0:
         raise ConfigError(f"{w}parity.live_sample: must be >= 0, got {par['live_sample']}")
-    if isinstance(par["chat"], str) and par["chat"] != "auto":
-        raise ConfigError(f"{w}parity.chat: must be \"auto\", true or false, got {par['chat']!r}")
-    if par["chat_live_sample"] < 0:
-        raise ConfigError(f"{w}parity.chat_live_sample: must be >= 0, got {par['chat_live_sample']}")
     if par["chat_renders"] is not None:
         par["chat_renders"] = resolved("parity.chat_renders", par["chat_renders"])
-    given_par = raw.get("parity", {})
-    if pipeline != "sft":
-        for k in ("chat", "chat_renders", "chat_live_sample"):
-            if k in given_par:
-                raise ConfigError(f"{w}parity.{k}: only the sft pipeline formats chats (pipeline = {pipeline!r})")
-    elif par["chat"] is False:
-        for k in ("chat_renders", "chat_live_sample"):
-            if given_par.get(k):
-                raise ConfigError(f"{w}parity.{k}: set, but parity.chat = false turns the chat check off; "
-                                  "remove one of them")
-        par["chat_live_sample"] = 0  # the default's 1000 asks for nothing here (and reads back as set)
+    check_chat_parity(par, raw, pipeline, w)
     pack = data["pack"]
     if not 1 <= pack["seq_len"] <= MAX_SEQ_LEN:
         raise ConfigError(f"{w}pack.seq_len: must be from 1 to {MAX_SEQ_LEN:,} (2**24), got {pack['seq_len']:,}")
@@ -456,41 +438,7 @@ def config_from_dict(raw: dict[str, Any], *, source: str = "", output: str | Non
     if pipeline != "sft" and raw.get("pack", {}).get("pad"):
         raise ConfigError(f"{w}pack.pad = true: only the sft pipeline pads rows; pretraining rows are packed "
                           "full and a shard's last row keeps its length (seq_lengths says it); remove pack.pad")
-    chat = data["chat"]
-    if pipeline == "sft":
-        if chat["format"] is None:
-            raise ConfigError(f"{w}chat.format: missing; the sft pipeline needs a chat format, e.g. format = \"chatml\"")
-        for sec, k in _NOT_SFT:  # BOS/EOS come from the chat template: a key sft ignores is refused, not dropped
-            if raw.get(sec, {}).get(k):
-                raise ConfigError(f"{w}{sec}.{k} = true: the sft pipeline writes BOS, EOS and control tokens exactly "
-                                  "where the chat format's template writes them (one BOS at most), and never "
-                                  f"parses them in message text; remove {sec}.{k}")
-        if chat["format"] not in ("auto", "template"):
-            try:
-                chat["format"] = detect_chat_format(chat["format"])
-            except ChatFormatError as e:
-                raise ConfigError(f"{w}chat.format: {config_format_error(e, chat['format'])}") from None
-            try:
-                resolve_options(get_format(chat["format"]), chat["options"])
-            except ChatFormatError as e:
-                raise ConfigError(f"{w}chat.options: {e}") from None
-        tc = chat["tools_column"]
-        if tc is True or tc == "":
-            raise ConfigError(f"{w}chat.tools_column: name the column of tool definitions, e.g. tools_column = "
-                              f"\"tools\", or set false to read none; got {tc!r}")
-        sc = chat["system_column"]
-        if sc is True or sc == "":
-            raise ConfigError(f"{w}chat.system_column: name the column of system prompts, e.g. system_column = "
-                              f"\"system\", or set false to read none; got {sc!r}")
-        if chat["no_assistant"] not in ("reject", "keep"):
-            raise ConfigError(f"{w}chat.no_assistant: must be \"reject\" or \"keep\", got {chat['no_assistant']!r}")
-        if (chat["format"] != "auto" and not chat["train_on_reasoning"]  # "template" too: no reasoning told apart
-                and (why := untrained_reasoning_refusal(chat["format"]))):
-            raise ConfigError(f"{w}chat.train_on_reasoning = false: {why}")
-        if why := train_turns_refusal(chat["format"], chat["train_turns"]):
-            raise ConfigError(f"{w}chat.train_turns: {why}")
-    elif "chat" in raw:
-        raise ConfigError(f"{w}chat: only the sft pipeline uses a [chat] section (pipeline = {pipeline!r})")
+    check_chat(data["chat"], raw, pipeline, w)
     out = data["output"]
     out["dir"] = (_abs_dir(output, "--output") if output is not None  # --output: not the config's, never checked
                   else resolved("output.dir", out["dir"], _abs_dir))

@@ -1,4 +1,4 @@
-"""Keys added to the done markers within a marker version (:data:`.output.MARKER_VERSION`).
+"""Keys added to the done markers within a marker version (:data:`.markers.MARKER_VERSION`).
 
 A marker of the current version may have been written by a rmlprep from before such a key
 existed, and a resumed run keeps it (or renumbers it) when it vouches for the shard. What a
@@ -101,7 +101,7 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
 
 
 def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str | tuple[int, str]]:
-    """The keys a done marker of :data:`.output.MARKER_VERSION` must hold to vouch for a unit of
+    """The keys a done marker of :data:`.markers.MARKER_VERSION` must hold to vouch for a unit of
     this config, each with the reason a marker without it is redone
     (:meth:`.output.OutputFolder.verify_done`) and not renumbered (:mod:`.renumber`).
 

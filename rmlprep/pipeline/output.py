@@ -58,8 +58,8 @@ from typing import IO, Any, TypeVar
 
 from .. import fs
 from ..errors import OutputError
-from ..shards import marker_name, rejects_name, sha256_file, shard_name
-from .late_keys import unmet
+from ..shards import marker_name, sha256_file
+from .markers import ACCEPTED_MARKERS, MARKER_VERSION, verify_marker
 
 __all__ = ["OutputFolder", "MARKER_VERSION", "ACCEPTED_MARKERS", "REPORT_FILES", "LOCK_NAME", "PREVIOUS", "UNIT_GLOBS",
            "json_line", "json_bytes", "StreamError", "from_stream", "committing"]
@@ -68,33 +68,6 @@ T = TypeVar("T")
 
 #: The run's report files (rewritten at the end of every run).
 REPORT_FILES = ("manifest.json", "stats.json", "lengths.png", "README.md", "megatron-data-args.txt")
-#: The done markers' schema, bumped whenever what a marker vouches for changes; a marker of
-#: another version (none: 0) is redone on resume (:meth:`OutputFolder.verify_done`). 1: rejected
-#: values are JSON; documents ``overflow = "drop"`` leaves out are in rejects/; sft with
-#: add_generation_prompt rejects conversations ending on an answer; sft truncation that leaves
-#: no assistant token is a reject; sft labels are int32 (earlier markers may vouch for any of
-#: these written otherwise). 2: sft cuts user-defined added tokens (Qwen's ``<tool_call>``,
-#: Gemma 3's ``<html>``) out of message text as the tokenizer does (version 1 wrote them as text).
-#: 3: the marker holds its rejects file's sha256 and size (``rejects_sha256``, ``rejects_bytes``),
-#: checked on resume; reject records name their ``stage``, and the pack stage's carry the row's
-#: ``value``; sft keeps JSON's nulls in tool definitions (``"default": null``; 2 deleted them) and
-#: reads Arrow struct ``arguments`` without the other rows' keys as null (2 wrote them); sft cuts
-#: added tokens from the whole render (``Tokenizer.cut_added_parts``: Gemma 3's newline-run tokens
-#: across a template/message border, normalized user-defined tokens, Phi-3's rstrip). A
-#: version-2 marker of a pretraining unit with no rejects vouches for all a version-3 one would
-#: (the same shard, no rejects file) and is accepted (:data:`ACCEPTED_MARKERS`); an sft one (its
-#: chat counts, e.g. ``no_assistant``) is not. Pretraining markers of version 3 written before
-#: the room of a unit's short last row was counted hold ``unfilled_tokens`` 0: the count is no
-#: part of what a marker vouches for (the shard is the same), so the version stays and the reports
-#: work the room out from ``rows`` and ``written_tokens``, which every marker holds. Markers
-#: written before a key of :mod:`.late_keys` existed (``reasoning_untrained``...) lack it: what
-#: that means per config is there (a null total, or a redo).
-MARKER_VERSION = 3
-#: Markers of an earlier version that this one still accepts, and when (marker → bool): a
-#: version-2 marker of a pretraining unit without rejects (one with rejects cannot vouch for
-#: their content; sft shards of version 2 may hold tool definitions without their nulls).
-ACCEPTED_MARKERS: dict[int, Callable[[dict[str, Any]], bool]] = {
-    2: lambda m: not m.get("rejects") and "no_assistant" not in m}
 #: The lock file: holds the pid and host of the run that has the folder.
 LOCK_NAME = ".rmlprep.lock"
 #: Where a rerun sets aside the files it replaces until it completes (:mod:`.previous`):
@@ -439,38 +412,10 @@ class OutputFolder:
             (marker, "") when the marker exists, names ``config_hash``, the input identity and
             the tokenizer, is of :data:`MARKER_VERSION` (or accepted by :data:`ACCEPTED_MARKERS`),
             the shard's sha256 matches, and so does its rejects file's (``rejects_sha256``; a
-            unit without rejects has no rejects file); else (None, the reason the unit is redone).
+            unit without rejects has no rejects file); else (None, the reason the unit is redone):
+            :func:`.markers.verify_marker`.
         """
-        m = self.read_done(index)
-        if m is None:
-            return None, "no done marker"
-        if m.get("config_hash") != config_hash:
-            return None, "done marker is for another config"
-        if tokenizer is not None and m.get("tokenizer") != tokenizer:
-            return None, "done marker is for another tokenizer"
-        if input_identity is not None and m.get("input") != input_identity:
-            return None, "input changed since the unit was done"
-        version = m.get("marker_version", 0)
-        if version != MARKER_VERSION and not ACCEPTED_MARKERS.get(version, lambda m: False)(m):
-            return None, (f"done marker of marker version {version} "  # before hashing a shard redone anyway
-                          f"(this rmlprep writes {MARKER_VERSION})")
-        if why := unmet(m, needs):
-            return None, why
-        files = m.get("files") or {m.get("shard") or shard_name(index): m.get("sha256")}
-        for shard, digest in files.items():  # a writer's files (Parquet: one; Megatron: .bin, .idx)
-            if not self.exists(shard):
-                return None, "shard file missing"
-            if self.sha256(shard) != digest:
-                return None, "shard sha256 differs from its done marker"
-        rejects = rejects_name(index)
-        if m.get("rejects"):
-            if not self.exists(rejects):
-                return None, "rejects file missing"
-            if self.sha256(rejects) != m.get("rejects_sha256"):
-                return None, "rejects file sha256 differs from its done marker"
-        elif self.exists(rejects):  # not this unit's: its run wrote none
-            return None, "a rejects file the done marker does not vouch for"
-        return m, ""
+        return verify_marker(self, index, config_hash, input_identity, tokenizer, needs)
 
     def remove_temporaries(self) -> list[str]:
         """Remove every ``*.tmp-*`` file (a commit's temporary never renamed: its writer died),
