@@ -85,6 +85,11 @@ GGML_TYPE_SIZES: dict[int, tuple[int, int]] = {
 _MAX_DIMS = 4
 
 
+def _n(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless one: ``_n(1, "tensor")`` is "1 tensor"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 class _Reader:
     """Bounds-checked little-endian reads from a buffer (an mmap of the file)."""
 
@@ -103,7 +108,7 @@ class _Reader:
     def need(self, n: int, what: str) -> None:
         if n > self.size - self.pos:
             raise self.fail(
-                f"{what} needs {n} bytes but only {self.size - self.pos} remain "
+                f"{what} needs {_n(n, 'byte')} but only {self.size - self.pos} remain "
                 f"(file size {self.size}); the file is truncated or the length field is corrupt"
             )
 
@@ -122,7 +127,7 @@ class _Reader:
     def string(self, what: str) -> str:
         at = self.pos
         n = self.u64(f"length of {what}")
-        self.need(n, f"{what} ({n} bytes)")
+        self.need(n, f"{what} ({_n(n, 'byte')})")
         raw = self.buf[self.pos : self.pos + n]
         self.pos += n
         try:
@@ -136,7 +141,7 @@ class _Reader:
         pos = self.pos
         if count > (size - pos) // 8:  # every string takes at least its 8-byte length
             raise self.fail(
-                f"{what} claims {count} strings, more than the {size - pos} bytes left can hold"
+                f"{what} claims {_n(count, 'string')}, more than the {_n(size - pos, 'byte')} left can hold"
             )
         out: list[bytes] = [b""] * count
         for i in range(count):
@@ -147,7 +152,7 @@ class _Reader:
             pos += 8
             if n > size - pos:
                 raise self.fail(
-                    f"{what}[{i}] claims {n} bytes but only {size - pos} remain (file size {size})",
+                    f"{what}[{i}] claims {_n(n, 'byte')} but only {size - pos} remain (file size {size})",
                     pos - 8,
                 )
             out[i] = buf[pos : pos + n]
@@ -175,8 +180,8 @@ class _Reader:
             itemsize = np.dtype(dtype).itemsize
             if count > (self.size - self.pos) // itemsize:
                 raise self.fail(
-                    f"{key} claims {count} {name} values ({count * itemsize} bytes) but only "
-                    f"{self.size - self.pos} bytes remain (file size {self.size})",
+                    f"{key} claims {_n(count, name + ' value')} ({_n(count * itemsize, 'byte')}) but only "
+                    f"{_n(self.size - self.pos, 'byte')} remain (file size {self.size})",
                     at,
                 )
             arr = np.frombuffer(self.buf, dtype=dtype, count=count, offset=self.pos).copy()
@@ -188,7 +193,7 @@ class _Reader:
             if depth + 1 >= MAX_ARRAY_DEPTH:
                 raise self.fail(f"{key} nests arrays more than {MAX_ARRAY_DEPTH} deep", at - 4)
             if count > (self.size - self.pos) // 12:
-                raise self.fail(f"{key} claims {count} arrays, more than the {self.size - self.pos} bytes left can hold", at)
+                raise self.fail(f"{key} claims {_n(count, 'array')}, more than the {_n(self.size - self.pos, 'byte')} left can hold", at)
             return [self.array(f"{key}[{i}]", depth + 1) for i in range(count)]
         raise self.fail(f"{key} has unknown array element type {etype}", at - 4)
 
@@ -270,7 +275,7 @@ def _check_tensor_data(r: "_Reader", n_tensors: int, alignment: Any) -> None:
     if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
         raise r.fail(f"general.alignment ({alignment}) is not a power-of-two uint32, which gguf.cpp refuses")
     if n_tensors > (r.size - r.pos) // 24:  # name length 8 + n_dims 4 + type 4 + offset 8
-        raise r.fail(f"the header claims {n_tensors} tensors, more than the {r.size - r.pos} bytes left can hold", 8)
+        raise r.fail(f"the header claims {_n(n_tensors, 'tensor')}, more than the {_n(r.size - r.pos, 'byte')} left can hold", 8)
     infos = []
     for i in range(n_tensors):
         at = r.pos
@@ -296,8 +301,8 @@ def _check_tensor_data(r: "_Reader", n_tensors: int, alignment: Any) -> None:
             need, last = end, name
     if need > r.size:
         raise LoaderError(
-            f"{r.path}: truncated GGUF: the data of its {n_tensors} tensor{'s' if n_tensors != 1 else ''} ends at byte {need} "
-            f"(tensor {last!r}) but the file has {r.size} bytes ({need - r.size} missing); "
+            f"{r.path}: truncated GGUF: the data of its {_n(n_tensors, 'tensor')} ends at byte {need} "
+            f"(tensor {last!r}) but the file has {_n(r.size, 'byte')} ({need - r.size} missing); "
             "the file was cut short (a download or copy that stopped): llama.cpp refuses it "
             "('data is not within the file bounds, model is corrupted or incomplete'); fetch it again"
         )
@@ -318,11 +323,11 @@ def _skip_value(r: "_Reader", vtype: int, what: str, depth: int) -> None:
         if etype in _NUMERIC:
             size = np.dtype(_NUMERIC[etype][1]).itemsize
             if count > (r.size - r.pos) // size:
-                raise r.fail(f"{what} claims {count} values, more than the file can hold")
+                raise r.fail(f"{what} claims {_n(count, 'value')}, more than the file can hold")
             r.pos += count * size
         elif etype == _T_STRING:
             if count > (r.size - r.pos) // 8:
-                raise r.fail(f"{what} claims {count} strings, more than the file can hold")
+                raise r.fail(f"{what} claims {_n(count, 'string')}, more than the file can hold")
             buf, size, unpack, pos = r.buf, r.size, _U64.unpack_from, r.pos
             for _ in range(count):
                 if pos + 8 > size:
@@ -336,7 +341,7 @@ def _skip_value(r: "_Reader", vtype: int, what: str, depth: int) -> None:
             if depth + 1 >= MAX_ARRAY_DEPTH:
                 raise r.fail(f"{what} nests arrays more than {MAX_ARRAY_DEPTH} deep")
             if count > (r.size - r.pos) // 12:
-                raise r.fail(f"{what} claims {count} arrays, more than the file can hold")
+                raise r.fail(f"{what} claims {_n(count, 'array')}, more than the file can hold")
             for _ in range(count):
                 _skip_value(r, _T_ARRAY, what, depth + 1)
         else:
@@ -393,7 +398,7 @@ def _read_metadata(buf, path: str) -> dict[str, Any]:
     kv_at = r.pos
     n_kv = r.u64("the key-value count")
     if n_kv > (r.size - r.pos) // 12:  # each pair is at least an 8-byte key length + 4-byte type
-        raise r.fail(f"the header claims {n_kv} key-value pairs, more than the file can hold", kv_at)
+        raise r.fail(f"the header claims {_n(n_kv, 'key-value pair')}, more than the file can hold", kv_at)
     meta: dict[str, Any] = {
         "GGUF.version": version,
         "GGUF.tensor_count": n_tensors,

@@ -879,6 +879,20 @@ def test_cut_in_tensor_data_of_written_file(tmp_path, alignment):
         spec_from_gguf(tmp_path / "b.gguf")
 
 
+def test_counts_of_one_are_named_in_the_singular(tmp_path):
+    """review21: a header claiming one tensor with no bytes after the key-values was refused as
+    "claims 1 tensors". Worked example: the tiny llama key-values end the file, so the one tensor
+    info (at least 24 bytes: name length 8, dimension count 4, type 4, offset 8) finds 0 bytes; a
+    string array of one element cut after its count finds 0 bytes for its 8-byte length."""
+    p = write_gguf(tmp_path / "one.gguf", _tiny_llama_kvs(), n_tensors=1)
+    with pytest.raises(LoaderError, match=r"at byte 8: the header claims 1 tensor, more than the 0 bytes left can hold$"):
+        spec_from_gguf(p)
+    q = tmp_path / "cut.gguf"  # one key, a string array of count 1, and nothing after the count
+    q.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _w_str("t") + struct.pack("<IIQ", 9, 8, 1))
+    with pytest.raises(LoaderError, match=r": t claims 1 string, more than the 0 bytes left can hold$"):
+        read_gguf_metadata(q)
+
+
 def test_ggml_type_sizes_match_gguf_package():
     """rmlprep's table of ggml block sizes is the ``gguf`` package's GGML_QUANT_SIZES (every type
     it lists; a newer type missing here has only its data start checked)."""
