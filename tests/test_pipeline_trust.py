@@ -1810,6 +1810,36 @@ def test_a_unit_read_under_older_read_rules_is_read_again(tmp_path, monkeypatch)
     assert any("(read_rules 0)" in x for x in logs), logs
 
 
+def test_a_stdlib_unit_done_before_the_read_rules_key_is_kept(tmp_path):
+    """review21: the stdlib reader (the demo's input) did not change before ``read_rules`` existed
+    (rules version 1, "no change"), yet its markers written before the key were read again on
+    resume. Such a marker is now kept (RULES_BEFORE_KEY); one naming other rules (0) is still
+    read again, the log saying why."""
+    from rmlprep.readers.rules import READ_RULES, RULES_BEFORE_KEY
+
+    assert READ_RULES["stdlib"] == RULES_BEFORE_KEY["stdlib"] == 1
+    out = tmp_path / "o"
+    cfg = make_cfg("<stdlib>", out, input={"format": "stdlib", "max_bytes": 30_000, "unit_bytes": 10_000})
+    first = run(cfg, log=quiet)
+    n = first["units_processed"]
+    assert n >= 2
+    for marker in out.glob("shard-*.done.json"):  # as markers written before the key
+        mk = json.loads(marker.read_text())
+        assert mk["read_rules"] == 1
+        del mk["read_rules"]
+        marker.write_text(json.dumps(mk))
+    m = run(cfg, log=quiet)
+    assert (m["units_processed"], m["units_skipped"]) == (0, n)
+    marker = out / "shard-00000.done.json"
+    mk = json.loads(marker.read_text())
+    mk["read_rules"] = 0
+    marker.write_text(json.dumps(mk))
+    logs: list[str] = []
+    m = run(cfg, log=logs.append)
+    assert (m["units_processed"], m["units_skipped"]) == (1, n - 1)
+    assert any("read rules 1 of stdlib files (read_rules 0)" in x for x in logs), logs
+
+
 def test_a_written_pack_bos_false_is_not_warned_and_keeps_the_hash(tmp_path):
     """polish21: the no-bos warning (test_documents_without_the_bos_the_tokenizer_adds_are_warned)
     showed on every run of a Gemma or Mistral config, also one whose author wrote ``pack.bos =

@@ -9,6 +9,8 @@ change of the shard makes the marker unable to vouch for the unit (:func:`marker
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..config import RunConfig
 
 __all__ = ["late_counts", "marker_needs", "unit_needs", "chat_rules", "thinks_without_reasoning"]
@@ -100,7 +102,7 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 
 
-def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str | tuple[int, str]]:
+def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str | tuple[Any, str]]:
     """The keys a done marker of :data:`.markers.MARKER_VERSION` must hold to vouch for a unit of
     this config, each with the reason a marker without it is redone
     (:meth:`.output.OutputFolder.verify_done`) and not renumbered (:mod:`.renumber`).
@@ -169,29 +171,32 @@ def marker_needs(cfg: RunConfig, tokenizer=None) -> dict[str, str | tuple[int, s
     return needs
 
 
-def unit_needs(unit_format: str) -> dict[str, str | tuple[int, str]]:
+def unit_needs(unit_format: str) -> dict[str, str | tuple[Any, str]]:
     """The keys a done marker must hold to vouch for a unit of this input format, beside
     :func:`marker_needs`' (which depend on the config alone), each with the reason it is redone.
 
     ``read_rules`` is a value, as ``chat_rules``: the version of the format's reader rules
     (:data:`rmlprep.readers.rules.READ_RULES`). A unit read under other rules, or by an rmlprep
     before the key, may hold rows of a file today's reader reads otherwise or refuses (a Parquet
-    text holding a hole of zeros), and is redone.
+    text holding a hole of zeros), and is redone; a marker without the key is read as holding
+    :data:`rmlprep.readers.rules.RULES_BEFORE_KEY`'s version where the format has one (``stdlib``,
+    whose reader did not change before the key: its demo units are kept, not read again).
 
     ``csv_header_rows`` came with the CSV reader rejecting a record of the header's column names
     (kind ``csv_repeated_header``: files concatenated with their headers): before it such a
     record was a row, its ``text`` a document, so a marker of a CSV unit without the key cannot
     vouch for its shard; other formats' rows did not change.
     """
-    from ..readers.rules import READ_RULES
+    from ..readers.rules import READ_RULES, RULES_BEFORE_KEY
 
-    needs: dict[str, str | tuple[int, str]] = {}
+    needs: dict[str, str | tuple[Any, str]] = {}
     if unit_format == "csv":
         needs["csv_header_rows"] = ("done marker predates a CSV record of the header's column names being a reject "
                                     "(it has no csv_header_rows): such a record was a document")
     rules = READ_RULES.get(unit_format)
     if rules is not None:
-        needs["read_rules"] = (rules, f"done marker was not written under this rmlprep's read rules {rules} of "
+        accepted = frozenset({rules, None}) if RULES_BEFORE_KEY.get(unit_format) == rules else rules
+        needs["read_rules"] = (accepted, f"done marker was not written under this rmlprep's read rules {rules} of "
                                       f"{unit_format} files (read_rules {{}}): the file is read again, as a "
                                       "reader of before may have accepted what this one refuses")
     return needs
@@ -240,14 +245,15 @@ def _format(fmt: str):
         return None
 
 
-def unmet(marker: dict, needs: dict[str, str | tuple[int, str]] | None) -> str:
+def unmet(marker: dict, needs: dict[str, str | tuple[Any, str]] | None) -> str:
     """The reason a done marker cannot vouch for a unit under ``needs`` (:func:`marker_needs`):
-    the first key it lacks, or whose value is not the one needed (its reason names the value
-    held); ``""`` when it holds them all."""
+    the first key it lacks, or whose value is not the one needed (a frozenset: one of those
+    values, None standing for the key missing; its reason names the value held); ``""`` when it
+    holds them all."""
     for key, need in (needs or {}).items():
         if isinstance(need, tuple):
             value, why = need
-            if marker.get(key) != value:
+            if (marker.get(key) not in value) if isinstance(value, frozenset) else (marker.get(key) != value):
                 return why.format(marker.get(key, "missing"))
         elif key not in marker:
             return need

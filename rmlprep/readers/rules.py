@@ -19,12 +19,19 @@ Version 1 (the first recorded) includes, for each format, the checks added befor
   (6820e87), a page failing its CRC-32.
 - ``hf`` (``datasets`` folders, ``.arrow`` files): the NUL-run checks, two streams joined or
   zeros where a message starts (10c1a2d), a cache folder's ``.map()`` results beside the split.
-- ``stdlib``: the demo input (no change; versioned so every format has one).
+- ``stdlib``: the demo input (no change; versioned so every format has one). Its reader read
+  every file as version 1 does before the key too, so a stdlib marker without ``read_rules``
+  vouches for its unit as one of version 1 does (:data:`RULES_BEFORE_KEY`) and is kept.
 """
 
 from __future__ import annotations
 
-__all__ = ["READ_RULES"]
+__all__ = ["READ_RULES", "RULES_BEFORE_KEY"]
 
 #: input format (:attr:`rmlprep.readers.Unit.format`) -> the version of its reader's rules.
 READ_RULES: dict[str, int] = {"jsonl": 1, "csv": 1, "parquet": 1, "hf": 1, "stdlib": 1}
+#: input format -> the rules version its reader followed throughout marker version 3 before the
+#: key existed, where that is known: a marker of such a unit without ``read_rules`` is read as
+#: holding that version. The other formats' rules changed within marker version 3 with nothing
+#: to tell (see above), so their keyless markers are redone.
+RULES_BEFORE_KEY: dict[str, int] = {"stdlib": 1}
