@@ -901,6 +901,26 @@ def test_resume_overwrite_over_another_configs_folder_says_what_it_replaces(tmp_
     assert any(x.startswith("resume: nothing done yet in ") for x in logs) and not any("--overwrite:" in x for x in logs)
 
 
+def test_resume_overwrite_continues_a_folder_of_this_config(tmp_path):
+    """review21: README documents ``--resume --overwrite`` as "a folder of the same config
+    continues, another config's units are set aside and every unit written again", but
+    ``rmlprep.run(resume=True, overwrite=True)`` (which the CLI calls) wrote every unit again
+    over a folder of its own config. It now keeps them, saying so; ``overwrite`` alone still
+    writes every unit again, and another config's folder is still replaced (the test above)."""
+    inp = tmp_path / "a.jsonl"
+    inp.write_bytes(b"".join(lines(120)))
+    out = tmp_path / "o"
+    n = run(make_cfg(inp, out), log=quiet)["units_processed"]
+    assert n > 1
+    logs: list[str] = []
+    m = run(make_cfg(inp, out), resume=True, overwrite=True, log=logs.append)
+    assert (m["units_processed"], m["units_skipped"]) == (0, n)
+    assert f"output: --resume with --overwrite: {out} holds only this config's units: continued, none replaced" in logs
+    assert not any("set aside" in x for x in logs), logs
+    m = run(make_cfg(inp, out), overwrite=True, log=quiet)
+    assert (m["units_processed"], m["units_skipped"]) == (n, 0)
+
+
 def test_output_folder_inside_a_recursive_glob(tmp_path):
     data = tmp_path / "data"
     (data / "sub").mkdir(parents=True)

@@ -68,9 +68,11 @@ def run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, tokeni
     Args:
         cfg: a validated :class:`RunConfig`.
         resume: say explicitly that a previous run is continued (logged; same behaviour).
-        overwrite: replace shards of a different config in the output directory; in a folder
-            rmlprep did not write, write beside files whose names rmlprep does not use
-            (:mod:`.owner`: files under its names are never replaced).
+        overwrite: replace shards of a different config in the output directory (every unit is
+            then written again); in a folder rmlprep did not write, write beside files whose
+            names rmlprep does not use (:mod:`.owner`: files under its names are never
+            replaced). With ``resume`` too: a folder holding only this config's units (and
+            tokenizer's) is continued as with ``resume`` alone; any other is replaced.
         tokenizer: use this tokenizer instead of loading ``tokenizer.path`` (tests, libraries).
         log: where the run's lines go (the summary table last).
     Returns:
@@ -133,6 +135,8 @@ def _run(cfg: RunConfig, *, resume: bool = False, overwrite: bool = False, token
         claim(out)  # the folder is rmlprep's from here on: a killed first run resumes
         if getattr(out, "lock_note", ""):  # an object store's lock (see store.py)
             log(f"output: {out.lock_note}")
+        if resume and overwrite:  # the pair: continue a folder of this config, else replace (README "Resume")
+            overwrite = not _resumable(out, cfg, tokenizer, log)
         if not overwrite:  # another config's folder is refused before a killed rerun's set-aside files are removed:
             # they may be the complete run it was replacing (careless-user trial U5); and before the parity
             # stage, which an sft run spends seconds on (a trial waited through it for this refusal)
@@ -399,6 +403,20 @@ def _name_new_inputs(out: OutputFolder, todo: list[PlannedUnit], why: dict[int, 
                     planned = {json.dumps(v.identity, sort_keys=True) for v in units}
                 if json.dumps(held, sort_keys=True) in planned:  # another unit's input, moved: not this one's
                     why[u.index] = _NO_MARKER
+
+
+def _resumable(out: OutputFolder, cfg: RunConfig, tokenizer, log: Callable[[str], None]) -> bool:
+    """``resume`` and ``overwrite`` together: whether the folder holds nothing ``--overwrite`` would
+    replace (no unit of another config or tokenizer, no shard under an earlier naming:
+    :func:`.owner.check_shards` refuses none), so the run continues it as ``--resume`` alone does
+    (said in the log); else ``--overwrite`` sets its units aside and writes every unit."""
+    try:
+        check_shards(out, cfg.config_hash, overwrite=False, tokenizer=tokenizer.fingerprint, config=cfg)
+    except ConfigError:
+        return False
+    if out.unit_files():
+        log(f"output: --resume with --overwrite: {out.path} holds only this config's units: continued, none replaced")
+    return True
 
 
 def _log_resume(out: OutputFolder, n_units: int, n_kept: int, moves: dict[int, int], todo: list[PlannedUnit],
