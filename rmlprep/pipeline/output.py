@@ -139,6 +139,22 @@ def _output_error(what: str, e: OSError) -> OutputError:
     return OutputError(f"{what}: {e.strerror or e}; {fix}", path=what)
 
 
+@contextmanager
+def discarding(folder: "OutputFolder", tmp: Any, what: str,
+               fault: Callable[[str, OSError], OutputError]) -> Iterator[None]:
+    """Around a commit's steps on its temporary ``tmp``: on any error (Ctrl-C too) the temporary
+    is removed (``folder.discard``), and an OSError is raised as ``fault(what, e)`` (an
+    OutputError naming ``what`` and the fix), others as themselves; no file is left half-written
+    under a temporary name."""
+    try:
+        yield
+    except BaseException as e:
+        folder.discard(tmp)
+        if isinstance(e, OSError):
+            raise fault(what, e) from None
+        raise
+
+
 def _same_file(fd: int, path: Path) -> bool:
     """Whether the open file ``fd`` is the file now at ``path``."""
     try:
@@ -270,16 +286,11 @@ class OutputFolder:
         """
         final = self.path / name
         tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
-        try:
+        with discarding(self, tmp, str(final), _output_error):
             final.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
                 write(f)
             return tmp, (sha256_file(tmp) if digest else None)
-        except BaseException as e:
-            self.discard(tmp)
-            if isinstance(e, OSError):
-                raise _output_error(str(final), e) from None
-            raise
 
     def publish(self, tmp: Any, name: str) -> None:
         """Rename a temporary of :meth:`stage` to ``name`` (atomic: the old file, or the new one).
@@ -287,11 +298,8 @@ class OutputFolder:
         Raises:
             OutputError: the rename failed; the temporary is removed.
         """
-        try:
+        with discarding(self, tmp, str(self.path / name), _output_error):
             os.replace(tmp, self.path / name)
-        except OSError as e:
-            self.discard(tmp)
-            raise _output_error(str(self.path / name), e) from None
 
     def discard(self, tmp: Any) -> None:
         """Remove a temporary of :meth:`stage` if it is there (never raises: a folder gone or

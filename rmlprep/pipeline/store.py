@@ -46,7 +46,7 @@ from typing import IO, Any
 
 from .. import fs
 from ..errors import OutputError
-from .output import LOCK_NAME, OutputFolder
+from .output import LOCK_NAME, OutputFolder, discarding
 from .store_lease import LEASE_S, REFRESH_S, _Lease, _store_error
 
 __all__ = ["ObjectStoreFolder", "LEASE_S", "REFRESH_S", "fence", "still_held"]
@@ -202,17 +202,12 @@ class ObjectStoreFolder(OutputFolder):
                                   "free space there or set TMPDIR to a roomier disk, then rerun", path=self._uri(name)) from None
             local.seek(0)
             h = hashlib.sha256() if digest else None
-            try:
+            with discarding(self, tmp, self._uri(name), _store_error):
                 with self._fs.open_output_stream(tmp) as out:
                     while chunk := local.read(1 << 20):
                         if h is not None:
                             h.update(chunk)
                         out.write(chunk)
-            except BaseException as e:
-                self.discard(tmp)
-                if isinstance(e, OSError):
-                    raise _store_error(self._uri(name), e) from None
-                raise
         return tmp, (h.hexdigest() if h is not None else None)
 
     def check_held(self) -> None:
@@ -231,14 +226,9 @@ class ObjectStoreFolder(OutputFolder):
         """Copy a temporary of :meth:`stage` to ``name`` server-side (atomic: the name appears
         whole), once :meth:`check_held` passes. Raises OutputError: the copy failed, or the folder
         is another run's; nothing new is under ``name`` and the temporary is removed when possible."""
-        try:
+        with discarding(self, tmp, self._uri(name), _store_error):
             self.check_held()
             self._fs.move(tmp, self._key(name))
-        except BaseException as e:
-            self.discard(tmp)
-            if isinstance(e, OSError):
-                raise _store_error(self._uri(name), e) from None
-            raise
 
     def discard(self, tmp: Any) -> None:
         """Remove a temporary of :meth:`stage` if it is there (never raises)."""
