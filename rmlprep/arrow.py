@@ -398,6 +398,10 @@ def tokenize_chat(
         UserWarning: once per callable, at the first conversation that calls tools with no
             definitions beside it while ``tools_column`` is set (counted in
             ``fn.stats["tool_calls_without_tools"]``).
+    Source: transformers' ``apply_chat_template(tokenize=True, return_assistant_tokens_mask=True)``
+        for the ids and mask (each format checked against its real template's renders,
+        ``fixtures/chat/renders.jsonl.gz``); TRL's column names; the batched-map contract of
+        ``datasets`` (module docstring).
     """
     from .chat import detect_chat_format
     from .chat.encode import auto_format, missing_stop_token, stop_token_refusal, template_specials, train_turns_refusal

@@ -4,10 +4,10 @@ This module owns what :class:`~rmlprep.arrow.TokenizeText` and :class:`~rmlprep.
 have in common (:class:`_MapFunction`): pickling as the spec blob and options (with the
 per-process tokenizer cache that rebuilds a Tokenizer once after unpickling), the batch kinds
 (RecordBatch, Table, dict, list), row errors (raise or record) and the assembly of the output
-columns; plus the flat-buffer / offsets helpers and :func:`count_errors`. :mod:`rmlprep.arrow`
-owns the two callables' encoding and their public builders, and documents the output columns,
-the pickling format and the error rules; it re-exports :func:`count_errors` and
-:data:`OUTPUT_VERSION`.
+columns; plus the flat-buffer / offsets helpers (:func:`count_errors` lives in
+:mod:`rmlprep.arrow_stats`). :mod:`rmlprep.arrow` owns the two callables' encoding and their
+public builders, and documents the output columns, the pickling format and the error rules; it
+re-exports :func:`count_errors` and :data:`OUTPUT_VERSION`.
 
 Source: the batched-map contract of ``datasets`` (``arrow_dataset.py`` ``map``,
 ``arrow_writer.py`` ``TypedSequence``).
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .arrow_stats import _LocalStats
+from .arrow_stats import _LocalStats, count_errors  # noqa: F401 (count_errors: re-exported)
 from .errors import ConfigError, RmlprepError, RowError
 from .native import surrogate_rows
 from .packing import from_numpy
@@ -126,37 +126,6 @@ def _row_views(flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     parts: list[Any] = [flat[a:b] for a, b in zip(off, off[1:])]  # 2x faster than np.split
     # the trailing None keeps numpy from building a 2-D array when all rows are equally long
     return np.array(parts + [None], dtype=object)[:-1]
-
-
-def count_errors(data: Any, column: str = "error") -> int:
-    """Count rows whose ``column`` holds an error (not null and not ``""``).
-
-    Args:
-        data: a ``datasets.Dataset``, ``pyarrow.Table`` / ``RecordBatch``, or a dict of columns
-            (as returned by a map function with ``on_error="record"``).
-        column: the error column's name.
-    Returns:
-        The number of failed rows; 0 when the column is absent.
-    """
-    if isinstance(data, (pa.Table, pa.RecordBatch)):
-        if column not in data.schema.names:
-            return 0
-        col = data.column(column)
-    elif isinstance(data, Mapping):
-        if column not in data:
-            return 0
-        col = data[column]
-        if not isinstance(col, (pa.Array, pa.ChunkedArray)):
-            return sum(1 for e in col if e is not None and e != "")
-    else:  # datasets.Dataset
-        if column not in data.column_names:
-            return 0
-        col = data.data.column(column)
-    if pa.types.is_null(col.type):
-        return 0
-    import pyarrow.compute as pc
-
-    return int(pc.sum(pc.and_(pc.is_valid(col), pc.not_equal(col, ""))).as_py() or 0)
 
 
 # -- the callables ------------------------------------------------------------------------

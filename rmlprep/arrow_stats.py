@@ -5,15 +5,20 @@ copies count, and their counts never come back, so the caller's ``fn.stats`` sta
 ``datasets`` also pickles ``fn`` to hash it when ``num_proc`` is unset, but then calls the
 caller's own object, whose counts grow. So an object that was pickled and has seen no batch
 when its ``stats`` is read ran elsewhere (or not at all: ``datasets`` took the result from its
-cache), and reading its ``stats`` warns once, saying where the counts are instead.
+cache), and reading its ``stats`` warns once, saying where the counts are instead:
+:func:`count_errors` counts the failed rows of the output, wherever they were made.
 """
 
 from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["_LocalStats"]
+import pyarrow as pa
+
+__all__ = ["_LocalStats", "count_errors"]
 
 
 class _LocalStats:
@@ -43,3 +48,41 @@ class _LocalStats:
                 "the result from its cache); count the output instead (rmlprep.count_errors(ds), the length column)",
                 stacklevel=2)
         return s
+
+
+def count_errors(data: Any, column: str = "error") -> int:
+    """Count rows whose ``column`` holds an error (not null and not ``""``).
+
+    Args:
+        data: a ``datasets.Dataset``, ``pyarrow.Table`` / ``RecordBatch``, or a dict of columns
+            (as returned by a map function with ``on_error="record"``).
+        column: the error column's name.
+    Returns:
+        The number of failed rows; 0 when the column is absent.
+    Raises:
+        TypeError: ``data`` is none of those (a ``datasets.IterableDataset`` streams its rows:
+            count them as they come, ``sum(1 for r in ds if r["error"])``).
+    """
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        if column not in data.schema.names:
+            return 0
+        col = data.column(column)
+    elif isinstance(data, Mapping):
+        if column not in data:
+            return 0
+        col = data[column]
+        if not isinstance(col, (pa.Array, pa.ChunkedArray)):
+            return sum(1 for e in col if e is not None and e != "")
+    else:  # datasets.Dataset
+        if not (hasattr(data, "column_names") and hasattr(getattr(data, "data", None), "column")):
+            raise TypeError(f"count_errors: give a datasets.Dataset, a pyarrow Table or RecordBatch, or a dict of "
+                            f"columns, not {type(data).__name__} (an IterableDataset: count its rows as they stream, "
+                            f"sum(1 for r in ds if r[{column!r}]))")
+        if column not in data.column_names:
+            return 0
+        col = data.data.column(column)
+    if pa.types.is_null(col.type):
+        return 0
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.and_(pc.is_valid(col), pc.not_equal(col, ""))).as_py() or 0)

@@ -236,6 +236,11 @@ def load_tokenizer(path: str | os.PathLike, **overrides: Any) -> Tokenizer:
             to download its files: rmlprep never downloads), malformed file, an unknown override
             key (named), or a spec the overrides make invalid.
         UnsupportedTokenizer: a component rmlprep does not implement (named by its path).
+    Source: which files of a folder are read, and which wins, as transformers'
+        ``AutoTokenizer.from_pretrained`` (4.57.1; where 5.24.0 differs the README says so);
+        each file as its own library reads it: ``tokenizers.Tokenizer.from_file``,
+        sentencepiece's ``ModelProto``, tiktoken's ``load_tiktoken_bpe``, llama.cpp's
+        ``llama-vocab.cpp`` for the ``tokenizer.ggml.*`` keys of a ``.gguf``.
 
     Example::
 

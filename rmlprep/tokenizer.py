@@ -212,14 +212,18 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings, _FragmentO
 
     @property
     def bos_id(self) -> int | None:
+        """The BOS token's id (None: the tokenizer names none); :meth:`encode` adds it only with
+        ``add_special_tokens=True`` and ``spec.add_bos``."""
         return self.spec.bos_id
 
     @property
     def eos_id(self) -> int | None:
+        """The EOS token's id (None: the tokenizer names none), what a run's ``pack.eos`` appends."""
         return self.spec.eos_id
 
     @property
     def unk_id(self) -> int | None:
+        """The unknown token's id (None: the model has none; byte-level BPE never needs one)."""
         return self.spec.unk_id
 
     @property
@@ -246,7 +250,9 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings, _FragmentO
         return self._vocab[self._check_id(token_id)]
 
     def token_bytes(self, token_id: int) -> bytes:
-        """Raw bytes of one token (special tokens: their UTF-8 content); ids as in id_to_token."""
+        """Raw bytes of one token (special tokens: their UTF-8 content; a byte-level token its
+        bytes, not its printable spelling), tiktoken's ``decode_single_token_bytes``. Raises
+        TokenIdError: an id out of range or not an integer, as :meth:`id_to_token`."""
         return self._bytes[self._check_id(token_id)]
 
     def _check_id(self, token_id: int) -> int:
@@ -308,6 +314,10 @@ class Tokenizer(_AddedTokens, _SegmentBPE, _Decoding, _ManyEncodings, _FragmentO
                 as tokenizers; None for ``add_special_tokens``); the ``.model`` case above. LoaderError:
                 ``add_special_tokens`` while the folder leaves add_bos_token/add_eos_token open
                 (``TokenizerSpec.check_adds``).
+        Source: ``tokenizers.Tokenizer.encode(text, add_special_tokens=...).ids`` for a
+            tokenizer.json, ``SentencePieceProcessor.encode`` for a ``.model``, tiktoken's
+            ``Encoding.encode`` for a rank file, llama.cpp's ``llama_tokenize`` for a ``.gguf``
+            (``fixtures/parity/*.json``, from ``tools/make_parity_fixtures.py``).
         """
         if parse_special is not True and parse_special is not False:  # None: the default, no call on the hot path
             parse_special = not self.split_special_tokens if parse_special is None else self._parse_flag(parse_special)

@@ -126,6 +126,12 @@ class _ManyEncodings:
         """``[encode(t, ...) for t in texts]``; with the compiled hot path and ``num_threads > 1``
         the texts are encoded on that many threads (the GIL is released).
 
+        Args:
+            texts: a list (or other iterable) of str; flags as :meth:`encode`.
+            num_threads: threads for the native path (1: the calling thread).
+        Returns:
+            one list of int ids per text, in order (``tokenizers``' ``encode_batch`` gives
+            ``Encoding`` objects; these are their ``.ids``).
         Raises:
             TokenizeError: as :meth:`encode`; ``texts`` is a str, bytes or a mapping (a
                 ``datasets`` batch): tokenizers refuses those, whose iteration gives characters

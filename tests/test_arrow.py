@@ -213,6 +213,20 @@ def test_record_all_good_batch_still_has_typed_error_column(tok):
     assert out.column("error").null_count == 2 and count_errors(out) == 0
 
 
+def test_count_errors_refuses_what_it_cannot_count():
+    """count_errors takes a Dataset, a Table / RecordBatch or a dict of columns. A streamed
+    IterableDataset (no table to count in) and a list raised AttributeError ("'list' object has
+    no attribute 'column_names'"); they are refused naming what it takes and how to count a
+    stream."""
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_dict({"error": ["", "bad row", None]})
+    assert count_errors(ds) == 1
+    for data in (ds.to_iterable_dataset(), [{"error": "x"}]):
+        with pytest.raises(TypeError, match=r"^count_errors: give a datasets\.Dataset, .* not (IterableDataset|list) "
+                                            r"\(an IterableDataset: count its rows as they stream"):
+            count_errors(data)
+
+
 def test_non_string_arrow_column(tok):
     out = tokenize_text(tok, on_error="record")(pa.record_batch({"text": pa.array([1, 2])}))
     assert out.column("input_ids").to_pylist() == [[], []]
