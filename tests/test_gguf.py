@@ -434,7 +434,7 @@ def test_phi3_special_tokens_rstrip():
 def test_llama_cpp_gpt2_regex_is_equivalent():
     """llama.cpp's GPT-2 regex lacks the final "|\\s+"; under Isolated splitting the pieces are
     the same (the leftover whitespace is a gap piece). Checked on the vectors and real text."""
-    from rmlprep.gguf import _GPT2_LLAMA_CPP
+    from rmlprep.gguf_pre import _GPT2_LLAMA_CPP
 
     ours = compile_pre_split([GPT2_PATTERN])
     theirs = compile_pre_split([_GPT2_LLAMA_CPP])

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from rmlprep.errors import UnsupportedTokenizer
-from rmlprep.gguf import _KIMI_K2, GGUF_PRE_SPLIT, spec_from_gguf
+from rmlprep.gguf import GGUF_PRE_SPLIT, spec_from_gguf
+from rmlprep.gguf_pre import _KIMI_K2
 from rmlprep.pretokenize import compile_pre_split, pattern_name
 from rmlprep.tokenizer import Tokenizer
 from rmlprep.unicode import unicode_to_bytes
