@@ -415,7 +415,8 @@ def _resumable(out: OutputFolder, cfg: RunConfig, tokenizer, log: Callable[[str]
     except ConfigError:
         return False
     if out.unit_files():
-        log(f"output: --resume with --overwrite: {out.path} holds only this config's units: continued, none replaced")
+        log(f"output: --resume with --overwrite: {out.path} holds no trained unit of another config or tokenizer: "
+            "continued as --resume alone continues it, nothing set aside")
     return True
 
 
