@@ -1020,33 +1020,6 @@ def test_a_file_s_documents_dropped_as_configured_do_not_count_toward_its_share(
         "15.0%)")
 
 
-def test_a_file_s_share_is_not_warned_when_the_run_fails_on_its_own(tmp_path):
-    """README: a file is named for its share of rejects when it passes run.max_reject_fraction
-    "while the run's share does not". A one-file run with 3 of 4 rows rejected (75%) fails with
-    rmlprep: error naming the share; its summary also showed "warning  1 input file had more than
-    run.max_reject_fraction = 0.1 of its rows rejected: ... (3 of 4 rows, 75.0%)", the same
-    line again. Worked examples: 3 bad of 4 read (75% > 10%): no file warning; 1 bad of 20 read,
-    its file 1 of 10 (10%, not over the limit): none either; 2 bad of 20 read (10%, not over),
-    its file 2 of 10 (20%): the file is named."""
-    from rmlprep.pipeline.verdict import reject_share_warning
-
-    def manifest(rejects, rows, file_rows):
-        other = rows - file_rows
-        shards = [{"unit": 0, "source": "/d/b.jsonl", "documents": file_rows - rejects, "rejects": rejects,
-                   "rows_read": file_rows, "dropped_documents": 0}]
-        if other:
-            shards.append({"unit": 1, "source": "/d/a.jsonl", "documents": other, "rejects": 0, "rows_read": other,
-                           "dropped_documents": 0})
-        return {"totals": {"documents": rows - rejects, "rejects": rejects, "rows_read": rows, "dropped_documents": 0},
-                "config": {"run": {"max_reject_fraction": 0.1}, "output": {"dir": str(tmp_path)}}, "shards": shards}
-
-    assert reject_share_warning(manifest(3, 4, 4), brief=True) is None
-    assert reject_share_warning(manifest(1, 20, 10), brief=True) is None
-    assert reject_share_warning(manifest(2, 20, 10), brief=True) == (
-        "1 input file had more than run.max_reject_fraction = 0.1 of its rows rejected: /d/b.jsonl (2 of 10 rows, "
-        "20.0%)")
-
-
 @needs_tiny
 def test_documents_dropped_as_configured_do_not_count_toward_max_reject_fraction(tmp_path, capsys):
     """pack.overflow = "drop" is asked for (not the default), yet the documents it left out

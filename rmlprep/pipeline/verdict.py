@@ -216,9 +216,7 @@ def reject_share_warning(manifest: dict[str, Any], *, brief: bool = False) -> st
     names up to 3 files with their counts and share (``brief``: no more, for the summary) and
     the first reject of the first (from the first of its units with rejects). The exit code is
     unchanged: the rows are counted and written aside, as every reject is. A manifest whose
-    shards lack ``rows_read`` (written before it) gives None, and so does a run whose own share
-    passes the limit: :func:`run_verdict` fails it, naming the share and the first reject (a
-    one-file run's summary repeated that line as a warning).
+    shards lack ``rows_read`` (written before it) gives None.
     """
     from ..readers import Unit
 
@@ -226,8 +224,6 @@ def reject_share_warning(manifest: dict[str, Any], *, brief: bool = False) -> st
     limit = manifest["config"]["run"]["max_reject_fraction"]
     if not t["documents"] or limit >= 1:
         return None
-    if t.get("rows_read") and (t["rejects"] - (t.get("dropped_documents") or 0)) / t["rows_read"] > limit:
-        return None  # the run fails on its own share (run_verdict's line)
     files: dict[str, list[int]] = {}  # path -> [documents, bad rows, rows read, first unit with rejects]
     for s in manifest["shards"]:
         if any(s.get(k) is None for k in ("documents", "rejects", "rows_read", "dropped_documents")):
