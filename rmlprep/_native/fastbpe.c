@@ -2663,19 +2663,20 @@ static int ints_reserve(Py_ssize_t n)
  *
  * A result a caller keeps is fresh memory: a cold pass of `encode` per document over the 13.5 MB
  * multilingual corpus keeps 42 MB of list items (GPT-2: 5.26 M ids at 8 bytes), faulted in 4 KB at a
- * time on first write, ~10 k faults at ~1-1.5 us each on this VM. One MADV_POPULATE_WRITE over a
- * run of 32+ pages costs ~0.4 us a page (no data changes, pages already there are left). But a
- * call over pages already there is a wasted syscall (a warm pass reuses freed items: +4% when
- * every result was populated), so only memory that is new to the process is: glibc's main heap
- * (below the program break) grows at its top, so a block reaching past the highest point populated
- * before (`g_fresh_hwm`, lowered when the heap shrinks) is populated from there, together with the
- * heap's fresh top up to PREFAULT_AHEAD past the block (the next results land there); a block from
- * elsewhere (glibc serves blocks of 128 KB and more, at first, as their own mappings) is populated
- * whole from PREFAULT_OWN bytes on. A guess wrong either way costs one syscall or the faults of
- * today; nothing is written. Numbers in bench/README.md (twenty-second sitting). */
+ * time as the ids are written, ~10 k faults. A C loop writing 28 MB of fresh memory on this VM: 9-13
+ * ms page by page, 5-6 ms with one MADV_POPULATE_WRITE per 128 KB before writing (no data changes;
+ * pages already there are left). A call over pages already there is a wasted syscall (a warm pass
+ * reusing freed items: +4% when every result was populated), so only memory new to the process is
+ * populated: glibc's main heap (below the program break) grows at its top, so the part of a block
+ * past the highest point populated before (`g_fresh_hwm`, lowered when the heap shrinks), and a
+ * block from elsewhere (glibc gives blocks of 128 KB and more their own mapping, at first) from
+ * PREFAULT_OWN bytes on, whole. Runs under PREFAULT_MIN are left to the faults (a syscall costs more
+ * than a few faults). Only the block itself: populating ahead of it zeroes lines that leave the cache
+ * before they are written. A wrong guess costs a syscall or today's faults, nothing else. Numbers
+ * in bench/README.md (twenty-second sitting). */
 #if defined(__linux__) && defined(__GLIBC__) && !defined(Py_GIL_DISABLED)
 #include <unistd.h>
-#define PREFAULT_AHEAD ((uintptr_t)256 << 10)
+#define PREFAULT_MIN ((uintptr_t)32 << 10)
 #define PREFAULT_OWN ((size_t)128 << 10)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels answer EINVAL, then it is not asked again */
@@ -2685,9 +2686,9 @@ static int g_fresh_off;
 
 static void prefault_fresh(void *p, size_t bytes)
 {
-    if (g_fresh_off || bytes < 4096)
+    if (g_fresh_off || bytes < PREFAULT_MIN)
         return;
-    uintptr_t a = (uintptr_t)p, e = a + bytes, lo, hi;
+    uintptr_t a = (uintptr_t)p, e = a + bytes, lo;
     uintptr_t brk = (uintptr_t)sbrk(0);
     if (brk != (uintptr_t)-1 && a < brk) {
         if (g_fresh_hwm > brk)
@@ -2695,16 +2696,16 @@ static void prefault_fresh(void *p, size_t bytes)
         if (e <= g_fresh_hwm)
             return;
         lo = a > g_fresh_hwm ? a : g_fresh_hwm;
-        hi = e + PREFAULT_AHEAD < brk ? e + PREFAULT_AHEAD : brk; /* a block lies below the break */
-        g_fresh_hwm = hi;
+        g_fresh_hwm = e;
     } else if (bytes >= PREFAULT_OWN) {
         lo = a;
-        hi = e;
     } else {
         return;
     }
-    lo &= ~(uintptr_t)4095;
-    hi = (hi + 4095) & ~(uintptr_t)4095;
+    lo = (lo + 4095) & ~(uintptr_t)4095; /* a page begun before is there already */
+    uintptr_t hi = (e + 4095) & ~(uintptr_t)4095;
+    if (hi < lo + PREFAULT_MIN)
+        return;
     if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) != 0 && (errno == EINVAL || errno == EPERM || errno == ENOSYS))
         g_fresh_off = 1; /* a kernel without it, or a sandbox refusing it */
 }
