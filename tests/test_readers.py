@@ -920,6 +920,48 @@ def test_the_parquet_files_of_an_iceberg_table_are_refused(tmp_path, hint):
     assert len(read_full(plan_units(inp([f"{table}/data/**/*.parquet"])))[0]) == 20
 
 
+def _hudi_table(root, partitioned=True):
+    """A copy-on-write Apache Hudi table laid out as hudi-rs's test table
+    ``crates/test/data/sample_table/cow/v6_simplekeygen_nonhivestyle`` is (written by Hudi 0.14):
+    ``.hoodie/`` with ``hoodie.properties`` and one ``<instant>.commit`` per commit, a partition
+    folder ``10/`` with its ``.hoodie_partition_metadata`` (``partitionDepth=1``), and the second
+    commit's update of the file group ``97de74b1-...-0`` written as a new base file beside the
+    first commit's (``<file id>_<write token>_<instant>.parquet``), which stays until the cleaner
+    runs. The table is the newest version: 2 rows; the folder holds 4."""
+    (root / ".hoodie").mkdir(parents=True)
+    (root / ".hoodie" / "hoodie.properties").write_text("hoodie.table.name=t\nhoodie.table.type=COPY_ON_WRITE\n")
+    part = root / "10" if partitioned else root
+    part.mkdir(exist_ok=True)
+    (part / ".hoodie_partition_metadata").write_text(
+        f"#partition metadata\ncommitTime=20240418172802262\npartitionDepth={int(partitioned)}\n")
+    for instant, token, texts in (("20240418172802262", "1-98-142", ["Alice", "Carol"]),
+                                  ("20240418172804498", "0-119-166", ["Alice B.", "Carol"])):
+        (root / ".hoodie" / f"{instant}.commit").write_text("{}")
+        pq.write_table(pa.table({"name": texts}),
+                       part / f"97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0_{token}_{instant}.parquet")
+
+
+@pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "unpartitioned"])
+def test_the_base_files_of_a_hudi_table_are_refused(tmp_path, partitioned):
+    """An Apache Hudi table's folder holds every version of a file group's base file until the
+    cleaner removes it (and a merge-on-read table's updates in hidden log files): ``t/*/*.parquet``
+    over hudi-rs's 4-row sample table read 6 rows, Alice and Carol twice (exit 0). Refused, naming
+    the table; the same files copied out without ``.hoodie/`` are refused too, by their names (one
+    file group in two versions); the newest version alone reads its 2 rows."""
+    table = tmp_path / "t"
+    _hudi_table(table, partitioned)
+    glob_ = f"{table}/*/*.parquet" if partitioned else f"{table}/*.parquet"
+    with pytest.raises(InputError, match=r"matches 2 Parquet files of the Apache Hudi table .*/t: its .hoodie/ says "
+                                         r"which file versions are the table"):
+        plan_units(inp([glob_], column="name"))
+    shutil.rmtree(table / ".hoodie")
+    with pytest.raises(InputError, match=r"matches 2 versions of the Apache Hudi file group "
+                                         r"97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0 in .*: each holds"):
+        plan_units(inp([glob_], column="name"))
+    newest = plan_units(inp([glob_.replace("*.parquet", "*_20240418172804498.parquet")], column="name"))
+    assert read_full(newest, column="name")[0] == ["Alice B.", "Carol"]
+
+
 def test_a_checksum_file_matched_by_a_glob_is_named(tmp_path):
     """``dir/*`` over a Parquet file and its visible checksum (``x.parquet.crc``; ``x.parquet.sha256``)
     said "cannot tell the format of x.parquet.crc; set input.format", whose fix would read the

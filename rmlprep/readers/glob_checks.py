@@ -2,7 +2,8 @@
 (``train-00002-of-00004.parquet`` missing, :func:`check_shard_sets`), or a ``datasets`` cache
 folder's split files together with its ``.map()`` / ``.filter()`` results (:func:`check_cache_files`),
 or two revisions of one dataset in the Hub's cache (:func:`check_hub_revisions`), or the output of a
-Spark or Hadoop job that never committed (:func:`check_spark_output`)."""
+Spark or Hadoop job that never committed (:func:`check_spark_output`), or the base files of an Apache
+Hudi table (:func:`check_hudi_tables`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from .. import fs
 from ..errors import InputError
 
-__all__ = ["check_shard_sets", "check_cache_files", "check_hub_revisions", "check_spark_output"]
+__all__ = ["check_shard_sets", "check_cache_files", "check_hub_revisions", "check_spark_output", "check_hudi_tables"]
 
 #: ``<prefix>-<index>-of-<count><rest>``: the names ``datasets`` (``push_to_hub``, its cache:
 #: ``{split}-{index:05d}-of-{num_shards:05d}``) and TensorFlow give the shards of one set.
@@ -33,6 +34,11 @@ _FINGERPRINT = re.compile(r"^-[0-9a-f]{16}(?=\.)")
 _PART = re.compile(r"^part-(?:[rm]-)?\d{5}")
 #: a Spark SQL part file, named by its job's UUID: no other writer names files so
 _SPARK_PART = re.compile(r"^part-\d{5}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: an Apache Hudi base file: ``<file id>_<write token>_<instant time>.parquet`` (``FSUtils.makeBaseFileName``;
+#: the file id a UUID and ``-<n>``, the write token ``<task partition>-<stage>-<attempt>``, the instant
+#: time ``yyyyMMddHHmmss[SSS]``), e.g. ``97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0_0-119-166_20240418172804498.parquet``
+_HUDI_BASE = re.compile(r"^(?P<group>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}-\d+)_\d+-\d+-\d+_(?P<instant>\d{14,17})"
+                        r"\.parquet$")
 #: a partition folder of ``partitionBy`` (``year=2024``): the job's markers are above it
 _PARTITION = re.compile(r"^[^=/]+=[^/]*$")
 
@@ -249,3 +255,63 @@ def _log_says(pattern: str, names: list[str], noun: str, whose: str, log_dir: st
     return InputError(f"input.paths: the glob {pattern!r} matches {n} {noun}{'s' if n > 1 else ''} of {whose}: its "
                       f"{log_dir.rstrip('/').rsplit('/', 1)[-1]}/ says {says}, so a glob reads rows twice or {other}; "
                       f"{export}, and read that", path=log_dir)
+
+
+def check_hudi_tables(pattern: str, hits: list[str]) -> None:
+    """Refuse a glob's base files of an Apache Hudi table.
+
+    A Hudi table keeps its timeline in ``<table>/.hoodie/`` and writes each partition's files
+    (partition folders ``2024/01/01/`` or ``city=sf/``, each with its ``.hoodie_partition_metadata``)
+    as file groups: a copy-on-write update writes a new version of a group's base file
+    (``<file id>_<write token>_<instant>.parquet``) beside the old one, which stays until the cleaner
+    removes it (by default after 10 commits); a merge-on-read table keeps updates and deletes in
+    hidden log files (``.<file id>_<instant>.log.1_...``) that a glob does not read. Which versions
+    are the table only the timeline says, so a glob reads rows twice or stale. Worked example:
+    hudi-rs's test table ``sample_table/cow/v6_simplekeygen_nonhivestyle`` (4 rows, the second
+    commit updating partition ``10``'s file group): ``table/*/*.parquet`` read 6 rows, Alice and
+    Carol twice (exit 0). Base files without ``.hoodie/`` above them (copied out) are read, unless
+    their names show one file group in two versions.
+
+    Raises:
+        InputError: the first table (or file group) found, naming it and the export to read instead.
+    """
+    folders: dict[str, list[str]] = {}
+    for h in hits:
+        name = h.rstrip("/").rsplit("/", 1)[-1]
+        if _HUDI_BASE.match(name):
+            folders.setdefault(fs.dirname(h), []).append(name)
+    for folder, names in sorted(folders.items()):
+        if root := _hudi_root(folder):
+            under = root.rstrip("/") + "/"
+            inside = [n for f, v in folders.items() if f == root or f.startswith(under) for n in v]
+            raise _log_says(pattern, inside, "Parquet file", f"the Apache Hudi table {root}", fs.join(root, ".hoodie"),
+                            "which file versions are the table (an update writes a new version of a file group's "
+                            "base file beside the old one, which stays until the cleaner removes it; a merge-on-read "
+                            "table keeps updates in log files a glob does not read)", "stale",
+                            "export the table's latest snapshot (e.g. spark.read.format(\"hudi\").load(PATH), or "
+                            "the hudi package's HudiTableBuilder.from_base_uri(PATH)) written to Parquet")
+        groups: dict[str, list[str]] = {}
+        for n in names:
+            groups.setdefault(_HUDI_BASE.match(n)["group"], []).append(n)
+        if twice := next((g for g, v in sorted(groups.items()) if len(v) > 1), None):
+            versions = sorted(groups[twice])
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches {len(versions)} versions of the Apache Hudi file group "
+                f"{twice} in {folder} ({', '.join(versions[:3])}{' ...' if len(versions) > 3 else ''}): each holds "
+                "the group's rows as of one commit, so a glob reads them twice over, and no .hoodie/ timeline above "
+                "the folder says which is current; export the table's latest snapshot from the table itself, or "
+                "name only the newest file of each group (the largest instant time, after the last _)",
+                path=fs.join(folder, versions[0]))
+
+
+def _hudi_root(folder: str) -> str:
+    """The nearest folder at or above ``folder`` holding Hudi's ``.hoodie/`` timeline, or ``""``.
+    Asked only of folders holding Hudi base files (:func:`check_hudi_tables`): one question per
+    level up, on an object store a request each."""
+    root = folder or "."
+    while not fs.isdir(fs.join(root, ".hoodie")):
+        parent = fs.dirname(root) or "."
+        if parent == root:
+            return ""
+        root = parent
+    return root
