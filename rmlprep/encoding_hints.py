@@ -10,7 +10,7 @@ from __future__ import annotations
 import tarfile
 
 __all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "tar_member", "web_page", "not_utf8_hint",
-           "EXTRACT", "extract_advice"]
+           "EXTRACT", "extract_advice", "OTHER_COMPRESSIONS", "other_compression"]
 
 #: (byte-order mark, the encoding's name, iconv's name for it); the 4-byte marks first
 WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE", "UTF-32BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE", "UTF-32LE"),
@@ -51,6 +51,39 @@ def binary_format(head: bytes) -> tuple[str, str] | None:
     first column is named ``PAR1_id`` starts with them and is text (it was refused as Parquet)."""
     found = next(((what, suffix) for magic, what, suffix in _FORMATS if head.startswith(magic)), None)
     return None if found is None or _reads_as_text(head) else found
+
+
+#: compressions rmlprep does not read: (magic number at byte 0 or None, name, the suffixes that name it,
+#: the command that decompresses FILE). Source: the LZ4 frame format (0x184D2204 little-endian; the legacy
+#: format 0x184C2102), Snappy's framing_format.txt (stream identifier chunk ``ff 06 00 00 sNaPpY``), lzip's
+#: ``LZIP`` + version 1, lzop's 9-byte magic, compress(1)'s ``1f 9d``; Brotli has no magic number.
+OTHER_COMPRESSIONS = ((b"\x04\x22\x4d\x18", "lz4", (".lz4",), "lz4 -d FILE"),
+                      (b"\x02\x21\x4c\x18", "lz4 (legacy format)", (), "lz4 -d FILE"),
+                      (b"\xff\x06\x00\x00sNaPpY", "Snappy (framing format)", (".sz", ".snappy"),
+                       "python -m snappy -d FILE OUT"),
+                      (b"LZIP\x01", "lzip", (".lz",), "lzip -d FILE"),
+                      (b"\x89LZO\x00\r\n\x1a\n", "lzop", (".lzo",), "lzop -d FILE"),
+                      (b"\x1f\x9d", "Unix compress", (".z",), "uncompress FILE"),
+                      (None, "Brotli", (".br",), "brotli -d FILE"))
+
+
+def other_compression(path: str, head: bytes | None = None) -> str | None:
+    """The refusal of a file compressed in a way rmlprep does not read (:data:`OTHER_COMPRESSIONS`),
+    told by ``head`` (its first bytes) or, without it, by the name's last suffix; else None.
+    Such a file read as text (``input.format = "jsonl"``) was refused as "the last line is cut
+    short ... the file looks truncated", a cause that sends one to fetch it again."""
+    low = str(path).lower()
+    for magic, name, suffixes, command in OTHER_COMPRESSIONS:
+        if head is not None and magic is not None and head.startswith(magic):
+            how = f"its first bytes are {name}'s magic number {magic[:4].hex(' ')}"
+        elif head is None and suffixes and low.endswith(suffixes):
+            how = f"its name ends in {path[-len(next(s for s in suffixes if low.endswith(s))):]}"
+        else:
+            continue
+        return (f"{path}: is {name}-compressed ({how}), which rmlprep does not read (it reads gzip, zstd, bzip2 and "
+                f"xz, named .gz, .zst, .bz2, .xz): decompress it ({command}) and give that file, or recompress it "
+                "with zstd")
+    return None
 
 
 #: how to extract an archive of each kind into DIR (``{p}``: its path)

@@ -2066,6 +2066,36 @@ def test_a_file_that_is_not_what_it_is_named(tmp_path, name, data, match):
     assert len(plan_units(inp([tmp_path / "s.jsonl.zst", tmp_path / "e.jsonl.bz2"]))) == 2
 
 
+#: ``printf '{"text": "a"}\n' | lz4 -c`` (lz4 1.9.4; ``-l``: the legacy format): the LZ4 frame format's magic
+#: number 0x184D2204 little-endian, the legacy one 0x184C2102
+_LZ4 = bytes.fromhex("04224d186440a70e0000807b2274657874223a202261227d0a0000000055cda389")
+_LZ4_LEGACY = bytes.fromhex("02214c180f000000e07b2274657874223a202261227d0a")
+
+
+@pytest.mark.parametrize("name,data,fmt,match", [
+    pytest.param("x.jsonl.lz4", _LZ4, None, r"^input.paths: \S+: is lz4-compressed \(its name ends in \.lz4\), which "
+                 r"rmlprep does not read \(it reads gzip, zstd, bzip2 and xz, named \.gz, \.zst, \.bz2, \.xz\): "
+                 r"decompress it \(lz4 -d FILE\) and give that file, or recompress it with zstd$", id="lz4-by-name"),
+    pytest.param("x.jsonl.lz4", _LZ4, "jsonl", r"is lz4-compressed \(its first bytes are lz4's magic number 04 22 4d "
+                 r"18\)", id="lz4-as-jsonl"),
+    pytest.param("x.jsonl", _LZ4_LEGACY, None, r"is lz4 \(legacy format\)-compressed", id="lz4-legacy-named-jsonl"),
+    pytest.param("x.jsonl.gz", _LZ4, None, r"is lz4-compressed", id="lz4-named-gz"),
+    pytest.param("x.csv.br", b"\x8b\x03\x80text\na\n\x03", None, r"is Brotli-compressed \(its name ends in \.br\)",
+                 id="brotli-by-name"),
+])
+def test_a_compression_rmlprep_does_not_read_is_named(tmp_path, name, data, fmt, match):
+    """A ``.jsonl.lz4`` said "cannot tell the format; set input.format", and with
+    ``input.format = "jsonl"`` (or the same bytes named ``.jsonl``) "the last line is cut short
+    ... the file looks truncated (an interrupted download or copy?); fetch it again": a wrong
+    cause. An lz4 file (or Snappy's framing format, lzip, lzop, compress(1): their magic numbers;
+    Brotli, which has none: its ``.br``) is now named as such with the command that decompresses
+    it."""
+    p = tmp_path / name
+    p.write_bytes(data)
+    with pytest.raises(RmlprepError, match=match):
+        plan_units(inp([p], **({"format": fmt} if fmt else {})))
+
+
 @pytest.mark.parametrize("header", ["PAR1_id", "ARROW1 score", "PK"])
 def test_a_csv_whose_first_column_name_spells_a_magic_number_is_read(tmp_path, header):
     """``PAR1`` and ``ARROW1`` are text: a CSV whose first column is named ``PAR1_id`` was

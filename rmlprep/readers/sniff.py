@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .. import fs
 from ..compressed import compression_of
-from ..encoding_hints import LFS_POINTER, binary_format, extract_advice, tar_member, web_page, wide_encoding
+from ..encoding_hints import (LFS_POINTER, binary_format, extract_advice, other_compression, tar_member, web_page,
+                              wide_encoding)
 from ..errors import InputError
 from .holes import tar_archive
 
@@ -59,7 +60,9 @@ def sniff(path: str, fmt: str) -> None:
             (a compressed one is named by the reader: :func:`rmlprep.readers.holes.hole_fault`) or UTF-16/32
             (a byte-order mark, or NUL bytes between ASCII characters:
             :func:`rmlprep.encoding_hints.wide_encoding`); a compressed Parquet file
-            (``.parquet.gz``), which read as a Parquet file with a "damaged or truncated footer".
+            (``.parquet.gz``), which read as a Parquet file with a "damaged or truncated footer"; a
+            compression rmlprep does not read (lz4, Snappy, lzip, lzop, compress:
+            :func:`rmlprep.encoding_hints.other_compression`).
     """
     try:
         with fs.open(path, "rb") as f:
@@ -71,6 +74,8 @@ def sniff(path: str, fmt: str) -> None:
                          "its LFS files); fetch them with: git lfs pull", path=path, offset=0)
     if (page := web_page(head)) is not None:
         raise InputError(f"{path}: is {page}, not {_A.get(fmt, fmt)} file; fetch the file itself", path=path, offset=0)
+    if (other := other_compression(path, head)) is not None:
+        raise InputError(other, path=path, offset=0)
     magic = next(((name, suffix) for m, name, suffix in _MAGIC if head.startswith(m)), None)
     if magic is None and head.startswith(b"BZh") and head[4:10] == b"1AY&SY":
         magic = ("bzip2", ".bz2")

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .. import fs
 from ..compressed import COMPRESSED_SUFFIXES, compression_of, open_decompressed
-from ..encoding_hints import extract_advice, wide_encoding
+from ..encoding_hints import extract_advice, other_compression, wide_encoding
 from ..errors import ConfigError, InputError, RmlprepError
 from .arrowfiles import _open_arrow, plan_hf, read_hf
 from .base import MAX_ROW_BYTES, Batch, Unit, check_column, decoded_size_estimate, is_blank_line, sniff
@@ -43,6 +43,8 @@ def detect_format(path: str) -> str:
             "(no dataset_dict.json or state.json); give files or a glob like 'dir/*.jsonl'"
         )
     name = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    if (other := other_compression(path)) is not None:
+        raise ConfigError(f"input.paths: {other}")
     for c in COMPRESSED_SUFFIXES:
         if name.endswith(c):
             name = name[: -len(c)]
