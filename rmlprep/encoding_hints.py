@@ -2,7 +2,9 @@
 refuses it: a UTF-16/32 byte-order mark, UTF-16 without one (a NUL byte beside every ASCII
 character), Latin-1 / Windows-1252 text (invalid UTF-8 whose bytes read as letters there), or
 another file format under a text name (Parquet, Arrow, zip). rmlprep reads UTF-8 only: these
-only word the refusal or the reject better, they never read the file another way.
+only word the refusal or the reject better, they never read the file another way. Also: a
+compression rmlprep does not read (lz4, ...), and what columns missing ``input.column`` look like
+(:func:`layout_hint`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import tarfile
 
 __all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "tar_member", "web_page", "not_utf8_hint",
-           "EXTRACT", "extract_advice", "OTHER_COMPRESSIONS", "other_compression"]
+           "EXTRACT", "extract_advice", "OTHER_COMPRESSIONS", "other_compression", "layout_hint"]
 
 #: (byte-order mark, the encoding's name, iconv's name for it); the 4-byte marks first
 WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE", "UTF-32BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE", "UTF-32LE"),
@@ -168,3 +170,41 @@ def not_utf8_hint(data: bytes, start: int, reason: str) -> str:
     word = text[lo:hi].strip()
     return (f"; read as Windows-1252 (Latin-1) it is {word!r}: if the file is so encoded, convert it with "
             "iconv -f CP1252 -t UTF-8")
+
+
+#: the delimiters of files named .csv that are not comma-separated (Excel's in locales whose decimal
+#: mark is a comma writes ``;``)
+_OTHER_DELIMITERS = {";": "semicolon", "|": "pipe", "\t": "tab"}
+#: the one-liner that rewrites a ``{d}``-separated file with commas, as Python's csv reads and writes it
+_RECAST = ("python3 -c \"import csv,sys; csv.writer(sys.stdout).writerows(csv.reader(sys.stdin, "
+           "delimiter='{d}'))\" < FILE > NEW.csv")
+
+
+def layout_hint(column: str, names) -> str:
+    """``""``, or what the columns (or a JSON row's fields) missing ``column`` look like, for the
+    line that refuses them: TRL's prompt-completion layout (a ``prompt`` and a ``completion``
+    field, each a message list or a string, where rmlprep reads one conversation column); a CSV
+    whose first line is Excel's separator line (``sep=,``, which Excel writes and reads as no
+    row; Python's ``csv``, pandas and ``datasets`` read it as the header); a CSV separated by
+    ``;``, ``|`` or a tab, whose header reads as one column; the column's name with spaces
+    around it, or in another case (``Text``)."""
+    names = list(names)
+    if column == "messages" and {"prompt", "completion"} <= set(names):
+        return ("; this is TRL's prompt-completion layout: rmlprep reads one conversation column, so join them "
+                "first (messages = prompt + completion, as message lists); naming the completion column alone "
+                "would train answers with no prompt")
+    first = str(names[0]) if names else ""
+    if first.startswith("sep=") and len(first) <= 5 and len(names) <= 2:
+        d = first[4:] or ","
+        then = f" | {_RECAST.format(d=d).removesuffix(' < FILE > NEW.csv')} > NEW.csv" if d != "," else " > NEW.csv"
+        return (f"; its first line, 'sep={d}', is Excel's separator line, not the header: remove it "
+                f"(tail -n +2 FILE{then})")
+    if len(names) == 1 and (d := next((c for c in _OTHER_DELIMITERS if c in first), None)) and column in first.split(d):
+        return (f"; the header reads as one column holding {_OTHER_DELIMITERS[d]}s: a {_OTHER_DELIMITERS[d]}-separated "
+                f"file? rmlprep reads commas in a .csv and tabs in a .tsv: rewrite it with commas ({_RECAST.format(d=d)})"
+                if d != "\t" else "; the header reads as one column holding tabs: a tab-separated file? name it .tsv")
+    if near := next((n for n in names if isinstance(n, str) and n != column and n.strip() == column), None):
+        return f"; {near!r} is {column!r} with spaces around it: rename that column"
+    if near := next((n for n in names if isinstance(n, str) and n.lower() == column.lower()), None):
+        return f"; {near!r} differs only in case: set input.column = {near!r} if it is that column"
+    return ""

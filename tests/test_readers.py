@@ -536,6 +536,34 @@ def test_csv_missing_column_is_one_line(tmp_path):
     one_line_error(ei, p)
 
 
+@pytest.mark.parametrize("name,body,hint", [
+    pytest.param("x.csv", b"sep=,\nid,text\n1,a\n", r"columns: \['sep=', ''\]; its first line, 'sep=,', is Excel's "
+                 r"separator line, not the header: remove it \(tail -n \+2 FILE > NEW\.csv\)$", id="excel-sep-line"),
+    pytest.param("x.csv", b"sep=;\nid;text\n1;a\n", r"columns: \['sep=;'\]; its first line, 'sep=;', is Excel's separator line.*\(tail -n \+2 FILE \| "
+                 r"python3 -c .*delimiter=';'\)\)\" > NEW\.csv\)$", id="excel-sep-semicolon"),
+    pytest.param("x.csv", b"id;text\n1;a, b\n", r"columns: \['id;text'\]; the header reads as one column holding "
+                 r"semicolons: a semicolon-separated file\? .*delimiter=';'\)\)\" < FILE > NEW\.csv\)$", id="semicolons"),
+    pytest.param("x.csv", b"id\ttext\n1\ta\n", r"columns: \['id\\ttext'\]; the header reads as one column holding tabs: a "
+                 r"tab-separated file\? name it \.tsv$",
+                 id="tabs-named-csv"),
+    pytest.param("x.csv", b"id, text\n1, a\n", r"columns: \['id', ' text'\]; ' text' is 'text' with spaces around it: "
+                 r"rename that column$", id="space-after-comma"),
+    pytest.param("x.csv", b"id,Text\n1,a\n", r"columns: \['id', 'Text'\]; 'Text' differs only in case: set input.column = 'Text' if it is that "
+                 r"column$", id="other-case"),
+])
+def test_a_csv_header_missing_the_column_says_what_it_looks_like(tmp_path, name, body, hint):
+    """Files made by Excel and by hand: Excel's ``sep=,`` first line (which Excel reads as no row;
+    Python's csv, pandas and ``datasets`` read it as the header), a semicolon-separated export
+    (Excel in locales with a decimal comma), a TSV named .csv, ``id, text`` typed by hand, a
+    ``Text`` column. Each was refused with only its column list (``['sep=', '']``); the line now
+    says what the header is and the fix."""
+    p = tmp_path / name
+    p.write_bytes(body)
+    with pytest.raises(ConfigError, match=r"has no column 'text'; " + hint) as ei:
+        read_path(p)
+    one_line_error(ei, p)
+
+
 @pytest.mark.parametrize("name,body,want", [
     pytest.param("bom.csv", b"\xef\xbb\xbfid,text\n1,first\n2,second\n", ["first", "second"], id="utf8-bom"),
     pytest.param("crlf.csv", b"id,text\r\n1,a\r\n2,b\r\n", ["a", "b"], id="crlf"),

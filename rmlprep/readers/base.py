@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from .. import fs, json_rows
 from ..compressed import compression_of, zstd_frames
+from ..encoding_hints import layout_hint  # noqa: F401 (re-exported: jsonl's missing-field reason)
 from ..errors import ConfigError, InputError, RowError
 from ..reject_kinds import Reason
 from .sniff import LFS_POINTER, sniff  # noqa: F401 (re-exported: the plan's first-bytes check)
@@ -118,17 +119,6 @@ class Batch:
     errors: list[tuple[int, str]] = field(default_factory=list)
     blank: int = 0
     watched: dict[int, str] = field(default_factory=dict)
-
-
-def layout_hint(column: str, names) -> str:
-    """``""`` or, for a chat column missing from data in TRL's prompt-completion layout (a
-    ``prompt`` and a ``completion`` field, each a message list or a string), what that layout is
-    and that rmlprep reads one conversation column."""
-    if column != "messages" or not {"prompt", "completion"} <= set(names):
-        return ""
-    return ("; this is TRL's prompt-completion layout: rmlprep reads one conversation column, so join them "
-            "first (messages = prompt + completion, as message lists); naming the completion column alone "
-            "would train answers with no prompt")
 
 
 def check_column(path: str, names: list[str], column: str) -> None:
