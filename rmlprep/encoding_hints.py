@@ -186,8 +186,9 @@ def layout_hint(column: str, names) -> str:
     field, each a message list or a string, where rmlprep reads one conversation column); a CSV
     whose first line is Excel's separator line (``sep=,``, which Excel writes and reads as no
     row; Python's ``csv``, pandas and ``datasets`` read it as the header); a CSV separated by
-    ``;``, ``|`` or a tab, whose header reads as one column; the column's name with spaces
-    around it, or in another case (``Text``)."""
+    ``;``, ``|`` or a tab, whose header reads as one column; a dotted name whose first part is a
+    column (a struct's field); the column's name with spaces around it, or in another case
+    (``Text``)."""
     names = list(names)
     if column == "messages" and {"prompt", "completion"} <= set(names):
         return ("; this is TRL's prompt-completion layout: rmlprep reads one conversation column, so join them "
@@ -203,6 +204,9 @@ def layout_hint(column: str, names) -> str:
         return (f"; the header reads as one column holding {_OTHER_DELIMITERS[d]}s: a {_OTHER_DELIMITERS[d]}-separated "
                 f"file? rmlprep reads commas in a .csv and tabs in a .tsv: rewrite it with commas ({_RECAST.format(d=d)})"
                 if d != "\t" else "; the header reads as one column holding tabs: a tab-separated file? name it .tsv")
+    if "." in column and (outer := column.split(".", 1)[0]) in names:
+        return (f"; {outer!r} is a column: rmlprep reads a top-level column, not a field inside one; flatten it "
+                f"first (pyarrow: table.flatten(), which names the field's column {column!r})")
     if near := next((n for n in names if isinstance(n, str) and n != column and n.strip() == column), None):
         return f"; {near!r} is {column!r} with spaces around it: rename that column"
     if near := next((n for n in names if isinstance(n, str) and n.lower() == column.lower()), None):

@@ -564,6 +564,21 @@ def test_a_csv_header_missing_the_column_says_what_it_looks_like(tmp_path, name,
     one_line_error(ei, p)
 
 
+def test_a_struct_field_named_by_a_dotted_column_says_to_flatten(tmp_path):
+    """``input.column = "meta.text"`` over a Parquet file whose ``meta`` column is a struct with a
+    ``text`` field was refused with "columns: ['meta']"; the line now says rmlprep reads top-level
+    columns and how to flatten (pyarrow's ``Table.flatten`` names the field's column
+    ``meta.text``, which then reads)."""
+    t = pa.table({"meta": pa.array([{"text": "one", "id": 1}])})
+    pq.write_table(t, tmp_path / "s.parquet")
+    with pytest.raises(ConfigError, match=r"has no column 'meta.text'; columns: \['meta'\]; 'meta' is a column: rmlprep "
+                                          r"reads a top-level column, not a field inside one; flatten it first "
+                                          r"\(pyarrow: table.flatten\(\), which names the field's column 'meta.text'\)$"):
+        read_path(tmp_path / "s.parquet", column="meta.text")
+    pq.write_table(t.flatten(), tmp_path / "f.parquet")
+    assert read_path(tmp_path / "f.parquet", column="meta.text")[0] == ["one"]
+
+
 @pytest.mark.parametrize("name,body,want", [
     pytest.param("bom.csv", b"\xef\xbb\xbfid,text\n1,first\n2,second\n", ["first", "second"], id="utf8-bom"),
     pytest.param("crlf.csv", b"id,text\r\n1,a\r\n2,b\r\n", ["a", "b"], id="crlf"),
