@@ -1766,6 +1766,31 @@ def test_output_folder_inside_a_recursive_glob_is_never_input(tmp_path):
     one_line_error(ei, out)
 
 
+@pytest.mark.parametrize("owner", [".rmlprep.folder.json", ".rmlprep.lock"])
+def test_another_runs_output_folder_under_a_glob_is_refused(tmp_path, owner):
+    """A corpus folder holding an earlier run's output (``data/tok/``, written with another
+    ``output.dir`` than this run's): ``data/**/*.jsonl`` read its ``rejects/rejects-00001.jsonl``
+    as rows (each a missing_field reject: exit 0, a warning), ``data/**/*`` refused its
+    ``README.md`` as plain text with the jq line. Refused, naming the folder; the same names in a
+    folder rmlprep did not write (a dataset's own ``train-00000.parquet``) are read."""
+    data = tmp_path / "data"
+    (data / "tok" / "rejects").mkdir(parents=True)
+    (data / "a.jsonl").write_text('{"text": "a"}\n')
+    (data / "tok" / owner).write_text("{}")
+    (data / "tok" / "rejects" / "rejects-00001.jsonl").write_text('{"source": "a.jsonl", "row": 1, "kind": "not_json"}\n')
+    (data / "tok" / "README.md").write_text("# rmlprep output\n")
+    with pytest.raises(InputError, match=r"matches 1 file of \S+/data/tok, the output folder of another rmlprep run "
+                                         r"\(rejects-00001.jsonl\): its shards, rejects and reports are not corpus files"):
+        plan_units(inp([data / "**" / "*.jsonl"]))
+    with pytest.raises(InputError, match=r"matches 2 files of \S+/data/tok, the output folder of another rmlprep run "
+                                         r"\(README.md ...\)"):
+        plan_units(inp([data / "**" / "*"]))
+    (data / "tok" / owner).unlink()
+    (data / "tok" / "README.md").unlink()
+    pq.write_table(pa.table({"text": ["t"]}), data / "tok" / "train-00000.parquet")
+    assert sorted(Path(u.path).name for u in plan_units(inp([data / "**" / "*.parquet"]))) == ["train-00000.parquet"]
+
+
 def test_glob_matching_directories_and_a_datasets_folder(tmp_path):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "sub.jsonl").mkdir()  # a directory whose name looks like a file

@@ -3,7 +3,8 @@
 folder's split files together with its ``.map()`` / ``.filter()`` results (:func:`check_cache_files`),
 or two revisions of one dataset in the Hub's cache (:func:`check_hub_revisions`), or the output of a
 Spark or Hadoop job that never committed (:func:`check_spark_output`), or the base files of an Apache
-Hudi table (:func:`check_hudi_tables`)."""
+Hudi table (:func:`check_hudi_tables`), or the files of another rmlprep run's output folder
+(:func:`check_rmlprep_output`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from collections.abc import Callable
 from .. import fs
 from ..errors import InputError
 
-__all__ = ["check_shard_sets", "check_cache_files", "check_hub_revisions", "check_spark_output", "check_hudi_tables"]
+__all__ = ["check_shard_sets", "check_cache_files", "check_hub_revisions", "check_spark_output", "check_hudi_tables",
+           "check_rmlprep_output"]
 
 #: ``<prefix>-<index>-of-<count><rest>``: the names ``datasets`` (``push_to_hub``, its cache:
 #: ``{split}-{index:05d}-of-{num_shards:05d}``) and TensorFlow give the shards of one set.
@@ -39,6 +41,9 @@ _SPARK_PART = re.compile(r"^part-\d{5}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 #: time ``yyyyMMddHHmmss[SSS]``), e.g. ``97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0_0-119-166_20240418172804498.parquet``
 _HUDI_BASE = re.compile(r"^(?P<group>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}-\d+)_\d+-\d+-\d+_(?P<instant>\d{14,17})"
                         r"\.parquet$")
+#: a name rmlprep writes into its output folder (shards, done markers, rejects, reports): ``shards.py``
+_RMLPREP_NAME = re.compile(r"^(?:train-\d{5,}\.parquet|shard-\d{5,}\..+|rejects-\d{5,}\.jsonl|README\.md|manifest\.json"
+                           r"|stats\.json)$")
 #: a partition folder of ``partitionBy`` (``year=2024``): the job's markers are above it
 _PARTITION = re.compile(r"^[^=/]+=[^/]*$")
 
@@ -315,3 +320,33 @@ def _hudi_root(folder: str) -> str:
             return ""
         root = parent
     return root
+
+
+def check_rmlprep_output(pattern: str, hits: list[str]) -> None:
+    """Refuse a glob matching files of an rmlprep output folder (one holding
+    ``.rmlprep.folder.json`` or, written by an older rmlprep, ``.rmlprep.lock``) other than this
+    run's own, which is never input: a corpus folder holding an earlier run's output
+    (``data/tokenized/``) under ``data/**/*.jsonl`` read its rejects files as rows (each a
+    ``missing_field`` reject, exit 0 with a warning), and ``data/**/*`` refused its ``README.md``
+    as plain text, with the ``jq`` line to make JSON Lines of it. Asked only of folders whose
+    matched names are rmlprep's (``train-00000.parquet``, ``rejects/rejects-00000.jsonl``,
+    ``README.md``, ...): one or two questions each.
+
+    Raises:
+        InputError: the first such folder, with what the glob matched there.
+    """
+    folders: dict[str, list[str]] = {}
+    for h in hits:
+        folder, _, name = h.rstrip("/").rpartition("/")
+        if _RMLPREP_NAME.match(name):
+            if name.startswith("rejects-") and folder.rpartition("/")[2] == "rejects":
+                folder = folder.rpartition("/")[0]
+            folders.setdefault(folder, []).append(h)
+    for folder, matched in sorted(folders.items()):
+        if fs.exists(fs.join(folder, ".rmlprep.folder.json")) or fs.exists(fs.join(folder, ".rmlprep.lock")):
+            n = len(matched)
+            raise InputError(
+                f"input.paths: the glob {pattern!r} matches {n} file{'s' if n > 1 else ''} of {folder}, the output "
+                f"folder of another rmlprep run ({matched[0].rpartition('/')[2]}{' ...' if n > 1 else ''}): its shards, "
+                "rejects and reports are not corpus files; narrow the glob to the corpus (its suffix or folder), or "
+                "move that output out of the input folder", path=folder)
