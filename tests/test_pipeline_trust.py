@@ -374,6 +374,34 @@ def test_a_file_changed_during_the_run_is_named_once(tmp_path):
     assert int(re.match(r"units 0\.\.(\d+)", msg).group(1)) > 1  # the file is several units
 
 
+def test_a_file_replaced_after_its_units_were_cut_stops_the_plan(tmp_path, monkeypatch):
+    """The plan cuts every file's units (JSONL byte ranges at line ends, lines counted) before it
+    stats and hashes them, minutes apart for a large input list. A file replaced in between (a
+    download moved into place; here 200 lines, then 300 longer ones) was read through the first
+    version's ranges: lines cut at the old range ends were not_json rejects, and the rows past the
+    old size were never read (rows_read 252 of 300 in explore22's try, 4 rejects, exit 0), with
+    the new version's hash vouching for the shards. The plan now stops, naming the file."""
+    import importlib
+
+    plan_mod = importlib.import_module("rmlprep.pipeline.plan")
+    inp = tmp_path / "a.jsonl"
+    inp.write_bytes(b"".join(lines(200)))
+    cut = plan_mod.plan_units
+
+    def cut_then_replace(*a, **kw):
+        units = cut(*a, **kw)
+        inp.write_bytes(b"".join(x.replace(b'"}', b' and more"}') for x in lines(300)))
+        return units
+
+    monkeypatch.setattr(plan_mod, "plan_units", cut_then_replace)
+    with pytest.raises(InputError, match=rf"^{re.escape(str(inp))}: changed while the run was planned \(size \d+ -> "
+                                         r"\d+, mtime_ns \d+ -> \d+\), after its units were cut; rerun once it is "
+                                         r"complete$"):
+        run(make_cfg(inp, tmp_path / "o"), log=quiet)
+    monkeypatch.setattr(plan_mod, "plan_units", cut)
+    assert run(make_cfg(inp, tmp_path / "o"), log=quiet)["totals"]["rows_read"] == 300
+
+
 def test_same_size_same_mtime_rewrite_is_caught_by_the_hash(tmp_path):
     """A byte changed in place with size and mtime restored (cp -p, rsync -a would do that): the
     xxh3 of the unit's byte range differs, so that unit (and only it) is redone."""

@@ -214,7 +214,7 @@ def _expand(paths: list[str], exclude: Sequence[str | os.PathLike] = (),
 
 
 def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = (),
-               log: Callable[[str], None] | None = None) -> list[Unit]:
+               log: Callable[[str], None] | None = None, seen: dict[str, tuple[int, int]] | None = None) -> list[Unit]:
     """Cut the config's ``[input]`` into units, in a stable order.
 
     Args:
@@ -223,6 +223,8 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             under them are skipped, an explicit path under them is refused.
         log: where the split read from a DatasetDict with ``input.split`` unset is announced, and
             a plain CSV file that does not end with a line break warned of (cut short?).
+        seen: filled with each input file's ``(size, mtime_ns)`` as it was before its units were
+            cut, for the caller to compare with the file it hashes (:func:`rmlprep.pipeline.plan.plan`).
     **Columns.** With ``inp["column"]`` set (``input.column``; a run always sets it), every
     file with a schema or header (Parquet, Arrow, ``datasets`` folders, CSV) must hold that
     column exactly once: the schema is read here anyway (Parquet's footer, an Arrow file's
@@ -274,6 +276,9 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
             if fmt != "hf" and fs.isdir(path):
                 raise ConfigError(f"input.paths: {path} is a directory; input.format = {fmt!r} reads files")
             if fs.isfile(path):
+                if seen is not None:
+                    st = fs.stat(path)
+                    seen[path] = (st.st_size, st.st_mtime_ns)
                 sniff(path, fmt)
             if fmt == "jsonl":
                 specs.extend(plan_jsonl(path, inp["unit_bytes"], column))
