@@ -12,7 +12,7 @@ from __future__ import annotations
 import tarfile
 
 __all__ = ["WIDE_BOMS", "LFS_POINTER", "wide_encoding", "binary_format", "tar_member", "web_page", "not_utf8_hint",
-           "EXTRACT", "extract_advice", "OTHER_COMPRESSIONS", "other_compression", "layout_hint"]
+           "EXTRACT", "extract_advice", "OTHER_COMPRESSIONS", "OTHER_FORMATS", "other_compression", "layout_hint"]
 
 #: (byte-order mark, the encoding's name, iconv's name for it); the 4-byte marks first
 WIDE_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32-BE", "UTF-32BE"), (b"\xff\xfe\x00\x00", "UTF-32-LE", "UTF-32LE"),
@@ -69,19 +69,33 @@ OTHER_COMPRESSIONS = ((b"\x04\x22\x4d\x18", "lz4", (".lz4",), "lz4 -d FILE"),
                       (None, "Brotli", (".br",), "brotli -d FILE"))
 
 
+#: file formats rmlprep does not read: (magic number at byte 0, what it is, the suffixes that name it, how
+#: to convert FILE). Source: the ORC specification (``ORC`` at byte 0), Avro's object container files
+#: (``Obj`` and 1).
+OTHER_FORMATS = ((b"ORC", "an ORC file", (".orc",), "to Parquet: python3 -c \"import pyarrow.orc as o, pyarrow.parquet "
+                  "as p; p.write_table(o.read_table('FILE'), 'OUT.parquet')\""),
+                 (b"Obj\x01", "an Avro object container file", (".avro",),
+                  "to JSON Lines: avro-tools tojson FILE > OUT.jsonl"))
+
+
 def other_compression(path: str, head: bytes | None = None) -> str | None:
-    """The refusal of a file compressed in a way rmlprep does not read (:data:`OTHER_COMPRESSIONS`),
-    told by ``head`` (its first bytes) or, without it, by the name's last suffix; else None.
-    Such a file read as text (``input.format = "jsonl"``) was refused as "the last line is cut
-    short ... the file looks truncated", a cause that sends one to fetch it again."""
+    """The refusal of a file compressed in a way rmlprep does not read (:data:`OTHER_COMPRESSIONS`)
+    or of a format it does not read (:data:`OTHER_FORMATS`: ORC, Avro), told by ``head`` (its
+    first bytes) or, without it, by the name's last suffix; else None. Such a file read as text
+    (``input.format = "jsonl"``) was refused as "the last line is cut short ... the file looks
+    truncated", a cause that sends one to fetch it again."""
     low = str(path).lower()
-    for magic, name, suffixes, command in OTHER_COMPRESSIONS:
-        if head is not None and magic is not None and head.startswith(magic):
-            how = f"its first bytes are {name}'s magic number {magic[:4].hex(' ')}"
+    for magic, name, suffixes, command in OTHER_COMPRESSIONS + OTHER_FORMATS:
+        if head is not None and magic is not None and head.startswith(magic) and not (
+                magic[:1].isalpha() and _reads_as_text(head)):  # a CSV header "ORCID,text" is text
+            how = f"magic number {magic[:4].hex(' ')} at byte 0"
         elif head is None and suffixes and low.endswith(suffixes):
-            how = f"its name ends in {path[-len(next(s for s in suffixes if low.endswith(s))):]}"
+            how = f"its name ends in {path[-len(next(x for x in suffixes if low.endswith(x))):]}"
         else:
             continue
+        if (magic, name, suffixes, command) in OTHER_FORMATS:
+            return (f"{path}: is {name} ({how}), which rmlprep does not read (it reads JSON Lines, CSV, Parquet and "
+                    f"Arrow files): convert it {command}")
         return (f"{path}: is {name}-compressed ({how}), which rmlprep does not read (it reads gzip, zstd, bzip2 and "
                 f"xz, named .gz, .zst, .bz2, .xz): decompress it ({command}) and give that file, or recompress it "
                 "with zstd")

@@ -2140,16 +2140,35 @@ _LZ4 = bytes.fromhex("04224d186440a70e0000807b2274657874223a202261227d0a00000000
 _LZ4_LEGACY = bytes.fromhex("02214c180f000000e07b2274657874223a202261227d0a")
 
 
+def _orc_bytes() -> bytes:
+    import pyarrow.orc
+
+    buf = io.BytesIO()
+    pyarrow.orc.write_table(pa.table({"text": ["a", "b"]}), buf)
+    return buf.getvalue()
+
+
+_ORC = _orc_bytes()
+
+
 @pytest.mark.parametrize("name,data,fmt,match", [
     pytest.param("x.jsonl.lz4", _LZ4, None, r"^input.paths: \S+: is lz4-compressed \(its name ends in \.lz4\), which "
                  r"rmlprep does not read \(it reads gzip, zstd, bzip2 and xz, named \.gz, \.zst, \.bz2, \.xz\): "
                  r"decompress it \(lz4 -d FILE\) and give that file, or recompress it with zstd$", id="lz4-by-name"),
-    pytest.param("x.jsonl.lz4", _LZ4, "jsonl", r"is lz4-compressed \(its first bytes are lz4's magic number 04 22 4d "
-                 r"18\)", id="lz4-as-jsonl"),
+    pytest.param("x.jsonl.lz4", _LZ4, "jsonl", r"is lz4-compressed \(magic number 04 22 4d 18 at byte 0\)",
+                 id="lz4-as-jsonl"),
     pytest.param("x.jsonl", _LZ4_LEGACY, None, r"is lz4 \(legacy format\)-compressed", id="lz4-legacy-named-jsonl"),
     pytest.param("x.jsonl.gz", _LZ4, None, r"is lz4-compressed", id="lz4-named-gz"),
     pytest.param("x.csv.br", b"\x8b\x03\x80text\na\n\x03", None, r"is Brotli-compressed \(its name ends in \.br\)",
                  id="brotli-by-name"),
+    pytest.param("x.orc", _ORC, None, r"^input.paths: \S+: is an ORC file \(its name ends in \.orc\), which rmlprep "
+                 r"does not read \(it reads JSON Lines, CSV, Parquet and Arrow files\): convert it to Parquet: python3 -c "
+                 r"\"import pyarrow.orc as o, pyarrow.parquet as p; p.write_table\(o.read_table\('FILE'\), "
+                 r"'OUT.parquet'\)\"$", id="orc-by-name"),
+    pytest.param("x.orc", _ORC, "parquet", r"is an ORC file \(magic number 4f 52 43 at byte 0\)", id="orc-as-parquet"),
+    pytest.param("x.jsonl", _ORC, None, r"is an ORC file \(magic number 4f 52 43 at byte 0\)", id="orc-named-jsonl"),
+    pytest.param("x.avro", b"Obj\x01\x04\x14avro.codec", None, r"is an Avro object container file \(its name ends in "
+                 r"\.avro\), .*convert it to JSON Lines: avro-tools tojson FILE > OUT.jsonl$", id="avro-by-name"),
 ])
 def test_a_compression_rmlprep_does_not_read_is_named(tmp_path, name, data, fmt, match):
     """A ``.jsonl.lz4`` said "cannot tell the format; set input.format", and with
@@ -2157,11 +2176,15 @@ def test_a_compression_rmlprep_does_not_read_is_named(tmp_path, name, data, fmt,
     ... the file looks truncated (an interrupted download or copy?); fetch it again": a wrong
     cause. An lz4 file (or Snappy's framing format, lzip, lzop, compress(1): their magic numbers;
     Brotli, which has none: its ``.br``) is now named as such with the command that decompresses
-    it."""
+    it. So are ORC and Avro files (ORC read as JSONL was "cut short" too; by name, "cannot tell
+    the format"), with the conversion to a format rmlprep reads; a CSV whose header starts with
+    ``ORC`` (``ORCID,text``) is text, and reads."""
     p = tmp_path / name
     p.write_bytes(data)
     with pytest.raises(RmlprepError, match=match):
         plan_units(inp([p], **({"format": fmt} if fmt else {})))
+    (tmp_path / "orcid.csv").write_bytes(b"ORCID,text\n0000-0002,hello\n")
+    assert read_path(tmp_path / "orcid.csv")[0] == ["hello"]
 
 
 @pytest.mark.parametrize("header", ["PAR1_id", "ARROW1 score", "PK"])
