@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import shutil
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -1789,6 +1790,22 @@ def test_another_runs_output_folder_under_a_glob_is_refused(tmp_path, owner):
     (data / "tok" / "README.md").unlink()
     pq.write_table(pa.table({"text": ["t"]}), data / "tok" / "train-00000.parquet")
     assert sorted(Path(u.path).name for u in plan_units(inp([data / "**" / "*.parquet"]))) == ["train-00000.parquet"]
+
+
+@pytest.mark.parametrize("name", ["train.jsonl.part", "train.jsonl.crdownload", "train.parquet.incomplete",
+                                  "train.csv_.gstmp"])
+def test_a_download_still_being_written_is_refused(tmp_path, name):
+    """``input.paths = ["data/*"]`` with ``input.format = "jsonl"`` while a browser still wrote
+    ``train.jsonl.part`` (Firefox; Chrome ``.crdownload``, huggingface_hub ``.incomplete``, gsutil
+    ``_.gstmp``): the partial file was read as JSONL (its lines so far, exit 0 when it ended on a
+    line break); without input.format, "cannot tell the format". Refused by its name, either way."""
+    (tmp_path / "a.jsonl").write_text('{"text": "a"}\n')
+    (tmp_path / name).write_text('{"text": "b"}\n')
+    for fmt in ("jsonl", "auto"):
+        with pytest.raises(ConfigError, match=rf"input.paths: \S+/{re.escape(name)} is named as a download or copy still "
+                                              r"being written \(its name ends in \S+: the temporary name"):
+            plan_units(inp([tmp_path / "*"], format=fmt))
+    assert len(plan_units(inp([tmp_path / "*.jsonl"]))) == 1
 
 
 def test_glob_matching_directories_and_a_datasets_folder(tmp_path):

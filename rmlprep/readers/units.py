@@ -25,6 +25,9 @@ from .glob_checks import (check_cache_files, check_hub_revisions, check_hudi_tab
 from .stdlib import read_stdlib, stdlib_files
 
 _JSONL_EXT = (".jsonl", ".json", ".ndjson")
+#: the names of files a transfer is still writing: Firefox ``.part``, Chrome ``.crdownload``, Safari
+#: ``.download``, ``huggingface_hub``'s ``.incomplete``, gsutil / gcloud storage ``_.gstmp``, ``.partial``
+_UNFINISHED = (".part", ".partial", ".crdownload", ".download", ".incomplete", "_.gstmp")
 #: archives, by the end of a name (after a compression suffix is taken off: .tar.gz is .tar)
 _ARCHIVES = (("tar", (".tar", ".tgz", ".tbz2", ".txz")), ("zip", (".zip",)), ("7z", (".7z",)), ("rar", (".rar",)))
 
@@ -266,6 +269,11 @@ def plan_units(inp: dict[str, Any], *, exclude: Sequence[str | os.PathLike] = ()
                                       "exist (a file moved or not fetched, as a Hub cache link whose blob is gone?)")
                 raise ConfigError(f"input.paths: {path} is not a regular file (a named pipe, socket or device?); "
                                   "the plan sizes and hashes every input file: save the stream to a file first")
+            if (unfinished := next((x for x in _UNFINISHED if path.lower().endswith(x)), None)) is not None:
+                raise ConfigError(f"input.paths: {path} is named as a download or copy still being written (its name "
+                                  f"ends in {unfinished}: the temporary name a browser, huggingface_hub or gsutil gives a "
+                                  "file until the transfer completes), so it may be partial; wait for it to finish "
+                                  "(or, if it is complete, rename it), or leave it out of the glob")
             if path.rstrip("/").rsplit("/", 1)[-1] in ("_metadata", "_common_metadata"):
                 raise ConfigError(f"input.paths: {path} is a Parquet dataset's summary file (Dask, Spark and "
                                   "pyarrow's write_metadata write it beside the parts: the schema, and in _metadata the "
