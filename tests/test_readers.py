@@ -943,16 +943,19 @@ def test_the_parquet_files_of_a_delta_table_are_refused(tmp_path):
     assert len(read_full(plan_units(inp([f"{tmp_path}/table/*.parquet"])))[0]) == 20
 
 
-@pytest.mark.parametrize("hint", ["version-hint.text", "v2.metadata.json"])
-def test_the_parquet_files_of_an_iceberg_table_are_refused(tmp_path, hint):
+@pytest.mark.parametrize("hint,hashed", [("version-hint.text", ""), ("v2.metadata.json", ""),
+                                         ("v2.metadata.json", "Kd8Fsw")], ids=["hint", "metadata", "object-storage"])
+def test_the_parquet_files_of_an_iceberg_table_are_refused(tmp_path, hint, hashed):
     """An Apache Iceberg table (Iceberg spec: data files under ``<table>/data/``, partition
     folders below; ``<table>/metadata/`` holds ``v<N>.metadata.json`` and, in a Hadoop catalog,
     ``version-hint.text``): an overwrite leaves the old data files until their snapshot expires,
     so ``table/data/**/*.parquet`` read both versions (20 rows of 10). Refused, naming the table;
-    a ``data/`` folder without a table's ``metadata/`` beside it reads."""
+    a ``data/`` folder without a table's ``metadata/`` beside it reads. A table written with
+    ``write.object-storage.enabled`` (Iceberg's ObjectStoreLocationProvider: ``data/<murmur3 hash,
+    base64url>/<partition>/<file>``) was read: its files are not in a folder named data."""
     table = tmp_path / "t"
     for v in range(2):
-        part = table / "data" / "lang=en"
+        part = table / "data" / hashed / "lang=en"
         part.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table({"text": [f"v{v} {i}" for i in range(10)]}), part / f"0000{v}-0-{v:08x}.parquet")
     (table / "metadata").mkdir()

@@ -180,8 +180,9 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
     Delta table's (it was refused as a job that never committed, whose ``touch _SUCCESS`` fix
     would then read the uncommitted files; on an object store only warned of).
 
-    An Apache Iceberg table keeps its data files under ``<table>/data/`` (partition folders below)
-    and chooses them in ``<table>/metadata/`` (``v<N>.metadata.json``, ``version-hint.text`` of a
+    An Apache Iceberg table keeps its data files under ``<table>/data/`` (partition folders below;
+    with ``write.object-storage.enabled``, hash folders first: ``data/<hash>/<partition>/``, the
+    layout of tables on S3) and chooses them in ``<table>/metadata/`` (``v<N>.metadata.json``, ``version-hint.text`` of a
     Hadoop catalog): the same holds, and is refused the same way.
 
     Raises:
@@ -219,8 +220,9 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
                             "failed or retried batch leaves files it lists nowhere, and the sink writes no _SUCCESS)",
                             "uncommitted", "export them with Spark, which reads the log "
                             "(spark.read.parquet(PATH).write.parquet(OUT))")
-        table = fs.dirname(root)
-        if (root.rstrip("/").rsplit("/", 1)[-1] == "data" and fs.isdir(fs.join(table, "metadata"))
+        segs = root.rstrip("/").split("/")  # the table's data/, at or above the partition and hash folders
+        table = "/".join(segs[: len(segs) - 1 - segs[::-1].index("data")]) if "data" in segs else ""
+        if (table and fs.isdir(fs.join(table, "metadata"))
                 and (fs.exists(fs.join(table, "metadata", "version-hint.text"))
                      or fs.glob(fs.join(_escape(table), "metadata", "*.metadata.json")))):
             raise _log_says(pattern, names, "Parquet file", f"the Apache Iceberg table {table}",
