@@ -908,7 +908,7 @@ def test_a_parquet_summary_file_matched_by_a_glob_is_named(tmp_path, fmt):
     assert len(read_full(plan_units(inp([f"{tmp_path}/*.parquet"])))[0]) == 100
 
 
-def _delta_table(root, versions):
+def _delta_table(root, versions, prefix=""):
     """A Delta Lake table as the Delta protocol lays it out (PROTOCOL.md: ``_delta_log/<version
     padded to 20 digits>.json``, one action per line), each version an overwrite: it adds its own
     file and removes the previous version's, which stays in the folder until VACUUM."""
@@ -916,7 +916,8 @@ def _delta_table(root, versions):
     log.mkdir(parents=True)
     schema = json.dumps({"type": "struct", "fields": [{"name": "text", "type": "string", "nullable": True, "metadata": {}}]})
     for v, texts in enumerate(versions):
-        name = f"part-00000-{v:08x}-0000-0000-0000-000000000000-c000.snappy.parquet"
+        name = f"{prefix}part-00000-{v:08x}-0000-0000-0000-000000000000-c000.snappy.parquet"
+        (root / name).parent.mkdir(exist_ok=True)
         pq.write_table(pa.table({"text": texts}), root / name)
         actions = [{"add": {"path": name, "partitionValues": {}, "size": (root / name).stat().st_size,
                             "modificationTime": 0, "dataChange": True}}]
@@ -925,22 +926,28 @@ def _delta_table(root, versions):
                        {"metaData": {"id": "0", "format": {"provider": "parquet", "options": {}},
                                      "schemaString": schema, "partitionColumns": [], "configuration": {}}}] + actions
         else:
-            prev = f"part-00000-{v - 1:08x}-0000-0000-0000-000000000000-c000.snappy.parquet"
+            prev = f"{prefix}part-00000-{v - 1:08x}-0000-0000-0000-000000000000-c000.snappy.parquet"
             actions.append({"remove": {"path": prev, "deletionTimestamp": 0, "dataChange": True}})
         (log / f"{v:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
 
 
-def test_the_parquet_files_of_a_delta_table_are_refused(tmp_path):
+@pytest.mark.parametrize("prefix", ["", "Xq/"], ids=["plain", "random-prefix"])
+def test_the_parquet_files_of_a_delta_table_are_refused(tmp_path, prefix):
     """A Delta Lake table of 10 rows overwritten by 10 others: the first file stays until VACUUM,
     and ``table/*.parquet`` read 20 rows, the old version's with the new. The files of a table
     are the log's, not the folder's: refused, naming the table; a folder without _delta_log/
-    (the same files copied out) reads."""
-    _delta_table(tmp_path / "table", [[f"old {i}" for i in range(10)], [f"new {i}" for i in range(10)]])
-    with pytest.raises(InputError, match=r"matches 2 Parquet files of the Delta Lake table .*/table: its _delta_log/ "
-                                         r"says which files are the table"):
-        plan_units(inp([f"{tmp_path}/table/*.parquet"]))
+    (the same files copied out) reads. A table with ``delta.randomizeFilePrefixes`` (or column
+    mapping on partitions) writes each file under a random 2-character folder (``table/Xq/``,
+    delta-spark's DelayedCommitProtocol), where the check looked for _delta_log/ beside the files
+    only: ``table/*/*.parquet`` read both versions."""
+    _delta_table(tmp_path / "table", [[f"old {i}" for i in range(10)], [f"new {i}" for i in range(10)]], prefix)
+    glob_ = f"{tmp_path}/table/{'*/' if prefix else ''}*.parquet"
+    where = r" \(above its random file prefix folder \S+/table/Xq\)" if prefix else ""
+    with pytest.raises(InputError, match=r"matches 2 Parquet files of the Delta Lake table \S+/table" + where
+                                         + r": its _delta_log/ says which files are the table"):
+        plan_units(inp([glob_]))
     shutil.rmtree(tmp_path / "table" / "_delta_log")
-    assert len(read_full(plan_units(inp([f"{tmp_path}/table/*.parquet"])))[0]) == 20
+    assert len(read_full(plan_units(inp([glob_])))[0]) == 20
 
 
 @pytest.mark.parametrize("hint,hashed", [("version-hint.text", ""), ("v2.metadata.json", ""),

@@ -44,6 +44,10 @@ _HUDI_BASE = re.compile(r"^(?P<group>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}
 #: a name rmlprep writes into its output folder (shards, done markers, rejects, reports): ``shards.py``
 _RMLPREP_NAME = re.compile(r"^(?:train-\d{5,}\.parquet|shard-\d{5,}\..+|rejects-\d{5,}\.jsonl|README\.md|manifest\.json"
                            r"|stats\.json)$")
+#: a Delta Lake table's random file prefix folder: ``delta.randomizeFilePrefixes`` (and column mapping on a
+#: partitioned table) writes each file under ``<table>/<delta.randomPrefixLength alphanumerics, 2 by default>/``
+#: instead of its partition folder (``DelayedCommitProtocol.newTaskTempFile``)
+_DELTA_PREFIX = re.compile(r"^[A-Za-z0-9]{1,8}$")
 #: a partition folder of ``partitionBy`` (``year=2024``): the job's markers are above it
 _PARTITION = re.compile(r"^[^=/]+=[^/]*$")
 
@@ -167,7 +171,8 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
     folders of parts have no ``_SUCCESS`` at all (the Hub's Parquet, ``datasets``, Dask): other
     names are not judged.
 
-    A Delta Lake table's folder (or the one above its partition folders) holds ``_delta_log/``,
+    A Delta Lake table's folder (or the one above its partition folders, or above the random
+    prefix folder ``delta.randomizeFilePrefixes`` writes a Spark part into) holds ``_delta_log/``,
     whose JSON commits add and remove files: the Parquet files of versions an overwrite, a delete,
     a merge or ``OPTIMIZE`` replaced stay in the folder until ``VACUUM``, so a glob over it reads
     rows twice, or rows the table deleted. Worked example: a table of 10 rows overwritten by 10
@@ -208,8 +213,14 @@ def check_spark_output(pattern: str, hits: list[str], log: Callable[[str], None]
         root = folder
         while _PARTITION.match(root.rstrip("/").rsplit("/", 1)[-1]) and fs.dirname(root) != root:
             root = fs.dirname(root)
-        where = f"{root} (above its partition folder {folder})" if root != folder else root
-        if fs.isdir(fs.join(root, "_delta_log")):
+        delta = fs.isdir(fs.join(root, "_delta_log"))
+        if (not delta and root == folder and _DELTA_PREFIX.match(root.rstrip("/").rsplit("/", 1)[-1])
+                and any(_SPARK_PART.match(n) for n in names) and fs.isdir(fs.join(fs.dirname(root), "_delta_log"))):
+            root, delta = fs.dirname(root), True  # a random prefix folder (delta.randomizeFilePrefixes)
+        prefixed = delta and not _PARTITION.match(folder.rsplit("/", 1)[-1])
+        what = "random file prefix folder" if prefixed else "partition folder"
+        where = f"{root} (above its {what} {folder})" if root != folder else root
+        if delta:
             raise _log_says(pattern, names, "Parquet file", f"the Delta Lake table {where}", fs.join(root, "_delta_log"),
                             "which files are the table (those an overwrite, delete, merge or OPTIMIZE replaced stay "
                             "until VACUUM)", "deleted", "export the table's current version, e.g. "
