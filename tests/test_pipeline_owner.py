@@ -241,3 +241,26 @@ def test_a_file_system_without_locks_is_one_line_naming_it(tmp_path, monkeypatch
                                           r"the file system takes no file locks .*local disk, or an object store"):
         run(make_cfg(inp, out), log=quiet)
     assert not list(out.glob("train-*"))
+
+
+def test_an_output_folder_inside_another_runs_is_refused(tmp_path):
+    """A second run with ``output.dir = "out/sft"`` beside a first with ``"out"``: its shards were
+    written inside the first run's folder, and ``datasets.load_dataset("parquet", data_dir="out")``
+    read both runs' rows as one dataset (explore22: 2 rows, units [0, 0], of a 1-row folder).
+    Refused before anything is written; so is ``--overwrite`` into a folder holding another
+    run's output beside other files; a sibling folder is fine."""
+    inp = corpus(tmp_path)
+    run(make_cfg(inp, tmp_path / "out"), log=quiet)
+    before = snapshot(tmp_path / "out")
+    with pytest.raises(OutputError, match=rf"^output.dir: {tmp_path}/out/sft is inside {tmp_path}/out, the output "
+                                          rf"folder of another rmlprep run \(it holds {OWNER_NAME}\): the two runs' "
+                                          r"shards would be one tree"):
+        run(make_cfg(inp, tmp_path / "out" / "sft"), log=quiet)
+    assert snapshot(tmp_path / "out") == before
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "notes.txt").write_text("mine\n")
+    (tmp_path / "out").rename(tmp_path / "proj" / "tok")
+    with pytest.raises(OutputError, match=rf"^output.dir: {tmp_path}/proj holds tok/, the output folder of another "
+                                          r"rmlprep run"):
+        run(make_cfg(inp, tmp_path / "proj"), overwrite=True, log=quiet)
+    assert run(make_cfg(inp, tmp_path / "sft"), log=quiet)["totals"]["documents"] == 60

@@ -14,6 +14,8 @@ run looks at the folder (:func:`check_owner`, reading only):
   written is resumed like any other;
 - holding what an earlier rmlprep wrote before the marker existed (its ``.rmlprep.lock``, a
   ``manifest.json`` or a done marker with a config hash): rmlprep's, and claimed;
+- inside another run's output folder (one above it holds :data:`OWNER_NAME`): refused, as is a
+  folder holding one under ``--overwrite``, since one tree of two runs' shards reads as one dataset;
 - anything else is refused, one :class:`~rmlprep.errors.OutputError` line naming the folder and
   files it holds. When every such file has a name rmlprep never writes (``notes.txt``, ``src/``),
   ``--overwrite`` lets the run write beside them, and they are kept as they are; when one has a
@@ -32,6 +34,7 @@ import json
 import time
 from typing import Any
 
+from .. import fs
 from .._version import __version__
 from ..config import RunConfig
 from ..errors import ConfigError, OutputError
@@ -81,11 +84,24 @@ def check_owner(out: OutputFolder, *, overwrite: bool) -> None:
     Raises:
         OutputError: the folder holds files rmlprep did not write, and either ``overwrite`` is
             not given or one of them has a name rmlprep writes (the line names the folder and
-            the files).
+            the files); it is inside another rmlprep run's output folder, or (with ``overwrite``)
+            holds one: the two runs' shards would be one tree (``load_dataset("parquet",
+            data_dir=...)`` of the outer folder read both: explore22's try, 2 rows of 1).
     """
+    if (above := _owner_above(str(out.path))) is not None:
+        raise OutputError(f"output.dir: {out.path} is inside {above}, the output folder of another rmlprep run (it "
+                          f"holds {OWNER_NAME}): the two runs' shards would be one tree, which "
+                          "load_dataset(\"parquet\", data_dir=...) or a **/*.parquet glob reads as one dataset; "
+                          "choose a folder outside it (a sibling)", path=str(out.path))
     if out.exists(OWNER_NAME):  # one request on a store, where listing a large folder takes many
         return
     names = out.entries()
+    if overwrite and (inner := next((n for n in names if n not in PLACEHOLDERS and not rmlprep_name(n)
+                                     and fs.exists(fs.join(str(out.path), n, OWNER_NAME))), None)):
+        raise OutputError(f"output.dir: {out.path} holds {inner}/, the output folder of another rmlprep run (it holds "
+                          f"{OWNER_NAME}): written beside it, the two runs' shards would be one tree, which "
+                          "load_dataset(\"parquet\", data_dir=...) or a **/*.parquet glob reads as one dataset; "
+                          "choose another folder", path=str(out.path))
     if not [n for n in names if n not in PLACEHOLDERS] or _written_by_rmlprep(out, names):
         return
     clash = [n for n in names if rmlprep_name(n)]
@@ -99,6 +115,17 @@ def check_owner(out: OutputFolder, *, overwrite: bool) -> None:
         raise OutputError(f"{why}: it holds {_some(names)}; choose an empty or new folder (--output), or pass "
                           "--overwrite to write the shards beside those files (kept as they are)",
                           path=str(out.path))
+
+
+def _owner_above(path: str) -> str | None:
+    """The nearest folder above ``path`` holding :data:`OWNER_NAME`, or None: one question per
+    level (a request each on an object store), asked once per run."""
+    here = fs.realpath(path) if not fs.is_remote(path) else path.rstrip("/")
+    while (up := fs.dirname(here)) and up.rstrip("/") != here.rstrip("/"):
+        if fs.exists(fs.join(up, OWNER_NAME)):
+            return up
+        here = up
+    return None
 
 
 def claim(out: OutputFolder) -> None:
