@@ -1832,6 +1832,25 @@ def test_glob_matching_directories_and_a_datasets_folder(tmp_path):
         plan_units(inp([f"{tmp_path}/c/*.jsonl/"]))  # only the directory sub.jsonl matches
 
 
+def test_a_glob_over_a_save_to_disk_folders_files_says_to_give_the_folder(tmp_path):
+    """``save_to_disk`` of 30 rows in 3 shards, then of 10 rows in 1 into the same folder
+    (datasets 4.x leaves the earlier shards beside the new one; state.json names only the new):
+    the folder reads its 10 rows; ``ds/*.arrow`` said "(4 matches: directories or datasets
+    metadata)", of the shards. The line now says they are the folder's files and to give the
+    folder."""
+    import datasets
+
+    d = tmp_path / "ds"
+    datasets.Dataset.from_dict({"text": [f"row {i}" for i in range(30)]}).save_to_disk(str(d), num_shards=3)
+    datasets.Dataset.from_dict({"text": [f"new {i}" for i in range(10)]}).save_to_disk(str(d), num_shards=1)
+    assert len(list(d.glob("*.arrow"))) == 4
+    with pytest.raises(ConfigError, match=rf"matches no corpus file \(4 matches: files of the datasets save_to_disk "
+                                          rf"folder {re.escape(str(d))}, which is read as a whole, by its state.json .*: "
+                                          rf"give the folder itself, input.paths = \['{re.escape(str(d))}'\]\)$"):
+        plan_units(inp([f"{d}/*.arrow"]))
+    assert read_full(plan_units(inp([d])))[0] == [f"new {i}" for i in range(10)]
+
+
 def _hub_shards(folder, present, total=4):
     """``folder/data/train-0000K-of-0000N.parquet`` for K in ``present``: 100 rows each, as
     ``datasets``' ``push_to_hub`` names a split's shards."""

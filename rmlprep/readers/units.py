@@ -135,7 +135,7 @@ def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike],
         if not hits:
             raise ConfigError(f"input.paths: the glob {pat!r} matches no file", path=pat)
         hf_dirs = [fs.realpath(h) for h in hits if fs.isdir(h) and is_hf_dir(h)]
-        kept = []
+        kept, in_hf = [], ""
         for h in hits:
             if ex and _inside(h, ex):
                 continue  # the run's own output folder is never input
@@ -144,12 +144,15 @@ def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike],
                     kept.append(h)
                 continue
             if _inside(fs.dirname(h), hf_dirs) or is_hf_dir(fs.dirname(h)):
+                in_hf = in_hf or fs.dirname(h)
                 continue  # state.json, data-*.arrow of a datasets folder
             kept.append(h)
         if not kept:  # (no path=: the glob resolved right, the run's note on relative paths would mislead)
             own = sum(1 for h in hits if ex and _inside(h, ex))
             what = (f"{own} of them in the output folder {exclude[0]}, which a run never reads" if own
-                    else "directories or datasets metadata")
+                    else f"files of the datasets save_to_disk folder {in_hf}, which is read as a whole, by its "
+                    f"state.json (an earlier save's files may remain beside the current ones): give the folder itself, "
+                    f"input.paths = [{in_hf!r}]" if in_hf else "directories or datasets metadata")
             raise ConfigError(f"input.paths: the glob {pat!r} matches no corpus file ({len(hits)} matches: {what})")
         check_shard_sets(pat, kept)
         check_cache_files(pat, kept)
