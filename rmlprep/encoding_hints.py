@@ -55,14 +55,19 @@ def binary_format(head: bytes) -> tuple[str, str] | None:
     return None if found is None or _reads_as_text(head) else found
 
 
+#: Spark and Hadoop write a part file's lz4 / Snappy / deflate in their own block format (``part-00000.json.lz4``)
+_HADOOP = "; a Spark or Hadoop part file's: hadoop fs -text FILE > OUT"
 #: compressions rmlprep does not read: (magic number at byte 0 or None, name, the suffixes that name it,
 #: the command that decompresses FILE). Source: the LZ4 frame format (0x184D2204 little-endian; the legacy
-#: format 0x184C2102), Snappy's framing_format.txt (stream identifier chunk ``ff 06 00 00 sNaPpY``), lzip's
+#: format 0x184C2102), Snappy's framing_format.txt (stream identifier chunk ``ff 06 00 00 sNaPpY``), zlib's
+#: default header (RFC 1950: ``78 9c``; Hadoop's DefaultCodec, Spark's ``compression="deflate"``), lzip's
 #: ``LZIP`` + version 1, lzop's 9-byte magic, compress(1)'s ``1f 9d``; Brotli has no magic number.
-OTHER_COMPRESSIONS = ((b"\x04\x22\x4d\x18", "lz4", (".lz4",), "lz4 -d FILE"),
+OTHER_COMPRESSIONS = ((b"\x04\x22\x4d\x18", "lz4", (".lz4",), "lz4 -d FILE" + _HADOOP),
                       (b"\x02\x21\x4c\x18", "lz4 (legacy format)", (), "lz4 -d FILE"),
-                      (b"\xff\x06\x00\x00sNaPpY", "Snappy (framing format)", (".sz", ".snappy"),
-                       "python -m snappy -d FILE OUT"),
+                      (b"\xff\x06\x00\x00sNaPpY", "Snappy", (".sz", ".snappy"),
+                       "python -m snappy -d FILE OUT for Snappy's framing format" + _HADOOP),
+                      (b"\x78\x9c", "zlib (deflate)", (".deflate",), "python3 -c \"import sys, zlib; sys.stdout.buffer."
+                       "write(zlib.decompress(sys.stdin.buffer.read()))\" < FILE > OUT" + _HADOOP),
                       (b"LZIP\x01", "lzip", (".lz",), "lzip -d FILE"),
                       (b"\x89LZO\x00\r\n\x1a\n", "lzop", (".lzo",), "lzop -d FILE"),
                       (b"\x1f\x9d", "Unix compress", (".z",), "uncompress FILE"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 import shutil
 import json
 import re
@@ -2200,7 +2201,12 @@ _ORC = _orc_bytes()
 @pytest.mark.parametrize("name,data,fmt,match", [
     pytest.param("x.jsonl.lz4", _LZ4, None, r"^input.paths: \S+: is lz4-compressed \(its name ends in \.lz4\), which "
                  r"rmlprep does not read \(it reads gzip, zstd, bzip2 and xz, named \.gz, \.zst, \.bz2, \.xz\): "
-                 r"decompress it \(lz4 -d FILE\) and give that file, or recompress it with zstd$", id="lz4-by-name"),
+                 r"decompress it \(lz4 -d FILE; a Spark or Hadoop part file's: hadoop fs -text FILE > OUT\) and give "
+                 r"that file, or recompress it with zstd$", id="lz4-by-name"),
+    pytest.param("part-00000.json.deflate", zlib.compress(b'{"text": "a"}\n'), None, r"is zlib \(deflate\)-compressed "
+                 r"\(its name ends in \.deflate\)", id="spark-deflate-by-name"),
+    pytest.param("x.jsonl", zlib.compress(b'{"text": "a"}\n'), None, r"is zlib \(deflate\)-compressed \(magic number "
+                 r"78 9c at byte 0\)", id="zlib-named-jsonl"),
     pytest.param("x.jsonl.lz4", _LZ4, "jsonl", r"is lz4-compressed \(magic number 04 22 4d 18 at byte 0\)",
                  id="lz4-as-jsonl"),
     pytest.param("x.jsonl", _LZ4_LEGACY, None, r"is lz4 \(legacy format\)-compressed", id="lz4-legacy-named-jsonl"),
@@ -2222,7 +2228,8 @@ def test_a_compression_rmlprep_does_not_read_is_named(tmp_path, name, data, fmt,
     ... the file looks truncated (an interrupted download or copy?); fetch it again": a wrong
     cause. An lz4 file (or Snappy's framing format, lzip, lzop, compress(1): their magic numbers;
     Brotli, which has none: its ``.br``) is now named as such with the command that decompresses
-    it. So are ORC and Avro files (ORC read as JSONL was "cut short" too; by name, "cannot tell
+    it; Spark's ``compression="deflate"`` (``part-00000.json.deflate``, zlib) too. So are ORC and
+    Avro files (ORC read as JSONL was "cut short" too; by name, "cannot tell
     the format"), with the conversion to a format rmlprep reads; a CSV whose header starts with
     ``ORC`` (``ORCID,text``) is text, and reads."""
     p = tmp_path / name
