@@ -876,7 +876,7 @@ def test_the_same_text_in_another_compression_is_named(tmp_path):
 
 def test_one_name_in_two_formats_is_named(tmp_path):
     """A dataset repository holding its split twice (``train.jsonl`` and the Hub's converted
-    ``train.parquet``; ``valid.csv`` and ``valid.jsonl.gz``) read by ``d/*``: every row trained
+    ``train.parquet``; ``valid.csv`` and ``valid.jsonl.gz``) read by ``d/*`` (now one entry per split): every row trained
     twice, and neither warning above could tell (other bytes, other formats): 2 + 2 rows gave 4
     documents, no word. The plan names the pair by their names (no read); ``test.jsonl`` alone
     and ``a.jsonl`` beside ``a.jsonl.gz`` (the compression warning's) are not named here."""
@@ -895,7 +895,10 @@ def test_one_name_in_two_formats_is_named(tmp_path):
     (d / "valid.jsonl.gz").write_bytes(gzip.compress(b'{"text": "first valid"}\n'))
     (d / "a.jsonl").write_text(lines.replace("document", "a"))
     (d / "a.jsonl.gz").write_bytes(gzip.compress(lines.replace("document", "b").encode()))
-    cfg = config_from_dict({"input": {"paths": [f"{d}/*"]}, "tokenizer": {"path": str(TINY)},
+    # each split its own entry: one glob over train and test files is refused (test_readers'
+    # test_a_glob_over_a_train_and_an_eval_split_is_refused); the pair warning is the plan's, across entries
+    paths = [f"{d}/train*", f"{d}/test*", f"{d}/valid*", f"{d}/a*"]
+    cfg = config_from_dict({"input": {"paths": paths}, "tokenizer": {"path": str(TINY)},
                             "pack": {"seq_len": 64}, "output": {"dir": str(tmp_path / "out")}})
     logs: list[str] = []
     plan(cfg, log=logs.append)

@@ -1852,6 +1852,33 @@ def test_a_glob_over_a_save_to_disk_folders_files_says_to_give_the_folder(tmp_pa
     assert read_full(plan_units(inp([d])))[0] == [f"new {i}" for i in range(10)]
 
 
+def test_a_glob_over_a_train_and_an_eval_split_is_refused(tmp_path):
+    """A Hub dataset's folder (``data/train-00000-of-00002.parquet``, ``-00001-``,
+    ``data/test-00000-of-00001.parquet``, ``data/validation-00000-of-00001.parquet``, 5 rows each):
+    ``data/*.parquet`` read all 20 rows into the shards, the test and validation rows trained on,
+    exit 0; ``datasets.load_dataset`` of the folder gives three splits (its split keywords: train,
+    test, validation/valid/dev/val, ...). Refused, naming a file of each; each split as its own
+    entry reads; a glob whose fixed part names a split (``training/*``) is not judged by it."""
+    d = tmp_path / "data"
+    d.mkdir()
+    for split, n in (("train", 2), ("test", 1), ("validation", 1)):
+        for i in range(n):
+            pq.write_table(pa.table({"text": [f"{split} {i} {j}" for j in range(5)]}), d / f"{split}-{i:05d}-of-{n:05d}.parquet")
+    with pytest.raises(InputError, match=rf"the glob '{re.escape(str(d))}/\*.parquet' matches files of the train split "
+                                         r"and of the test split \(\S+/train-00000-of-00002.parquet, \S+/test-00000-of-"
+                                         r"00001.parquet\), as datasets tells splits by file and folder names: read as "
+                                         r"one dataset, the test rows would be trained on"):
+        plan_units(inp([f"{d}/*.parquet"]))
+    assert len(read_full(plan_units(inp([f"{d}/train-*", f"{d}/test-*", f"{d}/validation-*"])))[0]) == 20
+    assert len(read_full(plan_units(inp([f"{d}/train-*"])))[0]) == 10
+    (tmp_path / "training" / "dev").mkdir(parents=True)
+    (tmp_path / "training" / "a.jsonl").write_text('{"text": "a"}\n')
+    (tmp_path / "training" / "dev" / "b.jsonl").write_text('{"text": "b"}\n')
+    with pytest.raises(InputError, match=r"train split and of the validation split"):
+        plan_units(inp([f"{tmp_path}/**/*.jsonl"]))
+    assert len(plan_units(inp([f"{tmp_path}/training/**/*.jsonl"]))) == 2
+
+
 def _hub_shards(folder, present, total=4):
     """``folder/data/train-0000K-of-0000N.parquet`` for K in ``present``: 100 rows each, as
     ``datasets``' ``push_to_hub`` names a split's shards."""

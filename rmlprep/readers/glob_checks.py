@@ -4,7 +4,8 @@ folder's split files together with its ``.map()`` / ``.filter()`` results (:func
 or two revisions of one dataset in the Hub's cache (:func:`check_hub_revisions`), or the output of a
 Spark or Hadoop job that never committed (:func:`check_spark_output`), or the base files of an Apache
 Hudi table (:func:`check_hudi_tables`), or the files of another rmlprep run's output folder
-(:func:`check_rmlprep_output`)."""
+(:func:`check_rmlprep_output`), or files of a train split with an evaluation split's
+(:func:`check_split_mix`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .. import fs
 from ..errors import InputError
 
 __all__ = ["check_shard_sets", "check_cache_files", "check_hub_revisions", "check_spark_output", "check_hudi_tables",
-           "check_rmlprep_output"]
+           "check_rmlprep_output", "check_split_mix"]
 
 #: ``<prefix>-<index>-of-<count><rest>``: the names ``datasets`` (``push_to_hub``, its cache:
 #: ``{split}-{index:05d}-of-{num_shards:05d}``) and TensorFlow give the shards of one set.
@@ -48,6 +49,13 @@ _RMLPREP_NAME = re.compile(r"^(?:train-\d{5,}\.parquet|shard-\d{5,}\..+|rejects-
 #: partitioned table) writes each file under ``<table>/<delta.randomPrefixLength alphanumerics, 2 by default>/``
 #: instead of its partition folder (``DelayedCommitProtocol.newTaskTempFile``)
 _DELTA_PREFIX = re.compile(r"^[A-Za-z0-9]{1,8}$")
+#: a file or folder name that names a split, as ``datasets`` tells splits when it loads a folder or a Hub
+#: repository (``datasets.data_files``: SPLIT_KEYWORDS, and NON_WORDS_CHARS around the keyword: ``train-00000-of-00002``,
+#: ``dev.jsonl``, ``data/test/``); Source: datasets 5.2.0, data_files.py
+_SPLIT_NAME = {split: re.compile(rf"(?:^|[-._ 0-9])(?:{'|'.join(words)})(?:$|[-._ 0-9])", re.IGNORECASE)
+               for split, words in (("train", ("train", "training")),
+                                    ("validation", ("validation", "valid", "dev", "val")),
+                                    ("test", ("test", "testing", "eval", "evaluation")))}
 #: a partition folder of ``partitionBy`` (``year=2024``): the job's markers are above it
 _PARTITION = re.compile(r"^[^=/]+=[^/]*$")
 
@@ -363,3 +371,46 @@ def check_rmlprep_output(pattern: str, hits: list[str]) -> None:
                 f"folder of another rmlprep run ({matched[0].rpartition('/')[2]}{' ...' if n > 1 else ''}): its shards, "
                 "rejects and reports are not corpus files; narrow the glob to the corpus (its suffix or folder), or "
                 "move that output out of the input folder", path=folder)
+
+
+def _split_of(rel: str) -> str | None:
+    """The split ``datasets`` would put a file in, by its name, else its folders' (nearest
+    first), relative to the glob's fixed folder; None when none names one."""
+    segs = rel.split("/")
+    for seg in [segs[-1], *reversed(segs[:-1])]:
+        found = [split for split, rx in _SPLIT_NAME.items() if rx.search(seg)]
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def check_split_mix(pattern: str, hits: list[str]) -> None:
+    """Refuse one glob matching files of the train split and of an evaluation split (validation
+    or test), as ``datasets`` names splits by file and folder names (:data:`_SPLIT_NAME`).
+
+    A Hub dataset's folder holds each split's files (``data/train-00000-of-00002.parquet``,
+    ``data/test-00000-of-00001.parquet``, ``validation/...``); ``load_dataset`` reads them as
+    separate splits, a glob as one dataset. Worked example: ``data/*.parquet`` over 2 train, 1
+    test and 1 validation shard of 5 rows each read 20 rows into the shards, the test and
+    validation rows trained on (exit 0). Giving each split as its own entry of ``input.paths``
+    (``["data/train-*", "data/test-*"]``) says every split is meant, and reads; names above the
+    glob's first wildcard are not judged (``runs/training/*.jsonl``).
+
+    Raises:
+        InputError: the two splits, with a file of each.
+    """
+    segs = pattern.split("/")
+    fixed = next((i for i, seg in enumerate(segs) if any(c in seg for c in "*?[")), len(segs))
+    base = "/".join(segs[:fixed]).rstrip("/") + "/"
+    found: dict[str, str] = {}
+    for h in hits:
+        rel = h[len(base):] if h.startswith(base) else h.rstrip("/").rsplit("/", 1)[-1]
+        if (split := _split_of(rel)) is not None:
+            found.setdefault(split, h)
+    other = next((s for s in ("test", "validation") if s in found), None)
+    if "train" in found and other is not None:
+        raise InputError(
+            f"input.paths: the glob {pattern!r} matches files of the train split and of the {other} split "
+            f"({found['train']}, {found[other]}), as datasets tells splits by file and folder names: read as one "
+            f"dataset, the {other} rows would be trained on; narrow the glob to the train files, or, if every split "
+            "is meant, give each as its own entry of input.paths", path=found[other])

@@ -21,7 +21,7 @@ from .csvfile import csv_header, read_csv
 from .jsonl import EMPTY_VALUES, plan_jsonl, read_jsonl
 from .parquet import plan_parquet, read_parquet
 from .glob_checks import (check_cache_files, check_hub_revisions, check_hudi_tables, check_rmlprep_output,
-                          check_shard_sets, check_spark_output)
+                          check_shard_sets, check_spark_output, check_split_mix)
 from .stdlib import read_stdlib, stdlib_files
 
 _JSONL_EXT = (".jsonl", ".json", ".ndjson")
@@ -160,6 +160,7 @@ def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike],
         check_spark_output(pat, kept, log)
         check_hudi_tables(pat, kept)
         check_rmlprep_output(pat, kept)
+        check_split_mix(pat, kept)
         return kept
     if not fs.exists(pat):
         raise ConfigError(f"input.paths: {pat} does not exist", path=pat)
