@@ -1879,6 +1879,24 @@ def test_a_glob_over_a_train_and_an_eval_split_is_refused(tmp_path):
     assert len(plan_units(inp([f"{tmp_path}/training/**/*.jsonl"]))) == 2
 
 
+def test_a_glob_leaves_out_a_dataset_card_as_datasets_does(tmp_path):
+    """``repo/*`` over a Hub dataset repository (``README.md``, ``dataset_infos.json``,
+    ``train.jsonl``) was refused: README.md "is plain text ... make one: jq -Rsc '{text: .}' FILE >
+    FILE.jsonl", a fix that trains on the dataset card. datasets' data_files patterns leave those
+    names out (FILES_TO_IGNORE) unless the pattern names one; so does a glob now, and the log says
+    so. Named as a path, README.md is still refused as plain text."""
+    (tmp_path / "README.md").write_text("---\nlicense: mit\n---\n# My dataset\n")
+    (tmp_path / "dataset_infos.json").write_text('{"default": {}}')
+    (tmp_path / "train.jsonl").write_text('{"text": "a"}\n{"text": "b"}\n')
+    logs: list[str] = []
+    units = plan_units(inp([tmp_path / "*"]), log=logs.append)
+    assert [Path(u.path).name for u in units] == ["train.jsonl"]
+    assert logs == [f"input: the glob '{tmp_path}/*' leaves out {tmp_path}/README.md, {tmp_path}/dataset_infos.json: "
+                    "a dataset card or metadata, which datasets never reads as data"]
+    with pytest.raises(ConfigError, match=r"README.md is plain text, which rmlprep does not read"):
+        plan_units(inp([tmp_path / "README.md"]))
+
+
 def _hub_shards(folder, present, total=4):
     """``folder/data/train-0000K-of-0000N.parquet`` for K in ``present``: 100 rows each, as
     ``datasets``' ``push_to_hub`` names a split's shards."""

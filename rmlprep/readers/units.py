@@ -25,6 +25,10 @@ from .glob_checks import (check_cache_files, check_hub_revisions, check_hudi_tab
 from .stdlib import read_stdlib, stdlib_files
 
 _JSONL_EXT = (".jsonl", ".json", ".ndjson")
+#: files a glob leaves out, as datasets' data_files patterns do (FILES_TO_IGNORE, unless the glob's own last
+#: part names one): a Hub repository's dataset card and metadata, never data. Source: datasets 5.2.0, data_files.py
+_NOT_DATA = frozenset({"README.md", "config.json", "dataset_info.json", "dataset_infos.json", "dummy_data.zip",
+                       "dataset_dict.json"})
 #: the names of files a transfer is still writing: Firefox ``.part``, Chrome ``.crdownload``, Safari
 #: ``.download``, ``huggingface_hub``'s ``.incomplete``, gsutil / gcloud storage ``_.gstmp``, ``.partial``
 _UNFINISHED = (".part", ".partial", ".crdownload", ".download", ".incomplete", "_.gstmp")
@@ -135,7 +139,8 @@ def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike],
         if not hits:
             raise ConfigError(f"input.paths: the glob {pat!r} matches no file", path=pat)
         hf_dirs = [fs.realpath(h) for h in hits if fs.isdir(h) and is_hf_dir(h)]
-        kept, in_hf = [], ""
+        kept, in_hf, ignored = [], "", []
+        not_data = _NOT_DATA - {pat.rstrip("/").rsplit("/", 1)[-1]}
         for h in hits:
             if ex and _inside(h, ex):
                 continue  # the run's own output folder is never input
@@ -146,7 +151,14 @@ def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike],
             if _inside(fs.dirname(h), hf_dirs) or is_hf_dir(fs.dirname(h)):
                 in_hf = in_hf or fs.dirname(h)
                 continue  # state.json, data-*.arrow of a datasets folder
+            if h.rstrip("/").rsplit("/", 1)[-1] in not_data:
+                ignored.append(h)
+                continue
             kept.append(h)
+        check_rmlprep_output(pat, sorted(kept + ignored))
+        if ignored and log is not None:
+            log(f"input: the glob {pat!r} leaves out {', '.join(ignored[:3])}{' ...' if len(ignored) > 3 else ''}: "
+                "a dataset card or metadata, which datasets never reads as data")
         if not kept:  # (no path=: the glob resolved right, the run's note on relative paths would mislead)
             own = sum(1 for h in hits if ex and _inside(h, ex))
             what = (f"{own} of them in the output folder {exclude[0]}, which a run never reads" if own
@@ -159,7 +171,6 @@ def _expand_one(pat: str, ex: list[str], exclude: Sequence[str | os.PathLike],
         check_hub_revisions(pat, kept)
         check_spark_output(pat, kept, log)
         check_hudi_tables(pat, kept)
-        check_rmlprep_output(pat, kept)
         check_split_mix(pat, kept)
         return kept
     if not fs.exists(pat):
