@@ -74,19 +74,26 @@ OTHER_COMPRESSIONS = ((b"\x04\x22\x4d\x18", "lz4", (".lz4",), "lz4 -d FILE" + _H
                       (None, "Brotli", (".br",), "brotli -d FILE"))
 
 
+#: how to make a CSV file of a spreadsheet
+_SHEET = ("to CSV: save it as \"CSV UTF-8\" (Excel, LibreOffice), or python3 -c \"import pandas as p; "
+          "p.read_excel('FILE').to_csv('OUT.csv', index=False)\"")
 #: file formats rmlprep does not read: (magic number at byte 0, what it is, the suffixes that name it, how
 #: to convert FILE). Source: the ORC specification (``ORC`` at byte 0), Avro's object container files
-#: (``Obj`` and 1).
+#: (``Obj`` and 1), OLE2's compound file signature (``.xls``); an ``.xlsx`` / ``.ods`` is a zip (told by its name:
+#: a zip's advice, to extract it, would give XML).
 OTHER_FORMATS = ((b"ORC", "an ORC file", (".orc",), "to Parquet: python3 -c \"import pyarrow.orc as o, pyarrow.parquet "
                   "as p; p.write_table(o.read_table('FILE'), 'OUT.parquet')\""),
                  (b"Obj\x01", "an Avro object container file", (".avro",),
-                  "to JSON Lines: avro-tools tojson FILE > OUT.jsonl"))
+                  "to JSON Lines: avro-tools tojson FILE > OUT.jsonl"),
+                 (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (an OLE2 file)", (".xls",), _SHEET),
+                 (None, "a spreadsheet workbook (a zip of XML)", (".xlsx", ".xlsm", ".ods"), _SHEET))
 
 
 def other_compression(path: str, head: bytes | None = None) -> str | None:
     """The refusal of a file compressed in a way rmlprep does not read (:data:`OTHER_COMPRESSIONS`)
-    or of a format it does not read (:data:`OTHER_FORMATS`: ORC, Avro), told by ``head`` (its
-    first bytes) or, without it, by the name's last suffix; else None. Such a file read as text
+    or of a format it does not read (:data:`OTHER_FORMATS`: ORC, Avro, spreadsheets), told by
+    ``head`` (its first bytes) or, without it or for a kind without a magic number of its own
+    (Brotli; an ``.xlsx`` is a zip), by the name's last suffix; else None. Such a file read as text
     (``input.format = "jsonl"``) was refused as "the last line is cut short ... the file looks
     truncated", a cause that sends one to fetch it again."""
     low = str(path).lower()
@@ -94,7 +101,7 @@ def other_compression(path: str, head: bytes | None = None) -> str | None:
         if head is not None and magic is not None and head.startswith(magic) and not (
                 magic[:1].isalpha() and _reads_as_text(head)):  # a CSV header "ORCID,text" is text
             how = f"magic number {magic[:4].hex(' ')} at byte 0"
-        elif head is None and suffixes and low.endswith(suffixes):
+        elif (head is None or magic is None) and suffixes and low.endswith(suffixes):
             how = f"its name ends in {path[-len(next(x for x in suffixes if low.endswith(x))):]}"
         else:
             continue

@@ -2243,6 +2243,21 @@ def _orc_bytes() -> bytes:
 _ORC = _orc_bytes()
 
 
+def _xlsx_bytes() -> bytes:
+    """A zip holding an Office Open XML workbook's first parts (what an .xlsx is; no Excel
+    writer is installed here): its magic is a zip's, its name tells it."""
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("xl/workbook.xml", "<workbook/>")
+    return buf.getvalue()
+
+
+_XLSX = _xlsx_bytes()
+
+
 @pytest.mark.parametrize("name,data,fmt,match", [
     pytest.param("x.jsonl.lz4", _LZ4, None, r"^input.paths: \S+: is lz4-compressed \(its name ends in \.lz4\), which "
                  r"rmlprep does not read \(it reads gzip, zstd, bzip2 and xz, named \.gz, \.zst, \.bz2, \.xz\): "
@@ -2264,6 +2279,12 @@ _ORC = _orc_bytes()
                  r"'OUT.parquet'\)\"$", id="orc-by-name"),
     pytest.param("x.orc", _ORC, "parquet", r"is an ORC file \(magic number 4f 52 43 at byte 0\)", id="orc-as-parquet"),
     pytest.param("x.jsonl", _ORC, None, r"is an ORC file \(magic number 4f 52 43 at byte 0\)", id="orc-named-jsonl"),
+    pytest.param("x.xlsx", _XLSX, "csv", r"is a spreadsheet workbook \(a zip of XML\) \(its name ends in \.xlsx\), .*"
+                 r"convert it to CSV: save it as \"CSV UTF-8\"", id="xlsx-as-csv"),
+    pytest.param("x.csv", bytes.fromhex("d0cf11e0a1b11ae1") + bytes(504), None, r"is an Excel 97-2003 workbook \(an "
+                 r"OLE2 file\) \(magic number d0 cf 11 e0 at byte 0\)", id="xls-named-csv"),
+    pytest.param("x.jsonl.br", b'{"text": "a"}\n', "jsonl", r"is Brotli-compressed \(its name ends in \.br\)",
+                 id="brotli-as-jsonl"),
     pytest.param("x.avro", b"Obj\x01\x04\x14avro.codec", None, r"is an Avro object container file \(its name ends in "
                  r"\.avro\), .*convert it to JSON Lines: avro-tools tojson FILE > OUT.jsonl$", id="avro-by-name"),
 ])
@@ -2276,7 +2297,8 @@ def test_a_compression_rmlprep_does_not_read_is_named(tmp_path, name, data, fmt,
     it; Spark's ``compression="deflate"`` (``part-00000.json.deflate``, zlib) too. So are ORC and
     Avro files (ORC read as JSONL was "cut short" too; by name, "cannot tell
     the format"), with the conversion to a format rmlprep reads; a CSV whose header starts with
-    ``ORC`` (``ORCID,text``) is text, and reads."""
+    ``ORC`` (``ORCID,text``) is text, and reads. A spreadsheet (``.xlsx``, a zip: "extract it",
+    which gives XML; ``.xls``, an OLE2 file) and a ``.br`` under ``input.format`` are named too."""
     p = tmp_path / name
     p.write_bytes(data)
     with pytest.raises(RmlprepError, match=match):
