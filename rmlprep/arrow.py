@@ -124,6 +124,7 @@ class TokenizeChat(_MapFunction):
     _what = "messages"
     ignore_media = False  # set only when True (see tokenize_chat), so existing fingerprints hold
     train_turns = "all"  # likewise, set only when "last"
+    join_text_parts = None  # likewise, set only when given
     warn = True  # the sft run sets it False: its summary names what the warning would say
 
     @staticmethod
@@ -191,17 +192,18 @@ class TokenizeChat(_MapFunction):
         return self._writer
 
     def _encode(self, values: list, where, column=None):
-        from .chat.convert import json_tools, parameters_as_text, undefined_tool_calls
+        from .chat.convert import join_text_parts, json_tools, parameters_as_text, undefined_tool_calls
         from .chat.encode import encode_segments
         from .chat.fmt_mistral import tokenizer_options
         from .chat.messages import with_system_prompt
-        from .chat.registry import write
+        from .chat.registry import get_format, write
         from .chat.template import parsed_special_text
 
         tok = self.tokenizer
         fmt = self.fmt
         gen = self.add_generation_prompt
         options = tokenizer_options(tok, fmt, self.options)  # mistral-v3's tool results on a .model
+        f = None if fmt == "template" else get_format(fmt)  # (the template is given text parts as they are)
         n = len(values)
         errors: dict[int, str] = {}
         ids_buf = array(_U32)
@@ -220,6 +222,7 @@ class TokenizeChat(_MapFunction):
                     self._fail(i, why, where, errors)
                     continue
             try:
+                messages, joined = join_text_parts(messages, f, self.join_text_parts)
                 if self.json_tools:
                     messages, tools, k = json_tools(messages, tools)
                     self._stats["json_tool_calls"] += k
@@ -254,6 +257,7 @@ class TokenizeChat(_MapFunction):
                 continue
             for key in template_differences(messages, out, fmt, special, tools=tools, gen=gen, options=options):
                 self._count_warned(key)
+            self._stats["text_parts_joined"] += joined > 0  # as join_text_parts chose (unset: refused above)
             for k, n in out.notes.items():  # reasoning_dropped, answers_without_think, history_untrained
                 self._stats[k] += n
                 if k == "answers_without_think" and self._stats[k] == n and self.warn:  # the first: said once
@@ -297,6 +301,7 @@ def tokenize_chat(
     no_assistant: str | None = None,
     text_markers: bool = False,
     train_turns: str = "all",
+    join_text_parts: str | None = None,
     on_error: str = "raise",
     output_column: str = "input_ids",
     mask_column: str = "assistant_masks",
@@ -374,6 +379,11 @@ def tokenize_chat(
             turns stay as context, out of the mask, counted in ``fn.stats["history_untrained"]``;
             a conversation with no assistant turn after its last user message is handled as
             ``no_assistant`` says. Not with ``"template"`` (ConfigError).
+        join_text_parts: the join of a content given as two or more text parts to a format
+            whose template takes only a string (``"\\n"``: vLLM's; ``""``: as templates that
+            iterate parts write them), counted in ``fn.stats["text_parts_joined"]``. None
+            (default): such a conversation is a row error, as that template has no join
+            (:func:`rmlprep.chat.convert.join_text_parts`). Not with ``"template"`` (ConfigError).
         on_error: ``"raise"`` or ``"record"``; a conversation the schema or the format
             refuses is a row error with the reason.
         output_column, mask_column, labels_column: names of the list<uint32>, list<uint8> and
@@ -389,7 +399,8 @@ def tokenize_chat(
             ``"template"`` and a template that reads a GGUF's defaulted bos/eos; the format's
             turn terminator is not a special token of the tokenizer (see ``text_markers``);
             ``train_on_reasoning=False`` with a format that has no reasoning; a ``train_turns`` other
-            than ``"all"``/``"last"``, or ``"last"`` with ``"template"``. When called: a
+            than ``"all"``/``"last"``, or ``"last"`` with ``"template"``; a ``join_text_parts``
+            not a string, or given with ``"template"``. When called: a
             batch with a tools, system-prompt or media column it would not read (see
             ``tools_column``, ``system_column``, ``ignore_media``); the messages column alone
             (``datasets.map(..., input_columns=["messages"])``) holding tool calls while
@@ -407,7 +418,7 @@ def tokenize_chat(
     from .chat.encode import auto_format, missing_stop_token, stop_token_refusal, template_specials, train_turns_refusal
     from .chat.detect import named_templates_note
     from .hf import tool_use_hint
-    from .chat.registry import get_format, resolve_options, untrained_reasoning_refusal
+    from .chat.registry import get_format, join_parts_refusal, resolve_options, untrained_reasoning_refusal
     from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens
 
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)
@@ -440,7 +451,7 @@ def tokenize_chat(
         raise ConfigError(f"no_assistant={no_assistant!r}: use 'keep' or 'reject'")
     if not train_on_reasoning and (why := untrained_reasoning_refusal(fmt)):
         raise ConfigError(f"tokenize_chat(fmt={fmt!r}, train_on_reasoning=False): {why}")
-    if why := train_turns_refusal(fmt, train_turns):
+    if why := train_turns_refusal(fmt, train_turns) or join_parts_refusal(fmt, join_text_parts):
         raise ConfigError(f"tokenize_chat(fmt={fmt!r}): {why}")
     return TokenizeChat(tok, {
         "column": column,
@@ -448,6 +459,7 @@ def tokenize_chat(
         "system_column": system_column,
         **({"ignore_media": True} if ignore_media else {}),
         **({"train_turns": "last"} if train_turns == "last" else {}),
+        **({"join_text_parts": join_text_parts} if join_text_parts is not None else {}),
         "fmt": fmt,
         "template": tok.chat_template if fmt == "template" else None,
         # set only when there are some, so existing fingerprints hold (see TokenizeChat._template_writer)

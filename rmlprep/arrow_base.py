@@ -41,13 +41,16 @@ __all__ = ["OUTPUT_VERSION", "count_errors"]
 
 #: Bumped whenever the output of a callable changes for the same spec and options, so that
 #: ``datasets`` fingerprints (and caches) computed by an older rmlprep are not reused.
-OUTPUT_VERSION = 7  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
+OUTPUT_VERSION = 8  # 2: lone surrogates replaced as tiktoken does (rmlprep.segment)
 # 3: an unbatched datasets.map call is one example (it was iterated as a batch: one row per character)
 # 4: tools keep JSON's nulls, Arrow struct columns read without their null fields
 # 5: ... in an unbatched datasets.map call too (its LazyRow's table types)
 # 6: chat on a SentencePiece .model read alone: one '▁' per text between special tokens (cf67745;
 #    llama2 on Llama 2's .model encodes where it was refused, on Mistral v3's is refused where it encoded)
 # 7: qwen3 refuses an answer holding text its template drops (before <think>, between two </think>)
+# 8: a content of two or more text parts is a row error for a format whose template takes a string, unless
+#    join_text_parts is given (it was joined with ""); mistral-v3 on a .model read alone writes plain-text tool
+#    results as mistral-common does (c4d7c9b, which raised no version)
 
 _ON_ERROR = ("raise", "record")
 _INT32_MAX = 2**31 - 1

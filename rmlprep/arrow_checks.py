@@ -56,10 +56,6 @@ _FIRST_WARNING = {
     "tool_arguments_from_string": "a conversation gives a tool call's arguments as a string of JSON: it is parsed and "
     "written as the format writes a mapping, where transformers' apply_chat_template writes the string as it is "
     "(Qwen3, Hermes 3) or encodes it again (Qwen2.5, Llama 3.1, gpt-oss): give arguments as mappings to match it",
-    "text_parts_joined": "a conversation gives a content as two or more text parts, which rmlprep joins with '' (as "
-    "templates that iterate parts write them); this format's template takes only a string (transformers' "
-    "apply_chat_template raises on the list or writes its Python repr) and vLLM joins parts with '\\n': join them "
-    "in the data to choose",
 }
 
 
@@ -114,9 +110,10 @@ def template_differences(messages: list, out: Out, fmt: str, special: bool, *, t
         tools, gen, options: as the conversation was written (``gen``: add_generation_prompt).
     Returns:
         Zero or more of ``special_text_parsed`` / ``special_text_as_text``,
-        ``tool_arguments_from_string``, ``text_parts_joined``, ``reasoning_key_unread``.
+        ``tool_arguments_from_string``, ``reasoning_key_unread`` (``text_parts_joined`` is counted
+        where the parts are joined: :func:`rmlprep.chat.convert.join_text_parts`).
     """
-    from .chat.convert import joined_text_parts, string_tool_arguments, unread_reasoning
+    from .chat.convert import string_tool_arguments, unread_reasoning
     from .chat.registry import get_format, write
 
     keys = []
@@ -124,8 +121,6 @@ def template_differences(messages: list, out: Out, fmt: str, special: bool, *, t
         keys.append("special_text_parsed" if fmt == "template" else "special_text_as_text")
     if string_tool_arguments(messages):
         keys.append("tool_arguments_from_string")
-    if fmt != "template" and joined_text_parts(messages, get_format(fmt)):  # the template itself takes lists
-        keys.append("text_parts_joined")
     if fmt != "template" and (bare := unread_reasoning(messages, get_format(fmt))) is not None:
         try:  # reasoning under a name the template does not read: does its text differ?
             same = write(bare, fmt, add_generation_prompt=gen, tools=tools, options=options).text() == out.text()

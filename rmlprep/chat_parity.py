@@ -46,7 +46,7 @@ from typing import Any
 
 from .chat import template_sha256
 from .chat._template_table import TEMPLATES as PROVED_TEMPLATES
-from .chat.convert import string_tool_arguments
+from .chat.convert import join_text_parts as _join_parts, string_tool_arguments
 from .chat_sample import LIVE_MAX_INVALID, iter_conversations, live_line, token_text as _token_text
 from .chat.detect import check_template_format, named_templates_note
 from .chat.encode import defaulted_refusal
@@ -247,7 +247,8 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
                     bos_token: str | None, eos_token: str | None, add_generation_prompt: bool = False,
                     options: Mapping[str, Any] | None = None, want: int | None = None,
                     max_invalid: int = LIVE_MAX_INVALID, no_assistant: str = "keep",
-                    label: str | None = None, tokenizer=None, ids: Sequence[Any] | None = None) -> dict[str, int]:
+                    label: str | None = None, tokenizer=None, ids: Sequence[Any] | None = None,
+                    join_text_parts: str | None = None) -> dict[str, int]:
     """Render conversations with a real chat template and compare them with rmlprep's ``fmt``.
 
     Each conversation is first checked (schema and format): a bad one is counted
@@ -278,6 +279,9 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
             run writes it (:func:`rmlprep.chat.fmt_mistral.tokenizer_options`: ``mistral-v3``'s
             tool results on a ``.model`` read alone are mistral-common's, so a template that writes
             them otherwise is a difference).
+        join_text_parts: ``chat.join_text_parts``: a content of two or more text parts is joined
+            so before both renders, or refused (None) as the run refuses it
+            (:func:`rmlprep.chat.convert.join_text_parts`).
     Returns:
         ``{"compared": n, "invalid": k, "arguments_from_string": m}`` (``m``: compared ones whose tool-call
         arguments, a string of JSON, both renders saw parsed: :func:`.chat.convert.string_tool_arguments`).
@@ -305,6 +309,7 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
         if (want is not None and counts["compared"] >= want) or counts["invalid"] >= max_invalid:
             break
         try:
+            msgs = _join_parts(msgs, f, join_text_parts)[0]  # as the run writes them (None: refused, a reject)
             conv = check_conversation(msgs, f, tools=tools)
             ours = write(conv, f, add_generation_prompt=add_generation_prompt, options=options).text()
         except ChatFormatError:
@@ -427,7 +432,7 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
 
             res = live_chat_check(fmt, template, iter_conversations(cfg, units), bos_token=bos, eos_token=eos,
                                   add_generation_prompt=chat["add_generation_prompt"], options=options, want=k,
-                                  no_assistant=chat["no_assistant"])
+                                  no_assistant=chat["no_assistant"], join_text_parts=chat.get("join_text_parts"))
             summary["live"] = {**res, "jinja2": jinja2.__version__}
             log(live_line(res, fmt, k))
     else:

@@ -152,6 +152,7 @@ class UnitCheck:
             res = live_chat_check(chat["format"], tokenizer.chat_template, convs, bos_token=bos, eos_token=eos,
                                   add_generation_prompt=chat["add_generation_prompt"], options=chat["options"] or {},
                                   no_assistant=chat["no_assistant"], max_invalid=len(convs) + 1,
+                                  join_text_parts=chat.get("join_text_parts"),
                                   label=f"a conversation sampled from unit {unit.index}", tokenizer=tokenizer,
                                   ids=taken_ids)
         except ParityError as e:

@@ -64,6 +64,7 @@ Schema (every key optional unless marked; unknown keys are refused, naming the k
     json_tools = false               # tools / tool calls written as JSON text → tools / tool_calls,
                                      # and tool parameters stored as JSON text → the schema object
     no_assistant = "reject"          # a conversation without an assistant turn: reject | keep
+    join_text_parts = "\\n"          # 2+ text parts to a format taking a string: joined so; unset: reject
     text_markers = false             # true: run a format whose turn terminator is not a special
                                      # token of this tokenizer, its markers written as text
                                      # (default: refused, the model would learn no stop token)
@@ -168,6 +169,7 @@ SCHEMA: dict[str, dict[str, tuple[tuple[type, ...], Any]]] = {
         "ignore_media": ((bool,), False),
         "json_tools": ((bool,), False),
         "no_assistant": ((str,), "reject"),
+        "join_text_parts": ((str,), None),
         "text_markers": ((bool,), False),
     },
     "pack": {
@@ -198,7 +200,7 @@ _PIPELINES = ("pretrain", "sft")
 # keys left out of the hash while at their default (added after configs were hashed without them)
 _HASHED_UNLESS_DEFAULT = {("output", "format"): "parquet", ("chat", "text_markers"): False,
                           ("chat", "system_column"): None, ("chat", "ignore_media"): False,
-                          ("chat", "train_turns"): "all"}
+                          ("chat", "train_turns"): "all", ("chat", "join_text_parts"): None}
 # pack.seq_len's ceiling is the pack functions' own (rmlprep.packing.common.MAX_SEQ_LEN, 2**24)
 _OVERFLOW = {"pretrain": ("wrap", "truncate", "drop"), "sft": ("truncate", "split", "drop")}
 # keys that change how a run goes but never its output bytes: left out of the config hash

@@ -9,7 +9,8 @@ from typing import Any
 
 from .chat import detect_chat_format
 from .chat.encode import train_turns_refusal
-from .chat.registry import config_format_error, get_format, resolve_options, untrained_reasoning_refusal
+from .chat.registry import (config_format_error, get_format, join_parts_refusal, resolve_options,
+                            untrained_reasoning_refusal)
 from .errors import ChatFormatError, ConfigError
 
 __all__ = ["check_chat", "check_chat_parity"]
@@ -56,7 +57,7 @@ def check_chat(chat: dict[str, Any], raw: dict[str, Any], pipeline: str, w: str)
             ``tokenizer.parse_special``, ``pack.bos`` or ``pack.eos`` set true in sft (the chat
             format writes BOS/EOS); a tools or system column of ``true`` or ""; an unknown
             ``no_assistant``; ``train_on_reasoning = false`` or ``train_turns`` the format cannot
-            honour; a ``[chat]`` section for another pipeline.
+            honour; a ``join_text_parts`` with ``"template"``; a ``[chat]`` section for another pipeline.
     """
     if pipeline != "sft":
         if "chat" in raw:
@@ -93,3 +94,5 @@ def check_chat(chat: dict[str, Any], raw: dict[str, Any], pipeline: str, w: str)
         raise ConfigError(f"{w}chat.train_on_reasoning = false: {why}")
     if why := train_turns_refusal(chat["format"], chat["train_turns"]):
         raise ConfigError(f"{w}chat.train_turns: {why}")
+    if why := join_parts_refusal(chat["format"], chat["join_text_parts"]):
+        raise ConfigError(f"{w}chat.join_text_parts: {why}")

@@ -119,6 +119,33 @@ def test_text_parts_joined_as_each_template_joins_them():
     assert "<start_of_turn>user\nHelloworld<end_of_turn>" in format_chat(msgs, "gemma3")  # each part stripped
 
 
+def test_join_text_parts_only_where_the_template_takes_a_string():
+    """Two text parts: joined with the chosen separator, or refused (None) naming the message,
+    the number of parts and the option, for a format whose template takes a string (chatml);
+    left as they are for one whose template iterates them (gemma3: it writes them as that
+    template does) and for one part. A content the schema refuses (an image part) is left for
+    the schema's own reason."""
+    from rmlprep.chat.convert import join_text_parts
+    from rmlprep.chat.registry import get_format
+
+    parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}, {"type": "text", "text": "c"}]
+    msgs = [u("q"), {"role": "assistant", "content": parts}]
+    chatml, gemma3 = get_format("chatml"), get_format("gemma3")
+    assert join_text_parts(msgs, chatml, "\n") == ([u("q"), {"role": "assistant", "content": "a\nb\nc"}], 1)
+    assert join_text_parts(msgs, chatml, "") == ([u("q"), {"role": "assistant", "content": "abc"}], 1)
+    assert msgs[1]["content"] is parts  # the row itself is not changed
+    with pytest.raises(ChatFormatError, match=r"message 1 \(assistant\): its content is 3 text parts, which chatml's "
+                       r"template does not join .* set join_text_parts='\\n' \(chat.join_text_parts"):
+        join_text_parts(msgs, chatml, None)
+    assert join_text_parts(msgs, gemma3, None) == (msgs, 0)
+    one = [u("q"), {"role": "assistant", "content": parts[:1]}]
+    assert join_text_parts(one, chatml, None) == (one, 0)
+    image = [{"role": "user", "content": [{"type": "image", "url": "x.png"}, parts[0]]}]
+    assert join_text_parts(image, chatml, None) == (image, 0)
+    with pytest.raises(ChatFormatError, match="media parts are refused"):
+        format_chat(image, "chatml")
+
+
 def test_json_tools_refuses_a_call_to_a_tool_the_conversation_does_not_define():
     """explorer E3: with json_tools, an answer that is JSON data shaped as a call
     ({"name": "Alice", "arguments": {...}}) in a conversation defining only `search` was

@@ -2118,39 +2118,88 @@ def test_live_id_check_leaves_special_text_to_its_count(tmp_path):
     assert m["parity"]["chat"]["live_units"]["compared"] == 4
 
 
+_TWO_PARTS = [{"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]},
+              {"role": "assistant", "content": "yo"}]
+
+
 @pytest.mark.parity
 @needs_jinja
 @pytest.mark.skipif(not (REAL_HF / "qwen2.5" / "tokenizer.json").exists(), reason=f"{REAL_HF}/qwen2.5 is absent")
-def test_several_text_parts_joined_for_a_string_template_are_counted(tmp_path):
+def test_several_text_parts_for_a_string_template_are_refused_unless_the_join_is_chosen(tmp_path):
     """A content of two text parts (``[{"type": "text", "text": "hi "}, {"type": "text", "text":
-    "there"}]``, as OpenAI and transformers accept) is written ``"hi there"`` by rmlprep's
-    ``qwen2.5`` (joined with ``""``, as templates that iterate parts write them), but Qwen2.5's own
-    template takes only a string: its jinja2 render raises (``can only concatenate str (not
-    "list") to str``, asserted below), and vLLM joins parts with ``"\\n"``: the join is rmlprep's
-    choice, never silent. Worked example: rows 0 (two parts), 1 (one part: nothing to choose) and
-    2 (a string): the run counts 1 (``text_parts_joined``) in the manifest and its summary, and
-    ``tokenize_chat`` warns once."""
-    import warnings
+    "there"}]``, as OpenAI and transformers accept) given to a format whose template takes only a
+    string: Qwen2.5's jinja2 render raises on it (``can only concatenate str (not "list") to
+    str``, asserted below) and vLLM joins parts with ``"\\n"``, so there is no join to follow.
+    rmlprep joined them with ``""`` (counted); now such a row is a reject naming the message,
+    the number of parts and the choice, and ``chat.join_text_parts`` chooses the join.
 
+    Worked example: rows 0 (two parts), 1 (one part: nothing to choose) and 2 (a string).
+    Unset: 2 documents, row 0 a reject. ``"\\n"``: 3 documents, 1 counted as joined, and the
+    live check renders row 0 as ``"hi \\nthere"`` with the template (a string, which it takes)
+    and matches rmlprep's text and ids on all 3. A folder whose marker holds rules 1 (written
+    when rmlprep joined with ``""``) is redone on resume, its row 0 now a reject."""
+    from rmlprep.chat import get_format
+    from rmlprep.chat.render import render
+    from rmlprep.load import load_tokenizer
+
+    one = [{"role": "user", "content": [{"type": "text", "text": "hi there"}]}, {"role": "assistant", "content": "yo"}]
+    plain = [{"role": "user", "content": "hi there"}, {"role": "assistant", "content": "yo"}]
+    tok = load_tokenizer(str(REAL_HF / "qwen2.5"))
+    assert "can only concatenate str" in render(tok.chat_template, _TWO_PARTS)["error"]  # the template has no join
+    inp = tmp_path / "c.jsonl"
+    _rows(inp, [{"messages": _TWO_PARTS}, {"messages": one}, {"messages": plain}])
+    out = tmp_path / "o"
+    c = cfg(inp, out, fmt="qwen2.5", tokenizer=str(REAL_HF / "qwen2.5"))
+    m = run(c, log=quiet)
+    assert m["totals"]["documents"] == 2 and m["totals"]["rejects"] == 1 and m["totals"]["text_parts_joined"] == 0
+    (rej,) = [json.loads(line) for f in (out / "rejects").iterdir() for line in f.read_text().splitlines()]
+    assert rej["row"] == 0 and rej["kind"] == "format_refused", rej
+    assert ("message 0 (user): its content is 2 text parts, which qwen2.5's template does not join" in rej["reason"]
+            and "chat.join_text_parts = \"\\n\"" in rej["reason"]), rej["reason"]
+
+    for p in out.glob("shard-*.done.json"):  # as the rmlprep that joined with "" wrote it
+        mk = json.loads(p.read_text())
+        assert mk["chat_rules"] == get_format("qwen2.5").rules > 1
+        p.write_text(json.dumps({**mk, "chat_rules": 1}))
+    logs: list[str] = []
+    m = run(c, resume=True, log=logs.append)
+    assert m["units_processed"] == 1 and m["totals"]["rejects"] == 1, logs
+    assert any("rules 2 of chat format 'qwen2.5' (chat_rules 1)" in x for x in logs), logs
+
+    logs = []
+    m = run(cfg(inp, tmp_path / "nl", fmt="qwen2.5", tokenizer=str(REAL_HF / "qwen2.5"),
+                chat={"join_text_parts": "\n"}), log=logs.append)
+    assert m["totals"]["documents"] == 3 and m["totals"]["rejects"] == 0 and m["totals"]["text_parts_joined"] == 1
+    assert m["parity"]["chat"]["live"]["compared"] == 3 and m["parity"]["chat"]["live_units"]["compared"] == 3
+    assert any("1 conversation gives a content as two or more text parts, joined with '\\n' (chat.join_text_parts"
+               in x for x in logs), logs
+
+
+@pytest.mark.parity
+@needs_jinja
+@pytest.mark.skipif(not (REAL_HF / "qwen2.5" / "tokenizer.json").exists(), reason=f"{REAL_HF}/qwen2.5 is absent")
+def test_tokenize_chat_joins_text_parts_only_as_asked():
+    """``tokenize_chat``: two text parts for ``qwen2.5`` are a row error unless
+    ``join_text_parts`` is given; with it, the ids are the tokenizer's encoding of the template's
+    render of the content so joined (the template given a string: what vLLM renders for
+    ``"\\n"``). With ``"template"`` (the template is given the parts) or a non-string the option
+    is refused."""
     from rmlprep import tokenize_chat
     from rmlprep.chat.render import render
     from rmlprep.load import load_tokenizer
 
-    two = [{"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]},
-           {"role": "assistant", "content": "yo"}]
-    one = [{"role": "user", "content": [{"type": "text", "text": "hi there"}]}, {"role": "assistant", "content": "yo"}]
-    plain = [{"role": "user", "content": "hi there"}, {"role": "assistant", "content": "yo"}]
     tok = load_tokenizer(str(REAL_HF / "qwen2.5"))
-    assert "can only concatenate str" in render(tok.chat_template, two)["error"]  # the template has no join
-    inp = tmp_path / "c.jsonl"
-    _rows(inp, [{"messages": two}, {"messages": one}, {"messages": plain}])
-    logs: list[str] = []
-    m = run(cfg(inp, tmp_path / "o", fmt="qwen2.5", tokenizer=str(REAL_HF / "qwen2.5")), log=logs.append)
-    assert m["totals"]["documents"] == 3 and m["totals"]["text_parts_joined"] == 1
-    assert any("1 conversation gives a content as two or more text parts, joined with ''" in x for x in logs), logs
-    fn = tokenize_chat(tok, fmt="qwen2.5")
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        fn({"messages": [two, one, plain, two]})
-    said = [str(x.message) for x in w if "two or more text parts" in str(x.message)]
-    assert len(said) == 1 and fn.stats["text_parts_joined"] == 2, [str(x.message) for x in w]
+    res = tokenize_chat(tok, fmt="qwen2.5", on_error="record")({"messages": [_TWO_PARTS]})
+    assert "message 0 (user): its content is 2 text parts" in res["error"][0]
+    for sep in ("\n", ""):
+        joined = [{"role": "user", "content": "hi " + sep + "there"}, _TWO_PARTS[1]]
+        want = tok.encode(render(tok.chat_template, joined)["output"], add_special_tokens=False, parse_special=True)
+        fn = tokenize_chat(tok, fmt="qwen2.5", join_text_parts=sep)
+        assert fn({"messages": [_TWO_PARTS]})["input_ids"][0].tolist() == want, sep
+        assert fn.stats["text_parts_joined"] == 1
+    with pytest.raises(ConfigError, match="join_text_parts is for the native formats"):
+        tokenize_chat(tok, fmt="template", join_text_parts="\n")
+    with pytest.raises(ConfigError, match="join_text_parts must be a string"):
+        tokenize_chat(tok, fmt="qwen2.5", join_text_parts=True)
+    with pytest.raises(ConfigError, match="chat.join_text_parts: join_text_parts is for the native formats"):
+        cfg(Path("x.jsonl"), Path("o"), fmt="template", chat={"join_text_parts": "\n"})

@@ -15,10 +15,16 @@ from ..errors import ChatFormatError
 from .messages import Conversation
 from .segments import Out
 
-__all__ = ["ChatFormat", "DEFAULT_TODAY", "ALL_ROLES", "today", "alternate", "lose_reasoning"]
+__all__ = ["ChatFormat", "DEFAULT_TODAY", "PARTS_REFUSED", "ALL_ROLES", "today", "alternate", "lose_reasoning"]
 
 ALL_ROLES = frozenset(("system", "user", "assistant", "tool"))
 DEFAULT_TODAY = "2024-07-26"
+#: The :attr:`ChatFormat.rules` of a format whose template takes only a string (``parts="join"``)
+#: since a content of two or more text parts is refused unless ``chat.join_text_parts`` chooses the
+#: join (:func:`rmlprep.chat.convert.join_text_parts`; they were joined with ``""``): a unit done
+#: under rules 1 may hold such rows so joined, and is redone on resume. Not raised for ``smollm3``
+#: (``parts="refused"``), nor for the formats whose template iterates them.
+PARTS_REFUSED = 2
 
 Writer = Callable[[Conversation, bool, Mapping[str, Any]], Out]
 
@@ -63,8 +69,11 @@ class ChatFormat:
         options: option name -> default (None: the template's own default applies).
         template_vars: the options passed to the Jinja template as variables.
         probe_options: option sets (besides the defaults) detection proves the format with.
-        parts: ``"join"``: its template takes string contents (text parts are joined with
-            ``""`` first); ``"native"``: its template iterates the parts itself.
+        parts: ``"join"``: its template takes string contents (text parts are joined as
+            ``chat.join_text_parts`` says first, or refused: :func:`rmlprep.chat.convert.join_text_parts`);
+            ``"native"``: its template iterates the parts itself; ``"refused"``: its template
+            drops a content that is not a string (SmolLM3 writes it as ``""``), and its writer
+            refuses parts whatever the key.
         null_content: how an assistant ``content: null`` reaches its template: ``"none"`` or
             ``"empty"`` (as ``""``: the template needs a string).
         core_probes: probes the format must write for a proof to mean anything.

@@ -20,8 +20,9 @@ from typing import Any
 
 from .. import json_rows
 from ..errors import ChatFormatError
+from .messages import content_parts
 
-__all__ = ["string_tool_arguments", "json_tools", "parameters_as_text", "undefined_tool_calls", "unread_reasoning"]
+__all__ = ["string_tool_arguments", "join_text_parts", "json_tools", "parameters_as_text", "undefined_tool_calls", "unread_reasoning"]
 
 
 def _loads(text: Any) -> Any:
@@ -190,21 +191,50 @@ def string_tool_arguments(messages) -> bool:
     return False
 
 
-def joined_text_parts(messages, f) -> bool:
-    """Whether a (written, so well-formed) conversation gives a content as two or more text parts
-    (``[{"type": "text", "text": "hi"}, {"type": "text", "text": "there"}]``) to format ``f``
-    whose template takes only a string (``f.parts == "join"``). rmlprep joins them with ``""``,
-    as the templates that iterate parts write them (Gemma 3, Mistral Small 3.2, Kimi K2); the
-    template itself has no join to follow: transformers 4.57.1's ``apply_chat_template`` raises on
-    the list (Qwen2.5, Qwen3, Mistral v3/v7, Phi-3, SmolLM2: ``TypeError: can only concatenate str
-    (not "list") to str``) or writes its Python repr (Llama 3.1: ``[{'type': 'text', 'text':
-    'hi'}, ...]``), and vLLM's OpenAI server joins them with ``"\\n"`` (``text_prompt =
-    "\\n".join(texts)``, ``vllm/entrypoints/chat_utils.py``) before such a template: counted
-    (``text_parts_joined``) so the choice is never silent. One part has no join to choose."""
-    if getattr(f, "parts", "join") != "join":
-        return False
-    return any(isinstance(m, Mapping) and isinstance(m.get("content"), (list, tuple)) and len(m["content"]) > 1
-               for m in messages)
+def join_text_parts(messages: Any, f, sep: str | None) -> tuple[Any, int]:
+    """``messages`` with each content given as two or more text parts (``[{"type": "text",
+    "text": "hi"}, {"type": "text", "text": "there"}]``) joined with ``sep`` into one string, for
+    format ``f`` whose template takes only a string (``f.parts == "join"``), and how many were
+    joined; the messages as they are, and 0, when there is none or ``f``'s template iterates the
+    parts itself (Gemma 3, Gemma 4, Mistral Small 3.2, Kimi K2: written as it writes them) or
+    ``f`` is None (``chat.format = "template"``: the template is given them as they are).
+
+    Such a template has no join to follow: transformers 4.57.1's ``apply_chat_template`` raises
+    on the list (Qwen2.5, Qwen3, Mistral v1/v3/v7, Phi-3, SmolLM2, DeepSeek: ``TypeError: can
+    only concatenate str (not "list") to str``) or writes its Python repr (Llama 3.x, Gemma 1:
+    ``[{'type': 'text', 'text': 'hi'}, ...]``); vLLM's OpenAI server joins them with ``"\\n"``
+    (``text_prompt = "\\n".join(texts)``, ``vllm/entrypoints/chat_utils.py``) before such a
+    template, and the templates that iterate parts write them joined with ``""``. So with
+    ``sep`` None (``chat.join_text_parts`` unset) such a conversation is refused, naming the
+    message, the number of parts and the choice; one part has no join to choose. A content
+    whose parts the schema refuses (media, a bare string, unknown fields) is left for
+    :func:`~rmlprep.chat.messages.parse_conversation` to refuse.
+
+    Raises:
+        ChatFormatError: ``sep`` is None and a message's content holds two or more text parts.
+    """
+    if f is None or f.parts != "join" or not isinstance(messages, (list, tuple)):
+        return messages, 0
+    out, n = None, 0
+    for i, m in enumerate(messages):
+        c = m.get("content") if isinstance(m, Mapping) else None
+        if not isinstance(c, Sequence) or isinstance(c, (str, bytes, bytearray)) or len(c) < 2:
+            continue
+        try:
+            texts = content_parts(c, i, m.get("role"))[1]
+        except ChatFormatError:  # refused by the schema, with its own reason
+            continue
+        if sep is None:
+            raise ChatFormatError(
+                f"message {i} ({m.get('role')}): its content is {len(c)} text parts, which {f.name}'s template does "
+                "not join (transformers' apply_chat_template raises on a list or writes its Python repr); set "
+                "join_text_parts='\\n' (chat.join_text_parts = \"\\n\", vLLM's join) or '' (as templates that iterate "
+                "parts join them) to choose, or join them in the data")
+        if out is None:
+            out = list(messages)
+        out[i] = {**m, "content": sep.join(texts)}
+        n += 1
+    return (messages, 0) if out is None else (out, n)
 
 
 #: the message keys rmlprep reads an assistant's reasoning from (:mod:`rmlprep.chat.messages`)

@@ -16,7 +16,7 @@ Worked example (``qwen3``, ``[user "Hi", assistant reasoning "r" content "Hello"
 from __future__ import annotations
 
 from ..errors import ChatFormatError
-from .base import ALL_ROLES, ChatFormat
+from .base import ALL_ROLES, PARTS_REFUSED, ChatFormat
 from .messages import Conversation
 from .segments import Out, tojson
 
@@ -453,19 +453,23 @@ def _f(name, writer, source, **kw) -> ChatFormat:
 
 
 FORMATS = [
-    _f("chatml", _plain(None), "chatml-openhermes.jinja (teknium/OpenHermes-2.5-Mistral-7B)", roles=ALL_ROLES),
-    _f("qwen2", _plain("You are a helpful assistant."), "qwen2.jinja (Qwen/Qwen2-0.5B-Instruct)", roles=ALL_ROLES),
+    _f("chatml", _plain(None), "chatml-openhermes.jinja (teknium/OpenHermes-2.5-Mistral-7B)", roles=ALL_ROLES,
+       rules=PARTS_REFUSED),
+    _f("qwen2", _plain("You are a helpful assistant."), "qwen2.jinja (Qwen/Qwen2-0.5B-Instruct)", roles=ALL_ROLES,
+       rules=PARTS_REFUSED),
     _f("smollm2", _plain("You are a helpful AI assistant named SmolLM, trained by Hugging Face"),
-       "smollm2.jinja (HuggingFaceTB/SmolLM2-135M-Instruct)", roles=ALL_ROLES, bos="<|im_start|>"),
+       "smollm2.jinja (HuggingFaceTB/SmolLM2-135M-Instruct)", roles=ALL_ROLES, bos="<|im_start|>", rules=PARTS_REFUSED),
     _f("qwen2.5", _w_qwen25, "qwen2.5.jinja = more/Qwen-Qwen2.5-7B-Instruct.jinja", roles=ALL_ROLES, tool_calls=True,
-       tools=True, null_content="none"),
+       tools=True, null_content="none", rules=PARTS_REFUSED),
     _f("qwen3", _w_qwen3, "more/Qwen-Qwen3-0.6B.jinja", roles=ALL_ROLES, reasoning=True, tool_calls=True, tools=True,
        reasoning_keys=("reasoning_content",),
        options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
-       probe_options=({"enable_thinking": False},)),
+       probe_options=({"enable_thinking": False},), rules=PARTS_REFUSED),
     _f("smollm3", _w_smollm3, "more/HuggingFaceTB-SmolLM3-3B.jinja", roles=ALL_ROLES, reasoning_in_content=True,
+       parts="refused",
        options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
        probe_options=({"enable_thinking": False},)),
     _f("hermes", _w_hermes, "more/NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", roles=ALL_ROLES,
-       tool_calls=True, tools=True, bos="<|begin_of_text|>", core_probes=("tools_no_system", "tool_call")),
+       tool_calls=True, tools=True, bos="<|begin_of_text|>", core_probes=("tools_no_system", "tool_call"),
+       rules=PARTS_REFUSED),
 ]

@@ -15,7 +15,7 @@ Worked example (``deepseek-v3.1``, ``[user "Hi", assistant "Hello"]``)::
 from __future__ import annotations
 
 from ..errors import ChatFormatError
-from .base import ChatFormat, lose_reasoning
+from .base import PARTS_REFUSED, ChatFormat, lose_reasoning
 from .messages import Conversation
 from .segments import Out, tojson
 
@@ -228,16 +228,16 @@ def _f(name, writer, source, **kw) -> ChatFormat:
 
 
 FORMATS = [
-    _f("deepseek-llm", _w_deepseek_llm, "deepseek-llm.jinja"),
+    _f("deepseek-llm", _w_deepseek_llm, "deepseek-llm.jinja", rules=PARTS_REFUSED),
     _f("deepseek3", _w_deepseek3, "deepseek-v3.jinja", tools_refused=(
         "its template (DeepSeek-V3's) writes tool turns wrongly (a lone tool call never gets "
         f"{CALLS_END}{EOS}; a later tool-call message or round of tool results loses its opening tokens; "
-        "calls beside text are dropped); use deepseek-v3.1, whose template writes them, or drop the tool turns")),
-    _f("deepseek-r1", _r1(False), "deepseek-r1-distill-qwen.jinja", reasoning=True),
+        "calls beside text are dropped); use deepseek-v3.1, whose template writes them, or drop the tool turns"), rules=PARTS_REFUSED),
+    _f("deepseek-r1", _r1(False), "deepseek-r1-distill-qwen.jinja", reasoning=True, rules=PARTS_REFUSED),
     _f("deepseek-r1-llamacpp", _r1(True), "more/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", reasoning=True,
        options={"enable_thinking": None}, template_vars=frozenset({"enable_thinking"}),
-       probe_options=({"enable_thinking": True},)),
+       probe_options=({"enable_thinking": True},), rules=PARTS_REFUSED),
     _f("deepseek-v3.1", _w_deepseek31, "more/deepseek-ai-DeepSeek-V3.1.jinja", reasoning=True, tool_calls=True,
        roles=frozenset(("system", "user", "assistant", "tool")), options={"enable_thinking": None},
-       template_vars=frozenset({"enable_thinking"}), probe_options=({"enable_thinking": True},)),
+       template_vars=frozenset({"enable_thinking"}), probe_options=({"enable_thinking": True},), rules=PARTS_REFUSED),
 ]

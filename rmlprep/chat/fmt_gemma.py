@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..errors import ChatFormatError
-from .base import ALL_ROLES, ChatFormat, alternate
+from .base import ALL_ROLES, PARTS_REFUSED, ChatFormat, alternate
 from .messages import Conversation
 from .segments import Out
 
@@ -470,7 +470,8 @@ def _w_gemma4(conv: Conversation, gen: bool, opts) -> Out:
 
 
 FORMATS = [
-    ChatFormat("gemma", _w_gemma, bos=BOS, eos="<eos>", terminator=EOT, stop=EOT, source="gemma.jinja"),
+    ChatFormat("gemma", _w_gemma, bos=BOS, eos="<eos>", terminator=EOT, stop=EOT, source="gemma.jinja",
+               rules=PARTS_REFUSED),
     ChatFormat("gemma3", _w_gemma3, bos=BOS, eos="<eos>", terminator=EOT, stop=EOT, parts="native",
                source="gemma3.jinja"),
     ChatFormat("gemma4", _w_gemma4, bos=BOS, eos="<eos>", terminator="<turn|>", stop="<turn|>", parts="native",

@@ -27,7 +27,7 @@ Source: more/openai-gpt-oss-120b.jinja; openai-harmony (the format's reference l
 from __future__ import annotations
 
 from ..errors import ChatFormatError
-from .base import ChatFormat, lose_reasoning, today
+from .base import PARTS_REFUSED, ChatFormat, lose_reasoning, today
 from .messages import Conversation
 from .segments import Out, tojson
 
@@ -237,5 +237,5 @@ FORMATS = [
                options={"reasoning_effort": None, "model_identity": None, "today": None},
                template_vars=frozenset({"reasoning_effort", "model_identity"}),
                probe_options=({"reasoning_effort": "high", "today": "2025-01-15"},),
-               source="more/openai-gpt-oss-120b.jinja"),
+               source="more/openai-gpt-oss-120b.jinja", rules=PARTS_REFUSED),
 ]

@@ -11,7 +11,7 @@ Worked example (``llama3``, ``[user "Hi", assistant "Hello"]``)::
 from __future__ import annotations
 
 from ..errors import ChatFormatError
-from .base import ALL_ROLES, ChatFormat, alternate, today
+from .base import ALL_ROLES, PARTS_REFUSED, ChatFormat, alternate, today
 from .messages import Conversation
 from .segments import Out, Segment, strip_segments, tojson
 
@@ -155,17 +155,18 @@ def _w_llama2(conv: Conversation, gen: bool, opts) -> Out:
 
 
 FORMATS = [
-    ChatFormat("llama2", _w_llama2, bos="<s>", eos="</s>", terminator=" </s>", stop="</s>", source="llama2.jinja"),
+    ChatFormat("llama2", _w_llama2, bos="<s>", eos="</s>", terminator=" </s>", stop="</s>", source="llama2.jinja",
+               rules=PARTS_REFUSED),
     ChatFormat("llama3", _w_llama3, bos=BOT, eos=EOT, terminator=EOT, stop=EOT, roles=ALL_ROLES,
-               source="llama3.jinja"),
+               source="llama3.jinja", rules=PARTS_REFUSED),
     ChatFormat("llama3.1", _llama31(False), bos=BOT, eos=EOT, terminator=EOT, stop=EOT, more_stops=(EOM,),
                roles=ALL_ROLES, tool_calls=True, tools=True, options={"date_string": None, "today": None},
                template_vars=frozenset({"date_string"}),
                probe_options=({"today": "2025-01-15"}, {"date_string": "01 Jan 2025"}),
-               source="llama3.1.jinja = more/meta-llama-Llama-3.1-8B-Instruct.jinja"),
+               source="llama3.1.jinja = more/meta-llama-Llama-3.1-8B-Instruct.jinja", rules=PARTS_REFUSED),
     ChatFormat("llama3.2", _llama31(True), bos=BOT, eos=EOT, terminator=EOT, stop=EOT, more_stops=(EOM,),
                roles=ALL_ROLES, tool_calls=True, tools=True, options={"date_string": None, "today": None},
                template_vars=frozenset({"date_string"}),
                probe_options=({"today": "2025-01-15"}, {"date_string": "01 Jan 2025"}),
-               source="llama3.2.jinja"),
+               source="llama3.2.jinja", rules=PARTS_REFUSED),
 ]

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 
 from ..errors import ChatFormatError
-from .base import ChatFormat, alternate, today
+from .base import PARTS_REFUSED, ChatFormat, alternate, today
 from .messages import Conversation
 from .segments import Out, tojson
 
@@ -356,15 +356,15 @@ def _f(name, writer, source, **kw) -> ChatFormat:
 
 
 FORMATS = [
-    _f("mistral-v1", _w_mistral_v1, "mistral-v1.jinja"),
+    _f("mistral-v1", _w_mistral_v1, "mistral-v1.jinja", rules=PARTS_REFUSED),
     # rules 2: on a .model read alone, plain-text tool results are written as mistral-common writes them
-    # (c4d7c9b): a unit done under rules 1 may hold the template's text, and is redone on resume
+    # (c4d7c9b): a unit done under rules 1 may hold the template's text, and is redone on resume; 3: PARTS_REFUSED
     _f("mistral-v3", _mistral_v3(False), "mistral-v3.jinja", roles=_TOOLS, tool_calls=True, tools=True,
-       options={"system_placement": "template", "tool_results": None}, rules=2),
+       options={"system_placement": "template", "tool_results": None}, rules=PARTS_REFUSED + 1),
     _f("mistral-v3-tekken", _mistral_v3(True), "mistral-v3-tekken.jinja", roles=_TOOLS, tool_calls=True, tools=True,
-       options={"system_placement": "template", "tool_results": None}),
-    _f("mistral-v7", _mistral_v7(False), "mistral-v7.jinja"),
-    _f("mistral-v7-tekken", _mistral_v7(True), "mistral-v7-tekken.jinja"),
+       options={"system_placement": "template", "tool_results": None}, rules=PARTS_REFUSED),
+    _f("mistral-v7", _mistral_v7(False), "mistral-v7.jinja", rules=PARTS_REFUSED),
+    _f("mistral-v7-tekken", _mistral_v7(True), "mistral-v7-tekken.jinja", rules=PARTS_REFUSED),
     _f("mistral-small-3.2", _w_mistral_small32, "more/Mistral-Small-3.2-24B-Instruct-2506.jinja", roles=_TOOLS,
        tool_calls=True, tools=True, parts="native", options={"today": None}, probe_options=({"today": "2025-01-15"},)),
 ]

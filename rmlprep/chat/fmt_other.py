@@ -11,7 +11,7 @@ Worked example (``phi3``, ``[user "Hi", assistant "Hello"]``)::
 from __future__ import annotations
 
 from ..errors import ChatFormatError
-from .base import ChatFormat, alternate
+from .base import PARTS_REFUSED, ChatFormat, alternate
 from .messages import Conversation
 from .segments import Out
 
@@ -103,10 +103,12 @@ def _w_command_r(conv: Conversation, gen: bool, opts) -> Out:
 
 FORMATS = [
     ChatFormat("phi3", _phi3(False), bos=None, eos="<|endoftext|>", terminator="<|end|>", stop="<|end|>",
-               source="phi3.jinja"),
+               source="phi3.jinja", rules=PARTS_REFUSED),
     ChatFormat("phi3.5", _phi3(True), bos=None, eos="<|endoftext|>", terminator="<|end|>", stop="<|end|>",
-               source="phi3.5.jinja"),
-    ChatFormat("zephyr", _w_zephyr, bos=None, eos="</s>", terminator="</s>", stop="</s>", source="zephyr.jinja"),
+               source="phi3.5.jinja", rules=PARTS_REFUSED),
+    ChatFormat("zephyr", _w_zephyr, bos=None, eos="</s>", terminator="</s>", stop="</s>", source="zephyr.jinja",
+               rules=PARTS_REFUSED),
     ChatFormat("command-r", _w_command_r, bos="<BOS_TOKEN>", eos="<|END_OF_TURN_TOKEN|>",
-               terminator="<|END_OF_TURN_TOKEN|>", stop="<|END_OF_TURN_TOKEN|>", source="command-r.jinja"),
+               terminator="<|END_OF_TURN_TOKEN|>", stop="<|END_OF_TURN_TOKEN|>", source="command-r.jinja",
+               rules=PARTS_REFUSED),
 ]

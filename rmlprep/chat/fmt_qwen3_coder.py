@@ -12,7 +12,7 @@ Worked example (``[user "Fix it", assistant tool call f(x=1)]``)::
 from __future__ import annotations
 
 from ..errors import ChatFormatError
-from .base import ALL_ROLES, ChatFormat
+from .base import ALL_ROLES, PARTS_REFUSED, ChatFormat
 from .messages import Conversation
 from .segments import Out, tojson
 
@@ -144,5 +144,6 @@ def _w_qwen3_coder(conv: Conversation, gen: bool, opts) -> Out:
 
 FORMATS = [
     ChatFormat("qwen3-coder", _w_qwen3_coder, bos=None, eos=E, terminator=E, stop=E, roles=ALL_ROLES,
-               tool_calls=True, tools=True, null_content="none", source="more/Qwen3-Coder.jinja"),
+               tool_calls=True, tools=True, null_content="none", source="more/Qwen3-Coder.jinja",
+               rules=PARTS_REFUSED),
 ]

@@ -60,7 +60,7 @@ from .. import json_rows
 from ..errors import ChatFormatError, RowError
 
 __all__ = ["ROLES", "ToolCall", "Message", "Conversation", "parse_conversation", "parse_tools", "schema_error",
-           "SYSTEM_FIELDS", "with_system_prompt"]
+           "SYSTEM_FIELDS", "with_system_prompt", "content_parts"]
 
 ROLES = ("system", "user", "assistant", "tool")
 _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
@@ -197,7 +197,13 @@ def _tool_call(c: Any, i: int, k: int) -> ToolCall:
     return ToolCall(name, args, cid)
 
 
-def _content(value: Any, i: int, role: str) -> tuple[str | None, tuple[str, ...] | None]:
+def content_parts(value: Any, i: int, role: str) -> tuple[str | None, tuple[str, ...] | None]:
+    """Message ``i``'s content as ``(text, parts)``: a string as ``(value, None)``, a list of
+    text parts as (their texts joined with ``""``, each part's text).
+
+    Raises:
+        ChatFormatError: a part that is not ``{"type": "text", "text": str}`` (media named).
+    """
     if isinstance(value, str):
         return value, None
     if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
@@ -324,7 +330,7 @@ def parse_conversation(messages: Any, tools: Any = None) -> Conversation:
                                     "have no content)")
             content, parts = None, None
         else:
-            content, parts = _content(m["content"], i, role)
+            content, parts = content_parts(m["content"], i, role)
         reasoning = rkey = None
         for k in _REASONING_KEYS:
             if k in present:

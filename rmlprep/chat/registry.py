@@ -26,7 +26,8 @@ from .messages import Conversation, parse_conversation
 from .segments import Out
 
 __all__ = ["ChatFormat", "FORMATS", "CHAT_FORMATS", "get_format", "check_conversation", "write", "resolve_options",
-           "template_view", "template_kwargs", "read_view", "DEFAULT_TODAY", "today", "untrained_reasoning_refusal"]
+           "template_view", "template_kwargs", "read_view", "DEFAULT_TODAY", "today", "untrained_reasoning_refusal",
+           "join_parts_refusal"]
 
 def _registry() -> dict[str, ChatFormat]:
     from . import (fmt_chatml, fmt_deepseek, fmt_gemma, fmt_harmony, fmt_kimi, fmt_llama, fmt_mistral, fmt_other,
@@ -70,6 +71,18 @@ _OPTION_VALUES: dict[str, tuple[type, tuple[Any, ...] | None]] = {
     "system_placement": (str, ("template", "last-user")),
     "tool_results": (str, ("template", "mistral-common")),
 }
+
+
+def join_parts_refusal(fmt: str, sep: Any) -> str | None:
+    """Why ``join_text_parts=sep`` (``chat.join_text_parts``) cannot apply to format ``fmt``, or
+    None when it does: ``sep`` not a string, or set with ``"template"``, whose template is given
+    the parts as they are (:func:`rmlprep.chat.convert.join_text_parts` joins for the native formats)."""
+    if sep is not None and not isinstance(sep, str):
+        return f"join_text_parts must be a string ('\\n' or ''), got {sep!r}"
+    if sep is not None and fmt == "template":
+        return ("join_text_parts is for the native formats: chat.format = \"template\" gives the template the text "
+                "parts as they are (join them in the data to choose a join there)")
+    return None
 
 
 def untrained_reasoning_refusal(fmt: str | ChatFormat) -> str | None:

@@ -151,7 +151,7 @@ def format_and_tokenize(batches: Iterator[Rows], cfg: RunConfig, tokenizer, tall
                        tools_column="tools" if isinstance(chat["tools_column"], str) else None,
                        add_generation_prompt=chat["add_generation_prompt"], options=chat["options"],
                        train_on_reasoning=chat["train_on_reasoning"], json_tools=chat["json_tools"],
-                       train_turns=chat["train_turns"],
+                       train_turns=chat["train_turns"], join_text_parts=chat["join_text_parts"],
                        no_assistant=chat["no_assistant"], text_markers=True,  # the driver checked them
                        on_error="record", keep_columns=False, id_column=None)
     fn.warn = False  # the summary names tool_calls_without_tools

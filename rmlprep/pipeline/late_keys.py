@@ -82,8 +82,9 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
       with ``reasoning_keys`` (``qwen3``, ``gpt-oss``, ``gemma4``), or ``"auto"``, can count some.
 
     - ``text_parts_joined``: conversations giving a content as two or more text parts to a format
-      whose template takes only a string (:func:`rmlprep.chat.convert.joined_text_parts`); any
-      native format can count some (as ``"auto"``), ``chat.format = "template"`` none.
+      whose template takes only a string, joined as ``chat.join_text_parts`` says
+      (:func:`rmlprep.chat.convert.join_text_parts`); only a native format (or ``"auto"``) with
+      the key set can count some: unset, such a conversation is a reject.
 
     (The other chat counts and ``arrow_bytes`` were in every marker this version keeps, or are
     null when missing.)
@@ -97,7 +98,7 @@ def late_counts(cfg: RunConfig) -> dict[str, bool]:
                 "answers_without_think": thinks_without_reasoning(chat["format"], chat["options"]),
                 "history_untrained": chat["train_turns"] == "last",
                 "reasoning_key_unread": _reads_reasoning_keys(chat["format"]),
-                "text_parts_joined": chat["format"] != "template"}
+                "text_parts_joined": chat["format"] != "template" and chat["join_text_parts"] is not None}
     pack = cfg["pack"]
     return {"empty_documents": not (pack["bos"] or pack["eos"] or cfg["tokenizer"]["add_special_tokens"])}
 

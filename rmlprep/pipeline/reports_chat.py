@@ -105,9 +105,8 @@ _COUNTS: tuple[tuple[str, str, str | None, Callable[[int, dict[str, Any]], str |
          "as the format writes a mapping (transformers' apply_chat_template writes such a string as it is or "
          "encodes it again: its render of these rows can differ)")),
     ("text_parts_joined", "text parts", "conversations giving a content as several text parts", lambda n, c: (
-        f"{n:,} conversation{_s(n, 's give', ' gives')} a content as two or more text parts, joined with '' (the "
-        "format's template takes only a string: transformers' apply_chat_template raises on the list or writes its "
-        "Python repr; vLLM joins parts with '\\n'): join them in the data to choose")),
+        f"{n:,} conversation{_s(n, 's give', ' gives')} a content as two or more text parts, joined with "
+        f"{c.get('join_text_parts')!r} (chat.join_text_parts: the format's template takes only a string)")),
     ("special_text_parsed", "special text",
      "conversations whose text holds special-token text, encoded as the control token (chat.format = \"template\")",
      lambda n, c: (
