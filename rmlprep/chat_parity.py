@@ -243,6 +243,17 @@ LIVE_WAYS_ON = ("\n  the tokenizer's template writes this conversation otherwise
                 "want (the template is an edit you do not follow): parity.chat_live_sample = 0 skips this comparison")
 
 
+#: The ways on when the only difference is mistral-v3's tool results written as mistral-common
+#: writes them (``tool_results = "mistral-common"``, the default on a ``.model`` read alone:
+#: :func:`rmlprep.chat.fmt_mistral.tokenizer_options`), in place of :data:`LIVE_WAYS_ON`.
+LIVE_TOOL_RESULTS_WAYS = (
+    "\n  the only difference is the tool results: rmlprep writes them as mistral-common does (json.dumps of the "
+    "result: chat.options tool_results = \"mistral-common\", the default on a SentencePiece .model read alone, whose "
+    "reference it is), the tokenizer's template otherwise. If you train with that template: chat.options = "
+    "{ tool_results = \"template\" } writes them as it does. If mistral-common's text is what you want: "
+    "parity.chat_live_sample = 0 skips this comparison")
+
+
 def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, ...]], *,
                     bos_token: str | None, eos_token: str | None, add_generation_prompt: bool = False,
                     options: Mapping[str, Any] | None = None, want: int | None = None,
@@ -278,7 +289,9 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
             render: :mod:`rmlprep.spm_special`). ``tokenizer`` also sets what ``fmt`` writes as the
             run writes it (:func:`rmlprep.chat.fmt_mistral.tokenizer_options`: ``mistral-v3``'s
             tool results on a ``.model`` read alone are mistral-common's, so a template that writes
-            them otherwise is a difference).
+            them otherwise is a difference; where it is the only one, the message says so and names
+            the option, :data:`LIVE_TOOL_RESULTS_WAYS`). The run's head check passes the
+            tokenizer without ``ids``: the text it writes, no ids (:mod:`rmlprep.chat_sample`).
         join_text_parts: ``chat.join_text_parts``: a content of two or more text parts is joined
             so before both renders, or refused (None) as the run refuses it
             (:func:`rmlprep.chat.convert.join_text_parts`).
@@ -329,8 +342,12 @@ def live_chat_check(fmt: str, template: str, conversations: Iterable[tuple[Any, 
                         f"{fmt!r} writes it{LIVE_WAYS_ON}")
         if ref["output"] != ours:
             e = text_parity_error(_conv_text(msgs), ref["output"], ours, source=src)
-            raise ParityError(e.text, e.position, e.expected, e.actual, source=src,
-                              message=str(e) + LIVE_WAYS_ON + note)
+            ways = LIVE_WAYS_ON + note
+            if opts.get("tool_results") == "mistral-common" and write(  # the whole difference? then say so
+                    conv, f, add_generation_prompt=add_generation_prompt,
+                    options={**opts, "tool_results": "template"}).text() == ref["output"]:
+                ways = LIVE_TOOL_RESULTS_WAYS
+            raise ParityError(e.text, e.position, e.expected, e.actual, source=src, message=str(e) + ways)
         if ids is not None:  # (the special-text test only on a difference: it costs a third of the encode)
             want_ids = tokenizer.encode(ref["output"], add_special_tokens=False, parse_special=True)
             got_ids = ids[i].tolist() if hasattr(ids[i], "tolist") else [int(x) for x in ids[i]]
@@ -432,7 +449,8 @@ def run_chat_parity_stage(cfg, tokenizer, units, *, log: Callable[[str], None] =
 
             res = live_chat_check(fmt, template, iter_conversations(cfg, units), bos_token=bos, eos_token=eos,
                                   add_generation_prompt=chat["add_generation_prompt"], options=options, want=k,
-                                  no_assistant=chat["no_assistant"], join_text_parts=chat.get("join_text_parts"))
+                                  no_assistant=chat["no_assistant"], join_text_parts=chat.get("join_text_parts"),
+                                  tokenizer=tokenizer)  # the text the run writes (no ids: see chat_sample)
             summary["live"] = {**res, "jinja2": jinja2.__version__}
             log(live_line(res, fmt, k))
     else:

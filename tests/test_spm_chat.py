@@ -121,10 +121,58 @@ def test_live_check_compares_the_mistral_common_tool_result_with_the_template():
             {"role": "tool", "tool_call_id": "call00001", "content": "cats are mammals"},
             {"role": "assistant", "content": "Mammals."}]
     kw = dict(bos_token="<s>", eos_token="</s>", tokenizer=tok)
-    with pytest.raises(ParityError, match=r'(?s)"cats are mammals".*tool_results = "template"'):
+    with pytest.raises(ParityError, match=r'(?s)"cats are mammals".*tool_results = "template"') as err:
         live_chat_check("mistral-v3", template, [(conv, None)], **kw)
+    # the tool results are the whole difference: the message says so and offers the option as the way on, not
+    # chat.format = "template" (closing note 21: the generic ways on did not name tool_results)
+    assert "the only difference is the tool results" in str(err.value), str(err.value)
+    assert "chat.format = \"template\" renders" not in str(err.value)
+    with pytest.raises(ParityError, match="the only difference is the tool results"):  # chosen, on any tokenizer
+        live_chat_check("mistral-v3", template, [(conv, None)], options={"tool_results": "mistral-common"},
+                        bos_token="<s>", eos_token="</s>")
     got = live_chat_check("mistral-v3", template, [(conv, None)], options={"tool_results": "template"}, **kw)
     assert got["compared"] == 1
+
+
+@needs_shared
+def test_the_head_chat_check_compares_the_text_the_run_writes_on_a_model(tmp_path):
+    """A ``.model`` folder with the mistral-v3 template beside it (``chat_template.jinja``): the
+    run writes a plain-text tool result as mistral-common (the template's text differs). The
+    head chat check (before any corpus work) compared the template's own tool results, as
+    format_chat writes them, and said "2 corpus conversations ... match"; the unit's check then
+    stopped the run. Now the head check writes what the run writes: it stops before any unit,
+    naming the option; with ``tool_results = "template"`` the run goes through."""
+    import shutil
+
+    from rmlprep.config import config_from_dict
+    from rmlprep.errors import ParityError
+    from rmlprep.pipeline import run
+
+    d = tmp_path / "tok"
+    d.mkdir()
+    shutil.copy(_path("mistral-v3"), d / "tokenizer.model")
+    (d / "chat_template.jinja").write_text((TEMPLATES / "mistral-v3.jinja").read_text(encoding="utf-8"))
+    call = {"id": "call00001", "type": "function", "function": {"name": "search", "arguments": {"q": "cats"}}}
+    conv = [{"role": "user", "content": "Cats?"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call00001", "content": "cats are mammals"},
+            {"role": "assistant", "content": "Mammals."}]
+    inp = tmp_path / "c.jsonl"
+    inp.write_text(json.dumps({"messages": conv}) + "\n")
+
+    def cfg(out, **chat):
+        return config_from_dict({"pipeline": "sft", "input": {"paths": [str(inp)]},
+                                 "tokenizer": {"path": str(d / "tokenizer.model")},
+                                 "chat": {"format": "mistral-v3", "tools_column": False, **chat},
+                                 "pack": {"seq_len": 256}, "output": {"dir": str(tmp_path / out)},
+                                 "run": {"workers": 1, "progress": "none", "histogram": False}})
+
+    logs: list[str] = []
+    with pytest.raises(ParityError, match="the only difference is the tool results") as err:
+        run(cfg("o"), log=logs.append)
+    assert "checked by the worker of unit" not in str(err.value)  # the head check's, before any unit
+    assert not any("match format 'mistral-v3'" in x and "corpus conversations" in x for x in logs), logs
+    m = run(cfg("t", options={"tool_results": "template"}), log=lambda _: None)
+    assert m["totals"]["documents"] == 1 and m["parity"]["chat"]["live"]["compared"] == 1
 
 
 def test_mistral_v1_on_its_model_still_encodes_as_mistral_common():
