@@ -103,6 +103,18 @@ def read_tokenizer_config(path: str | os.PathLike) -> dict[str, Any] | None:
     return data
 
 
+#: What a Mistral tekken file (``tekken.json``: ``{"config": {"pattern", "num_vocab_tokens", ...},
+#: "vocab": [{"rank", "token_bytes", ...}]}``, mistral-common's own format) is, for refusals.
+TEKKEN = ("a Mistral tekken file (mistral-common's tokenizer format), which rmlprep does not read: give the "
+          "model's tokenizer.json (the Hugging Face repos of Tekken models ship one beside tekken.json)")
+
+
+def is_tekken(data: Any) -> bool:
+    """Whether parsed JSON is shaped as a tekken file (see :data:`TEKKEN`)."""
+    return (isinstance(data, dict) and isinstance(data.get("config"), dict) and "vocab" in data
+            and "num_vocab_tokens" in data["config"])
+
+
 def _json_error(e: Exception) -> str:
     if isinstance(e, RecursionError):
         return "arrays or objects nested too deeply for Python's JSON parser"
@@ -122,6 +134,8 @@ def _load_json(path_or_dict: str | os.PathLike | Mapping[str, Any]) -> tuple[Map
         raise LoaderError(f"{p}: not valid JSON ({_json_error(e)}); is this a tokenizer.json?") from None
     except OSError as e:
         raise LoaderError(f"{p}: cannot read ({e.strerror or e})") from None
+    if is_tekken(data):
+        raise LoaderError(f"{p}: {TEKKEN}")
     if not isinstance(data, dict) or "model" not in data:
         what = "no \"model\" entry" if isinstance(data, dict) else f"a JSON {type(data).__name__} at the top level"
         raise LoaderError(f"{p}: not a Hugging Face tokenizer.json ({what}); give the model's tokenizer.json, or "

@@ -101,6 +101,11 @@ def _resolve(path: Path) -> Path:
         ggufs = sorted(path.glob("*.gguf"))
         if len(ggufs) == 1:
             return ggufs[0]
+        if (path / "tekken.json").is_file():
+            from .hf import TEKKEN
+
+            raise LoaderError(f"{path}: the directory holds no tokenizer.json or tokenizer.model, but tekken.json: "
+                              f"{TEKKEN}")
         raise LoaderError(
             f"{path}: the directory holds no tokenizer.json or tokenizer.model; give the tokenizer file itself"
         )

@@ -117,6 +117,23 @@ def test_missing_paths(tmp_path):
         load_tokenizer(tmp_path)
 
 
+def test_a_tekken_file_is_named_as_what_it_is(tmp_path):
+    """Mistral's tekken.json (mistral-common's own format, the tokenizer of Mistral-Nemo and the
+    mistral-v3-tekken / -v7-tekken formats) was refused as "not a Hugging Face tokenizer.json
+    (no "model" entry)", and a folder holding only it as holding no tokenizer: both now say it is
+    a tekken file, which rmlprep does not read, and to give the model's tokenizer.json. The file
+    is mistral-common 1.13.1's own (``mistral_common/data/tekken_240718.json``)."""
+    mc = pytest.importorskip("mistral_common")
+    src = Path(mc.__file__).parent / "data" / "tekken_240718.json"
+    if not src.is_file():
+        pytest.skip(f"{src} is absent")
+    shutil.copy(src, tmp_path / "tekken.json")
+    for path in (tmp_path / "tekken.json", tmp_path):
+        with pytest.raises(LoaderError, match=r"a Mistral tekken file \(mistral-common's tokenizer format\), which "
+                           r"rmlprep does not read: give the model's tokenizer.json"):
+            load_tokenizer(path)
+
+
 @pytest.mark.parametrize("name,data,message", [
     pytest.param("notes.txt", b"hello\n", "not a tokenizer file rmlprep recognises", id="text"),
     pytest.param("corpus.jsonl", b'{"text": "a"}\n', "not a tokenizer file rmlprep recognises", id="jsonl"),
