@@ -1450,6 +1450,41 @@ def test_ctrl_c_handled_off_the_waiting_thread_stops_the_pool():
     assert (p.returncode, err) == (130, "interrupted\n")
 
 
+def test_a_worker_killed_mid_unit_ends_the_run_with_an_error():
+    """trial22: ``kill -9`` of one pool worker (as the OOM killer does) mid-run left the run
+    waiting forever with 28 of 29 units done: the pool started another worker, but the killed
+    one's unit was lost and the pool's ``imap_unordered`` waits for its result. Here unit 1's
+    worker kills itself while unit 0 sleeps 60 s: the run ends within seconds with an
+    RmlprepError naming the worker's pid and SIGKILL."""
+    code = (
+        "import os, signal, sys, time\n"
+        "from rmlprep.errors import RmlprepError\n"
+        "from rmlprep.pipeline.engines import LocalEngine\n"
+        "def unit(u):\n"
+        "    if u == 1:\n"
+        "        print(os.getpid(), flush=True)\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    time.sleep(60)\n"
+        "    return {}\n"
+        "try:\n"
+        "    with LocalEngine(2) as e:\n"
+        "        for _ in e.imap_unordered(unit, [0, 1], ()):\n"
+        "            pass\n"
+        "except RmlprepError as err:\n"
+        "    print(err, file=sys.stderr)\n"
+        "    sys.exit(2)\n")
+    p = _py(code)
+    try:
+        out, err = p.communicate(timeout=45)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, 9)
+            p.wait()
+    assert p.returncode == 2, err
+    assert f"a worker process (pid {out.split()[0]}) was killed by SIGKILL" in err
+    assert "rerun the same command to resume" in err
+
+
 @needs_tiny
 def test_a_run_whose_output_pipe_closes_finishes(tmp_path):
     """A careless-user check: `rmlprep run c.toml 2>&1 | head -2` stopped the run at the first

@@ -26,8 +26,9 @@ from typing import Any, Protocol
 
 import multiprocess
 from multiprocess.context import ForkProcess
-from multiprocess.pool import Pool
+from multiprocess.pool import TERMINATE, Pool
 
+from ..errors import RmlprepError
 from .ray_engine import RayEngine
 
 __all__ = ["Engine", "UnitFn", "LocalEngine", "open_engine", "cores"]
@@ -95,12 +96,46 @@ class LocalEngine:
                     try:
                         record = results.next(timeout=_POLL_SECONDS)
                     except multiprocess.TimeoutError:
-                        continue  # back in Python: an interrupt that came meanwhile is raised here
+                        _check_workers(pool)  # back in Python: an interrupt that came meanwhile is raised here
+                        continue
                     except StopIteration:
                         return
                     yield record
         finally:
             gc.unfreeze()
+
+
+def _check_workers(pool: "_Pool") -> None:
+    """Raise when a worker of ``pool`` has ended while the run waits for units.
+
+    A pool's workers end only when the pool is closed, so one that ended meanwhile was killed
+    (``kill -9``, the kernel's OOM killer) or crashed: the pool starts another, but the unit it
+    was running is lost and ``imap_unordered`` would wait for its result forever (Python's
+    ``multiprocessing.Pool`` does; ``concurrent.futures`` raises ``BrokenProcessPool``): trial22's
+    run of 29 units waited 55 minutes with 28 done. ``pool.started`` holds every worker it started
+    (a killed one is replaced within the pool's 0.1 s poll, before the run's thread looks).
+
+    Raises:
+        RmlprepError: naming the worker's pid and how it ended; done units are kept.
+    """
+    for w in list(pool.started):
+        code = w.exitcode
+        if code is None:
+            continue
+        if code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+            if code == -signal.SIGKILL:
+                how += " (kill -9, or the kernel's OOM killer when memory ran out: see dmesg)"
+        else:
+            how = f"exited with status {code}"
+        pool.lost = True
+        raise RmlprepError(
+            f"a worker process (pid {w.pid}) {how} while the run waited for its unit: the unit is lost to "
+            "this run; the units done are kept: rerun the same command to resume (if memory ran out, "
+            "lower run.workers or input.unit_bytes)")
 
 
 #: How long the run's thread waits for a result before it looks at the signals again. Ctrl-C
@@ -197,11 +232,37 @@ class _Worker(ForkProcess):
 
 
 class _Pool(Pool):
-    """multiprocess's pool, of :class:`_Worker` processes where workers are forked."""
+    """multiprocess's pool, of :class:`_Worker` processes where workers are forked; ``started``
+    holds every worker it has started (the pool's own list drops the ones it replaces)."""
 
-    @staticmethod
-    def Process(ctx, *args, **kwds):  # noqa: N802 - multiprocess's name
-        return _Worker(*args, **kwds) if ctx.get_start_method() == "fork" else ctx.Process(*args, **kwds)
+    def __init__(self, *args, **kwds):
+        self.started: list[Any] = []
+        self.lost = False  # set by _check_workers: a worker ended while the run waited
+        super().__init__(*args, **kwds)
+
+    def terminate(self) -> None:
+        """Pool.terminate, after a lost worker first: the pool's terminate takes the task queue's
+        read lock, which a worker holds while it waits for a task (the one started in place of
+        the killed one does, forever: tests/test_cli.py's killed-worker test waited 45 s there).
+        So the worker handler is stopped (no worker started in place of those killed next),
+        every worker is killed and joined, and the lock a killed worker held is released."""
+        if self.lost:
+            self._worker_handler._state = TERMINATE
+            self._change_notifier.put(None)
+            self._worker_handler.join()
+            for w in self.started:
+                if w.exitcode is None:
+                    w.kill()
+                w.join()
+            rlock = self._inqueue._rlock
+            rlock.acquire(block=False)  # taken now, or held by a worker now dead: free either way
+            rlock.release()
+        super().terminate()
+
+    def Process(self, ctx, *args, **kwds):  # noqa: N802 - multiprocess's name; called bound, as self.Process(ctx, ...)
+        w = _Worker(*args, **kwds) if ctx.get_start_method() == "fork" else ctx.Process(*args, **kwds)
+        self.started.append(w)
+        return w
 
 
 def _pool_task(unit: Any) -> dict[str, Any]:
