@@ -415,10 +415,11 @@ def tokenize_chat(
         ``datasets`` (module docstring).
     """
     from .chat import detect_chat_format
-    from .chat.encode import auto_format, missing_stop_token, stop_token_refusal, template_specials, train_turns_refusal
+    from .chat.encode import auto_format, missing_stop_token, stop_token_refusal, template_specials
     from .chat.detect import named_templates_note
     from .hf import tool_use_hint
-    from .chat.registry import get_format, join_parts_refusal, resolve_options, untrained_reasoning_refusal
+    from .chat.registry import (get_format, join_parts_refusal, resolve_options, train_turns_refusal,
+                                untrained_reasoning_refusal)
     from .chat.render import JINJA_PIP, check_template_options, jinja_available, refuse_unpassed_tokens
 
     tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.create(tokenizer)

@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--text-markers", action="store_true",
                    help="with --tokenizer: encode a format whose turn terminator is not a special token of the "
                         "tokenizer, its markers as text (refused by default: a model trained so learns no stop token)")
+    c.add_argument("--join-text-parts", metavar="SEP",
+                   help="join a content of two or more text parts with SEP ('\\n', typed as backslash n: vLLM's "
+                        "join; '': as templates that iterate parts) where the format's template takes only a string "
+                        "(refused by default: that template has no join; chat.join_text_parts in a run)")
     c.add_argument("-n", "--no-newline", action="store_true",
                    help="write the formatted text exactly, without the newline that ends the output")
 

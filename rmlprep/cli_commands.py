@@ -13,8 +13,9 @@ from pathlib import Path
 
 from .chat import detect_chat_format, encode_chat, format_chat
 from .chat.columns import MEDIA_FIELDS, SYSTEM_FIELDS
+from .chat.convert import join_text_parts
 from .chat.detect import ChatTemplateError, check_template_format
-from .chat.registry import config_format_error
+from .chat.registry import config_format_error, get_format, join_parts_refusal
 from .chat.encode import auto_format, missing_stop_token, stop_token_refusal, template_specials
 from .chat_parity import check_chat_format
 from .cli_text import argv_text, read_file_text, read_json_file, read_texts
@@ -116,15 +117,35 @@ def cmd_chat(a) -> int:
         if not a.text_markers and (stop := missing_stop_token(tok, fmt, options)) is not None:
             raise RmlprepError(f"chat --format {fmt}: {stop_token_refusal(tok, fmt, stop)}; or pass --text-markers "
                                "to encode them as text (chat.text_markers = true in a run)")
+        msgs = _joined_parts(msgs, fmt, a.join_text_parts)
         enc = encode_chat(tok, msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools,
                           text_markers=a.text_markers, options=options)
         print(json.dumps({"format": fmt, "input_ids": enc.input_ids, "assistant_masks": enc.assistant_masks}))
     else:
         with _no_format_is_parity(fmt_arg):
             fmt = detect_chat_format(fmt_arg)
+        msgs = _joined_parts(msgs, fmt, a.join_text_parts)
         write_text(format_chat(msgs, fmt, add_generation_prompt=a.add_generation_prompt, tools=tools,
                                 options=options), a.no_newline)
     return 0
+
+
+def _joined_parts(msgs, fmt: str, sep: str | None):
+    """``--join-text-parts SEP`` (``\\n`` typed as backslash n is a newline) applied as
+    ``chat.join_text_parts`` is in a run: the text parts of a content joined where ``fmt``'s
+    template takes only a string; unset, such a content is refused (exit 2), naming this option.
+
+    Raises:
+        RmlprepError: ``SEP`` given with ``--format template`` (its template is given the parts).
+        ChatFormatError: no ``SEP`` and a content of two or more text parts (see
+            :func:`rmlprep.chat.convert.join_text_parts`).
+    """
+    sep = None if sep is None else sep.replace("\\n", "\n")
+    if why := join_parts_refusal(fmt, sep):
+        raise RmlprepError(f"chat --format {fmt}: {why}")
+    way = ("pass --join-text-parts '\\n' (a newline: vLLM's join) or --join-text-parts '' (as templates that iterate "
+           "parts join them) to choose, or join them in the data")
+    return join_text_parts(msgs, None if fmt == "template" else get_format(fmt), sep, way=way)[0]
 
 
 @contextmanager

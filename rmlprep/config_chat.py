@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from .chat import detect_chat_format
-from .chat.encode import train_turns_refusal
 from .chat.registry import (config_format_error, get_format, join_parts_refusal, resolve_options,
-                            untrained_reasoning_refusal)
+                            train_turns_refusal, untrained_reasoning_refusal)
 from .errors import ChatFormatError, ConfigError
 
 __all__ = ["check_chat", "check_chat_parity"]

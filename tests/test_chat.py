@@ -266,7 +266,7 @@ def test_text_parts_and_bare_strings():
 
     parts = [{"type": "text", "text": "Weather in "}, {"type": "text", "text": "Paris?"}]
     want = render(template_text("gemma"), [u("Weather in Paris?"), a("Sunny.")], bos_token="<bos>")["output"]
-    assert format_chat([u(parts), a("Sunny.")], "gemma") == want
+    assert format_chat([u(parts), a("Sunny.")], "gemma", join_text_parts="") == want  # unset: refused (f8934f5)
     assert format_chat([u(parts), a("Sunny.")], "gemma3") == render(template_text("gemma3"), [u(parts), a("Sunny.")],
                                                                     bos_token="<bos>")["output"]
     bare = [u(["hi", "there"]), a("yo")]
@@ -276,6 +276,39 @@ def test_text_parts_and_bare_strings():
         with pytest.raises(ChatFormatError, match=r"^message 0 \(user\): content\[0\] must be a part dict "
                                                   r"\{'type': 'text', 'text': \.\.\.\}, got str$"):
             format_chat(bare, fmt)
+
+
+@needs_shared
+@needs_jinja
+def test_one_conversation_calls_refuse_text_parts_unless_the_join_is_chosen():
+    """format_chat and encode_chat joined two text parts with "" silently where the sft run and
+    tokenize_chat refuse them (f8934f5): Qwen2.5's real template has no join (its jinja2 render
+    raises on the list, asserted below). Now both refuse with the run's reason (message 0, 2
+    parts, the option) unless ``join_text_parts`` chooses; then they give the template's render of
+    the joined string, "hi " + "\\n" + "there", and its tokenization by Hugging Face tokenizers."""
+    from rmlprep.chat.render import render
+    from rmlprep.errors import ConfigError
+
+    two = [u([{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]), a("yo")]
+    t = template_text("qwen2.5")
+    assert "can only concatenate str" in render(t, two)["error"]
+    why = r"^message 0 \(user\): its content is 2 text parts, which qwen2.5's template does not join"
+    with pytest.raises(ChatFormatError, match=why):
+        format_chat(two, "qwen2.5")
+    for sep in ("\n", ""):
+        joined = [u("hi " + sep + "there"), a("yo")]
+        assert format_chat(two, "qwen2.5", join_text_parts=sep) == render(t, joined)["output"]
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = real_tokenizer("hf/qwen2.5")
+    with pytest.raises(ChatFormatError, match=why):
+        encode_chat(tok, two, "qwen2.5")
+    with pytest.raises(ChatFormatError, match=why):
+        encode_chat(tok, two, "auto")  # the format auto proves on Qwen2.5's template
+    ref = tokenizers.Tokenizer.from_file(str(REAL / "hf/qwen2.5" / "tokenizer.json"))
+    want = ref.encode(render(t, [u("hi \nthere"), a("yo")])["output"], add_special_tokens=False).ids
+    assert encode_chat(tok, two, "qwen2.5", join_text_parts="\n").input_ids == want
+    with pytest.raises(ConfigError, match=r"encode_chat\(fmt='template'\): join_text_parts is for the native formats"):
+        encode_chat(tok, two, "template", join_text_parts="\n")
 
 
 @needs_jinja
@@ -530,7 +563,7 @@ def test_smollm3_text_parts_are_refused_as_its_template_writes_them_as_nothing()
     # a template that writes parts itself is unaffected (gemma3 iterates them)
     g = TemplateWriter(template_text("gemma3"), bos_token="<bos>", eos_token="<eos>").write(conv).text()
     assert "Helloworld" in g  # each part stripped, as gemma3 writes them
-    assert format_chat(conv, "chatml").count("Hello world") == 1  # ChatML-family formats join them, as before
+    assert format_chat(conv, "chatml", join_text_parts="").count("Hello world") == 1  # ChatML: joined as chosen
 
 
 # -- gemma4 tools, live against its template -----------------------------------------------------

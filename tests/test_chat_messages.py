@@ -112,11 +112,33 @@ def test_arguments_as_string_or_mapping_write_the_same():
         assert '{"x": 1}' in format_chat(conv2, fmt)
 
 
-def test_text_parts_joined_as_each_template_joins_them():
+def test_text_parts_joined_as_chosen_or_as_the_template_iterates_them():
+    """format_chat, format_chat_segments and validate_messages refuse two text parts for a format
+    whose template takes a string (chatml), as the sft run and tokenize_chat do (f8934f5), unless
+    ``join_text_parts`` chooses: " Hello " and " world " joined with "" are " Hello  world ", with
+    "\\n" " Hello \\n world ". Gemma 3's template iterates the parts (each stripped:
+    "Helloworld"), whatever the key; they joined with "" silently before."""
+    from rmlprep.chat import format_chat_segments, validate_messages
+    from rmlprep.errors import ConfigError
+
     parts = [{"type": "text", "text": " Hello "}, {"type": "text", "text": " world "}]
     msgs = [{"role": "user", "content": parts}, {"role": "assistant", "content": "ok"}]
-    assert "<|im_start|>user\n Hello  world <|im_end|>" in format_chat(msgs, "chatml")  # joined with ""
-    assert "<start_of_turn>user\nHelloworld<end_of_turn>" in format_chat(msgs, "gemma3")  # each part stripped
+    why = (r"^message 0 \(user\): its content is 2 text parts, which chatml's template does not join .* set "
+           r"join_text_parts='\\n' \(chat.join_text_parts")
+    for call in (format_chat, format_chat_segments, validate_messages):
+        with pytest.raises(ChatFormatError, match=why):
+            call(msgs, "chatml")
+        with pytest.raises(ConfigError, match=r"join_text_parts must be a string"):
+            call(msgs, "chatml", join_text_parts=1)
+    assert "<|im_start|>user\n Hello  world <|im_end|>" in format_chat(msgs, "chatml", join_text_parts="")
+    assert "<|im_start|>user\n Hello \n world <|im_end|>" in format_chat(msgs, "chatml", join_text_parts="\n")
+    segs = format_chat_segments(msgs, "chatml", join_text_parts="\n")
+    assert "".join(x.text for x in segs) == format_chat(msgs, "chatml", join_text_parts="\n")
+    assert [x.text for x in segs if x.kind == "user"] == [" Hello \n world "]
+    assert validate_messages(msgs, "chatml", join_text_parts="") is None
+    assert msgs[0]["content"] is parts  # the caller's messages are not changed
+    for sep in (None, "", "\n"):
+        assert "<start_of_turn>user\nHelloworld<end_of_turn>" in format_chat(msgs, "gemma3", join_text_parts=sep)
 
 
 def test_join_text_parts_only_where_the_template_takes_a_string():

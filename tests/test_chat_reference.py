@@ -97,14 +97,14 @@ def test_encode_chat_takes_auto_as_tokenize_chat_does():
     if len(rows) < 5:
         pytest.skip("fixtures/chat/renders.jsonl.gz holds too few qwen2.5 renders")
     # join_text_parts="": the probe of two text parts, rendered with them joined so (the template takes a
-    # string); encode_chat joins them with "" as it always did, tokenize_chat refuses them unless given
+    # string); encode_chat and tokenize_chat refuse them unless given
     fn = tokenize_chat(tok, "auto", on_error="record", no_assistant="keep", join_text_parts="")
     fn.warn = False  # rows calling tools without definitions: warned of, written
     got = fn({"messages": [r["messages"] for r in rows]})
     n = 0
     for i, r in enumerate(rows):
         try:
-            enc = encode_chat(tok, r["messages"], "auto")
+            enc = encode_chat(tok, r["messages"], "auto", join_text_parts="")
         except ChatFormatError:
             assert got["error"][i], r["conversation_id"]  # refused by both
             continue

@@ -655,6 +655,36 @@ def test_chat_refuses_a_file_key_it_would_not_read(tmp_path, capsys):
     assert capsys.readouterr().out.endswith("<|im_start|>assistant\nhello<|im_end|>\n")
 
 
+def test_chat_refuses_text_parts_unless_join_text_parts_chooses(tmp_path, capsys):
+    """``rmlprep chat`` joined two text parts with "" silently where a run refuses them for a format
+    whose template takes a string (f8934f5: chat.join_text_parts). Now exit 2 with the run's reason
+    in one line, naming --join-text-parts; with it (``\\n`` typed as backslash n), the parts joined
+    so: worked example, ChatML's ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` per message with
+    content "hi " + "\\n" + "there". gemma3's template iterates parts: written as before."""
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps([{"role": "user", "content": [{"type": "text", "text": "hi "},
+                                                          {"type": "text", "text": "there"}]},
+                             {"role": "assistant", "content": "yo"}]))
+    assert main(["chat", str(m), "--format", "chatml"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rmlprep: error: message 0 (user): its content is 2 text parts, "
+                                                   "which chatml's template does not join"), err
+    assert "pass --join-text-parts '\\n' (a newline: vLLM's join) or --join-text-parts ''" in err, err
+    assert main(["chat", str(m), "--format", "chatml", "--join-text-parts", "\\n", "-n"]) == 0
+    assert capsys.readouterr().out == "<|im_start|>user\nhi \nthere<|im_end|>\n<|im_start|>assistant\nyo<|im_end|>\n"
+    assert main(["chat", str(m), "--format", "chatml", "--join-text-parts", "", "-n"]) == 0
+    assert capsys.readouterr().out.startswith("<|im_start|>user\nhi there<|im_end|>\n")
+    assert main(["chat", str(m), "--format", "gemma3", "-n"]) == 0
+    assert "<start_of_turn>user\nhithere<end_of_turn>" in capsys.readouterr().out  # each part stripped, as its template
+    real = Path(os.environ.get("RMLPREP_REAL_TOKENIZERS", "~/.cache/rmlprep-real-tokenizers")).expanduser() / "hf"
+    if (real / "qwen2.5").is_dir():  # encoding: refused alike; a join is not for the template itself
+        assert main(["chat", str(m), "--format", "qwen2.5", "--tokenizer", str(real / "qwen2.5")]) == 2
+        assert "which qwen2.5's template does not join" in capsys.readouterr().err
+        assert main(["chat", str(m), "--format", "template", "--tokenizer", str(real / "qwen2.5"),
+                     "--join-text-parts", ""]) == 2
+        assert "join_text_parts is for the native formats" in capsys.readouterr().err
+
+
 def test_chat_auto_and_template_take_the_tokenizers_template(tmp_path, capsys):
     """--format auto / template with --tokenizer take the tokenizer's own chat template, as
     chat.format does in a run (both were refused as unknown format names); without --tokenizer,

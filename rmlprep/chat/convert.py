@@ -22,7 +22,8 @@ from .. import json_rows
 from ..errors import ChatFormatError
 from .messages import content_parts
 
-__all__ = ["string_tool_arguments", "join_text_parts", "json_tools", "parameters_as_text", "undefined_tool_calls", "unread_reasoning"]
+__all__ = ["string_tool_arguments", "join_text_parts", "join_parts_for_call", "json_tools", "parameters_as_text",
+           "undefined_tool_calls", "unread_reasoning"]
 
 
 def _loads(text: Any) -> Any:
@@ -191,7 +192,7 @@ def string_tool_arguments(messages) -> bool:
     return False
 
 
-def join_text_parts(messages: Any, f, sep: str | None) -> tuple[Any, int]:
+def join_text_parts(messages: Any, f, sep: str | None, *, way: str | None = None) -> tuple[Any, int]:
     """``messages`` with each content given as two or more text parts (``[{"type": "text",
     "text": "hi"}, {"type": "text", "text": "there"}]``) joined with ``sep`` into one string, for
     format ``f`` whose template takes only a string (``f.parts == "join"``), and how many were
@@ -208,7 +209,8 @@ def join_text_parts(messages: Any, f, sep: str | None) -> tuple[Any, int]:
     ``sep`` None (``chat.join_text_parts`` unset) such a conversation is refused, naming the
     message, the number of parts and the choice; one part has no join to choose. A content
     whose parts the schema refuses (media, a bare string, unknown fields) is left for
-    :func:`~rmlprep.chat.messages.parse_conversation` to refuse.
+    :func:`~rmlprep.chat.messages.parse_conversation` to refuse. ``way``: the refusal's way on, for
+    a caller whose option is spelled otherwise (``rmlprep chat --join-text-parts``).
 
     Raises:
         ChatFormatError: ``sep`` is None and a message's content holds two or more text parts.
@@ -227,14 +229,42 @@ def join_text_parts(messages: Any, f, sep: str | None) -> tuple[Any, int]:
         if sep is None:
             raise ChatFormatError(
                 f"message {i} ({m.get('role')}): its content is {len(c)} text parts, which {f.name}'s template does "
-                "not join (transformers' apply_chat_template raises on a list or writes its Python repr); set "
-                "join_text_parts='\\n' (chat.join_text_parts = \"\\n\", vLLM's join) or '' (as templates that iterate "
-                "parts join them) to choose, or join them in the data")
+                "not join (transformers' apply_chat_template raises on a list or writes its Python repr); "
+                + (way or "set join_text_parts='\\n' (chat.join_text_parts = \"\\n\", vLLM's join) or '' (as templates "
+                   "that iterate parts join them) to choose, or join them in the data"))
         if out is None:
             out = list(messages)
         out[i] = {**m, "content": sep.join(texts)}
         n += 1
     return (messages, 0) if out is None else (out, n)
+
+
+def join_parts_for_call(messages: Any, fmt: str, sep: str | None, where: str) -> Any:
+    """``join_text_parts=`` of the one-conversation calls (:func:`rmlprep.chat.format_chat`,
+    ``format_chat_segments``, ``validate_messages``, :func:`rmlprep.chat.encode_chat`), as
+    ``tokenize_chat`` and the sft run apply it to each row: ``messages`` with the text parts of
+    each content joined with ``sep`` where ``fmt``'s template takes only a string
+    (:func:`join_text_parts`; ``"template"``: as they are).
+
+    Args:
+        messages: the conversation, as given (not changed: a joined message is a new dict).
+        fmt: a format name (resolved: not ``"auto"``) or ``"template"``.
+        sep: the join (``"\\n"``: vLLM's; ``""``), or None: refuse such a content.
+        where: the call, for the ConfigError (``"format_chat"``).
+    Returns:
+        The messages to write: the same object when nothing was joined, else a new list.
+    Raises:
+        ConfigError: ``sep`` not None and not a string, or given with ``"template"``
+            (:func:`rmlprep.chat.registry.join_parts_refusal`).
+        ChatFormatError: ``sep`` None and a content of two or more text parts (the sft run's
+            reject reason, naming the message, the number of parts and the option); unknown format.
+    """
+    from ..errors import ConfigError
+    from .registry import get_format, join_parts_refusal
+
+    if why := join_parts_refusal(fmt, sep):
+        raise ConfigError(f"{where}(fmt={fmt!r}): {why}")
+    return join_text_parts(messages, None if fmt == "template" else get_format(fmt), sep)[0]
 
 
 #: the message keys rmlprep reads an assistant's reasoning from (:mod:`rmlprep.chat.messages`)

@@ -209,11 +209,18 @@ def detect_chat_format(name_or_template: str, *, bos_token: str | None = None,
         name_or_template: a name from :data:`CHAT_FORMATS`, or a Jinja template.
         bos_token, eos_token: the tokenizer's tokens the template is rendered with (default:
             each format's own).
+    Returns:
+        A name from :data:`CHAT_FORMATS` (str): ``name_or_template`` itself when it is one, else
+        the one format whose writer gives the template's render on every probe.
     Raises:
         ChatTemplateError: no format reproduces the template (the closest format's first
             differing probe, both texts shown), or two formats do.
         ChatFormatError: an unknown name; a template that is not in the table while jinja2
             is not installed; a template that does not compile.
+
+    Source: the template itself, rendered in jinja2's sandbox as transformers'
+    ``apply_chat_template`` renders it (:mod:`rmlprep.chat.render`), or the committed table of
+    templates proved so (``rmlprep/chat/_template_table.py``).
     """
     if not isinstance(name_or_template, str):
         raise ChatFormatError(f"expected a format name or a Jinja template string, got {type(name_or_template).__name__}")

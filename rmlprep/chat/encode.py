@@ -50,30 +50,15 @@ import numpy as np
 
 from ..errors import ChatFormatError
 from ..spm_special import UnprefixedText, per_text_fragments
+from .convert import join_parts_for_call
 from .fmt_mistral import tokenizer_options
-from .registry import get_format, untrained_reasoning_refusal, write
+# TRAIN_TURNS and train_turns_refusal live in the registry beside the other option refusals; kept importable here
+from .registry import TRAIN_TURNS, get_format, train_turns_refusal, untrained_reasoning_refusal, write
 from .segments import TRAINABLE, Segment, untrain_history
 
 __all__ = ["ChatEncoding", "TRAIN_TURNS", "auto_format", "defaulted_refusal", "encode_chat", "encode_segments",
            "missing_stop_token", "refuse_chat_before_corpus", "train_turns_refusal",
            "stop_token_refusal", "stop_ids", "template_specials", "template_stop"]
-
-
-#: ``train_turns`` values: every assistant turn is trained, or only those after the last user message.
-TRAIN_TURNS = ("all", "last")
-
-
-def train_turns_refusal(fmt: str, train_turns: Any) -> str | None:
-    """Why ``train_turns`` cannot apply to ``fmt``, or None when it does: a value other than
-    ``"all"`` / ``"last"``, or ``"last"`` with ``"template"``, whose render is split into
-    template and assistant text only (no user turns to find the last one by); the native
-    formats mark user text (:func:`rmlprep.chat.segments.untrain_history`)."""
-    if train_turns not in TRAIN_TURNS:
-        return f"train_turns must be 'all' or 'last', got {train_turns!r}"
-    if train_turns == "last" and fmt == "template":
-        return ("train_turns = 'last' needs a native chat format (the template's render has no user turns told "
-                "apart); name the format, or train every turn")
-    return None
 
 
 @dataclass(slots=True)
@@ -164,8 +149,8 @@ def encode_segments(tokenizer, segs: Sequence[Segment], *, train_on_reasoning: b
 
 
 def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bool = False, tools: Any = None,
-                options: Mapping[str, Any] | None = None, train_on_reasoning: bool = True,
-                text_markers: bool = False, train_turns: str = "all") -> ChatEncoding:
+                options: Mapping[str, Any] | None = None, train_on_reasoning: bool = True, text_markers: bool = False,
+                train_turns: str = "all", join_text_parts: str | None = None) -> ChatEncoding:
     """Encode a conversation with its loss mask.
 
     Args:
@@ -191,6 +176,8 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
             in the ids as context, out of the mask, and are counted in ``notes``
             (:func:`rmlprep.chat.segments.untrain_history`; LLaMA-Factory's ``mask_history``).
             Not with ``"template"`` (ConfigError).
+        join_text_parts: the join of a content of two or more text parts, as
+            :func:`rmlprep.chat.format_chat` (None, default: refused). Not with ``"template"``.
     Returns:
         ChatEncoding (the mask rule is in the module docstring).
     Raises:
@@ -201,7 +188,8 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
             or ``"template"`` and a template that reads a GGUF's defaulted bos/eos
             (:func:`template_specials`).
         ConfigError: ``"auto"`` and no chat template; ``train_on_reasoning=False`` and a format without reasoning; a
-            ``train_turns`` other than ``"all"``/``"last"``, or ``"last"`` with ``"template"``.
+            ``train_turns`` other than ``"all"``/``"last"``, or ``"last"`` with ``"template"``; a
+            ``join_text_parts`` not a string, or given with ``"template"``.
     """
     if fmt == "auto":
         fmt = auto_format(tokenizer, "encode_chat(fmt='auto')")
@@ -218,6 +206,7 @@ def encode_chat(tokenizer, messages: Any, fmt: str, *, add_generation_prompt: bo
         from ..errors import ConfigError
 
         raise ConfigError(f"encode_chat(fmt={fmt!r}, train_on_reasoning=False): {why}")
+    messages = join_parts_for_call(messages, fmt, join_text_parts, "encode_chat")
     if fmt == "template":
         out = _template_writer(tokenizer, options).write(messages, add_generation_prompt=add_generation_prompt,
                                                           tools=tools)
@@ -456,8 +445,13 @@ def stop_ids(tokenizer, fmt: str) -> list[int]:
     vocabulary (no duplicates, in that order), less the end-of-turn tokens that end a message of
     its model but not a generation (gpt-oss ``<|end|>``: :attr:`ChatFormat.not_stops`).
 
+    Returns:
+        Token ids (list of int), for a generation loop's stop set.
     Raises:
         ChatFormatError: unknown format.
+
+    Source: the models' ``generation_config.json`` (Llama 3.1/3.2's ``<|eom_id|>``) and
+    openai-harmony's ``stop_tokens_for_assistant_actions`` (gpt-oss: not ``<|end|>``).
     """
     f = get_format(fmt)
     out: list[int] = []

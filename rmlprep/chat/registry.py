@@ -27,7 +27,7 @@ from .segments import Out
 
 __all__ = ["ChatFormat", "FORMATS", "CHAT_FORMATS", "get_format", "check_conversation", "write", "resolve_options",
            "template_view", "template_kwargs", "read_view", "DEFAULT_TODAY", "today", "untrained_reasoning_refusal",
-           "join_parts_refusal"]
+           "join_parts_refusal", "TRAIN_TURNS", "train_turns_refusal"]
 
 def _registry() -> dict[str, ChatFormat]:
     from . import (fmt_chatml, fmt_deepseek, fmt_gemma, fmt_harmony, fmt_kimi, fmt_llama, fmt_mistral, fmt_other,
@@ -71,6 +71,23 @@ _OPTION_VALUES: dict[str, tuple[type, tuple[Any, ...] | None]] = {
     "system_placement": (str, ("template", "last-user")),
     "tool_results": (str, ("template", "mistral-common")),
 }
+
+
+#: ``train_turns`` values: every assistant turn is trained, or only those after the last user message.
+TRAIN_TURNS = ("all", "last")
+
+
+def train_turns_refusal(fmt: str, train_turns: Any) -> str | None:
+    """Why ``train_turns`` cannot apply to ``fmt``, or None when it does: a value other than
+    ``"all"`` / ``"last"``, or ``"last"`` with ``"template"``, whose render is split into
+    template and assistant text only (no user turns to find the last one by); the native
+    formats mark user text (:func:`rmlprep.chat.segments.untrain_history`)."""
+    if train_turns not in TRAIN_TURNS:
+        return f"train_turns must be 'all' or 'last', got {train_turns!r}"
+    if train_turns == "last" and fmt == "template":
+        return ("train_turns = 'last' needs a native chat format (the template's render has no user turns told "
+                "apart); name the format, or train every turn")
+    return None
 
 
 def join_parts_refusal(fmt: str, sep: Any) -> str | None:
