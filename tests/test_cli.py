@@ -1353,6 +1353,17 @@ _POOL_UNTIL_INTERRUPTED = (
     "    sys.exit(130)\n")
 
 
+def _communicate_or_kill(p: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """``p.communicate(timeout)``; a child still running after it (the test fails on the
+    TimeoutExpired) is killed with its process group, so no worker outlives the test."""
+    try:
+        return p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, 9)
+            p.wait()
+
+
 def _py(code: str, **kw) -> subprocess.Popen:
     """A child Python in its own process group, with SIGINT and SIGHUP at their default
     dispositions, as a terminal's foreground job has them: a shell without job control starts a
@@ -1471,12 +1482,7 @@ def test_ctrl_c_handled_off_the_waiting_thread_stops_the_pool():
         + _POOL_UNTIL_INTERRUPTED)
     with tempfile.TemporaryDirectory() as d:
         p = _py(code.replace("(D,)", f"({d!r},)"))
-        try:
-            out, err = p.communicate(timeout=45)
-        finally:
-            if p.poll() is None:
-                os.killpg(p.pid, 9)
-                p.wait()
+        out, err = _communicate_or_kill(p, 45)
     assert (p.returncode, err) == (130, "interrupted\n")
 
 
@@ -1504,12 +1510,7 @@ def test_a_worker_killed_mid_unit_ends_the_run_with_an_error():
         "    print(err, file=sys.stderr)\n"
         "    sys.exit(2)\n")
     p = _py(code)
-    try:
-        out, err = p.communicate(timeout=45)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, 9)
-            p.wait()
+    out, err = _communicate_or_kill(p, 45)
     assert p.returncode == 2, err
     assert f"a worker process (pid {out.split()[0]}) was killed by SIGKILL" in err
     assert "rerun the same command to resume" in err
